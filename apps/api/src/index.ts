@@ -1,0 +1,2 @@
+export { createApp } from './app';
+export { buildDeps, type ApiDeps } from './deps';

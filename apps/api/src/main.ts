@@ -1,0 +1,38 @@
+import http from 'node:http';
+import { ConfigError, parseConfig } from '@svc/core';
+import { createApp } from './app';
+import { buildDeps } from './deps';
+
+async function main(): Promise<void> {
+  const config = parseConfig(process.env);
+  const deps = buildDeps(config);
+  const app = createApp(deps);
+  const server = http.createServer(app.callback());
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
+  deps.logger.info('api listening', { url: `http://${config.host}:${config.port}` });
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) {
+      deps.logger.warn('second signal: exiting now', { signal });
+      process.exit(1);
+    }
+    stopping = true;
+    deps.logger.info('draining', { signal });
+    // stop accepting, let in-flight requests finish, then close connections
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    await deps.sql.end({ timeout: 5 });
+    deps.redis.disconnect();
+    deps.logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((err) => {
+  console.error(err instanceof ConfigError ? err.message : err);
+  process.exit(1);
+});

@@ -1,0 +1,29 @@
+/** The API key scope catalogue (contract 5.2). Scopes are resource:action. */
+export const SCOPES = [
+  { scope: 'assets:read', description: 'Leer assets', group: 'credentials' },
+  { scope: 'queues:read', description: 'Leer elementos de colas', group: 'queues' },
+  { scope: 'queues:write', description: 'Añadir elementos a colas', group: 'queues' },
+  { scope: 'jobs:read', description: 'Leer el estado de ejecuciones', group: 'executions' },
+  { scope: 'jobs:write', description: 'Lanzar ejecuciones', group: 'executions' },
+  { scope: 'jobs:stop', description: 'Detener ejecuciones', group: 'executions' },
+  { scope: 'processes:read', description: 'Leer procesos', group: 'processes' },
+  { scope: 'machines:read', description: 'Leer máquinas', group: 'machines' },
+] as const;
+
+export type Scope = (typeof SCOPES)[number]['scope'];
+export const SCOPE_NAMES: readonly Scope[] = SCOPES.map((s) => s.scope);
+
+export function isScope(value: string): value is Scope {
+  return (SCOPE_NAMES as readonly string[]).includes(value);
+}
+
+/** Fail-closed: an empty or null scope list grants nothing. */
+export function hasScope(granted: readonly string[] | null | undefined, required: Scope): boolean {
+  return Array.isArray(granted) && granted.includes(required);
+}
+
+export const ENVIRONMENTS = ['dev', 'staging', 'production'] as const;
+export type Environment = (typeof ENVIRONMENTS)[number];
+
+export const PLAN_FEATURES = ['api_keys', 'webhooks'] as const;
+export type PlanFeature = (typeof PLAN_FEATURES)[number];

@@ -1,0 +1,54 @@
+import { BlockList, isIP } from 'node:net';
+
+/**
+ * allowed_ips entries are single addresses or CIDR ranges, IPv4 or IPv6.
+ * An IPv4-mapped IPv6 address (::ffff:1.2.3.4, as sockets report IPv4 peers on a dual-stack
+ * listener) is compared as the IPv4 address it carries.
+ */
+
+export function normalizeIp(ip: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  return mapped ? mapped[1]! : ip;
+}
+
+/** Returns null when valid, or why not (in Spanish, for the API's validation message). */
+export function checkIpEntry(entry: string): string | null {
+  const [address, bits, extra] = entry.split('/');
+  if (extra !== undefined || !address) return 'Dirección IP o rango CIDR inválido';
+  const family = isIP(address);
+  if (family === 0) return 'Dirección IP o rango CIDR inválido';
+  if (bits === undefined) return null;
+  const max = family === 4 ? 32 : 128;
+  if (!/^\d{1,3}$/.test(bits) || Number(bits) > max) return 'Prefijo CIDR inválido';
+  return null;
+}
+
+export function buildAllowList(entries: readonly string[]): BlockList {
+  const list = new BlockList();
+  for (const entry of entries) {
+    const [address, bits] = entry.split('/') as [string, string | undefined];
+    const addr = normalizeIp(address);
+    const family = isIP(addr) === 6 ? 'ipv6' : 'ipv4';
+    if (bits === undefined) list.addAddress(addr, family);
+    else list.addSubnet(addr, Number(bits), family);
+  }
+  return list;
+}
+
+export function ipAllowed(allowList: BlockList, ip: string): boolean {
+  const addr = normalizeIp(ip);
+  const family = isIP(addr);
+  if (family === 0) return false;
+  return allowList.check(addr, family === 6 ? 'ipv6' : 'ipv4');
+}
+
+/**
+ * The client address: the socket peer, or with `trustedProxyCount` proxies in front, the entry
+ * that many hops from the right of X-Forwarded-For (the rightmost ones were added by our proxies).
+ */
+export function clientIp(socketIp: string, forwardedFor: string | undefined, trustedProxyCount: number): string {
+  if (trustedProxyCount <= 0 || !forwardedFor) return normalizeIp(socketIp);
+  const hops = forwardedFor.split(',').map((s) => s.trim()).filter(Boolean);
+  const candidate = hops[hops.length - trustedProxyCount];
+  return normalizeIp(candidate && isIP(normalizeIp(candidate)) ? candidate : hops[0] ?? socketIp);
+}

@@ -1,0 +1,37 @@
+import { createTestContext, type TestContext } from '@svc/core/testing';
+import { loadMigrations, migrate } from '@svc/core';
+
+describe('migrations', () => {
+  let ctx: TestContext;
+  beforeAll(async () => {
+    ctx = await createTestContext();
+  });
+  afterAll(() => ctx.close());
+
+  it('are numbered without gaps and all applied to the template', async () => {
+    const files = loadMigrations();
+    expect(files.map((m) => m.version)).toEqual(files.map((_, i) => i + 1));
+    const rows = await ctx.sql<{ version: number }[]>`select version from schema_migrations order by version`;
+    expect(rows.map((r) => r.version)).toEqual(files.map((m) => m.version));
+  });
+
+  it('applies nothing twice when run again, even concurrently', async () => {
+    const results = await Promise.all([migrate(ctx.sql), migrate(ctx.sql)]);
+    expect(results).toEqual([[], []]);
+  });
+
+  it('keeps exact per-status queue item counts through inserts, updates and deletes', async () => {
+    const [tenant] = await ctx.sql`insert into tenants (name) values ('t') returning id`;
+    const [queue] = await ctx.sql`insert into queues (tenant_id, name) values (${tenant!.id}, 'q') returning id`;
+    await ctx.sql`insert into queue_items (tenant_id, queue_id, data)
+      select ${tenant!.id}, ${queue!.id}, '{}'::jsonb from generate_series(1, 25)`;
+    await ctx.sql`update queue_items set status = 'completed' where id in (select id from queue_items limit 10)`;
+    await ctx.sql`delete from queue_items where id in (select id from queue_items where status = 'new' limit 5)`;
+    const counts = await ctx.sql<{ status: string; n: number }[]>`
+      select status, sum(n)::int as n from queue_item_counts where queue_id = ${queue!.id} group by status order by status`;
+    expect(counts).toEqual([
+      { status: 'completed', n: 10 },
+      { status: 'new', n: 10 },
+    ]);
+  });
+});
