@@ -14,3 +14,7 @@ export * from './security/secrets';
 export * from './security/password';
 export * from './security/secret-box';
 export * from './security/ip-allow';
+export * from './audit/audit';
+export * from './tenants/repo';
+export * from './api-keys/repo';
+export * from './access-tokens/repo';

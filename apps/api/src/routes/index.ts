@@ -1,14 +1,22 @@
 import type { ApiDeps } from '../deps';
 import { createRouter, type AppRouter } from '../http/router';
+import type { RouteContext } from '../http/route';
+import { sqlApiKeyStore } from '../auth/api-key';
+
+type ResourceRoutes = (rc: RouteContext) => AppRouter;
 
 /**
- * The public and management API under /api/v1. Each resource module exports a router factory;
- * add one line here per resource.
+ * The public and management API under /api/v1. Each resource module exports a factory
+ * `(rc: RouteContext) => AppRouter` declaring its routes with `addRoute`; add one line here.
  */
-export function apiRoutes(deps: ApiDeps): AppRouter {
+const RESOURCES: ResourceRoutes[] = [
+];
+
+export function apiRoutes(deps: ApiDeps, rc: RouteContext = { deps, keyStore: sqlApiKeyStore(deps) }): AppRouter {
   const api = createRouter('/api/v1');
-  const resources: AppRouter[] = [
-  ];
-  for (const r of resources) api.use(r.routes(), r.allowedMethods({ throw: true }));
+  for (const make of RESOURCES) {
+    const r = make(rc);
+    api.use(r.routes(), r.allowedMethods({ throw: true }));
+  }
   return api;
 }

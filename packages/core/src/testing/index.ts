@@ -1,1 +1,2 @@
 export * from './harness';
+export * from './fixtures';

@@ -1,0 +1,109 @@
+import type { Context, Middleware } from 'koa';
+import type { Static, TObject, TSchema } from '@sinclair/typebox';
+import { rateLimitFor, validate, DEFAULT_RATE_LIMIT, type PlanFeature, type Scope } from '@svc/core';
+import type { ApiDeps } from '../deps';
+import type { AppState } from './state';
+import type { AppRouter } from './router';
+import { authenticateApiKey, checkKeyIp, requirePlanFeature, requireScope, type ApiKeyStore } from '../auth/api-key';
+import { authenticateUser, requireAdmin } from '../auth/bearer';
+import { rateLimit } from '../middleware/rate-limit';
+
+export type RouteAuth =
+  | { kind: 'api_key'; scope?: Scope; feature?: PlanFeature }
+  | { kind: 'user'; admin: boolean }
+  | { kind: 'none' };
+
+/**
+ * One declaration per route: the schemas here validate the request *and* feed the OpenAPI
+ * document (one source). Auth runs in the contract's order (7.3): key validity 401 → rate limit
+ * 429 → IP/scope/plan 403; existence (404) and data validity (422) are the handler's, in that
+ * order, which is why inputs are validated lazily: the handler calls `input.body()` after it
+ * has found the resource.
+ */
+export interface RouteSpec<P extends TObject | undefined = TObject | undefined, Q extends TObject | undefined = TObject | undefined, B extends TSchema | undefined = TSchema | undefined> {
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+  /** Koa path under /api/v1, e.g. `/queues/by-name/:name/items`. */
+  path: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  auth: RouteAuth;
+  params?: P;
+  query?: Q;
+  body?: B;
+  /** Schema of `data` in the success wrapper (or of each element when `paged`). */
+  response?: TSchema;
+  paged?: boolean;
+  successStatus?: number;
+  /** Error statuses this route can answer besides the ones implied by `auth`. */
+  errors?: number[];
+  /** Requests per minute; by default the contract's table, else 120. */
+  rateLimit?: number;
+  /** Extra request headers worth documenting, e.g. Idempotency-Key. */
+  headers?: Array<{ name: string; description: string; required?: boolean }>;
+}
+
+type Infer<S> = S extends TSchema ? Static<S> : undefined;
+
+export interface RouteInput<P, Q, B> {
+  params(): P;
+  query(): Q;
+  body(): B;
+}
+
+export type RouteHandler<P, Q, B> = (ctx: Context & { state: AppState }, input: RouteInput<P, Q, B>) => Promise<void> | void;
+
+/** Every route declared in this process, for the OpenAPI document. */
+export const routeCatalog = new Map<string, RouteSpec>();
+
+export interface RouteContext {
+  deps: ApiDeps;
+  keyStore: ApiKeyStore;
+}
+
+function authChain(rc: RouteContext, spec: RouteSpec): Middleware<AppState>[] {
+  const routeId = `${spec.method.toUpperCase()} ${spec.path}`;
+  const points = spec.rateLimit ?? rateLimitFor(routeId) ?? DEFAULT_RATE_LIMIT;
+  const limit = rateLimit(rc.deps, routeId, points);
+  switch (spec.auth.kind) {
+    case 'api_key': {
+      const chain = [authenticateApiKey(rc.keyStore), limit, checkKeyIp()];
+      if (spec.auth.scope) chain.push(requireScope(spec.auth.scope));
+      if (spec.auth.feature) chain.push(requirePlanFeature(rc.deps, spec.auth.feature));
+      return chain;
+    }
+    case 'user':
+      return spec.auth.admin ? [authenticateUser(rc.deps), limit, requireAdmin()] : [authenticateUser(rc.deps), limit];
+    case 'none':
+      return [limit];
+  }
+}
+
+export function addRoute<P extends TObject | undefined, Q extends TObject | undefined, B extends TSchema | undefined>(
+  router: AppRouter,
+  rc: RouteContext,
+  spec: RouteSpec<P, Q, B>,
+  handler: RouteHandler<Infer<P>, Infer<Q>, Infer<B>>,
+): void {
+  routeCatalog.set(`${spec.method} ${spec.path}`, spec as RouteSpec);
+  const run: Middleware<AppState> = async (ctx) => {
+    let params: unknown, query: unknown, body: unknown;
+    let p = false, q = false, b = false;
+    const input: RouteInput<Infer<P>, Infer<Q>, Infer<B>> = {
+      params: () => {
+        if (!p) { params = spec.params ? validate(spec.params, { ...ctx.params }, 'path') : ctx.params; p = true; }
+        return params as Infer<P>;
+      },
+      query: () => {
+        if (!q) { query = spec.query ? validate(spec.query, { ...ctx.query }, 'query') : ctx.query; q = true; }
+        return query as Infer<Q>;
+      },
+      body: () => {
+        if (!b) { body = spec.body ? validate(spec.body, ctx.request.body, 'body') : ctx.request.body; b = true; }
+        return body as Infer<B>;
+      },
+    };
+    await handler(ctx as Context & { state: AppState }, input);
+  };
+  router[spec.method](spec.path, ...authChain(rc, spec as RouteSpec), run);
+}

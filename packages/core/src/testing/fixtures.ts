@@ -1,0 +1,86 @@
+import { randomBytes } from 'node:crypto';
+import type { Queryable } from '../db/sql';
+import { issueSecret, API_KEY_PREFIX, ACCESS_TOKEN_PREFIX, MACHINE_KEY_PREFIX } from '../security/secrets';
+import { SCOPE_NAMES } from '../scopes';
+import type { TenantRow } from '../tenants/repo';
+import type { ApiKeyRow } from '../api-keys/repo';
+
+/**
+ * Direct-SQL fixtures for tests: they set up a state without going through the services under
+ * test. Names are random so fixtures never collide inside one database.
+ */
+const uniq = (p: string) => `${p}-${randomBytes(4).toString('hex')}`;
+type Row = Record<string, any>;
+
+export async function seedTenant(sql: Queryable, fields: Partial<Pick<TenantRow, 'name' | 'plan_features' | 'subscription_status' | 'monthly_quota' | 'quota_used'>> = {}): Promise<TenantRow> {
+  const [row] = await sql<TenantRow[]>`
+    insert into tenants (name, plan_features, subscription_status, monthly_quota, quota_used)
+    values (${fields.name ?? uniq('tenant')}, ${fields.plan_features ?? ['api_keys', 'webhooks']},
+            ${fields.subscription_status ?? 'active'}, ${fields.monthly_quota ?? 10000}, ${fields.quota_used ?? 0})
+    returning *`;
+  return row!;
+}
+
+/** A user with an access token (password hash is a placeholder: log in through the API to test passwords). */
+export async function seedUser(
+  sql: Queryable,
+  tenantId: string,
+  fields: { role?: 'admin' | 'member'; email?: string; tokenExpiresAt?: Date } = {},
+): Promise<{ user: Row; token: string; tokenId: string }> {
+  const [user] = await sql`
+    insert into users (tenant_id, email, name, password_hash, role)
+    values (${tenantId}, ${fields.email ?? `${uniq('user')}@example.test`}, 'Test User', 'scrypt$invalid', ${fields.role ?? 'admin'})
+    returning *`;
+  const secret = issueSecret(ACCESS_TOKEN_PREFIX);
+  const [tok] = await sql`
+    insert into access_tokens (tenant_id, user_id, token_hash, prefix, expires_at)
+    values (${tenantId}, ${user!.id}, ${secret.hash}, ${secret.prefix}, ${fields.tokenExpiresAt ?? new Date(Date.now() + 3600_000)})
+    returning id`;
+  return { user: user!, token: secret.value, tokenId: tok!.id };
+}
+
+export async function seedApiKey(
+  sql: Queryable,
+  tenantId: string,
+  fields: Partial<Pick<ApiKeyRow, 'name' | 'scopes' | 'allowed_ips' | 'environments' | 'expires_at' | 'is_active'>> = {},
+): Promise<{ row: ApiKeyRow; key: string }> {
+  const secret = issueSecret(API_KEY_PREFIX);
+  const [row] = await sql<ApiKeyRow[]>`
+    insert into api_keys (tenant_id, name, prefix, key_hash, scopes, allowed_ips, environments, expires_at, is_active)
+    values (${tenantId}, ${fields.name ?? uniq('key')}, ${secret.prefix}, ${secret.hash},
+            ${fields.scopes ?? [...SCOPE_NAMES]}, ${fields.allowed_ips ?? null}, ${fields.environments ?? null},
+            ${fields.expires_at ?? null}, ${fields.is_active ?? true})
+    returning *`;
+  return { row: row!, key: secret.value };
+}
+
+export async function seedQueue(sql: Queryable, tenantId: string, fields: Row = {}): Promise<Row> {
+  const [row] = await sql`
+    insert into queues (tenant_id, name, max_retries, consumer_process_id, max_consumers)
+    values (${tenantId}, ${fields.name ?? uniq('queue')}, ${fields.max_retries ?? 3}, ${fields.consumer_process_id ?? null},
+            ${fields.max_consumers ?? 1})
+    returning *`;
+  return row!;
+}
+
+export async function seedProcess(sql: Queryable, tenantId: string, fields: Row = {}): Promise<Row> {
+  const [row] = await sql`
+    insert into processes (tenant_id, name, input_schema, is_active, folder_id, timeout_seconds, max_retries, auto_retry,
+                           retry_delay_seconds, sla_deadline_minutes, on_success_trigger_process_id)
+    values (${tenantId}, ${fields.name ?? uniq('process')}, ${fields.input_schema ? sql.json(fields.input_schema) : null},
+            ${fields.is_active ?? true}, ${fields.folder_id ?? null}, ${fields.timeout_seconds ?? 3600},
+            ${fields.max_retries ?? 0}, ${fields.auto_retry ?? false}, ${fields.retry_delay_seconds ?? 60},
+            ${fields.sla_deadline_minutes ?? null}, ${fields.on_success_trigger_process_id ?? null})
+    returning *`;
+  return row!;
+}
+
+export async function seedMachine(sql: Queryable, tenantId: string, fields: Row = {}): Promise<{ row: Row; machineKey: string }> {
+  const secret = issueSecret(MACHINE_KEY_PREFIX);
+  const [row] = await sql`
+    insert into machines (tenant_id, name, machine_key_hash, machine_key_prefix, slots, is_active, status, last_heartbeat_at)
+    values (${tenantId}, ${fields.name ?? uniq('machine')}, ${secret.hash}, ${secret.prefix}, ${fields.slots ?? 1},
+            ${fields.is_active ?? true}, ${fields.status ?? 'online'}, ${fields.status === 'offline' ? null : new Date()})
+    returning *`;
+  return { row: row!, machineKey: secret.value };
+}
