@@ -1,4 +1,4 @@
-import { createLogger, createRedis, createSql, redisKeys, type Config, type Logger, type Redis, type RedisKeys, type Sql } from '@svc/core';
+import { noopDispatch, type DispatchPort, createLogger, createRedis, createSql, redisKeys, type Config, type Logger, type Redis, type RedisKeys, type Sql } from '@svc/core';
 
 /** Everything a request handler may use; built once in main.ts (or by a test) and passed in. */
 export interface ApiDeps {
@@ -7,6 +7,8 @@ export interface ApiDeps {
   redis: Redis;
   keys: RedisKeys;
   logger: Logger;
+  /** Nudges the dispatch engine after a commit (see DispatchPort). */
+  dispatch: DispatchPort;
 }
 
 export function buildDeps(config: Config, overrides: Partial<ApiDeps> = {}): ApiDeps {
@@ -16,5 +18,7 @@ export function buildDeps(config: Config, overrides: Partial<ApiDeps> = {}): Api
     redis: overrides.redis ?? createRedis(config.redisUrl),
     keys: redisKeys(config.redisPrefix),
     logger: overrides.logger ?? createLogger({ level: config.logLevel, service: 'api' }),
+    // replaced by the BullMQ-backed port once the dispatch engine exists
+    dispatch: overrides.dispatch ?? noopDispatch,
   };
 }

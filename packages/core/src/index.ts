@@ -18,3 +18,4 @@ export * from './audit/audit';
 export * from './tenants/repo';
 export * from './api-keys/repo';
 export * from './access-tokens/repo';
+export * from './dispatch/port';

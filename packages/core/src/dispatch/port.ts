@@ -1,0 +1,22 @@
+/**
+ * What the API tells the dispatch engine after it has committed a change in Postgres.
+ * Postgres is the truth (ARCHITECTURE invariant 1): these are nudges so work starts at once;
+ * a lost nudge only delays work until the reconciler finds it.
+ */
+export interface DispatchPort {
+  /** Jobs were created with status pending. */
+  jobsCreated(jobs: ReadonlyArray<{ id: string; tenant_id: string; machine_id: string; priority: number }>): Promise<void>;
+  /** Items became ready in a queue (added, re-driven, approved). */
+  queueItemsReady(queue: { id: string; tenant_id: string }): Promise<void>;
+  /** A running job's stop was requested: its agent must abort it now. */
+  jobStopRequested(job: { id: string; machine_id: string }): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** For processes and tests that run without a dispatcher. */
+export const noopDispatch: DispatchPort = {
+  jobsCreated: async () => undefined,
+  queueItemsReady: async () => undefined,
+  jobStopRequested: async () => undefined,
+  close: async () => undefined,
+};
