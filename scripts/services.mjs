@@ -61,7 +61,7 @@ async function waitFor(host, port, what, ms = 15000) {
   throw new SetupError(`${what} did not start on ${host}:${port} within ${ms / 1000} s.`);
 }
 
-async function startLocalPostgres(dataRoot) {
+export async function startLocalPostgres(dataRoot, port = LOCAL_PG_PORT) {
   const dirs = pgBinDirs();
   const initdb = which('initdb', dirs);
   const pgCtl = which('pg_ctl', dirs);
@@ -77,13 +77,13 @@ async function startLocalPostgres(dataRoot) {
     if (isRoot()) chownSync(dataDir, uidOf('postgres'), gidOf('postgres'));
     runPg(initdb, ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
   }
-  if (!(await canConnect('127.0.0.1', LOCAL_PG_PORT, 300))) {
+  if (!(await canConnect('127.0.0.1', port, 300))) {
     const socketDir = isRoot() ? '/tmp' : dataDir;
     runPg(pgCtl, ['-D', dataDir, '-l', path.join(dataDir, 'server.log'), '-w', '-o',
-      `-p ${LOCAL_PG_PORT} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${socketDir} -c max_connections=300 -c fsync=off`, 'start']);
-    await waitFor('127.0.0.1', LOCAL_PG_PORT, 'Postgres');
+      `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${socketDir} -c max_connections=300 -c fsync=off`, 'start']);
+    await waitFor('127.0.0.1', port, 'Postgres');
   }
-  return { url: `postgres://postgres@127.0.0.1:${LOCAL_PG_PORT}/svc`, stop: () => runPg(pgCtl, ['-D', dataDir, '-m', 'fast', 'stop']) };
+  return { url: `postgres://postgres@127.0.0.1:${port}/svc`, stop: () => runPg(pgCtl, ['-D', dataDir, '-m', 'fast', 'stop']) };
 }
 
 function uidOf(user) {
@@ -93,7 +93,7 @@ function gidOf(user) {
   return Number(execFileSync('id', ['-g', user], { encoding: 'utf8' }).trim());
 }
 
-async function startLocalRedis(dataRoot) {
+export async function startLocalRedis(dataRoot, port = LOCAL_REDIS_PORT) {
   const redisServer = which('redis-server');
   if (!redisServer) {
     throw new SetupError(
@@ -102,14 +102,18 @@ async function startLocalRedis(dataRoot) {
   }
   const dir = path.join(dataRoot, 'redis');
   mkdirSync(dir, { recursive: true });
-  if (!(await canConnect('127.0.0.1', LOCAL_REDIS_PORT, 300))) {
-    const res = spawnSync(redisServer, ['--port', String(LOCAL_REDIS_PORT), '--bind', '127.0.0.1', '--daemonize', 'yes',
+  if (!(await canConnect('127.0.0.1', port, 300))) {
+    const res = spawnSync(redisServer, ['--port', String(port), '--bind', '127.0.0.1', '--daemonize', 'yes',
       '--dir', dir, '--appendonly', 'yes', '--maxmemory-policy', 'noeviction', '--logfile', path.join(dir, 'redis.log'),
       '--pidfile', path.join(dir, 'redis.pid')], { encoding: 'utf8' });
     if (res.status !== 0) throw new SetupError(`redis-server failed to start: ${res.stderr.trim()}`);
-    await waitFor('127.0.0.1', LOCAL_REDIS_PORT, 'Redis');
+    await waitFor('127.0.0.1', port, 'Redis');
   }
-  return { url: `redis://127.0.0.1:${LOCAL_REDIS_PORT}` };
+  const redisCli = which('redis-cli');
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    stop: () => redisCli && spawnSync(redisCli, ['-p', String(port), 'shutdown'], { encoding: 'utf8' }),
+  };
 }
 
 function hostPort(url, fallbackPort) {
@@ -119,6 +123,7 @@ function hostPort(url, fallbackPort) {
 
 /** Returns { databaseUrl, redisUrl } that answer, starting local servers when needed. */
 export async function ensureServices({ dataRoot = path.join(ROOT, '.data'), log = console.log } = {}) {
+  const started = [];
   let databaseUrl = process.env.DATABASE_URL || DEFAULT_PG;
   let redisUrl = process.env.REDIS_URL || DEFAULT_REDIS;
 
@@ -126,15 +131,25 @@ export async function ensureServices({ dataRoot = path.join(ROOT, '.data'), log 
   if (!(await canConnect(pg.host, pg.port))) {
     if (process.env.DATABASE_URL) throw new SetupError(`Postgres is not answering at DATABASE_URL (${pg.host}:${pg.port}): start it or unset DATABASE_URL.`);
     log(`Postgres is not answering on ${pg.host}:${pg.port}; starting a local one with data in ${path.relative(ROOT, dataRoot)}/postgres …`);
-    databaseUrl = (await startLocalPostgres(dataRoot)).url;
+    const local = await startLocalPostgres(dataRoot);
+    databaseUrl = local.url;
+    started.push(local);
   }
   const rd = hostPort(redisUrl, 6379);
   if (!(await canConnect(rd.host, rd.port))) {
     if (process.env.REDIS_URL) throw new SetupError(`Redis is not answering at REDIS_URL (${rd.host}:${rd.port}): start it or unset REDIS_URL.`);
     log(`Redis is not answering on ${rd.host}:${rd.port}; starting a local one with data in ${path.relative(ROOT, dataRoot)}/redis …`);
-    redisUrl = (await startLocalRedis(dataRoot)).url;
+    const local = await startLocalRedis(dataRoot);
+    redisUrl = local.url;
+    started.push(local);
   }
-  return { databaseUrl, redisUrl };
+  /** Stops the servers this call started (none when the ones on localhost answered). */
+  const stopStarted = async () => {
+    for (const s of started.reverse()) {
+      try { s.stop(); } catch (err) { log(`could not stop a local server: ${err.message}`); }
+    }
+  };
+  return { databaseUrl, redisUrl, stopStarted };
 }
 
 /** Creates the database named in `url` when it does not exist (connecting to `postgres`). */

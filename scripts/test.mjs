@@ -6,12 +6,13 @@ import { ensureInstalledAndBuilt, ensureServices, ROOT, SetupError } from './ser
 
 try {
   ensureInstalledAndBuilt();
-  const { databaseUrl, redisUrl } = await ensureServices();
+  const { databaseUrl, redisUrl, stopStarted } = await ensureServices();
   const res = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'), ...process.argv.slice(2)], {
     cwd: ROOT,
     stdio: 'inherit',
     env: { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl },
   });
+  await stopStarted();
   process.exit(res.status ?? 1);
 } catch (err) {
   if (err instanceof SetupError) {

@@ -1,0 +1,117 @@
+// `npm start`: zero-configuration start of the whole platform on this machine.
+// Installs and builds, finds or starts Postgres and Redis, migrates, creates the demo workspace
+// on first start, then runs the API, the dispatcher and two simulated machines until Ctrl-C.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { ensureDatabase, ensureInstalledAndBuilt, ensureServices, ROOT, SetupError } from './services.mjs';
+
+const DATA = path.join(ROOT, '.data');
+
+function encryptionKey() {
+  if (process.env.ASSET_ENCRYPTION_KEY) return process.env.ASSET_ENCRYPTION_KEY;
+  // Generated once per checkout and kept out of git: asset credentials encrypted with it stay readable.
+  const file = path.join(DATA, 'asset-encryption-key');
+  mkdirSync(DATA, { recursive: true });
+  if (!existsSync(file)) writeFileSync(file, randomBytes(32).toString('base64'), { mode: 0o600 });
+  return readFileSync(file, 'utf8').trim();
+}
+
+function banner(demo, baseUrl) {
+  const key = demo.api_key ?? '<the key printed on first start, or run: npx svc demo --new-key>';
+  const lines = [
+    '',
+    '──────────────────────────────────────────────────────────────────────────────',
+    ` Platform running at ${baseUrl}   (Ctrl-C stops everything)`,
+    ` Bull Board:        ${baseUrl}/admin/queues  (Authorization: Bearer <admin access token>)`,
+    ` OpenAPI:           ${baseUrl}/api/v1/openapi.json`,
+    ` Demo workspace:    ${demo.tenant_name} — admin ${demo.admin_email}${demo.admin_password ? ` / ${demo.admin_password}` : ''}`,
+    demo.api_key ? ` API key (shown once, every scope): ${demo.api_key}` : ' API key: printed on first start (npx svc demo --new-key issues another)',
+    '',
+    ' Try it:',
+    '',
+    `  curl -s -X POST ${baseUrl}/api/v1/queues/by-name/${demo.queue_name}/items \\`,
+    `    -H 'X-API-Key: ${key}' -H 'Content-Type: application/json' \\`,
+    `    -d '{"data": {"invoice": "INV-1001", "amount": 250.5}, "priority": 5, "reference": "INV-1001"}'`,
+    '',
+    `  curl -s ${baseUrl}/api/v1/queues/by-name/${demo.queue_name}/items?limit=5 -H 'X-API-Key: ${key}'`,
+    '',
+    `  curl -s -X POST ${baseUrl}/api/v1/jobs/trigger \\`,
+    `    -H 'X-API-Key: ${key}' -H 'Content-Type: application/json' \\`,
+    `    -d '{"process_id": "${demo.process_id}", "input_data": {"month": "2026-11"}}'`,
+    '──────────────────────────────────────────────────────────────────────────────',
+    '',
+  ];
+  console.log(lines.join('\n'));
+}
+
+async function main() {
+  ensureInstalledAndBuilt();
+  const { databaseUrl, redisUrl, stopStarted } = await ensureServices();
+  await ensureDatabase(databaseUrl);
+  const port = process.env.PORT || '3000';
+  const env = {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: redisUrl,
+    ASSET_ENCRYPTION_KEY: encryptionKey(),
+    PORT: port,
+    HOST: process.env.HOST || '127.0.0.1',
+  };
+  const svc = path.join(ROOT, 'packages', 'cli', 'bin', 'svc.js');
+  // Migrates, then creates the demo workspace on first start; machine keys are re-issued each start.
+  const res = spawnSync(process.execPath, [svc, 'demo', '--json'], { env, encoding: 'utf8' });
+  if (res.status !== 0) throw new SetupError(`Setting up the demo workspace failed: ${(res.stderr || res.stdout).trim()}`);
+  const demo = JSON.parse(res.stdout);
+
+  const children = [];
+  const run = (name, script, args = []) => {
+    // own process group: Ctrl-C reaches only this supervisor, which drains the children in order
+    const child = spawn(process.execPath, [path.join(ROOT, script), ...args], { env, stdio: ['ignore', 'inherit', 'inherit'], detached: true });
+    child.on('exit', (code, signal) => {
+      if (!stopping) {
+        console.error(`${name} exited (${signal ?? code}); stopping the platform.`);
+        void stop(1);
+      }
+    });
+    children.push(child);
+  };
+  run('api', 'apps/api/dist/main.js');
+  run('dispatcher', 'apps/dispatcher/dist/main.js');
+  run('agent-sim', 'apps/agent-sim/dist/main.js', demo.machines.flatMap((m) => ['--machine-key', m.machine_key]));
+
+  const baseUrl = `http://${env.HOST}:${port}`;
+  const until = Date.now() + 20_000;
+  while (Date.now() < until) {
+    try {
+      if ((await fetch(`${baseUrl}/ready`)).ok) break;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  banner(demo, baseUrl);
+
+  let stopping = false;
+  async function stop(code = 0) {
+    if (stopping) return;
+    stopping = true;
+    console.log('\nStopping: draining the API, the dispatcher and the machines …');
+    await Promise.all(children.map((c) => new Promise((resolve) => {
+      if (c.exitCode !== null || c.signalCode !== null) return resolve();
+      c.once('exit', resolve);
+      c.kill('SIGTERM');
+      setTimeout(() => c.kill('SIGKILL'), 15_000).unref();
+    })));
+    await stopStarted();
+    console.log('Stopped.');
+    process.exit(code);
+  }
+  process.on('exit', () => children.forEach((c) => c.exitCode === null && c.kill('SIGKILL')));
+  process.on('SIGINT', () => void stop(0));
+  process.on('SIGTERM', () => void stop(0));
+}
+
+main().catch((err) => {
+  console.error(err instanceof SetupError ? err.message : err);
+  process.exit(1);
+});
