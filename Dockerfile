@@ -1,0 +1,20 @@
+# One image for every process of the platform; docker-compose.yml picks the command.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json tsconfig.json tsconfig.base.json ./
+COPY packages/core/package.json packages/core/
+COPY packages/cli/package.json packages/cli/
+COPY apps/api/package.json apps/api/
+COPY apps/dispatcher/package.json apps/dispatcher/
+COPY apps/agent-sim/package.json apps/agent-sim/
+RUN npm install --no-audit --no-fund
+COPY packages packages
+COPY apps apps
+RUN npx tsc -b && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /app /app
+USER node
+CMD ["node", "apps/api/dist/main.js"]
