@@ -306,8 +306,10 @@ create table idempotency_keys (
   scope text not null,
   key text not null,
   request_hash bytea not null,
+  -- null while the first request is in flight; its HTTP status once it succeeded
   status integer,
-  response jsonb,
+  -- json, not jsonb: a replay answers the first response byte for byte (key order kept)
+  response json,
   created_at timestamptz not null default now(),
   primary key (tenant_id, scope, key)
 );

@@ -1,0 +1,59 @@
+import type { Context } from 'koa';
+import {
+  IDEMPOTENCY_HEADER, parseIdempotencyKey, runIdempotent, UnauthorizedError,
+  type IdempotencyClaim, type IdempotentResult,
+} from '@svc/core';
+import type { ApiDeps } from '../deps';
+import type { AppState } from './state';
+
+export { IDEMPOTENCY_HEADER, type IdempotencyClaim, type IdempotentResult };
+
+/** Header set on a response that repeats the stored first response. */
+export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
+
+/** For a route spec's `headers` (OpenAPI). */
+export const idempotencyHeaderDoc = {
+  name: IDEMPOTENCY_HEADER,
+  required: false,
+  description:
+    'Hace la solicitud segura de repetir: durante 24 horas, una repetición con la misma clave y el mismo cuerpo ' +
+    'devuelve la primera respuesta sin crear nada; con otro cuerpo, 422; mientras la primera sigue en curso, 409. ' +
+    '1 a 255 caracteres ASCII imprimibles.',
+};
+
+/**
+ * Runs `produce` at most once per (tenant, scope, Idempotency-Key) and answers the request with
+ * its result; a repeat within 24 hours answers the stored first response (same status and body,
+ * plus `Idempotent-Replayed: true`). Without the header, `produce` just runs.
+ *
+ * Call it after the 404 checks and after validating the body (so the order 401 → 429 → 403 → 404
+ * → 422 holds and an invalid body never claims a key), and pass the validated body: it is hashed
+ * together with the request path, so the same key sent to another path or with another body is
+ * refused (422). `produce` returns the whole response body (`{success: true, data}`); to make the
+ * work and its recorded response commit together, call `claim.record(tx, result)` inside the
+ * work's transaction (`claim.active` tells whether there is anything to record). Errors thrown by
+ * `produce` (and results with status ≥ 400) free the key so the client may retry.
+ *
+ * `scope` names the operation, e.g. `queue-items.add`; keys of different scopes never meet.
+ */
+export async function withIdempotency(
+  ctx: Context & { state: AppState },
+  deps: Pick<ApiDeps, 'sql' | 'logger'>,
+  scope: string,
+  body: unknown,
+  produce: (claim: IdempotencyClaim) => Promise<IdempotentResult>,
+): Promise<void> {
+  const key = parseIdempotencyKey(ctx.headers['idempotency-key']);
+  const tenantId = ctx.state.apiKey?.tenantId ?? ctx.state.user?.tenantId;
+  if (!tenantId) throw new UnauthorizedError();
+  const result = await runIdempotent(
+    deps.sql,
+    { tenantId, scope, key },
+    { path: ctx.path, body },
+    produce,
+    (err) => (ctx.state.log ?? deps.logger).warn('idempotency response not stored', { err: (err as Error).message, scope }),
+  );
+  if (result.replayed) ctx.set(IDEMPOTENT_REPLAYED_HEADER, 'true');
+  ctx.status = result.status;
+  ctx.body = result.body;
+}

@@ -1,0 +1,121 @@
+import type { Queryable, Sql } from '../db/sql';
+import { AppError, ConflictError, ValidationError } from '../errors';
+import { IDEMPOTENCY_HEADER, idempotencyRequestHash } from './key';
+import {
+  claimIdempotencyKey, completeIdempotencyKey, findIdempotencyKey, releaseIdempotencyKey, type IdempotencyKeyId,
+} from './repo';
+
+/** A response worth keeping: what a repeat of the request answers. */
+export interface IdempotentResult {
+  status: number;
+  body: unknown;
+}
+
+/**
+ * Handed to the code that does the work. `record(tx, result)` stores the response inside the
+ * caller's own transaction, so the work and its recorded response commit together (a crash can
+ * never leave work done without a response to replay). Calling it is optional: a result that was
+ * not recorded is stored right after the work returns.
+ */
+export interface IdempotencyClaim {
+  /** true when the request carried an Idempotency-Key (false: `record` does nothing). */
+  readonly active: boolean;
+  record(tx: Queryable, result: IdempotentResult): Promise<void>;
+}
+
+export const inactiveClaim: IdempotencyClaim = { active: false, record: async () => undefined };
+
+export type IdempotencyOutcome =
+  | { kind: 'claimed'; claim: LiveClaim }
+  | { kind: 'replay'; result: IdempotentResult };
+
+const reused = () =>
+  ValidationError.single(
+    ['header', IDEMPOTENCY_HEADER],
+    'la Idempotency-Key ya se usó con otra solicitud (otro cuerpo u otro destino)',
+    'idempotency_key_reused',
+    'La Idempotency-Key ya se usó con una solicitud distinta',
+  );
+
+export const inFlight = () =>
+  new AppError('CONFLICT', 409, 'Una solicitud con la misma Idempotency-Key todavía está en curso', {
+    headers: { 'Retry-After': '1' },
+  });
+
+export class LiveClaim implements IdempotencyClaim {
+  readonly active = true;
+  private recorded = false;
+  constructor(private readonly sql: Sql, readonly id: IdempotencyKeyId, private readonly token: string) {}
+
+  async record(tx: Queryable, result: IdempotentResult): Promise<void> {
+    if (result.status >= 400) return;
+    // fenced by the claim token: if the claim was taken over, the caller's transaction rolls back
+    if (!(await completeIdempotencyKey(tx, this.id, this.token, result.status, result.body))) {
+      throw new ConflictError('La Idempotency-Key fue reclamada por otra solicitud');
+    }
+    this.recorded = true;
+  }
+
+  /** After the work returned: store its result if the work did not, or free the key on failure. */
+  async finish(result: IdempotentResult): Promise<void> {
+    if (result.status >= 400) return this.release();
+    if (this.recorded) return;
+    await completeIdempotencyKey(this.sql, this.id, this.token, result.status, result.body);
+    this.recorded = true;
+  }
+
+  /** The work failed: the key is free again so the client may retry. */
+  async release(): Promise<void> {
+    if (this.recorded) return;
+    await releaseIdempotencyKey(this.sql, this.id, this.token);
+  }
+}
+
+/**
+ * Claims `key` for a request, or says what to answer instead:
+ * - first use (or the previous use expired, or was abandoned in flight) → `claimed`;
+ * - same request already answered within 24 h → `replay` of the first response;
+ * - same key, different request → 422; same key still in flight → 409.
+ */
+export async function beginIdempotent(sql: Sql, id: IdempotencyKeyId, request: unknown): Promise<IdempotencyOutcome> {
+  const hash = idempotencyRequestHash(request);
+  // a row can vanish between the claim and the read (its request failed and released it): claim again
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const token = await claimIdempotencyKey(sql, id, hash);
+    if (token) return { kind: 'claimed', claim: new LiveClaim(sql, id, token) };
+    const row = await findIdempotencyKey(sql, id);
+    if (!row) continue;
+    if (!row.request_hash.equals(hash)) throw reused();
+    if (row.status === null) throw inFlight();
+    return { kind: 'replay', result: { status: row.status, body: row.response } };
+  }
+  throw inFlight();
+}
+
+/**
+ * Runs `produce` at most once per (tenant, scope, key): the core of `withIdempotency` without
+ * HTTP. With `key` null the request is not idempotent and `produce` simply runs.
+ */
+export async function runIdempotent(
+  sql: Sql,
+  id: Omit<IdempotencyKeyId, 'key'> & { key: string | null },
+  request: unknown,
+  produce: (claim: IdempotencyClaim) => Promise<IdempotentResult>,
+  onStoreError: (err: unknown) => void = () => undefined,
+): Promise<IdempotentResult & { replayed: boolean }> {
+  if (id.key === null) return { ...(await produce(inactiveClaim)), replayed: false };
+  const outcome = await beginIdempotent(sql, { ...id, key: id.key }, request);
+  if (outcome.kind === 'replay') return { ...outcome.result, replayed: true };
+  const claim = outcome.claim;
+  let result: IdempotentResult;
+  try {
+    result = await produce(claim);
+  } catch (err) {
+    await claim.release().catch(() => undefined);
+    throw err;
+  }
+  // the work is done: a failure to store its response must not turn it into an error for the
+  // client (the claim then lapses after its lease, see IDEMPOTENCY_IN_FLIGHT_LEASE_SECONDS)
+  await claim.finish(result).catch(onStoreError);
+  return { ...result, replayed: false };
+}
