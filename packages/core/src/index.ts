@@ -19,3 +19,6 @@ export * from './tenants/repo';
 export * from './api-keys/repo';
 export * from './access-tokens/repo';
 export * from './dispatch/port';
+export * from './idempotency/key';
+export * from './idempotency/repo';
+export * from './idempotency/service';
