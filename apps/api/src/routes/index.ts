@@ -1,6 +1,7 @@
 import type { ApiDeps } from '../deps';
 import { createRouter, type AppRouter } from '../http/router';
 import type { RouteContext } from '../http/route';
+import { authRoutes } from './auth';
 import { sqlApiKeyStore } from '../auth/api-key';
 
 type ResourceRoutes = (rc: RouteContext) => AppRouter;
@@ -10,6 +11,7 @@ type ResourceRoutes = (rc: RouteContext) => AppRouter;
  * `(rc: RouteContext) => AppRouter` declaring its routes with `addRoute`; add one line here.
  */
 const RESOURCES: ResourceRoutes[] = [
+  authRoutes,
 ];
 
 export function apiRoutes(deps: ApiDeps, rc: RouteContext = { deps, keyStore: sqlApiKeyStore(deps) }): AppRouter {

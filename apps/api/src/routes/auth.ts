@@ -1,0 +1,102 @@
+import {
+  getSession, login, recordAudit, revokeAccessToken, toUserResponse, LoginBody, LoginResponse, LogoutResponse, MeResponse,
+} from '@svc/core';
+import { createRouter, type AppRouter } from '../http/router';
+import { addRoute, type RouteContext } from '../http/route';
+import { ok } from '../http/respond';
+
+/**
+ * User sessions: log in with email and password for a Bearer access token (the credential of the
+ * management endpoints), see who a token belongs to, and revoke it.
+ */
+export function authRoutes(rc: RouteContext): AppRouter {
+  const router = createRouter();
+  const { sql, config } = rc.deps;
+
+  // explicit type arguments: inferring them from a schema imported from core's declarations
+  // sends the compiler into TS2589 (instantiation too deep)
+  addRoute<undefined, undefined, typeof LoginBody>(
+    router,
+    rc,
+    {
+      method: 'post',
+      path: '/auth/login',
+      summary: 'Log in with email and password',
+      description:
+        'Returns an access token for `Authorization: Bearer`. Unknown email, wrong password and ' +
+        'inactive user all answer 401 `Credenciales inválidas`. Rate limited per source IP.',
+      tags: ['auth'],
+      auth: { kind: 'none' },
+      body: LoginBody,
+      response: LoginResponse,
+      errors: [401, 422],
+    },
+    async (ctx, input) => {
+      const body = input.body();
+      const result = await login(sql, body.email, body.password, config.accessTokenTtlSeconds);
+      await recordAudit(sql, {
+        tenantId: result.user.tenant_id,
+        actorType: 'user',
+        actorId: result.user.id,
+        action: 'login',
+        source: 'api',
+        resourceType: 'user',
+        resourceId: result.user.id,
+        requestId: ctx.state.requestId,
+        ip: ctx.state.clientIp,
+      });
+      ok(ctx, result);
+    },
+  );
+
+  addRoute(
+    router,
+    rc,
+    {
+      method: 'post',
+      path: '/auth/logout',
+      summary: 'Revoke the access token of this request',
+      tags: ['auth'],
+      auth: { kind: 'user', admin: false },
+      response: LogoutResponse,
+    },
+    async (ctx) => {
+      const user = ctx.state.user!;
+      await revokeAccessToken(sql, user.tokenId);
+      await recordAudit(sql, {
+        tenantId: user.tenantId,
+        actorType: 'user',
+        actorId: user.userId,
+        action: 'logout',
+        source: 'api',
+        resourceType: 'access_token',
+        resourceId: user.tokenId,
+        requestId: ctx.state.requestId,
+        ip: ctx.state.clientIp,
+      });
+      ok(ctx, { revoked: true });
+    },
+  );
+
+  addRoute(
+    router,
+    rc,
+    {
+      method: 'get',
+      path: '/auth/me',
+      summary: 'The user and access token of this request',
+      tags: ['auth'],
+      auth: { kind: 'user', admin: false },
+      response: MeResponse,
+    },
+    async (ctx) => {
+      const { user, token } = await getSession(sql, ctx.state.user!.tokenId);
+      ok(ctx, {
+        ...toUserResponse(user),
+        token: { id: token.id, prefix: token.prefix, expires_at: token.expires_at.toISOString() },
+      });
+    },
+  );
+
+  return router;
+}

@@ -1,0 +1,112 @@
+import type { Queryable } from '../db/sql';
+import { ConflictError, NotFoundError } from '../errors';
+import { isUuid } from '../ids';
+import { validate } from '../validation/validate';
+import { findTenant, type TenantRow } from './repo';
+import { TenantCreateBody, TenantUpdateBody, type TenantCreateInput, type TenantUpdateInput } from './schemas';
+
+/**
+ * Tenants are created and changed by operators (CLI) — never through the public API. The plan's
+ * feature flags, the subscription state and the monthly quota are what the API checks on use.
+ */
+
+export interface TenantResponseBody {
+  id: string;
+  name: string;
+  plan: string;
+  plan_features: string[];
+  subscription_status: string;
+  monthly_quota: number;
+  quota_used: number;
+  quota_period: string;
+  created_at: string;
+  updated_at: string;
+}
+
+function isoDate(value: Date | string): string {
+  // postgres.js parses a `date` as `new Date('YYYY-MM-DD')`, i.e. UTC midnight
+  return typeof value === 'string' ? value.slice(0, 10) : value.toISOString().slice(0, 10);
+}
+
+export function toTenantResponse(row: TenantRow): TenantResponseBody {
+  return {
+    id: row.id,
+    name: row.name,
+    plan: row.plan,
+    plan_features: row.plan_features,
+    subscription_status: row.subscription_status,
+    monthly_quota: row.monthly_quota,
+    quota_used: row.quota_used,
+    quota_period: isoDate(row.quota_period),
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+const TENANT_NAME_TAKEN = 'Ya existe un tenant con ese nombre';
+
+function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  const e = err as { code?: string; constraint_name?: string };
+  return e?.code === '23505' && (!constraint || e.constraint_name === constraint);
+}
+
+export async function createTenant(sql: Queryable, input: TenantCreateInput): Promise<TenantRow> {
+  const body = validate(TenantCreateBody, { ...input }, 'body');
+  try {
+    const [row] = await sql<TenantRow[]>`
+      insert into tenants (name, plan, plan_features, subscription_status, monthly_quota)
+      values (${body.name.trim()}, coalesce(${body.plan ?? null}, 'standard'),
+              coalesce(${body.plan_features ?? null}::text[], '{api_keys,webhooks}'),
+              coalesce(${body.subscription_status ?? null}, 'active'), coalesce(${body.monthly_quota ?? null}::int, 10000))
+      returning *`;
+    return row!;
+  } catch (err) {
+    if (isUniqueViolation(err, 'tenants_name_key')) throw new ConflictError(TENANT_NAME_TAKEN);
+    throw err;
+  }
+}
+
+/** Changes only the fields given; an empty change returns the tenant as it is. */
+export async function updateTenant(sql: Queryable, id: string, input: TenantUpdateInput): Promise<TenantRow> {
+  const body = validate(TenantUpdateBody, { ...input }, 'body');
+  if (!isUuid(id)) throw new NotFoundError('Tenant no encontrado');
+  try {
+    const [row] = await sql<TenantRow[]>`
+      update tenants set
+        name = coalesce(${body.name?.trim() ?? null}, name),
+        plan = coalesce(${body.plan ?? null}, plan),
+        plan_features = coalesce(${body.plan_features ?? null}::text[], plan_features),
+        subscription_status = coalesce(${body.subscription_status ?? null}, subscription_status),
+        monthly_quota = coalesce(${body.monthly_quota ?? null}::int, monthly_quota),
+        updated_at = case when ${Object.keys(body).length > 0} then now() else updated_at end
+      where id = ${id}
+      returning *`;
+    if (!row) throw new NotFoundError('Tenant no encontrado');
+    return row;
+  } catch (err) {
+    if (isUniqueViolation(err, 'tenants_name_key')) throw new ConflictError(TENANT_NAME_TAKEN);
+    throw err;
+  }
+}
+
+export async function getTenant(sql: Queryable, id: string): Promise<TenantRow> {
+  const row = isUuid(id) ? await findTenant(sql, id) : null;
+  if (!row) throw new NotFoundError('Tenant no encontrado');
+  return row;
+}
+
+export async function findTenantByName(sql: Queryable, name: string): Promise<TenantRow | null> {
+  const [row] = await sql<TenantRow[]>`select * from tenants where name = ${name}`;
+  return row ?? null;
+}
+
+/** A tenant by id or by name (operators type either); unknown → NotFoundError. */
+export async function resolveTenant(sql: Queryable, idOrName: string): Promise<TenantRow> {
+  const row = (isUuid(idOrName) ? await findTenant(sql, idOrName) : null) ?? (await findTenantByName(sql, idOrName));
+  if (!row) throw new NotFoundError(`Tenant no encontrado: ${idOrName}`);
+  return row;
+}
+
+export async function listTenants(sql: Queryable): Promise<TenantRow[]> {
+  return sql<TenantRow[]>`select * from tenants order by created_at, name`;
+}

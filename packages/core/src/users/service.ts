@@ -1,0 +1,78 @@
+import type { Queryable } from '../db/sql';
+import { ConflictError, NotFoundError } from '../errors';
+import { isUuid } from '../ids';
+import { hashPassword } from '../security/password';
+import { validate } from '../validation/validate';
+import { deactivateUserRow, findUserByEmail, findUserById, insertUser, updateUserPasswordHash, type UserRow } from './repo';
+import { PasswordBody, UserCreateBody, type UserCreateInput, type UserRole } from './schemas';
+
+export interface UserResponseBody {
+  id: string;
+  email: string;
+  name: string | null;
+  role: UserRole;
+  tenant_id: string;
+  is_active: boolean;
+  created_at: string;
+}
+
+export function toUserResponse(row: UserRow): UserResponseBody {
+  return {
+    id: row.id,
+    email: row.email,
+    name: row.name,
+    role: row.role,
+    tenant_id: row.tenant_id,
+    is_active: row.is_active,
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+const EMAIL_TAKEN = 'Ya existe un usuario con ese email';
+
+/** A user of `tenantId`; the password is hashed with scrypt and never stored or logged in clear. */
+export async function createUser(sql: Queryable, tenantId: string, input: UserCreateInput): Promise<UserRow> {
+  const body = validate(UserCreateBody, { ...input }, 'body');
+  const email = body.email.trim();
+  // checked first so the (slow) hash is not computed for a duplicate; the unique index still decides
+  if (await findUserByEmail(sql, email)) throw new ConflictError(EMAIL_TAKEN);
+  const password_hash = await hashPassword(body.password);
+  try {
+    return await insertUser(sql, { tenant_id: tenantId, email, name: body.name ?? null, password_hash, role: body.role });
+  } catch (err) {
+    const e = err as { code?: string; constraint_name?: string };
+    if (e.code === '23505' && e.constraint_name === 'users_email_key') throw new ConflictError(EMAIL_TAKEN);
+    if (e.code === '23503') throw new NotFoundError('Tenant no encontrado');
+    throw err;
+  }
+}
+
+export async function getUser(sql: Queryable, id: string): Promise<UserRow> {
+  const row = isUuid(id) ? await findUserById(sql, id) : null;
+  if (!row) throw new NotFoundError('Usuario no encontrado');
+  return row;
+}
+
+/** A user by id or by email (operators type either); unknown → NotFoundError. */
+export async function resolveUser(sql: Queryable, idOrEmail: string): Promise<UserRow> {
+  const row = isUuid(idOrEmail) ? await findUserById(sql, idOrEmail) : await findUserByEmail(sql, idOrEmail);
+  if (!row) throw new NotFoundError(`Usuario no encontrado: ${idOrEmail}`);
+  return row;
+}
+
+export async function setPassword(sql: Queryable, userId: string, password: string): Promise<UserRow> {
+  const body = validate(PasswordBody, { password }, 'body');
+  const row = isUuid(userId) ? await updateUserPasswordHash(sql, userId, await hashPassword(body.password)) : null;
+  if (!row) throw new NotFoundError('Usuario no encontrado');
+  return row;
+}
+
+/**
+ * Deactivates a user and revokes every access token it holds, so that a later reactivation
+ * (by SQL or a future command) does not bring old tokens back to life.
+ */
+export async function deactivateUser(sql: Queryable, userId: string): Promise<UserRow> {
+  const row = isUuid(userId) ? await deactivateUserRow(sql, userId) : null;
+  if (!row) throw new NotFoundError('Usuario no encontrado');
+  return row;
+}
