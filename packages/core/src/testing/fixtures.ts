@@ -84,3 +84,17 @@ export async function seedMachine(sql: Queryable, tenantId: string, fields: Row 
     returning *`;
   return { row: row!, machineKey: secret.value };
 }
+
+/** A job in any state (direct SQL; the trigger service is what the API tests exercise). */
+export async function seedJob(sql: Queryable, tenantId: string, fields: Row & { process_id: string; machine_id: string }): Promise<Row> {
+  const status = fields.status ?? 'pending';
+  const started = status === 'pending' ? null : new Date();
+  const finished = ['completed', 'failed', 'stopped', 'timed_out'].includes(status) ? new Date() : null;
+  const [row] = await sql`
+    insert into jobs (tenant_id, process_id, machine_id, status, priority, input_data, attempt, started_at, finished_at, source)
+    values (${tenantId}, ${fields.process_id}, ${fields.machine_id}, ${status}, ${fields.priority ?? 3},
+            ${fields.input_data ? sql.json(fields.input_data) : null}, ${fields.attempt ?? (status === 'pending' ? 0 : 1)},
+            ${fields.started_at ?? started}, ${fields.finished_at ?? finished}, ${fields.source ?? 'api'})
+    returning *`;
+  return row!;
+}

@@ -1,0 +1,66 @@
+import Ajv, { type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import { ValidationError, type FieldIssue } from '../errors';
+import { ajvErrorsToIssues } from '../validation/validate';
+
+/**
+ * Webhook check 5 (contract 4.3): input_data against the process's input_schema.
+ *
+ * Process schemas come from the database on every request, as new objects. Ajv caches compiled
+ * schemas by object identity, so compiling each request's copy would grow its cache forever (and
+ * a schema with an `$id` would fail the second time). Compiled validators are kept here by the
+ * schema's text in a small LRU, and evicted ones are removed from Ajv too.
+ */
+const ajv = new Ajv({ allErrors: true, strict: false, messages: true, addUsedSchema: false });
+addFormats(ajv);
+
+const MAX_CACHED = 500;
+const cache = new Map<string, { fn: ValidateFunction; schema: object }>();
+
+function compiledFor(schema: object): ValidateFunction {
+  const key = JSON.stringify(schema);
+  const hit = cache.get(key);
+  if (hit) {
+    cache.delete(key);
+    cache.set(key, hit);
+    return hit.fn;
+  }
+  const copy = JSON.parse(key) as object;
+  const fn = ajv.compile(copy);
+  cache.set(key, { fn, schema: copy });
+  if (cache.size > MAX_CACHED) {
+    const [oldestKey, oldest] = cache.entries().next().value as [string, { schema: object }];
+    cache.delete(oldestKey);
+    ajv.removeSchema(oldest.schema);
+  }
+  return fn;
+}
+
+export const INPUT_DATA_REQUIRED_MESSAGE = 'El proceso requiere input_data según su schema';
+export const INPUT_DATA_INVALID_PREFIX = 'input_data no cumple el schema del proceso:';
+
+/**
+ * Throws 422 when the process has an input_schema and input_data is missing (absent or null) or
+ * violates it. The message names every violation as `path: problem`, paths under `input_data`.
+ */
+export function checkInputAgainstSchema(inputSchema: object | null, inputData: unknown): void {
+  if (inputSchema === null) return;
+  if (inputData === undefined || inputData === null) {
+    throw ValidationError.single(['body', 'input_data'], INPUT_DATA_REQUIRED_MESSAGE, 'missing', INPUT_DATA_REQUIRED_MESSAGE);
+  }
+  let fn: ValidateFunction;
+  try {
+    fn = compiledFor(inputSchema);
+  } catch {
+    // saved schemas are checked when saved; one that still fails to compile is the process's fault
+    throw ValidationError.single(['body', 'input_data'], 'el input_schema del proceso no es válido', 'schema',
+      `${INPUT_DATA_INVALID_PREFIX} el input_schema del proceso no es válido`);
+  }
+  if (fn(inputData)) return;
+  const issues: FieldIssue[] = ajvErrorsToIssues(fn.errors ?? [], 'body').map((i) => {
+    const loc = ['body', 'input_data', ...i.loc.slice(1)];
+    return { ...i, loc, field: loc.join(' → ') };
+  });
+  const described = issues.map((i) => `${i.loc.slice(1).join(' → ')}: ${i.message}`).join('; ');
+  throw new ValidationError(issues, `${INPUT_DATA_INVALID_PREFIX} ${described}`);
+}

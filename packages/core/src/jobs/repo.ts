@@ -1,0 +1,147 @@
+import type { Queryable } from '../db/sql';
+import type { JobStatus } from './transitions';
+
+/** A row of `jobs` (migrations/0001_init.sql), as `select *` returns it. */
+export interface JobRow {
+  id: string;
+  tenant_id: string;
+  process_id: string;
+  machine_id: string;
+  status: JobStatus;
+  priority: number;
+  input_data: Record<string, unknown> | null;
+  output_data: Record<string, unknown> | null;
+  logs: string | null;
+  error_message: string | null;
+  started_at: Date | null;
+  finished_at: Date | null;
+  retry_count: number;
+  stop_requested: boolean;
+  logs_archived: boolean;
+  logs_archive_key: string | null;
+  is_attended: boolean;
+  pending_input_prompt: string | null;
+  pending_input_options: Record<string, unknown> | null;
+  progress_percent: number | null;
+  progress_message: string | null;
+  resource_metrics: Record<string, unknown> | null;
+  trigger_id: string | null;
+  schedule_id: string | null;
+  attempt: number;
+  source: string;
+  queue_id: string | null;
+  parent_job_id: string | null;
+  not_before: Date | null;
+  sla_due_at: Date | null;
+  timeout_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** A job with the names the JobResponse shows next to its ids. */
+export interface JobWithNames extends JobRow {
+  process_name: string | null;
+  machine_name: string | null;
+}
+
+/** One job of one tenant, with its process and machine names; null when missing or another tenant's. */
+export async function findJobWithNames(sql: Queryable, tenantId: string, id: string): Promise<JobWithNames | null> {
+  const [row] = await sql<JobWithNames[]>`
+    select j.*, p.name as process_name, m.name as machine_name
+    from jobs j
+    left join processes p on p.id = j.process_id
+    left join machines m on m.id = j.machine_id
+    where j.id = ${id} and j.tenant_id = ${tenantId}`;
+  return row ?? null;
+}
+
+/** The tenant's process as a trigger needs it (only the columns used to create a job). */
+export interface TriggerProcess {
+  id: string;
+  name: string;
+  is_active: boolean;
+  input_schema: Record<string, unknown> | null;
+  sla_deadline_minutes: number | null;
+}
+
+/**
+ * What a trigger checks before it writes, read in one round trip: the tenant's subscription and
+ * quota usage in the current period, and the process (null when missing or another tenant's).
+ * `processId` null skips the process look-up (an id that is not a UUID cannot exist).
+ */
+export interface TriggerContextRow {
+  subscription_status: string;
+  monthly_quota: number;
+  period_used: number;
+  period_start: Date;
+  process: TriggerProcess | null;
+}
+
+export async function loadTriggerContext(sql: Queryable, tenantId: string, processId: string | null): Promise<TriggerContextRow | null> {
+  const [row] = await sql<Array<Omit<TriggerContextRow, 'process'> & { p_id: string | null; p_name: string | null; p_is_active: boolean | null; p_input_schema: Record<string, unknown> | null; p_sla: number | null }>>`
+    select t.subscription_status, t.monthly_quota,
+           case when t.quota_period = date_trunc('month', now() at time zone 'utc')::date then t.quota_used else 0 end as period_used,
+           date_trunc('month', now() at time zone 'utc')::date as period_start,
+           p.id as p_id, p.name as p_name, p.is_active as p_is_active, p.input_schema as p_input_schema,
+           p.sla_deadline_minutes as p_sla
+    from tenants t
+    left join processes p on p.id = ${processId} and p.tenant_id = t.id
+    where t.id = ${tenantId}`;
+  if (!row) return null;
+  return {
+    subscription_status: row.subscription_status,
+    monthly_quota: row.monthly_quota,
+    period_used: row.period_used,
+    period_start: row.period_start,
+    process: row.p_id
+      ? { id: row.p_id, name: row.p_name!, is_active: row.p_is_active!, input_schema: row.p_input_schema, sla_deadline_minutes: row.p_sla }
+      : null,
+  };
+}
+
+export interface NewJob {
+  tenantId: string;
+  processId: string;
+  /** The machine the caller named; null = pick the least-loaded online, active machine. */
+  machineId: string | null;
+  priority: number;
+  inputData: Record<string, unknown> | null;
+  source: 'api' | 'webhook' | 'chain' | 'retry' | 'queue' | 'manual';
+  slaDeadlineMinutes: number | null;
+  queueId?: string | null;
+  parentJobId?: string | null;
+  retryCount?: number;
+  notBefore?: Date | null;
+}
+
+/**
+ * Inserts a pending job on the named machine (which must be an active machine of the tenant; it
+ * may be offline — the job waits for it) or, without one, on the least-loaded machine of the
+ * tenant that is active and `online` (has a free slot). Load = the machine's pending and running
+ * jobs per slot; ties go to the freshest heartbeat. Returns null when no machine qualifies.
+ *
+ * The machine choice and the insert are one statement, so a machine deactivated in between is
+ * never chosen. Concurrent auto-selections read the same load and may pick the same machine:
+ * the imbalance is bounded by the number of simultaneous triggers and the jobs still run (they
+ * wait for a free slot).
+ */
+export async function insertJob(sql: Queryable, j: NewJob): Promise<JobWithNames | null> {
+  const machine = j.machineId !== null
+    ? sql`select m.id, m.name from machines m where m.id = ${j.machineId} and m.tenant_id = ${j.tenantId} and m.is_active`
+    : sql`
+        select m.id, m.name from machines m
+        where m.tenant_id = ${j.tenantId} and m.is_active and m.status = 'online'
+        order by (select count(*) from jobs a where a.machine_id = m.id and a.status in ('pending', 'running'))::float8 / m.slots,
+                 m.last_heartbeat_at desc nulls last, m.id
+        limit 1`;
+  const [row] = await sql<JobWithNames[]>`
+    with m as (${machine})
+    insert into jobs (tenant_id, process_id, machine_id, priority, input_data, source, sla_due_at, queue_id, parent_job_id,
+                      retry_count, not_before)
+    select ${j.tenantId}, ${j.processId}, m.id, ${j.priority}, ${j.inputData === null ? null : sql.json(j.inputData as never)},
+           ${j.source}, case when ${j.slaDeadlineMinutes}::int is null then null else now() + make_interval(mins => ${j.slaDeadlineMinutes}::int) end,
+           ${j.queueId ?? null}, ${j.parentJobId ?? null}, ${j.retryCount ?? 0}, ${j.notBefore ?? null}
+    from m
+    returning jobs.*, (select name from processes where id = jobs.process_id) as process_name, (select m.name from m) as machine_name`;
+  return row ?? null;
+}

@@ -1,0 +1,95 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { DateTime, Nullable, Uuid } from '../validation/formats';
+import { JOB_STATUSES, type JobStatus } from './transitions';
+
+/**
+ * Request and response schemas of the job endpoints (contract 2.3, 4.3, 4.6). One source for
+ * the API's validation, the OpenAPI document and the CLI.
+ *
+ * Bodies refuse unknown fields: a misspelt `input_data` or a `priority` sent to the webhook
+ * (where it is not settable) would otherwise be dropped without a word.
+ */
+export const JobStatusName = Type.Unsafe<JobStatus>({ type: 'string', enum: [...JOB_STATUSES] });
+
+const InputData = (description: string) => Nullable(Type.Object({}, { additionalProperties: true, description }));
+
+export const TriggerJobBody = Type.Object(
+  {
+    process_id: Uuid({ description: 'The process to run; an active process of the key\'s tenant.' }),
+    machine_id: Type.Optional(
+      Nullable(Uuid({ description: 'An active machine of the tenant (it may be offline: the job waits). Omitted or null = auto-select the least-loaded online, active machine.' })),
+    ),
+    input_data: Type.Optional(InputData('Free JSON object handed to the process, not validated against its input_schema; null = no input.')),
+    priority: Type.Optional(Type.Integer({ minimum: 1, maximum: 5, default: 3, description: '1 = low, 3 = normal (default), 5 = urgent.' })),
+  },
+  { additionalProperties: false },
+);
+export type TriggerJobInput = Static<typeof TriggerJobBody>;
+
+export const WebhookTriggerBody = Type.Object(
+  {
+    machine_id: Uuid({ description: 'An active machine of the tenant where the job runs.' }),
+    input_data: Type.Optional(InputData('Validated against the process input_schema when it has one; null = no input.')),
+  },
+  { additionalProperties: false },
+);
+export type WebhookTriggerInput = Static<typeof WebhookTriggerBody>;
+
+export const WebhookTriggerParams = Type.Object({ process_id: Uuid() });
+export const JobIdParams = Type.Object({ job_id: Uuid() });
+
+export const ResourceMetrics = Type.Object({
+  cpu_percent_avg: Type.Number(),
+  cpu_percent_peak: Type.Number(),
+  ram_mb_avg: Type.Number(),
+  ram_mb_peak: Type.Number(),
+  disk_read_mb: Type.Number(),
+  disk_write_mb: Type.Number(),
+  sample_count: Type.Integer(),
+  duration_seconds: Type.Number(),
+});
+export type ResourceMetricsValue = Static<typeof ResourceMetrics>;
+
+const JsonObject = Type.Object({}, { additionalProperties: true });
+
+/** Contract 2.3, every field. */
+export const JobResponse = Type.Object({
+  id: Uuid(),
+  tenant_id: Uuid(),
+  process_id: Uuid(),
+  machine_id: Uuid(),
+  status: JobStatusName,
+  priority: Type.Integer({ minimum: 1, maximum: 5 }),
+  input_data: Nullable(JsonObject),
+  output_data: Nullable(JsonObject),
+  logs: Nullable(Type.String()),
+  error_message: Nullable(Type.String()),
+  started_at: Nullable(DateTime()),
+  finished_at: Nullable(DateTime()),
+  retry_count: Type.Integer(),
+  stop_requested: Type.Boolean(),
+  logs_archived: Type.Boolean(),
+  logs_archive_key: Nullable(Type.String()),
+  is_attended: Type.Boolean(),
+  pending_input_prompt: Nullable(Type.String()),
+  pending_input_options: Nullable(JsonObject),
+  progress_percent: Nullable(Type.Integer({ minimum: 0, maximum: 100 })),
+  progress_message: Nullable(Type.String()),
+  created_at: DateTime(),
+  updated_at: DateTime(),
+  process_name: Nullable(Type.String()),
+  machine_name: Nullable(Type.String()),
+  resource_metrics: Nullable(ResourceMetrics),
+  trigger_id: Nullable(Uuid()),
+  schedule_id: Nullable(Uuid()),
+});
+export type JobResponse = Static<typeof JobResponse>;
+
+/** The fields the contract documents for the stop response (2.3, last paragraph), exactly. */
+export const STOP_JOB_FIELDS = [
+  'id', 'tenant_id', 'process_id', 'machine_id', 'status', 'priority', 'retry_count', 'stop_requested',
+  'logs_archived', 'is_attended', 'created_at', 'updated_at', 'resource_metrics',
+] as const;
+
+export const StopJobResponse = Type.Pick(JobResponse, [...STOP_JOB_FIELDS]);
+export type StopJobResponse = Static<typeof StopJobResponse>;

@@ -1,0 +1,182 @@
+import type { Queryable, Sql } from '../db/sql';
+import type { DispatchPort } from '../dispatch/port';
+import type { Logger } from '../logger';
+import { ConflictError, NoMachineAvailableError, NotFoundError, ValidationError, type AppError } from '../errors';
+import { isUuid } from '../ids';
+import { recordAudit } from '../audit/audit';
+import { assertQuotaAvailable, assertSubscriptionActive, consumeExecution, quotaExceeded } from '../tenants/quota';
+import { checkInputAgainstSchema } from './input-schema';
+import { findJobWithNames, insertJob, loadTriggerContext, type JobWithNames } from './repo';
+import { isFinalJobStatus, requestRunningJobStop, transitionJob } from './transitions';
+
+export interface JobServiceDeps {
+  sql: Sql;
+  dispatch: DispatchPort;
+  logger?: Logger;
+}
+
+/**
+ * Runs inside the trigger's transaction once the job exists, e.g. to store an Idempotency-Key's
+ * response so the job and its recorded response commit together. Throwing rolls everything back.
+ */
+export type OnJobCreated = (tx: Queryable, job: JobWithNames) => Promise<void>;
+
+/** Who triggers: always an API key of one tenant (the tenant comes from the credential). */
+export interface TriggerActor {
+  tenantId: string;
+  apiKeyId: string;
+  requestId?: string | null;
+  ip?: string | null;
+}
+
+export const PROCESS_NOT_FOUND_MESSAGE = 'Proceso no encontrado';
+export const MACHINE_NOT_FOUND_MESSAGE = 'Máquina no encontrada';
+export const WEBHOOK_MACHINE_INVALID_MESSAGE = 'La máquina no existe en este workspace o no está activa';
+
+interface TriggerSpec {
+  source: 'api' | 'webhook';
+  /** The process id as sent, for the one read that precedes validation (may be anything). */
+  rawProcessId: unknown;
+  /** The validated process id; throws 422 when it is not a UUID. */
+  processId(): string;
+  /** Validates the body (throws 422); called only after the process is known to exist. */
+  body(): { machine_id?: string | null; input_data?: Record<string, unknown> | null; priority?: number };
+  validateInput: boolean;
+  /** The error when the named machine is missing, another tenant's or inactive. */
+  machineError(): AppError;
+  onCreated?: OnJobCreated;
+}
+
+/**
+ * One trigger, checks in the contract's order (4.3, 7.3): [401, 429 rate limit and the plan's
+ * feature are the route's] → monthly quota (429 QUOTA_EXCEEDED) → subscription (403) → process
+ * exists in the tenant and is active (404) → body (422) → input_schema (422, webhook only) →
+ * machine. The job insert, the quota consumption and the audit row are one transaction, so a
+ * trigger that fails at any step consumes nothing. The quota is read first (for the order) and
+ * consumed last with a guarded UPDATE (for exactness under concurrency).
+ */
+async function trigger(deps: JobServiceDeps, actor: TriggerActor, spec: TriggerSpec): Promise<JobWithNames> {
+  const { sql } = deps;
+  const ctx = await loadTriggerContext(sql, actor.tenantId, isUuid(spec.rawProcessId) ? spec.rawProcessId : null);
+  if (!ctx) throw new NotFoundError();
+  const usage = { monthly_quota: ctx.monthly_quota, quota_used: ctx.period_used, period_start: ctx.period_start };
+  assertQuotaAvailable(usage);
+  assertSubscriptionActive(ctx.subscription_status);
+  const processId = spec.processId();
+  const process = ctx.process;
+  if (!process || process.id !== processId || !process.is_active) throw new NotFoundError(PROCESS_NOT_FOUND_MESSAGE);
+  const body = spec.body();
+  if (spec.validateInput) checkInputAgainstSchema(process.input_schema, body.input_data);
+  const machineId = body.machine_id ?? null;
+
+  const job = await sql.begin(async (tx) => {
+    const created = await insertJob(tx, {
+      tenantId: actor.tenantId,
+      processId,
+      machineId,
+      priority: body.priority ?? 3,
+      inputData: body.input_data ?? null,
+      source: spec.source,
+      slaDeadlineMinutes: process.sla_deadline_minutes,
+    });
+    if (!created) throw machineId === null ? new NoMachineAvailableError() : spec.machineError();
+    if (!(await consumeExecution(tx, actor.tenantId))) {
+      throw quotaExceeded({ ...usage, quota_used: Math.max(usage.quota_used, usage.monthly_quota) });
+    }
+    await recordAudit(tx, {
+      tenantId: actor.tenantId,
+      actorType: 'api_key',
+      actorId: actor.apiKeyId,
+      action: 'trigger_job',
+      source: spec.source,
+      resourceType: 'job',
+      resourceId: created.id,
+      details: { process_id: processId, machine_id: created.machine_id, priority: created.priority },
+      requestId: actor.requestId ?? null,
+      ip: actor.ip ?? null,
+    });
+    if (spec.onCreated) await spec.onCreated(tx, created);
+    return created;
+  });
+  await nudge(deps, 'jobsCreated', () =>
+    deps.dispatch.jobsCreated([{ id: job.id, tenant_id: job.tenant_id, machine_id: job.machine_id, priority: job.priority }]),
+  );
+  return job;
+}
+
+/** Postgres is the truth: a lost nudge only delays work until the reconciler finds it. */
+async function nudge(deps: JobServiceDeps, what: string, fn: () => Promise<void>): Promise<void> {
+  try {
+    await fn();
+  } catch (err) {
+    deps.logger?.warn('dispatch nudge failed', { nudge: what, err: (err as Error).message });
+  }
+}
+
+/** POST /jobs/trigger (contract 4.3): machine optional (auto-selected), priority settable, input not validated. */
+export function triggerJobByApi(
+  deps: JobServiceDeps,
+  actor: TriggerActor,
+  req: { rawProcessId: unknown; body(): { process_id: string; machine_id?: string | null; input_data?: Record<string, unknown> | null; priority?: number } },
+  onCreated?: OnJobCreated,
+): Promise<JobWithNames> {
+  return trigger(deps, actor, {
+    source: 'api',
+    rawProcessId: req.rawProcessId,
+    processId: () => (isUuid(req.rawProcessId) ? req.rawProcessId : req.body().process_id),
+    body: req.body,
+    validateInput: false,
+    machineError: () => new NotFoundError(MACHINE_NOT_FOUND_MESSAGE),
+    onCreated,
+  });
+}
+
+/** POST /webhooks/trigger/{process_id} (contract 4.3): machine required, default priority, input_schema checked. */
+export function triggerJobByWebhook(
+  deps: JobServiceDeps,
+  actor: TriggerActor,
+  req: { rawProcessId: string; processId(): string; body(): { machine_id: string; input_data?: Record<string, unknown> | null } },
+  onCreated?: OnJobCreated,
+): Promise<JobWithNames> {
+  return trigger(deps, actor, {
+    source: 'webhook',
+    rawProcessId: req.rawProcessId,
+    processId: req.processId,
+    body: () => ({ ...req.body(), priority: 3 }),
+    validateInput: true,
+    machineError: () => ValidationError.single(['body', 'machine_id'], WEBHOOK_MACHINE_INVALID_MESSAGE, 'reference'),
+    onCreated,
+  });
+}
+
+export async function getJob(sql: Sql, tenantId: string, id: string): Promise<JobWithNames> {
+  const job = await findJobWithNames(sql, tenantId, id);
+  if (!job) throw new NotFoundError('Job no encontrado');
+  return job;
+}
+
+/**
+ * POST /jobs/{job_id}/stop: pending → stopped at once; running → stop_requested (the engine
+ * aborts it and ends it `stopped`); finished → 409. Each write is guarded, and a job that moved
+ * under us is read again (statuses only move forward, so this ends within three rounds).
+ */
+export async function stopJob(deps: JobServiceDeps, tenantId: string, id: string): Promise<JobWithNames> {
+  for (let round = 0; round < 3; round++) {
+    const job = await getJob(deps.sql, tenantId, id);
+    if (isFinalJobStatus(job.status)) {
+      throw new ConflictError(`El job ya ha finalizado (estado: ${job.status})`, { status: job.status });
+    }
+    const names = { process_name: job.process_name, machine_name: job.machine_name };
+    if (job.status === 'pending') {
+      const row = await transitionJob(deps.sql, { id, tenantId, from: 'pending', to: 'stopped', set: { stop_requested: true } });
+      if (row) return { ...row, ...names };
+    } else {
+      const row = await requestRunningJobStop(deps.sql, id, tenantId);
+      if (row) {
+        await nudge(deps, 'jobStopRequested', () => deps.dispatch.jobStopRequested({ id: row.id, machine_id: row.machine_id }));
+        return { ...row, ...names };
+      }
+    }
+  }
+  throw new ConflictError('El job cambió de estado durante la solicitud; inténtalo de nuevo');
+}
