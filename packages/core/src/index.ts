@@ -35,3 +35,4 @@ export * from './jobs/schemas';
 export * from './jobs/serialize';
 export * from './jobs/input-schema';
 export * from './jobs/service';
+export * from './catalog';

@@ -4,6 +4,12 @@ import type { RouteContext } from '../http/route';
 import { authRoutes } from './auth';
 import { sqlApiKeyStore } from '../auth/api-key';
 
+import { folderSettingsRoutes } from './settings/folders';
+import { processSettingsRoutes } from './settings/processes';
+import { machineSettingsRoutes } from './settings/machines';
+import { queueSettingsRoutes } from './settings/queues';
+import { assetSettingsRoutes } from './settings/assets';
+
 type ResourceRoutes = (rc: RouteContext) => AppRouter;
 
 /**
@@ -11,6 +17,11 @@ type ResourceRoutes = (rc: RouteContext) => AppRouter;
  * `(rc: RouteContext) => AppRouter` declaring its routes with `addRoute`; add one line here.
  */
 const RESOURCES: ResourceRoutes[] = [
+  folderSettingsRoutes,
+  processSettingsRoutes,
+  machineSettingsRoutes,
+  queueSettingsRoutes,
+  assetSettingsRoutes,
   authRoutes,
 ];
 

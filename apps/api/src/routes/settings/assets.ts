@@ -1,0 +1,37 @@
+import {
+  AssetCreate, AssetResponse, AssetUpdate, CatalogListQuery,
+  createAsset, deactivateAsset, getAsset, listAssets, toAssetResponse, updateAsset, type AssetRecord,
+} from '@svc/core';
+import { createRouter, type AppRouter } from '../../http/router';
+import type { RouteContext } from '../../http/route';
+import { addCrudRoutes } from './crud';
+
+/**
+ * /api/v1/settings/assets: named values, one per environment (docs/decisions/assets.md).
+ * Credentials are written here but never read back: the views carry `username` and `has_password`.
+ */
+export function assetSettingsRoutes(rc: RouteContext): AppRouter {
+  const router = createRouter();
+  const key = rc.deps.config.assetEncryptionKey;
+  const values =
+    '`values` holds one value per environment (dev, staging, production) of the asset\'s type: text → string, ' +
+    'integer → integer, boolean → boolean, credential → `{username, password}` (encrypted at rest). A value of another type → 422.';
+  addCrudRoutes<AssetRecord>(router, rc, {
+    resource: 'asset',
+    plural: 'assets',
+    noun: 'asset',
+    tag: 'settings: assets',
+    schemas: { create: AssetCreate, update: AssetUpdate, list: CatalogListQuery, response: AssetResponse },
+    notes: {
+      create: values,
+      update: `${values} On update, \`values\` merges per environment (null removes one); changing \`type\` drops the values not sent with it.`,
+    },
+    create: (tx, tenantId, body) => createAsset(tx, key, tenantId, body),
+    list: (sql, tenantId, query) => listAssets(sql, key, tenantId, query),
+    get: (sql, tenantId, id) => getAsset(sql, key, tenantId, id),
+    update: (tx, tenantId, id, body) => updateAsset(tx, key, tenantId, id, body),
+    deactivate: (tx, tenantId, id) => deactivateAsset(tx, key, tenantId, id),
+    present: async (_sql, records) => records.map(toAssetResponse),
+  });
+  return router;
+}

@@ -1,0 +1,167 @@
+import type { Context } from 'koa';
+import type { TObject, TSchema } from '@sinclair/typebox';
+import { IdParams, recordAudit, type PageMeta, type Queryable, type Sql } from '@svc/core';
+import type { AppRouter } from '../../http/router';
+import { addRoute, type RouteContext } from '../../http/route';
+import { ok, paged } from '../../http/respond';
+import type { AppState } from '../../http/state';
+
+export type Ctx = Context & { state: AppState };
+export const ADMIN = { kind: 'user', admin: true } as const;
+
+export function tenantOf(ctx: Ctx): string {
+  return ctx.state.user!.tenantId;
+}
+
+/**
+ * Runs a management write and its audit-log row in one transaction, so the log never claims a
+ * change that did not commit. `details` never carries values (asset values may be secrets).
+ */
+export async function audited<T extends { id: string }>(
+  ctx: Ctx,
+  sql: Sql,
+  action: string,
+  resourceType: string,
+  details: Record<string, unknown>,
+  work: (tx: Queryable) => Promise<T>,
+): Promise<T> {
+  return (await sql.begin(async (tx) => {
+    const result = await work(tx);
+    await recordAudit(tx, {
+      tenantId: tenantOf(ctx),
+      actorType: 'user',
+      actorId: ctx.state.user!.userId,
+      action,
+      source: 'api',
+      resourceType,
+      resourceId: result.id,
+      details,
+      requestId: ctx.state.requestId,
+      ip: ctx.state.clientIp,
+    });
+    return result;
+  })) as T;
+}
+
+/**
+ * The shape shared by every catalogue resource under /settings/<plural>: create (201), list
+ * (paged), get, partial update, deactivate (DELETE, 200 with the record). Existence (404) is
+ * established before the body is validated (422), as the contract's error order asks.
+ */
+export interface CrudSpec<Row extends { id: string; name: string }> {
+  /** Singular, for audit actions and resource types: `folder` → `create_folder`. */
+  resource: string;
+  /** URL segment: `/settings/<plural>`. */
+  plural: string;
+  /** Human noun for summaries. */
+  noun: string;
+  tag: string;
+  schemas: { create: TObject; update: TObject; list: TObject; response: TSchema };
+  notes?: { create?: string; update?: string; deactivate?: string; list?: string };
+  /** Leave a route out when the resource declares its own (machines' create returns the key). */
+  skip?: Array<'create'>;
+  create(tx: Queryable, tenantId: string, body: unknown): Promise<Row>;
+  list(sql: Sql, tenantId: string, query: Record<string, unknown>): Promise<{ rows: Row[]; meta: PageMeta }>;
+  get(sql: Queryable, tenantId: string, id: string): Promise<Row>;
+  update(tx: Queryable, tenantId: string, id: string, body: unknown): Promise<Row>;
+  deactivate(tx: Queryable, tenantId: string, id: string): Promise<Row>;
+  /** Rows → response records (may load extra data, e.g. queue item counts, in one query). */
+  present(sql: Queryable, rows: Row[]): Promise<unknown[]>;
+  /** Runs after a committed create/update (dispatch nudges). */
+  afterWrite?(row: Row, change: 'create' | 'update'): Promise<void>;
+}
+
+export function addCrudRoutes<Row extends { id: string; name: string }>(router: AppRouter, rc: RouteContext, spec: CrudSpec<Row>): void {
+  const { sql } = rc.deps;
+  const base = `/settings/${spec.plural}`;
+  const tags = [spec.tag];
+  const one = async (row: Row) => (await spec.present(sql, [row]))[0];
+
+  if (!spec.skip?.includes('create')) {
+    addRoute(router, rc, {
+      method: 'post',
+      path: base,
+      summary: `Create a ${spec.noun}`,
+      description: `Unknown body fields or invalid values → 422; a name already used in the workspace → 409. ${spec.notes?.create ?? ''}`.trim(),
+      tags,
+      auth: ADMIN,
+      body: spec.schemas.create,
+      response: spec.schemas.response,
+      successStatus: 201,
+      errors: [409, 422],
+    }, async (ctx, input) => {
+      const body = input.body();
+      const row = await audited(ctx, sql, `create_${spec.resource}`, spec.resource, { name: (body as { name: string }).name },
+        (tx) => spec.create(tx, tenantOf(ctx), body));
+      await spec.afterWrite?.(row, 'create');
+      ok(ctx, await one(row), 201);
+    });
+  }
+
+  addRoute(router, rc, {
+    method: 'get',
+    path: base,
+    summary: `List the ${spec.plural} of the workspace`,
+    description: `Ordered by name; inactive records included unless \`is_active\` filters them. ${spec.notes?.list ?? ''}`.trim(),
+    tags,
+    auth: ADMIN,
+    query: spec.schemas.list,
+    response: spec.schemas.response,
+    paged: true,
+    errors: [422],
+  }, async (ctx, input) => {
+    const { rows, meta } = await spec.list(sql, tenantOf(ctx), input.query() as Record<string, unknown>);
+    paged(ctx, await spec.present(sql, rows), meta);
+  });
+
+  addRoute(router, rc, {
+    method: 'get',
+    path: `${base}/:id`,
+    summary: `Get a ${spec.noun}`,
+    description: 'Another workspace\'s record answers 404, like a missing one.',
+    tags,
+    auth: ADMIN,
+    params: IdParams,
+    response: spec.schemas.response,
+    errors: [404, 422],
+  }, async (ctx, input) => {
+    ok(ctx, await one(await spec.get(sql, tenantOf(ctx), input.params().id)));
+  });
+
+  addRoute(router, rc, {
+    method: 'patch',
+    path: `${base}/:id`,
+    summary: `Change a ${spec.noun}`,
+    description: `Partial update: only the fields sent change (at least one). ${spec.notes?.update ?? ''}`.trim(),
+    tags,
+    auth: ADMIN,
+    params: IdParams,
+    body: spec.schemas.update,
+    response: spec.schemas.response,
+    errors: [404, 409, 422],
+  }, async (ctx, input) => {
+    const { id } = input.params();
+    await spec.get(sql, tenantOf(ctx), id);
+    const body = input.body();
+    const row = await audited(ctx, sql, `update_${spec.resource}`, spec.resource, { fields: Object.keys(body as object) },
+      (tx) => spec.update(tx, tenantOf(ctx), id, body));
+    await spec.afterWrite?.(row, 'update');
+    ok(ctx, await one(row));
+  });
+
+  addRoute(router, rc, {
+    method: 'delete',
+    path: `${base}/:id`,
+    summary: `Deactivate a ${spec.noun}`,
+    description: `Sets \`is_active\` false and returns the record; the row and its name stay (PATCH \`is_active: true\` reactivates). ${spec.notes?.deactivate ?? ''}`.trim(),
+    tags,
+    auth: ADMIN,
+    params: IdParams,
+    response: spec.schemas.response,
+    errors: [404, 422],
+  }, async (ctx, input) => {
+    const { id } = input.params();
+    const row = await audited(ctx, sql, `deactivate_${spec.resource}`, spec.resource, {}, (tx) => spec.deactivate(tx, tenantOf(ctx), id));
+    ok(ctx, await one(row));
+  });
+}

@@ -1,0 +1,81 @@
+import type { TSchema } from '@sinclair/typebox';
+import {
+  IdParams, MachineCreate, MachineListQuery, MachineResponse, MachineUpdate, MachineWithKeyResponse,
+  createMachine, deactivateMachine, getMachine, listMachines, rotateMachineKey, toMachineResponse, updateMachine,
+} from '@svc/core';
+import { createRouter, type AppRouter } from '../../http/router';
+import { addRoute, type RouteContext } from '../../http/route';
+import { ok } from '../../http/respond';
+import { ADMIN, addCrudRoutes, audited, tenantOf } from './crud';
+
+/**
+ * /api/v1/settings/machines: robot hosts (record: docs/decisions/machine-record.md). Create and
+ * rotate-key return the agent's machine key in `machine_key`, once; only its SHA-256 is stored.
+ */
+export function machineSettingsRoutes(rc: RouteContext): AppRouter {
+  const router = createRouter();
+  const { sql } = rc.deps;
+  const tags = ['settings: machines'];
+
+  addRoute(router, rc, {
+    method: 'post',
+    path: '/settings/machines',
+    summary: 'Create a machine',
+    description:
+      'Returns the machine record with `machine_key`, the secret its agent authenticates with, shown this once. ' +
+      '`slots` 1..64 (default 1). Unknown body fields or invalid values → 422; a name already used → 409. Audited as `create_machine`.',
+    tags,
+    auth: ADMIN,
+    // widened: inferring this schema's static type through addRoute's generics is too deep for tsc
+    body: MachineCreate as TSchema,
+    response: MachineWithKeyResponse,
+    successStatus: 201,
+    errors: [409, 422],
+  }, async (ctx, input) => {
+    const body = input.body() as MachineCreate;
+    const { row, machineKey } = await audited(ctx, sql, 'create_machine', 'machine', { name: body.name }, async (tx) => {
+      const made = await createMachine(tx, tenantOf(ctx), body);
+      return { id: made.row.id, ...made };
+    });
+    ok(ctx, { ...toMachineResponse(row), machine_key: machineKey }, 201);
+  });
+
+  addRoute(router, rc, {
+    method: 'post',
+    path: '/settings/machines/:id/rotate-key',
+    summary: 'Issue a new machine key',
+    description: 'The old key stops working at once; the new one is returned in `machine_key`, once. Audited as `rotate_machine_key`.',
+    tags,
+    auth: ADMIN,
+    params: IdParams,
+    response: MachineWithKeyResponse,
+    errors: [404, 422],
+  }, async (ctx, input) => {
+    const { id } = input.params();
+    const { row, machineKey } = await audited(ctx, sql, 'rotate_machine_key', 'machine', {}, async (tx) => {
+      const made = await rotateMachineKey(tx, tenantOf(ctx), id);
+      return { id: made.row.id, ...made };
+    });
+    ok(ctx, { ...toMachineResponse(row), machine_key: machineKey });
+  });
+
+  addCrudRoutes(router, rc, {
+    resource: 'machine',
+    plural: 'machines',
+    noun: 'machine',
+    tag: tags[0]!,
+    skip: ['create'],
+    schemas: { create: MachineCreate, update: MachineUpdate, list: MachineListQuery, response: MachineResponse },
+    notes: {
+      list: 'Filter by `status` (online, offline, busy) and `is_active`.',
+      deactivate: 'An inactive machine is never auto-selected for a job.',
+    },
+    create: async (tx, tenantId, body) => (await createMachine(tx, tenantId, body)).row,
+    list: listMachines,
+    get: getMachine,
+    update: updateMachine,
+    deactivate: deactivateMachine,
+    present: async (_sql, rows) => rows.map(toMachineResponse),
+  });
+  return router;
+}

@@ -1,0 +1,30 @@
+import {
+  ProcessCreate, ProcessListQuery, ProcessResponse, ProcessUpdate,
+  createProcess, deactivateProcess, getProcess, listProcesses, toProcessResponse, updateProcess,
+} from '@svc/core';
+import { createRouter, type AppRouter } from '../../http/router';
+import type { RouteContext } from '../../http/route';
+import { addCrudRoutes } from './crud';
+
+/** /api/v1/settings/processes: every field of ProcessResponse (contract 2.4) is settable here. */
+export function processSettingsRoutes(rc: RouteContext): AppRouter {
+  const router = createRouter();
+  const references =
+    '`input_schema` must itself be a valid JSON Schema; `folder_id` and `on_success_trigger_process_id` must be records ' +
+    'of the same workspace (else 422), and a success chain may not lead back to the process.';
+  addCrudRoutes(router, rc, {
+    resource: 'process',
+    plural: 'processes',
+    noun: 'process',
+    tag: 'settings: processes',
+    schemas: { create: ProcessCreate, update: ProcessUpdate, list: ProcessListQuery, response: ProcessResponse },
+    notes: { create: references, update: references, list: 'Filter by `folder_id` and `is_active`.', deactivate: 'An inactive process is left out of `GET /processes/list` and refuses webhook triggers.' },
+    create: createProcess,
+    list: listProcesses,
+    get: getProcess,
+    update: updateProcess,
+    deactivate: deactivateProcess,
+    present: async (_sql, rows) => rows.map(toProcessResponse),
+  });
+  return router;
+}

@@ -1,0 +1,31 @@
+import { seedTenant, seedUser } from '@svc/core/testing';
+import type { ApiTestContext } from './helpers';
+
+/** Two workspaces: A with an admin and a member, B with an admin (for cross-tenant checks). */
+export interface SettingsWorld {
+  tenantA: string;
+  tenantB: string;
+  admin: string;
+  adminUserId: string;
+  member: string;
+  adminB: string;
+}
+
+export async function settingsWorld(t: ApiTestContext): Promise<SettingsWorld> {
+  const a = await seedTenant(t.sql);
+  const b = await seedTenant(t.sql);
+  const admin = await seedUser(t.sql, a.id, { role: 'admin' });
+  const member = await seedUser(t.sql, a.id, { role: 'member' });
+  const adminB = await seedUser(t.sql, b.id, { role: 'admin' });
+  return { tenantA: a.id, tenantB: b.id, admin: admin.token, adminUserId: admin.user.id, member: member.token, adminB: adminB.token };
+}
+
+export const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
+
+export const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The 422 envelope names the offending field (`body → a → b`). */
+export function fieldsOf(body: { error?: { details?: Array<{ field: string }> } }): string[] {
+  return (body.error?.details ?? []).map((d) => d.field);
+}

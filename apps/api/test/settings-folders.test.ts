@@ -1,0 +1,141 @@
+import { createApiTestContext, type ApiTestContext } from './helpers';
+import { bearer, fieldsOf, ISO, settingsWorld, UUID, type SettingsWorld } from './settings-fixtures';
+
+describe('settings: folders', () => {
+  let t: ApiTestContext;
+  let w: SettingsWorld;
+  beforeAll(async () => {
+    t = await createApiTestContext();
+    w = await settingsWorld(t);
+  });
+  afterAll(() => t.close());
+
+  const post = (body: unknown, token = w.admin) => t.http.post('/api/v1/settings/folders').set(bearer(token)).send(body as object);
+
+  it('creates a folder with defaults and answers 201 with every field of the record', async () => {
+    const res = await post({ name: 'Finanzas' });
+    expect(res.status).toBe(201);
+    expect(res.body.success).toBe(true);
+    expect(Object.keys(res.body.data).sort()).toEqual(['created_at', 'description', 'id', 'is_active', 'name', 'tenant_id', 'updated_at']);
+    expect(res.body.data).toMatchObject({ name: 'Finanzas', description: null, is_active: true, tenant_id: w.tenantA });
+    expect(res.body.data.id).toMatch(UUID);
+    expect(res.body.data.created_at).toMatch(ISO);
+    expect(res.body.data.updated_at).toMatch(ISO);
+  });
+
+  it('records the creation in the audit log with the admin as actor', async () => {
+    const res = await post({ name: 'Auditada', description: 'x' });
+    const [row] = await t.sql`select * from audit_log where resource_id = ${res.body.data.id}`;
+    expect(row).toMatchObject({ action: 'create_folder', actor_type: 'user', actor_id: w.adminUserId, tenant_id: w.tenantA });
+  });
+
+  it('refuses a name already used in the workspace with 409, but allows it in another workspace', async () => {
+    await post({ name: 'Repetida' });
+    const dup = await post({ name: 'Repetida' });
+    expect(dup.status).toBe(409);
+    expect(dup.body.error).toMatchObject({ code: 'CONFLICT', message: 'El recurso ya existe' });
+    expect((await post({ name: 'Repetida' }, w.adminB)).status).toBe(201);
+  });
+
+  it.each([
+    ['a missing name', {}, 'body → name'],
+    ['an empty name', { name: '' }, 'body → name'],
+    ['a name with a slash', { name: 'a/b' }, 'body → name'],
+    ['a name with outer blanks', { name: ' a ' }, 'body → name'],
+    ['a name over 100 characters', { name: 'x'.repeat(101) }, 'body → name'],
+    ['a numeric name', { name: 12 }, 'body → name'],
+    ['a numeric description', { name: 'ok', description: 5 }, 'body → description'],
+    ['a description over 2000 characters', { name: 'ok', description: 'x'.repeat(2001) }, 'body → description'],
+    ['a non-boolean is_active', { name: 'ok', is_active: 'yes' }, 'body → is_active'],
+    ['an unknown field', { name: 'ok', color: 'red' }, 'body → color'],
+  ])('refuses %s with 422 naming the field', async (_label, body, field) => {
+    const res = await post(body);
+    expect(res.status).toBe(422);
+    expect(res.body.error.code).toBe('VALIDATION_ERROR');
+    expect(fieldsOf(res.body)).toContain(field);
+  });
+
+  it('lists only the workspace\'s folders, by name, with paging meta and an is_active filter', async () => {
+    const t2 = await createApiTestContext();
+    try {
+      const w2 = await settingsWorld(t2);
+      for (const name of ['c', 'a', 'b']) await t2.http.post('/api/v1/settings/folders').set(bearer(w2.admin)).send({ name });
+      await t2.http.post('/api/v1/settings/folders').set(bearer(w2.adminB)).send({ name: 'other' });
+      const page1 = await t2.http.get('/api/v1/settings/folders?limit=2').set(bearer(w2.admin));
+      expect(page1.status).toBe(200);
+      expect(page1.body.data.map((f: { name: string }) => f.name)).toEqual(['a', 'b']);
+      expect(page1.body.meta).toEqual({ page: 1, limit: 2, total: 3, pages: 2 });
+      const page2 = await t2.http.get('/api/v1/settings/folders?limit=2&page=2').set(bearer(w2.admin));
+      expect(page2.body.data.map((f: { name: string }) => f.name)).toEqual(['c']);
+      const a = page1.body.data[0];
+      await t2.http.delete(`/api/v1/settings/folders/${a.id}`).set(bearer(w2.admin));
+      const inactive = await t2.http.get('/api/v1/settings/folders?is_active=false').set(bearer(w2.admin));
+      expect(inactive.body.data.map((f: { name: string }) => f.name)).toEqual(['a']);
+      expect(inactive.body.meta.total).toBe(1);
+    } finally {
+      await t2.close();
+    }
+  });
+
+  it.each([
+    ['page 0', 'page=0'],
+    ['page 501', 'page=501'],
+    ['limit 101', 'limit=101'],
+    ['a non-boolean is_active', 'is_active=maybe'],
+    ['an unknown parameter', 'sort=name'],
+  ])('refuses a list query with %s (422)', async (_label, qs) => {
+    const res = await t.http.get(`/api/v1/settings/folders?${qs}`).set(bearer(w.admin));
+    expect(res.status).toBe(422);
+  });
+
+  it('gets, partially updates and deactivates a folder', async () => {
+    const made = (await post({ name: 'Ciclo', description: 'antes' })).body.data;
+    const got = await t.http.get(`/api/v1/settings/folders/${made.id}`).set(bearer(w.admin));
+    expect(got.status).toBe(200);
+    expect(got.body.data).toEqual(made);
+
+    const patched = await t.http.patch(`/api/v1/settings/folders/${made.id}`).set(bearer(w.admin)).send({ description: 'después' });
+    expect(patched.status).toBe(200);
+    expect(patched.body.data).toMatchObject({ id: made.id, name: 'Ciclo', description: 'después', is_active: true });
+    expect(new Date(patched.body.data.updated_at).getTime()).toBeGreaterThanOrEqual(new Date(made.updated_at).getTime());
+
+    const cleared = await t.http.patch(`/api/v1/settings/folders/${made.id}`).set(bearer(w.admin)).send({ description: null });
+    expect(cleared.body.data.description).toBeNull();
+
+    const gone = await t.http.delete(`/api/v1/settings/folders/${made.id}`).set(bearer(w.admin));
+    expect(gone.status).toBe(200);
+    expect(gone.body.data).toMatchObject({ id: made.id, is_active: false });
+    const [row] = await t.sql`select is_active from folders where id = ${made.id}`;
+    expect(row!.is_active).toBe(false);
+
+    const back = await t.http.patch(`/api/v1/settings/folders/${made.id}`).set(bearer(w.admin)).send({ is_active: true });
+    expect(back.body.data.is_active).toBe(true);
+  });
+
+  it('refuses renaming onto an existing name with 409', async () => {
+    await post({ name: 'Uno' });
+    const two = (await post({ name: 'Dos' })).body.data;
+    const res = await t.http.patch(`/api/v1/settings/folders/${two.id}`).set(bearer(w.admin)).send({ name: 'Uno' });
+    expect(res.status).toBe(409);
+    expect(res.body.error.message).toBe('El recurso ya existe');
+  });
+
+  it.each([
+    ['an empty patch', {}, 'body'],
+    ['an unknown field', { nombre: 'x' }, 'body → nombre'],
+    ['a null name', { name: null }, 'body → name'],
+  ])('refuses an update with %s (422)', async (_label, body, field) => {
+    const made = (await post({ name: `p-${Math.random()}` })).body.data;
+    const res = await t.http.patch(`/api/v1/settings/folders/${made.id}`).set(bearer(w.admin)).send(body);
+    expect(res.status).toBe(422);
+    expect(fieldsOf(res.body)).toContain(field);
+  });
+
+  it('answers 404 before 422 when the folder is missing and the body is invalid', async () => {
+    const res = await t.http
+      .patch('/api/v1/settings/folders/00000000-0000-4000-8000-000000000000')
+      .set(bearer(w.admin))
+      .send({ bogus: true });
+    expect(res.status).toBe(404);
+  });
+});

@@ -1,0 +1,6 @@
+export * from './schemas';
+export * from './folders';
+export * from './processes';
+export * from './machines';
+export * from './queues';
+export * from './assets';

@@ -1,0 +1,128 @@
+import type { Queryable } from '../db/sql';
+import { NotFoundError } from '../errors';
+import { issueSecret, MACHINE_KEY_PREFIX } from '../security/secrets';
+import { validate } from '../validation/validate';
+import { MachineCreate, MachineUpdate, type MachineListQuery, type MachineStatus } from './schemas';
+import { iso, pageWindow, presentColumns, toPage, uniqueName, type Page } from './shared';
+
+/** A machine (robot host) of a tenant. Its agent authenticates with a machine key kept only as SHA-256. */
+export interface MachineRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  description: string | null;
+  machine_key_hash: Buffer;
+  machine_key_prefix: string;
+  slots: number;
+  is_active: boolean;
+  status: MachineStatus;
+  running_jobs: number;
+  last_heartbeat_at: Date | null;
+  agent_version: string | null;
+  host_info: Record<string, unknown> | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/**
+ * The machine record (docs/decisions/machine-record.md), shown by the management API and by
+ * `GET /machines/list`. Never the key or its hash.
+ */
+export function toMachineResponse(row: MachineRow) {
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    name: row.name,
+    description: row.description,
+    status: row.status,
+    slots: row.slots,
+    running_jobs: row.running_jobs,
+    is_active: row.is_active,
+    last_heartbeat_at: iso(row.last_heartbeat_at),
+    agent_version: row.agent_version,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+/** A machine together with its key, which exists in clear only in this value. */
+export interface MachineWithKey {
+  row: MachineRow;
+  machineKey: string;
+}
+
+export async function createMachine(sql: Queryable, tenantId: string, input: unknown): Promise<MachineWithKey> {
+  const body = validate(MachineCreate, input);
+  const secret = issueSecret(MACHINE_KEY_PREFIX);
+  const row = await uniqueName('machine', body.name, async () => {
+    const [r] = await sql<MachineRow[]>`
+      insert into machines (tenant_id, name, description, slots, is_active, machine_key_hash, machine_key_prefix)
+      values (${tenantId}, ${body.name}, ${body.description ?? null}, ${body.slots ?? 1}, ${body.is_active ?? true},
+              ${secret.hash}, ${secret.prefix})
+      returning *`;
+    return r!;
+  });
+  return { row, machineKey: secret.value };
+}
+
+/** Issues a new key; the old one stops matching at once (agents look keys up by hash). */
+export async function rotateMachineKey(sql: Queryable, tenantId: string, id: string): Promise<MachineWithKey> {
+  const secret = issueSecret(MACHINE_KEY_PREFIX);
+  const [row] = await sql<MachineRow[]>`
+    update machines set machine_key_hash = ${secret.hash}, machine_key_prefix = ${secret.prefix}, updated_at = now()
+    where id = ${id} and tenant_id = ${tenantId} returning *`;
+  if (!row) throw new NotFoundError();
+  return { row, machineKey: secret.value };
+}
+
+export async function findMachine(sql: Queryable, tenantId: string, id: string): Promise<MachineRow | null> {
+  const [row] = await sql<MachineRow[]>`select * from machines where id = ${id} and tenant_id = ${tenantId}`;
+  return row ?? null;
+}
+
+/** Another tenant's machine answers exactly like a missing one. */
+export async function getMachine(sql: Queryable, tenantId: string, id: string): Promise<MachineRow> {
+  const row = await findMachine(sql, tenantId, id);
+  if (!row) throw new NotFoundError();
+  return row;
+}
+
+export async function findMachineByName(sql: Queryable, tenantId: string, name: string): Promise<MachineRow | null> {
+  const [row] = await sql<MachineRow[]>`select * from machines where tenant_id = ${tenantId} and name = ${name}`;
+  return row ?? null;
+}
+
+export async function listMachines(sql: Queryable, tenantId: string, query: Partial<MachineListQuery> = {}): Promise<Page<MachineRow>> {
+  const { page, limit, offset } = pageWindow(query);
+  const active = query.is_active ?? null;
+  const status = query.status ?? null;
+  const where = sql`tenant_id = ${tenantId}
+    and (${active}::boolean is null or is_active = ${active})
+    and (${status}::text is null or status = ${status})`;
+  const [rows, [count]] = await Promise.all([
+    sql<MachineRow[]>`select * from machines where ${where} order by name, id limit ${limit} offset ${offset}`,
+    sql<{ total: number }[]>`select count(*)::int as total from machines where ${where}`,
+  ]);
+  return toPage(rows, page, limit, count!.total);
+}
+
+export async function updateMachine(sql: Queryable, tenantId: string, id: string, patch: unknown): Promise<MachineRow> {
+  const body = validate(MachineUpdate, patch);
+  const cols = presentColumns(body, ['name', 'description', 'slots', 'is_active']);
+  return uniqueName('machine', body.name, async () => {
+    const [row] = await sql<MachineRow[]>`
+      update machines set ${sql(cols)}, updated_at = now()
+      where id = ${id} and tenant_id = ${tenantId} returning *`;
+    if (!row) throw new NotFoundError();
+    return row;
+  });
+}
+
+/** An inactive machine is never auto-selected; its key remains on record (rotate-key replaces it). */
+export async function deactivateMachine(sql: Queryable, tenantId: string, id: string): Promise<MachineRow> {
+  const [row] = await sql<MachineRow[]>`
+    update machines set is_active = false, updated_at = now()
+    where id = ${id} and tenant_id = ${tenantId} returning *`;
+  if (!row) throw new NotFoundError();
+  return row;
+}

@@ -1,0 +1,125 @@
+import type { Queryable } from '../db/sql';
+import { NotFoundError } from '../errors';
+import { validate } from '../validation/validate';
+import { QueueCreate, QueueUpdate, type CatalogListQuery } from './schemas';
+import { assertSameTenant, iso, pageWindow, presentColumns, toPage, uniqueName, type Page } from './shared';
+
+/** A work queue of a tenant (contract 2.2 names `max_retries`; the rest is ours). */
+export interface QueueRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  description: string | null;
+  max_retries: number;
+  consumer_process_id: string | null;
+  max_consumers: number;
+  is_active: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const ITEM_STATUSES = ['new', 'in_progress', 'pending_review', 'completed', 'failed', 'dead_letter'] as const;
+export type QueueItemCounts = Record<(typeof ITEM_STATUSES)[number] | 'total', number>;
+
+export function emptyItemCounts(): QueueItemCounts {
+  return { total: 0, new: 0, in_progress: 0, pending_review: 0, completed: 0, failed: 0, dead_letter: 0 };
+}
+
+/**
+ * Per-status item counts of some queues, read from the trigger-maintained `queue_item_counts`
+ * shards (a handful of rows per queue, never a scan of queue_items).
+ */
+export async function loadQueueItemCounts(sql: Queryable, queueIds: readonly string[]): Promise<Map<string, QueueItemCounts>> {
+  const out = new Map<string, QueueItemCounts>(queueIds.map((id) => [id, emptyItemCounts()]));
+  if (queueIds.length === 0) return out;
+  const rows = await sql<{ queue_id: string; status: string; n: number }[]>`
+    select queue_id, status, sum(n)::bigint as n from queue_item_counts
+    where queue_id = any(${queueIds as string[]}::uuid[]) group by queue_id, status`;
+  for (const r of rows) {
+    const counts = out.get(r.queue_id)!;
+    if ((ITEM_STATUSES as readonly string[]).includes(r.status)) counts[r.status as keyof QueueItemCounts] = r.n;
+    counts.total += r.n;
+  }
+  return out;
+}
+
+export function toQueueResponse(row: QueueRow, counts: QueueItemCounts = emptyItemCounts()) {
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    name: row.name,
+    description: row.description,
+    max_retries: row.max_retries,
+    consumer_process_id: row.consumer_process_id,
+    max_consumers: row.max_consumers,
+    is_active: row.is_active,
+    item_counts: counts,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+export async function createQueue(sql: Queryable, tenantId: string, input: unknown): Promise<QueueRow> {
+  const body = validate(QueueCreate, input);
+  await assertSameTenant(sql, 'processes', tenantId, body.consumer_process_id, 'consumer_process_id');
+  return uniqueName('queue', body.name, async () => {
+    const [row] = await sql<QueueRow[]>`
+      insert into queues (tenant_id, name, description, max_retries, consumer_process_id, max_consumers, is_active)
+      values (${tenantId}, ${body.name}, ${body.description ?? null}, ${body.max_retries ?? 3},
+              ${body.consumer_process_id ?? null}, ${body.max_consumers ?? 1}, ${body.is_active ?? true})
+      returning *`;
+    return row!;
+  });
+}
+
+export async function findQueue(sql: Queryable, tenantId: string, id: string): Promise<QueueRow | null> {
+  const [row] = await sql<QueueRow[]>`select * from queues where id = ${id} and tenant_id = ${tenantId}`;
+  return row ?? null;
+}
+
+/** Another tenant's queue answers exactly like a missing one. */
+export async function getQueue(sql: Queryable, tenantId: string, id: string): Promise<QueueRow> {
+  const row = await findQueue(sql, tenantId, id);
+  if (!row) throw new NotFoundError();
+  return row;
+}
+
+export async function findQueueByName(sql: Queryable, tenantId: string, name: string): Promise<QueueRow | null> {
+  const [row] = await sql<QueueRow[]>`select * from queues where tenant_id = ${tenantId} and name = ${name}`;
+  return row ?? null;
+}
+
+export async function listQueues(sql: Queryable, tenantId: string, query: Partial<CatalogListQuery> = {}): Promise<Page<QueueRow>> {
+  const { page, limit, offset } = pageWindow(query);
+  const active = query.is_active ?? null;
+  const where = sql`tenant_id = ${tenantId} and (${active}::boolean is null or is_active = ${active})`;
+  const [rows, [count]] = await Promise.all([
+    sql<QueueRow[]>`select * from queues where ${where} order by name, id limit ${limit} offset ${offset}`,
+    sql<{ total: number }[]>`select count(*)::int as total from queues where ${where}`,
+  ]);
+  return toPage(rows, page, limit, count!.total);
+}
+
+export async function updateQueue(sql: Queryable, tenantId: string, id: string, patch: unknown): Promise<QueueRow> {
+  const body = validate(QueueUpdate, patch);
+  if ('consumer_process_id' in body) {
+    await assertSameTenant(sql, 'processes', tenantId, body.consumer_process_id, 'consumer_process_id');
+  }
+  const cols = presentColumns(body, ['name', 'description', 'max_retries', 'consumer_process_id', 'max_consumers', 'is_active']);
+  return uniqueName('queue', body.name, async () => {
+    const [row] = await sql<QueueRow[]>`
+      update queues set ${sql(cols)}, updated_at = now()
+      where id = ${id} and tenant_id = ${tenantId} returning *`;
+    if (!row) throw new NotFoundError();
+    return row;
+  });
+}
+
+/** An inactive queue keeps its items (readable, never lost); whether it still accepts items is the item API's call. */
+export async function deactivateQueue(sql: Queryable, tenantId: string, id: string): Promise<QueueRow> {
+  const [row] = await sql<QueueRow[]>`
+    update queues set is_active = false, updated_at = now()
+    where id = ${id} and tenant_id = ${tenantId} returning *`;
+  if (!row) throw new NotFoundError();
+  return row;
+}
