@@ -152,6 +152,8 @@ create table jobs (
   -- when a failed job with auto_retry is retried (dispatcher creates the retry at that moment)
   not_before timestamptz,
   sla_due_at timestamptz,
+  -- set once by the dispatcher when the job was still unfinished at sla_due_at
+  sla_breached_at timestamptz,
   timeout_at timestamptz,
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now()
@@ -194,6 +196,8 @@ create index queue_items_ready_idx on queue_items (queue_id, priority desc, dead
   where status = 'new';
 create index queue_items_reference_idx on queue_items (queue_id, reference) where reference is not null;
 create index queue_items_in_progress_idx on queue_items (job_id) where status = 'in_progress';
+-- the dispatcher's retry policy walks failed items (a short-lived state)
+create index queue_items_failed_idx on queue_items (queue_id) where status = 'failed';
 
 -- Exact per-queue, per-status counts without count(*): statement-level triggers add the deltas
 -- into a few shards per queue (the shard follows the backend pid so concurrent writers rarely

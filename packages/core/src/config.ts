@@ -25,6 +25,10 @@ export interface Config {
   lastUsedFlushMs: number;
   /** Default monthly execution quota of a new tenant. */
   defaultMonthlyQuota: number;
+  /** Dispatcher: period of the sweeps (timeouts, offline machines, item retries, consumer starts). */
+  dispatchSweepMs: number;
+  /** Dispatcher: period of the reconciler that re-adds pending jobs to BullMQ from Postgres. */
+  dispatchReconcileMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -75,5 +79,7 @@ export function parseConfig(env: Env): Config {
     apiKeyCacheTtlMs: int(env, 'API_KEY_CACHE_TTL_MS', 30_000, 0),
     lastUsedFlushMs: int(env, 'LAST_USED_FLUSH_MS', 500, 10, 60_000),
     defaultMonthlyQuota: int(env, 'DEFAULT_MONTHLY_QUOTA', 10_000, 0),
+    dispatchSweepMs: int(env, 'DISPATCH_SWEEP_MS', 1000, 50, 60_000),
+    dispatchReconcileMs: int(env, 'DISPATCH_RECONCILE_MS', 5000, 100, 600_000),
   };
 }
