@@ -1,0 +1,111 @@
+import { DEFAULT_MESSAGES, type ErrorCode } from '@svc/core';
+import type { JsonSchema } from './json-schema';
+
+/** Every code the error middleware can put in `error.code` (contract 7.2 plus our two domain codes). */
+const ERROR_CODES = Object.keys(DEFAULT_MESSAGES) as ErrorCode[];
+
+const ErrorBody: JsonSchema = {
+  type: 'object',
+  required: ['code', 'message'],
+  properties: {
+    code: { type: 'string', enum: ERROR_CODES, description: 'Stable machine-readable code' },
+    message: { type: 'string', description: 'Human-readable text in Spanish' },
+    details: {
+      description: 'Extra information, only when there is some; for validation failures a list of `{field, message}`',
+      anyOf: [{ type: 'object' }, { type: 'array' }],
+    },
+    request_id: { type: 'string', description: 'Identifier of the request (also in the `X-Request-Id` header)' },
+  },
+};
+
+/** The one error envelope (contract 7.1), and the 422 form that also carries `detail`. */
+export const COMPONENT_SCHEMAS: Record<string, JsonSchema> = {
+  ErrorResponse: {
+    type: 'object',
+    required: ['success', 'error'],
+    properties: { success: { const: false }, error: ErrorBody },
+  },
+  FieldError: {
+    type: 'object',
+    required: ['field', 'message'],
+    properties: {
+      field: { type: 'string', description: 'Field path, elements joined with ` → ` (e.g. `body → items → 0`)' },
+      message: { type: 'string' },
+    },
+  },
+  ValidationDetail: {
+    type: 'object',
+    required: ['loc', 'msg', 'type'],
+    properties: {
+      loc: { type: 'array', items: { type: ['string', 'integer'] }, description: 'Path elements, starting with body, query or path' },
+      msg: { type: 'string' },
+      type: { type: 'string', description: 'Kind of problem (JSON Schema keyword or our own)' },
+    },
+  },
+  ValidationErrorResponse: {
+    type: 'object',
+    required: ['success', 'error', 'detail'],
+    properties: {
+      success: { const: false },
+      error: {
+        type: 'object',
+        required: ['code', 'message', 'details'],
+        properties: {
+          code: { const: 'VALIDATION_ERROR' },
+          message: { type: 'string' },
+          details: { type: 'array', items: { $ref: '#/components/schemas/FieldError' } },
+          request_id: { type: 'string' },
+        },
+      },
+      detail: { type: 'array', items: { $ref: '#/components/schemas/ValidationDetail' } },
+    },
+  },
+  PageMeta: {
+    type: 'object',
+    required: ['page', 'limit', 'total', 'pages'],
+    properties: {
+      page: { type: 'integer', minimum: 1 },
+      limit: { type: 'integer', minimum: 1 },
+      total: { type: 'integer', minimum: 0 },
+      pages: { type: 'integer', minimum: 0 },
+    },
+  },
+};
+
+export const ERROR_DESCRIPTIONS: Record<number, string> = {
+  401: `UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: \`API key expirada\`; token expired). Default message \`${DEFAULT_MESSAGES.UNAUTHORIZED}\`.`,
+  403: `FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (\`IP no autorizada\`), feature not in plan, inactive subscription, non-admin user. Default message \`${DEFAULT_MESSAGES.FORBIDDEN}\`.`,
+  404: `NOT_FOUND — resource missing or not in the caller's workspace. Default message \`${DEFAULT_MESSAGES.NOT_FOUND}\`.`,
+  409: `CONFLICT — the resource exists or its state conflicts with the request. Default message \`${DEFAULT_MESSAGES.CONFLICT}\`.`,
+  413: 'PAYLOAD_TOO_LARGE — body above 2 MiB, refused before any handler runs.',
+  415: 'HTTP_ERROR — the body is not JSON (`Content-Type: application/json` expected).',
+  422: `VALIDATION_ERROR — invalid path, query or body. \`error.details\` is \`[{field, message}]\`; \`detail\` is \`[{loc, msg, type}]\`. Default message \`${DEFAULT_MESSAGES.VALIDATION_ERROR}\`.`,
+  429: `RATE_LIMIT_EXCEEDED — too many requests in the one-minute window (\`Retry-After\` says when to retry). Default message \`${DEFAULT_MESSAGES.RATE_LIMIT_EXCEEDED}\`; trigger routes also use QUOTA_EXCEEDED for an exhausted monthly quota.`,
+  500: 'INTERNAL_ERROR — unhandled error; only a generic message reaches the client.',
+};
+
+export const HEADERS: Record<string, JsonSchema> = {
+  'X-Request-Id': {
+    description: 'Identifier of the request: the incoming `X-Request-Id` when sane, else a new UUID',
+    schema: { type: 'string' },
+  },
+  'X-RateLimit-Limit': { description: 'Requests allowed in the one-minute window', schema: { type: 'integer' } },
+  'X-RateLimit-Remaining': { description: 'Requests left in the current window', schema: { type: 'integer' } },
+  'X-RateLimit-Reset': { description: 'When the window resets, in Unix seconds', schema: { type: 'integer' } },
+  'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } },
+};
+
+export const SECURITY_SCHEMES: Record<string, JsonSchema> = {
+  ApiKeyAuth: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-API-Key',
+    description:
+      'Public API key (`svc_ak_…`). The requirement lists the scope the route needs (fail-closed). Evaluation: active and not expired (401), source IP in allowed_ips (403), scope (403).',
+  },
+  BearerAuth: {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'User access token (`Authorization: Bearer <token>`). Requirements listing `admin` need the workspace admin role (403 otherwise).',
+  },
+};

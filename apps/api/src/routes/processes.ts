@@ -1,0 +1,43 @@
+import { Type } from '@sinclair/typebox';
+import { PageQuery, ProcessResponse, Uuid, listProcesses, toProcessResponse } from '@svc/core';
+import { createRouter, type AppRouter } from '../http/router';
+import { addRoute, type RouteContext } from '../http/route';
+import { paged } from '../http/respond';
+
+/** Contract 4.4: page 1..500, limit 1..100 (default 20), optional folder_id; nothing else. */
+export const PublicProcessListQuery = Type.Object(
+  { ...PageQuery, folder_id: Type.Optional(Uuid({ description: 'Only processes in this folder' })) },
+  { additionalProperties: false },
+);
+
+export function processRoutes(rc: RouteContext): AppRouter {
+  const router = createRouter();
+  addRoute(
+    router,
+    rc,
+    {
+      method: 'get',
+      path: '/processes/list',
+      summary: 'List active processes',
+      description:
+        'Active processes of the key\'s workspace, ordered by name (then id), paged. A `folder_id` of another ' +
+        'workspace, or of no folder, simply matches nothing.',
+      tags: ['processes'],
+      auth: { kind: 'api_key', scope: 'processes:read' },
+      query: PublicProcessListQuery,
+      response: ProcessResponse,
+      paged: true,
+    },
+    async (ctx, input) => {
+      const q = input.query();
+      const page = await listProcesses(rc.deps.sql, ctx.state.apiKey!.tenantId, {
+        page: q.page,
+        limit: q.limit,
+        folder_id: q.folder_id,
+        is_active: true,
+      });
+      paged(ctx, page.rows.map(toProcessResponse), page.meta);
+    },
+  );
+  return router;
+}
