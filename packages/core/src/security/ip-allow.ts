@@ -27,7 +27,8 @@ export function buildAllowList(entries: readonly string[]): BlockList {
   const list = new BlockList();
   for (const entry of entries) {
     const [address, bits] = entry.split('/') as [string, string | undefined];
-    const addr = normalizeIp(address);
+    // a mapped range (::ffff:10.0.0.0/104) stays IPv6: BlockList matches IPv4 peers against it
+    const addr = bits === undefined ? normalizeIp(address) : address;
     const family = isIP(addr) === 6 ? 'ipv6' : 'ipv4';
     if (bits === undefined) list.addAddress(addr, family);
     else list.addSubnet(addr, Number(bits), family);
@@ -49,6 +50,9 @@ export function ipAllowed(allowList: BlockList, ip: string): boolean {
 export function clientIp(socketIp: string, forwardedFor: string | undefined, trustedProxyCount: number): string {
   if (trustedProxyCount <= 0 || !forwardedFor) return normalizeIp(socketIp);
   const hops = forwardedFor.split(',').map((s) => s.trim()).filter(Boolean);
-  const candidate = hops[hops.length - trustedProxyCount];
-  return normalizeIp(candidate && isIP(normalizeIp(candidate)) ? candidate : hops[0] ?? socketIp);
+  // fewer hops than proxies: every entry was written by one of ours, the leftmost is the client
+  const candidate = hops.length >= trustedProxyCount ? hops[hops.length - trustedProxyCount] : hops[0];
+  const ip = candidate ? normalizeIp(candidate) : '';
+  // never fall back to a client-written entry: an unusable hop means the socket peer
+  return isIP(ip) ? ip : normalizeIp(socketIp);
 }
