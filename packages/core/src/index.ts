@@ -40,3 +40,7 @@ export * from './jobs/serialize';
 export * from './jobs/input-schema';
 export * from './jobs/service';
 export * from './catalog';
+export * from './queue-items/schemas';
+export * from './queue-items/repo';
+export * from './queue-items/serialize';
+export * from './queue-items/service';

@@ -2,6 +2,7 @@ import type { ApiDeps } from '../deps';
 import { createRouter, type AppRouter } from '../http/router';
 import type { RouteContext } from '../http/route';
 import { authRoutes } from './auth';
+import { queueItemRoutes } from './queue-items';
 import { sqlApiKeyStore } from '../auth/api-key';
 
 import { folderSettingsRoutes } from './settings/folders';
@@ -22,6 +23,7 @@ const RESOURCES: ResourceRoutes[] = [
   machineSettingsRoutes,
   queueSettingsRoutes,
   assetSettingsRoutes,
+  queueItemRoutes,
   authRoutes,
 ];
 

@@ -56,9 +56,9 @@ export async function completeIdempotencyKey(
 ): Promise<boolean> {
   const res = await sql`
     update idempotency_keys
-    set status = ${status}, response = ${JSON.stringify(response)}::json
+    set status = ${status}, response = ${JSON.stringify(response)}::text::json
     where tenant_id = ${id.tenantId} and scope = ${id.scope} and key = ${id.key}
-      and created_at = ${token}::timestamptz and status is null`;
+      and created_at = ${token}::text::timestamptz and status is null`;
   return res.count === 1;
 }
 
@@ -67,7 +67,7 @@ export async function releaseIdempotencyKey(sql: Queryable, id: IdempotencyKeyId
   await sql`
     delete from idempotency_keys
     where tenant_id = ${id.tenantId} and scope = ${id.scope} and key = ${id.key}
-      and created_at = ${token}::timestamptz and status is null`;
+      and created_at = ${token}::text::timestamptz and status is null`;
 }
 
 /** Housekeeping for a periodic sweep: drops rows past their 24 hours. Returns how many. */

@@ -1,0 +1,104 @@
+import type { Queryable } from '../db/sql';
+import type { QueueItemStatus } from './schemas';
+
+/** A queue as the item endpoints need it: enough to scope writes and nudge the dispatcher. */
+export interface QueueRef {
+  id: string;
+  tenant_id: string;
+  name: string;
+}
+
+export interface QueueItemRow {
+  id: string;
+  tenant_id: string;
+  queue_id: string;
+  status: QueueItemStatus;
+  priority: number;
+  reference: string | null;
+  deadline: Date | null;
+  postpone: Date | null;
+  data: Record<string, unknown>;
+  result: Record<string, unknown> | null;
+  retry_count: number;
+  error_message: string | null;
+  processed_by: string | null;
+  created_at: Date;
+  processed_at: Date | null;
+  reviewed_by: string | null;
+  reviewed_at: Date | null;
+}
+
+/** What the contract shows of an item, and nothing else (no fencing columns). */
+const ITEM_COLUMNS = [
+  'id', 'tenant_id', 'queue_id', 'status', 'priority', 'reference', 'deadline', 'postpone', 'data', 'result', 'retry_count',
+  'error_message', 'processed_by', 'created_at', 'processed_at', 'reviewed_by', 'reviewed_at',
+];
+const QI_COLUMNS = ITEM_COLUMNS.map((c) => `qi.${c}`);
+
+export interface NewQueueItem {
+  data: Record<string, unknown>;
+  priority: number;
+  reference: string | null;
+  /** ISO 8601 text, parsed by Postgres (keeps microseconds and leap seconds) */
+  deadline: string | null;
+  postpone: string | null;
+}
+
+export async function insertQueueItem(sql: Queryable, queue: QueueRef, item: NewQueueItem): Promise<QueueItemRow> {
+  const [row] = await sql<QueueItemRow[]>`
+    insert into queue_items (tenant_id, queue_id, priority, reference, deadline, postpone, data)
+    values (${queue.tenant_id}, ${queue.id}, ${item.priority}, ${item.reference},
+            ${item.deadline}::text::timestamptz, ${item.postpone}::text::timestamptz, ${sql.json(item.data as never)})
+    returning ${sql(ITEM_COLUMNS)}`;
+  return row!;
+}
+
+/**
+ * One multi-row INSERT for a whole bulk (all-or-nothing by itself): the payloads travel as a
+ * single JSON array parameter and are split by Postgres, so there is one parameter and one parse
+ * whatever the size. Items take the defaults (status new, priority 3). Returns how many rows.
+ */
+export async function insertQueueItemsBulk(sql: Queryable, queue: QueueRef, payloads: ReadonlyArray<Record<string, unknown>>): Promise<number> {
+  const res = await sql`
+    insert into queue_items (tenant_id, queue_id, data)
+    select ${queue.tenant_id}, ${queue.id}, e.value
+    from jsonb_array_elements(${JSON.stringify(payloads)}::text::jsonb) with ordinality as e(value, n)
+    order by e.n`;
+  return res.count;
+}
+
+/**
+ * One page of a queue, newest first. The page's ids come from an index-only scan of
+ * queue_items_list_idx / queue_items_status_list_idx (deep offsets skip index entries, not heap
+ * rows); only the page's own rows are then read.
+ */
+export async function listQueueItems(
+  sql: Queryable,
+  queue: QueueRef,
+  opts: { status?: QueueItemStatus; limit: number; offset: number },
+): Promise<QueueItemRow[]> {
+  const ids = opts.status
+    ? sql`select id, created_at from queue_items where queue_id = ${queue.id} and status = ${opts.status}
+          order by created_at desc, id desc limit ${opts.limit} offset ${opts.offset}`
+    : sql`select id, created_at from queue_items where queue_id = ${queue.id}
+          order by created_at desc, id desc limit ${opts.limit} offset ${opts.offset}`;
+  return sql<QueueItemRow[]>`
+    with page as (${ids})
+    select ${sql(QI_COLUMNS)}
+    from page join queue_items qi on qi.id = page.id
+    where qi.tenant_id = ${queue.tenant_id}
+    order by page.created_at desc, page.id desc`;
+}
+
+/**
+ * Exact number of items in a queue (optionally of one status) without count(*): the sum of the
+ * sharded per-status counters that statement-level triggers keep (see 0001_init.sql).
+ */
+export async function countQueueItems(sql: Queryable, queueId: string, status?: QueueItemStatus): Promise<number> {
+  const [row] = status
+    ? await sql<{ total: number }[]>`
+        select coalesce(sum(n), 0)::bigint as total from queue_item_counts where queue_id = ${queueId} and status = ${status}`
+    : await sql<{ total: number }[]>`
+        select coalesce(sum(n), 0)::bigint as total from queue_item_counts where queue_id = ${queueId}`;
+  return row!.total;
+}

@@ -1,0 +1,142 @@
+import type postgres from 'postgres';
+import type { Sql } from '../db/sql';
+import type { DispatchPort } from '../dispatch/port';
+import type { Logger } from '../logger';
+import { NotFoundError, ValidationError } from '../errors';
+import { pageMeta, type PageMeta } from '../validation/formats';
+import { findQueueByName } from '../catalog/queues';
+import {
+  countQueueItems, insertQueueItem, insertQueueItemsBulk, listQueueItems,
+  type QueueItemRow, type QueueRef,
+} from './repo';
+import type { AddQueueItemInput, AddQueueItemsBulkInput, QueueItemListQuery } from './schemas';
+
+type Tx = postgres.TransactionSql<Record<string, unknown>>;
+
+export interface QueueItemDeps {
+  sql: Sql;
+  dispatch: DispatchPort;
+  logger?: Logger;
+}
+
+/**
+ * The queue the item endpoints address: active, in the caller's tenant. Another tenant's queue
+ * and a deactivated one answer exactly like a missing one (404).
+ */
+export async function getActiveQueueByName(sql: Sql, tenantId: string, name: string): Promise<QueueRef> {
+  const queue = await findQueueByName(sql, tenantId, name);
+  if (!queue || !queue.is_active) throw new NotFoundError('Cola no encontrada');
+  return { id: queue.id, tenant_id: queue.tenant_id, name: queue.name };
+}
+
+/**
+ * ajv's date-time accepts year 0000, which Postgres cannot store (1 BC does not exist in ISO
+ * 8601 as Postgres reads it): refuse it as a validation error instead of a 500.
+ */
+function storableDate(value: string | null | undefined, field: string): string | null {
+  if (value === null || value === undefined) return null;
+  if (value.startsWith('0000')) {
+    throw ValidationError.single(['body', field], 'la fecha está fuera del rango admitido (años 0001 a 9999)', 'date_range');
+  }
+  return value;
+}
+
+/**
+ * Postgres refuses some JSON that JavaScript accepts: the `\u0000` character in a string (jsonb
+ * cannot hold it) and absurd nesting. Those are the client's data, so they are 422s, not 500s.
+ */
+async function mapJsonErrors<T>(field: Array<string | number>, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === '22P05') throw ValidationError.single(field, 'no puede contener el carácter \\u0000', 'json_null_char');
+    if (code === '54001' || err instanceof RangeError) {
+      throw ValidationError.single(field, 'el JSON está demasiado anidado', 'json_too_deep');
+    }
+    throw err;
+  }
+}
+
+/** After a commit: tell the dispatcher. Postgres is the truth, so a lost nudge only delays work. */
+async function nudge(deps: QueueItemDeps, queue: QueueRef): Promise<void> {
+  try {
+    await deps.dispatch.queueItemsReady(queue);
+  } catch (err) {
+    deps.logger?.warn('queueItemsReady nudge failed', { queue_id: queue.id, err: (err as Error).message });
+  }
+}
+
+export interface InTransaction<T> {
+  /** Runs inside the insert's transaction, after the insert (e.g. to record an idempotent response). */
+  inTransaction?: (tx: Tx, result: T) => Promise<void>;
+}
+
+/** Adds one item (status new, retry_count 0) and nudges the dispatcher after the commit. */
+export async function addItem(
+  deps: QueueItemDeps,
+  queue: QueueRef,
+  input: AddQueueItemInput,
+  opts: InTransaction<QueueItemRow> = {},
+): Promise<QueueItemRow> {
+  const item = {
+    data: input.data as Record<string, unknown>,
+    priority: input.priority ?? 3,
+    reference: input.reference ?? null,
+    deadline: storableDate(input.deadline, 'deadline'),
+    postpone: storableDate(input.postpone, 'postpone'),
+  };
+  const hook = opts.inTransaction;
+  const row = await mapJsonErrors(['body', 'data'], () =>
+    hook
+      ? (deps.sql.begin(async (tx) => {
+          const r = await insertQueueItem(tx, queue, item);
+          await hook(tx, r);
+          return r;
+        }) as Promise<QueueItemRow>)
+      : insertQueueItem(deps.sql, queue, item),
+  );
+  await nudge(deps, queue);
+  return row;
+}
+
+/**
+ * Adds 1..1000 payloads as items, all or nothing: one multi-row INSERT (one transaction).
+ * Returns how many were added.
+ */
+export async function addItemsBulk(
+  deps: QueueItemDeps,
+  queue: QueueRef,
+  input: AddQueueItemsBulkInput,
+  opts: InTransaction<number> = {},
+): Promise<number> {
+  const payloads = input.items as Array<Record<string, unknown>>;
+  const hook = opts.inTransaction;
+  // a single statement is already its own all-or-nothing transaction: BEGIN/COMMIT round trips
+  // are only paid when there is more to commit with it
+  const added = await mapJsonErrors(['body', 'items'], () =>
+    hook
+      ? (deps.sql.begin(async (tx) => {
+          const n = await insertQueueItemsBulk(tx, queue, payloads);
+          await hook(tx, n);
+          return n;
+        }) as Promise<number>)
+      : insertQueueItemsBulk(deps.sql, queue, payloads),
+  );
+  await nudge(deps, queue);
+  return added;
+}
+
+/**
+ * One page of the queue's items, newest first, with an exact `total` read from the per-status
+ * counters (never count(*) over the queue).
+ */
+export async function listItems(sql: Sql, queue: QueueRef, query: QueueItemListQuery): Promise<{ rows: QueueItemRow[]; meta: PageMeta }> {
+  const page = query.page ?? 1;
+  const limit = query.limit ?? 20;
+  const [rows, total] = await Promise.all([
+    listQueueItems(sql, queue, { status: query.status, limit, offset: (page - 1) * limit }),
+    countQueueItems(sql, queue.id, query.status),
+  ]);
+  return { rows, meta: pageMeta(page, limit, total) };
+}

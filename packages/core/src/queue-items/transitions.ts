@@ -1,0 +1,280 @@
+import type { Queryable } from '../db/sql';
+import type { QueueItemStatus } from './schemas';
+
+/**
+ * The queue item state machine (contract 3.1, ARCHITECTURE invariants 2 and 3). This table is
+ * the only place where legal item status changes are written down. Every function below builds
+ * its guarded UPDATE from an entry of it (`status = from` in the WHERE, `status = to` in the
+ * SET), and the statements that hand items to a robot carry a fencing token: the item's
+ * `attempt` (bumped on every take) together with the `job_id` that took it. A duplicate or late
+ * result matches no row and changes nothing.
+ */
+export const QUEUE_ITEM_TRANSITIONS = {
+  /** A robot takes the item (claimed in the take order below). */
+  take: { from: 'new', to: 'in_progress' },
+  /** Processing ended well: `result` and `processed_at` are set. */
+  complete: { from: 'in_progress', to: 'completed' },
+  /** Processing ended asking for a human decision. */
+  review: { from: 'in_progress', to: 'pending_review' },
+  /** Processing failed (or its robot died): `error_message` is recorded. */
+  fail: { from: 'in_progress', to: 'failed' },
+  /**
+   * Engine-internal: an item handed to a consumer in its prefetch buffer but never started (the
+   * consumer was asked to stop) goes back untouched; retry_count does not change.
+   */
+  release: { from: 'in_progress', to: 'new' },
+  /** Human review: approved. */
+  approve: { from: 'pending_review', to: 'new' },
+  /** Human review: rejected; the retry policy then applies as for any failure. */
+  reject: { from: 'pending_review', to: 'failed' },
+  /** Retry policy: retries remain (retry_count < queue max_retries); retry_count + 1. */
+  retry: { from: 'failed', to: 'new' },
+  /** Retry policy: no retries left. Never retried automatically. */
+  exhaust: { from: 'failed', to: 'dead_letter' },
+  /** Operator re-drive of a dead-letter item; it gets a fresh set of retries (retry_count 0). */
+  redrive: { from: 'dead_letter', to: 'new' },
+} as const satisfies Record<string, { from: QueueItemStatus; to: QueueItemStatus }>;
+
+export type QueueItemTransitionName = keyof typeof QUEUE_ITEM_TRANSITIONS;
+
+export function canTransitionItem(from: QueueItemStatus, to: QueueItemStatus): boolean {
+  return Object.values(QUEUE_ITEM_TRANSITIONS).some((t) => t.from === from && t.to === to);
+}
+
+const T = QUEUE_ITEM_TRANSITIONS;
+
+/**
+ * The take order (ARCHITECTURE "Queue item order"), over items ready to take (status new and
+ * `postpone` passed): priority DESC, items with a deadline before those without, nearest
+ * deadline first, then FIFO by created_at (id breaks exact ties). The claim's ORDER BY below is
+ * the same rule and walks the partial index `queue_items_ready_idx`.
+ */
+export interface TakeOrderKey {
+  id: string;
+  priority: number;
+  /** microseconds since the epoch, or null */
+  deadline_us: number | null;
+  created_us: number;
+}
+
+export function compareTakeOrder(a: TakeOrderKey, b: TakeOrderKey): number {
+  if (a.priority !== b.priority) return b.priority - a.priority;
+  if (a.deadline_us !== b.deadline_us) {
+    if (a.deadline_us === null) return 1;
+    if (b.deadline_us === null) return -1;
+    return a.deadline_us - b.deadline_us;
+  }
+  if (a.created_us !== b.created_us) return a.created_us - b.created_us;
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+/** An item as handed to a robot: what it needs to process it, and the fencing token. */
+export interface ClaimedItem extends TakeOrderKey {
+  attempt: number;
+  queue_id: string;
+  reference: string | null;
+  data: Record<string, unknown>;
+  retry_count: number;
+}
+
+export type ItemOutcomeStatus = 'completed' | 'pending_review' | 'failed';
+
+/** The end of one processing, reported by the robot holding the item. */
+export interface ItemOutcome {
+  id: string;
+  /** fencing token from the claim */
+  attempt: number;
+  status: ItemOutcomeStatus;
+  result?: Record<string, unknown> | null;
+  error_message?: string | null;
+}
+
+const OUTCOME_TRANSITION: Record<ItemOutcomeStatus, (typeof T)[QueueItemTransitionName]> = {
+  completed: T.complete,
+  pending_review: T.review,
+  failed: T.fail,
+};
+
+export interface SettleAndClaim {
+  queueId: string;
+  /** The consumer job that holds (and takes) the items. */
+  jobId: string;
+  /** Recorded as `processed_by` on the items it takes. */
+  machineId: string;
+  outcomes: readonly ItemOutcome[];
+  /** How many items to take now (0 = only settle). */
+  take: number;
+}
+
+export interface SettleAndClaimResult {
+  /** The outcomes the guard accepted (stale ones are absent). */
+  settled: Array<{ id: string; status: QueueItemStatus }>;
+  /** Items taken, in the take order. */
+  claimed: ClaimedItem[];
+}
+
+function checkOutcomes(outcomes: readonly ItemOutcome[]): void {
+  for (const o of outcomes) {
+    const t = OUTCOME_TRANSITION[o.status];
+    if (!t) throw new Error(`Illegal item outcome ${String(o.status)}`);
+  }
+}
+
+/**
+ * One round trip for a consumer's loop: settle the outcomes of the items it finished and take
+ * the next `take` ready items, as one statement.
+ *
+ * Settle: `in_progress → completed | pending_review | failed` where `job_id = $job AND attempt =
+ * $token` (a stale holder matches nothing). Take: `new → in_progress` over the first `take`
+ * ready items in the take order, `FOR UPDATE SKIP LOCKED` so concurrent consumers never take the
+ * same item and never wait on each other; `attempt + 1` is the new fencing token.
+ */
+export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim): Promise<SettleAndClaimResult> {
+  checkOutcomes(req.outcomes);
+  const outcomes = req.outcomes.map((o) => ({
+    id: o.id,
+    attempt: o.attempt,
+    status: OUTCOME_TRANSITION[o.status].to,
+    result: o.result ?? null,
+    error_message: o.error_message ?? null,
+  }));
+  const [row] = await sql<Array<{ settled: SettleAndClaimResult['settled']; claimed: ClaimedItem[] }>>`
+    with outcome as (
+      select * from jsonb_to_recordset(${sql.json(outcomes as never)}::jsonb)
+        as o(id uuid, attempt int, status text, result jsonb, error_message text)
+    ), settled as (
+      update queue_items qi
+         set status = o.status,
+             result = case when o.status = ${T.fail.to} then qi.result else o.result end,
+             error_message = case when o.status = ${T.fail.to} then o.error_message
+                                  when o.status = ${T.complete.to} then null else qi.error_message end,
+             processed_at = case when o.status = ${T.fail.to} then qi.processed_at else now() end,
+             updated_at = now()
+        from outcome o
+       where qi.id = o.id and qi.status = ${T.complete.from} and qi.job_id = ${req.jobId} and qi.attempt = o.attempt
+      returning qi.id, qi.status
+    ), picked as (
+      select id from queue_items
+       where queue_id = ${req.queueId} and status = ${T.take.from} and (postpone is null or postpone <= now())
+       order by priority desc, deadline asc nulls last, created_at asc, id
+       limit ${req.take}
+       for update skip locked
+    ), claimed as (
+      update queue_items qi
+         set status = ${T.take.to}, job_id = ${req.jobId}, attempt = qi.attempt + 1, processed_by = ${req.machineId},
+             started_at = now(), updated_at = now()
+        from picked
+       where qi.id = picked.id and qi.status = ${T.take.from}
+      returning qi.id, qi.queue_id, qi.attempt, qi.priority, qi.reference, qi.data, qi.retry_count,
+                (extract(epoch from qi.deadline) * 1000000)::bigint as deadline_us,
+                (extract(epoch from qi.created_at) * 1000000)::bigint as created_us
+    )
+    select (select coalesce(jsonb_agg(jsonb_build_object('id', id, 'status', status)), '[]'::jsonb) from settled) as settled,
+           (select coalesce(jsonb_agg(to_jsonb(claimed)), '[]'::jsonb) from claimed) as claimed`;
+  const claimed = row!.claimed.map((c) => ({ ...c, deadline_us: c.deadline_us === null ? null : Number(c.deadline_us), created_us: Number(c.created_us) }));
+  claimed.sort(compareTakeOrder);
+  return { settled: row!.settled, claimed };
+}
+
+/** `in_progress → new` for items a consumer took but never started (see `release`). */
+export async function releaseQueueItems(sql: Queryable, jobId: string, items: ReadonlyArray<{ id: string; attempt: number }>): Promise<number> {
+  if (items.length === 0) return 0;
+  const res = await sql`
+    update queue_items qi set status = ${T.release.to}, job_id = null, processed_by = null, started_at = null, updated_at = now()
+    from unnest(${items.map((i) => i.id)}::uuid[], ${items.map((i) => i.attempt)}::int[]) as r(id, attempt)
+    where qi.id = r.id and qi.status = ${T.release.from} and qi.job_id = ${jobId} and qi.attempt = r.attempt`;
+  return res.count;
+}
+
+/**
+ * `in_progress → failed` for every item still held by these jobs (their robot died, timed out
+ * or ended without settling them). Returns the queues touched, for the retry policy.
+ */
+export async function failItemsOfJobs(sql: Queryable, jobIds: readonly string[], message: string): Promise<string[]> {
+  if (jobIds.length === 0) return [];
+  const rows = await sql<{ queue_id: string }[]>`
+    update queue_items set status = ${T.fail.to}, error_message = ${message}, updated_at = now()
+    where job_id = any(${jobIds as string[]}::uuid[]) and status = ${T.fail.from}
+    returning queue_id`;
+  return [...new Set(rows.map((r) => r.queue_id))];
+}
+
+/**
+ * Safety net: items `in_progress` whose job is no longer active (or is gone) → failed. Walks
+ * the small partial index of in-progress items.
+ */
+export async function failOrphanedItems(sql: Queryable, message: string): Promise<string[]> {
+  const rows = await sql<{ queue_id: string }[]>`
+    update queue_items qi set status = ${T.fail.to}, error_message = ${message}, updated_at = now()
+    where qi.status = ${T.fail.from}
+      and not exists (select 1 from jobs j where j.id = qi.job_id and j.status in ('pending', 'running'))
+    returning qi.queue_id`;
+  return [...new Set(rows.map((r) => r.queue_id))];
+}
+
+/**
+ * The retry policy (ARCHITECTURE): a failed item with retry_count < the queue's max_retries goes
+ * back to `new` with retry_count + 1; otherwise `dead_letter`. One set statement over the
+ * failed items of one queue (or of all queues). Returns the queues where items became ready.
+ */
+export async function applyItemRetryPolicy(sql: Queryable, queueId: string | null = null): Promise<{ retried: number; deadLettered: number; readyQueues: string[] }> {
+  const rows = await sql<{ queue_id: string; status: QueueItemStatus }[]>`
+    update queue_items qi
+       set status = case when qi.retry_count < q.max_retries then ${T.retry.to} else ${T.exhaust.to} end,
+           retry_count = case when qi.retry_count < q.max_retries then qi.retry_count + 1 else qi.retry_count end,
+           job_id = null, updated_at = now()
+      from queues q
+     where qi.status = ${T.retry.from} and q.id = qi.queue_id
+       ${queueId ? sql`and qi.queue_id = ${queueId}` : sql``}
+    returning qi.queue_id, qi.status`;
+  const retried = rows.filter((r) => r.status === T.retry.to);
+  return {
+    retried: retried.length,
+    deadLettered: rows.length - retried.length,
+    readyQueues: [...new Set(retried.map((r) => r.queue_id))],
+  };
+}
+
+export interface ReviewDecision {
+  tenantId: string;
+  queueId: string;
+  itemId: string;
+  /** who decided (recorded as reviewed_by) */
+  reviewer: string;
+  /** for a rejection: recorded as error_message */
+  reason?: string | null;
+}
+
+/** Human review, approved: `pending_review → new`. Null when the item is not pending review. */
+export async function approveQueueItem(sql: Queryable, d: ReviewDecision): Promise<{ id: string } | null> {
+  const [row] = await sql<{ id: string }[]>`
+    update queue_items set status = ${T.approve.to}, reviewed_by = ${d.reviewer}, reviewed_at = now(), job_id = null, updated_at = now()
+    where id = ${d.itemId} and queue_id = ${d.queueId} and tenant_id = ${d.tenantId} and status = ${T.approve.from}
+    returning id`;
+  return row ?? null;
+}
+
+/** Human review, rejected: `pending_review → failed` (the retry policy follows). */
+export async function rejectQueueItem(sql: Queryable, d: ReviewDecision): Promise<{ id: string } | null> {
+  const [row] = await sql<{ id: string }[]>`
+    update queue_items set status = ${T.reject.to}, reviewed_by = ${d.reviewer}, reviewed_at = now(),
+           error_message = ${d.reason ?? 'Rechazado en la revisión humana'}, updated_at = now()
+    where id = ${d.itemId} and queue_id = ${d.queueId} and tenant_id = ${d.tenantId} and status = ${T.reject.from}
+    returning id`;
+  return row ?? null;
+}
+
+/**
+ * Operator re-drive: `dead_letter → new` for the given items (or every dead-letter item of the
+ * queue when `itemIds` is null), with retry_count reset so the retry policy starts afresh.
+ */
+export async function redriveDeadLetterItems(
+  sql: Queryable,
+  q: { tenantId: string; queueId: string; itemIds: readonly string[] | null },
+): Promise<number> {
+  const res = await sql`
+    update queue_items set status = ${T.redrive.to}, retry_count = 0, job_id = null, updated_at = now()
+    where queue_id = ${q.queueId} and tenant_id = ${q.tenantId} and status = ${T.redrive.from}
+      ${q.itemIds ? sql`and id = any(${q.itemIds as string[]}::uuid[])` : sql``}`;
+  return res.count;
+}
