@@ -10,6 +10,8 @@ import { processSettingsRoutes } from './settings/processes';
 import { machineSettingsRoutes } from './settings/machines';
 import { queueSettingsRoutes } from './settings/queues';
 import { assetSettingsRoutes } from './settings/assets';
+import { jobRoutes } from './jobs';
+import { webhookRoutes } from './webhooks';
 
 type ResourceRoutes = (rc: RouteContext) => AppRouter;
 
@@ -18,6 +20,8 @@ type ResourceRoutes = (rc: RouteContext) => AppRouter;
  * `(rc: RouteContext) => AppRouter` declaring its routes with `addRoute`; add one line here.
  */
 const RESOURCES: ResourceRoutes[] = [
+  jobRoutes,
+  webhookRoutes,
   folderSettingsRoutes,
   processSettingsRoutes,
   machineSettingsRoutes,

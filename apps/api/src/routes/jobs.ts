@@ -1,0 +1,99 @@
+import {
+  getJob, stopJob, toJobResponse, toStopJobResponse, triggerJobByApi,
+  JobIdParams, JobResponse, StopJobResponse, TriggerJobBody,
+} from '@svc/core';
+import { createRouter, type AppRouter } from '../http/router';
+import { addRoute, type RouteContext } from '../http/route';
+import { ok } from '../http/respond';
+import type { AppState } from '../http/state';
+
+export const JOB_TRIGGER_SUCCESS_STATUS = 201;
+
+/**
+ * Jobs through an API key (contract 4.3): the generic trigger, read one job, stop one job.
+ * The rules (check order, quota, machine choice, transitions) are in core's jobs/service.
+ */
+export function jobRoutes(rc: RouteContext): AppRouter {
+  const router = createRouter();
+  const { deps } = rc;
+
+  addRoute(
+    router,
+    rc,
+    {
+      method: 'post',
+      path: '/jobs/trigger',
+      summary: 'Trigger a job of a process',
+      description:
+        'Creates a pending job. Checks after the key: plan feature `api_keys` (403), monthly execution quota ' +
+        '(429 `QUOTA_EXCEEDED`, consumed only when the job is created), active subscription (403), process active in ' +
+        'the tenant (404), body (422), machine: an active machine of the tenant when `machine_id` is given ' +
+        '(404 `Máquina no encontrada`; it may be offline, the job then waits), else the least-loaded online ' +
+        'active machine (409 `NO_MACHINE_AVAILABLE` when there is none). `input_data` is not validated against ' +
+        'the process input_schema.',
+      tags: ['jobs'],
+      auth: { kind: 'api_key', scope: 'jobs:write', feature: 'api_keys' },
+      body: TriggerJobBody,
+      response: JobResponse,
+      successStatus: JOB_TRIGGER_SUCCESS_STATUS,
+      errors: [404, 409, 422, 429],
+    },
+    async (ctx, input) => {
+      const raw = ctx.request.body as { process_id?: unknown } | undefined;
+      const job = await triggerJobByApi(deps, actorOf(ctx.state), {
+        rawProcessId: raw && typeof raw === 'object' ? raw.process_id : undefined,
+        body: input.body,
+      });
+      ok(ctx, toJobResponse(job), JOB_TRIGGER_SUCCESS_STATUS);
+    },
+  );
+
+  addRoute(
+    router,
+    rc,
+    {
+      method: 'get',
+      path: '/jobs/:job_id',
+      summary: 'Read a job',
+      description: 'The whole JobResponse (contract 2.3). Another tenant\'s job answers 404 like a missing one.',
+      tags: ['jobs'],
+      auth: { kind: 'api_key', scope: 'jobs:read' },
+      params: JobIdParams,
+      response: JobResponse,
+      errors: [404, 422],
+    },
+    async (ctx, input) => {
+      const { job_id } = input.params();
+      ok(ctx, toJobResponse(await getJob(deps.sql, ctx.state.apiKey!.tenantId, job_id)));
+    },
+  );
+
+  addRoute(
+    router,
+    rc,
+    {
+      method: 'post',
+      path: '/jobs/:job_id/stop',
+      summary: 'Stop a job',
+      description:
+        'No body. A pending job ends `stopped` at once (finished_at set); a running job gets `stop_requested: true` ' +
+        'and stays `running` until its machine aborts it (it then ends `stopped`); a finished job (completed, ' +
+        'failed, stopped, timed_out) answers 409. The response documents the contract\'s subset of job fields.',
+      tags: ['jobs'],
+      auth: { kind: 'api_key', scope: 'jobs:stop' },
+      params: JobIdParams,
+      response: StopJobResponse,
+      errors: [404, 409, 422],
+    },
+    async (ctx, input) => {
+      const { job_id } = input.params();
+      ok(ctx, toStopJobResponse(await stopJob(deps, ctx.state.apiKey!.tenantId, job_id)));
+    },
+  );
+
+  return router;
+}
+
+export function actorOf(state: AppState) {
+  return { tenantId: state.apiKey!.tenantId, apiKeyId: state.apiKey!.keyId, requestId: state.requestId, ip: state.clientIp };
+}

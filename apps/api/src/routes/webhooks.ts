@@ -1,0 +1,51 @@
+import {
+  toJobResponse, triggerJobByWebhook, JobResponse, WebhookTriggerBody, WebhookTriggerParams,
+} from '@svc/core';
+import { createRouter, type AppRouter } from '../http/router';
+import { addRoute, type RouteContext } from '../http/route';
+import { ok } from '../http/respond';
+import { actorOf } from './jobs';
+
+/**
+ * The per-process inbound webhook (contract 4.3): any valid key of a tenant whose plan has
+ * `webhooks`; the checks run in the contract's order inside core's triggerJobByWebhook.
+ */
+export function webhookRoutes(rc: RouteContext): AppRouter {
+  const router = createRouter();
+  const { deps } = rc;
+
+  addRoute(
+    router,
+    rc,
+    {
+      method: 'post',
+      path: '/webhooks/trigger/:process_id',
+      summary: 'Trigger a job of a process through its webhook',
+      description:
+        'No scope needed, any valid key. Checks in order after the key (401), the rate limit (429, 60/min per key ' +
+        'whatever the IP) and allowed_ips (403): 1 plan feature `webhooks` (403); 2 monthly execution quota (429 ' +
+        '`QUOTA_EXCEEDED`; consumed only when the job is created); 3 active subscription (403); 4 process exists in ' +
+        'the tenant and is active (404); 5 body (422: `machine_id` missing or not a UUID, unknown fields), then ' +
+        'input_data against the process input_schema (422 `El proceso requiere input_data según su schema` / ' +
+        '`input_data no cumple el schema del proceso: …`); `machine_id` naming no active machine of the tenant → 422. ' +
+        'The job starts pending with priority 3; each trigger writes an audit-log row `trigger_job` / `webhook`.',
+      tags: ['jobs'],
+      auth: { kind: 'api_key', feature: 'webhooks' },
+      params: WebhookTriggerParams,
+      body: WebhookTriggerBody,
+      response: JobResponse,
+      successStatus: 201,
+      errors: [404, 422, 429],
+    },
+    async (ctx, input) => {
+      const job = await triggerJobByWebhook(deps, actorOf(ctx.state), {
+        rawProcessId: ctx.params.process_id ?? '',
+        processId: () => input.params().process_id,
+        body: input.body,
+      });
+      ok(ctx, toJobResponse(job), 201);
+    },
+  );
+
+  return router;
+}

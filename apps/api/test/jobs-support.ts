@@ -1,0 +1,67 @@
+import { noopDispatch, type DispatchPort, type Queryable } from '@svc/core';
+import { seedApiKey, seedMachine, seedProcess, seedTenant } from '@svc/core/testing';
+
+/**
+ * Shared set-up of the job endpoint tests. The field lists are copied from the contract (2.3) by
+ * hand on purpose: they check the schemas and serializers instead of being derived from them.
+ */
+export const CONTRACT_JOB_FIELDS = [
+  'id', 'tenant_id', 'process_id', 'machine_id', 'status', 'priority', 'input_data', 'output_data', 'logs',
+  'error_message', 'started_at', 'finished_at', 'retry_count', 'stop_requested', 'logs_archived', 'logs_archive_key',
+  'is_attended', 'pending_input_prompt', 'pending_input_options', 'progress_percent', 'progress_message', 'created_at',
+  'updated_at', 'process_name', 'machine_name', 'resource_metrics', 'trigger_id', 'schedule_id',
+].sort();
+
+export const CONTRACT_STOP_FIELDS = [
+  'id', 'tenant_id', 'process_id', 'machine_id', 'status', 'priority', 'retry_count', 'stop_requested', 'logs_archived',
+  'is_attended', 'created_at', 'updated_at', 'resource_metrics',
+].sort();
+
+export const ISO_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
+export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** A DispatchPort that records the nudges the API sends. */
+export function recordingDispatch() {
+  const created: Array<{ id: string; tenant_id: string; machine_id: string; priority: number }> = [];
+  const stops: Array<{ id: string; machine_id: string }> = [];
+  const port: DispatchPort = {
+    ...noopDispatch,
+    jobsCreated: async (jobs) => {
+      created.push(...jobs.map((j) => ({ id: j.id, tenant_id: j.tenant_id, machine_id: j.machine_id, priority: j.priority })));
+    },
+    jobStopRequested: async (job) => {
+      stops.push({ id: job.id, machine_id: job.machine_id });
+    },
+  };
+  return { port, created, stops };
+}
+
+export interface Workspace {
+  tenant: Awaited<ReturnType<typeof seedTenant>>;
+  key: string;
+  keyId: string;
+  process: Record<string, any>;
+  machine: Record<string, any>;
+}
+
+/** A tenant with a key (all scopes unless told), an active process and an online machine. */
+export async function seedWorkspace(
+  sql: Queryable,
+  opts: { tenant?: Parameters<typeof seedTenant>[1]; scopes?: string[]; process?: Record<string, unknown>; machine?: Record<string, unknown> } = {},
+): Promise<Workspace> {
+  const tenant = await seedTenant(sql, opts.tenant);
+  const k = await seedApiKey(sql, tenant.id, opts.scopes ? { scopes: opts.scopes } : {});
+  const process = await seedProcess(sql, tenant.id, opts.process);
+  const { row: machine } = await seedMachine(sql, tenant.id, opts.machine);
+  return { tenant, key: k.key, keyId: k.row.id, process, machine };
+}
+
+export async function jobCount(sql: Queryable, tenantId: string): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from jobs where tenant_id = ${tenantId}`;
+  return row!.n;
+}
+
+export async function quotaUsed(sql: Queryable, tenantId: string): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`select quota_used as n from tenants where id = ${tenantId}`;
+  return row!.n;
+}
