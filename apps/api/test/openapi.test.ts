@@ -148,6 +148,8 @@ describe('GET /api/v1/openapi.json', () => {
     expect(params.folder_id).toMatchObject({ in: 'query', required: false, schema: { type: 'string', format: 'uuid' } });
     expect(list.security).toEqual([{ ApiKeyAuth: ['processes:read'] }]);
     expect(list.responses['200'].content['application/json'].schema.required).toEqual(['success', 'data', 'meta']);
+    expect(list.responses['200'].content['application/json'].schema.properties.data.items).toEqual({ $ref: '#/components/schemas/ProcessResponse' });
+    expect((doc.components.schemas as any).ProcessResponse.required).toEqual(expect.arrayContaining(['id', 'release_id', 'input_schema', 'required_assets']));
     expect(list['x-rate-limit'].limit).toBe(60);
 
     const machines = doc.paths['/api/v1/machines/list']!.get as Operation;
@@ -233,6 +235,19 @@ describe('TypeBox → OpenAPI 3.1 schema conversion', () => {
     const out = reg.convert(Type.Object({ a: Thing, b: Type.Array(Thing) }));
     expect(out.properties).toEqual({ a: { $ref: '#/components/schemas/Thing' }, b: { type: 'array', items: { $ref: '#/components/schemas/Thing' } } });
     expect(reg.components.Thing).toEqual({ type: 'object', required: ['n'], properties: { n: { type: 'integer' } } });
+  });
+
+  it('names a schema by a type-like title; a different schema under a taken name stays inline', () => {
+    const reg = new SchemaRegistry({ ErrorResponse: { type: 'object' } });
+    const A = Type.Object({ a: Type.String() }, { title: 'Widget' });
+    const sameA = Type.Object({ a: Type.String() }, { title: 'Widget' });
+    const B = Type.Object({ b: Type.String() }, { title: 'Widget' });
+    expect(reg.convert(A)).toEqual({ $ref: '#/components/schemas/Widget' });
+    expect(reg.convert(sameA)).toEqual({ $ref: '#/components/schemas/Widget' });
+    expect(reg.convert(B)).toMatchObject({ title: 'Widget', properties: { b: { type: 'string' } } });
+    expect(reg.convert(Type.Object({}, { title: 'ErrorResponse' }))).toMatchObject({ type: 'object', title: 'ErrorResponse' });
+    expect(reg.convert(Type.Object({}, { title: 'not a type name' }))).toMatchObject({ title: 'not a type name' });
+    expect(Object.keys(reg.components).sort()).toEqual(['ErrorResponse', 'Widget']);
   });
 
   it('still lists a route mounted without addRoute, flagged as undeclared', () => {

@@ -221,7 +221,7 @@ function operation(reg: SchemaRegistry, route: DescribedRoute): JsonSchema {
  * TypeBox schemas `addRoute` validates with. Paths are sorted, so the output is stable.
  */
 export function buildOpenApiDocument(routes: DescribedRoute[], info: { version?: string } = {}): OpenApiDocument {
-  const reg = new SchemaRegistry();
+  const reg = new SchemaRegistry(COMPONENT_SCHEMAS);
   const paths: Record<string, Record<string, unknown>> = {};
   const tags: string[] = [];
   const sorted = [...routes].sort((a, b) => a.path.localeCompare(b.path) || a.method.localeCompare(b.method));
@@ -245,7 +245,7 @@ export function buildOpenApiDocument(routes: DescribedRoute[], info: { version?:
     tags: tags.map((name) => ({ name })),
     paths,
     components: {
-      schemas: { ...COMPONENT_SCHEMAS, ...reg.components },
+      schemas: reg.components,
       headers: HEADERS,
       securitySchemes: SECURITY_SCHEMES,
     },

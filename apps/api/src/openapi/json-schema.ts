@@ -6,14 +6,21 @@ import type { TSchema } from '@sinclair/typebox';
  * - TypeBox's symbol keys (Kind, Hint, OptionalKind…) are dropped (a JSON round trip does it);
  * - `anyOf: [X, {type: 'null'}]` from `Nullable(X)` becomes `type: [X.type, 'null']` when X is
  *   a plain typed schema (kept as anyOf when X has enum/const, where null would not match);
- * - a schema with an `$id` is hoisted into `components.schemas` and referenced, so a shared
- *   resource schema (ProcessResponse, …) is described once; `$id` never stays inline, because
- *   the same `$id` twice in one document is an error for strict validators.
+ * - a schema with an `$id`, or a `title` that reads like a type name (`ProcessResponse`), is
+ *   hoisted into `components.schemas` and referenced, so a shared resource schema is described
+ *   once and client generators get its name; `$id` never stays inline, because the same `$id`
+ *   twice in one document is an error for strict validators. Two different schemas under one
+ *   name: the first keeps the name, the next stays inline (the document is never refused).
  */
 export type JsonSchema = Record<string, unknown>;
 
 export class SchemaRegistry {
-  readonly components: Record<string, JsonSchema> = {};
+  readonly components: Record<string, JsonSchema>;
+
+  /** `reserved`: components already in the document (their names are taken). */
+  constructor(reserved: Record<string, JsonSchema> = {}) {
+    this.components = { ...reserved };
+  }
 
   /** Converts a TypeBox schema into an OpenAPI 3.1 schema, hoisting `$id`-named parts. */
   convert(schema: TSchema | JsonSchema): JsonSchema {
@@ -27,16 +34,15 @@ export class SchemaRegistry {
       out[key] = this.walkValue(key, value);
     }
     out = collapseNullable(out);
-    const id = out.$id;
-    if (typeof id === 'string') {
-      delete out.$id;
-      const name = componentName(id);
+    const id = typeof out.$id === 'string' ? out.$id : undefined;
+    delete out.$id;
+    const name = id ? componentName(id) : typeof out.title === 'string' && TYPE_NAME.test(out.title) ? out.title : undefined;
+    if (name) {
       const existing = this.components[name];
-      if (existing && JSON.stringify(existing) !== JSON.stringify(out)) {
-        throw new Error(`Two different schemas share the $id "${id}"`);
+      if (!existing || canonical(existing) === canonical(out)) {
+        this.components[name] = out;
+        return { $ref: `#/components/schemas/${name}` };
       }
-      this.components[name] = out;
-      return { $ref: `#/components/schemas/${name}` };
     }
     return out;
   }
@@ -61,6 +67,15 @@ export class SchemaRegistry {
 function isSchemaObject(v: unknown): v is JsonSchema {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
+
+/** JSON text with object keys sorted, so equal schemas compare equal whatever their key order. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_k, v: unknown) =>
+    isSchemaObject(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]])) : v,
+  );
+}
+
+const TYPE_NAME = /^[A-Z][A-Za-z0-9]*$/;
 
 function componentName(id: string): string {
   return id.replace(/[^A-Za-z0-9._-]/g, '_');

@@ -20,17 +20,23 @@ const EnvironmentSchema = Type.Unsafe<Environment>({
 export const AssetReadParams = Type.Object({ name: Type.String({ minLength: 1, description: 'Asset name (unique per workspace)' }) });
 export const AssetReadQuery = Type.Object({ environment: Type.Optional(EnvironmentSchema) }, { additionalProperties: false });
 
-export const CredentialValue = Type.Object({ username: Type.String(), password: Type.String() }, { description: 'Credential, decrypted' });
-export const AssetReadResponse = Type.Object({
-  id: Uuid(),
-  name: Type.String(),
-  type: Type.Unsafe<(typeof ASSET_TYPES)[number]>({ type: 'string', enum: [...ASSET_TYPES] }),
-  description: Nullable(Type.String()),
-  environment: EnvironmentSchema,
-  value: Type.Union([Type.String(), Type.Integer(), Type.Boolean(), CredentialValue], {
-    description: 'text → string, integer → integer, boolean → boolean, credential → {username, password}',
-  }),
-});
+export const CredentialValue = Type.Object(
+  { username: Type.String(), password: Type.String() },
+  { title: 'CredentialValue', description: 'Credential, decrypted' },
+);
+export const AssetReadResponse = Type.Object(
+  {
+    id: Uuid(),
+    name: Type.String(),
+    type: Type.Unsafe<(typeof ASSET_TYPES)[number]>({ type: 'string', enum: [...ASSET_TYPES] }),
+    description: Nullable(Type.String()),
+    environment: EnvironmentSchema,
+    value: Type.Union([Type.String(), Type.Integer(), Type.Boolean(), CredentialValue], {
+      description: 'text → string, integer → integer, boolean → boolean, credential → {username, password}',
+    }),
+  },
+  { title: 'AssetValueResponse' },
+);
 
 const isEnvironment = (v: unknown): v is Environment => typeof v === 'string' && (ENVIRONMENTS as readonly string[]).includes(v);
 

@@ -18,6 +18,9 @@ export const PublicMachineListQuery = Type.Object(
   { additionalProperties: false },
 );
 
+/** Named, so the OpenAPI document has one `MachineResponse` component (docs/decisions/machine-record.md). */
+const MachineResponseSchema = Type.Object(MachineResponse.properties, { title: 'MachineResponse' });
+
 export function machineRoutes(rc: RouteContext): AppRouter {
   const router = createRouter();
   addRoute(
@@ -33,7 +36,7 @@ export function machineRoutes(rc: RouteContext): AppRouter {
       tags: ['machines'],
       auth: { kind: 'api_key', scope: 'machines:read' },
       query: PublicMachineListQuery,
-      response: MachineResponse,
+      response: MachineResponseSchema,
       paged: true,
     },
     async (ctx, input) => {

@@ -10,6 +10,9 @@ export const PublicProcessListQuery = Type.Object(
   { additionalProperties: false },
 );
 
+/** Named, so the OpenAPI document has one `ProcessResponse` component (contract 2.4). */
+const ProcessResponseSchema = Type.Object(ProcessResponse.properties, { title: 'ProcessResponse' });
+
 export function processRoutes(rc: RouteContext): AppRouter {
   const router = createRouter();
   addRoute(
@@ -25,7 +28,7 @@ export function processRoutes(rc: RouteContext): AppRouter {
       tags: ['processes'],
       auth: { kind: 'api_key', scope: 'processes:read' },
       query: PublicProcessListQuery,
-      response: ProcessResponse,
+      response: ProcessResponseSchema,
       paged: true,
     },
     async (ctx, input) => {
