@@ -12,6 +12,10 @@ import { queueSettingsRoutes } from './settings/queues';
 import { assetSettingsRoutes } from './settings/assets';
 import { jobRoutes } from './jobs';
 import { webhookRoutes } from './webhooks';
+import { openApiRoutes } from '../openapi/routes';
+import { processRoutes } from './processes';
+import { machineRoutes } from './machines';
+import { assetRoutes } from './assets';
 
 type ResourceRoutes = (rc: RouteContext) => AppRouter;
 
@@ -28,6 +32,10 @@ const RESOURCES: ResourceRoutes[] = [
   queueSettingsRoutes,
   assetSettingsRoutes,
   queueItemRoutes,
+  processRoutes,
+  machineRoutes,
+  assetRoutes,
+  openApiRoutes,
   authRoutes,
 ];
 
