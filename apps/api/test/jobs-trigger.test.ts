@@ -319,6 +319,61 @@ describe('POST /api/v1/jobs/trigger', () => {
     });
   });
 
+  describe('Idempotency-Key', () => {
+    const keyed = (key: string, idem: string, body: unknown) =>
+      t.http.post('/api/v1/jobs/trigger').set('X-API-Key', key).set('Idempotency-Key', idem).send(body as object);
+
+    it('answers a repeat with the first response and creates, counts and audits nothing more', async () => {
+      const body = { process_id: w.process.id, input_data: { n: 1 } };
+      const first = await keyed(w.key, 'order-77', body);
+      const nudges = rec.created.length;
+      const again = await keyed(w.key, 'order-77', body);
+      expect(first.status).toBe(201);
+      expect(again.status).toBe(201);
+      expect(again.body).toEqual(first.body);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(await jobCount(t.sql, w.tenant.id)).toBe(1);
+      expect(await quotaUsed(t.sql, w.tenant.id)).toBe(1);
+      const [audit] = await t.sql`select count(*)::int as n from audit_log where tenant_id = ${w.tenant.id}`;
+      expect(audit!.n).toBe(1);
+      expect(rec.created.length).toBe(nudges);
+    });
+
+    it('replays the first response even after that trigger used up the quota', async () => {
+      const x = await seedWorkspace(t.sql, { tenant: { monthly_quota: 1 } });
+      const first = await keyed(x.key, 'k-1', { process_id: x.process.id });
+      const again = await keyed(x.key, 'k-1', { process_id: x.process.id });
+      expect(again.status).toBe(201);
+      expect(again.body.data.id).toBe(first.body.data.id);
+      expect((await keyed(x.key, 'k-2', { process_id: x.process.id })).status).toBe(429);
+    });
+
+    it('refuses the same key with another body (422) and creates nothing', async () => {
+      await keyed(w.key, 'same', { process_id: w.process.id, priority: 1 });
+      const res = await keyed(w.key, 'same', { process_id: w.process.id, priority: 2 });
+      expect(res.status).toBe(422);
+      expect(await jobCount(t.sql, w.tenant.id)).toBe(1);
+    });
+
+    it('frees the key when the trigger fails, so the client may retry it', async () => {
+      await t.sql`update machines set status = 'offline' where id = ${w.machine.id}`;
+      expect((await keyed(w.key, 'retry-me', { process_id: w.process.id })).status).toBe(409);
+      await t.sql`update machines set status = 'online' where id = ${w.machine.id}`;
+      const res = await keyed(w.key, 'retry-me', { process_id: w.process.id });
+      expect(res.status).toBe(201);
+      expect(res.headers['idempotent-replayed']).toBeUndefined();
+    });
+
+    it('keeps keys apart per tenant', async () => {
+      const x = await seedWorkspace(t.sql);
+      const a = await keyed(w.key, 'shared-name', { process_id: w.process.id });
+      const b = await keyed(x.key, 'shared-name', { process_id: x.process.id });
+      expect(a.status).toBe(201);
+      expect(b.status).toBe(201);
+      expect(b.body.data.tenant_id).toBe(x.tenant.id);
+    });
+  });
+
   it('rate-limits at 30 requests per minute per key', async () => {
     const results = [];
     for (let i = 0; i < 31; i++) results.push(await trigger(w.key, { process_id: 'not-a-uuid' }));

@@ -309,6 +309,31 @@ describe('POST /api/v1/webhooks/trigger/:process_id', () => {
     });
   });
 
+  describe('Idempotency-Key', () => {
+    const keyed = (idem: string, processId: string, body: unknown) =>
+      t.http.post(`/api/v1/webhooks/trigger/${processId}`).set('X-API-Key', w.key).set('Idempotency-Key', idem).send(body as object);
+
+    it('answers a repeat with the first response, with one job, one execution and one audit row', async () => {
+      const first = await keyed('evt-1', w.process.id, { machine_id: w.machine.id, input_data: { a: 1 } });
+      const again = await keyed('evt-1', w.process.id, { machine_id: w.machine.id, input_data: { a: 1 } });
+      expect(first.status).toBe(201);
+      expect(again.status).toBe(201);
+      expect(again.body).toEqual(first.body);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(await jobCount(t.sql, w.tenant.id)).toBe(1);
+      expect(await quotaUsed(t.sql, w.tenant.id)).toBe(1);
+      const [audit] = await t.sql`select count(*)::int as n from audit_log where tenant_id = ${w.tenant.id} and action = 'trigger_job'`;
+      expect(audit!.n).toBe(1);
+    });
+
+    it('refuses the same key for another process (422)', async () => {
+      const p2 = await seedProcess(t.sql, w.tenant.id);
+      expect((await keyed('evt-2', w.process.id, { machine_id: w.machine.id })).status).toBe(201);
+      expect((await keyed('evt-2', p2.id, { machine_id: w.machine.id })).status).toBe(422);
+      expect(await jobCount(t.sql, w.tenant.id)).toBe(1);
+    });
+  });
+
   it('rate-limits at 60 requests per minute per key', async () => {
     const results = [];
     for (let i = 0; i < 61; i++) results.push(await hook(w.key, MISSING, {}));

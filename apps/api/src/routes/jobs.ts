@@ -1,10 +1,12 @@
 import {
   getJob, stopJob, toJobResponse, toStopJobResponse, triggerJobByApi,
   JobIdParams, JobResponse, StopJobResponse, TriggerJobBody,
+  type IdempotencyClaim, type JobWithNames, type OnJobCreated,
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
 import { ok } from '../http/respond';
+import { idempotencyHeaderDoc, withIdempotency, type IdempotentResult } from '../http/idempotency';
 import type { AppState } from '../http/state';
 
 export const JOB_TRIGGER_SUCCESS_STATUS = 201;
@@ -37,14 +39,17 @@ export function jobRoutes(rc: RouteContext): AppRouter {
       response: JobResponse,
       successStatus: JOB_TRIGGER_SUCCESS_STATUS,
       errors: [404, 409, 422, 429],
+      headers: [idempotencyHeaderDoc],
     },
     async (ctx, input) => {
       const raw = ctx.request.body as { process_id?: unknown } | undefined;
-      const job = await triggerJobByApi(deps, actorOf(ctx.state), {
-        rawProcessId: raw && typeof raw === 'object' ? raw.process_id : undefined,
-        body: input.body,
+      await withIdempotency(ctx, deps, 'jobs.trigger', raw, async (claim) => {
+        const job = await triggerJobByApi(deps, actorOf(ctx.state), {
+          rawProcessId: raw && typeof raw === 'object' ? raw.process_id : undefined,
+          body: input.body,
+        }, recordIn(claim));
+        return created(job);
       });
-      ok(ctx, toJobResponse(job), JOB_TRIGGER_SUCCESS_STATUS);
     },
   );
 
@@ -92,6 +97,16 @@ export function jobRoutes(rc: RouteContext): AppRouter {
   );
 
   return router;
+}
+
+/** The trigger's success response, as sent and as kept for Idempotency-Key repeats. */
+export function created(job: JobWithNames): IdempotentResult {
+  return { status: JOB_TRIGGER_SUCCESS_STATUS, body: { success: true, data: toJobResponse(job) } };
+}
+
+/** Stores the response with the job, in the job's transaction, when the request has a key. */
+export function recordIn(claim: IdempotencyClaim): OnJobCreated | undefined {
+  return claim.active ? (tx, job) => claim.record(tx, created(job)) : undefined;
 }
 
 export function actorOf(state: AppState) {

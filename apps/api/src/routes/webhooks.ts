@@ -1,10 +1,8 @@
-import {
-  toJobResponse, triggerJobByWebhook, JobResponse, WebhookTriggerBody, WebhookTriggerParams,
-} from '@svc/core';
+import { triggerJobByWebhook, JobResponse, WebhookTriggerBody, WebhookTriggerParams } from '@svc/core';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
-import { ok } from '../http/respond';
-import { actorOf } from './jobs';
+import { idempotencyHeaderDoc, withIdempotency } from '../http/idempotency';
+import { actorOf, created, recordIn } from './jobs';
 
 /**
  * The per-process inbound webhook (contract 4.3): any valid key of a tenant whose plan has
@@ -35,15 +33,18 @@ export function webhookRoutes(rc: RouteContext): AppRouter {
       body: WebhookTriggerBody,
       response: JobResponse,
       successStatus: 201,
-      errors: [404, 422, 429],
+      errors: [404, 409, 422, 429],
+      headers: [idempotencyHeaderDoc],
     },
     async (ctx, input) => {
-      const job = await triggerJobByWebhook(deps, actorOf(ctx.state), {
-        rawProcessId: ctx.params.process_id ?? '',
-        processId: () => input.params().process_id,
-        body: input.body,
+      await withIdempotency(ctx, deps, 'webhooks.trigger', ctx.request.body, async (claim) => {
+        const job = await triggerJobByWebhook(deps, actorOf(ctx.state), {
+          rawProcessId: ctx.params.process_id ?? '',
+          processId: () => input.params().process_id,
+          body: input.body,
+        }, recordIn(claim));
+        return created(job);
       });
-      ok(ctx, toJobResponse(job), 201);
     },
   );
 
