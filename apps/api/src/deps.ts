@@ -1,3 +1,4 @@
+import { createApiKeyStore, type ApiKeyStore } from './auth/api-key-store';
 import { noopDispatch, type DispatchPort, createLogger, createRedis, createSql, redisKeys, type Config, type Logger, type Redis, type RedisKeys, type Sql } from '@svc/core';
 
 /** Everything a request handler may use; built once in main.ts (or by a test) and passed in. */
@@ -9,15 +10,26 @@ export interface ApiDeps {
   logger: Logger;
   /** Nudges the dispatch engine after a commit (see DispatchPort). */
   dispatch: DispatchPort;
+  /** X-API-Key look-ups (cached, invalidated across processes) and last_used_at buffering; start()/close() it. */
+  apiKeys: ApiKeyStore;
 }
 
 export function buildDeps(config: Config, overrides: Partial<ApiDeps> = {}): ApiDeps {
+  const sql = overrides.sql ?? createSql(config.databaseUrl, { max: 20 });
+  const redis = overrides.redis ?? createRedis(config.redisUrl);
+  const keys = redisKeys(config.redisPrefix);
+  const logger = overrides.logger ?? createLogger({ level: config.logLevel, service: 'api' });
   return {
     config,
-    sql: overrides.sql ?? createSql(config.databaseUrl, { max: 20 }),
-    redis: overrides.redis ?? createRedis(config.redisUrl),
-    keys: redisKeys(config.redisPrefix),
-    logger: overrides.logger ?? createLogger({ level: config.logLevel, service: 'api' }),
+    sql,
+    redis,
+    keys,
+    logger,
+    apiKeys:
+      overrides.apiKeys ??
+      createApiKeyStore({
+        sql, redis, logger, channel: keys.apiKeyInvalidations, ttlMs: config.apiKeyCacheTtlMs, flushMs: config.lastUsedFlushMs,
+      }),
     // replaced by the BullMQ-backed port once the dispatch engine exists
     dispatch: overrides.dispatch ?? noopDispatch,
   };

@@ -6,6 +6,7 @@ import { buildDeps } from './deps';
 async function main(): Promise<void> {
   const config = parseConfig(process.env);
   const deps = buildDeps(config);
+  await deps.apiKeys.start();
   const app = createApp(deps);
   const server = http.createServer(app.callback());
   server.keepAliveTimeout = 65_000;
@@ -23,6 +24,8 @@ async function main(): Promise<void> {
     // stop accepting, let in-flight requests finish, then close connections
     await new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
+    // writes the buffered last_used_at values, so it goes before the pool closes
+    await deps.apiKeys.close();
     await deps.sql.end({ timeout: 5 });
     deps.redis.disconnect();
     deps.logger.info('stopped');

@@ -19,7 +19,12 @@ export async function createApiTestContext(overrides: Partial<Config> = {}): Pro
     redis: ctx.redis,
     logger: createLogger({ service: 'api-test', level: process.env.SVC_TEST_LOG_LEVEL ?? 'error' }),
   });
+  await deps.apiKeys.start();
   const app = createApp(deps);
   const server = app.callback();
-  return { ...ctx, deps, app, http: request(server) };
+  const close = async () => {
+    await deps.apiKeys.close();
+    await ctx.close();
+  };
+  return { ...ctx, deps, app, http: request(server), close };
 }

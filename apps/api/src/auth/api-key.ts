@@ -1,34 +1,24 @@
 import type { Middleware } from 'koa';
 import {
-  UnauthorizedError, ForbiddenError, findApiKeyByHash, findTenant, hasScope, buildAllowList, ipAllowed, sha256,
-  type ApiKeyRow, type Environment, type PlanFeature, type Scope,
+  UnauthorizedError, ForbiddenError, findTenant, hasScope, buildAllowList, checkIpEntry, ipAllowed, sha256, API_KEY_PREFIX,
+  type Environment, type PlanFeature, type Scope,
 } from '@svc/core';
 import type { ApiDeps } from '../deps';
 import type { AppState } from '../http/state';
+import type { ApiKeyStore } from './api-key-store';
 
-/** Looks API keys up by hash. (Caching and last_used_at buffering live behind this seam.) */
-export interface ApiKeyStore {
-  lookup(hash: Buffer): Promise<ApiKeyRow | null>;
-  /** Records a use of the key; last_used_at must become visible within a second. */
-  touch(keyId: string): void;
-}
+export type { ApiKeyStore } from './api-key-store';
 
-export function sqlApiKeyStore(deps: ApiDeps): ApiKeyStore {
-  return {
-    lookup: (hash) => findApiKeyByHash(deps.sql, hash),
-    touch: (keyId) => {
-      void deps.sql`update api_keys set last_used_at = now() where id = ${keyId}`.catch((err) =>
-        deps.logger.warn('last_used_at update failed', { err: err.message }),
-      );
-    },
-  };
-}
-
-/** Step 1 of contract 5.1.4: the key exists, is active and has not expired (else 401). */
+/**
+ * Step 1 of contract 5.1.4: the key exists, is active and has not expired (else 401). Missing,
+ * unknown and revoked keys all answer `Credenciales inválidas`, so a caller learns nothing about
+ * which keys exist; only a real, active key past its expiry is told `API key expirada`.
+ */
 export function authenticateApiKey(store: ApiKeyStore): Middleware<AppState> {
   return async (ctx, next) => {
     const presented = ctx.get('X-API-Key');
-    if (!presented) throw new UnauthorizedError();
+    // not shaped like one of our keys: no need to ask the store (or fill its negative cache)
+    if (!presented || !presented.startsWith(API_KEY_PREFIX) || presented.length > 256) throw new UnauthorizedError();
     const hash = sha256(presented);
     const key = await store.lookup(hash);
     if (!key || !key.is_active) throw new UnauthorizedError();
@@ -49,15 +39,19 @@ export function authenticateApiKey(store: ApiKeyStore): Middleware<AppState> {
 
 const allowLists = new Map<string, ReturnType<typeof buildAllowList>>();
 
-/** Step 2: the source IP is in allowed_ips when that list is set (else 403). */
+/**
+ * Step 2: the source IP is in allowed_ips when that list is set (else 403). Fail-closed: an
+ * empty list (the API refuses to create one; only direct SQL could) admits no address.
+ */
 export function checkKeyIp(): Middleware<AppState> {
   return async (ctx, next) => {
     const ips = ctx.state.apiKey?.allowedIps;
-    if (ips && ips.length > 0) {
+    if (ips) {
       const cacheKey = ips.join(',');
       let list = allowLists.get(cacheKey);
       if (!list) {
-        list = buildAllowList(ips);
+        // a malformed entry (possible only through direct SQL) matches nothing rather than failing
+        list = buildAllowList(ips.filter((entry) => checkIpEntry(entry) === null));
         if (allowLists.size > 10_000) allowLists.clear();
         allowLists.set(cacheKey, list);
       }

@@ -83,7 +83,9 @@ export function addRoute<P extends TObject | undefined, Q extends TObject | unde
   router: AppRouter,
   rc: RouteContext,
   spec: RouteSpec<P, Q, B>,
-  handler: RouteHandler<Infer<P>, Infer<Q>, Infer<B>>,
+  // NoInfer: P, Q, B come from the spec only; inferring them back through Static<> from the
+  // handler's parameter types sends tsc into "type instantiation is excessively deep"
+  handler: RouteHandler<Infer<NoInfer<P>>, Infer<NoInfer<Q>>, Infer<NoInfer<B>>>,
 ): void {
   routeCatalog.set(`${spec.method} ${spec.path}`, spec as RouteSpec);
   const run: Middleware<AppState> = async (ctx) => {

@@ -3,7 +3,7 @@ import { createRouter, type AppRouter } from '../http/router';
 import type { RouteContext } from '../http/route';
 import { authRoutes } from './auth';
 import { queueItemRoutes } from './queue-items';
-import { sqlApiKeyStore } from '../auth/api-key';
+import { apiKeyRoutes } from './api-keys';
 
 import { folderSettingsRoutes } from './settings/folders';
 import { processSettingsRoutes } from './settings/processes';
@@ -24,6 +24,7 @@ type ResourceRoutes = (rc: RouteContext) => AppRouter;
  * `(rc: RouteContext) => AppRouter` declaring its routes with `addRoute`; add one line here.
  */
 const RESOURCES: ResourceRoutes[] = [
+  apiKeyRoutes,
   jobRoutes,
   webhookRoutes,
   folderSettingsRoutes,
@@ -39,7 +40,7 @@ const RESOURCES: ResourceRoutes[] = [
   authRoutes,
 ];
 
-export function apiRoutes(deps: ApiDeps, rc: RouteContext = { deps, keyStore: sqlApiKeyStore(deps) }): AppRouter {
+export function apiRoutes(deps: ApiDeps, rc: RouteContext = { deps, keyStore: deps.apiKeys }): AppRouter {
   const api = createRouter('/api/v1');
   for (const make of RESOURCES) {
     const r = make(rc);

@@ -1,0 +1,242 @@
+import {
+  decodeApiKeyInvalidation, encodeApiKeyInvalidation, findApiKeyByHash, touchApiKeys,
+  type ApiKeyChangeListener, type ApiKeyInvalidation, type ApiKeyRow, type Logger, type Redis, type Sql,
+} from '@svc/core';
+
+/**
+ * Where X-API-Key authentication finds keys, without a Postgres round trip per request.
+ *
+ * - Look-ups are cached in this process by key hash for `ttlMs` (misses for at most
+ *   `negativeTtlMs`), and concurrent look-ups of one hash share one query.
+ * - Every change that must take effect at once (rotation, revocation, creation) is published on
+ *   a Redis channel after it commits; every API process drops the entries it names. The cache is
+ *   only used while this process is subscribed: before `start()`, or while the subscriber
+ *   connection is down, every look-up goes to Postgres, and the cache is emptied on reconnect
+ *   (messages sent meanwhile are lost to us).
+ * - A look-up that raced with an invalidation is not cached (generation counter), so a result
+ *   read just before a revocation committed cannot outlive the message.
+ * - `touch` buffers last-use times in memory; one batched UPDATE writes them every `flushMs`
+ *   (and once more on `close()`), so last_used_at shows within about a second.
+ */
+export interface ApiKeyStore extends ApiKeyChangeListener {
+  lookup(hash: Buffer): Promise<ApiKeyRow | null>;
+  /** Records a use of the key; last_used_at must become visible within a second. */
+  touch(keyId: string): void;
+  /** Subscribes to invalidations; caching is on from then on. */
+  start(): Promise<void>;
+  /** Stops caching, writes the buffered last-use times, closes the subscriber. */
+  close(): Promise<void>;
+}
+
+export interface ApiKeyStoreOptions {
+  sql: Sql;
+  /** Publishes invalidations; duplicated for the subscriber connection. */
+  redis: Redis;
+  channel: string;
+  logger: Logger;
+  /** 0 disables the cache (every look-up reads Postgres). */
+  ttlMs: number;
+  negativeTtlMs?: number;
+  flushMs: number;
+  maxEntries?: number;
+}
+
+interface Entry {
+  row: ApiKeyRow | null;
+  until: number;
+}
+
+export function createApiKeyStore(options: ApiKeyStoreOptions): ApiKeyStore {
+  return new CachedApiKeyStore(options);
+}
+
+class CachedApiKeyStore implements ApiKeyStore {
+  private readonly sql: Sql;
+  private readonly redis: Redis;
+  private readonly channel: string;
+  private readonly log: Logger;
+  private readonly ttlMs: number;
+  private readonly negativeTtlMs: number;
+  private readonly flushMs: number;
+  private readonly maxEntries: number;
+
+  private readonly cache = new Map<string, Entry>();
+  private readonly hashesById = new Map<string, Set<string>>();
+  private readonly inflight = new Map<string, Promise<ApiKeyRow | null>>();
+  private generation = 0;
+  private live = false;
+  private subscriber: Redis | null = null;
+
+  private pending = new Map<string, Date>();
+  private flushTimer: NodeJS.Timeout | null = null;
+  private readonly flushes = new Set<Promise<void>>();
+  private closed = false;
+
+  constructor(o: ApiKeyStoreOptions) {
+    this.sql = o.sql;
+    this.redis = o.redis;
+    this.channel = o.channel;
+    this.log = o.logger;
+    this.ttlMs = o.ttlMs;
+    this.negativeTtlMs = Math.min(o.negativeTtlMs ?? 5_000, o.ttlMs);
+    this.flushMs = o.flushMs;
+    this.maxEntries = o.maxEntries ?? 50_000;
+  }
+
+  async lookup(hash: Buffer): Promise<ApiKeyRow | null> {
+    if (!this.live) return findApiKeyByHash(this.sql, hash);
+    const hex = hash.toString('hex');
+    const hit = this.cache.get(hex);
+    if (hit) {
+      if (hit.until > Date.now()) return hit.row;
+      this.forget(hex);
+    }
+    const running = this.inflight.get(hex);
+    if (running) return running;
+    const generation = this.generation;
+    const query = findApiKeyByHash(this.sql, hash).finally(() => {
+      if (this.inflight.get(hex) === query) this.inflight.delete(hex);
+    });
+    this.inflight.set(hex, query);
+    const row = await query;
+    if (this.live && generation === this.generation) this.remember(hex, row);
+    return row;
+  }
+
+  touch(keyId: string): void {
+    if (this.closed) return;
+    this.pending.set(keyId, new Date());
+    if (!this.flushTimer) {
+      this.flushTimer = setTimeout(() => void this.flush(), this.flushMs);
+      this.flushTimer.unref();
+    }
+  }
+
+  async invalidate(message: ApiKeyInvalidation): Promise<void> {
+    // this process first, synchronously; the others through Redis (we also hear our own echo)
+    this.apply(message);
+    try {
+      await this.redis.publish(this.channel, encodeApiKeyInvalidation(message));
+    } catch (err) {
+      this.log.error('api key invalidation not published: other API processes may accept the old key until their cache expires', {
+        key_id: message.id,
+        err: (err as Error).message,
+      });
+    }
+  }
+
+  async start(): Promise<void> {
+    if (this.ttlMs <= 0 || this.subscriber || this.closed) return;
+    const sub = this.redis.duplicate();
+    this.subscriber = sub;
+    sub.on('error', (err: Error) => this.log.warn('api key invalidation subscriber error', { err: err.message }));
+    sub.on('message', (channel: string, raw: string) => {
+      if (channel !== this.channel) return;
+      const message = decodeApiKeyInvalidation(raw);
+      if (message) this.apply(message);
+      else this.dropAll();
+    });
+    sub.on('close', () => {
+      if (!this.live) return;
+      this.live = false;
+      this.dropAll();
+    });
+    await sub.subscribe(this.channel);
+    this.dropAll();
+    this.live = true;
+    sub.on('ready', () => {
+      // a reconnect: invalidations sent while we were away are lost, so start from empty once
+      // the subscription is confirmed (ioredis re-subscribes too; one more SUBSCRIBE is harmless)
+      sub.subscribe(this.channel).then(
+        () => {
+          if (this.closed) return;
+          this.dropAll();
+          this.live = true;
+        },
+        (err: Error) => this.log.warn('api key invalidation re-subscribe failed', { err: err.message }),
+      );
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.live = false;
+    this.dropAll();
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    await Promise.all([...this.flushes]);
+    await this.flush();
+    const sub = this.subscriber;
+    this.subscriber = null;
+    if (sub) {
+      sub.removeAllListeners('ready');
+      await sub.quit().catch(() => sub.disconnect());
+    }
+  }
+
+  private flush(): Promise<void> {
+    this.flushTimer = null;
+    if (this.pending.size === 0) return Promise.resolve();
+    const batch = this.pending;
+    this.pending = new Map();
+    const uses = [...batch].map(([id, at]) => ({ id, at }));
+    const run = touchApiKeys(this.sql, uses)
+      .then(() => undefined)
+      .catch((err: Error) => {
+        this.log.warn('last_used_at flush failed; will retry', { err: err.message, keys: uses.length });
+        if (this.closed) return;
+        for (const [id, at] of batch) if (!this.pending.has(id)) this.pending.set(id, at);
+        if (!this.flushTimer) {
+          this.flushTimer = setTimeout(() => void this.flush(), this.flushMs);
+          this.flushTimer.unref();
+        }
+      })
+      .finally(() => this.flushes.delete(run));
+    this.flushes.add(run);
+    return run;
+  }
+
+  private apply(message: ApiKeyInvalidation): void {
+    this.generation++;
+    this.inflight.clear();
+    for (const hex of this.hashesById.get(message.id) ?? []) this.cache.delete(hex);
+    this.hashesById.delete(message.id);
+    for (const hex of message.hashes) this.forget(hex);
+  }
+
+  private dropAll(): void {
+    this.generation++;
+    this.inflight.clear();
+    this.cache.clear();
+    this.hashesById.clear();
+  }
+
+  private remember(hex: string, row: ApiKeyRow | null): void {
+    const ttl = row ? this.ttlMs : this.negativeTtlMs;
+    if (ttl <= 0) return;
+    if (this.cache.size >= this.maxEntries) {
+      // oldest insertion first: simple, bounded, good enough for a cache of credentials
+      const oldest = this.cache.keys().next().value;
+      if (oldest !== undefined) this.forget(oldest);
+    }
+    this.forget(hex);
+    this.cache.set(hex, { row, until: Date.now() + ttl });
+    if (row) {
+      let set = this.hashesById.get(row.id);
+      if (!set) this.hashesById.set(row.id, (set = new Set()));
+      set.add(hex);
+    }
+  }
+
+  private forget(hex: string): void {
+    const entry = this.cache.get(hex);
+    if (!entry) return;
+    this.cache.delete(hex);
+    if (entry.row) {
+      const set = this.hashesById.get(entry.row.id);
+      set?.delete(hex);
+      if (set && set.size === 0) this.hashesById.delete(entry.row.id);
+    }
+  }
+}
