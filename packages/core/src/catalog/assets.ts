@@ -129,8 +129,8 @@ async function withValues(sql: Queryable, key: Buffer, rows: AssetRow[]): Promis
 export async function createAsset(sql: Queryable, key: Buffer, tenantId: string, input: unknown): Promise<AssetRecord> {
   const body = validate(AssetCreate, input);
   if (body.values) checkValues(body.type, body.values);
-  const row = await uniqueName('asset', body.name, () =>
-    inTransaction(sql, async (tx) => {
+  const row = await uniqueName(sql, 'asset', body.name, (q) =>
+    inTransaction(q, async (tx) => {
       const [asset] = await tx<AssetRow[]>`
         insert into assets (tenant_id, name, type, description, is_active)
         values (${tenantId}, ${body.name}, ${body.type}, ${body.description ?? null}, ${body.is_active ?? true})
@@ -177,8 +177,8 @@ export async function listAssets(sql: Queryable, key: Buffer, tenantId: string, 
  */
 export async function updateAsset(sql: Queryable, key: Buffer, tenantId: string, id: string, patch: unknown): Promise<AssetRecord> {
   const body = validate(AssetUpdate, patch);
-  const row = await uniqueName('asset', body.name, () =>
-    inTransaction(sql, async (tx) => {
+  const row = await uniqueName(sql, 'asset', body.name, (q) =>
+    inTransaction(q, async (tx) => {
       const [current] = await tx<AssetRow[]>`select * from assets where id = ${id} and tenant_id = ${tenantId} for update`;
       if (!current) throw new NotFoundError();
       const type = body.type ?? current.type;

@@ -29,8 +29,8 @@ export function toFolderResponse(row: FolderRow) {
 
 export async function createFolder(sql: Queryable, tenantId: string, input: unknown): Promise<FolderRow> {
   const body = validate(FolderCreate, input);
-  return uniqueName('folder', body.name, async () => {
-    const [row] = await sql<FolderRow[]>`
+  return uniqueName(sql, 'folder', body.name, async (q) => {
+    const [row] = await q<FolderRow[]>`
       insert into folders (tenant_id, name, description, is_active)
       values (${tenantId}, ${body.name}, ${body.description ?? null}, ${body.is_active ?? true})
       returning *`;
@@ -71,9 +71,9 @@ export async function listFolders(sql: Queryable, tenantId: string, query: Parti
 export async function updateFolder(sql: Queryable, tenantId: string, id: string, patch: unknown): Promise<FolderRow> {
   const body = validate(FolderUpdate, patch);
   const cols = presentColumns(body, ['name', 'description', 'is_active']);
-  return uniqueName('folder', body.name, async () => {
-    const [row] = await sql<FolderRow[]>`
-      update folders set ${sql(cols)}, updated_at = now()
+  return uniqueName(sql, 'folder', body.name, async (q) => {
+    const [row] = await q<FolderRow[]>`
+      update folders set ${q(cols)}, updated_at = now()
       where id = ${id} and tenant_id = ${tenantId} returning *`;
     if (!row) throw new NotFoundError();
     return row;

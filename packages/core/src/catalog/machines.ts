@@ -54,8 +54,8 @@ export interface MachineWithKey {
 export async function createMachine(sql: Queryable, tenantId: string, input: unknown): Promise<MachineWithKey> {
   const body = validate(MachineCreate, input);
   const secret = issueSecret(MACHINE_KEY_PREFIX);
-  const row = await uniqueName('machine', body.name, async () => {
-    const [r] = await sql<MachineRow[]>`
+  const row = await uniqueName(sql, 'machine', body.name, async (q) => {
+    const [r] = await q<MachineRow[]>`
       insert into machines (tenant_id, name, description, slots, is_active, machine_key_hash, machine_key_prefix)
       values (${tenantId}, ${body.name}, ${body.description ?? null}, ${body.slots ?? 1}, ${body.is_active ?? true},
               ${secret.hash}, ${secret.prefix})
@@ -109,9 +109,9 @@ export async function listMachines(sql: Queryable, tenantId: string, query: Part
 export async function updateMachine(sql: Queryable, tenantId: string, id: string, patch: unknown): Promise<MachineRow> {
   const body = validate(MachineUpdate, patch);
   const cols = presentColumns(body, ['name', 'description', 'slots', 'is_active']);
-  return uniqueName('machine', body.name, async () => {
-    const [row] = await sql<MachineRow[]>`
-      update machines set ${sql(cols)}, updated_at = now()
+  return uniqueName(sql, 'machine', body.name, async (q) => {
+    const [row] = await q<MachineRow[]>`
+      update machines set ${q(cols)}, updated_at = now()
       where id = ${id} and tenant_id = ${tenantId} returning *`;
     if (!row) throw new NotFoundError();
     return row;

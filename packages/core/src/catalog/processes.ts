@@ -88,13 +88,13 @@ export async function createProcess(sql: Queryable, tenantId: string, input: unk
   assertValidInputSchema(body.input_schema);
   await assertSameTenant(sql, 'folders', tenantId, body.folder_id, 'folder_id');
   await assertSameTenant(sql, 'processes', tenantId, body.on_success_trigger_process_id, 'on_success_trigger_process_id');
-  return uniqueName('process', body.name, async () => {
-    const [row] = await sql<ProcessRow[]>`
+  return uniqueName(sql, 'process', body.name, async (q) => {
+    const [row] = await q<ProcessRow[]>`
       insert into processes (tenant_id, name, description, release_id, folder_id, input_schema, timeout_seconds, max_retries,
                              auto_retry, retry_delay_seconds, tags, sla_deadline_minutes, on_success_trigger_process_id,
                              required_assets, is_active)
-      values (${tenantId}, ${body.name}, ${body.description ?? null}, ${body.release_id ?? sql`gen_random_uuid()`},
-              ${body.folder_id ?? null}, ${body.input_schema ? sql.json(body.input_schema as never) : null},
+      values (${tenantId}, ${body.name}, ${body.description ?? null}, ${body.release_id ?? q`gen_random_uuid()`},
+              ${body.folder_id ?? null}, ${body.input_schema ? q.json(body.input_schema as never) : null},
               ${body.timeout_seconds ?? 3600}, ${body.max_retries ?? 0}, ${body.auto_retry ?? false},
               ${body.retry_delay_seconds ?? 60}, ${body.tags ?? null}, ${body.sla_deadline_minutes ?? null},
               ${body.on_success_trigger_process_id ?? null}, ${body.required_assets ?? []}, ${body.is_active ?? true})
@@ -147,9 +147,9 @@ export async function updateProcess(sql: Queryable, tenantId: string, id: string
     'retry_delay_seconds', 'tags', 'sla_deadline_minutes', 'on_success_trigger_process_id', 'required_assets', 'is_active',
   ]);
   for (const c of JSON_COLUMNS) if (cols[c] !== undefined && cols[c] !== null) cols[c] = sql.json(cols[c] as never);
-  return uniqueName('process', body.name, async () => {
-    const [row] = await sql<ProcessRow[]>`
-      update processes set ${sql(cols)}, updated_at = now()
+  return uniqueName(sql, 'process', body.name, async (q) => {
+    const [row] = await q<ProcessRow[]>`
+      update processes set ${q(cols)}, updated_at = now()
       where id = ${id} and tenant_id = ${tenantId} returning *`;
     if (!row) throw new NotFoundError();
     return row;

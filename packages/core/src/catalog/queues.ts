@@ -62,8 +62,8 @@ export function toQueueResponse(row: QueueRow, counts: QueueItemCounts = emptyIt
 export async function createQueue(sql: Queryable, tenantId: string, input: unknown): Promise<QueueRow> {
   const body = validate(QueueCreate, input);
   await assertSameTenant(sql, 'processes', tenantId, body.consumer_process_id, 'consumer_process_id');
-  return uniqueName('queue', body.name, async () => {
-    const [row] = await sql<QueueRow[]>`
+  return uniqueName(sql, 'queue', body.name, async (q) => {
+    const [row] = await q<QueueRow[]>`
       insert into queues (tenant_id, name, description, max_retries, consumer_process_id, max_consumers, is_active)
       values (${tenantId}, ${body.name}, ${body.description ?? null}, ${body.max_retries ?? 3},
               ${body.consumer_process_id ?? null}, ${body.max_consumers ?? 1}, ${body.is_active ?? true})
@@ -106,9 +106,9 @@ export async function updateQueue(sql: Queryable, tenantId: string, id: string, 
     await assertSameTenant(sql, 'processes', tenantId, body.consumer_process_id, 'consumer_process_id');
   }
   const cols = presentColumns(body, ['name', 'description', 'max_retries', 'consumer_process_id', 'max_consumers', 'is_active']);
-  return uniqueName('queue', body.name, async () => {
-    const [row] = await sql<QueueRow[]>`
-      update queues set ${sql(cols)}, updated_at = now()
+  return uniqueName(sql, 'queue', body.name, async (q) => {
+    const [row] = await q<QueueRow[]>`
+      update queues set ${q(cols)}, updated_at = now()
       where id = ${id} and tenant_id = ${tenantId} returning *`;
     if (!row) throw new NotFoundError();
     return row;

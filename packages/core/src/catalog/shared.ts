@@ -45,11 +45,13 @@ function isUniqueViolation(err: unknown): err is { code: string; constraint_name
 
 /**
  * Runs an insert/update and turns the `(tenant_id, name)` unique violation into 409. The database
- * decides (no pre-check), so two concurrent creates of the same name cannot both succeed.
+ * decides (no pre-check), so two concurrent creates of the same name cannot both succeed. Inside
+ * a caller's transaction the statement runs under a savepoint, so a conflict does not abort the
+ * caller's work (the CLI's apply goes on after a 409).
  */
-export async function uniqueName<T>(resource: string, name: string | undefined, run: () => Promise<T>): Promise<T> {
+export async function uniqueName<T>(sql: Queryable, resource: string, name: string | undefined, run: (q: Queryable) => Promise<T>): Promise<T> {
   try {
-    return await run();
+    return 'savepoint' in sql ? ((await sql.savepoint((sp) => run(sp))) as T) : await run(sql);
   } catch (err) {
     if (isUniqueViolation(err) && (err.constraint_name ?? '').endsWith('_tenant_id_name_key')) {
       throw new ConflictError(undefined, { resource, field: 'name', name });

@@ -9,7 +9,6 @@ import { addCrudRoutes } from './crud';
 /** /api/v1/settings/queues: work queues, their retry policy and their consumer process. */
 export function queueSettingsRoutes(rc: RouteContext): AppRouter {
   const router = createRouter();
-  const { dispatch } = rc.deps;
   addCrudRoutes(router, rc, {
     resource: 'queue',
     plural: 'queues',
@@ -31,7 +30,7 @@ export function queueSettingsRoutes(rc: RouteContext): AppRouter {
     },
     // a new consumer or a higher max_consumers may start consumer jobs for items already waiting
     afterWrite: async (row) => {
-      if (row.is_active && row.consumer_process_id) await dispatch.queueItemsReady({ id: row.id, tenant_id: row.tenant_id });
+      if (row.is_active && row.consumer_process_id) await rc.deps.dispatch.queueItemsReady({ id: row.id, tenant_id: row.tenant_id });
     },
   });
   return router;

@@ -1,0 +1,188 @@
+import { seedProcess } from '@svc/core/testing';
+import { createApiTestContext, type ApiTestContext } from './helpers';
+import { bearer, fieldsOf, ISO, settingsWorld, UUID, type SettingsWorld } from './settings-fixtures';
+
+const PROCESS_FIELDS = [
+  'auto_retry', 'created_at', 'description', 'folder_id', 'id', 'input_schema', 'is_active', 'max_retries', 'name',
+  'on_success_trigger_process_id', 'release_id', 'required_assets', 'retry_delay_seconds', 'sla_deadline_minutes', 'tags',
+  'timeout_seconds', 'updated_at',
+];
+
+describe('settings: processes', () => {
+  let t: ApiTestContext;
+  let w: SettingsWorld;
+  beforeAll(async () => {
+    t = await createApiTestContext();
+    w = await settingsWorld(t);
+  });
+  afterAll(() => t.close());
+
+  let n = 0;
+  const uniqueName = () => `proc-${++n}`;
+  const post = (body: object, token = w.admin) => t.http.post('/api/v1/settings/processes').set(bearer(token)).send(body);
+  const patch = (id: string, body: object, token = w.admin) => t.http.patch(`/api/v1/settings/processes/${id}`).set(bearer(token)).send(body);
+  const folderOf = async (token: string) =>
+    (await t.http.post('/api/v1/settings/folders').set(bearer(token)).send({ name: `f-${++n}` })).body.data.id as string;
+
+  it('creates a process with the documented defaults and exactly the ProcessResponse fields', async () => {
+    const res = await post({ name: 'Facturas' });
+    expect(res.status).toBe(201);
+    const p = res.body.data;
+    expect(Object.keys(p).sort()).toEqual(PROCESS_FIELDS);
+    expect(p).toMatchObject({
+      name: 'Facturas', description: null, folder_id: null, input_schema: null, timeout_seconds: 3600, max_retries: 0,
+      auto_retry: false, retry_delay_seconds: 60, tags: null, sla_deadline_minutes: null, on_success_trigger_process_id: null,
+      required_assets: [], is_active: true,
+    });
+    expect(p.id).toMatch(UUID);
+    expect(p.release_id).toMatch(UUID);
+    expect(p.created_at).toMatch(ISO);
+    expect(p.updated_at).toMatch(ISO);
+  });
+
+  it('stores every field it is given and returns it unchanged', async () => {
+    const folder = await folderOf(w.admin);
+    const next = (await post({ name: uniqueName() })).body.data.id;
+    const body = {
+      name: 'Conciliación bancaria',
+      description: 'Concilia extractos',
+      release_id: '11111111-2222-4333-8444-555555555555',
+      folder_id: folder,
+      input_schema: { type: 'object', required: ['cuenta'], properties: { cuenta: { type: 'string' } } },
+      timeout_seconds: 120,
+      max_retries: 2,
+      auto_retry: true,
+      retry_delay_seconds: 30,
+      tags: ['banca', 'diario'],
+      sla_deadline_minutes: 45,
+      on_success_trigger_process_id: next,
+      required_assets: ['erp-login', 'umbral'],
+      is_active: true,
+    };
+    const res = await post(body);
+    expect(res.status).toBe(201);
+    expect(res.body.data).toMatchObject(body);
+    const got = await t.http.get(`/api/v1/settings/processes/${res.body.data.id}`).set(bearer(w.admin));
+    expect(got.body.data).toEqual(res.body.data);
+  });
+
+  it.each([
+    ['a missing name', {}, 'body → name'],
+    ['an unknown field', { name: 'x', color: 1 }, 'body → color'],
+    ['a non-UUID release_id', { name: 'x', release_id: 'r1' }, 'body → release_id'],
+    ['a non-UUID folder_id', { name: 'x', folder_id: 'f1' }, 'body → folder_id'],
+    ['an array input_schema', { name: 'x', input_schema: [] }, 'body → input_schema'],
+    ['a string input_schema', { name: 'x', input_schema: 'object' }, 'body → input_schema'],
+    ['timeout_seconds 0', { name: 'x', timeout_seconds: 0 }, 'body → timeout_seconds'],
+    ['timeout_seconds above a week', { name: 'x', timeout_seconds: 604801 }, 'body → timeout_seconds'],
+    ['a fractional timeout_seconds', { name: 'x', timeout_seconds: 1.5 }, 'body → timeout_seconds'],
+    ['max_retries -1', { name: 'x', max_retries: -1 }, 'body → max_retries'],
+    ['max_retries 11', { name: 'x', max_retries: 11 }, 'body → max_retries'],
+    ['a string auto_retry', { name: 'x', auto_retry: 'true' }, 'body → auto_retry'],
+    ['retry_delay_seconds -1', { name: 'x', retry_delay_seconds: -1 }, 'body → retry_delay_seconds'],
+    ['retry_delay_seconds above a day', { name: 'x', retry_delay_seconds: 86401 }, 'body → retry_delay_seconds'],
+    ['a tag that is not a string', { name: 'x', tags: [1] }, 'body → tags → 0'],
+    ['an empty tag', { name: 'x', tags: [''] }, 'body → tags → 0'],
+    ['repeated tags', { name: 'x', tags: ['a', 'a'] }, 'body → tags'],
+    ['sla_deadline_minutes 0', { name: 'x', sla_deadline_minutes: 0 }, 'body → sla_deadline_minutes'],
+    ['a non-UUID on_success_trigger_process_id', { name: 'x', on_success_trigger_process_id: 'p' }, 'body → on_success_trigger_process_id'],
+    ['required_assets that is not an array', { name: 'x', required_assets: 'erp' }, 'body → required_assets'],
+    ['a required asset name with a slash', { name: 'x', required_assets: ['a/b'] }, 'body → required_assets → 0'],
+    ['a null required_assets', { name: 'x', required_assets: null }, 'body → required_assets'],
+    ['a string is_active', { name: 'x', is_active: 1 }, 'body → is_active'],
+  ])('refuses %s with 422 naming the field', async (_label, body, field) => {
+    const res = await post(body);
+    expect(res.status).toBe(422);
+    expect(res.body.error.code).toBe('VALIDATION_ERROR');
+    expect(fieldsOf(res.body)).toContain(field);
+  });
+
+  it.each([
+    ['an unknown type', { type: 'objeto' }],
+    ['a negative minLength', { type: 'object', properties: { a: { type: 'string', minLength: -1 } } }],
+    ['required that is not an array', { type: 'object', required: 'a' }],
+    ['a reference that does not resolve', { $ref: '#/definitions/nope' }],
+  ])('refuses an input_schema with %s: it is not a valid JSON Schema (422)', async (_label, schema) => {
+    const res = await post({ name: uniqueName(), input_schema: schema });
+    expect(res.status).toBe(422);
+    expect(res.body.error.details).toEqual([
+      { field: 'body → input_schema', message: expect.stringMatching(/^input_schema no es un JSON Schema válido: /) },
+    ]);
+  });
+
+  it('refuses a folder or a successor process of another workspace with 422, like a missing one', async () => {
+    const foreignFolder = await folderOf(w.adminB);
+    const foreignProcess = await seedProcess(t.sql, w.tenantB);
+    const f = await post({ name: uniqueName(), folder_id: foreignFolder });
+    expect(f.status).toBe(422);
+    expect(f.body.error.details).toEqual([{ field: 'body → folder_id', message: 'La carpeta no existe en este workspace' }]);
+    const p = await post({ name: uniqueName(), on_success_trigger_process_id: foreignProcess.id });
+    expect(p.status).toBe(422);
+    expect(p.body.error.details).toEqual([
+      { field: 'body → on_success_trigger_process_id', message: 'El proceso no existe en este workspace' },
+    ]);
+    const missing = await post({ name: uniqueName(), folder_id: '00000000-0000-4000-8000-000000000000' });
+    expect(missing.status).toBe(422);
+    const own = (await post({ name: uniqueName() })).body.data;
+    const viaPatch = await patch(own.id, { folder_id: foreignFolder });
+    expect(viaPatch.status).toBe(422);
+  });
+
+  it('refuses a success chain that leads back to the process (422)', async () => {
+    const a = (await post({ name: uniqueName() })).body.data;
+    const b = (await post({ name: uniqueName(), on_success_trigger_process_id: a.id })).body.data;
+    const self = await patch(a.id, { on_success_trigger_process_id: a.id });
+    expect(self.status).toBe(422);
+    const loop = await patch(a.id, { on_success_trigger_process_id: b.id });
+    expect(loop.status).toBe(422);
+    expect(fieldsOf(loop.body)).toEqual(['body → on_success_trigger_process_id']);
+    const c = (await post({ name: uniqueName() })).body.data;
+    expect((await patch(a.id, { on_success_trigger_process_id: c.id })).status).toBe(200);
+  });
+
+  it('updates only the fields sent, clears nullable ones with null, and checks a new input_schema', async () => {
+    const made = (await post({ name: uniqueName(), tags: ['x'], input_schema: { type: 'object' }, timeout_seconds: 50 })).body.data;
+    const res = await patch(made.id, { max_retries: 4, tags: null, input_schema: { type: 'object', required: ['a'] } });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({
+      ...made,
+      max_retries: 4,
+      tags: null,
+      input_schema: { type: 'object', required: ['a'] },
+      updated_at: res.body.data.updated_at,
+    });
+    const cleared = await patch(made.id, { input_schema: null });
+    expect(cleared.body.data.input_schema).toBeNull();
+    const bad = await patch(made.id, { input_schema: { type: 'nope' } });
+    expect(bad.status).toBe(422);
+    expect(fieldsOf(bad.body)).toEqual(['body → input_schema']);
+    const [row] = await t.sql`select input_schema, timeout_seconds from processes where id = ${made.id}`;
+    expect(row).toEqual({ input_schema: null, timeout_seconds: 50 });
+  });
+
+  it('refuses a duplicate name on create and on rename with 409', async () => {
+    const name = uniqueName();
+    await post({ name });
+    expect((await post({ name })).status).toBe(409);
+    const other = (await post({ name: uniqueName() })).body.data;
+    const res = await patch(other.id, { name });
+    expect(res.status).toBe(409);
+    expect(res.body.error).toMatchObject({ code: 'CONFLICT', message: 'El recurso ya existe' });
+  });
+
+  it('deactivates a process (200) and filters the list by folder and activity', async () => {
+    const folder = await folderOf(w.admin);
+    const one = (await post({ name: 'zz-1', folder_id: folder })).body.data;
+    await post({ name: 'zz-2', folder_id: folder });
+    const off = await t.http.delete(`/api/v1/settings/processes/${one.id}`).set(bearer(w.admin));
+    expect(off.status).toBe(200);
+    expect(off.body.data).toMatchObject({ id: one.id, is_active: false });
+    const inFolder = await t.http.get(`/api/v1/settings/processes?folder_id=${folder}`).set(bearer(w.admin));
+    expect(inFolder.body.data.map((p: { name: string }) => p.name)).toEqual(['zz-1', 'zz-2']);
+    expect(inFolder.body.meta).toEqual({ page: 1, limit: 20, total: 2, pages: 1 });
+    const active = await t.http.get(`/api/v1/settings/processes?folder_id=${folder}&is_active=true`).set(bearer(w.admin));
+    expect(active.body.data.map((p: { name: string }) => p.name)).toEqual(['zz-2']);
+    const bad = await t.http.get('/api/v1/settings/processes?folder_id=nope').set(bearer(w.admin));
+    expect(bad.status).toBe(422);
+  });
+});

@@ -1,0 +1,125 @@
+import { seedProcess } from '@svc/core/testing';
+import { createApiTestContext, type ApiTestContext } from './helpers';
+import { bearer, fieldsOf, ISO, settingsWorld, UUID, type SettingsWorld } from './settings-fixtures';
+
+describe('settings: queues', () => {
+  let t: ApiTestContext;
+  let w: SettingsWorld;
+  beforeAll(async () => {
+    t = await createApiTestContext();
+    w = await settingsWorld(t);
+  });
+  afterAll(() => t.close());
+
+  let n = 0;
+  const post = (body: object, token = w.admin) => t.http.post('/api/v1/settings/queues').set(bearer(token)).send(body);
+  const patch = (id: string, body: object) => t.http.patch(`/api/v1/settings/queues/${id}`).set(bearer(w.admin)).send(body);
+  const zero = { total: 0, new: 0, in_progress: 0, pending_review: 0, completed: 0, failed: 0, dead_letter: 0 };
+
+  it('creates a queue with max_retries 3 and max_consumers 1 by default, every field in the record', async () => {
+    const res = await post({ name: 'facturas-entrada' });
+    expect(res.status).toBe(201);
+    const q = res.body.data;
+    expect(Object.keys(q).sort()).toEqual([
+      'consumer_process_id', 'created_at', 'description', 'id', 'is_active', 'item_counts', 'max_consumers', 'max_retries',
+      'name', 'tenant_id', 'updated_at',
+    ]);
+    expect(q).toMatchObject({
+      tenant_id: w.tenantA, name: 'facturas-entrada', description: null, max_retries: 3, consumer_process_id: null,
+      max_consumers: 1, is_active: true, item_counts: zero,
+    });
+    expect(q.id).toMatch(UUID);
+    expect(q.created_at).toMatch(ISO);
+  });
+
+  it('stores a consumer process of the same workspace with its limits', async () => {
+    const proc = await seedProcess(t.sql, w.tenantA);
+    const res = await post({ name: `q-${++n}`, description: 'd', max_retries: 0, consumer_process_id: proc.id, max_consumers: 100 });
+    expect(res.status).toBe(201);
+    expect(res.body.data).toMatchObject({ description: 'd', max_retries: 0, consumer_process_id: proc.id, max_consumers: 100 });
+    const edge = await post({ name: `q-${++n}`, max_retries: 10 });
+    expect(edge.body.data.max_retries).toBe(10);
+  });
+
+  it('refuses a consumer process of another workspace or a missing one with 422', async () => {
+    const foreign = await seedProcess(t.sql, w.tenantB);
+    for (const id of [foreign.id, '00000000-0000-4000-8000-000000000000']) {
+      const res = await post({ name: `q-${++n}`, consumer_process_id: id });
+      expect(res.status).toBe(422);
+      expect(res.body.error.details).toEqual([{ field: 'body → consumer_process_id', message: 'El proceso no existe en este workspace' }]);
+    }
+    const own = (await post({ name: `q-${++n}` })).body.data;
+    expect((await patch(own.id, { consumer_process_id: foreign.id })).status).toBe(422);
+  });
+
+  it.each([
+    ['a missing name', {}, 'body → name'],
+    ['max_retries -1', { name: 'x', max_retries: -1 }, 'body → max_retries'],
+    ['max_retries 11', { name: 'x', max_retries: 11 }, 'body → max_retries'],
+    ['a fractional max_retries', { name: 'x', max_retries: 2.5 }, 'body → max_retries'],
+    ['a string max_retries', { name: 'x', max_retries: '3' }, 'body → max_retries'],
+    ['max_consumers 0', { name: 'x', max_consumers: 0 }, 'body → max_consumers'],
+    ['max_consumers 101', { name: 'x', max_consumers: 101 }, 'body → max_consumers'],
+    ['a non-UUID consumer_process_id', { name: 'x', consumer_process_id: 'proc' }, 'body → consumer_process_id'],
+    ['a numeric description', { name: 'x', description: 3 }, 'body → description'],
+    ['a string is_active', { name: 'x', is_active: 'no' }, 'body → is_active'],
+    ['an unknown field', { name: 'x', priority: 5 }, 'body → priority'],
+  ])('refuses %s with 422 naming the field', async (_label, body, field) => {
+    const res = await post(body);
+    expect(res.status).toBe(422);
+    expect(fieldsOf(res.body)).toContain(field);
+  });
+
+  it('refuses a duplicate name with 409', async () => {
+    await post({ name: 'dup' });
+    const res = await post({ name: 'dup' });
+    expect(res.status).toBe(409);
+    expect(res.body.error).toMatchObject({ code: 'CONFLICT', message: 'El recurso ya existe' });
+  });
+
+  it('shows item counts per status from the counters', async () => {
+    const q = (await post({ name: `q-${++n}` })).body.data;
+    await t.sql`
+      insert into queue_items (tenant_id, queue_id, status, data)
+      select ${w.tenantA}, ${q.id}, s, '{}'::jsonb from unnest(array['new','new','new','failed','completed']) as s`;
+    const res = await t.http.get(`/api/v1/settings/queues/${q.id}`).set(bearer(w.admin));
+    expect(res.body.data.item_counts).toEqual({ ...zero, total: 5, new: 3, failed: 1, completed: 1 });
+    const list = await t.http.get('/api/v1/settings/queues?limit=100').set(bearer(w.admin));
+    const listed = list.body.data.find((x: { id: string }) => x.id === q.id);
+    expect(listed.item_counts.total).toBe(5);
+  });
+
+  it('updates only the fields sent, clears the consumer with null and deactivates with DELETE', async () => {
+    const proc = await seedProcess(t.sql, w.tenantA);
+    const q = (await post({ name: `q-${++n}`, consumer_process_id: proc.id })).body.data;
+    const res = await patch(q.id, { max_retries: 5, max_consumers: 3 });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({ ...q, max_retries: 5, max_consumers: 3, updated_at: res.body.data.updated_at });
+    const cleared = await patch(q.id, { consumer_process_id: null });
+    expect(cleared.body.data.consumer_process_id).toBeNull();
+    for (const body of [{ max_retries: 11 }, { max_consumers: 0 }, {}, { nombre: 'x' }]) {
+      expect((await patch(q.id, body)).status).toBe(422);
+    }
+    const off = await t.http.delete(`/api/v1/settings/queues/${q.id}`).set(bearer(w.admin));
+    expect(off.status).toBe(200);
+    expect(off.body.data).toMatchObject({ id: q.id, is_active: false, max_retries: 5 });
+    const [row] = await t.sql`select is_active from queues where id = ${q.id}`;
+    expect(row!.is_active).toBe(false);
+  });
+
+  it('nudges the dispatch engine when a queue gains an active consumer', async () => {
+    const seen: string[] = [];
+    const t2 = await createApiTestContext();
+    try {
+      t2.deps.dispatch = { ...t2.deps.dispatch, queueItemsReady: async (queue) => void seen.push(queue.id) };
+      const w2 = await settingsWorld(t2);
+      const proc = await seedProcess(t2.sql, w2.tenantA);
+      const q = (await t2.http.post('/api/v1/settings/queues').set(bearer(w2.admin)).send({ name: 'plain' })).body.data;
+      expect(seen).toEqual([]);
+      await t2.http.patch(`/api/v1/settings/queues/${q.id}`).set(bearer(w2.admin)).send({ consumer_process_id: proc.id });
+      expect(seen).toEqual([q.id]);
+    } finally {
+      await t2.close();
+    }
+  });
+});
