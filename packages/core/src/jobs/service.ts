@@ -98,9 +98,9 @@ async function trigger(deps: JobServiceDeps, actor: TriggerActor, spec: TriggerS
     if (spec.onCreated) await spec.onCreated(tx, created);
     return created;
   });
-  await nudge(deps, 'jobsCreated', () =>
-    deps.dispatch.jobsCreated([{ id: job.id, tenant_id: job.tenant_id, machine_id: job.machine_id, priority: job.priority }]),
-  );
+  // sla_due_at lets the engine put an SLA-bound job first among equals on its machine
+  const ref = { id: job.id, tenant_id: job.tenant_id, machine_id: job.machine_id, priority: job.priority, sla_due_at: job.sla_due_at, not_before: job.not_before };
+  await nudge(deps, 'jobsCreated', () => deps.dispatch.jobsCreated([ref]));
   return job;
 }
 
