@@ -110,6 +110,26 @@ describe('settings: processes', () => {
     ]);
   });
 
+  it('accepts the same input_schema with an $id on several processes and on repeated saves', async () => {
+    const schema = { $id: 'https://example.test/factura.json', type: 'object', properties: { total: { type: 'number' } } };
+    const a = await post({ name: uniqueName(), input_schema: schema });
+    const b = await post({ name: uniqueName(), input_schema: schema });
+    expect([a.status, b.status]).toEqual([201, 201]);
+    expect((await patch(a.body.data.id, { input_schema: schema })).status).toBe(200);
+    expect(b.body.data.input_schema).toEqual(schema);
+  });
+
+  it('accepts input_schemas using formats, $defs and local references', async () => {
+    const schema = {
+      type: 'object',
+      $defs: { email: { type: 'string', format: 'email' } },
+      properties: { to: { $ref: '#/$defs/email' }, at: { type: 'string', format: 'date-time' } },
+      additionalProperties: false,
+    };
+    const res = await post({ name: uniqueName(), input_schema: schema });
+    expect(res.status).toBe(201);
+  });
+
   it('refuses a folder or a successor process of another workspace with 422, like a missing one', async () => {
     const foreignFolder = await folderOf(w.adminB);
     const foreignProcess = await seedProcess(t.sql, w.tenantB);
