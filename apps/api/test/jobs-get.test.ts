@@ -70,6 +70,13 @@ describe('GET /api/v1/jobs/:job_id', () => {
     expect(res.body.data).toMatchObject({ status: 'failed', error_message: 'La máquina dejó de responder', finished_at: expect.stringMatching(ISO_RE) });
   });
 
+  it('finds a job by its id written in upper case', async () => {
+    const job = await seedJob(t.sql, w.tenant.id, { process_id: w.process.id, machine_id: w.machine.id });
+    const res = await get(w.key, job.id.toUpperCase());
+    expect(res.status).toBe(200);
+    expect(res.body.data.id).toBe(job.id);
+  });
+
   it('answers 404 for a missing job and for another tenant\'s job', async () => {
     const other = await seedWorkspace(t.sql);
     const foreign = await seedJob(t.sql, other.tenant.id, { process_id: other.process.id, machine_id: other.machine.id });

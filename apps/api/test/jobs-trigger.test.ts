@@ -100,6 +100,12 @@ describe('POST /api/v1/jobs/trigger', () => {
       expect(res.body.data).toMatchObject({ machine_id: offline.id, machine_name: offline.name, status: 'pending' });
     });
 
+    it('accepts ids written in upper case', async () => {
+      const res = await trigger(w.key, { process_id: w.process.id.toUpperCase(), machine_id: w.machine.id.toUpperCase() });
+      expect(res.status).toBe(201);
+      expect(res.body.data).toMatchObject({ process_id: w.process.id, machine_id: w.machine.id });
+    });
+
     it('writes an audit-log row trigger_job with source api', async () => {
       const res = await trigger(w.key, { process_id: w.process.id });
       const rows = await t.sql`select actor_type, actor_id, action, source, resource_type, resource_id from audit_log where tenant_id = ${w.tenant.id}`;

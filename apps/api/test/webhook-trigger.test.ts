@@ -104,6 +104,12 @@ describe('POST /api/v1/webhooks/trigger/:process_id', () => {
       expect(res.body.data.input_data).toEqual({ invoice: 'F-001', amount: 10.5 });
     });
 
+    it('accepts ids written in upper case', async () => {
+      const res = await hook(w.key, w.process.id.toUpperCase(), { machine_id: w.machine.id.toUpperCase() });
+      expect(res.status).toBe(201);
+      expect(res.body.data).toMatchObject({ process_id: w.process.id, machine_id: w.machine.id });
+    });
+
     it('runs on an offline machine of the tenant: the job waits for it', async () => {
       const { row: offline } = await seedMachine(t.sql, w.tenant.id, { status: 'offline' });
       const res = await hook(w.key, w.process.id, { machine_id: offline.id });

@@ -64,7 +64,7 @@ async function trigger(deps: JobServiceDeps, actor: TriggerActor, spec: TriggerS
   assertSubscriptionActive(ctx.subscription_status);
   const processId = spec.processId();
   const process = ctx.process;
-  if (!process || process.id !== processId || !process.is_active) throw new NotFoundError(PROCESS_NOT_FOUND_MESSAGE);
+  if (!process || process.id !== processId.toLowerCase() || !process.is_active) throw new NotFoundError(PROCESS_NOT_FOUND_MESSAGE);
   const body = spec.body();
   if (spec.validateInput) checkInputAgainstSchema(process.input_schema, body.input_data);
   const machineId = body.machine_id ?? null;
@@ -72,7 +72,7 @@ async function trigger(deps: JobServiceDeps, actor: TriggerActor, spec: TriggerS
   const job = await sql.begin(async (tx) => {
     const created = await insertJob(tx, {
       tenantId: actor.tenantId,
-      processId,
+      processId: process.id,
       machineId,
       priority: body.priority ?? 3,
       inputData: body.input_data ?? null,
@@ -91,7 +91,7 @@ async function trigger(deps: JobServiceDeps, actor: TriggerActor, spec: TriggerS
       source: spec.source,
       resourceType: 'job',
       resourceId: created.id,
-      details: { process_id: processId, machine_id: created.machine_id, priority: created.priority },
+      details: { process_id: process.id, machine_id: created.machine_id, priority: created.priority },
       requestId: actor.requestId ?? null,
       ip: actor.ip ?? null,
     });
