@@ -2,7 +2,11 @@ import {
   ConflictError, ValidationError, createAsset, createFolder, createMachine, createProcess, createQueue, findAssetByName,
   findFolderByName, findMachineByName, findProcessByName, findQueueByName, listQueues, readAssetValue, updateQueue,
 } from '@svc/core';
-import { seedTenant } from '@svc/core/testing';
+import {
+  AssetResponse, FolderResponse, MachineResponse, MachineWithKeyResponse, ProcessResponse, QueueResponse, validate,
+} from '@svc/core';
+import type { TSchema } from '@sinclair/typebox';
+import { seedTenant, seedUser } from '@svc/core/testing';
 import { createApiTestContext, type ApiTestContext } from './helpers';
 
 /** The catalogue services as the CLI's `svc apply` calls them: (sql, tenantId, input), snake_case inputs. */
@@ -78,5 +82,25 @@ describe('catalogue services called directly', () => {
     });
     expect(after.rows.map((q) => q.name)).toContain('after-conflicts');
     expect(await findQueueByName(t.sql, tenant, 'after-conflicts')).not.toBeNull();
+  });
+
+  it('answers with records that match the response schemas the OpenAPI document shows', async () => {
+    const admin = (await seedUser(t.sql, tenant, { role: 'admin' })).token;
+    const auth = { Authorization: `Bearer ${admin}` };
+    const cases: Array<[string, object, TSchema, TSchema]> = [
+      ['folders', { name: 'doc-f' }, FolderResponse, FolderResponse],
+      ['processes', { name: 'doc-p', input_schema: { type: 'object' }, tags: ['a'] }, ProcessResponse, ProcessResponse],
+      ['machines', { name: 'doc-m' }, MachineWithKeyResponse, MachineResponse],
+      ['queues', { name: 'doc-q' }, QueueResponse, QueueResponse],
+      ['assets', { name: 'doc-a', type: 'credential', values: { dev: { username: 'u', password: 'p' } } }, AssetResponse, AssetResponse],
+      ['assets', { name: 'doc-i', type: 'integer', values: { dev: 3 } }, AssetResponse, AssetResponse],
+    ];
+    for (const [plural, body, created, read] of cases) {
+      const res = await t.http.post(`/api/v1/settings/${plural}`).set(auth).send(body);
+      expect(res.status).toBe(201);
+      expect(() => validate(created, res.body.data)).not.toThrow();
+      const got = await t.http.get(`/api/v1/settings/${plural}/${res.body.data.id}`).set(auth);
+      expect(() => validate(read, got.body.data)).not.toThrow();
+    }
   });
 });
