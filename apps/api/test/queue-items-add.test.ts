@@ -165,6 +165,15 @@ describe('POST /api/v1/queues/by-name/:name/items', () => {
       expect(res.body.error.details).toEqual([expect.objectContaining({ field: 'body → data' })]);
     });
 
+    it('answers data nested deeper than Postgres accepts with 422, not 500', async () => {
+      const depth = 200_000;
+      const raw = `{"data":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}`;
+      const res = await t.http.post(itemsPath(w.queue.name)).set('X-API-Key', await w.key())
+        .set('Content-Type', 'application/json').send(raw);
+      expect(res.status).toBe(422);
+      expect(res.body.error.code).toBe('VALIDATION_ERROR');
+    });
+
     it('refuses a body over 2 MiB with 413', async () => {
       const res = await post(await w.key(), { data: { blob: 'x'.repeat(2 * 1024 * 1024) } });
       expect(res.status).toBe(413);

@@ -49,11 +49,20 @@ export async function withIdempotency(
   const result = await runIdempotent(
     deps.sql,
     { tenantId, scope, key },
-    { path: ctx.path, body },
+    { path: decodedPath(ctx.path), body },
     produce,
     (err) => (ctx.state.log ?? deps.logger).warn('idempotency response not stored', { err: (err as Error).message, scope }),
   );
   if (result.replayed) ctx.set(IDEMPOTENT_REPLAYED_HEADER, 'true');
   ctx.status = result.status;
   ctx.body = result.body;
+}
+
+/** `/a%20b` and `/a b` name the same target; a malformed escape is hashed as sent. */
+function decodedPath(path: string): string {
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return path;
+  }
 }

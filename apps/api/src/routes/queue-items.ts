@@ -15,7 +15,7 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
   const router = createRouter();
   const { deps } = rc;
 
-  addRoute<typeof QueueNameParams, undefined, typeof AddQueueItemBody>(
+  addRoute(
     router,
     rc,
     {
@@ -43,7 +43,7 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
     },
   );
 
-  addRoute<typeof QueueNameParams, undefined, typeof AddQueueItemsBulkBody>(
+  addRoute(
     router,
     rc,
     {
@@ -71,7 +71,7 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
     },
   );
 
-  addRoute<typeof QueueNameParams, typeof QueueItemListQuery, undefined>(
+  addRoute(
     router,
     rc,
     {

@@ -49,5 +49,11 @@ export function canonicalJson(value: unknown): string {
 
 /** SHA-256 of the canonical form of what identifies a request (its target and body). */
 export function idempotencyRequestHash(request: unknown): Buffer {
-  return sha256(canonicalJson(request));
+  try {
+    return sha256(canonicalJson(request));
+  } catch (err) {
+    // absurdly deep JSON overflows the recursion: the client's data, so a 422, not a 500
+    if (err instanceof RangeError) throw ValidationError.single(['body'], 'el JSON está demasiado anidado', 'json_too_deep');
+    throw err;
+  }
 }
