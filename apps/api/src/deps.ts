@@ -1,5 +1,5 @@
 import { createApiKeyStore, type ApiKeyStore } from './auth/api-key-store';
-import { noopDispatch, type DispatchPort, createLogger, createRedis, createSql, redisKeys, type Config, type Logger, type Redis, type RedisKeys, type Sql } from '@svc/core';
+import { createBullDispatch, type DispatchPort, createLogger, createRedis, createSql, redisKeys, type Config, type Logger, type Redis, type RedisKeys, type Sql } from '@svc/core';
 
 /** Everything a request handler may use; built once in main.ts (or by a test) and passed in. */
 export interface ApiDeps {
@@ -30,7 +30,7 @@ export function buildDeps(config: Config, overrides: Partial<ApiDeps> = {}): Api
       createApiKeyStore({
         sql, redis, logger, channel: keys.apiKeyInvalidations, ttlMs: config.apiKeyCacheTtlMs, flushMs: config.lastUsedFlushMs,
       }),
-    // replaced by the BullMQ-backed port once the dispatch engine exists
-    dispatch: overrides.dispatch ?? noopDispatch,
+    // BullMQ: jobs go to their machine's queue, item nudges and stops to the dispatcher/agents
+    dispatch: overrides.dispatch ?? createBullDispatch({ redis, prefix: config.redisPrefix, logger }),
   };
 }

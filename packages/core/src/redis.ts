@@ -16,6 +16,8 @@ export function redisKeys(prefix: string) {
     apiKeyInvalidations: `${prefix}:apikey:invalidate`,
     /** Pub/sub channel: job ids whose stop was requested. */
     jobStops: `${prefix}:job:stop`,
+    /** Set (NX) by dispatchers: its absence means Redis lost its data, so schedulers and queues are rebuilt. */
+    dispatchEpoch: `${prefix}:dispatch:epoch`,
   };
 }
 

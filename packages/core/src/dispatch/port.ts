@@ -3,9 +3,21 @@
  * Postgres is the truth (ARCHITECTURE invariant 1): these are nudges so work starts at once;
  * a lost nudge only delays work until the reconciler finds it.
  */
+export interface DispatchJobRef {
+  id: string;
+  tenant_id: string;
+  machine_id: string;
+  priority: number;
+  sla_due_at?: Date | null;
+  not_before?: Date | null;
+}
+
 export interface DispatchPort {
-  /** Jobs were created with status pending. */
-  jobsCreated(jobs: ReadonlyArray<{ id: string; tenant_id: string; machine_id: string; priority: number }>): Promise<void>;
+  /**
+   * Jobs were created with status pending. `sla_due_at` puts an SLA-bound job ahead of others of
+   * the same priority on its machine; `not_before` delays it (a retry with a delay).
+   */
+  jobsCreated(jobs: ReadonlyArray<DispatchJobRef>): Promise<void>;
   /** Items became ready in a queue (added, re-driven, approved). */
   queueItemsReady(queue: { id: string; tenant_id: string }): Promise<void>;
   /** A running job's stop was requested: its agent must abort it now. */

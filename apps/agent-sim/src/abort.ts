@@ -1,0 +1,40 @@
+/**
+ * Why a run is being aborted. `stop` (a person asked) and `shutdown` (the agent is leaving) let
+ * the current queue item finish; the others interrupt at once because the run no longer owns
+ * its work.
+ */
+export type RunAbortReason = 'stop' | 'shutdown' | 'local-timeout' | 'timeout' | 'lost';
+
+export function reasonOf(signal: AbortSignal): RunAbortReason {
+  const r = signal.reason;
+  return r === 'stop' || r === 'shutdown' || r === 'local-timeout' || r === 'timeout' || r === 'lost' ? r : 'lost';
+}
+
+export class AbortedError extends Error {
+  constructor(readonly reason: RunAbortReason) {
+    super(`aborted: ${reason}`);
+  }
+}
+
+/** Resolves after `ms`, or rejects with AbortedError as soon as `signal` aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(new AbortedError(reasonOf(signal)));
+  if (ms <= 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new AbortedError(reasonOf(signal!)));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Kills this whole agent process the hard way (crash modes of the simulator). */
+export function crashNow(): never {
+  process.kill(process.pid, 'SIGKILL');
+  throw new Error('unreachable');
+}

@@ -1,0 +1,211 @@
+/**
+ * How a simulated robot behaves for one process: durations, failures, reviews, progress and
+ * log lines, resource metrics and crashes. Configured per process (docs/agent-sim.md); a job's
+ * `input_data._sim` or an item's `data._sim` can force the outcome of that one run.
+ */
+
+export type Distribution =
+  | { dist: 'fixed'; ms: number }
+  | { dist: 'uniform'; min_ms: number; max_ms: number }
+  | { dist: 'normal'; mean_ms: number; stddev_ms: number }
+  | { dist: 'exponential'; mean_ms: number };
+
+export type CrashMode = 'none' | 'job-start' | 'mid-job' | 'mid-item';
+
+export interface Range {
+  min: number;
+  max: number;
+}
+
+export interface Behaviour {
+  /** how long a job runs */
+  duration: Distribution;
+  /** how long one queue item takes inside a consumer job */
+  item_duration: Distribution;
+  /** probability that a job, or an item, fails */
+  failure_rate: number;
+  /** probability that an item asks for human review */
+  review_rate: number;
+  /** progress updates over a job's duration */
+  progress_steps: number;
+  /** log lines written over a job's duration */
+  log_lines: number;
+  /** items a consumer takes per round trip (the hand-off buffer; 1 = strictly one at a time) */
+  prefetch: number;
+  metrics: { cpu_percent: Range; ram_mb: Range; disk_read_mb: Range; disk_write_mb: Range };
+  /** crash the whole agent process (SIGKILL itself): for fault tests */
+  crash: CrashMode;
+  /** with crash mid-item: after this many items processed by the agent process */
+  crash_after_items: number;
+  /** message of a simulated failure */
+  failure_message: string;
+  /** merged into every job's output_data */
+  output: Record<string, unknown>;
+}
+
+export const DEFAULT_BEHAVIOUR: Behaviour = {
+  duration: { dist: 'uniform', min_ms: 500, max_ms: 2000 },
+  item_duration: { dist: 'uniform', min_ms: 5, max_ms: 30 },
+  failure_rate: 0,
+  review_rate: 0,
+  progress_steps: 4,
+  log_lines: 3,
+  prefetch: 1,
+  metrics: {
+    cpu_percent: { min: 5, max: 60 },
+    ram_mb: { min: 80, max: 400 },
+    disk_read_mb: { min: 0, max: 20 },
+    disk_write_mb: { min: 0, max: 10 },
+  },
+  crash: 'none',
+  crash_after_items: 0,
+  failure_message: 'Error simulado del robot',
+  output: {},
+};
+
+/** "250ms", "2s", "1.5s", "100-500ms", "1s-3s" → a distribution; objects pass through. */
+export function parseDistribution(input: unknown): Distribution {
+  if (typeof input === 'number') return { dist: 'fixed', ms: input };
+  if (typeof input === 'string') {
+    const ms = (s: string): number => {
+      const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*$/.exec(s);
+      if (!m) throw new Error(`not a duration: "${s}" (use 250ms, 2s, 1m or a range like 100-500ms)`);
+      const n = Number(m[1]);
+      return m[2] === 's' ? n * 1000 : m[2] === 'm' ? n * 60_000 : n;
+    };
+    const range = /^(.+?)-(.+)$/.exec(input);
+    if (range) {
+      const unit = /(ms|s|m)\s*$/.exec(range[2]!)?.[1] ?? 'ms';
+      const lo = /(ms|s|m)\s*$/.test(range[1]!) ? range[1]! : range[1]! + unit;
+      return { dist: 'uniform', min_ms: ms(lo), max_ms: ms(range[2]!) };
+    }
+    return { dist: 'fixed', ms: ms(input) };
+  }
+  if (input && typeof input === 'object' && 'dist' in input) {
+    const d = input as Distribution;
+    if (['fixed', 'uniform', 'normal', 'exponential'].includes(d.dist)) return d;
+  }
+  throw new Error(`not a duration distribution: ${JSON.stringify(input)}`);
+}
+
+/** A small seeded generator (mulberry32), so a run can be repeated with --seed. */
+export function createRandom(seed?: number): () => number {
+  if (seed === undefined) return Math.random;
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function sample(d: Distribution, random: () => number): number {
+  switch (d.dist) {
+    case 'fixed':
+      return Math.max(0, d.ms);
+    case 'uniform':
+      return Math.max(0, d.min_ms + random() * (d.max_ms - d.min_ms));
+    case 'normal': {
+      const u = Math.max(random(), 1e-12);
+      const z = Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * random());
+      return Math.max(0, d.mean_ms + z * d.stddev_ms);
+    }
+    case 'exponential':
+      return -Math.log(Math.max(random(), 1e-12)) * d.mean_ms;
+  }
+}
+
+export function between(r: Range, random: () => number): number {
+  return r.min + random() * (r.max - r.min);
+}
+
+/** The contract's ResourceMetrics for a run of `durationMs`, simulated. */
+export function simulateMetrics(b: Behaviour, durationMs: number, random: () => number) {
+  const round = (n: number) => Math.round(n * 100) / 100;
+  const cpuAvg = between(b.metrics.cpu_percent, random);
+  const ramAvg = between(b.metrics.ram_mb, random);
+  return {
+    cpu_percent_avg: round(cpuAvg),
+    cpu_percent_peak: round(Math.min(100, cpuAvg * (1 + random() * 0.6))),
+    ram_mb_avg: round(ramAvg),
+    ram_mb_peak: round(ramAvg * (1 + random() * 0.3)),
+    disk_read_mb: round(between(b.metrics.disk_read_mb, random)),
+    disk_write_mb: round(between(b.metrics.disk_write_mb, random)),
+    sample_count: Math.max(1, Math.round(durationMs / 1000)),
+    duration_seconds: round(durationMs / 1000),
+  };
+}
+
+/** Per-run directive (`input_data._sim` / `data._sim`), for tests and demos. */
+export interface SimDirective {
+  outcome?: 'complete' | 'fail' | 'review';
+  duration_ms?: number;
+  error_message?: string;
+  crash?: boolean;
+  output?: Record<string, unknown>;
+}
+
+export function directiveOf(payload: Record<string, unknown> | null | undefined): SimDirective {
+  const raw = payload && typeof payload === 'object' ? (payload as { _sim?: unknown })._sim : undefined;
+  return raw && typeof raw === 'object' ? (raw as SimDirective) : {};
+}
+
+/** Defaults ← file defaults ← process entry, each a partial behaviour (durations parsed). */
+export function mergeBehaviour(base: Behaviour, patch: Record<string, unknown> | undefined): Behaviour {
+  if (!patch) return base;
+  const out: Behaviour = { ...base, metrics: { ...base.metrics } };
+  for (const [k, v] of Object.entries(patch)) {
+    switch (k) {
+      case 'duration':
+      case 'item_duration':
+        out[k] = parseDistribution(v);
+        break;
+      case 'failure_rate':
+      case 'review_rate':
+        out[k] = probability(k, v);
+        break;
+      case 'progress_steps':
+      case 'log_lines':
+      case 'crash_after_items':
+        out[k] = nonNegativeInt(k, v);
+        break;
+      case 'prefetch':
+        out.prefetch = Math.min(100, Math.max(1, nonNegativeInt(k, v)));
+        break;
+      case 'crash':
+        if (!['none', 'job-start', 'mid-job', 'mid-item'].includes(String(v))) throw new Error(`crash must be none, job-start, mid-job or mid-item`);
+        out.crash = v as CrashMode;
+        break;
+      case 'failure_message':
+        out.failure_message = String(v);
+        break;
+      case 'output':
+        out.output = (v ?? {}) as Record<string, unknown>;
+        break;
+      case 'metrics':
+        for (const [mk, mv] of Object.entries((v ?? {}) as Record<string, unknown>)) {
+          if (!(mk in out.metrics)) throw new Error(`unknown metric ${mk}`);
+          const [min, max] = Array.isArray(mv) ? mv : [mv, mv];
+          out.metrics[mk as keyof Behaviour['metrics']] = { min: Number(min), max: Number(max) };
+        }
+        break;
+      default:
+        throw new Error(`unknown behaviour setting "${k}"`);
+    }
+  }
+  return out;
+}
+
+function probability(name: string, v: unknown): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0 || n > 1) throw new Error(`${name} must be between 0 and 1`);
+  return n;
+}
+
+function nonNegativeInt(name: string, v: unknown): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer`);
+  return n;
+}

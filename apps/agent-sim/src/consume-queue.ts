@@ -1,0 +1,133 @@
+import {
+  releaseQueueItems, reportJobProgress, settleAndClaimItems, type ClaimedItem, type ItemOutcome, type JobEnd, type StartedJob,
+} from '@svc/core';
+import { directiveOf, sample } from './behaviour';
+import { AbortedError, crashNow, reasonOf, sleep } from './abort';
+import { JobLog, type RunContext } from './run-job';
+
+const PROGRESS_EVERY_MS = 500;
+
+/**
+ * A consumer job (ARCHITECTURE "Queue → jobs"): takes items of its queue in the take order and
+ * processes them one at a time until none is ready or it is asked to stop.
+ *
+ * Each round trip settles the outcomes of the items just processed and takes the next ones
+ * (`prefetch` of them: the hand-off buffer; with 1 the consumer is strictly one at a time).
+ * A stop (or the agent's shutdown) lets the current item finish; items taken but not started
+ * go back to `new` untouched. A timeout or a lost ownership interrupts the item at once: the
+ * engine fails it and its retry policy applies.
+ */
+export async function consumeQueue(ctx: RunContext, run: StartedJob): Promise<JobEnd> {
+  const queueId = run.queue_id!;
+  const b = ctx.behaviour;
+  const log = new JobLog();
+  const counts = { completed: 0, pending_review: 0, failed: 0, refused: 0 };
+  let buffer: ClaimedItem[] = [];
+  let outcomes: ItemOutcome[] = [];
+  let lastProgress = Date.now();
+  let hardAbort: AbortedError | null = null;
+  log.line(`Consumidor de la cola iniciado en la máquina ${ctx.machine.name} (prefetch ${b.prefetch})`);
+
+  // items stop only for the hard reasons; a stop or shutdown waits for the current item
+  const itemAbort = new AbortController();
+  const onAbort = () => {
+    const reason = reasonOf(ctx.signal);
+    if (reason !== 'stop' && reason !== 'shutdown') itemAbort.abort(reason);
+  };
+  ctx.signal.addEventListener('abort', onAbort);
+  if (ctx.signal.aborted) onAbort();
+
+  const account = (settled: Array<{ id: string; status: string }>, sent: number) => {
+    for (const s of settled) {
+      if (s.status === 'completed') counts.completed++;
+      else if (s.status === 'pending_review') counts.pending_review++;
+      else if (s.status === 'failed') counts.failed++;
+    }
+    counts.refused += sent - settled.length;
+  };
+
+  try {
+    while (!ctx.signal.aborted) {
+      if (buffer.length === 0) {
+        const sent = outcomes.length;
+        const res = await settleAndClaimItems(ctx.sql, { queueId, jobId: run.id, machineId: ctx.machine.id, outcomes, take: b.prefetch });
+        account(res.settled, sent);
+        outcomes = [];
+        buffer = res.claimed;
+        if (buffer.length === 0) break;
+      }
+      const item = buffer.shift()!;
+      outcomes.push(await processItem(ctx, run, item, itemAbort.signal));
+      if (Date.now() - lastProgress >= PROGRESS_EVERY_MS) {
+        lastProgress = Date.now();
+        await progress(ctx, run, counts, outcomes.length, log);
+      }
+    }
+  } catch (err) {
+    if (!(err instanceof AbortedError)) throw err;
+    hardAbort = err;
+  } finally {
+    ctx.signal.removeEventListener('abort', onAbort);
+    if (outcomes.length) {
+      const sent = outcomes.length;
+      const res = await settleAndClaimItems(ctx.sql, { queueId, jobId: run.id, machineId: ctx.machine.id, outcomes, take: 0 });
+      account(res.settled, sent);
+    }
+    if (buffer.length) {
+      const released = await releaseQueueItems(ctx.sql, run.id, buffer);
+      log.line(`${released} elementos tomados y no iniciados devueltos a la cola`);
+    }
+  }
+
+  const summary = `${counts.completed} completados, ${counts.pending_review} a revisión, ${counts.failed} fallidos`;
+  log.line(`Consumidor terminado: ${summary}`);
+  const output = { queue_id: queueId, items_completed: counts.completed, items_pending_review: counts.pending_review, items_failed: counts.failed, items_refused: counts.refused };
+  const reason = hardAbort ? hardAbort.reason : ctx.signal.aborted ? reasonOf(ctx.signal) : null;
+  if (reason === 'stop') {
+    log.line('Detenido a petición del usuario');
+    return { to: 'stopped', output_data: output, logs: log.value, progress_message: summary };
+  }
+  if (reason === 'local-timeout') {
+    return { to: 'timed_out', error_message: `Tiempo de ejecución agotado: superó timeout_seconds (${run.timeout_seconds} s)`, output_data: output, logs: log.value };
+  }
+  if (reason === 'timeout' || reason === 'lost') {
+    return { to: 'failed', error_message: 'El job ya no pertenece a esta ejecución', output_data: output, logs: log.value };
+  }
+  // drained, or the agent is shutting down: the consumer did its part either way
+  return { to: 'completed', output_data: output, logs: log.value, progress_percent: 100, progress_message: summary };
+}
+
+async function processItem(ctx: RunContext, run: StartedJob, item: ClaimedItem, signal: AbortSignal): Promise<ItemOutcome> {
+  const b = ctx.behaviour;
+  const d = directiveOf(item.data);
+  ctx.journal.write({ event: 'item-start', item_id: item.id, job_id: run.id, machine_id: ctx.machine.id, attempt: item.attempt });
+  if (d.crash || (b.crash === 'mid-item' && ctx.itemsProcessed.n >= b.crash_after_items)) crashNow();
+  const started = Date.now();
+  const duration = d.duration_ms ?? sample(b.item_duration, ctx.random);
+  await sleep(duration, signal);
+  ctx.itemsProcessed.n++;
+  let outcome: ItemOutcome['status'];
+  if (d.outcome) outcome = d.outcome === 'fail' ? 'failed' : d.outcome === 'review' ? 'pending_review' : 'completed';
+  else {
+    const r = ctx.random();
+    outcome = r < b.failure_rate ? 'failed' : r < b.failure_rate + b.review_rate ? 'pending_review' : 'completed';
+  }
+  ctx.journal.write({ event: 'item-end', item_id: item.id, job_id: run.id, machine_id: ctx.machine.id, attempt: item.attempt, outcome });
+  if (outcome === 'failed') {
+    return { id: item.id, attempt: item.attempt, status: 'failed', error_message: d.error_message ?? b.failure_message };
+  }
+  return {
+    id: item.id,
+    attempt: item.attempt,
+    status: outcome,
+    result: { ...(d.output ?? {}), machine: ctx.machine.name, duration_ms: Date.now() - started, ...(outcome === 'pending_review' ? { review_reason: 'El robot pide una revisión humana' } : {}) },
+  };
+}
+
+async function progress(ctx: RunContext, run: StartedJob, counts: { completed: number; pending_review: number; failed: number }, unsettled: number, log: JobLog): Promise<void> {
+  const done = counts.completed + counts.pending_review + counts.failed + unsettled;
+  const res = await reportJobProgress(ctx.sql, run.id, run.attempt, { progress_message: `${done} elementos procesados`, logs: log.value });
+  if (!res) ctx.abort('lost');
+  else if (res.stop_requested) ctx.abort('stop');
+  await ctx.bullJob.updateProgress({ items_processed: done }).catch(() => undefined);
+}

@@ -1,0 +1,221 @@
+import os from 'node:os';
+import { DelayedError, Worker, type Job } from 'bullmq';
+import {
+  createRedis, finishJob, giveUpMachineJobs, machineQueueName, queueHasReadyItems, recordGoodbye, recordHeartbeat, startJob,
+  type AgentMachine, type BullDispatch, type JobAbortMessage, type JobEnd, type Logger, type MachineJobPayload, type Sql, type StartedJob,
+} from '@svc/core';
+import { createRandom } from './behaviour';
+import { behaviourFor, type AgentOptions } from './options';
+import { consumeQueue } from './consume-queue';
+import { runSimulatedJob, type RunContext } from './run-job';
+import type { Journal } from './journal';
+
+export const AGENT_VERSION = 'agent-sim/0.1.0';
+
+export interface AgentDeps {
+  sql: Sql;
+  redisUrl: string;
+  bull: BullDispatch;
+  logger: Logger;
+  options: AgentOptions;
+  journal: Journal;
+  heartbeatMs: number;
+  itemsProcessed: { n: number };
+}
+
+interface ActiveRun {
+  bullId: string;
+  attempt: number;
+  consumer: boolean;
+}
+
+/**
+ * One simulated robot machine: identified by its machine key, it heartbeats (reporting how many
+ * of its slots run a job), runs the jobs of its BullMQ queue with concurrency = its slots, and
+ * aborts a running job when told to (pub/sub, or the `stop_requested` it polls).
+ */
+export class MachineAgent {
+  private worker: Worker | null = null;
+  private heartbeatTimer: NodeJS.Timeout | null = null;
+  private readonly running = new Map<string, ActiveRun>();
+  private readonly random: () => number;
+  private loadReport: Promise<void> | null = null;
+  private loadAgain = false;
+  private closing = false;
+
+  constructor(private readonly deps: AgentDeps, public machine: AgentMachine) {
+    this.random = createRandom(deps.options.seed);
+  }
+
+  get log(): Logger {
+    return this.deps.logger.child({ machine_id: this.machine.id, machine: this.machine.name });
+  }
+
+  async start(): Promise<void> {
+    // a fresh agent process runs nothing: whatever Postgres says runs here was lost with the last one
+    const lost = await giveUpMachineJobs(this.deps.sql, this.machine.id);
+    if (lost.ended.length) this.log.warn('jobs of the previous agent process given up', { jobs: lost.ended.map((j) => j.id) });
+    if (lost.followUps.length) await this.deps.bull.jobsCreated(lost.followUps);
+    for (const q of lost.failedItemQueues) await this.deps.bull.nudge('items-failed', q);
+    await this.heartbeat();
+    this.worker = new Worker<MachineJobPayload>(
+      machineQueueName(this.machine.id),
+      (job, token, signal) => this.process(job, token, signal),
+      {
+        connection: createRedis(this.deps.redisUrl, { blocking: true }),
+        prefix: this.deps.bull.keys.bull,
+        concurrency: this.machine.slots,
+      },
+    );
+    this.worker.on('error', (err) => this.log.warn('worker error', { err: err.message }));
+    this.worker.on('failed', (job, err) => this.log.warn('run failed', { bull_job: job?.id, err: err.message }));
+    const beat = async () => {
+      if (this.closing) return;
+      await this.heartbeat().catch((err) => this.log.warn('heartbeat failed', { err: (err as Error).message }));
+      if (!this.closing) this.heartbeatTimer = setTimeout(() => void beat(), this.deps.heartbeatMs);
+    };
+    this.heartbeatTimer = setTimeout(() => void beat(), this.deps.heartbeatMs);
+    this.log.info('machine agent started', { slots: this.machine.slots });
+  }
+
+  /** An abort published for one of our jobs. */
+  onAbort(msg: JobAbortMessage): void {
+    if (msg.machine_id !== this.machine.id) return;
+    const run = this.running.get(msg.job_id);
+    if (run && this.worker) this.worker.cancelJob(run.bullId, msg.reason);
+  }
+
+  private async heartbeat(): Promise<void> {
+    const hb = await recordHeartbeat(this.deps.sql, this.machine.id, {
+      running: this.running.size,
+      agentVersion: AGENT_VERSION,
+      hostInfo: { hostname: os.hostname(), pid: process.pid, platform: process.platform },
+    });
+    if (!hb) return;
+    if (hb.previous === 'offline') {
+      this.log.info('machine online');
+      await this.deps.bull.addDispatch('machine-online', { tenant_id: this.machine.tenant_id, machine_id: this.machine.id });
+    }
+    if (hb.slots !== this.machine.slots) {
+      this.machine = { ...this.machine, slots: hb.slots };
+      if (this.worker) this.worker.concurrency = hb.slots;
+    }
+    // the pub/sub message may have been missed: a stop is also visible in Postgres
+    if (this.running.size) {
+      const stops = await this.deps.sql<{ id: string }[]>`
+        select id from jobs where machine_id = ${this.machine.id} and status = 'running' and stop_requested`;
+      for (const s of stops) this.onAbort({ job_id: s.id, machine_id: this.machine.id, reason: 'stop' });
+    }
+  }
+
+  /** Reports the number of busy slots now (coalesced: at most one write in flight). */
+  private reportLoad(): void {
+    if (this.loadReport) {
+      this.loadAgain = true;
+      return;
+    }
+    this.loadReport = (async () => {
+      do {
+        this.loadAgain = false;
+        try {
+          await recordHeartbeat(this.deps.sql, this.machine.id, { running: this.running.size });
+        } catch (err) {
+          this.log.warn('load report failed', { err: (err as Error).message });
+        }
+      } while (this.loadAgain && !this.closing);
+      this.loadReport = null;
+    })();
+  }
+
+  private async process(job: Job<MachineJobPayload>, token: string | undefined, signal?: AbortSignal): Promise<unknown> {
+    const { sql, bull } = this.deps;
+    const res = await startJob(sql, job.data.job_id, this.machine.id);
+    if ('skipped' in res) {
+      if (res.skipped === 'not_before') {
+        await job.moveToDelayed(res.not_before.getTime(), token);
+        throw new DelayedError();
+      }
+      return { skipped: true, status: res.status };
+    }
+    const run = res.started;
+    this.running.set(run.id, { bullId: job.id!, attempt: run.attempt, consumer: !!run.queue_id });
+    this.reportLoad();
+    this.deps.journal.write({ event: 'job-start', job_id: run.id, machine_id: this.machine.id, attempt: run.attempt });
+    const ctrl = new AbortController();
+    const forward = () => ctrl.abort(signal?.reason);
+    signal?.addEventListener('abort', forward, { once: true });
+    const timeoutTimer = setTimeout(() => ctrl.abort('local-timeout'), Math.max(0, run.timeout_at.getTime() - Date.now()));
+    try {
+      const ctx: RunContext = {
+        sql,
+        machine: this.machine,
+        behaviour: behaviourFor(this.deps.options, { id: run.process_id, name: run.process_name }),
+        random: this.random,
+        journal: this.deps.journal,
+        logger: this.log,
+        bullJob: job,
+        signal: ctrl.signal,
+        abort: (reason) => {
+          if (!ctrl.signal.aborted) ctrl.abort(reason);
+        },
+        itemsProcessed: this.deps.itemsProcessed,
+      };
+      const end = run.queue_id ? await consumeQueue(ctx, run) : await runSimulatedJob(ctx, run);
+      const status = await this.finish(run, end);
+      return { status };
+    } finally {
+      clearTimeout(timeoutTimer);
+      signal?.removeEventListener('abort', forward);
+      this.running.delete(run.id);
+      this.reportLoad();
+    }
+  }
+
+  /** The final transition, retried for a while if Postgres is briefly unreachable. */
+  private async finish(run: StartedJob, end: JobEnd): Promise<string> {
+    const { sql, bull } = this.deps;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const fin = await finishJob(sql, run.id, run.attempt, end);
+        this.deps.journal.write({ event: 'job-end', job_id: run.id, machine_id: this.machine.id, attempt: run.attempt, status: fin?.job.status ?? 'refused' });
+        if (!fin) {
+          this.log.info('result of a run that no longer owns its job dropped', { job_id: run.id, attempt: run.attempt, to: end.to });
+          return 'refused';
+        }
+        if (fin.followUps.length) await bull.jobsCreated(fin.followUps);
+        for (const q of fin.failedItemQueues) await bull.nudge('items-failed', q);
+        if (run.queue_id) {
+          const out = fin.job.output_data as { items_failed?: number } | null;
+          if (out?.items_failed) await bull.nudge('items-failed', run.queue_id);
+          // close the race with an item added just after this consumer found the queue empty
+          if (await queueHasReadyItems(sql, run.queue_id)) await bull.nudge('queue-ready', run.queue_id);
+        }
+        return fin.job.status;
+      } catch (err) {
+        if (attempt >= 10) throw err;
+        this.log.warn('finishing a job failed, retrying', { job_id: run.id, err: (err as Error).message });
+        await new Promise((r) => setTimeout(r, Math.min(5000, 200 * 2 ** attempt)));
+      }
+    }
+  }
+
+  /**
+   * Graceful stop: take no new job, let running ones finish for `graceMs` (consumers finish
+   * their current item and hand back the rest), then abort what is left; offline at once.
+   */
+  async close(graceMs: number): Promise<void> {
+    this.closing = true;
+    if (this.heartbeatTimer) clearTimeout(this.heartbeatTimer);
+    const w = this.worker;
+    if (w) {
+      // consumers leave right away (their queue will get a new consumer elsewhere)
+      for (const run of this.running.values()) if (run.consumer) w.cancelJob(run.bullId, 'shutdown');
+      const force = setTimeout(() => w.cancelAllJobs('shutdown'), graceMs);
+      await w.close();
+      clearTimeout(force);
+      await w.disconnect();
+    }
+    await recordGoodbye(this.deps.sql, this.machine.id).catch(() => undefined);
+    this.log.info('machine agent stopped');
+  }
+}

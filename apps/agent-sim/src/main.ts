@@ -1,0 +1,62 @@
+import {
+  ConfigError, createBullDispatch, createLogger, createRedis, createSql, decodeAbort, findMachineByKey, parseConfig,
+} from '@svc/core';
+import { parseOptions, UsageError } from './options';
+import { Journal } from './journal';
+import { MachineAgent } from './machine-agent';
+
+/** `node apps/agent-sim/dist/main.js --machine-key svc_mk_…` (docs/agent-sim.md). */
+async function main(): Promise<void> {
+  const config = parseConfig(process.env);
+  const options = parseOptions(process.argv.slice(2), process.env);
+  const logger = createLogger({ level: config.logLevel, service: 'agent-sim' });
+  const sql = createSql(config.databaseUrl, { max: 10 });
+  const redis = createRedis(config.redisUrl);
+  const bull = createBullDispatch({ redis, prefix: config.redisPrefix, logger });
+  const journal = new Journal(options.journal);
+  const heartbeatMs = options.heartbeatMs ?? Math.max(200, Math.min(5000, Math.floor((config.machineOfflineAfterSeconds * 1000) / 3)));
+
+  const agents: MachineAgent[] = [];
+  const itemsProcessed = { n: 0 };
+  for (const key of options.machineKeys) {
+    const machine = await findMachineByKey(sql, key);
+    if (!machine) throw new UsageError(`The machine key ${key.slice(0, 12)}… does not belong to an active machine.`);
+    agents.push(new MachineAgent({ sql, redisUrl: config.redisUrl, bull, logger, options, journal, heartbeatMs, itemsProcessed }, machine));
+  }
+
+  // one subscriber for every machine of this process: aborts reach the agent running the job
+  const sub = createRedis(config.redisUrl, { blocking: true });
+  sub.on('message', (_channel: string, raw: string) => {
+    const msg = decodeAbort(raw);
+    if (msg) for (const a of agents) a.onAbort(msg);
+  });
+  await sub.subscribe(bull.keys.jobStops);
+
+  for (const a of agents) await a.start();
+  logger.info('agent-sim running', { machines: agents.map((a) => a.machine.name), heartbeat_ms: heartbeatMs });
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) {
+      logger.warn('second signal: exiting now', { signal });
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info('draining', { signal });
+    await Promise.all(agents.map((a) => a.close(10_000)));
+    sub.disconnect();
+    await bull.close();
+    redis.disconnect();
+    await sql.end({ timeout: 5 });
+    journal.close();
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((err) => {
+  console.error(err instanceof ConfigError || err instanceof UsageError ? err.message : err);
+  process.exit(err instanceof UsageError ? 2 : 1);
+});

@@ -1,0 +1,121 @@
+import { readFileSync } from 'node:fs';
+import { DEFAULT_BEHAVIOUR, mergeBehaviour, type Behaviour } from './behaviour';
+
+/**
+ * Command line of the simulator (docs/agent-sim.md):
+ *
+ *   node apps/agent-sim/dist/main.js --machine-key svc_mk_… [--machine-key svc_mk_…]
+ *        [--config agent.json] [--duration 1s | 200-800ms] [--item-duration 10-50ms]
+ *        [--failure-rate 0.1] [--review-rate 0.05] [--progress-steps 4] [--log-lines 3]
+ *        [--prefetch 1] [--crash none|job-start|mid-job|mid-item] [--crash-after-items N]
+ *        [--seed N] [--heartbeat-ms N] [--journal file.jsonl]
+ *
+ * Keys also come from AGENT_MACHINE_KEYS (comma-separated) and the config file; the config file
+ * path also from AGENT_CONFIG. Layers: built-in defaults ← file `defaults` ← flags ← file
+ * `processes[<process name or id>]`.
+ */
+export interface AgentOptions {
+  machineKeys: string[];
+  defaults: Behaviour;
+  /** per process name or id: partial behaviour on top of `defaults` */
+  processes: Record<string, Record<string, unknown>>;
+  seed?: number;
+  heartbeatMs?: number;
+  journal?: string;
+}
+
+export class UsageError extends Error {}
+
+const FLAG_TO_SETTING: Record<string, string> = {
+  '--duration': 'duration',
+  '--item-duration': 'item_duration',
+  '--failure-rate': 'failure_rate',
+  '--review-rate': 'review_rate',
+  '--progress-steps': 'progress_steps',
+  '--log-lines': 'log_lines',
+  '--prefetch': 'prefetch',
+  '--crash': 'crash',
+  '--crash-after-items': 'crash_after_items',
+  '--failure-message': 'failure_message',
+};
+
+interface ConfigFile {
+  machine_keys?: string[];
+  defaults?: Record<string, unknown>;
+  processes?: Record<string, Record<string, unknown>>;
+}
+
+export function parseOptions(argv: string[], env: Record<string, string | undefined>): AgentOptions {
+  const keys: string[] = [];
+  const flagSettings: Record<string, unknown> = {};
+  let configPath = env.AGENT_CONFIG;
+  let seed: number | undefined;
+  let heartbeatMs: number | undefined;
+  let journal: string | undefined = env.AGENT_JOURNAL;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const [flag, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    const value = (): string => {
+      const v = inline ?? argv[++i];
+      if (v === undefined) throw new UsageError(`${flag} needs a value`);
+      return v;
+    };
+    if (flag === '--machine-key') keys.push(value());
+    else if (flag === '--config') configPath = value();
+    else if (flag === '--seed') seed = Number(value());
+    else if (flag === '--heartbeat-ms') heartbeatMs = Number(value());
+    else if (flag === '--journal') journal = value();
+    else if (flag in FLAG_TO_SETTING) flagSettings[FLAG_TO_SETTING[flag]!] = value();
+    else if (flag === '--help' || flag === '-h') throw new UsageError(HELP);
+    else throw new UsageError(`unknown option ${flag}\n\n${HELP}`);
+  }
+  let file: ConfigFile = {};
+  if (configPath) {
+    try {
+      file = JSON.parse(readFileSync(configPath, 'utf8')) as ConfigFile;
+    } catch (err) {
+      throw new UsageError(`cannot read the config file ${configPath}: ${(err as Error).message}`);
+    }
+  }
+  keys.push(...(env.AGENT_MACHINE_KEYS ?? '').split(',').map((k) => k.trim()).filter(Boolean));
+  keys.push(...(file.machine_keys ?? []));
+  const machineKeys = [...new Set(keys)];
+  if (machineKeys.length === 0) throw new UsageError(`no machine key: pass --machine-key svc_mk_… (or AGENT_MACHINE_KEYS)\n\n${HELP}`);
+  let defaults: Behaviour;
+  try {
+    defaults = mergeBehaviour(mergeBehaviour(DEFAULT_BEHAVIOUR, file.defaults), flagSettings);
+    for (const patch of Object.values(file.processes ?? {})) mergeBehaviour(defaults, patch);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  if (seed !== undefined && !Number.isInteger(seed)) throw new UsageError('--seed must be an integer');
+  if (heartbeatMs !== undefined && !(heartbeatMs >= 50)) throw new UsageError('--heartbeat-ms must be at least 50');
+  return { machineKeys, defaults, processes: file.processes ?? {}, seed, heartbeatMs, journal };
+}
+
+/** The behaviour for a process: its entry (by id, else by name) over the defaults. */
+export function behaviourFor(opts: AgentOptions, process: { id: string; name: string }): Behaviour {
+  return mergeBehaviour(opts.defaults, opts.processes[process.id] ?? opts.processes[process.name]);
+}
+
+export const HELP = `Usage: agent-sim --machine-key svc_mk_… [--machine-key …] [options]
+
+Runs one simulated robot per machine key: heartbeats, runs jobs, consumes queues.
+Environment: DATABASE_URL, REDIS_URL, REDIS_PREFIX, MACHINE_OFFLINE_AFTER_SECONDS,
+             AGENT_MACHINE_KEYS (comma-separated), AGENT_CONFIG (config file path).
+
+Options (defaults for every process; the config file can set them per process):
+  --config FILE            JSON: {"machine_keys": [], "defaults": {}, "processes": {"<name or id>": {}}}
+  --duration D             job duration: 250ms, 2s, 100-500ms (uniform)      [500ms-2s]
+  --item-duration D        duration of one queue item                        [5-30ms]
+  --failure-rate P         probability a job or item fails (0..1)             [0]
+  --review-rate P          probability an item asks for human review (0..1)   [0]
+  --progress-steps N       progress updates per job                          [4]
+  --log-lines N            log lines per job                                 [3]
+  --prefetch N             items taken per round trip by a consumer (1..100)  [1]
+  --crash MODE             none | job-start | mid-job | mid-item (SIGKILL itself) [none]
+  --crash-after-items N    with --crash mid-item: crash during item N+1       [0]
+  --failure-message TEXT   error_message of a simulated failure
+  --seed N                 repeatable random choices
+  --heartbeat-ms N         heartbeat period [a third of MACHINE_OFFLINE_AFTER_SECONDS, at most 5 s]
+  --journal FILE           append one JSON line per job/item start and end (for tests)`;

@@ -1,0 +1,193 @@
+import { Worker, type Job } from 'bullmq';
+import {
+  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, applyItemRetryPolicy, createBullDispatch, createRedis, failOrphans, markSlaBreaches,
+  pendingStops, queuesNeedingConsumers, reconcilePendingJobs, startQueueConsumers, sweepOfflineMachines, timeOutJobs,
+  type BullDispatch, type Config, type DispatchJobName, type DispatchPayloads, type EndedJobs, type Logger, type Redis, type Sql,
+} from '@svc/core';
+
+export interface DispatcherDeps {
+  config: Config;
+  sql: Sql;
+  logger: Logger;
+  /** worker concurrency on the `{dispatch}` queue */
+  concurrency?: number;
+}
+
+export interface Dispatcher {
+  readonly bull: BullDispatch;
+  start(): Promise<void>;
+  /** Stops taking work, lets the current one finish, closes connections it opened. */
+  close(): Promise<void>;
+  /** One sweep now (tests and the first tick). */
+  sweep(): Promise<void>;
+}
+
+/**
+ * The dispatcher: a BullMQ Worker on the `{dispatch}` queue. It holds no state of its own;
+ * every decision is read from Postgres, so any number of replicas can run and any of them can
+ * be killed. Periodic work runs as BullMQ job schedulers (one replica runs each tick).
+ */
+export function createDispatcher(deps: DispatcherDeps): Dispatcher {
+  const { config, sql, logger } = deps;
+  const connection: Redis = createRedis(config.redisUrl);
+  const bull = createBullDispatch({ redis: connection, prefix: config.redisPrefix, logger });
+  let worker: Worker | null = null;
+  let epochTimer: NodeJS.Timeout | null = null;
+  let closing = false;
+
+  async function afterEnded(ended: EndedJobs, reason: 'timeout' | 'lost'): Promise<void> {
+    await Promise.all(ended.ended.map((j) => bull.publishAbort(j.id, j.machine_id, reason)));
+    if (ended.followUps.length) await bull.jobsCreated(ended.followUps);
+    for (const q of ended.failedItemQueues) await retryItems(q);
+  }
+
+  async function startConsumers(queueId: string): Promise<number> {
+    const created = await startQueueConsumers(sql, queueId);
+    if (created.length) {
+      await bull.jobsCreated(created);
+      logger.debug('consumer jobs started', { queue_id: queueId, jobs: created.length });
+    }
+    return created.length;
+  }
+
+  async function retryItems(queueId: string | null): Promise<void> {
+    const r = await applyItemRetryPolicy(sql, queueId);
+    for (const q of r.readyQueues) await startConsumers(q);
+  }
+
+  async function sweep(): Promise<void> {
+    const timedOut = await timeOutJobs(sql);
+    if (timedOut.ended.length) logger.info('jobs timed out', { jobs: timedOut.ended.map((j) => j.id) });
+    await afterEnded(timedOut, 'timeout');
+
+    const offline = await sweepOfflineMachines(sql, config.machineOfflineAfterSeconds);
+    if (offline.offline.length) logger.warn('machines offline', { machines: offline.offline.map((m) => m.name) });
+    if (offline.ended.length) logger.warn('jobs of offline machines ended', { jobs: offline.ended.map((j) => j.id) });
+    await afterEnded(offline, 'lost');
+
+    const orphanQueues = await failOrphans(sql);
+    for (const q of orphanQueues) await retryItems(q);
+    await retryItems(null);
+
+    for (const j of await pendingStops(sql, 1000)) await bull.publishAbort(j.id, j.machine_id, 'stop');
+
+    const breaches = await markSlaBreaches(sql);
+    for (const b of breaches) logger.warn('job SLA breached', { job_id: b.id, tenant_id: b.tenant_id, sla_due_at: b.sla_due_at.toISOString() });
+  }
+
+  async function process(job: Job): Promise<unknown> {
+    const name = job.name as DispatchJobName;
+    switch (name) {
+      case 'queue-ready': {
+        const { queue_id } = job.data as DispatchPayloads['queue-ready'];
+        return { started: await startConsumers(queue_id) };
+      }
+      case 'items-failed': {
+        await retryItems((job.data as DispatchPayloads['items-failed']).queue_id);
+        return null;
+      }
+      case 'machine-online': {
+        const { tenant_id } = job.data as DispatchPayloads['machine-online'];
+        let started = 0;
+        for (const q of await queuesNeedingConsumers(sql, tenant_id)) started += await startConsumers(q);
+        return { started };
+      }
+      case 'sweep':
+        await sweep();
+        return null;
+      case 'consumers': {
+        let started = 0;
+        for (const q of await queuesNeedingConsumers(sql)) started += await startConsumers(q);
+        return { started };
+      }
+      case 'reconcile':
+        return reconcilePendingJobs(sql, bull, { logger });
+      default: {
+        const unknown: never = name;
+        logger.warn('unknown dispatch job', { name: unknown });
+        return null;
+      }
+    }
+  }
+
+  async function upsertSchedulers(): Promise<void> {
+    const every: Record<(typeof DISPATCH_SCHEDULERS)[number], number> = {
+      sweep: config.dispatchSweepMs,
+      consumers: config.dispatchSweepMs,
+      reconcile: config.dispatchReconcileMs,
+    };
+    for (const id of DISPATCH_SCHEDULERS) {
+      await bull.dispatchQueue.upsertJobScheduler(id, { every: every[id] }, {
+        name: id,
+        data: {},
+        opts: { removeOnComplete: true, removeOnFail: 50 },
+      });
+    }
+  }
+
+  /**
+   * Redis may lose everything (a flush, a failover without persistence). A key written NX by
+   * the dispatchers tells: when it is missing, rebuild schedulers and re-add pending jobs now.
+   */
+  async function checkEpoch(): Promise<void> {
+    const fresh = await connection.set(bull.keys.dispatchEpoch, String(Date.now()), 'NX');
+    if (fresh === 'OK') {
+      logger.info('dispatch state (re)built from Postgres');
+      await upsertSchedulers();
+      await reconcilePendingJobs(sql, bull, { logger, minAgeMs: 0 });
+      await bull.addDispatch('consumers', {});
+    }
+  }
+
+  async function checkEvictionPolicy(): Promise<void> {
+    try {
+      const res = (await connection.call('CONFIG', 'GET', 'maxmemory-policy')) as string[];
+      const policy = res?.[1];
+      if (policy && policy !== 'noeviction') {
+        logger.error('Redis maxmemory-policy is not noeviction: BullMQ keys may be evicted (set maxmemory-policy noeviction)', { policy });
+      }
+    } catch {
+      // managed Redis may refuse CONFIG; BullMQ warns on its own then
+    }
+  }
+
+  return {
+    bull,
+    sweep,
+    async start() {
+      await checkEvictionPolicy();
+      await upsertSchedulers();
+      await checkEpoch();
+      worker = new Worker(DISPATCH_QUEUE, process, {
+        connection: createRedis(config.redisUrl, { blocking: true }),
+        prefix: bull.keys.bull,
+        concurrency: deps.concurrency ?? 4,
+      });
+      worker.on('failed', (job, err) => logger.warn('dispatch job failed', { name: job?.name, err: err.message }));
+      worker.on('error', (err) => logger.warn('dispatch worker error', { err: err.message }));
+      const tick = async () => {
+        if (closing) return;
+        try {
+          await checkEpoch();
+        } catch (err) {
+          logger.warn('epoch check failed', { err: (err as Error).message });
+        }
+        epochTimer = setTimeout(() => void tick(), Math.max(250, Math.min(2000, config.dispatchSweepMs)));
+      };
+      epochTimer = setTimeout(() => void tick(), Math.max(250, Math.min(2000, config.dispatchSweepMs)));
+      logger.info('dispatcher started', { prefix: config.redisPrefix });
+    },
+    async close() {
+      closing = true;
+      if (epochTimer) clearTimeout(epochTimer);
+      if (worker) {
+        const w = worker;
+        worker = null;
+        await w.close();
+        await w.disconnect();
+      }
+      await bull.close();
+      connection.disconnect();
+    },
+  };
+}

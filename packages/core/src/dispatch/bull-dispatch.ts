@@ -1,0 +1,129 @@
+import { Queue, type JobsOptions } from 'bullmq';
+import type { Logger } from '../logger';
+import { createRedis, redisKeys, type Redis, type RedisKeys } from '../redis';
+import type { DispatchJobRef, DispatchPort } from './port';
+import {
+  DISPATCH_JOB_OPTIONS, DISPATCH_QUEUE, MACHINE_JOB_OPTIONS, bullJobId, bullPriority, machineQueueName,
+  type DispatchJobName, type DispatchPayloads, type MachineJobPayload,
+} from './catalog';
+import { Coalescer } from './coalesce';
+import { encodeAbort, type AbortReason } from './stops';
+
+export interface BullDispatchOptions {
+  /** A shared connection (not closed by close()) or a URL (a connection of its own). */
+  redis: Redis | string;
+  prefix: string;
+  logger?: Logger;
+  /** Nudges of one kind for one queue are sent at most once per window (trailing edge kept). */
+  nudgeWindowMs?: number;
+  /** Machine Queue objects kept open (least recently used are closed beyond it). */
+  maxMachineQueues?: number;
+}
+
+/**
+ * The BullMQ side of dispatch, used by the API (as its DispatchPort), the dispatcher and the
+ * agents: puts jobs on machine queues, nudges the dispatcher, publishes aborts.
+ */
+export interface BullDispatch extends DispatchPort {
+  readonly keys: RedisKeys;
+  readonly connection: Redis;
+  /** The `{dispatch}` queue (sweeps and nudges). */
+  readonly dispatchQueue: Queue;
+  machineQueue(machineId: string): Queue;
+  /** Adds a job to the dispatcher's queue now (no coalescing). */
+  addDispatch<N extends DispatchJobName>(name: N, payload: DispatchPayloads[N], opts?: JobsOptions): Promise<void>;
+  /** Coalesced nudge to the dispatcher (see Coalescer). */
+  nudge(name: 'queue-ready' | 'items-failed', queueId: string): Promise<void>;
+  publishAbort(jobId: string, machineId: string, reason: AbortReason): Promise<void>;
+}
+
+export function createBullDispatch(opts: BullDispatchOptions): BullDispatch {
+  const ownConnection = typeof opts.redis === 'string';
+  const connection = typeof opts.redis === 'string' ? createRedis(opts.redis) : opts.redis;
+  const keys = redisKeys(opts.prefix);
+  const log = opts.logger;
+  const maxQueues = opts.maxMachineQueues ?? 500;
+  const machineQueues = new Map<string, Queue>();
+  const dispatchQueue = new Queue(DISPATCH_QUEUE, { connection, prefix: keys.bull, defaultJobOptions: DISPATCH_JOB_OPTIONS });
+  const queueErrors = (q: Queue) => q.on('error', (err) => log?.warn('bullmq queue error', { queue: q.name, err: err.message }));
+  queueErrors(dispatchQueue);
+
+  function machineQueue(machineId: string): Queue {
+    let q = machineQueues.get(machineId);
+    if (q) {
+      // refresh its place in the LRU order
+      machineQueues.delete(machineId);
+      machineQueues.set(machineId, q);
+      return q;
+    }
+    q = new Queue(machineQueueName(machineId), { connection, prefix: keys.bull, defaultJobOptions: MACHINE_JOB_OPTIONS });
+    queueErrors(q);
+    machineQueues.set(machineId, q);
+    if (machineQueues.size > maxQueues) {
+      const [oldestId, oldest] = machineQueues.entries().next().value as [string, Queue];
+      machineQueues.delete(oldestId);
+      void oldest.close().catch(() => undefined);
+    }
+    return q;
+  }
+
+  async function addDispatch<N extends DispatchJobName>(name: N, payload: DispatchPayloads[N], jobOpts?: JobsOptions): Promise<void> {
+    await dispatchQueue.add(name, payload, jobOpts);
+  }
+
+  const coalescers = {
+    'queue-ready': new Coalescer(opts.nudgeWindowMs ?? 25, (queueId) => addDispatch('queue-ready', { queue_id: queueId }), onNudgeError('queue-ready')),
+    'items-failed': new Coalescer(opts.nudgeWindowMs ?? 25, (queueId) => addDispatch('items-failed', { queue_id: queueId }), onNudgeError('items-failed')),
+  };
+  function onNudgeError(name: string) {
+    return (key: string, err: unknown) => log?.warn('dispatch nudge failed', { nudge: name, key, err: (err as Error).message });
+  }
+
+  async function jobsCreated(jobs: ReadonlyArray<DispatchJobRef>): Promise<void> {
+    const byMachine = new Map<string, DispatchJobRef[]>();
+    for (const j of jobs) {
+      const list = byMachine.get(j.machine_id) ?? [];
+      list.push(j);
+      byMachine.set(j.machine_id, list);
+    }
+    const now = Date.now();
+    await Promise.all(
+      [...byMachine].map(([machineId, list]) =>
+        machineQueue(machineId).addBulk(
+          list.map((j) => {
+            const data: MachineJobPayload = { job_id: j.id, tenant_id: j.tenant_id, machine_id: j.machine_id };
+            const delay = j.not_before ? Math.max(0, j.not_before.getTime() - now) : 0;
+            return {
+              name: 'run',
+              data,
+              opts: { jobId: bullJobId(j.id), priority: bullPriority(j.priority, !!j.sla_due_at), ...(delay > 0 ? { delay } : {}) },
+            };
+          }),
+        ),
+      ),
+    );
+  }
+
+  async function publishAbort(jobId: string, machineId: string, reason: AbortReason): Promise<void> {
+    await connection.publish(keys.jobStops, encodeAbort({ job_id: jobId, machine_id: machineId, reason }));
+  }
+
+  return {
+    keys,
+    connection,
+    dispatchQueue,
+    machineQueue,
+    addDispatch,
+    nudge: (name, queueId) => coalescers[name].trigger(queueId),
+    publishAbort,
+    jobsCreated,
+    queueItemsReady: (queue) => coalescers['queue-ready'].trigger(queue.id),
+    jobStopRequested: (job) => publishAbort(job.id, job.machine_id, 'stop'),
+    async close() {
+      for (const c of Object.values(coalescers)) c.close();
+      await Promise.allSettled([dispatchQueue.close(), ...[...machineQueues.values()].map((q) => q.close())]);
+      machineQueues.clear();
+      if (ownConnection) connection.disconnect();
+    },
+  };
+}

@@ -1,0 +1,99 @@
+import type { Sql } from '../db/sql';
+import { insertJob } from '../jobs/repo';
+import type { DispatchJobRef } from './port';
+
+/**
+ * Queue → jobs (ARCHITECTURE "Queue → jobs"): a queue names the process that consumes it
+ * (`consumer_process_id`) and the most consumer jobs at once (`max_consumers`). When it has
+ * ready items and fewer active (pending or running) consumer jobs than that, consumer jobs of the
+ * process are created on online machines with free slots, spread by free capacity.
+ *
+ * Two dispatchers (or a nudge and a sweep) may decide at once: the decision and the inserts run
+ * under a row lock on the queue, so max_consumers is never exceeded.
+ */
+interface QueueState {
+  id: string;
+  tenant_id: string;
+  name: string;
+  consumer_process_id: string;
+  max_consumers: number;
+  sla_deadline_minutes: number | null;
+  active: number;
+  ready: boolean;
+}
+
+function readyExists(sql: Sql, queueIdColumn: ReturnType<Sql>) {
+  return sql`exists (select 1 from queue_items i where i.queue_id = ${queueIdColumn} and i.status = 'new'
+                     and (i.postpone is null or i.postpone <= now()))`;
+}
+
+async function queueState(sql: Sql, queueId: string, lock: boolean): Promise<QueueState | null> {
+  const [row] = await sql<QueueState[]>`
+    select q.id, q.tenant_id, q.name, q.consumer_process_id, q.max_consumers, p.sla_deadline_minutes,
+           (select count(*) from jobs j where j.queue_id = q.id and j.status in ('pending', 'running'))::int as active,
+           ${readyExists(sql, sql`q.id`)} as ready
+    from queues q join processes p on p.id = q.consumer_process_id and p.is_active
+    where q.id = ${queueId} and q.is_active
+    ${lock ? sql`for no key update of q` : sql``}`;
+  return row ?? null;
+}
+
+/** Creates the consumer jobs a queue needs now; returns them for enqueueing after the commit. */
+export async function startQueueConsumers(sql: Sql, queueId: string): Promise<DispatchJobRef[]> {
+  // cheap look without a lock first: most nudges find the queue already fully consumed
+  const peek = await queueState(sql, queueId, false);
+  if (!peek || !peek.ready || peek.active >= peek.max_consumers) return [];
+  return sql.begin(async (txn) => {
+    const tx = txn as unknown as Sql;
+    const q = await queueState(tx, queueId, true);
+    if (!q || !q.ready || q.active >= q.max_consumers) return [];
+    const wanted = q.max_consumers - q.active;
+    const [counted] = await tx<Array<{ ready: number }>>`
+      select count(*)::int as ready from (
+        select 1 from queue_items where queue_id = ${q.id} and status = 'new' and (postpone is null or postpone <= now())
+        limit ${wanted}) r`;
+    const ready = counted!.ready;
+    const machines = await tx<Array<{ id: string; free: number }>>`
+      select m.id, (m.slots - (select count(*) from jobs a where a.machine_id = m.id and a.status in ('pending', 'running')))::int as free
+      from machines m
+      where m.tenant_id = ${q.tenant_id} and m.is_active and m.status = 'online'`;
+    const free = machines.filter((m) => m.free > 0).sort((a, b) => b.free - a.free || (a.id < b.id ? -1 : 1));
+    const created: DispatchJobRef[] = [];
+    let n = Math.min(wanted, ready);
+    while (n > 0 && free.length > 0) {
+      free.sort((a, b) => b.free - a.free);
+      const m = free[0]!;
+      const job = await insertJob(tx, {
+        tenantId: q.tenant_id,
+        processId: q.consumer_process_id,
+        machineId: m.id,
+        priority: 3,
+        inputData: { queue_id: q.id, queue_name: q.name },
+        source: 'queue',
+        slaDeadlineMinutes: q.sla_deadline_minutes,
+        queueId: q.id,
+      });
+      if (job) created.push({ id: job.id, tenant_id: job.tenant_id, machine_id: job.machine_id, priority: job.priority, sla_due_at: job.sla_due_at });
+      m.free -= 1;
+      if (m.free <= 0) free.shift();
+      n -= 1;
+    }
+    return created;
+  });
+}
+
+/** Queues (optionally of one tenant) that have ready items and room for more consumers. */
+export async function queuesNeedingConsumers(sql: Sql, tenantId: string | null = null): Promise<string[]> {
+  const rows = await sql<Array<{ id: string }>>`
+    select q.id from queues q join processes p on p.id = q.consumer_process_id and p.is_active
+    where q.is_active ${tenantId ? sql`and q.tenant_id = ${tenantId}` : sql``}
+      and (select count(*) from jobs j where j.queue_id = q.id and j.status in ('pending', 'running')) < q.max_consumers
+      and ${readyExists(sql, sql`q.id`)}`;
+  return rows.map((r) => r.id);
+}
+
+/** Whether a queue has an item ready to take now (an agent asks before its consumer ends). */
+export async function queueHasReadyItems(sql: Sql, queueId: string): Promise<boolean> {
+  const [row] = await sql<Array<{ ready: boolean }>>`select ${readyExists(sql, sql`${queueId}::uuid`)} as ready`;
+  return row!.ready;
+}

@@ -1,0 +1,135 @@
+import type { Queryable, Sql } from '../db/sql';
+import type { JobRow } from '../jobs/repo';
+import { canTransition, transitionJob, type JobStatus } from '../jobs/transitions';
+import { failItemsOfJobs } from '../queue-items/transitions';
+import { createFollowUps } from './follow-ups';
+import type { DispatchJobRef } from './port';
+
+/**
+ * A job's life on its machine, as the agent drives it. Every write is guarded by the status and
+ * by the fencing token `attempt` that the start hands out (ARCHITECTURE invariants 2 and 3).
+ */
+
+if (!canTransition('pending', 'running')) throw new Error('job table lost pending → running');
+
+export interface StartedJob {
+  id: string;
+  tenant_id: string;
+  process_id: string;
+  process_name: string;
+  machine_id: string;
+  /** the fencing token of this run */
+  attempt: number;
+  input_data: Record<string, unknown> | null;
+  queue_id: string | null;
+  source: string;
+  priority: number;
+  retry_count: number;
+  timeout_seconds: number;
+  started_at: Date;
+  timeout_at: Date;
+}
+
+export type StartResult =
+  | { started: StartedJob }
+  /** not pending any more (stopped before it ran, or a duplicate delivery): nothing to do */
+  | { skipped: 'not_pending'; status: JobStatus | null }
+  /** a delayed retry delivered early: try again at `not_before` */
+  | { skipped: 'not_before'; not_before: Date };
+
+/**
+ * `pending → running` on this machine, as one statement: bumps `attempt` (the new fencing
+ * token), stamps `started_at` and `timeout_at` (database clock) and returns what the robot needs.
+ */
+export async function startJob(sql: Queryable, jobId: string, machineId: string): Promise<StartResult> {
+  const [row] = await sql<StartedJob[]>`
+    update jobs j
+       set status = 'running', attempt = j.attempt + 1, started_at = now(), updated_at = now(),
+           timeout_at = now() + make_interval(secs => p.timeout_seconds)
+      from processes p
+     where j.id = ${jobId} and j.machine_id = ${machineId} and j.status = 'pending'
+       and (j.not_before is null or j.not_before <= now())
+       and p.id = j.process_id
+    returning j.id, j.tenant_id, j.process_id, p.name as process_name, j.machine_id, j.attempt, j.input_data, j.queue_id,
+              j.source, j.priority, j.retry_count, p.timeout_seconds, j.started_at, j.timeout_at`;
+  if (row) return { started: row };
+  const [cur] = await sql<Array<{ status: JobStatus; not_before: Date | null }>>`
+    select status, not_before from jobs where id = ${jobId}`;
+  if (cur?.status === 'pending' && cur.not_before && cur.not_before.getTime() > Date.now() - 5) {
+    return { skipped: 'not_before', not_before: cur.not_before };
+  }
+  return { skipped: 'not_pending', status: cur?.status ?? null };
+}
+
+export interface JobProgress {
+  progress_percent?: number | null;
+  progress_message?: string | null;
+  /** the whole log so far (the agent is the only writer of a running job's log) */
+  logs?: string | null;
+  resource_metrics?: Record<string, unknown> | null;
+}
+
+/**
+ * Progress of a running job (not a status change, but fenced like one). Returns whether a stop
+ * was requested, or null when this run no longer owns the job (stale attempt, job finished).
+ */
+export async function reportJobProgress(sql: Queryable, jobId: string, attempt: number, p: JobProgress): Promise<{ stop_requested: boolean } | null> {
+  const set: Record<string, unknown> = { updated_at: sql`now()` };
+  if (p.progress_percent !== undefined) set.progress_percent = p.progress_percent;
+  if (p.progress_message !== undefined) set.progress_message = p.progress_message;
+  if (p.logs !== undefined) set.logs = p.logs;
+  if (p.resource_metrics !== undefined) set.resource_metrics = p.resource_metrics === null ? null : sql.json(p.resource_metrics as never);
+  const [row] = await sql<Array<{ stop_requested: boolean }>>`
+    update jobs set ${sql(set, Object.keys(set))}
+    where id = ${jobId} and status = 'running' and attempt = ${attempt}
+    returning stop_requested`;
+  return row ?? null;
+}
+
+export type FinalByAgent = 'completed' | 'failed' | 'stopped' | 'timed_out';
+
+export interface JobEnd extends JobProgress {
+  to: FinalByAgent;
+  output_data?: Record<string, unknown> | null;
+  error_message?: string | null;
+  /** for consumer jobs: the message items still held get (normally none) */
+  orphanItemMessage?: string;
+}
+
+export interface FinishResult {
+  job: JobRow;
+  /** jobs created by the transition (chain, retry): enqueue them after the commit */
+  followUps: DispatchJobRef[];
+  /** queues whose items this job left behind (failed): apply their retry policy */
+  failedItemQueues: string[];
+}
+
+/**
+ * `running → completed | failed | stopped | timed_out` for this run (attempt), with its
+ * follow-ups, in one transaction. Null when the guard refused it (a stale run, or the
+ * dispatcher already ended the job): the caller's result is then simply dropped.
+ */
+export async function finishJob(sql: Sql, jobId: string, attempt: number, end: JobEnd): Promise<FinishResult | null> {
+  return sql.begin(async (tx) => {
+    const job = await transitionJob(tx, {
+      id: jobId,
+      from: 'running',
+      to: end.to,
+      attempt,
+      set: {
+        output_data: end.output_data,
+        error_message: end.error_message,
+        logs: end.logs,
+        resource_metrics: end.resource_metrics,
+        progress_percent: end.progress_percent,
+        progress_message: end.progress_message,
+      },
+    });
+    if (!job) return null;
+    const failedItemQueues = job.queue_id
+      ? await failItemsOfJobs(tx, [job.id], end.orphanItemMessage ?? 'El trabajo consumidor terminó sin cerrar el elemento')
+      : [];
+    const followUps = await createFollowUps(tx, job);
+    return { job, followUps, failedItemQueues };
+  });
+}

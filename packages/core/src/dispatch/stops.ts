@@ -1,0 +1,34 @@
+/**
+ * Abort requests for running jobs, published on the Redis channel `redisKeys(prefix).jobStops`
+ * and heard by every agent; the one running the job aborts it through BullMQ's AbortSignal
+ * (`worker.cancelJob`). Pub/sub is fire-and-forget: agents also poll `stop_requested`, and the
+ * dispatcher re-publishes stops that are still pending, so a lost message only delays a stop.
+ */
+export type AbortReason =
+  /** a person asked to stop it (jobs/{id}/stop): it ends `stopped` */
+  | 'stop'
+  /** the dispatcher timed it out: it is already `timed_out`, the robot just stops working */
+  | 'timeout'
+  /** the dispatcher gave the job up (machine declared offline): the robot stops working */
+  | 'lost';
+
+export interface JobAbortMessage {
+  job_id: string;
+  machine_id: string;
+  reason: AbortReason;
+}
+
+export function encodeAbort(m: JobAbortMessage): string {
+  return JSON.stringify(m);
+}
+
+export function decodeAbort(raw: string): JobAbortMessage | null {
+  try {
+    const m = JSON.parse(raw) as Partial<JobAbortMessage>;
+    if (typeof m.job_id !== 'string' || typeof m.machine_id !== 'string') return null;
+    const reason: AbortReason = m.reason === 'timeout' || m.reason === 'lost' ? m.reason : 'stop';
+    return { job_id: m.job_id, machine_id: m.machine_id, reason };
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,148 @@
+import type { Sql } from '../db/sql';
+import type { JobRow } from '../jobs/repo';
+import { canTransition, type JobStatus } from '../jobs/transitions';
+import { failItemsOfJobs, failOrphanedItems } from '../queue-items/transitions';
+import { markSilentMachinesOffline } from '../machines/heartbeat';
+import { recordAudit } from '../audit/audit';
+import { createFollowUps } from './follow-ups';
+import type { DispatchJobRef } from './port';
+
+/**
+ * The dispatcher's periodic work, each step one guarded set statement (STYLE habit 6) whose
+ * from/to pairs are checked against the job table at load time. Each runs in one transaction
+ * with the follow-ups of the jobs it ended, so a retry or a chain is never lost.
+ */
+const USED: Array<[JobStatus, JobStatus]> = [
+  ['running', 'timed_out'], ['running', 'failed'], ['running', 'stopped'], ['pending', 'stopped'],
+];
+for (const [from, to] of USED) if (!canTransition(from, to)) throw new Error(`job table lost ${from} → ${to}`);
+
+/** Messages the engine writes on items it fails (jobs' messages are built in the SQL below). */
+export const DISPATCH_ITEM_MESSAGES = {
+  robotLost: 'El robot que procesaba el elemento dejó de responder (su job terminó sin cerrarlo)',
+  timedOut: 'El job que procesaba el elemento superó su tiempo máximo de ejecución',
+  machineLost: (name: string) => `La máquina ${name} dejó de responder mientras procesaba el elemento`,
+};
+
+export interface EndedJobs {
+  /** running jobs the engine ended: their agents must stop working on them */
+  ended: Array<{ id: string; machine_id: string; status: JobStatus }>;
+  followUps: DispatchJobRef[];
+  /** queues with items failed by this sweep (apply their retry policy) */
+  failedItemQueues: string[];
+}
+
+async function withFollowUps(sql: Sql, run: (tx: Sql) => Promise<{ rows: JobRow[]; itemMessage: (row: JobRow) => string }>): Promise<EndedJobs> {
+  return sql.begin(async (tx) => {
+    const { rows, itemMessage } = await run(tx as unknown as Sql);
+    const followUps: DispatchJobRef[] = [];
+    const failedItemQueues = new Set<string>();
+    for (const row of rows) {
+      if (row.queue_id && (row.status !== 'stopped' || row.started_at)) {
+        for (const q of await failItemsOfJobs(tx, [row.id], itemMessage(row))) failedItemQueues.add(q);
+      }
+      followUps.push(...(await createFollowUps(tx, row)));
+    }
+    return {
+      ended: rows.filter((r) => r.started_at).map((r) => ({ id: r.id, machine_id: r.machine_id, status: r.status })),
+      followUps,
+      failedItemQueues: [...failedItemQueues],
+    };
+  });
+}
+
+/** `running → timed_out` for jobs past `timeout_at` (database clock). */
+export function timeOutJobs(sql: Sql): Promise<EndedJobs> {
+  return withFollowUps(sql, async (tx) => {
+    const rows = await tx<Array<JobRow & { timeout_seconds: number }>>`
+      update jobs j set status = 'timed_out', finished_at = now(), updated_at = now(),
+             error_message = 'Tiempo de ejecución agotado: superó timeout_seconds (' || p.timeout_seconds || ' s)'
+        from processes p
+       where j.status = 'running' and j.timeout_at <= now() and p.id = j.process_id
+      returning j.*, p.timeout_seconds`;
+    return { rows, itemMessage: () => DISPATCH_ITEM_MESSAGES.timedOut };
+  });
+}
+
+/**
+ * Machines silent for `offlineAfterSeconds` become offline; then every job of an offline
+ * machine that cannot go on is ended: running → `stopped` when its stop was requested, else
+ * `failed` with a clear message (the process's retry policy follows); pending consumer jobs →
+ * `stopped` so other machines can take the queue. Other pending jobs wait for the machine.
+ */
+export async function sweepOfflineMachines(sql: Sql, offlineAfterSeconds: number): Promise<EndedJobs & { offline: Array<{ id: string; tenant_id: string; name: string }> }> {
+  const offline = await markSilentMachinesOffline(sql, offlineAfterSeconds);
+  const ended = await withFollowUps(sql, async (tx) => {
+    const rows = await tx<Array<JobRow & { machine_name: string }>>`
+      update jobs j
+         set status = case when j.status = 'running' and not j.stop_requested then 'failed' else 'stopped' end,
+             finished_at = now(), updated_at = now(),
+             error_message = case
+               when j.status = 'pending' then 'La máquina ' || m.name || ' quedó fuera de línea antes de iniciar el consumidor de la cola'
+               when j.stop_requested then j.error_message
+               else 'La máquina ' || m.name || ' dejó de enviar latidos mientras ejecutaba el job' end
+        from machines m
+       where m.id = j.machine_id and m.status = 'offline'
+         and (j.status = 'running' or (j.status = 'pending' and j.source = 'queue'))
+      returning j.*, m.name as machine_name`;
+    return { rows, itemMessage: (r) => DISPATCH_ITEM_MESSAGES.machineLost((r as JobRow & { machine_name: string }).machine_name) };
+  });
+  return { ...ended, offline };
+}
+
+/**
+ * A (re)starting agent owns no running job: whatever Postgres says runs on its machine was lost
+ * with the previous agent process. Ends them like a lost machine.
+ */
+export function giveUpMachineJobs(sql: Sql, machineId: string): Promise<EndedJobs> {
+  return withFollowUps(sql, async (tx) => {
+    const rows = await tx<Array<JobRow & { machine_name: string }>>`
+      update jobs j
+         set status = case when j.stop_requested then 'stopped' else 'failed' end,
+             finished_at = now(), updated_at = now(),
+             error_message = case when j.stop_requested then j.error_message
+               else 'El agente de la máquina ' || m.name || ' se reinició mientras ejecutaba el job' end
+        from machines m
+       where m.id = j.machine_id and j.machine_id = ${machineId} and j.status = 'running'
+      returning j.*, m.name as machine_name`;
+    return { rows, itemMessage: (r) => DISPATCH_ITEM_MESSAGES.machineLost((r as JobRow & { machine_name: string }).machine_name) };
+  });
+}
+
+/** Items still `in_progress` under a job that is no longer active → failed. */
+export function failOrphans(sql: Sql): Promise<string[]> {
+  return failOrphanedItems(sql, DISPATCH_ITEM_MESSAGES.robotLost);
+}
+
+/** Running jobs whose stop was requested a while ago and that still run: publish again. */
+export async function pendingStops(sql: Sql, olderThanMs: number): Promise<Array<{ id: string; machine_id: string }>> {
+  return sql<Array<{ id: string; machine_id: string }>>`
+    select id, machine_id from jobs
+    where status = 'running' and stop_requested and updated_at < now() - make_interval(secs => ${olderThanMs / 1000})
+    limit 1000`;
+}
+
+/**
+ * SLA (process `sla_deadline_minutes` → job `sla_due_at`): a job still unfinished at its due
+ * time is marked once (`sla_breached_at`), written to the tenant's audit log and logged.
+ */
+export async function markSlaBreaches(sql: Sql): Promise<Array<{ id: string; tenant_id: string; process_id: string; sla_due_at: Date }>> {
+  return sql.begin(async (tx) => {
+    const rows = await tx<Array<{ id: string; tenant_id: string; process_id: string; sla_due_at: Date; status: string }>>`
+      update jobs set sla_breached_at = now()
+      where status in ('pending', 'running') and sla_due_at <= now() and sla_breached_at is null
+      returning id, tenant_id, process_id, sla_due_at, status`;
+    for (const r of rows) {
+      await recordAudit(tx, {
+        tenantId: r.tenant_id,
+        actorType: 'system',
+        action: 'sla_breach',
+        source: 'dispatcher',
+        resourceType: 'job',
+        resourceId: r.id,
+        details: { process_id: r.process_id, sla_due_at: r.sla_due_at.toISOString(), status: r.status },
+      });
+    }
+    return rows;
+  });
+}

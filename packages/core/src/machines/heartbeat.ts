@@ -1,0 +1,103 @@
+import type { Queryable } from '../db/sql';
+import { sha256 } from '../security/hash';
+
+/**
+ * Machine status from heartbeats (ARCHITECTURE "Machines"):
+ *  - online  — heartbeats arrive and a slot is free;
+ *  - busy    — heartbeats arrive and every slot runs a job;
+ *  - offline — no heartbeat for `machineOfflineAfterSeconds` (the dispatcher's sweep says so),
+ *              or the agent said goodbye.
+ * The agent is the only one that knows how many jobs it runs, so it reports `running_jobs` on
+ * every heartbeat and whenever that number changes; the status column is always derived from
+ * it, so `machines/list` and auto-selection read a fresh status.
+ */
+export type MachineStatusValue = 'online' | 'busy' | 'offline';
+
+export interface AgentMachine {
+  id: string;
+  tenant_id: string;
+  name: string;
+  slots: number;
+}
+
+/** The active machine a machine key (`svc_mk_…`) belongs to, or null. */
+export async function findMachineByKey(sql: Queryable, machineKey: string): Promise<AgentMachine | null> {
+  const [row] = await sql<AgentMachine[]>`
+    select id, tenant_id, name, slots from machines where machine_key_hash = ${sha256(machineKey)} and is_active`;
+  return row ?? null;
+}
+
+/** The status a machine with this load reports. */
+export function loadStatus(running: number, slots: number): 'online' | 'busy' {
+  return running >= slots ? 'busy' : 'online';
+}
+
+export interface HeartbeatResult {
+  /** the status before this heartbeat (offline → the machine just came back) */
+  previous: MachineStatusValue;
+  status: MachineStatusValue;
+  slots: number;
+  /** still active? An inactive machine's agent stops taking work. */
+  is_active: boolean;
+}
+
+/** One heartbeat: last_heartbeat_at, running_jobs and the derived status, in one statement. */
+export async function recordHeartbeat(
+  sql: Queryable,
+  machineId: string,
+  report: { running: number; agentVersion?: string | null; hostInfo?: Record<string, unknown> | null },
+): Promise<HeartbeatResult | null> {
+  const [row] = await sql<HeartbeatResult[]>`
+    update machines m
+       set last_heartbeat_at = now(), running_jobs = ${report.running},
+           status = case when ${report.running}::int >= m.slots then 'busy' else 'online' end,
+           agent_version = coalesce(${report.agentVersion ?? null}, m.agent_version),
+           host_info = coalesce(${report.hostInfo ? sql.json(report.hostInfo as never) : null}::jsonb, m.host_info),
+           updated_at = case when m.status = (case when ${report.running}::int >= m.slots then 'busy' else 'online' end)
+                             then m.updated_at else now() end
+      from (select status as previous from machines where id = ${machineId}) p
+     where m.id = ${machineId}
+    returning p.previous, m.status, m.slots, m.is_active`;
+  return row ?? null;
+}
+
+/** The agent is going away (graceful shutdown): offline now rather than after the timeout. */
+export async function recordGoodbye(sql: Queryable, machineId: string): Promise<void> {
+  await sql`update machines set status = 'offline', running_jobs = 0, updated_at = now() where id = ${machineId}`;
+}
+
+/**
+ * The dispatcher's sweep: machines whose heartbeats stopped for `offlineAfterSeconds` become
+ * offline. Returns them (their running jobs are then given up, see job sweeps).
+ */
+export async function markSilentMachinesOffline(
+  sql: Queryable,
+  offlineAfterSeconds: number,
+): Promise<Array<{ id: string; tenant_id: string; name: string }>> {
+  return sql<Array<{ id: string; tenant_id: string; name: string }>>`
+    update machines set status = 'offline', running_jobs = 0, updated_at = now()
+    where status <> 'offline'
+      and (last_heartbeat_at is null or last_heartbeat_at < now() - make_interval(secs => ${offlineAfterSeconds}))
+    returning id, tenant_id, name`;
+}
+
+/**
+ * Where a job created by the engine (a chain, a retry) runs: the preferred machine if it is not
+ * offline; else the least-loaded online machine of the tenant; else a busy one; else the
+ * preferred machine even offline (the job waits for it). Only active machines. Load = pending
+ * and running jobs per slot.
+ */
+export async function pickMachineForFollowUp(sql: Queryable, tenantId: string, preferMachineId: string | null): Promise<string | null> {
+  const [row] = await sql<{ id: string }[]>`
+    select m.id from machines m
+    where m.tenant_id = ${tenantId} and m.is_active
+    order by case when m.id = ${preferMachineId}::uuid and m.status <> 'offline' then 0
+                  when m.status = 'online' then 1
+                  when m.status = 'busy' then 2
+                  when m.id = ${preferMachineId}::uuid then 3
+                  else 4 end,
+             (select count(*) from jobs a where a.machine_id = m.id and a.status in ('pending', 'running'))::float8 / m.slots,
+             m.id
+    limit 1`;
+  return row?.id ?? null;
+}
