@@ -1,0 +1,92 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { createSql, migrate, parseEncryptionKey, type Sql } from '@svc/core';
+import { CliError } from './errors';
+
+export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/svc';
+
+/** The URL without its password, for messages. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(invalid DATABASE_URL)';
+  }
+}
+
+function connectionProblem(err: unknown, url: string): CliError | null {
+  const e = err as { code?: string; message?: string };
+  const where = redactUrl(url);
+  if (e.code === 'ECONNREFUSED' || e.code === 'ENOTFOUND' || e.code === 'EHOSTUNREACH' || e.code === 'CONNECT_TIMEOUT') {
+    return new CliError(`cannot reach Postgres at ${where} (${e.code}): start it, or point DATABASE_URL at a running server`);
+  }
+  if (e.code === '28P01' || e.code === '28000') return new CliError(`Postgres refused the login for ${where}: ${e.message}`);
+  return null;
+}
+
+async function createDatabase(url: string): Promise<void> {
+  const target = new URL(url);
+  const name = decodeURIComponent(target.pathname.slice(1));
+  target.pathname = '/postgres';
+  const admin = createSql(target.toString(), { max: 1 });
+  try {
+    await admin.unsafe(`create database "${name.replace(/"/g, '""')}"`).catch((err: { code?: string }) => {
+      if (err.code !== '42P04') throw err; // created meanwhile by another starter
+    });
+  } finally {
+    await admin.end({ timeout: 5 });
+  }
+}
+
+/**
+ * Connects to DATABASE_URL (default: local `svc` database), creates the database when it does
+ * not exist yet, and applies pending migrations, so every command works on a fresh machine.
+ */
+export async function openDatabase(env: Record<string, string | undefined>): Promise<Sql> {
+  const url = env.DATABASE_URL || DEFAULT_DATABASE_URL;
+  try {
+    new URL(url);
+  } catch {
+    throw new CliError('DATABASE_URL is not a valid URL (expected postgres://user@host:port/database)');
+  }
+  for (let attempt = 0; ; attempt++) {
+    const sql = createSql(url, { max: 4 });
+    try {
+      await migrate(sql);
+      return sql;
+    } catch (err) {
+      await sql.end({ timeout: 5 }).catch(() => undefined);
+      const cause = (err as { cause?: unknown }).cause ?? err;
+      if ((cause as { code?: string }).code === '3D000' && attempt === 0) {
+        await createDatabase(url).catch((e) => {
+          throw connectionProblem(e, url) ?? e;
+        });
+        continue;
+      }
+      throw connectionProblem(cause, url) ?? err;
+    }
+  }
+}
+
+/** Where `npm start` keeps the key it generated for this checkout (see scripts/start.mjs). */
+export const CHECKOUT_KEY_FILE = path.resolve(__dirname, '..', '..', '..', '.data', 'asset-encryption-key');
+
+/**
+ * The asset encryption key: ASSET_ENCRYPTION_KEY, else the key `npm start` generated for this
+ * checkout. Only commands that touch assets need it.
+ */
+export function assetKey(env: Record<string, string | undefined>, keyFile = CHECKOUT_KEY_FILE): Buffer {
+  const raw = env.ASSET_ENCRYPTION_KEY || (existsSync(keyFile) ? readFileSync(keyFile, 'utf8').trim() : undefined);
+  if (!raw) {
+    throw new CliError(
+      'assets need ASSET_ENCRYPTION_KEY (32 random bytes, base64), the same key the API runs with; npm start keeps one in .data/asset-encryption-key',
+    );
+  }
+  try {
+    return parseEncryptionKey(raw);
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
+}

@@ -1,0 +1,490 @@
+import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createSql, sha256, verifyPassword } from '@svc/core';
+import { databaseUrl, testEnv } from '@svc/core/testing';
+import { createApiTestContext, type ApiTestContext } from '../../../apps/api/test/helpers';
+
+/**
+ * The real compiled CLI (`node packages/cli/bin/svc.js`, built by `npm test` before jest) against
+ * this file's own database.
+ */
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+const BIN = path.join(ROOT, 'packages', 'cli', 'bin', 'svc.js');
+const EXAMPLE = path.join(ROOT, 'examples', 'workspace.json');
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+let t: ApiTestContext;
+let baseEnv: Record<string, string>;
+const tmp = mkdtempSync(path.join(tmpdir(), 'svc-cli-test-'));
+
+function svc(args: string[], opts: { env?: Record<string, string | undefined>; input?: string } = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const env: Record<string, string> = { PATH: process.env.PATH ?? '', ...baseEnv };
+    for (const [k, v] of Object.entries(opts.env ?? {})) {
+      if (v === undefined) delete env[k];
+      else env[k] = v;
+    }
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    child.stdin.end(opts.input ?? '');
+  });
+}
+
+const json = (r: Run) => JSON.parse(r.stdout);
+/** The one-line error (without --json) or the JSON error document (with --json) on stderr. */
+const errorLine = (r: Run) => r.stderr.trim();
+
+function writeFile(name: string, content: unknown): string {
+  const file = path.join(tmp, name);
+  writeFileSync(file, typeof content === 'string' ? content : JSON.stringify(content, null, 2));
+  return file;
+}
+
+beforeAll(async () => {
+  t = await createApiTestContext();
+  baseEnv = { ...t.childEnv };
+});
+afterAll(() => t.close());
+
+describe('svc tenant', () => {
+  it('creates a tenant with features, quota and subscription, printing the record as JSON', async () => {
+    const r = await svc(['tenant', 'create', '--name', 'cli-acme', '--features', 'webhooks', '--quota', '500', '--subscription', 'trialing', '--json']);
+    expect(r.code).toBe(0);
+    const tenant = json(r);
+    expect(Object.keys(tenant).sort()).toEqual(
+      ['created_at', 'id', 'monthly_quota', 'name', 'plan', 'plan_features', 'quota_period', 'quota_used', 'subscription_status', 'updated_at'],
+    );
+    expect(tenant).toMatchObject({
+      name: 'cli-acme', plan: 'standard', plan_features: ['webhooks'], subscription_status: 'trialing', monthly_quota: 500, quota_used: 0,
+    });
+    const [row] = await t.sql`select plan_features, monthly_quota from tenants where id = ${tenant.id}`;
+    expect(row).toEqual({ plan_features: ['webhooks'], monthly_quota: 500 });
+  });
+
+  it('prints a readable record without --json, with the defaults of a new tenant', async () => {
+    const r = await svc(['tenant', 'create', '--name', 'cli-plain']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^Created tenant cli-plain\n/);
+    expect(r.stdout).toMatch(/plan_features\s+api_keys, webhooks/);
+    expect(r.stdout).toMatch(/monthly_quota\s+10000/);
+    expect(r.stderr).toBe('');
+  });
+
+  it('refuses a duplicate name with exit code 4 and one line', async () => {
+    const r = await svc(['tenant', 'create', '--name', 'cli-acme']);
+    expect(r.code).toBe(4);
+    expect(r.stdout).toBe('');
+    expect(errorLine(r)).toBe('svc: Ya existe un tenant con ese nombre');
+    const j = await svc(['tenant', 'create', '--name', 'cli-acme', '--json']);
+    expect(j.code).toBe(4);
+    expect(JSON.parse(j.stderr)).toEqual({ success: false, error: { code: 'CONFLICT', message: 'Ya existe un tenant con ese nombre' } });
+  });
+
+  it('refuses invalid values with exit code 2, naming the flags', async () => {
+    const r = await svc(['tenant', 'create', '--name', 'cli-bad', '--features', 'api_keys,teleport', '--quota', 'lots', '--json']);
+    expect(r.code).toBe(2);
+    const err = JSON.parse(r.stderr).error;
+    expect(err.code).toBe('VALIDATION_ERROR');
+    expect(err.details.map((d: { field: string }) => d.field).sort()).toEqual(['--features → 1', '--quota']);
+    const [{ n }] = await t.sql`select count(*)::int as n from tenants where name = 'cli-bad'`;
+    expect(n).toBe(0);
+  });
+
+  it('changes only the given fields of a tenant named by name, and shows what changed', async () => {
+    const r = await svc(['tenant', 'update', 'cli-acme', '--quota', '750', '--features', 'api_keys,webhooks']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('Updated tenant cli-acme');
+    expect(r.stdout).toContain('monthly_quota: 500 → 750');
+    expect(r.stdout).toContain('plan_features: webhooks → api_keys, webhooks');
+    const shown = json(await svc(['tenant', 'show', 'cli-acme', '--json']));
+    expect(shown).toMatchObject({ monthly_quota: 750, plan_features: ['api_keys', 'webhooks'], subscription_status: 'trialing' });
+    const again = await svc(['tenant', 'update', shown.id, '--subscription', 'trialing']);
+    expect(again.stdout.trim()).toBe('Tenant cli-acme unchanged');
+    const j = json(await svc(['tenant', 'update', shown.id, '--subscription', 'active', '--json']));
+    expect(j).toMatchObject({ id: shown.id, subscription_status: 'active', monthly_quota: 750 });
+  });
+
+  it('answers an unknown tenant with exit code 3 and an update without changes with exit code 2', async () => {
+    const r = await svc(['tenant', 'show', 'no-such-tenant']);
+    expect(r.code).toBe(3);
+    expect(errorLine(r)).toBe('svc: Tenant no encontrado: no-such-tenant');
+    const u = await svc(['tenant', 'update', 'cli-acme']);
+    expect(u.code).toBe(2);
+    expect(errorLine(u)).toMatch(/^svc: nothing to change/);
+  });
+
+  it('lists tenants as a JSON array and as a table', async () => {
+    const j = await svc(['tenant', 'list', '--json']);
+    expect(j.code).toBe(0);
+    const names = json(j).map((x: { name: string }) => x.name);
+    expect(names).toEqual(expect.arrayContaining(['cli-acme', 'cli-plain']));
+    const r = await svc(['tenant', 'list']);
+    expect(r.stdout.split('\n')[0]).toMatch(/^ID\s+NAME\s+PLAN\s+FEATURES\s+SUBSCRIPTION\s+QUOTA\s+USED$/);
+    expect(r.stdout).toContain('cli-acme');
+  });
+});
+
+describe('svc user and svc token', () => {
+  let tenantId: string;
+  beforeAll(async () => {
+    tenantId = json(await svc(['tenant', 'create', '--name', 'cli-users', '--json'])).id;
+  });
+
+  it('creates a user with a scrypt-hashed password and prints it as JSON', async () => {
+    const r = await svc(['user', 'create', '--tenant', 'cli-users', '--email', 'Op@Example.test', '--password', 'operator-pass', '--role', 'admin', '--name', 'Op', '--json']);
+    expect(r.code).toBe(0);
+    const user = json(r);
+    expect(user).toEqual({
+      id: expect.any(String), email: 'Op@Example.test', name: 'Op', role: 'admin', tenant_id: tenantId, is_active: true,
+      created_at: expect.any(String), tenant_name: 'cli-users',
+    });
+    const [row] = await t.sql`select password_hash from users where id = ${user.id}`;
+    expect(row!.password_hash).toMatch(/^scrypt\$/);
+    expect(await verifyPassword('operator-pass', row!.password_hash as string)).toBe(true);
+  });
+
+  it('reads the password from standard input with --password-stdin', async () => {
+    const r = await svc(['user', 'create', '--tenant', tenantId, '--email', 'member@example.test', '--role', 'member', '--password-stdin'], { input: 'piped-password\n' });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^Created member member@example.test in tenant cli-users/);
+    const login = await t.http.post('/api/v1/auth/login').send({ email: 'member@example.test', password: 'piped-password' });
+    expect(login.status).toBe(200);
+  });
+
+  it('refuses a taken email in another letter case (4), a short password (2), a bad role (2) and an unknown tenant (3)', async () => {
+    const dup = await svc(['user', 'create', '--tenant', 'cli-users', '--email', 'OP@example.TEST', '--password', 'operator-pass', '--role', 'admin']);
+    expect(dup.code).toBe(4);
+    expect(errorLine(dup)).toBe('svc: Ya existe un usuario con ese email');
+    const short = await svc(['user', 'create', '--tenant', 'cli-users', '--email', 'x@example.test', '--password', 'short', '--role', 'admin']);
+    expect(short.code).toBe(2);
+    expect(errorLine(short)).toMatch(/^svc: Error de validación \(--password: /);
+    const role = await svc(['user', 'create', '--tenant', 'cli-users', '--email', 'x@example.test', '--password', 'longenough', '--role', 'owner']);
+    expect(role.code).toBe(2);
+    expect(errorLine(role)).toMatch(/--role must be one of admin, member/);
+    const tenant = await svc(['user', 'create', '--tenant', 'nowhere', '--email', 'x@example.test', '--password', 'longenough', '--role', 'admin']);
+    expect(tenant.code).toBe(3);
+    const [{ n }] = await t.sql`select count(*)::int as n from users where lower(email) = 'x@example.test'`;
+    expect(n).toBe(0);
+  });
+
+  it('issues an access token, printed once, that authenticates at /auth/me with the user\'s role', async () => {
+    const before = Date.now();
+    const r = await svc(['token', 'issue', '--email', 'op@example.test', '--ttl', '600', '--json']);
+    expect(r.code).toBe(0);
+    const issued = json(r);
+    expect(Object.keys(issued).sort()).toEqual(['expires_at', 'id', 'prefix', 'tenant_id', 'token', 'user', 'user_id']);
+    expect(issued.token).toMatch(/^svc_at_/);
+    expect(issued.prefix).toBe(issued.token.slice(0, 12));
+    const ttl = (new Date(issued.expires_at).getTime() - before) / 1000;
+    expect(ttl).toBeGreaterThan(590);
+    expect(ttl).toBeLessThan(610);
+    const [row] = await t.sql`select token_hash from access_tokens where id = ${issued.id}`;
+    expect((row!.token_hash as Buffer).equals(sha256(issued.token))).toBe(true);
+    const me = await t.http.get('/api/v1/auth/me').set('Authorization', `Bearer ${issued.token}`);
+    expect(me.status).toBe(200);
+    expect(me.body.data).toMatchObject({ email: 'Op@Example.test', role: 'admin', tenant_id: tenantId });
+  });
+
+  it('prints the token readably with how to use and revoke it', async () => {
+    const r = await svc(['token', 'issue', '--email', 'member@example.test']);
+    expect(r.code).toBe(0);
+    const token = /^\s+(svc_at_\S+)$/m.exec(r.stdout)?.[1];
+    expect(token).toBeDefined();
+    expect(r.stdout).toContain('It is shown only this once');
+    const [row] = await t.sql`select expires_at - created_at as ttl, extract(epoch from expires_at - created_at)::int as secs from access_tokens where token_hash = ${sha256(token!)}`;
+    expect(row!.secs).toBe(3600);
+  });
+
+  it('refuses an unknown email (3) and a lifetime under a minute (2)', async () => {
+    const unknown = await svc(['token', 'issue', '--email', 'ghost@example.test']);
+    expect(unknown.code).toBe(3);
+    const ttl = await svc(['token', 'issue', '--email', 'op@example.test', '--ttl', '5', '--json']);
+    expect(ttl.code).toBe(2);
+    expect(JSON.parse(ttl.stderr).error.details[0].field).toBe('--ttl');
+  });
+
+  it('revokes a token by prefix, by id and by whole value; a revoked token answers 401', async () => {
+    const a = json(await svc(['token', 'issue', '--email', 'op@example.test', '--json']));
+    const byPrefix = await svc(['token', 'revoke', a.prefix, '--json']);
+    expect(byPrefix.code).toBe(0);
+    expect(json(byPrefix)).toMatchObject({ id: a.id, prefix: a.prefix, already_revoked: false, revoked_at: expect.any(String) });
+    expect((await t.http.get('/api/v1/auth/me').set('Authorization', `Bearer ${a.token}`)).status).toBe(401);
+    const again = await svc(['token', 'revoke', a.id]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('was already revoked');
+    const b = json(await svc(['token', 'issue', '--email', 'op@example.test', '--json']));
+    expect((await svc(['token', 'revoke', b.token])).code).toBe(0);
+    expect((await t.http.get('/api/v1/auth/me').set('Authorization', `Bearer ${b.token}`)).status).toBe(401);
+    const missing = await svc(['token', 'revoke', 'svc_at_XXXXX']);
+    expect(missing.code).toBe(3);
+    expect(errorLine(missing)).toBe('svc: no access token matches "svc_at_XXXXX"');
+  });
+
+  it('deactivates a user, whose tokens then answer 401 and who can no longer log in', async () => {
+    const tok = json(await svc(['token', 'issue', '--email', 'member@example.test', '--json']));
+    const r = await svc(['user', 'deactivate', 'member@example.test', '--json']);
+    expect(r.code).toBe(0);
+    expect(json(r)).toMatchObject({ email: 'member@example.test', is_active: false });
+    expect((await t.http.get('/api/v1/auth/me').set('Authorization', `Bearer ${tok.token}`)).status).toBe(401);
+    const login = await t.http.post('/api/v1/auth/login').send({ email: 'member@example.test', password: 'piped-password' });
+    expect(login.status).toBe(401);
+  });
+
+  it('lists the users of a tenant', async () => {
+    const r = await svc(['user', 'list', '--tenant', 'cli-users', '--json']);
+    expect(r.code).toBe(0);
+    expect(json(r).map((u: { email: string; is_active: boolean }) => [u.email, u.is_active])).toEqual([
+      ['Op@Example.test', true],
+      ['member@example.test', false],
+    ]);
+  });
+});
+
+describe('svc usage and failures', () => {
+  it('prints usage and exits 2 without a command, 0 with --help', async () => {
+    const none = await svc([]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('Usage: svc <command>');
+    const help = await svc(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/tenant .*\n.*user .*\n.*token .*\n.*apply /);
+    const sub = await svc(['tenant', 'create', '--help']);
+    expect(sub.code).toBe(0);
+    expect(sub.stdout).toContain('svc tenant create --name NAME');
+  });
+
+  it('answers an unknown command, subcommand or flag with exit code 2 and one line', async () => {
+    for (const args of [['teleport'], ['tenant', 'delete', 'x'], ['tenant', 'create', '--nme', 'x'], ['tenant', 'create']]) {
+      const r = await svc(args);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr).toMatch(/^svc: /);
+    }
+  });
+
+  it('says in one line that Postgres is unreachable, with exit code 1 and no password', async () => {
+    const r = await svc(['tenant', 'list'], { env: { DATABASE_URL: 'postgres://postgres:hunter2@127.0.0.1:1/svc' } });
+    expect(r.code).toBe(1);
+    expect(errorLine(r)).toBe(
+      'svc: cannot reach Postgres at postgres://postgres:***@127.0.0.1:1/svc (ECONNREFUSED): start it, or point DATABASE_URL at a running server',
+    );
+  });
+
+  it('creates and migrates a database that does not exist yet before acting', async () => {
+    const env = testEnv();
+    const name = `${env.templateDb.replace(/_tpl$/, '')}_fresh_cli`;
+    const url = databaseUrl(env.adminUrl, name);
+    const admin = createSql(env.adminUrl, { max: 1 });
+    try {
+      const r = await svc(['tenant', 'create', '--name', 'fresh', '--json'], { env: { DATABASE_URL: url } });
+      expect(r.code).toBe(0);
+      const fresh = createSql(url, { max: 1 });
+      try {
+        const [{ n }] = await fresh`select count(*)::int as n from schema_migrations`;
+        expect(n).toBeGreaterThan(0);
+        expect((await fresh`select name from tenants`).map((x) => x.name)).toEqual(['fresh']);
+      } finally {
+        await fresh.end();
+      }
+    } finally {
+      await admin.unsafe(`drop database if exists "${name}" with (force)`);
+      await admin.end();
+    }
+  });
+});
+
+describe('svc apply', () => {
+  let tenantId: string;
+  beforeAll(async () => {
+    tenantId = json(await svc(['tenant', 'create', '--name', 'cli-apply', '--json'])).id;
+  });
+
+  async function snapshot() {
+    return {
+      folders: await t.sql`select * from folders where tenant_id = ${tenantId} order by name`,
+      processes: await t.sql`select * from processes where tenant_id = ${tenantId} order by name`,
+      machines: await t.sql`select * from machines where tenant_id = ${tenantId} order by name`,
+      queues: await t.sql`select * from queues where tenant_id = ${tenantId} order by name`,
+      assets: await t.sql`select * from assets where tenant_id = ${tenantId} order by name`,
+      values: await t.sql`select v.* from asset_values v join assets a on a.id = v.asset_id where a.tenant_id = ${tenantId} order by a.name, v.environment`,
+    };
+  }
+
+  it('creates everything in the example file and prints each machine key once', async () => {
+    const r = await svc(['apply', EXAMPLE, '--tenant', 'cli-apply', '--json']);
+    expect(r.code).toBe(0);
+    const report = json(r);
+    expect(report.tenant).toEqual({ id: tenantId, name: 'cli-apply' });
+    expect(report.dry_run).toBe(false);
+    expect(report.summary).toEqual({ created: 9, updated: 0, unchanged: 0 });
+    expect(report.resources.map((x: { kind: string; name: string; action: string }) => `${x.kind}:${x.name}:${x.action}`)).toEqual([
+      'folder:Finance:created',
+      'process:invoice-processing:created',
+      'process:archive-invoices:created',
+      'machine:robot-01:created',
+      'machine:robot-02:created',
+      'queue:invoices:created',
+      'asset:erp-url:created',
+      'asset:max-invoice-amount:created',
+      'asset:erp-credentials:created',
+    ]);
+    const machines = report.resources.filter((x: { kind: string }) => x.kind === 'machine');
+    for (const m of machines) {
+      expect(m.machine_key).toMatch(/^svc_mk_/);
+      const [row] = await t.sql`select machine_key_hash from machines where id = ${m.id}`;
+      expect((row!.machine_key_hash as Buffer).equals(sha256(m.machine_key))).toBe(true);
+    }
+    expect(report.resources.filter((x: { machine_key?: string }) => x.machine_key)).toHaveLength(2);
+
+    const s = await snapshot();
+    const invoice = s.processes.find((p) => p.name === 'invoice-processing')!;
+    const archive = s.processes.find((p) => p.name === 'archive-invoices')!;
+    expect(invoice).toMatchObject({
+      folder_id: s.folders[0]!.id, timeout_seconds: 600, max_retries: 2, auto_retry: true, retry_delay_seconds: 30,
+      tags: ['finance', 'erp'], sla_deadline_minutes: 60, on_success_trigger_process_id: archive.id,
+      required_assets: ['erp-url', 'erp-credentials'],
+    });
+    expect(invoice.input_schema).toMatchObject({ required: ['invoice'] });
+    expect(s.queues[0]).toMatchObject({ name: 'invoices', consumer_process_id: invoice.id, max_consumers: 2, max_retries: 3 });
+    expect(s.machines.map((m) => [m.name, m.slots])).toEqual([['robot-01', 2], ['robot-02', 1]]);
+    const cred = s.values.find((v) => v.secret !== null)!;
+    expect(cred.value).toBeNull();
+    expect((cred.secret as Buffer).toString('latin1')).not.toContain('dev-only-password');
+  });
+
+  it('changes nothing when the same file is applied again', async () => {
+    const before = await snapshot();
+    const r = await svc(['apply', EXAMPLE, '--tenant', tenantId, '--json']);
+    expect(r.code).toBe(0);
+    const report = json(r);
+    expect(report.summary).toEqual({ created: 0, updated: 0, unchanged: 9 });
+    expect(report.resources.every((x: { action: string; machine_key?: string }) => x.action === 'unchanged' && !x.machine_key)).toBe(true);
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('changes in place exactly what a file changes, and a third run changes nothing', async () => {
+    const doc = JSON.parse(readFileSync(EXAMPLE, 'utf8'));
+    doc.processes[0].timeout_seconds = 900;
+    doc.processes[0].input_schema.required = ['invoice', 'amount'];
+    doc.processes[0].on_success = null;
+    doc.machines[1].slots = 4;
+    doc.queues[0].consumer = 'archive-invoices';
+    doc.assets[2].values.dev.password = { $env: 'CLI_TEST_ERP_PASSWORD' };
+    doc.assets[1].values.production = { $env: 'CLI_TEST_MAX' };
+    doc.folders.push({ name: 'Archive' });
+    const file = writeFile('changed.json', doc);
+    const env = { CLI_TEST_ERP_PASSWORD: 'rotated-password', CLI_TEST_MAX: '50000' };
+    const r = await svc(['apply', file, '--tenant', 'cli-apply', '--json'], { env });
+    expect(r.code).toBe(0);
+    const report = json(r);
+    const byName = Object.fromEntries(report.resources.map((x: { name: string }) => [x.name, x]));
+    expect(report.summary).toEqual({ created: 1, updated: 4, unchanged: 5 });
+    expect(byName['Archive'].action).toBe('created');
+    expect(byName['invoice-processing'].changed.sort()).toEqual(['input_schema', 'on_success', 'timeout_seconds']);
+    expect(byName['robot-02'].changed).toEqual(['slots']);
+    expect(byName['invoices'].changed).toEqual(['consumer']);
+    expect(byName['erp-credentials'].changed).toEqual(['values.dev']);
+    // an env value spelling the same integer is the same value
+    expect(byName['max-invoice-amount'].action).toBe('unchanged');
+
+    const s = await snapshot();
+    const invoice = s.processes.find((p) => p.name === 'invoice-processing')!;
+    expect(invoice).toMatchObject({ timeout_seconds: 900, on_success_trigger_process_id: null, max_retries: 2 });
+    const third = json(await svc(['apply', file, '--tenant', 'cli-apply', '--json'], { env }));
+    expect(third.summary).toEqual({ created: 0, updated: 0, unchanged: 10 });
+    expect(await snapshot()).toEqual(s);
+  });
+
+  it('reports a dry run and rolls it back', async () => {
+    const before = await snapshot();
+    const doc = { queues: [{ name: 'invoices', max_consumers: 7 }, { name: 'brand-new' }], machines: [{ name: 'robot-03' }] };
+    const r = await svc(['apply', writeFile('dry.json', doc), '--tenant', 'cli-apply', '--dry-run']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('Dry run of');
+    expect(r.stdout).toContain('1 updated');
+    expect(r.stdout).toMatch(/~ queue\s+invoices\s+\(max_consumers\)/);
+    expect(r.stdout).toMatch(/\+ machine\s+robot-03/);
+    expect(r.stdout).not.toContain('svc_mk_');
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('prints a readable report with the new machine keys', async () => {
+    const r = await svc(['apply', writeFile('machine.json', { machines: [{ name: 'robot-09', slots: 3 }] }), '--tenant', 'cli-apply']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/: 1 created, 0 updated, 0 unchanged/);
+    expect(r.stdout).toMatch(/\+ machine\s+robot-09/);
+    expect(r.stdout).toMatch(/Machine keys, shown only this once/);
+    expect(r.stdout).toMatch(/robot-09\s+svc_mk_\S+/);
+  });
+
+  it('refuses an invalid file with exit code 2, naming the entry and field, and applies nothing of it', async () => {
+    const before = await snapshot();
+    const bad = {
+      folders: [{ name: 'Never' }],
+      processes: [{ name: 'p1', timeout_seconds: 0 }],
+      queues: [{ name: 'q1', colour: 'red' }],
+    };
+    const r = await svc(['apply', writeFile('bad.json', bad), '--tenant', 'cli-apply', '--json']);
+    expect(r.code).toBe(2);
+    const fields = JSON.parse(r.stderr).error.details.map((d: { field: string }) => d.field).sort();
+    expect(fields).toEqual(['processes → 0 → timeout_seconds', 'queues → 0 → colour']);
+
+    const missingRef = await svc(['apply', writeFile('ref.json', { folders: [{ name: 'Never' }], queues: [{ name: 'q2', consumer: 'ghost' }] }), '--tenant', 'cli-apply']);
+    expect(missingRef.code).toBe(2);
+    expect(errorLine(missingRef)).toBe('svc: Error de validación (queues → 0 → consumer: El proceso "ghost" no existe en el fichero ni en el workspace)');
+
+    const badSchema = await svc(['apply', writeFile('schema.json', { processes: [{ name: 'p2', input_schema: { type: 'nonsense' } }] }), '--tenant', 'cli-apply']);
+    expect(badSchema.code).toBe(2);
+    expect(errorLine(badSchema)).toMatch(/^svc: Error de validación \(processes → 0 → input_schema: input_schema no es un JSON Schema válido/);
+
+    const dup = await svc(['apply', writeFile('dup.json', { machines: [{ name: 'm' }, { name: 'm' }] }), '--tenant', 'cli-apply']);
+    expect(dup.code).toBe(2);
+    expect(errorLine(dup)).toContain('machines → 1 → name');
+
+    const newAsset = await svc(['apply', writeFile('asset.json', { assets: [{ name: 'untyped', values: { dev: 'x' } }] }), '--tenant', 'cli-apply']);
+    expect(newAsset.code).toBe(2);
+    expect(errorLine(newAsset)).toContain('assets → 0 → type');
+
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('needs a JSON file that exists, an existing tenant, and an env var for each $env', async () => {
+    expect((await svc(['apply', path.join(tmp, 'missing.json'), '--tenant', 'cli-apply'])).code).toBe(3);
+    const yaml = await svc(['apply', writeFile('ws.yaml', 'folders: []'), '--tenant', 'cli-apply']);
+    expect(yaml.code).toBe(2);
+    expect(errorLine(yaml)).toMatch(/YAML workspace files are not supported/);
+    const notJson = await svc(['apply', writeFile('broken.json', '{"folders": ['), '--tenant', 'cli-apply']);
+    expect(notJson.code).toBe(2);
+    expect((await svc(['apply', EXAMPLE, '--tenant', 'no-such-tenant'])).code).toBe(3);
+    expect((await svc(['apply', EXAMPLE])).code).toBe(2);
+    const env = await svc(['apply', writeFile('env.json', { assets: [{ name: 'token', type: 'text', values: { dev: { $env: 'CLI_TEST_UNSET' } } }] }), '--tenant', 'cli-apply'], { env: { CLI_TEST_UNSET: undefined } });
+    expect(env.code).toBe(2);
+    expect(errorLine(env)).toContain('la variable de entorno CLI_TEST_UNSET no está definida');
+  });
+
+  it('reads the file from standard input with -', async () => {
+    const r = await svc(['apply', '-', '--tenant', 'cli-apply', '--json'], { input: JSON.stringify({ folders: [{ name: 'From stdin' }] }) });
+    expect(r.code).toBe(0);
+    expect(json(r).resources).toEqual([expect.objectContaining({ kind: 'folder', name: 'From stdin', action: 'created' })]);
+  });
+
+  it('refuses to touch assets without the encryption key', async () => {
+    const r = await svc(['apply', EXAMPLE, '--tenant', 'cli-apply'], { env: { ASSET_ENCRYPTION_KEY: undefined } });
+    expect(r.code).toBe(1);
+    // without the variable the CLI falls back to the key file of `npm start`, if this checkout has one
+    expect(errorLine(r)).toMatch(/^svc: .*ASSET_ENCRYPTION_KEY/);
+  });
+});
