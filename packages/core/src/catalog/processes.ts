@@ -1,8 +1,6 @@
 import type { Queryable } from '../db/sql';
 import { NotFoundError, ValidationError } from '../errors';
-import Ajv from 'ajv';
-import addFormats from 'ajv-formats';
-import { validate } from '../validation/validate';
+import { checkJsonSchema, validate } from '../validation/validate';
 import { ProcessCreate, ProcessUpdate, type ProcessListQuery } from './schemas';
 import { assertSameTenant, iso, pageWindow, presentColumns, toPage, uniqueName, type Page } from './shared';
 
@@ -51,30 +49,10 @@ export function toProcessResponse(row: ProcessRow) {
   };
 }
 
-/**
- * Compiles a process's input_schema the way the webhook trigger will (same Ajv options), on an Ajv
- * of its own that keeps nothing: `checkJsonSchema`'s shared instance registers every compiled
- * schema, so a second process (or a second save) with the same `$id` would fail, and its cache
- * would grow with every save.
- */
-const schemaAjv = new Ajv({ allErrors: true, strict: false, messages: true, addUsedSchema: false });
-addFormats(schemaAjv);
-
-function jsonSchemaProblem(schema: object): string | null {
-  const copy = JSON.parse(JSON.stringify(schema)) as object;
-  try {
-    schemaAjv.compile(copy);
-    return null;
-  } catch (err) {
-    return (err as Error).message;
-  } finally {
-    schemaAjv.removeSchema(copy);
-  }
-}
-
 function assertValidInputSchema(schema: unknown): void {
   if (schema === null || schema === undefined) return;
-  const problem = jsonSchemaProblem(schema as object);
+  // compiled exactly as the webhook trigger will compile it
+  const problem = checkJsonSchema(schema);
   if (problem) {
     throw ValidationError.single(['body', 'input_schema'], `input_schema no es un JSON Schema válido: ${problem}`, 'json_schema');
   }

@@ -1,41 +1,8 @@
-import Ajv, { type ValidateFunction } from 'ajv';
-import addFormats from 'ajv-formats';
+import type { ValidateFunction } from 'ajv';
 import { ValidationError, type FieldIssue } from '../errors';
-import { ajvErrorsToIssues } from '../validation/validate';
+import { ajvErrorsToIssues, compileUserSchema } from '../validation/validate';
 
-/**
- * Webhook check 5 (contract 4.3): input_data against the process's input_schema.
- *
- * Process schemas come from the database on every request, as new objects. Ajv caches compiled
- * schemas by object identity, so compiling each request's copy would grow its cache forever (and
- * a schema with an `$id` would fail the second time). Compiled validators are kept here by the
- * schema's text in a small LRU, and evicted ones are removed from Ajv too.
- */
-const ajv = new Ajv({ allErrors: true, strict: false, messages: true, addUsedSchema: false });
-addFormats(ajv);
-
-const MAX_CACHED = 500;
-const cache = new Map<string, { fn: ValidateFunction; schema: object }>();
-
-function compiledFor(schema: object): ValidateFunction {
-  const key = JSON.stringify(schema);
-  const hit = cache.get(key);
-  if (hit) {
-    cache.delete(key);
-    cache.set(key, hit);
-    return hit.fn;
-  }
-  const copy = JSON.parse(key) as object;
-  const fn = ajv.compile(copy);
-  cache.set(key, { fn, schema: copy });
-  if (cache.size > MAX_CACHED) {
-    const [oldestKey, oldest] = cache.entries().next().value as [string, { schema: object }];
-    cache.delete(oldestKey);
-    ajv.removeSchema(oldest.schema);
-  }
-  return fn;
-}
-
+/** Webhook check 5 (contract 4.3): input_data against the process's input_schema. */
 export const INPUT_DATA_REQUIRED_MESSAGE = 'El proceso requiere input_data según su schema';
 export const INPUT_DATA_INVALID_PREFIX = 'input_data no cumple el schema del proceso:';
 
@@ -50,7 +17,7 @@ export function checkInputAgainstSchema(inputSchema: object | null, inputData: u
   }
   let fn: ValidateFunction;
   try {
-    fn = compiledFor(inputSchema);
+    fn = compileUserSchema(inputSchema);
   } catch {
     // saved schemas are checked when saved; one that still fails to compile is the process's fault
     throw ValidationError.single(['body', 'input_data'], 'el input_schema del proceso no es válido', 'schema',

@@ -61,11 +61,41 @@ export function validate<T extends TSchema>(schema: T, data: unknown, where: Loc
   return data as Static<T>;
 }
 
+/**
+ * User-supplied schemas (process input_schema) come from the database as new objects on every
+ * request. Ajv caches compiled schemas by object identity and registers `$id`s, so they get an
+ * Ajv of their own that registers nothing, and compiled validators are kept by the schema's text
+ * in a small LRU; evicted ones are removed from Ajv too.
+ */
+const userAjv = new Ajv({ allErrors: true, strict: false, addUsedSchema: false, messages: true });
+addFormats(userAjv);
+const USER_CACHE_LIMIT = 500;
+const userCache = new Map<string, { fn: ValidateFunction; schema: object }>();
+
+export function compileUserSchema(schema: object): ValidateFunction {
+  const key = JSON.stringify(schema);
+  const hit = userCache.get(key);
+  if (hit) {
+    userCache.delete(key);
+    userCache.set(key, hit);
+    return hit.fn;
+  }
+  const copy = JSON.parse(key) as object;
+  const fn = userAjv.compile(copy);
+  userCache.set(key, { fn, schema: copy });
+  if (userCache.size > USER_CACHE_LIMIT) {
+    const [oldestKey, oldest] = userCache.entries().next().value as [string, { schema: object }];
+    userCache.delete(oldestKey);
+    userAjv.removeSchema(oldest.schema);
+  }
+  return fn;
+}
+
 /** Returns ajv's error text when `schema` is not itself a valid JSON Schema (for process input_schema). */
 export function checkJsonSchema(schema: unknown): string | null {
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return 'debe ser un objeto JSON Schema';
   try {
-    bodyAjv.compile(schema as object);
+    compileUserSchema(schema as object);
     return null;
   } catch (err) {
     return (err as Error).message;
@@ -74,7 +104,7 @@ export function checkJsonSchema(schema: unknown): string | null {
 
 /** Validates data against a user-supplied JSON Schema; returns readable violations (Spanish). */
 export function violations(schema: object, data: unknown, where: Location = 'body'): FieldIssue[] {
-  const fn = bodyAjv.compile(schema);
+  const fn = compileUserSchema(schema);
   if (fn(data)) return [];
   return ajvErrorsToIssues(fn.errors ?? [], where);
 }
