@@ -201,7 +201,9 @@ create index queue_items_failed_idx on queue_items (queue_id) where status = 'fa
 
 -- Exact per-queue, per-status counts without count(*): statement-level triggers add the deltas
 -- into a few shards per queue (the shard follows the backend pid so concurrent writers rarely
--- wait on the same row). total = sum over shards.
+-- wait on the same row). total = sum over shards. Counter rows are always locked in (queue_id, status)
+-- order, so two statements moving items in opposite directions (new→in_progress, in_progress→new)
+-- on the same shard cannot deadlock on them.
 create table queue_item_counts (
   queue_id uuid not null references queues(id) on delete cascade,
   status text not null,
@@ -216,11 +218,11 @@ declare
 begin
   if tg_op = 'INSERT' then
     insert into queue_item_counts (queue_id, status, shard, n)
-      select queue_id, status, v_shard, count(*) from new_rows group by queue_id, status
+      select queue_id, status, v_shard, count(*) from new_rows group by queue_id, status order by 1, 2
       on conflict (queue_id, status, shard) do update set n = queue_item_counts.n + excluded.n;
   elsif tg_op = 'DELETE' then
     insert into queue_item_counts (queue_id, status, shard, n)
-      select queue_id, status, v_shard, -count(*) from old_rows group by queue_id, status
+      select queue_id, status, v_shard, -count(*) from old_rows group by queue_id, status order by 1, 2
       on conflict (queue_id, status, shard) do update set n = queue_item_counts.n + excluded.n;
   else
     insert into queue_item_counts (queue_id, status, shard, n)
@@ -228,7 +230,7 @@ begin
         select queue_id, status, -1 as delta from old_rows
         union all
         select queue_id, status, 1 as delta from new_rows
-      ) d group by queue_id, status having sum(delta) <> 0
+      ) d group by queue_id, status having sum(delta) <> 0 order by 1, 2
       on conflict (queue_id, status, shard) do update set n = queue_item_counts.n + excluded.n;
   end if;
   return null;

@@ -16,9 +16,10 @@ export const idempotencyHeaderDoc = {
   name: IDEMPOTENCY_HEADER,
   required: false,
   description:
-    'Hace la solicitud segura de repetir: durante 24 horas, una repetición con la misma clave y el mismo cuerpo ' +
-    'devuelve la primera respuesta sin crear nada; con otro cuerpo, 422; mientras la primera sigue en curso, 409. ' +
-    '1 a 255 caracteres ASCII imprimibles.',
+    'Makes the request safe to repeat: for 24 hours a repeat with the same key and the same request answers the ' +
+    'first response (header Idempotent-Replayed: true) and creates nothing; the same key with another body or path ' +
+    'answers 422; while the first is still in flight, 409. 1 to 255 printable ASCII characters. ' +
+    'See docs/decisions/idempotency.md.',
 };
 
 /**

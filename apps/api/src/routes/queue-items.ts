@@ -21,7 +21,11 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
     {
       method: 'post',
       path: '/queues/by-name/:name/items',
-      summary: 'Añadir un elemento a una cola',
+      summary: 'Add an item to a queue',
+      description:
+        'Checks after the key: scope queues:write (403), the active queue of that name in the key\'s workspace (404), ' +
+        'body (422; unknown fields refused; deadline/postpone RFC 3339 with a time zone). Answers the item with status ' +
+        'new, retry_count 0, result null. See docs/decisions/queue-items.md.',
       tags: ['queues'],
       auth: { kind: 'api_key', scope: 'queues:write' },
       params: QueueNameParams,
@@ -49,7 +53,10 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
     {
       method: 'post',
       path: '/queues/by-name/:name/items/bulk',
-      summary: 'Añadir hasta 1000 elementos a una cola (todo o nada)',
+      summary: 'Add 1 to 1000 items to a queue, all or nothing',
+      description:
+        'Each element of `items` is the `data` of one item (priority 3). One multi-row insert: either every item is ' +
+        'stored or none. 0 or more than 1000 items → 422.',
       tags: ['queues'],
       auth: { kind: 'api_key', scope: 'queues:write' },
       params: QueueNameParams,
@@ -77,7 +84,10 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
     {
       method: 'get',
       path: '/queues/by-name/:name/items',
-      summary: 'Listar los elementos de una cola (más recientes primero)',
+      summary: 'List the items of a queue, newest first',
+      description:
+        'Ordered by created_at desc, id desc; optional status filter; meta.total is exact and read from per-status ' +
+        'counters (constant time on any queue size).',
       tags: ['queues'],
       auth: { kind: 'api_key', scope: 'queues:read' },
       params: QueueNameParams,
