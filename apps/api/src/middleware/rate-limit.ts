@@ -1,13 +1,21 @@
 import type { Middleware } from 'koa';
-import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { RATE_LIMIT_WINDOW_SECONDS, RateLimitError, sha256Hex } from '@svc/core';
 import type { ApiDeps } from '../deps';
 import type { AppState } from '../http/state';
 
 /**
- * Contract part 8: fixed one-minute windows in Redis (shared by every API replica), counted per
- * API key (SHA-256 of the X-API-Key value), per access token for management routes, per source
- * IP otherwise. The route id is part of the Redis key in a hash tag, so it works on Redis Cluster.
+ * Contract part 8 (docs/decisions/rate-limits.md): fixed one-minute windows counted in Redis by
+ * one atomic script per request, so every API replica shares one budget. The identity is the
+ * SHA-256 of the X-API-Key value; on management routes, the access token; with no credential,
+ * the source IP. Each route has its own budget (the route id is in the key, as a hash tag so a
+ * route's counters live in one Redis Cluster slot). Runs after authentication (401 first) and
+ * before IP, scope, plan, existence and validation checks (then 403, 404, 422), so rejected
+ * requests still count.
+ *
+ * Headers on every limited response, success or error: X-RateLimit-Limit (the route's budget
+ * per window), X-RateLimit-Remaining (left in the current window), X-RateLimit-Reset (Unix time,
+ * in seconds, when the window ends); on 429 also Retry-After (seconds to wait).
  */
 export function rateLimit(deps: ApiDeps, routeId: string, points: number): Middleware<AppState> {
   const limiter = new RateLimiterRedis({
@@ -15,6 +23,9 @@ export function rateLimit(deps: ApiDeps, routeId: string, points: number): Middl
     keyPrefix: `${deps.keys.rateLimit}:{${routeId}}`,
     points,
     duration: RATE_LIMIT_WINDOW_SECONDS,
+    // Redis unreachable: count in this process rather than fail every request; the shared budget
+    // comes back with Redis (each replica then allows at most `points` on its own meanwhile)
+    insuranceLimiter: new RateLimiterMemory({ points, duration: RATE_LIMIT_WINDOW_SECONDS }),
   });
   return async (ctx, next) => {
     const s = ctx.state;
@@ -32,13 +43,12 @@ export function rateLimit(deps: ApiDeps, routeId: string, points: number): Middl
       res = rejection;
       limited = true;
     }
-    const resetSeconds = Math.max(1, Math.ceil(res.msBeforeNext / 1000));
     const headers = {
       'X-RateLimit-Limit': String(points),
       'X-RateLimit-Remaining': String(Math.max(0, res.remainingPoints)),
       'X-RateLimit-Reset': String(Math.ceil((Date.now() + res.msBeforeNext) / 1000)),
     };
-    if (limited) throw new RateLimitError(resetSeconds, headers);
+    if (limited) throw new RateLimitError(Math.max(1, Math.ceil(res.msBeforeNext / 1000)), headers);
     ctx.set(headers);
     await next();
   };
