@@ -20,7 +20,9 @@ export function parse(args: string[], options: Options, help: string, maxPositio
     parsed = parseArgs({ args, options: { ...COMMON_OPTIONS, ...options }, allowPositionals: true, strict: true }) as Parsed;
   } catch (err) {
     // node's messages run over several lines and sentences; keep the first
-    const message = (err as Error).message.split('\n')[0]!.split('. ')[0]!.replace(/\.$/, '');
+    let message = (err as Error).message.split('\n')[0]!.split('. ')[0]!.replace(/\.$/, '');
+    const ambiguous = /^Option '(--[\w-]+)' argument is ambiguous/.exec(message);
+    if (ambiguous) message = `${ambiguous[1]} needs a value; for one starting with "-" write ${ambiguous[1]}=<value>`;
     throw new UsageError(message, help);
   }
   if (!parsed.values.help && parsed.positionals.length > maxPositionals) {

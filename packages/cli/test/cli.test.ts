@@ -266,7 +266,7 @@ describe('svc usage and failures', () => {
   });
 
   it('answers an unknown command, subcommand or flag with exit code 2 and one line', async () => {
-    for (const args of [['teleport'], ['tenant', 'delete', 'x'], ['tenant', 'create', '--nme', 'x'], ['tenant', 'create']]) {
+    for (const args of [['teleport'], ['tenant', 'delete', 'x'], ['tenant', 'create', '--nme', 'x'], ['tenant', 'create'], ['tenant', 'create', '--name', 'n1', '--quota', '-3']]) {
       const r = await svc(args);
       expect(r.code).toBe(2);
       expect(r.stdout).toBe('');
