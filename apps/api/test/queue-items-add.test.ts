@@ -1,5 +1,5 @@
 import { seedApiKey } from '@svc/core/testing';
-import { noopDispatch } from '@svc/core';
+import { noopDispatch, type DispatchPort } from '@svc/core';
 import { createApiTestContext, type ApiTestContext } from './helpers';
 import {
   ISO_UTC, QUEUE_ITEM_FIELDS, UUID, itemsInDb, itemsPath, queueWorld, recordingDispatch, withoutRequestId, type QueueWorld,
@@ -8,13 +8,16 @@ import {
 describe('POST /api/v1/queues/by-name/:name/items', () => {
   let t: ApiTestContext;
   let w: QueueWorld;
+  let dispatch: DispatchPort;
   beforeAll(async () => {
     t = await createApiTestContext();
     w = await queueWorld(t);
+    dispatch = t.deps.dispatch;
   });
   afterAll(() => t.close());
   afterEach(() => {
-    t.deps.dispatch = noopDispatch;
+    // some tests put a recording or failing port in place of the real one
+    t.deps.dispatch = dispatch;
   });
 
   const post = (key: string | null, body: unknown, name = w.queue.name) => {
