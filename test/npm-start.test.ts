@@ -1,0 +1,105 @@
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import { createTestContext, TEST_ENCRYPTION_KEY, type TestContext } from '../packages/core/src/testing';
+
+const ROOT = path.join(__dirname, '..');
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+    srv.once('error', reject);
+  });
+}
+
+/** The `curl …` commands of the banner, each with its `\` continuation lines joined. */
+function curlCommands(banner: string): string[] {
+  const commands: string[] = [];
+  let current: string | null = null;
+  for (const raw of banner.split('\n')) {
+    const line = raw.trim();
+    if (current === null && line.startsWith('curl ')) current = '';
+    if (current === null) continue;
+    current += ` ${line.replace(/\\$/, '')}`;
+    if (!line.endsWith('\\')) {
+      commands.push(current.trim());
+      current = null;
+    }
+  }
+  return commands;
+}
+
+describe('npm start, as a newcomer uses it', () => {
+  let ctx: TestContext;
+  let child: ChildProcess;
+  let output = '';
+
+  beforeAll(async () => {
+    ctx = await createTestContext();
+  });
+  afterAll(async () => {
+    if (child && child.exitCode === null) child.kill('SIGKILL');
+    await ctx.close();
+  });
+
+  it('starts the platform, prints three curl commands that work, processes the item, and stops cleanly on Ctrl-C', async () => {
+    const port = await freePort();
+    child = spawn(process.execPath, [path.join(ROOT, 'scripts', 'start.mjs')], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        ...ctx.childEnv,
+        ASSET_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+        PORT: String(port),
+        LOG_LEVEL: 'warn',
+        MACHINE_OFFLINE_AFTER_SECONDS: '5',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+
+    const until = Date.now() + 90_000;
+    const bannerDone = () => output.includes('Try it:') && output.lastIndexOf('──────') > output.indexOf('Try it:');
+    while (!bannerDone()) {
+      if (Date.now() > until || child.exitCode !== null) throw new Error(`npm start did not print its banner:\n${output}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(output).toContain(`Platform running at http://127.0.0.1:${port}`);
+    const commands = curlCommands(output);
+    expect(commands).toHaveLength(3);
+
+    const results = commands.map((cmd) => JSON.parse(execFileSync('bash', ['-c', cmd], { encoding: 'utf8', timeout: 20_000 })));
+    for (const r of results) expect(r.success).toBe(true);
+    const [added, listed, triggered] = results;
+    expect(added.data.status).toBe('new');
+    expect(listed.data.map((i: { id: string }) => i.id)).toContain(added.data.id);
+    expect(triggered.data.status).toBe('pending');
+
+    // the simulated machines take the item and the job through to the end
+    const key = /X-API-Key: (svc_ak_[\w-]+)/.exec(output)![1]!;
+    const base = `http://127.0.0.1:${port}/api/v1`;
+    let item: { status: string } | undefined;
+    let job: { status: string } | undefined;
+    const doneBy = Date.now() + 60_000;
+    while (Date.now() < doneBy) {
+      const items = await (await fetch(`${base}/queues/by-name/invoices/items?limit=100`, { headers: { 'X-API-Key': key } })).json();
+      item = items.data.find((i: { id: string }) => i.id === added.data.id);
+      job = (await (await fetch(`${base}/jobs/${triggered.data.id}`, { headers: { 'X-API-Key': key } })).json()).data;
+      if (['completed', 'failed', 'dead_letter', 'pending_review'].includes(item!.status) && ['completed', 'failed'].includes(job!.status)) break;
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    expect(['completed', 'failed', 'dead_letter', 'pending_review']).toContain(item!.status);
+    expect(['completed', 'failed']).toContain(job!.status);
+
+    child.kill('SIGINT');
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    expect(code).toBe(0);
+    expect(output).toContain('Stopped.');
+    await expect(fetch(`http://127.0.0.1:${port}/health`)).rejects.toThrow();
+  }, 180_000);
+});
