@@ -24,6 +24,7 @@ export async function createApiTestContext(overrides: Partial<Config> = {}): Pro
   const server = app.callback();
   const close = async () => {
     await deps.apiKeys.close();
+    await deps.dispatch.close();
     await ctx.close();
   };
   return { ...ctx, deps, app, http: request(server), close };
