@@ -1,0 +1,343 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import {
+  QUEUE_ITEM_TRANSITIONS, applyItemRetryPolicy, approveQueueItem, canTransitionItem, compareTakeOrder, failItemsOfJobs,
+  failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, releaseQueueItems, settleAndClaimItems, type Sql,
+} from '@svc/core';
+import { createTestContext, seedQueue, seedTenant, type TestContext } from '@svc/core/testing';
+
+/**
+ * Every queue item transition of contract 3.1 through the guarded statements of
+ * queue-items/transitions.ts, on a real Postgres: the take order, postpone, fencing, the retry
+ * policy, review and re-drive.
+ */
+let ctx: TestContext;
+let sql: Sql;
+let tenantId: string;
+
+beforeAll(async () => {
+  ctx = await createTestContext();
+  sql = ctx.sql;
+  tenantId = (await seedTenant(sql)).id;
+});
+afterAll(() => ctx.close());
+
+async function newQueue(maxRetries = 3) {
+  return seedQueue(sql, tenantId, { max_retries: maxRetries });
+}
+
+async function addItem(queueId: string, f: { priority?: number; deadline?: string | null; postpone?: string | null; ref?: string } = {}) {
+  const [row] = await sql`
+    insert into queue_items (tenant_id, queue_id, priority, deadline, postpone, data, reference)
+    values (${tenantId}, ${queueId}, ${f.priority ?? 3}, ${f.deadline ?? null}, ${f.postpone ?? null}, ${sql.json({})}, ${f.ref ?? null})
+    returning *`;
+  return row!;
+}
+
+async function item(id: string) {
+  const [row] = await sql`select * from queue_items where id = ${id}`;
+  return row!;
+}
+
+const take = (queueId: string, jobId: string, n = 1, outcomes: any[] = []) =>
+  settleAndClaimItems(sql, { queueId, jobId, machineId: randomUUID(), outcomes, take: n });
+
+describe('the transition table', () => {
+  it('holds exactly the transitions of contract 3.1 plus the engine-internal release and the operator re-drive', () => {
+    const pairs = Object.values(QUEUE_ITEM_TRANSITIONS).map((t) => `${t.from}→${t.to}`).sort();
+    expect(pairs).toEqual([
+      'dead_letter→new', 'failed→dead_letter', 'failed→new', 'in_progress→completed', 'in_progress→failed',
+      'in_progress→new', 'in_progress→pending_review', 'new→in_progress', 'pending_review→failed', 'pending_review→new',
+    ].sort());
+    expect(canTransitionItem('completed', 'new')).toBe(false);
+    expect(canTransitionItem('dead_letter', 'in_progress')).toBe(false);
+  });
+
+  it('every status written by an UPDATE in transitions.ts comes from the table', () => {
+    const src = readFileSync(path.join(__dirname, '../src/queue-items/transitions.ts'), 'utf8');
+    const literalStatus = /status\s*=\s*'(new|in_progress|pending_review|completed|failed|dead_letter)'/g;
+    expect(src.match(literalStatus)).toBeNull();
+  });
+});
+
+describe('take order', () => {
+  it('takes a mixed batch in exactly priority desc, deadline first and nearest, then FIFO', async () => {
+    const q = await newQueue();
+    const soon = new Date(Date.now() + 60_000).toISOString();
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const a = await addItem(q.id, { priority: 3, ref: 'p3-nodeadline-1' });
+    const b = await addItem(q.id, { priority: 3, deadline: later, ref: 'p3-later' });
+    const c = await addItem(q.id, { priority: 5, ref: 'p5-nodeadline' });
+    const d = await addItem(q.id, { priority: 3, deadline: soon, ref: 'p3-soon' });
+    const e = await addItem(q.id, { priority: 1, deadline: soon, ref: 'p1-soon' });
+    const f = await addItem(q.id, { priority: 3, ref: 'p3-nodeadline-2' });
+    const g = await addItem(q.id, { priority: 5, deadline: later, ref: 'p5-later' });
+    const expected = [g, c, d, b, a, f, e].map((r) => r.reference);
+
+    const job = randomUUID();
+    const taken: string[] = [];
+    for (;;) {
+      const res = await take(q.id, job);
+      if (res.claimed.length === 0) break;
+      taken.push(res.claimed[0]!.reference!);
+    }
+    expect(taken).toEqual(expected);
+
+    // a batch take returns the same order
+    const q2 = await newQueue();
+    const rows = [];
+    for (const spec of [{ priority: 3 }, { priority: 3, deadline: later }, { priority: 5 }, { priority: 3, deadline: soon }, { priority: 1, deadline: soon }]) {
+      rows.push(await addItem(q2.id, spec));
+    }
+    const batch = await take(q2.id, randomUUID(), 10);
+    expect(batch.claimed.map((r) => r.id)).toEqual([rows[2], rows[3], rows[1], rows[0], rows[4]].map((r) => r!.id));
+  });
+
+  it('keeps FIFO among items created in the same millisecond (microsecond created_at)', async () => {
+    const q = await newQueue();
+    await sql`insert into queue_items (tenant_id, queue_id, data, reference) select ${tenantId}, ${q.id}, '{}'::jsonb, 'n' || g from generate_series(1, 50) g`;
+    const res = await take(q.id, randomUUID(), 50);
+    const created = await sql`select id from queue_items where queue_id = ${q.id} order by created_at, id`;
+    expect(res.claimed.map((r) => r.id)).toEqual(created.map((r) => r.id));
+  });
+
+  it('compareTakeOrder is the same rule as the SQL', () => {
+    const k = (id: string, priority: number, deadline_us: number | null, created_us: number) => ({ id, priority, deadline_us, created_us });
+    const sorted = [k('a', 3, null, 1), k('b', 3, 50, 2), k('c', 5, null, 3), k('d', 3, 10, 4), k('e', 3, null, 0)].sort(compareTakeOrder);
+    expect(sorted.map((x) => x.id)).toEqual(['c', 'd', 'b', 'e', 'a']);
+  });
+
+  it('honours postpone: an item is not taken before its postpone time passes', async () => {
+    const q = await newQueue();
+    const postponed = await addItem(q.id, { priority: 5, postpone: new Date(Date.now() + 1500).toISOString() });
+    const ready = await addItem(q.id, { priority: 1 });
+    const first = await take(q.id, randomUUID(), 10);
+    expect(first.claimed.map((r) => r.id)).toEqual([ready.id]);
+    await new Promise((r) => setTimeout(r, 1600));
+    const second = await take(q.id, randomUUID(), 10);
+    expect(second.claimed.map((r) => r.id)).toEqual([postponed.id]);
+  });
+
+  it('never hands one item to two concurrent consumers', async () => {
+    const q = await newQueue();
+    await sql`insert into queue_items (tenant_id, queue_id, data) select ${tenantId}, ${q.id}, '{}'::jsonb from generate_series(1, 200)`;
+    const jobs = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+    const got = await Promise.all(jobs.map(async (job) => {
+      const ids: string[] = [];
+      for (;;) {
+        const res = await take(q.id, job, 3);
+        if (!res.claimed.length) return ids;
+        ids.push(...res.claimed.map((r) => r.id));
+      }
+    }));
+    const all = got.flat();
+    expect(all).toHaveLength(200);
+    expect(new Set(all).size).toBe(200);
+  });
+});
+
+describe('processing outcomes', () => {
+  it('new → in_progress records the holder, the machine and a new fencing token', async () => {
+    const q = await newQueue();
+    const it0 = await addItem(q.id);
+    const job = randomUUID();
+    const machine = randomUUID();
+    const res = await settleAndClaimItems(sql, { queueId: q.id, jobId: job, machineId: machine, outcomes: [], take: 1 });
+    const row = await item(it0.id);
+    expect(row.status).toBe('in_progress');
+    expect(row.job_id).toBe(job);
+    expect(row.processed_by).toBe(machine);
+    expect(row.attempt).toBe(it0.attempt + 1);
+    expect(res.claimed[0]!.attempt).toBe(row.attempt);
+  });
+
+  it('in_progress → completed sets result and processed_at (and clears an old error)', async () => {
+    const q = await newQueue();
+    const it0 = await addItem(q.id);
+    const job = randomUUID();
+    const [c] = (await take(q.id, job)).claimed;
+    await sql`update queue_items set error_message = 'old' where id = ${it0.id}`;
+    const res = await take(q.id, job, 0, [{ id: c!.id, attempt: c!.attempt, status: 'completed', result: { total: 10 } }]);
+    expect(res.settled).toEqual([{ id: it0.id, status: 'completed' }]);
+    const row = await item(it0.id);
+    expect(row.status).toBe('completed');
+    expect(row.result).toEqual({ total: 10 });
+    expect(row.processed_at).toBeInstanceOf(Date);
+    expect(row.error_message).toBeNull();
+  });
+
+  it('in_progress → pending_review keeps the robot result for the reviewer', async () => {
+    const q = await newQueue();
+    const it0 = await addItem(q.id);
+    const job = randomUUID();
+    const [c] = (await take(q.id, job)).claimed;
+    await take(q.id, job, 0, [{ id: c!.id, attempt: c!.attempt, status: 'pending_review', result: { doubt: true } }]);
+    const row = await item(it0.id);
+    expect(row.status).toBe('pending_review');
+    expect(row.result).toEqual({ doubt: true });
+  });
+
+  it('in_progress → failed records error_message; retry_count counts retries', async () => {
+    const q = await newQueue();
+    const it0 = await addItem(q.id);
+    const job = randomUUID();
+    const [c] = (await take(q.id, job)).claimed;
+    await take(q.id, job, 0, [{ id: c!.id, attempt: c!.attempt, status: 'failed', error_message: 'Timeout del ERP' }]);
+    const row = await item(it0.id);
+    expect(row.status).toBe('failed');
+    expect(row.error_message).toBe('Timeout del ERP');
+    expect(row.retry_count).toBe(0);
+    expect(row.result).toBeNull();
+  });
+
+  it('refuses the result of a stale holder (fencing token)', async () => {
+    const q = await newQueue();
+    const it0 = await addItem(q.id);
+    const oldJob = randomUUID();
+    const [old] = (await take(q.id, oldJob)).claimed;
+    // the engine gives the old holder up, the item is retried and taken again
+    await failItemsOfJobs(sql, [oldJob], 'robot lost');
+    await applyItemRetryPolicy(sql, q.id);
+    const newJob = randomUUID();
+    const [fresh] = (await take(q.id, newJob)).claimed;
+    expect(fresh!.attempt).toBe(old!.attempt + 1);
+    // the old holder reports late: refused, by attempt and by holder
+    const late = await take(q.id, oldJob, 0, [{ id: old!.id, attempt: old!.attempt, status: 'completed', result: { stale: true } }]);
+    expect(late.settled).toEqual([]);
+    const lateWithNewToken = await take(q.id, oldJob, 0, [{ id: old!.id, attempt: fresh!.attempt, status: 'completed' }]);
+    expect(lateWithNewToken.settled).toEqual([]);
+    expect((await item(it0.id)).status).toBe('in_progress');
+    // the current holder's result is accepted once; a duplicate changes nothing
+    const ok = await take(q.id, newJob, 0, [{ id: fresh!.id, attempt: fresh!.attempt, status: 'completed', result: { ok: 1 } }]);
+    expect(ok.settled).toHaveLength(1);
+    const dup = await take(q.id, newJob, 0, [{ id: fresh!.id, attempt: fresh!.attempt, status: 'failed', error_message: 'x' }]);
+    expect(dup.settled).toEqual([]);
+    const row = await item(it0.id);
+    expect(row.status).toBe('completed');
+    expect(row.result).toEqual({ ok: 1 });
+  });
+
+  it('refuses an outcome that is not a transition from in_progress', async () => {
+    await expect(settleAndClaimItems(sql, { queueId: randomUUID(), jobId: randomUUID(), machineId: randomUUID(), outcomes: [{ id: randomUUID(), attempt: 1, status: 'new' as never }], take: 0 }))
+      .rejects.toThrow(/Illegal item outcome/);
+  });
+
+  it('in_progress → new (release) for items taken but not started, retry_count unchanged', async () => {
+    const q = await newQueue();
+    const a = await addItem(q.id);
+    const b = await addItem(q.id);
+    const job = randomUUID();
+    const { claimed } = await take(q.id, job, 2);
+    expect(await releaseQueueItems(sql, job, claimed)).toBe(2);
+    for (const id of [a.id, b.id]) {
+      const row = await item(id);
+      expect(row.status).toBe('new');
+      expect(row.retry_count).toBe(0);
+      expect(row.job_id).toBeNull();
+    }
+    expect(await releaseQueueItems(sql, job, claimed)).toBe(0);
+  });
+});
+
+describe('retry policy', () => {
+  async function failOnce(queueId: string) {
+    const job = randomUUID();
+    const { claimed } = await take(queueId, job);
+    await take(queueId, job, 0, [{ id: claimed[0]!.id, attempt: claimed[0]!.attempt, status: 'failed', error_message: 'fallo' }]);
+    return claimed[0]!.id;
+  }
+
+  it('failed → new with retry_count + 1 while retry_count < max_retries, then dead_letter', async () => {
+    const q = await newQueue(2);
+    const it0 = await addItem(q.id);
+    await failOnce(q.id);
+    expect(await applyItemRetryPolicy(sql, q.id)).toMatchObject({ retried: 1, deadLettered: 0, readyQueues: [q.id] });
+    expect(await item(it0.id)).toMatchObject({ status: 'new', retry_count: 1, error_message: 'fallo' });
+    await failOnce(q.id);
+    await applyItemRetryPolicy(sql, q.id);
+    expect(await item(it0.id)).toMatchObject({ status: 'new', retry_count: 2 });
+    await failOnce(q.id);
+    expect(await applyItemRetryPolicy(sql, q.id)).toMatchObject({ retried: 0, deadLettered: 1, readyQueues: [] });
+    expect(await item(it0.id)).toMatchObject({ status: 'dead_letter', retry_count: 2 });
+    // dead_letter is never retried automatically
+    await applyItemRetryPolicy(sql, null);
+    expect((await item(it0.id)).status).toBe('dead_letter');
+  });
+
+  it('with max_retries 0 a failure goes straight to dead_letter', async () => {
+    const q = await newQueue(0);
+    const it0 = await addItem(q.id);
+    await failOnce(q.id);
+    await applyItemRetryPolicy(sql, null);
+    expect(await item(it0.id)).toMatchObject({ status: 'dead_letter', retry_count: 0 });
+  });
+
+  it('fails the items of a dead holder, and the items whose job is no longer active', async () => {
+    const q = await newQueue();
+    const a = await addItem(q.id);
+    const b = await addItem(q.id);
+    const deadJob = randomUUID();
+    await take(q.id, deadJob);
+    expect(await failItemsOfJobs(sql, [deadJob], 'La máquina M1 dejó de responder')).toEqual([q.id]);
+    expect(await item(a.id)).toMatchObject({ status: 'failed', error_message: 'La máquina M1 dejó de responder' });
+    await take(q.id, randomUUID()); // held by a job id that does not exist: an orphan
+    expect(await failOrphanedItems(sql, 'huérfano')).toContain(q.id);
+    expect(await item(b.id)).toMatchObject({ status: 'failed', error_message: 'huérfano' });
+  });
+});
+
+describe('review and re-drive', () => {
+  async function toReview(queueId: string) {
+    const it0 = await addItem(queueId);
+    const job = randomUUID();
+    const { claimed } = await take(queueId, job);
+    await take(queueId, job, 0, [{ id: claimed[0]!.id, attempt: claimed[0]!.attempt, status: 'pending_review', result: {} }]);
+    return it0.id;
+  }
+
+  it('approve: pending_review → new with reviewed_by and reviewed_at', async () => {
+    const q = await newQueue();
+    const id = await toReview(q.id);
+    expect(await approveQueueItem(sql, { tenantId, queueId: q.id, itemId: id, reviewer: 'ana@example.test' })).toEqual({ id });
+    const row = await item(id);
+    expect(row).toMatchObject({ status: 'new', reviewed_by: 'ana@example.test' });
+    expect(row.reviewed_at).toBeInstanceOf(Date);
+    // a second decision finds nothing to review
+    expect(await approveQueueItem(sql, { tenantId, queueId: q.id, itemId: id, reviewer: 'x' })).toBeNull();
+    expect(await rejectQueueItem(sql, { tenantId, queueId: q.id, itemId: id, reviewer: 'x' })).toBeNull();
+  });
+
+  it('reject: pending_review → failed, then the retry policy applies', async () => {
+    const q = await newQueue(1);
+    const id = await toReview(q.id);
+    expect(await rejectQueueItem(sql, { tenantId, queueId: q.id, itemId: id, reviewer: 'ana', reason: 'Importe incorrecto' })).toEqual({ id });
+    expect(await item(id)).toMatchObject({ status: 'failed', reviewed_by: 'ana', error_message: 'Importe incorrecto' });
+    await applyItemRetryPolicy(sql, q.id);
+    expect(await item(id)).toMatchObject({ status: 'new', retry_count: 1 });
+  });
+
+  it('review decisions are scoped to the tenant and the queue', async () => {
+    const q = await newQueue();
+    const other = await newQueue();
+    const id = await toReview(q.id);
+    const otherTenant = (await seedTenant(sql)).id;
+    expect(await approveQueueItem(sql, { tenantId: otherTenant, queueId: q.id, itemId: id, reviewer: 'x' })).toBeNull();
+    expect(await approveQueueItem(sql, { tenantId, queueId: other.id, itemId: id, reviewer: 'x' })).toBeNull();
+    expect((await item(id)).status).toBe('pending_review');
+  });
+
+  it('re-drive: dead_letter → new with a fresh retry_count, only dead-letter items', async () => {
+    const q = await newQueue(0);
+    const dead = await addItem(q.id);
+    const job = randomUUID();
+    const { claimed } = await take(q.id, job);
+    await take(q.id, job, 0, [{ id: claimed[0]!.id, attempt: claimed[0]!.attempt, status: 'failed', error_message: 'x' }]);
+    await applyItemRetryPolicy(sql, q.id);
+    await sql`update queue_items set retry_count = 3 where id = ${dead.id}`;
+    const fresh = await addItem(q.id);
+    expect(await redriveDeadLetterItems(sql, { tenantId, queueId: q.id, itemIds: [dead.id, fresh.id] })).toBe(1);
+    expect(await item(dead.id)).toMatchObject({ status: 'new', retry_count: 0 });
+    expect(await redriveDeadLetterItems(sql, { tenantId, queueId: q.id, itemIds: null })).toBe(0);
+  });
+});
