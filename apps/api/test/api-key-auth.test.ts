@@ -335,6 +335,46 @@ describe('X-API-Key authentication (contract 5)', () => {
       }
     });
 
+    it('stops caching while its subscription is down and starts again, empty, once it is back', async () => {
+      const name = `apikey-sub-${Date.now().toString(36)}`;
+      const mine = createApiKeyStore({
+        sql: t.sql, redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: quiet, ttlMs: 30_000, flushMs: 100, subscriberName: name,
+      });
+      const theirs = storeOn();
+      await mine.start();
+      try {
+        const { row, key } = await seedApiKey(t.sql, tenant, { scopes: ['jobs:read'] });
+        const hash = sha256(key);
+        expect((await mine.lookup(hash))!.scopes).toEqual(['jobs:read']);
+        await t.sql`update api_keys set scopes = ${['jobs:write']} where id = ${row.id}`;
+        expect((await mine.lookup(hash))!.scopes).toEqual(['jobs:read']); // cached
+        const clients = (await t.redis.client('LIST')) as string;
+        const id = clients.split('\n').find((line) => line.includes(` name=${name} `))?.match(/\bid=(\d+)/)?.[1];
+        expect(id).toBeDefined();
+        await t.redis.call('CLIENT', 'KILL', 'ID', id!);
+        // the cached entry is gone with the connection (an invalidation may have been missed)
+        await eventually(() => mine.lookup(hash), (r) => r!.scopes[0] === 'jobs:write', 'cache dropped on disconnect');
+        // back and subscribed: entries are cached again, and invalidations reach it again
+        await eventually(
+          async () => {
+            await mine.lookup(hash);
+            await t.sql`update api_keys set scopes = ${['jobs:stop']} where id = ${row.id}`;
+            const cached = (await mine.lookup(hash))!.scopes[0];
+            await t.sql`update api_keys set scopes = ${['jobs:write']} where id = ${row.id}`;
+            return cached;
+          },
+          (scope) => scope === 'jobs:write',
+          'caching again after reconnect',
+        );
+        await t.sql`update api_keys set scopes = ${['assets:read']} where id = ${row.id}`;
+        await theirs.invalidate({ id: row.id, hashes: [] });
+        await eventually(() => mine.lookup(hash), (r) => r!.scopes[0] === 'assets:read', 'invalidation heard after reconnect');
+      } finally {
+        await mine.close();
+        await theirs.close();
+      }
+    });
+
     it('reads Postgres every time before start() and after close()', async () => {
       const store = storeOn();
       const { row, key } = await seedApiKey(t.sql, tenant, { scopes: ['jobs:read'] });

@@ -39,6 +39,8 @@ export interface ApiKeyStoreOptions {
   negativeTtlMs?: number;
   flushMs: number;
   maxEntries?: number;
+  /** CLIENT SETNAME of the subscriber connection, to find it in `CLIENT LIST`. */
+  subscriberName?: string;
 }
 
 interface Entry {
@@ -59,6 +61,7 @@ class CachedApiKeyStore implements ApiKeyStore {
   private readonly negativeTtlMs: number;
   private readonly flushMs: number;
   private readonly maxEntries: number;
+  private readonly subscriberName: string;
 
   private readonly cache = new Map<string, Entry>();
   private readonly hashesById = new Map<string, Set<string>>();
@@ -81,6 +84,7 @@ class CachedApiKeyStore implements ApiKeyStore {
     this.negativeTtlMs = Math.min(o.negativeTtlMs ?? 5_000, o.ttlMs);
     this.flushMs = o.flushMs;
     this.maxEntries = o.maxEntries ?? 50_000;
+    this.subscriberName = o.subscriberName ?? 'svc-api-key-invalidations';
   }
 
   async lookup(hash: Buffer): Promise<ApiKeyRow | null> {
@@ -127,7 +131,7 @@ class CachedApiKeyStore implements ApiKeyStore {
 
   async start(): Promise<void> {
     if (this.ttlMs <= 0 || this.subscriber || this.closed) return;
-    const sub = this.redis.duplicate();
+    const sub = this.redis.duplicate({ connectionName: this.subscriberName });
     this.subscriber = sub;
     sub.on('error', (err: Error) => this.log.warn('api key invalidation subscriber error', { err: err.message }));
     sub.on('message', (channel: string, raw: string) => {
