@@ -54,3 +54,4 @@ export * from './dispatch/follow-ups';
 export * from './dispatch/sweeps';
 export * from './dispatch/consumers';
 export * from './dispatch/reconcile';
+export * from './dispatch/review';

@@ -299,7 +299,7 @@ describe('review and re-drive', () => {
   it('approve: pending_review → new with reviewed_by and reviewed_at', async () => {
     const q = await newQueue();
     const id = await toReview(q.id);
-    expect(await approveQueueItem(sql, { tenantId, queueId: q.id, itemId: id, reviewer: 'ana@example.test' })).toEqual({ id });
+    expect(await approveQueueItem(sql, { tenantId, queueId: q.id, itemId: id, reviewer: 'ana@example.test' })).toMatchObject({ id, status: 'new' });
     const row = await item(id);
     expect(row).toMatchObject({ status: 'new', reviewed_by: 'ana@example.test' });
     expect(row.reviewed_at).toBeInstanceOf(Date);
@@ -311,7 +311,7 @@ describe('review and re-drive', () => {
   it('reject: pending_review → failed, then the retry policy applies', async () => {
     const q = await newQueue(1);
     const id = await toReview(q.id);
-    expect(await rejectQueueItem(sql, { tenantId, queueId: q.id, itemId: id, reviewer: 'ana', reason: 'Importe incorrecto' })).toEqual({ id });
+    expect(await rejectQueueItem(sql, { tenantId, queueId: q.id, itemId: id, reviewer: 'ana', reason: 'Importe incorrecto' })).toMatchObject({ id, status: 'failed' });
     expect(await item(id)).toMatchObject({ status: 'failed', reviewed_by: 'ana', error_message: 'Importe incorrecto' });
     await applyItemRetryPolicy(sql, q.id);
     expect(await item(id)).toMatchObject({ status: 'new', retry_count: 1 });

@@ -10,6 +10,7 @@ import { processSettingsRoutes } from './settings/processes';
 import { machineSettingsRoutes } from './settings/machines';
 import { queueSettingsRoutes } from './settings/queues';
 import { assetSettingsRoutes } from './settings/assets';
+import { queueItemReviewRoutes } from './settings/queue-item-review';
 import { jobRoutes } from './jobs';
 import { webhookRoutes } from './webhooks';
 import { openApiRoutes } from '../openapi/routes';
@@ -32,6 +33,7 @@ const RESOURCES: ResourceRoutes[] = [
   machineSettingsRoutes,
   queueSettingsRoutes,
   assetSettingsRoutes,
+  queueItemReviewRoutes,
   queueItemRoutes,
   processRoutes,
   machineRoutes,

@@ -44,9 +44,16 @@ export function createBullDispatch(opts: BullDispatchOptions): BullDispatch {
   const log = opts.logger;
   const maxQueues = opts.maxMachineQueues ?? 500;
   const machineQueues = new Map<string, Queue>();
-  const dispatchQueue = new Queue(DISPATCH_QUEUE, { connection, prefix: keys.bull, defaultJobOptions: DISPATCH_JOB_OPTIONS });
   const queueErrors = (q: Queue) => q.on('error', (err) => log?.warn('bullmq queue error', { queue: q.name, err: err.message }));
-  queueErrors(dispatchQueue);
+  // created on first use: a process that never dispatches (a CLI, a script) opens nothing
+  let dispatchQueueInstance: Queue | null = null;
+  const dispatchQueue = (): Queue => {
+    if (!dispatchQueueInstance) {
+      dispatchQueueInstance = new Queue(DISPATCH_QUEUE, { connection, prefix: keys.bull, defaultJobOptions: DISPATCH_JOB_OPTIONS });
+      queueErrors(dispatchQueueInstance);
+    }
+    return dispatchQueueInstance;
+  };
 
   function machineQueue(machineId: string): Queue {
     let q = machineQueues.get(machineId);
@@ -68,7 +75,7 @@ export function createBullDispatch(opts: BullDispatchOptions): BullDispatch {
   }
 
   async function addDispatch<N extends DispatchJobName>(name: N, payload: DispatchPayloads[N], jobOpts?: JobsOptions): Promise<void> {
-    await dispatchQueue.add(name, payload, jobOpts);
+    await dispatchQueue().add(name, payload, jobOpts);
   }
 
   const coalescers = {
@@ -111,17 +118,20 @@ export function createBullDispatch(opts: BullDispatchOptions): BullDispatch {
   return {
     keys,
     connection,
-    dispatchQueue,
+    get dispatchQueue() {
+      return dispatchQueue();
+    },
     machineQueue,
     addDispatch,
     nudge: (name, queueId) => coalescers[name].trigger(queueId),
     publishAbort,
     jobsCreated,
     queueItemsReady: (queue) => coalescers['queue-ready'].trigger(queue.id),
+    queueItemsFailed: (queue) => coalescers['items-failed'].trigger(queue.id),
     jobStopRequested: (job) => publishAbort(job.id, job.machine_id, 'stop'),
     async close() {
       for (const c of Object.values(coalescers)) c.close();
-      await Promise.allSettled([dispatchQueue.close(), ...[...machineQueues.values()].map((q) => q.close())]);
+      await Promise.allSettled([...(dispatchQueueInstance ? [dispatchQueueInstance.close()] : []), ...[...machineQueues.values()].map((q) => q.close())]);
       machineQueues.clear();
       if (ownConnection) connection.disconnect();
     },

@@ -20,6 +20,8 @@ export interface DispatchPort {
   jobsCreated(jobs: ReadonlyArray<DispatchJobRef>): Promise<void>;
   /** Items became ready in a queue (added, re-driven, approved). */
   queueItemsReady(queue: { id: string; tenant_id: string }): Promise<void>;
+  /** Items of a queue became `failed` outside a robot (a rejected review): apply the retry policy now. */
+  queueItemsFailed(queue: { id: string; tenant_id: string }): Promise<void>;
   /** A running job's stop was requested: its agent must abort it now. */
   jobStopRequested(job: { id: string; machine_id: string }): Promise<void>;
   close(): Promise<void>;
@@ -29,6 +31,7 @@ export interface DispatchPort {
 export const noopDispatch: DispatchPort = {
   jobsCreated: async () => undefined,
   queueItemsReady: async () => undefined,
+  queueItemsFailed: async () => undefined,
   jobStopRequested: async () => undefined,
   close: async () => undefined,
 };

@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/sql';
 import type { QueueItemStatus } from './schemas';
+import type { QueueItemRow } from './repo';
 
 /**
  * The queue item state machine (contract 3.1, ARCHITECTURE invariants 2 and 3). This table is
@@ -246,21 +247,21 @@ export interface ReviewDecision {
 }
 
 /** Human review, approved: `pending_review → new`. Null when the item is not pending review. */
-export async function approveQueueItem(sql: Queryable, d: ReviewDecision): Promise<{ id: string } | null> {
-  const [row] = await sql<{ id: string }[]>`
+export async function approveQueueItem(sql: Queryable, d: ReviewDecision): Promise<QueueItemRow | null> {
+  const [row] = await sql<QueueItemRow[]>`
     update queue_items set status = ${T.approve.to}, reviewed_by = ${d.reviewer}, reviewed_at = now(), job_id = null, updated_at = now()
     where id = ${d.itemId} and queue_id = ${d.queueId} and tenant_id = ${d.tenantId} and status = ${T.approve.from}
-    returning id`;
+    returning *`;
   return row ?? null;
 }
 
 /** Human review, rejected: `pending_review → failed` (the retry policy follows). */
-export async function rejectQueueItem(sql: Queryable, d: ReviewDecision): Promise<{ id: string } | null> {
-  const [row] = await sql<{ id: string }[]>`
+export async function rejectQueueItem(sql: Queryable, d: ReviewDecision): Promise<QueueItemRow | null> {
+  const [row] = await sql<QueueItemRow[]>`
     update queue_items set status = ${T.reject.to}, reviewed_by = ${d.reviewer}, reviewed_at = now(),
            error_message = ${d.reason ?? 'Rechazado en la revisión humana'}, updated_at = now()
     where id = ${d.itemId} and queue_id = ${d.queueId} and tenant_id = ${d.tenantId} and status = ${T.reject.from}
-    returning id`;
+    returning *`;
   return row ?? null;
 }
 

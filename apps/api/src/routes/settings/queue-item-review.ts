@@ -1,0 +1,91 @@
+import {
+  ApproveItemBody, QueueItemPathParams, QueueItemResponse, QueuePathParams, RedriveBody, RedriveResponse, RejectItemBody,
+  redriveQueueItems, reviewQueueItem, toQueueItemResponse, type ReviewActor,
+} from '@svc/core';
+import { createRouter, type AppRouter } from '../../http/router';
+import { addRoute, type RouteContext } from '../../http/route';
+import { ok } from '../../http/respond';
+import { ADMIN, type Ctx } from './crud';
+
+const TAGS = ['settings: queue items'];
+
+function actorOf(ctx: Ctx): ReviewActor {
+  const user = ctx.state.user!;
+  return { tenantId: user.tenantId, userId: user.userId, reviewer: user.email, requestId: ctx.state.requestId, ip: ctx.state.clientIp };
+}
+
+/**
+ * Human review and dead-letter re-drive of queue items (contract 3.1), for workspace admins:
+ *   POST /settings/queues/{queue_id}/items/{item_id}/approve   pending_review → new
+ *   POST /settings/queues/{queue_id}/items/{item_id}/reject    pending_review → failed (retry policy follows)
+ *   POST /settings/queues/{queue_id}/items/redrive             dead_letter → new
+ * The rules live in core (dispatch/review.ts).
+ */
+export function queueItemReviewRoutes(rc: RouteContext): AppRouter {
+  const router = createRouter();
+  const { deps } = rc;
+
+  for (const decision of ['approve', 'reject'] as const) {
+    addRoute(
+      router,
+      rc,
+      {
+        method: 'post',
+        path: `/settings/queues/:queue_id/items/:item_id/${decision}`,
+        summary: decision === 'approve' ? 'Approve a queue item pending review' : 'Reject a queue item pending review',
+        description:
+          decision === 'approve'
+            ? 'pending_review → new: the item goes back to the queue and is processed again. Records reviewed_by (the ' +
+              "admin's e-mail) and reviewed_at. 404 when the queue or the item is not in the workspace; 409 when the " +
+              'item is not pending review.'
+            : 'pending_review → failed, with `reason` (or a default text) as error_message; the queue retry policy then ' +
+              'moves it to new (retries remain) or dead_letter. Records reviewed_by and reviewed_at. 404 / 409 as for approve.',
+        tags: TAGS,
+        auth: ADMIN,
+        params: QueueItemPathParams,
+        body: decision === 'approve' ? ApproveItemBody : RejectItemBody,
+        response: QueueItemResponse,
+        errors: [404, 409, 422],
+      },
+      async (ctx, input) => {
+        const params = input.params();
+        const body = (ctx.request.body === undefined || ctx.request.body === null ? {} : input.body()) as { comment?: string; reason?: string };
+        const row = await reviewQueueItem(
+          deps,
+          actorOf(ctx),
+          { queueId: params.queue_id, itemId: params.item_id },
+          decision === 'approve' ? { approve: true, comment: body.comment } : { approve: false, reason: body.reason },
+        );
+        ok(ctx, toQueueItemResponse(row));
+      },
+    );
+  }
+
+  addRoute(
+    router,
+    rc,
+    {
+      method: 'post',
+      path: '/settings/queues/:queue_id/items/redrive',
+      summary: 'Re-drive dead-letter items of a queue',
+      description:
+        'dead_letter → new for the listed items (those not in dead_letter are left alone), or for every dead-letter ' +
+        'item of the queue when `item_ids` is omitted. retry_count starts again at 0. Answers how many moved.',
+      tags: TAGS,
+      auth: ADMIN,
+      params: QueuePathParams,
+      body: RedriveBody,
+      response: RedriveResponse,
+      errors: [404, 422],
+    },
+    async (ctx, input) => {
+      const params = input.params();
+      const redriven = await redriveQueueItems(deps, actorOf(ctx), params.queue_id, () =>
+        (ctx.request.body === undefined || ctx.request.body === null ? {} : input.body()),
+      );
+      ok(ctx, { redriven });
+    },
+  );
+
+  return router;
+}

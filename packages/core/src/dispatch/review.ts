@@ -1,0 +1,139 @@
+import { Type, type Static } from '@sinclair/typebox';
+import type { Sql } from '../db/sql';
+import type { Logger } from '../logger';
+import { ConflictError, NotFoundError } from '../errors';
+import { recordAudit } from '../audit/audit';
+import { Uuid } from '../validation/formats';
+import type { QueueItemRow } from '../queue-items/repo';
+import { approveQueueItem, redriveDeadLetterItems, rejectQueueItem } from '../queue-items/transitions';
+import type { DispatchPort } from './port';
+
+/**
+ * Human review and dead-letter re-drive (contract 3.1, ARCHITECTURE "Retry policy"), for the
+ * management API (admin access token). Each decision is one guarded transition and an audit
+ * row in one transaction; the dispatch engine is nudged after the commit.
+ */
+export const QueueItemPathParams = Type.Object({ queue_id: Uuid(), item_id: Uuid() });
+export type QueueItemPathParams = Static<typeof QueueItemPathParams>;
+export const QueuePathParams = Type.Object({ queue_id: Uuid() });
+export type QueuePathParams = Static<typeof QueuePathParams>;
+
+export const ApproveItemBody = Type.Object(
+  { comment: Type.Optional(Type.String({ maxLength: 1000, description: 'Free text kept in the audit log' })) },
+  { additionalProperties: false },
+);
+export const RejectItemBody = Type.Object(
+  { reason: Type.Optional(Type.String({ minLength: 1, maxLength: 1000, description: 'Recorded as the item error_message' })) },
+  { additionalProperties: false },
+);
+export const RedriveBody = Type.Object(
+  {
+    item_ids: Type.Optional(Type.Array(Uuid(), {
+      minItems: 1, maxItems: 1000, uniqueItems: true,
+      description: 'Dead-letter items to re-drive; omitted = every dead-letter item of the queue',
+    })),
+  },
+  { additionalProperties: false },
+);
+export type RedriveBody = Static<typeof RedriveBody>;
+export const RedriveResponse = Type.Object({ redriven: Type.Integer({ minimum: 0 }) });
+
+export interface ReviewActor {
+  tenantId: string;
+  userId: string;
+  /** recorded as reviewed_by */
+  reviewer: string;
+  requestId?: string | null;
+  ip?: string | null;
+}
+
+export interface ReviewDeps {
+  sql: Sql;
+  dispatch: DispatchPort;
+  logger?: Logger;
+}
+
+/** The tenant's queue (any, active or not: a deactivated queue's items can still be reviewed). */
+export async function getTenantQueue(sql: Sql, tenantId: string, queueId: string): Promise<{ id: string; tenant_id: string; name: string }> {
+  const [q] = await sql<Array<{ id: string; tenant_id: string; name: string }>>`
+    select id, tenant_id, name from queues where id = ${queueId} and tenant_id = ${tenantId}`;
+  if (!q) throw new NotFoundError('Cola no encontrada');
+  return q;
+}
+
+async function itemStatus(sql: Sql, queueId: string, itemId: string): Promise<string> {
+  const [row] = await sql<Array<{ status: string }>>`select status from queue_items where id = ${itemId} and queue_id = ${queueId}`;
+  if (!row) throw new NotFoundError('Elemento no encontrado');
+  return row.status;
+}
+
+async function nudge(deps: ReviewDeps, what: string, fn: () => Promise<void>): Promise<void> {
+  try {
+    await fn();
+  } catch (err) {
+    deps.logger?.warn('dispatch nudge failed', { nudge: what, err: (err as Error).message });
+  }
+}
+
+/**
+ * approve: pending_review → new (the item is processed again); reject: pending_review → failed
+ * (the queue's retry policy then applies). 404 for a queue or item outside the tenant, 409 when
+ * the item is not pending review.
+ */
+export async function reviewQueueItem(
+  deps: ReviewDeps,
+  actor: ReviewActor,
+  target: { queueId: string; itemId: string },
+  decision: { approve: true; comment?: string } | { approve: false; reason?: string },
+): Promise<QueueItemRow> {
+  const queue = await getTenantQueue(deps.sql, actor.tenantId, target.queueId);
+  const row = await deps.sql.begin(async (tx) => {
+    const d = { tenantId: actor.tenantId, queueId: queue.id, itemId: target.itemId, reviewer: actor.reviewer };
+    const updated = decision.approve ? await approveQueueItem(tx, d) : await rejectQueueItem(tx, { ...d, reason: decision.reason ?? null });
+    if (!updated) return null;
+    await recordAudit(tx, {
+      tenantId: actor.tenantId,
+      actorType: 'user',
+      actorId: actor.userId,
+      action: decision.approve ? 'approve_queue_item' : 'reject_queue_item',
+      source: 'api',
+      resourceType: 'queue_item',
+      resourceId: updated.id,
+      details: decision.approve ? { queue_id: queue.id, comment: decision.comment ?? null } : { queue_id: queue.id, reason: decision.reason ?? null },
+      requestId: actor.requestId ?? null,
+      ip: actor.ip ?? null,
+    });
+    return updated;
+  });
+  if (!row) {
+    const status = await itemStatus(deps.sql, queue.id, target.itemId);
+    throw new ConflictError(`El elemento no está pendiente de revisión (estado: ${status})`, { status });
+  }
+  if (decision.approve) await nudge(deps, 'queueItemsReady', () => deps.dispatch.queueItemsReady(queue));
+  else await nudge(deps, 'queueItemsFailed', () => deps.dispatch.queueItemsFailed(queue));
+  return row;
+}
+
+/** dead_letter → new for the given items (or all of the queue), with retry_count reset. */
+export async function redriveQueueItems(deps: ReviewDeps, actor: ReviewActor, queueId: string, body: () => RedriveBody): Promise<number> {
+  const queue = await getTenantQueue(deps.sql, actor.tenantId, queueId);
+  const itemIds = body().item_ids ?? null;
+  const n = await deps.sql.begin(async (tx) => {
+    const count = await redriveDeadLetterItems(tx, { tenantId: actor.tenantId, queueId: queue.id, itemIds });
+    await recordAudit(tx, {
+      tenantId: actor.tenantId,
+      actorType: 'user',
+      actorId: actor.userId,
+      action: 'redrive_queue_items',
+      source: 'api',
+      resourceType: 'queue',
+      resourceId: queue.id,
+      details: { redriven: count, item_ids: itemIds ? itemIds.length : 'all' },
+      requestId: actor.requestId ?? null,
+      ip: actor.ip ?? null,
+    });
+    return count;
+  });
+  if (n > 0) await nudge(deps, 'queueItemsReady', () => deps.dispatch.queueItemsReady(queue));
+  return n;
+}

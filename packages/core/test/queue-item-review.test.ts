@@ -1,0 +1,149 @@
+import { randomUUID } from 'node:crypto';
+import { seedUser } from '@svc/core/testing';
+import { createApiTestContext, type ApiTestContext } from '../../../apps/api/test/helpers';
+import { Children, seedWorkspace, waitFor } from '../../../apps/dispatcher/test/support';
+
+/**
+ * Review and re-drive through the management API (admin access token), with a real dispatcher
+ * applying the retry policy after a rejection.
+ */
+let ctx: ApiTestContext;
+let ws: Awaited<ReturnType<typeof seedWorkspace>>;
+const children = new Children();
+
+beforeAll(async () => {
+  ctx = await createApiTestContext();
+  ws = await seedWorkspace(ctx.sql);
+  children.dispatcher(ctx);
+});
+afterAll(async () => {
+  await children.stopAll();
+  await ctx.deps.dispatch.close();
+  await ctx.close();
+});
+
+async function itemIn(queueId: string, status: string, extra: Record<string, unknown> = {}) {
+  const [row] = await ctx.sql`
+    insert into queue_items (tenant_id, queue_id, status, data, result, retry_count, processed_at)
+    values (${ws.tenant.id}, ${queueId}, ${status}, ${ctx.sql.json({ n: 1 })}, ${status === 'pending_review' ? ctx.sql.json({ doubt: true }) : null},
+            ${(extra.retry_count as number) ?? 0}, ${status === 'pending_review' ? new Date() : null})
+    returning *`;
+  return row!;
+}
+
+const admin = () => ({ Authorization: `Bearer ${ws.adminToken}` });
+
+describe('POST /settings/queues/{queue_id}/items/{item_id}/approve', () => {
+  it('moves pending_review → new and records reviewed_by, reviewed_at and an audit row', async () => {
+    const q = await ws.queue();
+    const item = await itemIn(q.id, 'pending_review');
+    const res = await ctx.http.post(`/api/v1/settings/queues/${q.id}/items/${item.id}/approve`).set(admin()).send({ comment: 'ok' });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ id: item.id, status: 'new', reviewed_by: ws.adminEmail, retry_count: 0 });
+    expect(Date.parse(res.body.data.reviewed_at)).not.toBeNaN();
+    const [audit] = await ctx.sql`select * from audit_log where resource_id = ${item.id} and action = 'approve_queue_item'`;
+    expect(audit).toBeDefined();
+  });
+
+  it('answers 409 when the item is not pending review, and changes nothing', async () => {
+    const q = await ws.queue();
+    const item = await itemIn(q.id, 'completed');
+    const res = await ctx.http.post(`/api/v1/settings/queues/${q.id}/items/${item.id}/approve`).set(admin()).send({});
+    expect(res.status).toBe(409);
+    expect(res.body.error.code).toBe('CONFLICT');
+    expect(res.body.error.message).toMatch(/completed/);
+    const [row] = await ctx.sql`select status, reviewed_by from queue_items where id = ${item.id}`;
+    expect(row).toMatchObject({ status: 'completed', reviewed_by: null });
+  });
+
+  it('answers 404 for another tenant’s queue and for an item of another queue', async () => {
+    const other = await seedWorkspace(ctx.sql);
+    const theirs = await other.queue();
+    const q = await ws.queue();
+    const res1 = await ctx.http.post(`/api/v1/settings/queues/${theirs.id}/items/${randomUUID()}/approve`).set(admin()).send({});
+    expect(res1.status).toBe(404);
+    const elsewhere = await ws.queue();
+    const item = await itemIn(elsewhere.id, 'pending_review');
+    const res2 = await ctx.http.post(`/api/v1/settings/queues/${q.id}/items/${item.id}/approve`).set(admin()).send({});
+    expect(res2.status).toBe(404);
+    expect(res2.body.error.message).toBe('Elemento no encontrado');
+  });
+
+  it('answers 422 for ids that are not UUIDs, 401 without a token and 403 for a member', async () => {
+    const q = await ws.queue();
+    expect((await ctx.http.post(`/api/v1/settings/queues/${q.id}/items/nope/approve`).set(admin()).send({})).status).toBe(422);
+    expect((await ctx.http.post(`/api/v1/settings/queues/${q.id}/items/${randomUUID()}/approve`).send({})).status).toBe(401);
+    const member = await seedUser(ctx.sql, ws.tenant.id, { role: 'member' });
+    const res = await ctx.http.post(`/api/v1/settings/queues/${q.id}/items/${randomUUID()}/approve`).set({ Authorization: `Bearer ${member.token}` }).send({});
+    expect(res.status).toBe(403);
+  });
+});
+
+describe('POST /settings/queues/{queue_id}/items/{item_id}/reject', () => {
+  it('moves pending_review → failed with the reason, then the retry policy sends it back to new', async () => {
+    const q = await ws.queue({ max_retries: 2 });
+    const item = await itemIn(q.id, 'pending_review');
+    const res = await ctx.http.post(`/api/v1/settings/queues/${q.id}/items/${item.id}/reject`).set(admin()).send({ reason: 'Importe incorrecto' });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ status: 'failed', error_message: 'Importe incorrecto', reviewed_by: ws.adminEmail });
+    const after = await waitFor('the retry policy', async () => {
+      const [row] = await ctx.sql`select * from queue_items where id = ${item.id}`;
+      return row!.status === 'new' ? row : null;
+    });
+    expect(after.retry_count).toBe(1);
+  });
+
+  it('sends a rejected item without retries left to dead_letter', async () => {
+    const q = await ws.queue({ max_retries: 1 });
+    const item = await itemIn(q.id, 'pending_review', { retry_count: 1 });
+    const res = await ctx.http.post(`/api/v1/settings/queues/${q.id}/items/${item.id}/reject`).set(admin()).send({});
+    expect(res.status).toBe(200);
+    expect(res.body.data.error_message).toBe('Rechazado en la revisión humana');
+    await waitFor('dead_letter', async () => {
+      const [row] = await ctx.sql`select status from queue_items where id = ${item.id}`;
+      return row!.status === 'dead_letter';
+    });
+  });
+
+  it('refuses unknown body fields with 422', async () => {
+    const q = await ws.queue();
+    const item = await itemIn(q.id, 'pending_review');
+    const res = await ctx.http.post(`/api/v1/settings/queues/${q.id}/items/${item.id}/reject`).set(admin()).send({ motivo: 'x' });
+    expect(res.status).toBe(422);
+  });
+});
+
+describe('POST /settings/queues/{queue_id}/items/redrive', () => {
+  it('moves the listed dead-letter items back to new with retry_count 0, leaving others alone', async () => {
+    const q = await ws.queue();
+    const a = await itemIn(q.id, 'dead_letter', { retry_count: 3 });
+    const b = await itemIn(q.id, 'dead_letter', { retry_count: 3 });
+    const done = await itemIn(q.id, 'completed');
+    const res = await ctx.http.post(`/api/v1/settings/queues/${q.id}/items/redrive`).set(admin()).send({ item_ids: [a.id, done.id] });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({ redriven: 1 });
+    const rows = await ctx.sql`select id, status, retry_count from queue_items where queue_id = ${q.id} order by created_at`;
+    expect(rows.map((r) => [r.id, r.status])).toEqual([[a.id, 'new'], [b.id, 'dead_letter'], [done.id, 'completed']]);
+    expect(rows[0]!.retry_count).toBe(0);
+    const [audit] = await ctx.sql`select details from audit_log where resource_id = ${q.id} and action = 'redrive_queue_items'`;
+    expect(audit!.details).toMatchObject({ redriven: 1 });
+  });
+
+  it('re-drives every dead-letter item of the queue when no ids are given', async () => {
+    const q = await ws.queue();
+    for (let i = 0; i < 3; i++) await itemIn(q.id, 'dead_letter');
+    const res = await ctx.http.post(`/api/v1/settings/queues/${q.id}/items/redrive`).set(admin()).send({});
+    expect(res.body.data).toEqual({ redriven: 3 });
+    const [{ n }] = await ctx.sql`select count(*)::int as n from queue_items where queue_id = ${q.id} and status = 'new'`;
+    expect(n).toBe(3);
+  });
+
+  it('answers 404 for another tenant’s queue and 422 for bad ids', async () => {
+    const other = await seedWorkspace(ctx.sql);
+    const theirs = await other.queue();
+    expect((await ctx.http.post(`/api/v1/settings/queues/${theirs.id}/items/redrive`).set(admin()).send({})).status).toBe(404);
+    const q = await ws.queue();
+    expect((await ctx.http.post(`/api/v1/settings/queues/${q.id}/items/redrive`).set(admin()).send({ item_ids: ['x'] })).status).toBe(422);
+    expect((await ctx.http.post(`/api/v1/settings/queues/${q.id}/items/redrive`).set(admin()).send({ item_ids: [] })).status).toBe(422);
+  });
+});
