@@ -230,7 +230,7 @@ describe('X-API-Key authentication (contract 5)', () => {
         () => t.sql`select last_used_at from api_keys where id = ${row.id}`,
         (rows) => rows[0]!.last_used_at !== null,
         'last_used_at written',
-        1500,
+        2000,
       );
       expect(used!.last_used_at.getTime()).toBeGreaterThanOrEqual(before - 1000);
       const listed = await t.http.get('/api/v1/settings/api-keys?limit=100').set('Authorization', `Bearer ${admin}`);
@@ -455,7 +455,7 @@ describe('X-API-Key authentication (contract 5)', () => {
     it('records last_used_at for keys used on a child process', async () => {
       const { key, row } = await seedApiKey(t.sql, tenant, { scopes: ['processes:read'] });
       expect(await use(b, key)).toBe(200);
-      await eventually(() => t.sql`select last_used_at from api_keys where id = ${row.id}`, (r) => r[0]!.last_used_at !== null, 'flushed by B', 1500);
+      await eventually(() => t.sql`select last_used_at from api_keys where id = ${row.id}`, (r) => r[0]!.last_used_at !== null, 'flushed by B', 2000);
     });
   });
 });
