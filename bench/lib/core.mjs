@@ -1,0 +1,6 @@
+// The compiled core (CommonJS) as seen from the bench's ES modules.
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+/** @type {typeof import('../../packages/core/dist/index')} */
+export const core = require('@svc/core');

@@ -1,0 +1,93 @@
+// Data set-up for the bench through direct SQL (fast, and independent of the code under test).
+import { core } from './core.mjs';
+
+/** A tenant with every plan feature and a quota no scenario reaches. */
+export async function seedTenant(sql, name = 'bench') {
+  const [row] = await sql`
+    insert into tenants (name, plan_features, subscription_status, monthly_quota)
+    values (${name}, ${['api_keys', 'webhooks']}, 'active', 100000000)
+    returning *`;
+  return row;
+}
+
+/**
+ * `count` API keys with every scope. The contract's rate limits (per key, per minute) are kept
+ * as they are: a load of thousands of requests per second is many clients, so each request of
+ * the load generator uses the next key of the list, round robin.
+ */
+export async function seedApiKeys(sql, tenantId, count) {
+  const keys = [];
+  const rows = [];
+  for (let i = 0; i < count; i++) {
+    const s = core.issueSecret(core.API_KEY_PREFIX);
+    keys.push(s.value);
+    rows.push({ tenant_id: tenantId, name: `bench-${i}`, prefix: s.prefix, key_hash: s.hash, scopes: [...core.SCOPE_NAMES] });
+  }
+  for (let i = 0; i < rows.length; i += 1000) {
+    const chunk = rows.slice(i, i + 1000);
+    await sql`insert into api_keys ${sql(chunk, 'tenant_id', 'name', 'prefix', 'key_hash', 'scopes')}`;
+  }
+  return keys;
+}
+
+export async function seedProcess(sql, tenantId, name, fields = {}) {
+  const [row] = await sql`
+    insert into processes (tenant_id, name, timeout_seconds, max_retries)
+    values (${tenantId}, ${name}, ${fields.timeout_seconds ?? 3600}, ${fields.max_retries ?? 0})
+    returning *`;
+  return row;
+}
+
+export async function seedQueue(sql, tenantId, name, fields = {}) {
+  const [row] = await sql`
+    insert into queues (tenant_id, name, max_retries, consumer_process_id, max_consumers)
+    values (${tenantId}, ${name}, ${fields.max_retries ?? 3}, ${fields.consumer_process_id ?? null}, ${fields.max_consumers ?? 1})
+    returning *`;
+  return row;
+}
+
+/** Machines start offline; the simulated agents bring them online with their heartbeats. */
+export async function seedMachines(sql, tenantId, count, { slots = 1, prefix = 'bench-machine' } = {}) {
+  const machines = [];
+  for (let i = 0; i < count; i++) {
+    const s = core.issueSecret(core.MACHINE_KEY_PREFIX);
+    const [row] = await sql`
+      insert into machines (tenant_id, name, machine_key_hash, machine_key_prefix, slots, status)
+      values (${tenantId}, ${`${prefix}-${i + 1}`}, ${s.hash}, ${s.prefix}, ${slots}, 'offline')
+      returning id, name`;
+    machines.push({ id: row.id, name: row.name, machineKey: s.value });
+  }
+  return machines;
+}
+
+/** The payload every item of the bench carries (same rows for the platform and the baselines). */
+export function itemPayload(i) {
+  return { invoice: `INV-${i}`, amount: 100 + (i % 1000) / 10, customer: { id: i % 977, country: 'ES' }, lines: [1, 2, 3] };
+}
+
+/**
+ * `total` items in one statement (the statement-level counter triggers count them as they go):
+ * statuses in fixed shares so the filtered list has a known total too (no `failed`: the running
+ * dispatcher would send those back to `new`).
+ */
+export async function seedItems(sql, queue, total) {
+  await sql`
+    insert into queue_items (tenant_id, queue_id, status, priority, data, created_at, processed_at)
+    select ${queue.tenant_id}, ${queue.id},
+           case when g % 10 < 7 then 'completed' when g % 10 < 9 then 'new' else 'dead_letter' end,
+           1 + g % 5,
+           jsonb_build_object('invoice', 'INV-' || g, 'amount', g % 1000, 'lines', jsonb_build_array(1, 2, 3)),
+           now() - make_interval(secs => (${total} - g) / 1000.0),
+           case when g % 10 < 7 then now() end
+    from generate_series(1, ${total}::int) as g`;
+  const byStatus = { completed: 0, new: 0, dead_letter: 0 };
+  // the same shares, computed here rather than counted back
+  for (const [status, share] of [['completed', [0, 7]], ['new', [7, 9]], ['dead_letter', [9, 10]]]) {
+    const full = Math.floor(total / 10) * (share[1] - share[0]);
+    let rest = 0;
+    for (let g = Math.floor(total / 10) * 10 + 1; g <= total; g++) if (g % 10 >= share[0] && g % 10 < share[1]) rest++;
+    byStatus[status] = full + rest;
+  }
+  await sql`vacuum analyze queue_items`;
+  return byStatus;
+}

@@ -1,0 +1,81 @@
+// The platform as a user runs it: the API, the dispatcher and the simulated machines, each a
+// process of its own started from the compiled dist/.
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { freePort, peakRssMb, startNode, stop, waitUntil } from './proc.mjs';
+
+export const APPS = {
+  api: 'apps/api/dist/main.js',
+  dispatcher: 'apps/dispatcher/dist/main.js',
+  agent: 'apps/agent-sim/dist/main.js',
+};
+
+/**
+ * Starts what `parts` names ('api', 'dispatcher', 'agents') against the scenario's database and
+ * Redis prefix. `agents`: {machines: [{machineKey}], config: {...agent-sim config file}}.
+ * `profile`: names of parts to run with --cpu-prof (profiles land in `<logDir>/profiles`).
+ */
+export async function startPlatform(run, { databaseUrl, redisPrefix, parts, agents, profile = [], env: extraEnv = {} }) {
+  const env = {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: run.redisUrl,
+    REDIS_PREFIX: redisPrefix,
+    ASSET_ENCRYPTION_KEY: run.encryptionKey,
+    LOG_LEVEL: run.logLevel,
+    NODE_ENV: 'production',
+    HOST: '127.0.0.1',
+    ...extraEnv,
+  };
+  const nodeArgs = (part) =>
+    profile.includes(part) ? ['--cpu-prof', `--cpu-prof-dir=${path.join(run.logDir, 'profiles')}`, `--cpu-prof-name=${part}-${Date.now()}.cpuprofile`] : [];
+  const procs = {};
+  const platform = {
+    procs,
+    baseUrl: null,
+    peakRss() {
+      const out = {};
+      for (const [name, p] of Object.entries(procs)) if (p.pid) out[name] = peakRssMb(p.pid);
+      return out;
+    },
+    async stop() {
+      // agents first (they hold work), then the dispatcher, then the API
+      for (const name of ['agents', 'dispatcher', 'api']) if (procs[name]) await stop(procs[name]);
+    },
+  };
+  try {
+    if (parts.includes('api')) {
+      const port = await freePort();
+      procs.api = startNode('api', path.join(run.root, APPS.api), [], { env: { ...env, PORT: String(port) }, logDir: run.logDir, nodeArgs: nodeArgs('api') });
+      platform.baseUrl = `http://127.0.0.1:${port}`;
+      await waitUntil('the API to answer /ready', async () => {
+        try {
+          return (await fetch(`${platform.baseUrl}/ready`)).ok;
+        } catch {
+          return false;
+        }
+      }, { procs: [procs.api], timeoutMs: 30_000, everyMs: 100 });
+    }
+    if (parts.includes('dispatcher')) {
+      procs.dispatcher = startNode('dispatcher', path.join(run.root, APPS.dispatcher), [], { env, logDir: run.logDir, nodeArgs: nodeArgs('dispatcher') });
+    }
+    if (parts.includes('agents')) {
+      const configFile = path.join(run.logDir, `agent-config-${Date.now()}.json`);
+      writeFileSync(configFile, JSON.stringify(agents.config ?? {}, null, 2));
+      const args = ['--config', configFile, ...agents.machines.flatMap((m) => ['--machine-key', m.machineKey])];
+      procs.agents = startNode('agents', path.join(run.root, APPS.agent), args, { env, logDir: run.logDir, nodeArgs: nodeArgs('agents') });
+    }
+    return platform;
+  } catch (err) {
+    await platform.stop();
+    throw err;
+  }
+}
+
+/** Waits until every machine of `ids` is online (its agent heartbeats). */
+export async function waitMachinesOnline(sql, ids, procs, timeoutMs = 30_000) {
+  await waitUntil('the simulated machines to come online', async () => {
+    const [r] = await sql`select count(*)::int as n from machines where id = any(${ids}) and status in ('online', 'busy')`;
+    return r.n === ids.length;
+  }, { procs, timeoutMs, everyMs: 100 });
+}

@@ -1,0 +1,37 @@
+// Baseline of B2: multi-row INSERTs of the same rows straight through the `postgres` client,
+// `connections` concurrent writers for `durationSec` (or `amount` inserts in all).
+// Input: {databaseUrl, tenantId, queueId, connections, durationSec?, amount?, rows: [payload]}.
+import postgres from 'postgres';
+
+const input = JSON.parse(process.argv[2]);
+const sql = postgres(input.databaseUrl, { max: input.connections, onnotice: () => {} });
+const rows = input.rows.map((data) => ({ tenant_id: input.tenantId, queue_id: input.queueId, data }));
+
+// one warm-up insert per connection (connect, parse)
+await Promise.all(Array.from({ length: input.connections }, () => sql`insert into queue_items ${sql(rows.slice(0, 10), 'tenant_id', 'queue_id', 'data')}`));
+
+const started = Date.now();
+const until = started + (input.durationSec ?? 3600) * 1000;
+let inserts = 0;
+let left = input.amount ?? Infinity;
+const latencies = [];
+async function writer() {
+  while (Date.now() < until && left-- > 0) {
+    const t = performance.now();
+    await sql`insert into queue_items ${sql(rows, 'tenant_id', 'queue_id', 'data')}`;
+    latencies.push(performance.now() - t);
+    inserts++;
+  }
+}
+await Promise.all(Array.from({ length: input.connections }, writer));
+const elapsedSec = (Date.now() - started) / 1000;
+await sql.end();
+latencies.sort((a, b) => a - b);
+const pct = (p) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? null;
+process.stdout.write(JSON.stringify({
+  inserts,
+  rows: inserts * rows.length,
+  elapsedSec,
+  itemsPerSec: (inserts * rows.length) / elapsedSec,
+  latency: { p50: pct(50), p99: pct(99) },
+}) + '\n');

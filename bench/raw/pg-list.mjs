@@ -1,0 +1,40 @@
+// Baseline of B5: the page and total of the item list straight through the `postgres` client,
+// `connections` concurrent readers for `durationSec`, pages rotated like the load generator's.
+// Input: {databaseUrl, queueId, status?, pages: [..], limit, connections, durationSec}.
+import postgres from 'postgres';
+
+const input = JSON.parse(process.argv[2]);
+const sql = postgres(input.databaseUrl, { max: input.connections, onnotice: () => {} });
+const cols = ['id', 'tenant_id', 'queue_id', 'status', 'priority', 'reference', 'deadline', 'postpone', 'data', 'result',
+  'retry_count', 'error_message', 'processed_by', 'created_at', 'processed_at', 'reviewed_by', 'reviewed_at'];
+let p = 0;
+async function one() {
+  const offset = (input.pages[p++ % input.pages.length] - 1) * input.limit;
+  const status = input.status;
+  await Promise.all([
+    status
+      ? sql`select ${sql(cols)} from queue_items where queue_id = ${input.queueId} and status = ${status}
+            order by created_at desc, id desc limit ${input.limit} offset ${offset}`
+      : sql`select ${sql(cols)} from queue_items where queue_id = ${input.queueId}
+            order by created_at desc, id desc limit ${input.limit} offset ${offset}`,
+    status
+      ? sql`select coalesce(sum(n), 0)::bigint as total from queue_item_counts where queue_id = ${input.queueId} and status = ${status}`
+      : sql`select coalesce(sum(n), 0)::bigint as total from queue_item_counts where queue_id = ${input.queueId}`,
+  ]);
+}
+for (let i = 0; i < input.connections * 5; i++) await one(); // warm-up
+const latencies = [];
+const started = Date.now();
+const until = started + input.durationSec * 1000;
+await Promise.all(Array.from({ length: input.connections }, async () => {
+  while (Date.now() < until) {
+    const t = performance.now();
+    await one();
+    latencies.push(performance.now() - t);
+  }
+}));
+const elapsedSec = (Date.now() - started) / 1000;
+await sql.end();
+latencies.sort((a, b) => a - b);
+const pct = (q) => latencies[Math.min(latencies.length - 1, Math.floor((q / 100) * latencies.length))] ?? null;
+process.stdout.write(JSON.stringify({ requests: latencies.length, rps: latencies.length / elapsedSec, latency: { p50: pct(50), p99: pct(99) } }) + '\n');

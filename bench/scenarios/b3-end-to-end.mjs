@@ -1,0 +1,98 @@
+// B3: end to end. N items added in bulk through the API, consumed by 4 simulated one-slot
+// machines doing no work; completed items/s from the first add to the last `completed` in
+// Postgres. Baseline: the same N jobs through raw BullMQ (addBulk, 4 no-op Workers of
+// concurrency 1, one process each), from the first add to the last completion.
+import path from 'node:path';
+import { readFileSync } from 'node:fs';
+import { itemPayload, seedApiKeys, seedMachines, seedProcess, seedQueue, seedTenant } from '../lib/fixtures.mjs';
+import { startPlatform, waitMachinesOnline } from '../lib/platform.mjs';
+import { sleep, startNode, stop, waitUntil } from '../lib/proc.mjs';
+import { checkLoad, load, ratio, raw, round, withScenario } from '../lib/scenario.mjs';
+import { BULK_SIZE } from './b2-bulk.mjs';
+
+const MACHINES = 4;
+
+export async function b3(run) {
+  return withScenario(run, 'B3', async (s) => {
+    const total = Math.max(BULK_SIZE, Math.round((100_000 * run.scale) / BULK_SIZE) * BULK_SIZE);
+    const timeoutMs = Math.max(120_000, Math.min(900_000, total * 10));
+    const payloads = Array.from({ length: BULK_SIZE }, (_, i) => itemPayload(i));
+
+    // the baseline: raw BullMQ
+    const rawPrefix = `${s.redisPrefix}:raw`;
+    const workers = [];
+    let baseline;
+    try {
+      for (let i = 0; i < MACHINES; i++) {
+        workers.push(startNode(`b3-raw-worker-${i + 1}`, path.join(run.root, 'bench', 'raw', 'bullmq-worker.mjs'), [], {
+          env: { ...process.env, REDIS_URL: run.redisUrl, BENCH_QUEUE: 'items', BENCH_PREFIX: rawPrefix },
+          logDir: run.logDir,
+        }));
+      }
+      await waitUntil('the raw BullMQ workers', () => workers.every((w) => /ready/.test(readFileSync(w.logFile, 'utf8'))), { procs: workers });
+      baseline = await raw(run, 'b3-raw-bullmq', 'bullmq-producer.mjs', {
+        redisUrl: run.redisUrl, prefix: rawPrefix, queue: 'items', total, chunk: BULK_SIZE, payloads, timeoutMs,
+      }, timeoutMs + 60_000);
+    } finally {
+      await Promise.all(workers.map((w) => stop(w)));
+    }
+
+    // the platform
+    const tenant = await seedTenant(s.sql);
+    const keys = await seedApiKeys(s.sql, tenant.id, Math.max(10, Math.ceil(total / BULK_SIZE / 15)));
+    const consumer = await seedProcess(s.sql, tenant.id, 'bench-consumer');
+    const queue = await seedQueue(s.sql, tenant.id, 'bench-b3', { consumer_process_id: consumer.id, max_consumers: MACHINES });
+    const machines = await seedMachines(s.sql, tenant.id, MACHINES, { slots: 1 });
+    const platform = s.track(await startPlatform(run, {
+      databaseUrl: s.databaseUrl,
+      redisPrefix: s.redisPrefix,
+      parts: ['api', 'dispatcher', 'agents'],
+      profile: run.profile,
+      agents: {
+        machines,
+        // "doing no work": items and jobs take no time, no progress or log lines
+        config: { defaults: { item_duration: 0, duration: 0, progress_steps: 0, log_lines: 0 } },
+      },
+    }));
+    await waitMachinesOnline(s.sql, machines.map((m) => m.id), Object.values(platform.procs));
+
+    const itemsPath = `/api/v1/queues/by-name/${queue.name}/items`;
+    const adding = load(run, 'b3-load-api', {
+      url: platform.baseUrl, method: 'POST', paths: [`${itemsPath}/bulk`], body: { items: payloads }, keys,
+      connections: MACHINES, amount: total / BULK_SIZE,
+      warmup: { method: 'GET', paths: [`${itemsPath}?limit=1`], amount: keys.length },
+    }, timeoutMs);
+    adding.catch(() => undefined); // awaited below; this only keeps a failure from going unhandled meanwhile
+    let added;
+    let counts = {};
+    const until = Date.now() + timeoutMs;
+    // bounded: the adds finish, then the items reach a final state or the time is up
+    for (;;) {
+      await sleep(100);
+      const rows = await s.sql`select status, sum(n)::int as n from queue_item_counts where queue_id = ${queue.id} group by status`;
+      counts = Object.fromEntries(rows.map((r) => [r.status, r.n]));
+      if (!added) added = await Promise.race([adding, sleep(0).then(() => null)]);
+      if (added && (counts.completed ?? 0) + (counts.dead_letter ?? 0) >= total) break;
+      if (Date.now() > until) break;
+      for (const p of Object.values(platform.procs)) if (p.child.exitCode !== null) throw new Error(`${p.name} exited during B3`);
+    }
+    if (!added) added = await adding;
+    checkLoad('B3 API', added);
+    const rss = platform.peakRss();
+    const [{ last }] = await s.sql`select max(processed_at) as last from queue_items where queue_id = ${queue.id} and status = 'completed'`;
+    const completed = counts.completed ?? 0;
+    const elapsedSec = last ? (last.getTime() - added.startedAt) / 1000 : null;
+    const itemsPerSec = elapsedSec ? completed / elapsedSec : null;
+
+    return {
+      id: 'B3',
+      title: `end to end: ${total.toLocaleString('en')} items in bulk, ${MACHINES} machines doing no work`,
+      rows: [
+        { figure: 'completed items/s', unit: 'items/s', platform: round(itemsPerSec, 0), baseline: round(baseline.itemsPerSec, 0), ratio: ratio(itemsPerSec, baseline.itemsPerSec), target: { minRatio: 0.25 } },
+      ],
+      rss: { api: rss.api, dispatcher: rss.dispatcher, agents: rss.agents },
+      complete: completed === total && baseline.complete,
+      details: { total, completed, counts, elapsedSec, addSec: (added.finishedAt - added.startedAt) / 1000, keys: keys.length, baseline },
+    };
+  });
+}

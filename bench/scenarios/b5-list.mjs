@@ -1,0 +1,79 @@
+// B5: GET …/items?page=…&limit=100, with and without `status`, on a queue of 1,000,000 items,
+// pages spread over the whole allowed range (1..500); p99, and meta.total checked exact.
+// Baseline: the same page and total queries straight through the `postgres` client.
+import { seedApiKeys, seedItems, seedQueue, seedTenant } from '../lib/fixtures.mjs';
+import { startPlatform } from '../lib/platform.mjs';
+import { checkLoad, load, ratio, raw, round, withScenario } from '../lib/scenario.mjs';
+
+const LIMIT = 100;
+const CONNECTIONS = 4;
+
+/** Pages 1..max in a fixed shuffled order, so every run reads the same spread. */
+function pages(max, count = 200) {
+  const out = [];
+  let x = 12345;
+  for (let i = 0; i < count; i++) {
+    x = (x * 1103515245 + 12345) % 2 ** 31;
+    out.push(1 + (x % max));
+  }
+  return out;
+}
+
+export async function b5(run) {
+  return withScenario(run, 'B5', async (s) => {
+    const total = Math.max(10_000, Math.round(1_000_000 * run.scale));
+    const durationSec = Math.max(1, Math.round(10 * run.scale));
+    const tenant = await seedTenant(s.sql);
+    const queue = await seedQueue(s.sql, tenant.id, 'bench-b5');
+    const seedStarted = Date.now();
+    const byStatus = await seedItems(s.sql, queue, total);
+    const seedSec = (Date.now() - seedStarted) / 1000;
+    // 60 list requests per minute per key (contract 8)
+    const keys = await seedApiKeys(s.sql, tenant.id, Math.max(40, Math.ceil(600 * run.scale)));
+    const itemsPath = `/api/v1/queues/by-name/${queue.name}/items`;
+    const variants = [
+      { name: 'without status', status: undefined, total },
+      { name: 'status=new', status: 'new', total: byStatus.new },
+    ];
+
+    const baselines = {};
+    for (const v of variants) {
+      baselines[v.name] = await raw(run, `b5-raw-list-${v.status ?? 'all'}`, 'pg-list.mjs', {
+        databaseUrl: s.databaseUrl, queueId: queue.id, status: v.status, pages: pages(Math.min(500, Math.ceil(v.total / LIMIT))),
+        limit: LIMIT, connections: CONNECTIONS, durationSec,
+      });
+    }
+
+    const platform = s.track(await startPlatform(run, { databaseUrl: s.databaseUrl, redisPrefix: s.redisPrefix, parts: ['api', 'dispatcher'], profile: run.profile }));
+    const rows = [];
+    const details = { total, byStatus, seedSec, durationSec, connections: CONNECTIONS, keys: keys.length, variants: {} };
+    let first = true;
+    for (const v of variants) {
+      const maxPage = Math.min(500, Math.ceil(v.total / LIMIT));
+      const q = (page) => `${itemsPath}?page=${page}&limit=${LIMIT}${v.status ? `&status=${v.status}` : ''}`;
+      // meta.total must be the exact count, not an estimate
+      const check = await fetch(`${platform.baseUrl}${q(maxPage)}`, { headers: { 'x-api-key': keys[0] } }).then((r) => r.json());
+      const totalExact = check.meta?.total === v.total && check.data?.length === Math.min(LIMIT, v.total - (maxPage - 1) * LIMIT);
+      const res = await load(run, `b5-load-api-${v.status ?? 'all'}`, {
+        url: platform.baseUrl, method: 'GET', paths: pages(maxPage).map(q), keys, connections: CONNECTIONS, durationSec,
+        ...(first ? { warmup: { method: 'GET', paths: [q(1)], amount: keys.length } } : {}),
+      });
+      first = false;
+      checkLoad(`B5 API ${v.name}`, res);
+      const base = baselines[v.name];
+      rows.push({
+        figure: `p99 ${v.name}`, unit: 'ms', platform: res.latency.p99, baseline: round(base.latency.p99, 1),
+        ratio: ratio(res.latency.p99, base.latency.p99), target: { max: 20 }, note: totalExact ? 'meta.total exact' : 'meta.total WRONG',
+        totalExact,
+      });
+      details.variants[v.name] = { api: res, baseline: base, metaTotal: check.meta?.total, expectedTotal: v.total, totalExact };
+    }
+    return {
+      id: 'B5',
+      title: `GET …/items?page=…&limit=100 on ${total.toLocaleString('en')} items, ${CONNECTIONS} connections`,
+      rows,
+      totalExact: rows.every((r) => r.totalExact),
+      details,
+    };
+  });
+}

@@ -1,0 +1,144 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { testEnv } from '@svc/core/testing';
+
+/**
+ * The bench scripts must never rot: every scenario runs here through the real `npm run bench`
+ * script, at a tiny size, against this test run's Postgres and Redis (its databases and keys are
+ * named inside the run's namespace, so the global teardown drops whatever a failure leaves).
+ * No timing is asserted: only that each scenario produced its figures.
+ */
+const ROOT = path.resolve(__dirname, '..', '..');
+
+interface Row {
+  figure: string;
+  unit: string;
+  platform: number | null;
+  baseline: number | null;
+  ratio: number | null;
+  target: unknown;
+  totalExact?: boolean;
+}
+interface Scenario {
+  id: string;
+  error?: string;
+  rows: Row[];
+  rss?: Record<string, number>;
+  complete?: boolean;
+  totalExact?: boolean;
+  details?: Record<string, any>;
+}
+interface Results {
+  scale: number;
+  host: { cores: number; memoryGiB: number };
+  scenarios: Scenario[];
+}
+
+let results: Results;
+let output = '';
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-smoke-'));
+
+beforeAll(async () => {
+  const env = testEnv();
+  const out = path.join(tmp, 'results.json');
+  const args = [
+    path.join(ROOT, 'scripts', 'bench.mjs'),
+    '--scale', '0.01', '--no-build', '--no-markdown', '--out', out, '--log-level', 'warn',
+    '--log-dir', path.join(tmp, 'logs'),
+    '--db-name', `svc_test_${env.runId}_bench`.toLowerCase(),
+    '--redis-prefix', `${env.redisPrefix}:bench`,
+  ];
+  const code = await new Promise<number | null>((resolve) => {
+    const child = spawn(process.execPath, args, {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: env.adminUrl, REDIS_URL: env.redisUrl },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    const timer = setTimeout(() => child.kill('SIGINT'), 170_000);
+    child.on('close', (c) => {
+      clearTimeout(timer);
+      resolve(c);
+    });
+  });
+  try {
+    results = JSON.parse(readFileSync(out, 'utf8')) as Results;
+  } catch {
+    throw new Error(`the bench wrote no results (exit ${code}):\n${output.slice(-4000)}`);
+  }
+}, 180_000);
+
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+function scenario(id: string): Scenario {
+  const s = results.scenarios.find((x) => x.id === id);
+  if (!s) throw new Error(`no ${id} in the results:\n${output.slice(-3000)}`);
+  if (s.error) throw new Error(`${id} failed: ${s.error}\n${output.slice(-3000)}`);
+  return s;
+}
+
+function expectFigures(s: Scenario, withBaseline = true): void {
+  expect(s.rows.length).toBeGreaterThan(0);
+  for (const r of s.rows) {
+    expect(r.platform).toBeGreaterThan(0);
+    if (withBaseline) {
+      expect(r.baseline).toBeGreaterThan(0);
+      expect(r.ratio).toBeGreaterThan(0);
+    }
+  }
+}
+
+describe('npm run bench at a tiny scale', () => {
+  it('records the host and the scale of the run', () => {
+    expect(results.scale).toBe(0.01);
+    expect(results.host.cores).toBeGreaterThan(0);
+    expect(results.host.memoryGiB).toBeGreaterThan(0);
+  });
+
+  it('B1 measures added items against the bare Koa echo server and stores every accepted item', () => {
+    const s = scenario('B1');
+    expectFigures(s);
+    expect(s.rows.map((r) => r.figure)).toEqual(['requests/s', 'p50', 'p99']);
+    expect(s.details!.api.non2xx).toBe(0);
+    expect(s.details!.api.stored).toBeGreaterThanOrEqual(s.details!.api.ok);
+  });
+
+  it('B2 measures bulk items/s against raw multi-row inserts', () => {
+    const s = scenario('B2');
+    expectFigures(s);
+    expect(s.details!.api.non2xx).toBe(0);
+    expect(s.details!.api.stored).toBeGreaterThanOrEqual(s.details!.api.ok * 1000);
+  });
+
+  it('B3 processes every added item to completed on the simulated machines and on raw BullMQ', () => {
+    const s = scenario('B3');
+    expectFigures(s);
+    expect(s.complete).toBe(true);
+    expect(s.details!.completed).toBe(s.details!.total);
+  });
+
+  it('B4 measures trigger → running and stop → stopped next to raw BullMQ and pub/sub', () => {
+    const s = scenario('B4');
+    expectFigures(s);
+    expect(s.details!.toRunning).toHaveLength(s.details!.tries);
+    expect(s.details!.toStopped).toHaveLength(s.details!.tries);
+  });
+
+  it('B5 lists pages with and without status and meta.total is exact', () => {
+    const s = scenario('B5');
+    expectFigures(s);
+    expect(s.totalExact).toBe(true);
+    for (const v of Object.values<any>(s.details!.variants)) expect(v.metaTotal).toBe(v.expectedTotal);
+  });
+
+  it('B6 reports the peak memory of the API and the dispatcher during B1 and B3', () => {
+    const s = scenario('B6');
+    expect(s.rows.map((r) => r.figure)).toEqual([
+      'API peak RSS during B1', 'dispatcher peak RSS during B1', 'API peak RSS during B3', 'dispatcher peak RSS during B3',
+    ]);
+    for (const r of s.rows) expect(r.platform).toBeGreaterThan(0);
+  });
+});

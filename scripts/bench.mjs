@@ -1,0 +1,174 @@
+// `npm run bench`: the benchmark suite of BENCHMARKS.md. Builds, finds or starts Postgres and
+// Redis, creates a dedicated database (one clone per scenario) and Redis prefix, runs each
+// scenario next to its raw baseline, prints a table, writes bench/results/latest.json and, after
+// a full run, refreshes the results table in BENCHMARKS.md. Everything it created is dropped.
+//
+//   npm run bench                          all scenarios, full size
+//   npm run bench -- --only B1,B5          some scenarios (B6 comes from B1 and B3)
+//   npm run bench -- --scale 0.1           every size and duration × 0.1
+//   npm run bench -- --profile api,dispatcher   --cpu-prof those processes (files in the log folder)
+//   other options: --out FILE, --markdown | --no-markdown, --log-level LEVEL, --log-dir DIR,
+//                  --keep (keep databases), --no-build, --db-name NAME, --redis-prefix PREFIX
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ensureInstalledAndBuilt, ensureServices, hostInfo, ROOT, SetupError } from './services.mjs';
+
+const SCENARIOS = ['B1', 'B2', 'B3', 'B4', 'B5'];
+
+function parseArgs(argv) {
+  const o = { only: null, scale: 1, out: null, markdown: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i].includes('=') ? [argv[i].slice(0, argv[i].indexOf('=')), argv[i].slice(argv[i].indexOf('=') + 1)] : [argv[i], undefined];
+    const value = () => {
+      const v = inline ?? argv[++i];
+      if (v === undefined) throw new SetupError(`${flag} needs a value`);
+      return v;
+    };
+    switch (flag) {
+      case '--only': o.only = value().toUpperCase().split(',').map((s) => s.trim()).filter(Boolean); break;
+      case '--scale': o.scale = Number(value()); break;
+      case '--out': o.out = path.resolve(value()); break;
+      case '--markdown': o.markdown = true; break;
+      case '--no-markdown': o.markdown = false; break;
+      case '--profile': o.profile = value().split(',').map((s) => s.trim()); break;
+      case '--log-level': o.logLevel = value(); break;
+      case '--log-dir': o.logDir = path.resolve(value()); break;
+      case '--keep': o.keep = true; break;
+      case '--no-build': o.build = false; break;
+      case '--db-name': o.dbName = value(); break;
+      case '--redis-prefix': o.redisPrefix = value(); break;
+      default: throw new SetupError(`unknown option ${flag} (see the top of scripts/bench.mjs)`);
+    }
+  }
+  if (!(o.scale > 0 && o.scale <= 10)) throw new SetupError('--scale must be a number in (0, 10]');
+  if (o.only) {
+    const bad = o.only.filter((s) => ![...SCENARIOS, 'B6'].includes(s));
+    if (bad.length) throw new SetupError(`unknown scenario ${bad.join(', ')}: choose from ${[...SCENARIOS, 'B6'].join(', ')}`);
+    if (o.only.includes('B6')) o.only.push('B1', 'B3');
+  }
+  if (o.dbName && !/^[a-z0-9_]{1,50}$/.test(o.dbName)) throw new SetupError('--db-name: lowercase letters, digits and _ only');
+  return o;
+}
+
+async function serverVersions(core, dbUrl, databaseUrl, redisUrl) {
+  // the maintenance database: the configured one may not exist yet
+  const sql = core.createSql(dbUrl(databaseUrl, 'postgres'), { max: 1 });
+  const redis = core.createRedis(redisUrl);
+  try {
+    const [{ server_version: pg }] = await sql`show server_version`;
+    const info = await redis.info('server');
+    return { postgres: pg.split(' ')[0], redis: /redis_version:(\S+)/.exec(info)?.[1] ?? '?' };
+  } finally {
+    await sql.end();
+    redis.disconnect();
+  }
+}
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  if (opts.build) ensureInstalledAndBuilt();
+  // imported after the build: they load the compiled core
+  const { core } = await import('../bench/lib/core.mjs');
+  const { createBenchDatabase, dropBenchDatabase, clearRedisPrefix, dbUrl } = await import('../bench/lib/services.mjs');
+  const { killAll } = await import('../bench/lib/proc.mjs');
+  const report = await import('../bench/lib/report.mjs');
+  const scenarioFns = {
+    B1: (await import('../bench/scenarios/b1-add-item.mjs')).b1,
+    B2: (await import('../bench/scenarios/b2-bulk.mjs')).b2,
+    B3: (await import('../bench/scenarios/b3-end-to-end.mjs')).b3,
+    B4: (await import('../bench/scenarios/b4-latency.mjs')).b4,
+    B5: (await import('../bench/scenarios/b5-list.mjs')).b5,
+  };
+
+  const { databaseUrl, redisUrl, stopStarted } = await ensureServices();
+  const runId = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
+  const dbName = opts.dbName ?? `svc_bench_${runId}`;
+  const run = {
+    root: ROOT,
+    scale: opts.scale,
+    baseDbUrl: databaseUrl,
+    redisUrl,
+    dbName,
+    templateDb: `${dbName}_tpl`,
+    redisPrefix: opts.redisPrefix ?? `svc-bench-${runId}`,
+    encryptionKey: randomBytes(32).toString('base64'),
+    logLevel: opts.logLevel,
+    logDir: opts.logDir ?? path.join(os.tmpdir(), `svc-bench-${runId}`),
+    profile: opts.profile,
+    keep: opts.keep,
+    log: (m) => console.error(m),
+  };
+  mkdirSync(run.logDir, { recursive: true });
+
+  let cleaned = false;
+  const cleanUp = async () => {
+    if (cleaned) return;
+    cleaned = true;
+    killAll();
+    if (!run.keep) {
+      for (const id of SCENARIOS) await dropBenchDatabase(databaseUrl, `${dbName}_${id.toLowerCase()}`).catch(() => undefined);
+      await dropBenchDatabase(databaseUrl, run.templateDb).catch(() => undefined);
+      await clearRedisPrefix(redisUrl, run.redisPrefix).catch(() => undefined);
+    }
+    await stopStarted();
+  };
+  const onSignal = () => {
+    console.error('\nInterrupted: stopping the bench processes and dropping its databases …');
+    cleanUp().finally(() => process.exit(130));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  const selected = SCENARIOS.filter((s) => !opts.only || opts.only.includes(s));
+  const results = {
+    startedAt: new Date().toISOString(),
+    finishedAt: null,
+    scale: opts.scale,
+    scenariosRun: selected,
+    host: { ...hostInfo(), cpu: os.cpus()[0]?.model?.trim() ?? '?', node: process.version, ...(await serverVersions(core, dbUrl, databaseUrl, redisUrl)) },
+    logDir: run.logDir,
+    scenarios: [],
+  };
+  let failures = 0;
+  try {
+    await createBenchDatabase(databaseUrl, run.templateDb);
+    for (const id of selected) {
+      const t = Date.now();
+      console.error(`${id} …`);
+      try {
+        const r = await scenarioFns[id](run);
+        results.scenarios.push(r);
+        console.error(`${id} done in ${Math.round((Date.now() - t) / 1000)} s`);
+      } catch (err) {
+        failures++;
+        console.error(`${id} failed: ${err.stack ?? err.message}`);
+        results.scenarios.push({ id, error: String(err.message ?? err) });
+      }
+    }
+  } finally {
+    await cleanUp();
+  }
+  const b6 = report.b6Rows(results.scenarios);
+  if (b6) results.scenarios.push(b6);
+  results.finishedAt = new Date().toISOString();
+  for (const s of results.scenarios) for (const r of s.rows ?? []) r.met = report.met(r);
+
+  console.log(`\nBenchmarks (${results.host.cores} cores, ${results.host.memoryGiB} GiB, scale ${opts.scale}); ratio = platform ÷ raw baseline\n`);
+  console.log(report.consoleTable(results));
+  const out = opts.out ?? path.join(ROOT, 'bench', 'results', 'latest.json');
+  report.writeJson(out, results);
+  console.log(`\nWrote ${path.relative(process.cwd(), out) || out}; process logs${opts.profile.length ? ' and CPU profiles' : ''} in ${run.logDir}`);
+  const fullRun = !opts.only && opts.scale === 1;
+  if (opts.markdown ?? fullRun) {
+    report.refreshMarkdown(path.join(ROOT, 'BENCHMARKS.md'), results);
+    console.log('Refreshed the results table in BENCHMARKS.md');
+  }
+  process.exitCode = failures ? 1 : 0;
+}
+
+main().catch((err) => {
+  console.error(err instanceof SetupError ? err.message : err);
+  process.exit(1);
+});
