@@ -152,7 +152,7 @@ describe('processing outcomes', () => {
     expect(res.claimed[0]!.attempt).toBe(row.attempt);
   });
 
-  it('in_progress → completed sets result and processed_at (and clears an old error)', async () => {
+  it('in_progress → completed sets result and processed_at (keeping the last failure message)', async () => {
     const q = await newQueue();
     const it0 = await addItem(q.id);
     const job = randomUUID();
@@ -164,7 +164,7 @@ describe('processing outcomes', () => {
     expect(row.status).toBe('completed');
     expect(row.result).toEqual({ total: 10 });
     expect(row.processed_at).toBeInstanceOf(Date);
-    expect(row.error_message).toBeNull();
+    expect(row.error_message).toBe('old');
   });
 
   it('in_progress → pending_review keeps the robot result for the reviewer', async () => {

@@ -28,13 +28,18 @@ function readyExists(sql: Sql, queueIdColumn: ReturnType<Sql>) {
 }
 
 async function queueState(sql: Sql, queueId: string, lock: boolean): Promise<QueueState | null> {
+  if (lock) {
+    // lock first, count after, in separate statements: under READ COMMITTED a statement that
+    // waited for the lock would still count with the snapshot taken before the wait
+    const [locked] = await sql`select id from queues where id = ${queueId} for no key update`;
+    if (!locked) return null;
+  }
   const [row] = await sql<QueueState[]>`
     select q.id, q.tenant_id, q.name, q.consumer_process_id, q.max_consumers, p.sla_deadline_minutes,
            (select count(*) from jobs j where j.queue_id = q.id and j.status in ('pending', 'running'))::int as active,
            ${readyExists(sql, sql`q.id`)} as ready
     from queues q join processes p on p.id = q.consumer_process_id and p.is_active
-    where q.id = ${queueId} and q.is_active
-    ${lock ? sql`for no key update of q` : sql``}`;
+    where q.id = ${queueId} and q.is_active`;
   return row ?? null;
 }
 

@@ -147,8 +147,8 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim): 
       update queue_items qi
          set status = o.status,
              result = case when o.status = ${T.fail.to} then qi.result else o.result end,
-             error_message = case when o.status = ${T.fail.to} then o.error_message
-                                  when o.status = ${T.complete.to} then null else qi.error_message end,
+             -- a success keeps the message of the last failure (why it was retried)
+             error_message = case when o.status = ${T.fail.to} then o.error_message else qi.error_message end,
              processed_at = case when o.status = ${T.fail.to} then qi.processed_at else now() end,
              updated_at = now()
         from outcome o

@@ -1,0 +1,77 @@
+import { createApiTestContext, type ApiTestContext } from '../../api/test/helpers';
+import { Children, assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJournal, seedWorkspace, sleep, tempFile, waitFor } from './support';
+
+/**
+ * Fault: the dispatcher is killed (SIGKILL) mid-load and started again. It keeps no state of
+ * its own, so nothing is lost: work that arrived while it was down starts when it is back, and
+ * every item and job reaches a final state exactly once.
+ */
+let ctx: ApiTestContext;
+const children = new Children();
+
+beforeAll(async () => {
+  ctx = await createApiTestContext();
+});
+afterAll(async () => {
+  await children.stopAll();
+  await ctx.deps.dispatch.close();
+  await ctx.close();
+});
+
+it('kill and restart the dispatcher mid-load: every item and job ends final, none twice', async () => {
+  const ws = await seedWorkspace(ctx.sql);
+  const proc = await ws.process();
+  const failing = await ws.process({ auto_retry: true, max_retries: 1, retry_delay_seconds: 1 });
+  const queue = await ws.queue({ consumer_process_id: proc.id, max_consumers: 2, max_retries: 2 });
+  const m1 = await ws.machine({ slots: 2 });
+  const m2 = await ws.machine({ slots: 2 });
+  const journal = tempFile('journal.jsonl');
+  children.agent(ctx, ['--machine-key', m1.machineKey, '--machine-key', m2.machineKey, '--item-duration', '5-15ms', '--duration', '100-300ms', '--failure-rate', '0.1', '--seed', '7', '--journal', journal]);
+  let dispatcher = children.dispatcher(ctx);
+
+  const bulk = (n: number, from: number) => ctx.http.post(`/api/v1/queues/by-name/${queue.name}/items/bulk`).set('X-API-Key', ws.key)
+    .send({ items: Array.from({ length: n }, (_, i) => ({ n: from + i })) });
+  const trigger = (processId: string) => ctx.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key).send({ process_id: processId, machine_id: m1.row.id });
+
+  expect((await bulk(150, 0)).status).toBe(200);
+  for (let i = 0; i < 3; i++) expect((await trigger(proc.id)).status).toBe(201);
+  await waitFor('processing under way', async () => ((await itemStatusCounts(ctx.sql, queue.id)).completed ?? 0) >= 20);
+
+  dispatcher.proc.kill('SIGKILL');
+  await dispatcher.exited;
+  // the running consumers drain what they can; then nothing starts new consumers
+  await waitFor('the consumers finished', async () => {
+    const [{ n }] = await ctx.sql`select count(*)::int as n from jobs where queue_id = ${queue.id} and status in ('pending', 'running')`;
+    return n === 0;
+  }, 15_000);
+  // work arrives while no dispatcher runs: jobs still reach their machine (the API enqueues them)
+  expect((await bulk(100, 150)).status).toBe(200);
+  expect((await trigger(failing.id)).status).toBe(201);
+  for (let i = 0; i < 2; i++) expect((await trigger(proc.id)).status).toBe(201);
+  await sleep(1000);
+  const whileDown = await itemStatusCounts(ctx.sql, queue.id);
+  expect(whileDown.new ?? 0).toBeGreaterThanOrEqual(100);
+
+  dispatcher = children.dispatcher(ctx);
+  const counts = await waitFor('every item final', async () => {
+    const c = await itemStatusCounts(ctx.sql, queue.id);
+    return (c.completed ?? 0) + (c.dead_letter ?? 0) === 250 ? c : null;
+  }, 30_000);
+  expect((counts.completed ?? 0) + (counts.dead_letter ?? 0)).toBe(250);
+
+  await waitFor('every job final', async () => {
+    const [{ n }] = await ctx.sql`select count(*)::int as n from jobs where tenant_id = ${ws.tenant.id} and status in ('pending', 'running')`;
+    return n === 0;
+  }, 15_000);
+  // the failing process was retried once by the restarted dispatcher's world
+  const failingJobs = await ctx.sql`select status, retry_count from jobs where process_id = ${failing.id} order by retry_count`;
+  expect(failingJobs.length).toBeGreaterThanOrEqual(1);
+  expect(failingJobs.every((j) => ['completed', 'failed'].includes(j.status))).toBe(true);
+
+  const entries = readJournal(journal);
+  expect(assertNoItemProcessedTwiceAtOnce(entries)).toBe(250);
+  // each job ran at most once
+  const starts = new Map<string, number>();
+  for (const e of entries.filter((x) => x.event === 'job-start')) starts.set(e.job_id, (starts.get(e.job_id) ?? 0) + 1);
+  expect([...starts.values()].every((n) => n === 1)).toBe(true);
+});
