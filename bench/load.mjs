@@ -43,10 +43,13 @@ const body = input.body === undefined ? undefined : typeof input.body === 'strin
 if (input.warmup) {
   const w = input.warmup;
   const wBody = w.body === undefined ? undefined : JSON.stringify(w.body);
-  await run({ ...base, amount: w.amount, requests: requestsFor(w.paths, input.keys, wBody, w.method) });
+  await run({ ...base, connections: Math.min(base.connections, w.amount), amount: w.amount, requests: requestsFor(w.paths, input.keys, wBody, w.method) });
 }
 const opts = { ...base, requests: requestsFor(input.paths, input.keys, body, input.method) };
-if (input.amount) opts.amount = input.amount;
+if (input.amount) {
+  opts.amount = input.amount;
+  opts.connections = Math.min(opts.connections, input.amount);
+}
 else opts.duration = input.durationSec;
 const started = Date.now();
 const res = await run(opts);
