@@ -1,10 +1,10 @@
 import Koa from 'koa';
-import { HttpError } from '@svc/core';
 import type { ApiDeps } from './deps';
 import type { AppState } from './http/state';
 import { requestContext } from './middleware/request-context';
 import { errorEnvelope } from './middleware/errors';
 import { jsonBody } from './middleware/body';
+import { queuesBoard } from './admin/queues-board';
 import { healthRoutes } from './routes/health';
 import { apiRoutes } from './routes';
 
@@ -14,17 +14,14 @@ export function createApp(deps: ApiDeps): Koa<AppState> {
   app.silent = true;
   app.use(requestContext(deps));
   app.use(errorEnvelope());
+  // Bull Board (/admin/queues, admin token) before the JSON body rules, which are the API's
+  app.use(queuesBoard(deps));
   app.use(jsonBody());
   const health = healthRoutes(deps);
   app.use(health.routes());
   const api = apiRoutes(deps);
   app.use(api.routes());
-  app.use(
-    api.allowedMethods({
-      throw: true,
-      methodNotAllowed: () => new HttpError(405, 'Método no permitido'),
-      notImplemented: () => new HttpError(501, 'Método no implementado'),
-    }),
-  );
+  // sets 405/501 with an Allow header; the error envelope turns them into HTTP_ERROR bodies
+  app.use(api.allowedMethods());
   return app;
 }

@@ -1,3 +1,4 @@
+import { seedApiKey, seedTenant } from '@svc/core/testing';
 import { createApiTestContext, type ApiTestContext } from './helpers';
 
 describe('request plumbing and the error envelope', () => {
@@ -45,6 +46,34 @@ describe('request plumbing and the error envelope', () => {
     const res = await t.http.post('/api/v1/anything').set('Content-Type', 'text/plain').send('hello');
     expect(res.status).toBe(415);
     expect(res.body.error.code).toBe('HTTP_ERROR');
+  });
+
+  it('answers a wrong method on a known route with 405 HTTP_ERROR and an Allow header', async () => {
+    const res = await t.http.put('/api/v1/jobs/trigger').set('Content-Type', 'application/json').send('{}');
+    expect(res.status).toBe(405);
+    expect(res.headers.allow).toContain('POST');
+    expect(res.body).toEqual({
+      success: false,
+      error: { code: 'HTTP_ERROR', message: 'Método no permitido', request_id: res.headers['x-request-id'] },
+    });
+  });
+
+  it('never sends a stack trace: an unexpected failure is a generic 500 with the request id', async () => {
+    // a query against a dropped table fails deep inside a real handler
+    await t.sql`alter table queues rename to queues_gone`;
+    try {
+      const tenant = await seedTenant(t.sql);
+      const { key } = await seedApiKey(t.sql, tenant.id);
+      const res = await t.http.get('/api/v1/queues/by-name/x/items').set('X-API-Key', key);
+      expect(res.status).toBe(500);
+      expect(res.body).toEqual({
+        success: false,
+        error: { code: 'INTERNAL_ERROR', message: 'Error interno del servidor', request_id: res.headers['x-request-id'] },
+      });
+      expect(res.text).not.toMatch(/queues_gone|at .*\.ts|relation/);
+    } finally {
+      await t.sql`alter table queues_gone rename to queues`;
+    }
   });
 
   it('serves liveness and readiness', async () => {
