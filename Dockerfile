@@ -10,6 +10,7 @@ COPY apps/agent-sim/package.json apps/agent-sim/
 RUN npm install --no-audit --no-fund
 COPY packages packages
 COPY apps apps
+COPY scripts scripts
 RUN npx tsc -b && npm prune --omit=dev
 
 FROM node:20-bookworm-slim

@@ -1,0 +1,17 @@
+// Runs the demo workspace's simulated machines (docker-compose's `agents` service): ensures the
+// demo workspace exists, re-issues its machine keys (only hashes are stored) and starts agent-sim.
+import { spawn, spawnSync } from 'node:child_process';
+import path from 'node:path';
+
+const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+const demo = spawnSync(process.execPath, [path.join(ROOT, 'packages/cli/bin/svc.js'), 'demo', '--json'], { encoding: 'utf8' });
+if (demo.status !== 0) {
+  console.error(`Setting up the demo workspace failed: ${(demo.stderr || demo.stdout).trim()}`);
+  process.exit(1);
+}
+const { machines } = JSON.parse(demo.stdout);
+const agents = spawn(process.execPath, [path.join(ROOT, 'apps/agent-sim/dist/main.js'), ...machines.flatMap((m) => ['--machine-key', m.machine_key])], {
+  stdio: 'inherit',
+});
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => agents.kill(signal));
+agents.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
