@@ -1,4 +1,4 @@
-// Regenerates docs/endpoints.md (the README's endpoint table) from the route declarations.
+// Regenerates docs/endpoints.md and the README's endpoint table from the route declarations.
 //   node scripts/endpoint-table.mjs           build, then write docs/endpoints.md
 //   node scripts/endpoint-table.mjs --check   exit 1 when docs/endpoints.md is stale
 //   node scripts/endpoint-table.mjs --stdout  print the table instead of writing it
@@ -22,7 +22,7 @@ const require = createRequire(import.meta.url);
 const { parseConfig, createRedis } = require('@svc/core');
 const { createApp, buildDeps } = require(path.join(ROOT, 'apps/api/dist/index.js'));
 const { openApiDocumentFor, apiRouterOf } = require(path.join(ROOT, 'apps/api/dist/openapi/routes.js'));
-const { renderEndpointsMarkdown } = require(path.join(ROOT, 'apps/api/dist/openapi/endpoint-table.js'));
+const { renderEndpointsMarkdown, renderEndpointTable, spliceReadmeTable } = require(path.join(ROOT, 'apps/api/dist/openapi/endpoint-table.js'));
 
 const config = parseConfig({
   ...process.env,
@@ -32,7 +32,10 @@ const config = parseConfig({
 const redis = createRedis(config.redisUrl, { lazyConnect: true });
 const deps = buildDeps(config, { redis });
 const app = createApp(deps);
-const markdown = renderEndpointsMarkdown(openApiDocumentFor(apiRouterOf(app)));
+const doc = openApiDocumentFor(apiRouterOf(app));
+const markdown = renderEndpointsMarkdown(doc);
+const readmePath = path.join(ROOT, 'README.md');
+const readme = spliceReadmeTable(readFileSync(readmePath, 'utf8'), renderEndpointTable(doc));
 await deps.sql.end({ timeout: 1 });
 redis.disconnect();
 
@@ -40,12 +43,13 @@ if (args.has('--stdout')) {
   process.stdout.write(markdown);
 } else if (args.has('--check')) {
   const current = existsSync(target) ? readFileSync(target, 'utf8') : '';
-  if (current !== markdown) {
-    console.error('docs/endpoints.md is stale: run `node scripts/endpoint-table.mjs`.');
+  if (current !== markdown || readFileSync(readmePath, 'utf8') !== readme) {
+    console.error('docs/endpoints.md or the README endpoint table is stale: run `node scripts/endpoint-table.mjs`.');
     process.exit(1);
   }
-  console.log('docs/endpoints.md is up to date.');
+  console.log('docs/endpoints.md and the README endpoint table are up to date.');
 } else {
   writeFileSync(target, markdown);
-  console.log(`Wrote ${path.relative(ROOT, target)}.`);
+  writeFileSync(readmePath, readme);
+  console.log(`Wrote ${path.relative(ROOT, target)} and the endpoint table of README.md.`);
 }

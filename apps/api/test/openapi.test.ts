@@ -11,7 +11,7 @@ import { routeCatalog } from '../src/http/route';
 import { apiRouterOf, openApiDocumentFor } from '../src/openapi/routes';
 import { buildOpenApiDocument, mountedRoutes, routeErrorStatuses, routeRateLimit, toOpenApiPath, type OpenApiDocument } from '../src/openapi/document';
 import { SchemaRegistry } from '../src/openapi/json-schema';
-import { renderEndpointsMarkdown } from '../src/openapi/endpoint-table';
+import { renderEndpointTable, renderEndpointsMarkdown, spliceReadmeTable } from '../src/openapi/endpoint-table';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
@@ -193,9 +193,11 @@ describe('GET /api/v1/openapi.json', () => {
     expect(again.body).toEqual(doc);
   });
 
-  it('keeps docs/endpoints.md in step with the routes (regenerate: node scripts/endpoint-table.mjs)', () => {
+  it('keeps docs/endpoints.md and the README table in step with the routes (regenerate: node scripts/endpoint-table.mjs)', () => {
     const current = readFileSync(path.join(ROOT, 'docs', 'endpoints.md'), 'utf8');
     expect(current).toBe(renderEndpointsMarkdown(doc));
+    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    expect(readme).toBe(spliceReadmeTable(readme, renderEndpointTable(doc)));
   });
 
   it('answers the 121st request of a minute from one address with 429 and Retry-After', async () => {
