@@ -1,0 +1,96 @@
+import { writeFileSync } from 'node:fs';
+import { createTestContext, type TestContext } from '@svc/core/testing';
+import { DEFAULT_BEHAVIOUR, createRandom, parseDistribution, sample, simulateMetrics } from '../src/behaviour';
+import { behaviourFor, parseOptions, UsageError } from '../src/options';
+import { Children, seedWorkspace, tempFile, waitFor } from '../../dispatcher/test/support';
+
+/** The simulator's command line and behaviour settings, and its crash mode on a real agent. */
+describe('command line and config file', () => {
+  it('reads durations as fixed values and uniform ranges', () => {
+    expect(parseDistribution('250ms')).toEqual({ dist: 'fixed', ms: 250 });
+    expect(parseDistribution('2s')).toEqual({ dist: 'fixed', ms: 2000 });
+    expect(parseDistribution('100-500ms')).toEqual({ dist: 'uniform', min_ms: 100, max_ms: 500 });
+    expect(parseDistribution('1s-3s')).toEqual({ dist: 'uniform', min_ms: 1000, max_ms: 3000 });
+    expect(parseDistribution(40)).toEqual({ dist: 'fixed', ms: 40 });
+    expect(() => parseDistribution('soon')).toThrow(/not a duration/);
+  });
+
+  it('samples every distribution within its bounds, repeatably with a seed', () => {
+    const r1 = createRandom(5);
+    const r2 = createRandom(5);
+    const a = Array.from({ length: 50 }, () => sample({ dist: 'uniform', min_ms: 10, max_ms: 20 }, r1));
+    const b = Array.from({ length: 50 }, () => sample({ dist: 'uniform', min_ms: 10, max_ms: 20 }, r2));
+    expect(a).toEqual(b);
+    expect(a.every((x) => x >= 10 && x <= 20)).toBe(true);
+    expect(sample({ dist: 'normal', mean_ms: 100, stddev_ms: 500 }, r1)).toBeGreaterThanOrEqual(0);
+    expect(sample({ dist: 'exponential', mean_ms: 100 }, r1)).toBeGreaterThanOrEqual(0);
+  });
+
+  it('simulates the contract’s ResourceMetrics', () => {
+    const m = simulateMetrics(DEFAULT_BEHAVIOUR, 2500, createRandom(1));
+    expect(Object.keys(m).sort()).toEqual(['cpu_percent_avg', 'cpu_percent_peak', 'disk_read_mb', 'disk_write_mb', 'duration_seconds', 'ram_mb_avg', 'ram_mb_peak', 'sample_count']);
+    expect(m.duration_seconds).toBe(2.5);
+    expect(m.sample_count).toBe(3);
+    expect(m.ram_mb_peak).toBeGreaterThanOrEqual(m.ram_mb_avg);
+  });
+
+  it('layers defaults ← file defaults ← flags ← the process entry (by id or by name)', () => {
+    const file = tempFile('agent.json');
+    writeFileSync(file, JSON.stringify({
+      machine_keys: ['svc_mk_from_file'],
+      defaults: { failure_rate: 0.2, log_lines: 7 },
+      processes: { 'invoice-bot': { failure_rate: 0.9, item_duration: '1-2ms' }, 'b6d7c7f0-0000-4000-8000-000000000001': { crash: 'mid-job' } },
+    }));
+    const opts = parseOptions(['--machine-key', 'svc_mk_a', '--config', file, '--failure-rate', '0.5', '--prefetch=4'], { AGENT_MACHINE_KEYS: 'svc_mk_b, svc_mk_a' });
+    expect(opts.machineKeys).toEqual(['svc_mk_a', 'svc_mk_b', 'svc_mk_from_file']);
+    expect(opts.defaults).toMatchObject({ failure_rate: 0.5, log_lines: 7, prefetch: 4 });
+    expect(behaviourFor(opts, { id: 'x', name: 'invoice-bot' })).toMatchObject({ failure_rate: 0.9, log_lines: 7, item_duration: { dist: 'uniform', min_ms: 1, max_ms: 2 } });
+    expect(behaviourFor(opts, { id: 'b6d7c7f0-0000-4000-8000-000000000001', name: 'other' }).crash).toBe('mid-job');
+    expect(behaviourFor(opts, { id: 'y', name: 'unknown' }).failure_rate).toBe(0.5);
+  });
+
+  it('refuses a missing key, an unknown option and a bad value with one sentence', () => {
+    expect(() => parseOptions([], {})).toThrow(UsageError);
+    expect(() => parseOptions(['--machine-key', 'k', '--speed', '3'], {})).toThrow(/unknown option --speed/);
+    expect(() => parseOptions(['--machine-key', 'k', '--failure-rate', '2'], {})).toThrow(/between 0 and 1/);
+    expect(() => parseOptions(['--machine-key', 'k', '--crash', 'sometimes'], {})).toThrow(/crash must be/);
+  });
+});
+
+describe('the agent process', () => {
+  let ctx: TestContext;
+  const children = new Children();
+  beforeAll(async () => {
+    ctx = await createTestContext();
+  });
+  afterAll(async () => {
+    await children.stopAll();
+    await ctx.close();
+  });
+
+  it('exits with status 2 and a clear sentence for a key of no active machine', async () => {
+    const agent = children.agent(ctx, ['--machine-key', 'svc_mk_nobody']);
+    expect(await agent.exited).toBe(2);
+    expect(agent.output()).toMatch(/does not belong to an active machine/);
+  });
+
+  it('crash mode mid-item kills the agent while it holds an item, after the given number of items', async () => {
+    const ws = await seedWorkspace(ctx.sql);
+    const proc = await ws.process();
+    const queue = await ws.queue({ consumer_process_id: proc.id });
+    const m = await ws.machine();
+    await ctx.sql`insert into queue_items (tenant_id, queue_id, data) select ${ws.tenant.id}, ${queue.id}, '{}'::jsonb from generate_series(1, 5)`;
+    children.dispatcher(ctx);
+    const agent = children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '1ms', '--crash', 'mid-item', '--crash-after-items', '2']);
+    expect(await agent.exited).toBe(-1);
+    expect(agent.proc.signalCode).toBe('SIGKILL');
+    const rows = await ctx.sql`select status from queue_items where queue_id = ${queue.id}`;
+    expect(rows.filter((r) => r.status === 'completed')).toHaveLength(2);
+    expect(rows.filter((r) => r.status === 'in_progress')).toHaveLength(1);
+    // the engine then gives the dead holder up: the item fails and is retried
+    await waitFor('the held item failed and retried', async () => {
+      const [r] = await ctx.sql`select count(*)::int as n from queue_items where queue_id = ${queue.id} and status = 'new' and retry_count = 1`;
+      return r!.n === 1;
+    }, 15_000);
+  });
+});
