@@ -1,11 +1,13 @@
 import {
-  releaseQueueItems, reportJobProgress, settleAndClaimItems, type ClaimedItem, type ItemOutcome, type JobEnd, type StartedJob,
+  machineHasWaitingJobs, releaseQueueItems, reportJobProgress, settleAndClaimItems, type ClaimedItem, type ItemOutcome, type JobEnd, type StartedJob,
 } from '@svc/core';
 import { directiveOf, sample } from './behaviour';
 import { AbortedError, crashNow, reasonOf, sleep } from './abort';
 import { JobLog, type RunContext } from './run-job';
 
 const PROGRESS_EVERY_MS = 500;
+/** how often a consumer asks whether other jobs wait for its machine's slot */
+const YIELD_CHECK_MS = 2000;
 
 /**
  * A consumer job (ARCHITECTURE "Queue → jobs"): takes items of its queue in the take order and
@@ -25,6 +27,8 @@ export async function consumeQueue(ctx: RunContext, run: StartedJob): Promise<Jo
   let buffer: ClaimedItem[] = [];
   let outcomes: ItemOutcome[] = [];
   let lastProgress = Date.now();
+  let lastYieldCheck = Date.now();
+  let yielded = false;
   let hardAbort: AbortedError | null = null;
   log.line(`Consumidor de la cola iniciado en la máquina ${ctx.machine.name} (prefetch ${b.prefetch})`);
 
@@ -49,6 +53,14 @@ export async function consumeQueue(ctx: RunContext, run: StartedJob): Promise<Jo
   try {
     while (!ctx.signal.aborted) {
       if (buffer.length === 0) {
+        if (Date.now() - lastYieldCheck >= YIELD_CHECK_MS) {
+          lastYieldCheck = Date.now();
+          if (await machineHasWaitingJobs(ctx.sql, ctx.machine.id, run.id)) {
+            yielded = true;
+            log.line('Otro job espera esta máquina: el consumidor cede su slot');
+            break;
+          }
+        }
         const sent = outcomes.length;
         const res = await settleAndClaimItems(ctx.sql, { queueId, jobId: run.id, machineId: ctx.machine.id, outcomes, take: b.prefetch });
         account(res.settled, sent);
@@ -81,7 +93,7 @@ export async function consumeQueue(ctx: RunContext, run: StartedJob): Promise<Jo
 
   const summary = `${counts.completed} completados, ${counts.pending_review} a revisión, ${counts.failed} fallidos`;
   log.line(`Consumidor terminado: ${summary}`);
-  const output = { queue_id: queueId, items_completed: counts.completed, items_pending_review: counts.pending_review, items_failed: counts.failed, items_refused: counts.refused };
+  const output = { queue_id: queueId, yielded, items_completed: counts.completed, items_pending_review: counts.pending_review, items_failed: counts.failed, items_refused: counts.refused };
   const reason = hardAbort ? hardAbort.reason : ctx.signal.aborted ? reasonOf(ctx.signal) : null;
   if (reason === 'stop') {
     log.line('Detenido a petición del usuario');

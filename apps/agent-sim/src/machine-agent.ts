@@ -96,6 +96,14 @@ export class MachineAgent {
       this.log.info('machine online');
       await this.deps.bull.addDispatch('machine-online', { tenant_id: this.machine.tenant_id, machine_id: this.machine.id });
     }
+    // a deactivated machine takes no new job (running ones finish); reactivated, it resumes
+    if (this.worker && !hb.is_active && !this.worker.isPaused()) {
+      this.log.warn('machine deactivated: taking no new jobs');
+      void this.worker.pause(true);
+    } else if (this.worker && hb.is_active && this.worker.isPaused() && !this.closing) {
+      this.log.info('machine active again');
+      this.worker.resume();
+    }
     if (hb.slots !== this.machine.slots) {
       this.machine = { ...this.machine, slots: hb.slots };
       if (this.worker) this.worker.concurrency = hb.slots;

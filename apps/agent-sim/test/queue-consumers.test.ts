@@ -246,6 +246,27 @@ describe('a queue with a consumer process', () => {
     expect(stopped.output_data).toMatchObject({ items_completed: started.length });
   });
 
+  it('a consumer gives its slot up to a job waiting for its machine, and the queue is resumed after', async () => {
+    const m = await ws.machine({ slots: 1 });
+    const { proc, queue } = await consumerQueue();
+    children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '30ms', '--duration', '100ms']);
+    await addBulk(queue.name, Array.from({ length: 100 }, (_, i) => ({ n: i })));
+    await waitFor('the consumer running', async () => ((await itemStatusCounts(ctx.sql, queue.id)).completed ?? 0) > 0);
+    const other = await ws.process();
+    const res = await ctx.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key).send({ process_id: other.id, machine_id: m.row.id });
+    expect(res.status).toBe(201);
+    const job = await waitFor('the waiting job completed', async () => {
+      const [r] = await ctx.sql`select * from jobs where id = ${res.body.data.id}`;
+      return r!.status === 'completed' ? r : null;
+    }, 15_000);
+    const before = await itemStatusCounts(ctx.sql, queue.id);
+    expect(before.new ?? 0).toBeGreaterThan(0);
+    const [yielded] = await ctx.sql`select output_data from jobs where queue_id = ${queue.id} and process_id = ${proc.id} and status = 'completed' order by finished_at limit 1`;
+    expect(yielded!.output_data).toMatchObject({ yielded: true });
+    expect(job.finished_at).toBeInstanceOf(Date);
+    await allFinal(queue.id, 100, ['completed']);
+  });
+
   it('shows a machine as busy while all its slots run jobs, and online again after', async () => {
     const m = await ws.machine({ slots: 1 });
     const { queue } = await consumerQueue();

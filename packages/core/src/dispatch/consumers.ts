@@ -102,3 +102,15 @@ export async function queueHasReadyItems(sql: Sql, queueId: string): Promise<boo
   const [row] = await sql<Array<{ ready: boolean }>>`select ${readyExists(sql, sql`${queueId}::uuid`)} as ready`;
   return row!.ready;
 }
+
+/**
+ * Whether other jobs wait for this machine (pending, due). A consumer job holds a slot for as long
+ * as its queue has items; it checks this now and then and gives the slot up, so a steady stream
+ * of items never starves the machine's other jobs (the queue gets a new consumer afterwards).
+ */
+export async function machineHasWaitingJobs(sql: Sql, machineId: string, exceptJobId: string): Promise<boolean> {
+  const [row] = await sql<Array<{ waiting: boolean }>>`
+    select exists (select 1 from jobs where machine_id = ${machineId} and status = 'pending' and id <> ${exceptJobId}
+                   and (not_before is null or not_before <= now())) as waiting`;
+  return row!.waiting;
+}

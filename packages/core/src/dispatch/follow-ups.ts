@@ -61,7 +61,7 @@ async function retryJob(tx: Queryable, job: JobRow): Promise<DispatchJobRef[]> {
   const [p] = await tx<Array<ProcessFollowUpSettings & { sla_deadline_minutes: number | null; not_before: Date }>>`
     select auto_retry, max_retries, retry_delay_seconds, on_success_trigger_process_id, sla_deadline_minutes,
            now() + make_interval(secs => retry_delay_seconds) as not_before
-    from processes where id = ${job.process_id}`;
+    from processes where id = ${job.process_id} and is_active`;
   if (!p || !p.auto_retry || job.retry_count >= p.max_retries) return [];
   const machineId = await pickMachineForFollowUp(tx, job.tenant_id, job.machine_id);
   if (!machineId) return [];
