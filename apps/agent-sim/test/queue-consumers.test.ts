@@ -267,6 +267,25 @@ describe('a queue with a consumer process', () => {
     await allFinal(queue.id, 100, ['completed']);
   });
 
+  it('stops a consumer job still pending on a machine that went offline, and another machine takes the queue', async () => {
+    const silent = await ws.machine({ name: 'silent', slots: 1 });
+    const { queue } = await consumerQueue();
+    await addBulk(queue.name, [{ a: 1 }, { a: 2 }]);
+    const pending = await waitFor('a consumer on the silent machine', async () => {
+      const [r] = await ctx.sql`select id from jobs where queue_id = ${queue.id} and machine_id = ${silent.row.id}`;
+      return r;
+    });
+    const ended = await waitFor('it ended when the machine went offline', async () => {
+      const [r] = await ctx.sql`select * from jobs where id = ${pending.id}`;
+      return r!.status === 'stopped' ? r : null;
+    }, 10_000);
+    expect(ended.error_message).toMatch(/silent quedó fuera de línea antes de iniciar/);
+    expect(ended.started_at).toBeNull();
+    const live = await ws.machine({ slots: 1 });
+    children.agent(ctx, ['--machine-key', live.machineKey, '--item-duration', '2ms']);
+    await allFinal(queue.id, 2, ['completed']);
+  });
+
   it('shows a machine as busy while all its slots run jobs, and online again after', async () => {
     const m = await ws.machine({ slots: 1 });
     const { queue } = await consumerQueue();
