@@ -136,7 +136,7 @@ export class MachineAgent {
   }
 
   private async process(job: Job<MachineJobPayload>, token: string | undefined, signal?: AbortSignal): Promise<unknown> {
-    const { sql, bull } = this.deps;
+    const { sql } = this.deps;
     const res = await startJob(sql, job.data.job_id, this.machine.id);
     if ('skipped' in res) {
       if (res.skipped === 'not_before') {

@@ -23,7 +23,6 @@ beforeEach(async () => {
 afterEach(() => children.stopAll());
 afterAll(async () => {
   await engine.stopAll();
-  await ctx.deps.dispatch.close();
   await ctx.close();
 });
 

@@ -75,7 +75,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     for (const b of breaches) logger.warn('job SLA breached', { job_id: b.id, tenant_id: b.tenant_id, sla_due_at: b.sla_due_at.toISOString() });
   }
 
-  async function process(job: Job): Promise<unknown> {
+  async function handle(job: Job): Promise<unknown> {
     const name = job.name as DispatchJobName;
     switch (name) {
       case 'queue-ready': {
@@ -158,7 +158,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       await checkEvictionPolicy();
       await upsertSchedulers();
       await checkEpoch();
-      worker = new Worker(DISPATCH_QUEUE, process, {
+      worker = new Worker(DISPATCH_QUEUE, handle, {
         connection: createRedis(config.redisUrl, { blocking: true }),
         prefix: bull.keys.bull,
         concurrency: deps.concurrency ?? 4,

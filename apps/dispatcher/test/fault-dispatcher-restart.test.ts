@@ -14,7 +14,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await children.stopAll();
-  await ctx.deps.dispatch.close();
   await ctx.close();
 });
 

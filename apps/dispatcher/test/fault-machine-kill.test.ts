@@ -16,7 +16,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await children.stopAll();
-  await ctx.deps.dispatch.close();
   await ctx.close();
 });
 
