@@ -62,7 +62,7 @@ export async function consumeQueue(ctx: RunContext, run: StartedJob): Promise<Jo
           }
         }
         const sent = outcomes.length;
-        const res = await settleAndClaimItems(ctx.sql, { queueId, jobId: run.id, machineId: ctx.machine.id, outcomes, take: b.prefetch });
+        const res = await settleAndClaimItems(ctx.sql, { queueId, jobId: run.id, jobAttempt: run.attempt, machineId: ctx.machine.id, outcomes, take: b.prefetch });
         account(res.settled, sent);
         outcomes = [];
         buffer = res.claimed;
@@ -82,7 +82,7 @@ export async function consumeQueue(ctx: RunContext, run: StartedJob): Promise<Jo
     ctx.signal.removeEventListener('abort', onAbort);
     if (outcomes.length) {
       const sent = outcomes.length;
-      const res = await settleAndClaimItems(ctx.sql, { queueId, jobId: run.id, machineId: ctx.machine.id, outcomes, take: 0 });
+      const res = await settleAndClaimItems(ctx.sql, { queueId, jobId: run.id, jobAttempt: run.attempt, machineId: ctx.machine.id, outcomes, take: 0 });
       account(res.settled, sent);
     }
     if (buffer.length) {

@@ -5,7 +5,7 @@ import {
   QUEUE_ITEM_TRANSITIONS, applyItemRetryPolicy, approveQueueItem, canTransitionItem, compareTakeOrder, failItemsOfJobs,
   failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, releaseQueueItems, settleAndClaimItems, type Sql,
 } from '@svc/core';
-import { createTestContext, seedQueue, seedTenant, type TestContext } from '@svc/core/testing';
+import { createTestContext, seedMachine, seedProcess, seedQueue, seedTenant, type TestContext } from '@svc/core/testing';
 
 /**
  * Every queue item transition of contract 3.1 through the guarded statements of
@@ -15,12 +15,23 @@ import { createTestContext, seedQueue, seedTenant, type TestContext } from '@svc
 let ctx: TestContext;
 let sql: Sql;
 let tenantId: string;
+let processId: string;
+let machineId: string;
 
 beforeAll(async () => {
   ctx = await createTestContext();
   sql = ctx.sql;
   tenantId = (await seedTenant(sql)).id;
+  processId = (await seedProcess(sql, tenantId)).id;
+  machineId = (await seedMachine(sql, tenantId)).row.id;
 });
+
+/** A consumer job row, running under attempt 1 (items are taken only for a running job). */
+async function ensureRunningJob(jobId: string): Promise<void> {
+  await sql`insert into jobs (id, tenant_id, process_id, machine_id, status, attempt, started_at, source)
+            values (${jobId}, ${tenantId}, ${processId}, ${machineId}, 'running', 1, now(), 'queue')
+            on conflict (id) do nothing`;
+}
 afterAll(() => ctx.close());
 
 async function newQueue(maxRetries = 3) {
@@ -40,8 +51,10 @@ async function item(id: string) {
   return row!;
 }
 
-const take = (queueId: string, jobId: string, n = 1, outcomes: any[] = []) =>
-  settleAndClaimItems(sql, { queueId, jobId, machineId: randomUUID(), outcomes, take: n });
+async function take(queueId: string, jobId: string, n = 1, outcomes: any[] = []) {
+  await ensureRunningJob(jobId);
+  return settleAndClaimItems(sql, { queueId, jobId, jobAttempt: 1, machineId: randomUUID(), outcomes, take: n });
+}
 
 describe('the transition table', () => {
   it('holds exactly the transitions of contract 3.1 plus the engine-internal release and the operator re-drive', () => {
@@ -143,7 +156,8 @@ describe('processing outcomes', () => {
     const it0 = await addItem(q.id);
     const job = randomUUID();
     const machine = randomUUID();
-    const res = await settleAndClaimItems(sql, { queueId: q.id, jobId: job, machineId: machine, outcomes: [], take: 1 });
+    await ensureRunningJob(job);
+    const res = await settleAndClaimItems(sql, { queueId: q.id, jobId: job, jobAttempt: 1, machineId: machine, outcomes: [], take: 1 });
     const row = await item(it0.id);
     expect(row.status).toBe('in_progress');
     expect(row.job_id).toBe(job);
@@ -218,8 +232,20 @@ describe('processing outcomes', () => {
     expect(row.result).toEqual({ ok: 1 });
   });
 
+  it('takes nothing for a consumer job that is no longer running under its attempt', async () => {
+    const q = await newQueue();
+    await addItem(q.id);
+    const job = randomUUID();
+    await ensureRunningJob(job);
+    const stale = await settleAndClaimItems(sql, { queueId: q.id, jobId: job, jobAttempt: 2, machineId: randomUUID(), outcomes: [], take: 1 });
+    expect(stale.claimed).toEqual([]);
+    await sql`update jobs set status = 'failed' where id = ${job}`;
+    const ended = await settleAndClaimItems(sql, { queueId: q.id, jobId: job, jobAttempt: 1, machineId: randomUUID(), outcomes: [], take: 1 });
+    expect(ended.claimed).toEqual([]);
+  });
+
   it('refuses an outcome that is not a transition from in_progress', async () => {
-    await expect(settleAndClaimItems(sql, { queueId: randomUUID(), jobId: randomUUID(), machineId: randomUUID(), outcomes: [{ id: randomUUID(), attempt: 1, status: 'new' as never }], take: 0 }))
+    await expect(settleAndClaimItems(sql, { queueId: randomUUID(), jobId: randomUUID(), jobAttempt: 1, machineId: randomUUID(), outcomes: [{ id: randomUUID(), attempt: 1, status: 'new' as never }], take: 0 }))
       .rejects.toThrow(/Illegal item outcome/);
   });
 
@@ -281,7 +307,9 @@ describe('retry policy', () => {
     await take(q.id, deadJob);
     expect(await failItemsOfJobs(sql, [deadJob], 'La máquina M1 dejó de responder')).toEqual([q.id]);
     expect(await item(a.id)).toMatchObject({ status: 'failed', error_message: 'La máquina M1 dejó de responder' });
-    await take(q.id, randomUUID()); // held by a job id that does not exist: an orphan
+    const endedJob = randomUUID();
+    await take(q.id, endedJob);
+    await sql`update jobs set status = 'completed' where id = ${endedJob}`; // its holder ended: an orphan
     expect(await failOrphanedItems(sql, 'huérfano')).toContain(q.id);
     expect(await item(b.id)).toMatchObject({ status: 'failed', error_message: 'huérfano' });
   });

@@ -100,6 +100,8 @@ export interface SettleAndClaim {
   queueId: string;
   /** The consumer job that holds (and takes) the items. */
   jobId: string;
+  /** The consumer job's own fencing token: items are taken only while that run still owns the job. */
+  jobAttempt: number;
   /** Recorded as `processed_by` on the items it takes. */
   machineId: string;
   outcomes: readonly ItemOutcome[];
@@ -128,7 +130,9 @@ function checkOutcomes(outcomes: readonly ItemOutcome[]): void {
  * Settle: `in_progress → completed | pending_review | failed` where `job_id = $job AND attempt =
  * $token` (a stale holder matches nothing). Take: `new → in_progress` over the first `take`
  * ready items in the take order, `FOR UPDATE SKIP LOCKED` so concurrent consumers never take the
- * same item and never wait on each other; `attempt + 1` is the new fencing token.
+ * same item and never wait on each other; `attempt + 1` is the new fencing token. Items are taken
+ * only while the consumer job is still `running` under `jobAttempt`: a run the engine gave up on
+ * (its machine was declared offline, it timed out) takes nothing more.
  */
 export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim): Promise<SettleAndClaimResult> {
   checkOutcomes(req.outcomes);
@@ -157,6 +161,7 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim): 
     ), picked as (
       select id from queue_items
        where queue_id = ${req.queueId} and status = ${T.take.from} and (postpone is null or postpone <= now())
+         and exists (select 1 from jobs where id = ${req.jobId} and status = 'running' and attempt = ${req.jobAttempt})
        order by priority desc, deadline asc nulls last, created_at asc, id
        limit ${req.take}
        for update skip locked
