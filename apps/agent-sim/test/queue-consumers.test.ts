@@ -7,6 +7,7 @@ import {
  * Queue consumers end to end: items added through the API, consumer jobs started by a real
  * dispatcher on machines run by real agent-sim processes.
  */
+jest.setTimeout(60_000);
 let ctx: ApiTestContext;
 /** each test gets its own workspace: machines of another test's agents never take its items */
 let ws: Awaited<ReturnType<typeof seedWorkspace>>;

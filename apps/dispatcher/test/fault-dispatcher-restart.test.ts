@@ -6,6 +6,7 @@ import { Children, assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJourn
  * its own, so nothing is lost: work that arrived while it was down starts when it is back, and
  * every item and job reaches a final state exactly once.
  */
+jest.setTimeout(60_000);
 let ctx: ApiTestContext;
 const children = new Children();
 

@@ -7,6 +7,7 @@ import { Children, assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJourn
  * message, the item fails with a clear message and follows the retry policy, and another
  * machine finishes the queue. No item is processed by two machines at the same time.
  */
+jest.setTimeout(60_000);
 let ctx: ApiTestContext;
 const children = new Children();
 

@@ -11,6 +11,7 @@ import {
  * running consumers never needed Redis. Runs on a PRIVATE redis-server (never the shared one),
  * with the API, the dispatcher and the agents as separate processes.
  */
+jest.setTimeout(60_000);
 let ctx: TestContext;
 let redisProc: ChildProcess;
 let redisUrl: string;

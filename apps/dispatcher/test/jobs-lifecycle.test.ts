@@ -6,6 +6,7 @@ import { Children, seedWorkspace, waitFor, sleep } from './support';
  * agent-sim processes. pending → running → completed / failed / stopped / timed_out, retries
  * with delay, chaining, SLA.
  */
+jest.setTimeout(60_000);
 let ctx: ApiTestContext;
 let ws: Awaited<ReturnType<typeof seedWorkspace>>;
 const children = new Children();

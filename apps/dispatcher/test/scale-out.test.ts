@@ -8,6 +8,7 @@ import {
  * reaches a final state, no item is processed by two machines at once, no job runs twice, and
  * the queue's max_consumers holds although both dispatchers decide.
  */
+jest.setTimeout(60_000);
 let ctx: TestContext;
 const children = new Children();
 
