@@ -121,21 +121,51 @@ export function between(r: Range, random: () => number): number {
   return r.min + random() * (r.max - r.min);
 }
 
-/** The contract's ResourceMetrics for a run of `durationMs`, simulated. */
-export function simulateMetrics(b: Behaviour, durationMs: number, random: () => number) {
-  const round = (n: number) => Math.round(n * 100) / 100;
+/** One run's simulated resource use, drawn once so its metrics stay consistent while it runs. */
+export interface MetricsProfile {
+  cpuAvg: number;
+  cpuPeak: number;
+  ramAvg: number;
+  ramPeak: number;
+  diskReadMb: number;
+  diskWriteMb: number;
+}
+
+export function metricsProfile(b: Behaviour, random: () => number): MetricsProfile {
   const cpuAvg = between(b.metrics.cpu_percent, random);
   const ramAvg = between(b.metrics.ram_mb, random);
   return {
-    cpu_percent_avg: round(cpuAvg),
-    cpu_percent_peak: round(Math.min(100, cpuAvg * (1 + random() * 0.6))),
-    ram_mb_avg: round(ramAvg),
-    ram_mb_peak: round(ramAvg * (1 + random() * 0.3)),
-    disk_read_mb: round(between(b.metrics.disk_read_mb, random)),
-    disk_write_mb: round(between(b.metrics.disk_write_mb, random)),
-    sample_count: Math.max(1, Math.round(durationMs / 1000)),
-    duration_seconds: round(durationMs / 1000),
+    cpuAvg,
+    cpuPeak: Math.min(100, cpuAvg * (1 + random() * 0.6)),
+    ramAvg,
+    ramPeak: ramAvg * (1 + random() * 0.3),
+    diskReadMb: between(b.metrics.disk_read_mb, random),
+    diskWriteMb: between(b.metrics.disk_write_mb, random),
   };
+}
+
+/**
+ * The contract's ResourceMetrics after `elapsedMs` of a run whose whole expected length is
+ * `totalMs` (disk volumes grow with progress; one sample per second).
+ */
+export function metricsAt(p: MetricsProfile, elapsedMs: number, totalMs = elapsedMs) {
+  const round = (n: number) => Math.round(n * 100) / 100;
+  const share = totalMs > 0 ? Math.min(1, elapsedMs / totalMs) : 1;
+  return {
+    cpu_percent_avg: round(p.cpuAvg),
+    cpu_percent_peak: round(p.cpuPeak),
+    ram_mb_avg: round(p.ramAvg),
+    ram_mb_peak: round(p.ramPeak),
+    disk_read_mb: round(p.diskReadMb * share),
+    disk_write_mb: round(p.diskWriteMb * share),
+    sample_count: Math.max(1, Math.round(elapsedMs / 1000)),
+    duration_seconds: round(elapsedMs / 1000),
+  };
+}
+
+/** The contract's ResourceMetrics for a whole run of `durationMs`, simulated. */
+export function simulateMetrics(b: Behaviour, durationMs: number, random: () => number) {
+  return metricsAt(metricsProfile(b, random), durationMs);
 }
 
 /** Per-run directive (`input_data._sim` / `data._sim`), for tests and demos. */

@@ -1,6 +1,6 @@
 import type { Job } from 'bullmq';
 import { reportJobProgress, type AgentMachine, type JobEnd, type Logger, type Sql, type StartedJob } from '@svc/core';
-import { directiveOf, sample, simulateMetrics, type Behaviour } from './behaviour';
+import { directiveOf, metricsAt, metricsProfile, sample, type Behaviour } from './behaviour';
 import { AbortedError, crashNow, reasonOf, sleep } from './abort';
 import type { Journal } from './journal';
 
@@ -53,6 +53,7 @@ export async function runSimulatedJob(ctx: RunContext, run: StartedJob): Promise
   const steps = Math.max(1, b.progress_steps);
   const log = new JobLog();
   const started = Date.now();
+  const profile = metricsProfile(b, ctx.random);
   log.line(`Inicio en la máquina ${ctx.machine.name}: proceso ${run.process_name}, intento ${run.attempt}`);
   if (b.crash === 'job-start' || directive.crash) crashNow();
   let linesWritten = 0;
@@ -68,6 +69,7 @@ export async function runSimulatedJob(ctx: RunContext, run: StartedJob): Promise
         progress_percent: percent,
         progress_message: `Paso ${i} de ${steps}`,
         logs: log.value,
+        resource_metrics: metricsAt(profile, Date.now() - started, duration),
       });
       if (!res) ctx.abort('lost');
       else if (res.stop_requested) ctx.abort('stop');
@@ -76,11 +78,11 @@ export async function runSimulatedJob(ctx: RunContext, run: StartedJob): Promise
     }
   } catch (err) {
     if (!(err instanceof AbortedError)) throw err;
-    return endAborted(ctx, run, err, log, percent, Date.now() - started);
+    return endAborted(ctx, run, err, log, percent, metricsAt(profile, Date.now() - started, duration));
   }
   const elapsed = Date.now() - started;
   const fail = directive.outcome ? directive.outcome === 'fail' : ctx.random() < b.failure_rate;
-  const metrics = simulateMetrics(b, elapsed, ctx.random);
+  const metrics = metricsAt(profile, elapsed, elapsed);
   if (fail) {
     const message = directive.error_message ?? b.failure_message;
     log.line(`Error: ${message}`);
@@ -103,8 +105,7 @@ export async function runSimulatedJob(ctx: RunContext, run: StartedJob): Promise
   };
 }
 
-function endAborted(ctx: RunContext, run: StartedJob, err: AbortedError, log: JobLog, percent: number, elapsed: number): JobEnd {
-  const metrics = simulateMetrics(ctx.behaviour, elapsed, ctx.random);
+function endAborted(ctx: RunContext, run: StartedJob, err: AbortedError, log: JobLog, percent: number, metrics: ReturnType<typeof metricsAt>): JobEnd {
   switch (err.reason) {
     case 'stop':
       log.line('Detenido a petición del usuario');

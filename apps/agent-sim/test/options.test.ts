@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { createTestContext, type TestContext } from '@svc/core/testing';
-import { DEFAULT_BEHAVIOUR, createRandom, parseDistribution, sample, simulateMetrics } from '../src/behaviour';
+import { DEFAULT_BEHAVIOUR, createRandom, metricsAt, metricsProfile, parseDistribution, sample, simulateMetrics } from '../src/behaviour';
 import { behaviourFor, parseOptions, UsageError } from '../src/options';
 import { Children, seedWorkspace, tempFile, waitFor } from '../../dispatcher/test/support';
 
@@ -32,6 +32,16 @@ describe('command line and config file', () => {
     expect(m.duration_seconds).toBe(2.5);
     expect(m.sample_count).toBe(3);
     expect(m.ram_mb_peak).toBeGreaterThanOrEqual(m.ram_mb_avg);
+  });
+
+  it('reports metrics while a run goes on: one profile, disk volumes growing with progress', () => {
+    const p = metricsProfile({ ...DEFAULT_BEHAVIOUR, metrics: { ...DEFAULT_BEHAVIOUR.metrics, disk_read_mb: { min: 10, max: 10 } } }, createRandom(2));
+    const half = metricsAt(p, 1000, 2000);
+    const end = metricsAt(p, 2000, 2000);
+    expect(half.disk_read_mb).toBe(5);
+    expect(end.disk_read_mb).toBe(10);
+    expect(half.cpu_percent_avg).toBe(end.cpu_percent_avg);
+    expect(end.sample_count).toBe(2);
   });
 
   it('layers defaults ← file defaults ← flags ← the process entry (by id or by name)', () => {
