@@ -52,7 +52,9 @@ if (input.amount) {
 }
 else opts.duration = input.durationSec;
 const started = Date.now();
+const cpu0 = process.cpuUsage();
 const res = await run(opts);
+const cpu = process.cpuUsage(cpu0);
 const elapsedSec = (Date.now() - started) / 1000;
 
 process.stdout.write(
@@ -69,5 +71,6 @@ process.stdout.write(
     rps: res['2xx'] / res.duration,
     latency: { p50: res.latency.p50, p90: res.latency.p90, p99: res.latency.p99, mean: res.latency.average, max: res.latency.max },
     statusCodes: res.statusCodeStats,
+    cpuMs: Math.round((cpu.user + cpu.system) / 1000),
   }) + '\n',
 );

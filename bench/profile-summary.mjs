@@ -61,3 +61,21 @@ console.log(`${file}: ${(total / 1e6).toFixed(1)} s sampled`);
 show('self time by package / file', selfByWhere, top);
 show('self time by function', selfByFn, top);
 show('inclusive time by function', incl, top, (k) => !match || k.includes(match));
+
+// --callers NAME: the stacks (3 frames up) that lead to a function, by self time
+if (args.includes('--callers')) {
+  const name = args[args.indexOf('--callers') + 1];
+  const stacks = new Map();
+  for (const [id, t] of self) {
+    if ((byId.get(id).callFrame.functionName || '') !== name) continue;
+    const frames = [];
+    for (let n = parent.get(id); n !== undefined && frames.length < 6; n = parent.get(n)) {
+      const cf = byId.get(n).callFrame;
+      if (/^node:internal|^node:net|^node:events|^node:_stream/.test(where(cf))) continue;
+      frames.push(label(cf));
+    }
+    const k = frames.join(' ← ');
+    stacks.set(k, (stacks.get(k) ?? 0) + t);
+  }
+  show(`callers of ${name}`, stacks, 12);
+}

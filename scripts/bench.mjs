@@ -99,6 +99,7 @@ async function main() {
     profile: opts.profile,
     keep: opts.keep,
     log: (m) => console.error(m),
+    redisPid: null,
   };
   mkdirSync(run.logDir, { recursive: true });
 
@@ -121,6 +122,7 @@ async function main() {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
 
+  run.redisPid = await (await import('../bench/lib/platform.mjs')).redisServerPid(redisUrl, core).catch(() => null);
   const selected = SCENARIOS.filter((s) => !opts.only || opts.only.includes(s));
   const results = {
     startedAt: new Date().toISOString(),

@@ -2,7 +2,8 @@
 // process of its own started from the compiled dist/.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { freePort, peakRssMb, startNode, stop, waitUntil } from './proc.mjs';
+import { core } from './core.mjs';
+import { cpuMeter, freePort, peakRssMb, startNode, stop, waitUntil } from './proc.mjs';
 
 export const APPS = {
   api: 'apps/api/dist/main.js',
@@ -58,6 +59,14 @@ export async function startPlatform(run, { databaseUrl, redisPrefix, parts, agen
     }
     if (parts.includes('dispatcher')) {
       procs.dispatcher = startNode('dispatcher', path.join(run.root, APPS.dispatcher), [], { env, logDir: run.logDir, nodeArgs: nodeArgs('dispatcher') });
+      // started: it writes the dispatch epoch once its schedulers are in place (whatever the log level)
+      const redis = core.createRedis(run.redisUrl);
+      try {
+        const epochKey = core.redisKeys(redisPrefix).dispatchEpoch;
+        await waitUntil('the dispatcher to start', async () => (await redis.exists(epochKey)) === 1, { procs: [procs.dispatcher], timeoutMs: 30_000, everyMs: 100 });
+      } finally {
+        redis.disconnect();
+      }
     }
     if (parts.includes('agents')) {
       const configFile = path.join(run.logDir, `agent-config-${Date.now()}.json`);
@@ -78,4 +87,28 @@ export async function waitMachinesOnline(sql, ids, procs, timeoutMs = 30_000) {
     const [r] = await sql`select count(*)::int as n from machines where id = any(${ids}) and status in ('online', 'busy')`;
     return r.n === ids.length;
   }, { procs, timeoutMs, everyMs: 100 });
+}
+
+/**
+ * Where the CPU of a measured phase goes: the platform's processes, the Postgres backends of the
+ * scenario's database, and the Redis server (shared with anything else running on the host).
+ */
+export function platformCpuMeter(sql, platform, redisPid) {
+  const groups = {};
+  for (const [name, p] of Object.entries(platform.procs)) groups[name] = () => [p.pid];
+  groups.postgres = async () => (await sql`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`).map((r) => r.pid);
+  if (redisPid) groups.redis = () => [redisPid];
+  return cpuMeter(groups);
+}
+
+/** The Redis server's pid when it runs on this host (INFO server: process_id). */
+export async function redisServerPid(redisUrl, core) {
+  const u = new URL(redisUrl);
+  if (!['127.0.0.1', 'localhost', '::1', '[::1]'].includes(u.hostname)) return null;
+  const redis = core.createRedis(redisUrl);
+  try {
+    return Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]) || null;
+  } finally {
+    redis.disconnect();
+  }
 }

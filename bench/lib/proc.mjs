@@ -120,3 +120,51 @@ export async function runJson(name, script, input, { env, logDir, timeoutMs = 30
     throw new Error(`${name} printed no JSON result:\n${out.slice(-2000)}`);
   }
 }
+
+const TICKS_PER_SEC = 100; // USER_HZ on Linux
+
+/** CPU time (user + system) of a process so far, in ms (null when it cannot be read). */
+export function cpuMs(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SEC;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * CPU spent by groups of processes between `start()` and `stop()`, in ms: `groups` maps a name
+ * to a function returning the pids of that group (called at both ends; pids seen once count).
+ */
+export function cpuMeter(groups) {
+  const first = new Map();
+  const read = async () => {
+    const out = {};
+    for (const [name, pidsOf] of Object.entries(groups)) {
+      out[name] = new Map();
+      for (const pid of (await pidsOf()) ?? []) {
+        const v = cpuMs(pid);
+        if (v !== null) out[name].set(pid, v);
+      }
+    }
+    return out;
+  };
+  return {
+    async start() {
+      const s = await read();
+      for (const [k, v] of Object.entries(s)) first.set(k, v);
+    },
+    async stop() {
+      const end = await read();
+      const res = {};
+      for (const [name, pids] of Object.entries(end)) {
+        let total = 0;
+        for (const [pid, v] of pids) total += v - (first.get(name)?.get(pid) ?? v);
+        res[name] = Math.round(total);
+      }
+      return res;
+    },
+  };
+}

@@ -60,3 +60,65 @@ export const ratio = (a, b) => (a && b ? round(a / b, 3) : null);
 export function checkLoad(what, res) {
   if (res.ok === 0) throw new Error(`${what}: no successful response (${JSON.stringify(res.statusCodes)}, errors ${res.errors})`);
 }
+
+/** CPU ms per 1,000 operations, by process group (where the time goes). */
+export function cpuPer(cpuMsByGroup, operations) {
+  const out = {};
+  for (const [k, v] of Object.entries(cpuMsByGroup)) if (v !== null && v !== undefined) out[k] = operations ? round((v * 1000) / operations, 0) : null;
+  return { msPer1000: out, operations };
+}
+
+const median = (xs) => percentile(xs.filter((x) => x !== null && x !== undefined), 50);
+
+/**
+ * Measures a baseline and the platform in `rounds` alternating rounds (baseline, platform,
+ * baseline, …) so that drift on a shared machine hits both alike. Each side: {warm?, run(i),
+ * meter?}; `run` returns a load result ({ok, durationSec, latency, cpuMs, …}). Returns each side
+ * merged (sums; latency percentiles are the median of the rounds'), and `ratio(fn)`: the median
+ * over rounds of fn(platform) ÷ fn(baseline).
+ */
+export async function alternate(rounds, sides) {
+  const names = Object.keys(sides);
+  for (const n of names) if (sides[n].warm) await sides[n].warm();
+  const per = Object.fromEntries(names.map((n) => [n, []]));
+  for (let i = 0; i < rounds; i++) {
+    for (const n of names) {
+      const meter = sides[n].meter?.();
+      await meter?.start();
+      const r = await sides[n].run(i);
+      const cpu = meter ? await meter.stop() : {};
+      per[n].push({ ...r, cpuGroups: { ...cpu, ...(r.cpuMs !== undefined ? { load: r.cpuMs } : {}) } });
+    }
+  }
+  const out = { rounds: per };
+  for (const n of names) out[n] = mergeRounds(per[n]);
+  out.ratio = (fn) => round(median(per[names[1]].map((p, i) => ratioRaw(fn(p), fn(per[names[0]][i])))), 3);
+  return out;
+}
+
+const ratioRaw = (a, b) => (a && b ? a / b : null);
+
+function mergeRounds(rs) {
+  const sum = (k) => rs.reduce((a, r) => a + (r[k] ?? 0), 0);
+  const ok = sum('ok');
+  const durationSec = sum('durationSec');
+  const cpu = {};
+  for (const r of rs) for (const [k, v] of Object.entries(r.cpuGroups ?? {})) if (v !== null) cpu[k] = (cpu[k] ?? 0) + v;
+  return {
+    ok,
+    requests: sum('requests'),
+    non2xx: sum('non2xx'),
+    errors: sum('errors'),
+    timeouts: sum('timeouts'),
+    durationSec,
+    rps: durationSec ? ok / durationSec : 0,
+    latency: {
+      p50: median(rs.map((r) => r.latency?.p50)),
+      p90: median(rs.map((r) => r.latency?.p90)),
+      p99: median(rs.map((r) => r.latency?.p99)),
+      max: Math.max(...rs.map((r) => r.latency?.max ?? 0)),
+    },
+    cpu: cpuPer(cpu, ok),
+    statusCodes: rs.map((r) => r.statusCodes),
+  };
+}

@@ -29,7 +29,7 @@ export interface QueueItemRow {
 }
 
 /** What the contract shows of an item, and nothing else (no fencing columns). */
-const ITEM_COLUMNS = [
+export const ITEM_COLUMNS = [
   'id', 'tenant_id', 'queue_id', 'status', 'priority', 'reference', 'deadline', 'postpone', 'data', 'result', 'retry_count',
   'error_message', 'processed_by', 'created_at', 'processed_at', 'reviewed_by', 'reviewed_at',
 ];

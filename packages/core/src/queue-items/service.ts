@@ -4,12 +4,12 @@ import type { DispatchPort } from '../dispatch/port';
 import type { Logger } from '../logger';
 import { NotFoundError, ValidationError } from '../errors';
 import { pageMeta, type PageMeta } from '../validation/formats';
-import { findQueueByName } from '../catalog/queues';
 import {
   countQueueItems, insertQueueItem, insertQueueItemsBulk, listQueueItems,
   type QueueItemRow, type QueueRef,
 } from './repo';
 import type { AddQueueItemInput, AddQueueItemsBulkInput, QueueItemListQuery } from './schemas';
+import { findQueueByNameBatched, insertQueueItemBatched } from './batched';
 
 type Tx = postgres.TransactionSql<Record<string, unknown>>;
 
@@ -24,7 +24,7 @@ export interface QueueItemDeps {
  * and a deactivated one answer exactly like a missing one (404).
  */
 export async function getActiveQueueByName(sql: Sql, tenantId: string, name: string): Promise<QueueRef> {
-  const queue = await findQueueByName(sql, tenantId, name);
+  const queue = await findQueueByNameBatched(sql, tenantId, name);
   if (!queue || !queue.is_active) throw new NotFoundError('Cola no encontrada');
   return { id: queue.id, tenant_id: queue.tenant_id, name: queue.name };
 }
@@ -94,7 +94,7 @@ export async function addItem(
           await hook(tx, r);
           return r;
         }) as Promise<QueueItemRow>)
-      : insertQueueItem(deps.sql, queue, item),
+      : insertQueueItemBatched(deps.sql, queue, item),
   );
   await nudge(deps, queue);
   return row;

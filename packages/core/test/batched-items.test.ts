@@ -1,0 +1,137 @@
+import {
+  Batcher, NotFoundError, ValidationError, addItem, getActiveQueueByName, noopDispatch, type Sql,
+} from '@svc/core';
+import { createTestContext, seedQueue, seedTenant, type TestContext } from '@svc/core/testing';
+
+/**
+ * Concurrent `POST …/items` share their Postgres round trips (queue-items/batched.ts): the
+ * batching must be invisible to each caller — its own row, its own error, fresh reads.
+ */
+let ctx: TestContext;
+let sql: Sql;
+
+beforeAll(async () => {
+  ctx = await createTestContext();
+  sql = ctx.sql;
+});
+afterAll(() => ctx.close());
+
+const deps = () => ({ sql, dispatch: noopDispatch });
+
+describe('batched queue look-ups and item inserts', () => {
+  it('gives each of many concurrent adds its own row, in its own queue and tenant, and counts them all', async () => {
+    const t1 = await seedTenant(sql);
+    const t2 = await seedTenant(sql);
+    const q1 = await seedQueue(sql, t1.id);
+    const q2 = await seedQueue(sql, t2.id);
+    const refs = [q1, q2].map((q) => ({ id: q.id, tenant_id: q.tenant_id, name: q.name }));
+    const rows = await Promise.all(
+      Array.from({ length: 60 }, (_, i) =>
+        addItem(deps(), refs[i % 2]!, { data: { n: i, text: `item ${i}` }, priority: 1 + (i % 5), reference: `R-${i}`, deadline: i % 3 ? null : '2031-01-02T03:04:05.678Z' }),
+      ),
+    );
+    rows.forEach((row, i) => {
+      expect(row.data).toEqual({ n: i, text: `item ${i}` });
+      expect(row.queue_id).toBe(refs[i % 2]!.id);
+      expect(row.tenant_id).toBe(refs[i % 2]!.tenant_id);
+      expect(row.priority).toBe(1 + (i % 5));
+      expect(row.reference).toBe(`R-${i}`);
+      expect(row.deadline?.toISOString() ?? null).toBe(i % 3 ? null : '2031-01-02T03:04:05.678Z');
+      expect(row.status).toBe('new');
+    });
+    expect(new Set(rows.map((r) => r.id)).size).toBe(60);
+    const counts = await sql<{ queue_id: string; n: number }[]>`
+      select queue_id, sum(n)::int as n from queue_item_counts where queue_id in (${q1.id}, ${q2.id}) group by queue_id`;
+    expect(Object.fromEntries(counts.map((c) => [c.queue_id, c.n]))).toEqual({ [q1.id]: 30, [q2.id]: 30 });
+  });
+
+  it('fails only the add whose data Postgres refuses, with its 422, and stores the others', async () => {
+    const t = await seedTenant(sql);
+    const q = await seedQueue(sql, t.id);
+    const ref = { id: q.id, tenant_id: q.tenant_id, name: q.name };
+    const results = await Promise.allSettled(
+      Array.from({ length: 20 }, (_, i) => addItem(deps(), ref, { data: { n: i, text: i === 7 ? 'bad \u0000 char' : 'ok' } })),
+    );
+    results.forEach((r, i) => expect(r.status).toBe(i === 7 ? 'rejected' : 'fulfilled'));
+    const err = (results[7] as PromiseRejectedResult).reason;
+    expect(err).toBeInstanceOf(ValidationError);
+    expect(JSON.stringify(err.details)).toContain('data');
+    const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from queue_items where queue_id = ${q.id}`;
+    expect(n).toBe(19);
+  });
+
+  it('answers concurrent look-ups each with its own queue, and 404 for a missing, foreign or deactivated one', async () => {
+    const t1 = await seedTenant(sql);
+    const t2 = await seedTenant(sql);
+    const a = await seedQueue(sql, t1.id, { name: 'shared-name' });
+    const b = await seedQueue(sql, t2.id, { name: 'shared-name' });
+    const off = await seedQueue(sql, t1.id, { name: 'switched-off' });
+    await sql`update queues set is_active = false where id = ${off.id}`;
+    const [ra, rb, missing, foreign, inactive] = await Promise.allSettled([
+      getActiveQueueByName(sql, t1.id, 'shared-name'),
+      getActiveQueueByName(sql, t2.id, 'shared-name'),
+      getActiveQueueByName(sql, t1.id, 'no-such-queue'),
+      getActiveQueueByName(sql, t2.id, 'switched-off'),
+      getActiveQueueByName(sql, t1.id, 'switched-off'),
+    ]);
+    expect(ra).toMatchObject({ status: 'fulfilled', value: { id: a.id, tenant_id: t1.id } });
+    expect(rb).toMatchObject({ status: 'fulfilled', value: { id: b.id, tenant_id: t2.id } });
+    for (const r of [missing, foreign, inactive]) {
+      expect(r.status).toBe('rejected');
+      expect((r as PromiseRejectedResult).reason).toBeInstanceOf(NotFoundError);
+    }
+  });
+
+  it('sees a deactivation at once: look-ups are never cached', async () => {
+    const t = await seedTenant(sql);
+    const q = await seedQueue(sql, t.id);
+    await expect(getActiveQueueByName(sql, t.id, q.name)).resolves.toMatchObject({ id: q.id });
+    await sql`update queues set is_active = false where id = ${q.id}`;
+    await expect(getActiveQueueByName(sql, t.id, q.name)).rejects.toBeInstanceOf(NotFoundError);
+  });
+});
+
+describe('Batcher', () => {
+  it('sends the calls of one event-loop turn as one batch and keeps at most maxInFlight batches running', async () => {
+    const batches: number[][] = [];
+    let running = 0;
+    let most = 0;
+    const b = new Batcher<number, number>({
+      runBatch: async (xs) => {
+        batches.push(xs);
+        most = Math.max(most, ++running);
+        await new Promise((r) => setTimeout(r, 20));
+        running--;
+        return xs.map((x) => x * 2);
+      },
+      runOne: async () => {
+        throw new Error('not expected');
+      },
+      maxInFlight: 2,
+      maxBatch: 5,
+    });
+    const first = await Promise.all([1, 2, 3].map((x) => b.run(x)));
+    expect(first).toEqual([2, 4, 6]);
+    expect(batches).toEqual([[1, 2, 3]]);
+    const many = await Promise.all(Array.from({ length: 23 }, (_, i) => b.run(i)));
+    expect(many).toEqual(Array.from({ length: 23 }, (_, i) => i * 2));
+    expect(most).toBe(2);
+    expect(Math.max(...batches.map((x) => x.length))).toBe(5);
+  });
+
+  it('never runs a call again when the outcome of its batch is unknown (a lost connection)', async () => {
+    let alone = 0;
+    const b = new Batcher<number, number>({
+      runBatch: async () => {
+        throw Object.assign(new Error('write CONNECTION_CLOSED'), { code: 'CONNECTION_CLOSED' });
+      },
+      runOne: async (x) => {
+        alone++;
+        return x;
+      },
+    });
+    const results = await Promise.allSettled([1, 2, 3].map((x) => b.run(x)));
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    expect(alone).toBe(0);
+  });
+});
