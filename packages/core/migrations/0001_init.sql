@@ -78,8 +78,8 @@ create table processes (
   updated_at timestamptz not null default now(),
   unique (tenant_id, name)
 );
-create index processes_list_idx on processes (tenant_id, created_at desc, id) where is_active;
-create index processes_folder_idx on processes (tenant_id, folder_id, created_at desc) where is_active;
+-- lists order by name: the (tenant_id, name) key serves them; this one the folder_id filter of the public list
+create index processes_folder_idx on processes (tenant_id, folder_id, name, id) where is_active;
 
 create table machines (
   id uuid primary key default gen_random_uuid(),
@@ -158,10 +158,12 @@ create table jobs (
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now()
 );
-create index jobs_tenant_idx on jobs (tenant_id, created_at desc);
 create index jobs_active_machine_idx on jobs (machine_id, status) where status in ('pending', 'running');
 create index jobs_active_idx on jobs (status, created_at) where status in ('pending', 'running');
 create index jobs_queue_consumers_idx on jobs (queue_id, status) where queue_id is not null and status in ('pending', 'running');
+-- the SLA sweep: only unfinished, not yet breached jobs that have a due time
+create index jobs_sla_due_idx on jobs (sla_due_at)
+  where sla_due_at is not null and sla_breached_at is null and status in ('pending', 'running');
 
 create table queue_items (
   id uuid primary key default gen_random_uuid(),
@@ -193,7 +195,7 @@ create index queue_items_list_idx on queue_items (queue_id, created_at desc, id 
 create index queue_items_status_list_idx on queue_items (queue_id, status, created_at desc, id desc);
 -- the take order of ARCHITECTURE.md over items ready to take
 create index queue_items_ready_idx on queue_items (queue_id, priority desc, deadline asc nulls last, created_at asc, id)
-  where status = 'new';
+  include (postpone) where status = 'new';
 create index queue_items_reference_idx on queue_items (queue_id, reference) where reference is not null;
 create index queue_items_in_progress_idx on queue_items (job_id) where status = 'in_progress';
 -- the dispatcher's retry policy walks failed items (a short-lived state)
@@ -287,7 +289,7 @@ create table api_keys (
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now()
 );
-create index api_keys_tenant_idx on api_keys (tenant_id, created_at desc);
+create index api_keys_tenant_idx on api_keys (tenant_id, created_at desc, id desc);
 
 create table audit_log (
   id bigserial primary key,
@@ -304,7 +306,6 @@ create table audit_log (
   created_at timestamptz not null default now()
 );
 create index audit_log_tenant_idx on audit_log (tenant_id, created_at desc);
-create index audit_log_action_idx on audit_log (tenant_id, action, created_at desc);
 
 -- Idempotency-Key on item and trigger POSTs: the first response is kept for 24 hours
 create table idempotency_keys (
