@@ -1,11 +1,12 @@
 // The load generator, in a process of its own: autocannon against one URL, with the API keys
 // taken round robin (one per request) and, optionally, paths rotated per request.
-// Input: one JSON argument; output: one JSON line on stdout.
+// Input: a JSON file named by the first argument; output: one JSON line on stdout.
 //   {url, method, paths: [..], body?, keys?: [..], connections, durationSec? | amount?,
 //    warmup?: {method, paths, body?, amount}}   (warm-up: JIT, pools, each key's cache entry)
+import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 
-const input = JSON.parse(process.argv[2]);
+const input = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 
 function run(opts) {
   return new Promise((resolve, reject) => {

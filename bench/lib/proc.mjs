@@ -1,7 +1,7 @@
 // Child processes of a bench run: the platform's apps (from dist/), the baselines and the load
 // generator each run in a process of their own, with their output in the run's log folder.
 import { spawn } from 'node:child_process';
-import { openSync, closeSync, readFileSync } from 'node:fs';
+import { openSync, closeSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 
@@ -97,12 +97,16 @@ export function peakRssMb(pid) {
 
 /**
  * Runs a one-shot node script that prints one JSON document on stdout (load generator,
- * baselines) and returns it parsed; its stderr goes to the log folder.
+ * baselines) and returns it parsed; the script reads its input from the JSON file named by its
+ * first argument; its stderr goes to the log folder.
  */
 export async function runJson(name, script, input, { env, logDir, timeoutMs = 300_000 } = {}) {
   const logFile = path.join(logDir, `${name}.log`);
+  // the input goes in a file: a list of keys is larger than one command-line argument may be
+  const inputFile = path.join(logDir, `${name}.input.json`);
+  writeFileSync(inputFile, JSON.stringify(input));
   const fd = openSync(logFile, 'a');
-  const child = spawn(process.execPath, [script, JSON.stringify(input)], { env, stdio: ['ignore', 'pipe', fd] });
+  const child = spawn(process.execPath, [script, inputFile], { env, stdio: ['ignore', 'pipe', fd] });
   closeSync(fd);
   const proc = { name, child, logFile, pid: child.pid };
   live.add(proc);

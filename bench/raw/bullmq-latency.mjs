@@ -1,13 +1,14 @@
 // Baseline of B4 on an idle Redis: Queue.add → a waiting Worker starts the job, and
 // PUBLISH → a subscriber hears it (what a stop travels on), `tries` times each, one at a time.
 // Input: {redisUrl, prefix, tries}.
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
 const { Queue, Worker } = require('bullmq');
 const IORedis = require('ioredis');
 
-const input = JSON.parse(process.argv[2]);
+const input = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const conn = () => new IORedis(input.redisUrl, { maxRetriesPerRequest: null });
 const queue = new Queue('latency', { connection: conn(), prefix: input.prefix });
 let onStart = null;

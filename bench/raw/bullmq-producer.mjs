@@ -2,13 +2,14 @@
 // the no-op workers have completed them all. Completed jobs are kept (BullMQ's default), so the
 // end is the finishedOn of the last one (the score of the completed set).
 // Input: {redisUrl, prefix, queue, total, chunk, payloads: [..], timeoutMs}.
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
 const { Queue } = require('bullmq');
 const IORedis = require('ioredis');
 
-const input = JSON.parse(process.argv[2]);
+const input = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const connection = new IORedis(input.redisUrl, { maxRetriesPerRequest: null });
 const queue = new Queue(input.queue, { connection, prefix: input.prefix });
 await queue.waitUntilReady();

@@ -1,9 +1,10 @@
 // Baseline of B2: multi-row INSERTs of the same rows straight through the `postgres` client,
 // `connections` concurrent writers for `durationSec` (or `amount` inserts in all).
 // Input: {databaseUrl, tenantId, queueId, connections, durationSec?, amount?, rows: [payload]}.
+import { readFileSync } from 'node:fs';
 import postgres from 'postgres';
 
-const input = JSON.parse(process.argv[2]);
+const input = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const sql = postgres(input.databaseUrl, { max: input.connections, onnotice: () => {} });
 const rows = input.rows.map((data) => ({ tenant_id: input.tenantId, queue_id: input.queueId, data }));
 
@@ -11,6 +12,7 @@ const rows = input.rows.map((data) => ({ tenant_id: input.tenantId, queue_id: in
 await Promise.all(Array.from({ length: input.connections }, () => sql`insert into queue_items ${sql(rows.slice(0, 10), 'tenant_id', 'queue_id', 'data')}`));
 
 const started = Date.now();
+const cpu0 = process.cpuUsage();
 const until = started + (input.durationSec ?? 3600) * 1000;
 let inserts = 0;
 let left = input.amount ?? Infinity;
@@ -25,10 +27,15 @@ async function writer() {
 }
 await Promise.all(Array.from({ length: input.connections }, writer));
 const elapsedSec = (Date.now() - started) / 1000;
+const cpu = process.cpuUsage(cpu0);
 await sql.end();
 latencies.sort((a, b) => a - b);
 const pct = (p) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? null;
 process.stdout.write(JSON.stringify({
+  // in the load generator's terms: one "request" is one multi-row INSERT
+  ok: inserts,
+  durationSec: elapsedSec,
+  cpuMs: Math.round((cpu.user + cpu.system) / 1000),
   inserts,
   rows: inserts * rows.length,
   elapsedSec,

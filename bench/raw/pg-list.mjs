@@ -1,9 +1,10 @@
 // Baseline of B5: the page and total of the item list straight through the `postgres` client,
 // `connections` concurrent readers for `durationSec`, pages rotated like the load generator's.
 // Input: {databaseUrl, queueId, status?, pages: [..], limit, connections, durationSec}.
+import { readFileSync } from 'node:fs';
 import postgres from 'postgres';
 
-const input = JSON.parse(process.argv[2]);
+const input = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const sql = postgres(input.databaseUrl, { max: input.connections, onnotice: () => {} });
 const cols = ['id', 'tenant_id', 'queue_id', 'status', 'priority', 'reference', 'deadline', 'postpone', 'data', 'result',
   'retry_count', 'error_message', 'processed_by', 'created_at', 'processed_at', 'reviewed_by', 'reviewed_at'];
@@ -25,6 +26,7 @@ async function one() {
 for (let i = 0; i < input.connections * 5; i++) await one(); // warm-up
 const latencies = [];
 const started = Date.now();
+const cpu0 = process.cpuUsage();
 const until = started + input.durationSec * 1000;
 await Promise.all(Array.from({ length: input.connections }, async () => {
   while (Date.now() < until) {
@@ -34,7 +36,15 @@ await Promise.all(Array.from({ length: input.connections }, async () => {
   }
 }));
 const elapsedSec = (Date.now() - started) / 1000;
+const cpu = process.cpuUsage(cpu0);
 await sql.end();
 latencies.sort((a, b) => a - b);
 const pct = (q) => latencies[Math.min(latencies.length - 1, Math.floor((q / 100) * latencies.length))] ?? null;
-process.stdout.write(JSON.stringify({ requests: latencies.length, rps: latencies.length / elapsedSec, latency: { p50: pct(50), p99: pct(99) } }) + '\n');
+process.stdout.write(JSON.stringify({
+  ok: latencies.length,
+  durationSec: elapsedSec,
+  requests: latencies.length,
+  rps: latencies.length / elapsedSec,
+  latency: { p50: pct(50), p90: pct(90), p99: pct(99), max: latencies[latencies.length - 1] ?? null },
+  cpuMs: Math.round((cpu.user + cpu.system) / 1000),
+}) + '\n');

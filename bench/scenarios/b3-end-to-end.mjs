@@ -5,9 +5,9 @@
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { itemPayload, seedApiKeys, seedMachines, seedProcess, seedQueue, seedTenant } from '../lib/fixtures.mjs';
-import { startPlatform, waitMachinesOnline } from '../lib/platform.mjs';
+import { platformCpuMeter, startPlatform, waitMachinesOnline } from '../lib/platform.mjs';
 import { sleep, startNode, stop, waitUntil } from '../lib/proc.mjs';
-import { checkLoad, load, ratio, raw, round, withScenario } from '../lib/scenario.mjs';
+import { checkLoad, cpuPer, load, ratio, raw, round, withScenario } from '../lib/scenario.mjs';
 import { BULK_SIZE } from './b2-bulk.mjs';
 
 const MACHINES = 4;
@@ -57,10 +57,13 @@ export async function b3(run) {
     await waitMachinesOnline(s.sql, machines.map((m) => m.id), Object.values(platform.procs));
 
     const itemsPath = `/api/v1/queues/by-name/${queue.name}/items`;
+    // fills the API key cache before the clock starts
+    await load(run, 'b3-warm-api', { url: platform.baseUrl, method: 'GET', paths: [`${itemsPath}?limit=1`], keys, connections: MACHINES, amount: keys.length });
+    const meter = platformCpuMeter(s.sql, platform, run.redisPid);
+    await meter.start();
     const adding = load(run, 'b3-load-api', {
       url: platform.baseUrl, method: 'POST', paths: [`${itemsPath}/bulk`], body: { items: payloads }, keys,
       connections: MACHINES, amount: total / BULK_SIZE,
-      warmup: { method: 'GET', paths: [`${itemsPath}?limit=1`], amount: keys.length },
     }, timeoutMs);
     adding.catch(() => undefined); // awaited below; this only keeps a failure from going unhandled meanwhile
     let added;
@@ -78,6 +81,7 @@ export async function b3(run) {
     }
     if (!added) added = await adding;
     checkLoad('B3 API', added);
+    const cpu = cpuPer({ ...(await meter.stop()), load: added.cpuMs }, counts.completed ?? 0);
     const rss = platform.peakRss();
     const [{ last }] = await s.sql`select max(processed_at) as last from queue_items where queue_id = ${queue.id} and status = 'completed'`;
     const completed = counts.completed ?? 0;
@@ -92,7 +96,7 @@ export async function b3(run) {
       ],
       rss: { api: rss.api, dispatcher: rss.dispatcher, agents: rss.agents },
       complete: completed === total && baseline.complete,
-      details: { total, completed, counts, elapsedSec, addSec: (added.finishedAt - added.startedAt) / 1000, keys: keys.length, baseline },
+      details: { total, completed, counts, elapsedSec, cpu, addSec: (added.finishedAt - added.startedAt) / 1000, keys: keys.length, baseline },
     };
   });
 }
