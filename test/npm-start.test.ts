@@ -46,7 +46,7 @@ describe('npm start, as a newcomer uses it', () => {
     await ctx.close();
   });
 
-  it('starts the platform, prints three curl commands that work, processes the item, and stops cleanly on Ctrl-C', async () => {
+  it('starts the platform, prints three curl commands that work, completes 1,000 more items, shows Bull Board, and stops cleanly on Ctrl-C', async () => {
     const port = await freePort();
     child = spawn(process.execPath, [path.join(ROOT, 'scripts', 'start.mjs')], {
       cwd: ROOT,
@@ -95,6 +95,33 @@ describe('npm start, as a newcomer uses it', () => {
     }
     expect(['completed', 'failed', 'dead_letter', 'pending_review']).toContain(item!.status);
     expect(['completed', 'failed']).toContain(job!.status);
+
+    // as the issue tries it: 1,000 items with the printed key, watched until completed
+    const bulk = await fetch(`${base}/queues/by-name/invoices/items/bulk`, {
+      method: 'POST',
+      headers: { 'X-API-Key': key, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ items: Array.from({ length: 1000 }, (_, i) => ({ invoice: `INV-${i}` })) }),
+    });
+    expect((await bulk.json()).data).toEqual({ added: 1000 });
+    let completed = 0;
+    const allBy = Date.now() + 90_000;
+    while (Date.now() < allBy && completed < 1001) {
+      const page = await (await fetch(`${base}/queues/by-name/invoices/items?status=completed&limit=1`, { headers: { 'X-API-Key': key } })).json();
+      completed = page.meta.total;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    expect(completed).toBe(1001);
+
+    // Bull Board answers with the admin token the banner printed, and refuses without it
+    const boardUrl = /Bull Board: +(\S+)/.exec(output)![1]!;
+    // a browser opens it once with ?token=…, gets an HttpOnly cookie and is redirected without it
+    const first = await fetch(boardUrl, { redirect: 'manual' });
+    expect(first.status).toBe(302);
+    const cookie = first.headers.get('set-cookie')!.split(';')[0]!;
+    const board = await fetch(new URL(first.headers.get('location')!, boardUrl), { headers: { cookie } });
+    expect(board.status).toBe(200);
+    expect(await board.text()).toMatch(/<html/i);
+    expect((await fetch(`http://127.0.0.1:${port}/admin/queues`)).status).toBe(401);
 
     child.kill('SIGINT');
     const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
