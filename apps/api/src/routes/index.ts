@@ -1,22 +1,21 @@
 import type { ApiDeps } from '../deps';
 import { createRouter, type AppRouter } from '../http/router';
 import type { RouteContext } from '../http/route';
-import { authRoutes } from './auth';
-import { queueItemRoutes } from './queue-items';
 import { apiKeyRoutes } from './api-keys';
-
+import { openApiRoutes } from '../openapi/routes';
+import { processRoutes } from './processes';
+import { machineRoutes } from './machines';
+import { assetRoutes } from './assets';
+import { authRoutes } from './auth';
+import { jobRoutes } from './jobs';
+import { webhookRoutes } from './webhooks';
+import { queueItemRoutes } from './queue-items';
 import { folderSettingsRoutes } from './settings/folders';
 import { processSettingsRoutes } from './settings/processes';
 import { machineSettingsRoutes } from './settings/machines';
 import { queueSettingsRoutes } from './settings/queues';
 import { assetSettingsRoutes } from './settings/assets';
 import { queueItemReviewRoutes } from './settings/queue-item-review';
-import { jobRoutes } from './jobs';
-import { webhookRoutes } from './webhooks';
-import { openApiRoutes } from '../openapi/routes';
-import { processRoutes } from './processes';
-import { machineRoutes } from './machines';
-import { assetRoutes } from './assets';
 
 type ResourceRoutes = (rc: RouteContext) => AppRouter;
 
@@ -25,9 +24,6 @@ type ResourceRoutes = (rc: RouteContext) => AppRouter;
  * `(rc: RouteContext) => AppRouter` declaring its routes with `addRoute`; add one line here.
  */
 const RESOURCES: ResourceRoutes[] = [
-  apiKeyRoutes,
-  jobRoutes,
-  webhookRoutes,
   folderSettingsRoutes,
   processSettingsRoutes,
   machineSettingsRoutes,
@@ -35,10 +31,13 @@ const RESOURCES: ResourceRoutes[] = [
   assetSettingsRoutes,
   queueItemReviewRoutes,
   queueItemRoutes,
+  jobRoutes,
+  webhookRoutes,
+  apiKeyRoutes,
+  openApiRoutes,
   processRoutes,
   machineRoutes,
   assetRoutes,
-  openApiRoutes,
   authRoutes,
 ];
 
@@ -46,7 +45,7 @@ export function apiRoutes(deps: ApiDeps, rc: RouteContext = { deps, keyStore: de
   const api = createRouter('/api/v1');
   for (const make of RESOURCES) {
     const r = make(rc);
-    api.use(r.routes(), r.allowedMethods({ throw: true }));
+    api.use(r.routes());
   }
   return api;
 }
