@@ -404,16 +404,6 @@ interface KnownScan {
 
 const KNOWN_SCANS: KnownScan[] = [
   {
-    // dispatch/consumers.ts readyExists, as queueHasReadyItems sends it (a constant queue id)
-    statement: "select exists (select 1 from queue_items i where i.queue_id = $1::uuid and i.status = 'new'",
-    plan: 'custom',
-    why:
-      'EXISTS drops any ORDER BY, and for a queue whose ready items are a large share of the table the planner ' +
-      'expects a sequential scan to meet one at once, while the real heap holds the finished history first. ' +
-      'The settled (generic) plan walks queue_items_ready_idx. Fix in the SQL: ask for the first ready item in ' +
-      'the take order (order by priority desc, deadline asc nulls last, created_at, id limit 1), which only the index gives cheaply.',
-  },
-  {
     // idempotency/repo.ts purgeExpiredIdempotencyKeys (no caller schedules it yet)
     statement: 'delete from idempotency_keys where ctid = any(array( select ctid from idempotency_keys where created_at <',
     plan: 'settled',
