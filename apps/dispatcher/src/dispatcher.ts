@@ -1,7 +1,8 @@
 import { Worker, type Job } from 'bullmq';
 import {
-  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, applyItemRetryPolicy, createBullDispatch, createRedis, failOrphans, markSlaBreaches,
-  pendingStops, queuesNeedingConsumers, reconcilePendingJobs, startQueueConsumers, sweepOfflineMachines, timeOutJobs,
+  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, IDEMPOTENCY_PURGE_EVERY_MS, applyItemRetryPolicy, createBullDispatch, createRedis, failOrphans, markSlaBreaches,
+  pendingStops, queuesNeedingConsumers, reconcilePendingJobs, startQueueConsumers, sweepExpiredIdempotencyKeys, sweepOfflineMachines,
+  timeOutJobs,
   type BullDispatch, type Config, type DispatchJobName, type DispatchPayloads, type EndedJobs, type Logger, type Redis, type Sql,
 } from '@svc/core';
 
@@ -102,6 +103,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       }
       case 'reconcile':
         return reconcilePendingJobs(sql, bull, { logger });
+      case 'purge-idempotency-keys': {
+        const purged = await sweepExpiredIdempotencyKeys(sql);
+        if (purged) logger.info('expired Idempotency-Keys purged', { purged });
+        return { purged };
+      }
       default: {
         const unknown: never = name;
         logger.warn('unknown dispatch job', { name: unknown });
@@ -115,6 +121,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       sweep: config.dispatchSweepMs,
       consumers: config.dispatchSweepMs,
       reconcile: config.dispatchReconcileMs,
+      'purge-idempotency-keys': IDEMPOTENCY_PURGE_EVERY_MS,
     };
     for (const id of DISPATCH_SCHEDULERS) {
       await bull.dispatchQueue.upsertJobScheduler(id, { every: every[id] }, {

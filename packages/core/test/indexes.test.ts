@@ -5,11 +5,11 @@ import {
   failItemsOfJobs, failOrphanedItems, findAccessTokenByHash, findApiKey, findApiKeyByHash, findIdempotencyKey,
   findJobWithNames, findMachineByKey, findUserByEmail, finishJob, getActiveQueueByName, getSession, getTenantQueue,
   giveUpMachineJobs, listApiKeyRows, listItems, listMachines, listProcesses, listQueues, loadQueueItemCounts,
-  markSlaBreaches, noopDispatch, pendingStops, pickMachineForFollowUp, purgeExpiredIdempotencyKeys, queueHasReadyItems,
+  markSlaBreaches, noopDispatch, pendingStops, pickMachineForFollowUp, queueHasReadyItems,
   queuesNeedingConsumers, readAssetValue, recordAudit, recordGoodbye, recordHeartbeat, reconcilePendingJobs,
   redriveDeadLetterItems, releaseQueueItems, replaceApiKeySecret, reportJobProgress, requestRunningJobStop,
   reviewQueueItem, revokeAccessToken, runIdempotent, settleAndClaimItems, sha256, startJob, startQueueConsumers, stopJob,
-  sweepOfflineMachines, timeOutJobs, touchApiKeys, transitionJob, triggerJobByApi, triggerJobByWebhook,
+  sweepExpiredIdempotencyKeys, sweepOfflineMachines, timeOutJobs, touchApiKeys, transitionJob, triggerJobByApi, triggerJobByWebhook,
   type Queryable, type Sql,
 } from '../src';
 import { createTestContext, type TestContext } from '../src/testing';
@@ -402,17 +402,7 @@ interface KnownScan {
   seen?: boolean;
 }
 
-const KNOWN_SCANS: KnownScan[] = [
-  {
-    // idempotency/repo.ts purgeExpiredIdempotencyKeys (no caller schedules it yet)
-    statement: 'delete from idempotency_keys where ctid = any(array( select ctid from idempotency_keys where created_at <',
-    plan: 'settled',
-    why:
-      'Without ORDER BY, the generic plan (chosen after five runs) takes "any N expired rows" from a sequential ' +
-      'scan, cheap only while the expired rows sit at the start of the heap. Fix in the SQL: order by created_at ' +
-      'before the LIMIT, which idempotency_keys_created_idx serves.',
-  },
-];
+const KNOWN_SCANS: KnownScan[] = [];
 
 // ---------------------------------------------------------------------------------------------
 // The probes: what runs, and the indexes it must use. `tx` probes run in a transaction that is
@@ -550,7 +540,11 @@ const API_PROBES: Probe[] = [
     indexes: ['idempotency_keys_pkey'],
     tx: (q, f) => findIdempotencyKey(q, { tenantId: f.tenant, scope: 'queue-items.add', key: 'idem-4' }),
   },
-  { name: 'expired Idempotency-Keys purge (purgeExpiredIdempotencyKeys)', indexes: ['idempotency_keys_created_idx'], tx: (q) => purgeExpiredIdempotencyKeys(q) },
+  {
+    name: 'expired Idempotency-Keys purge, the dispatcher\'s sweep (sweepExpiredIdempotencyKeys)',
+    indexes: ['idempotency_keys_created_idx'],
+    tx: (q) => sweepExpiredIdempotencyKeys(q),
+  },
   {
     name: 'audit row (recordAudit)',
     indexes: [],

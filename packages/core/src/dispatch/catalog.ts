@@ -60,11 +60,20 @@ export interface DispatchPayloads {
   consumers: Record<string, never>;
   /** Periodic: re-add pending jobs to their machine queues from Postgres. */
   reconcile: Record<string, never>;
+  /** Periodic: delete Idempotency-Keys past their 24 hours (docs/decisions/idempotency.md). */
+  'purge-idempotency-keys': Record<string, never>;
 }
 export type DispatchJobName = keyof DispatchPayloads;
 
 /** Scheduler ids of the periodic dispatcher jobs (upsertJobScheduler is idempotent). */
-export const DISPATCH_SCHEDULERS = ['sweep', 'consumers', 'reconcile'] as const satisfies readonly DispatchJobName[];
+export const DISPATCH_SCHEDULERS = ['sweep', 'consumers', 'reconcile', 'purge-idempotency-keys'] as const satisfies readonly DispatchJobName[];
+
+/**
+ * How often the Idempotency-Key purge runs. Keys live 24 hours and an expired one is already
+ * ignored on read, so the purge only bounds the table's size: every ten minutes keeps each
+ * batch small without any sweep-rate urgency.
+ */
+export const IDEMPOTENCY_PURGE_EVERY_MS = 10 * 60_000;
 
 /**
  * BullMQ priority (1 is the highest): job priority 5 (urgent) first, 1 (low) last; inside one

@@ -70,13 +70,31 @@ export async function releaseIdempotencyKey(sql: Queryable, id: IdempotencyKeyId
       and created_at = ${token}::text::timestamptz and status is null`;
 }
 
-/** Housekeeping for a periodic sweep: drops rows past their 24 hours. Returns how many. */
+/**
+ * Housekeeping: drops up to `limit` rows past their 24 hours, oldest first. Returns how many.
+ * The `order by created_at` is what makes every plan walk `idempotency_keys_created_idx` from
+ * its oldest end; without it the generic plan takes "any N expired rows" from a sequential scan.
+ */
 export async function purgeExpiredIdempotencyKeys(sql: Queryable, limit = 10_000): Promise<number> {
   const res = await sql`
     delete from idempotency_keys
     where ctid = any(array(
       select ctid from idempotency_keys
       where created_at < now() - make_interval(secs => ${IDEMPOTENCY_TTL_SECONDS})
+      order by created_at
       limit ${limit}))`;
   return res.count;
+}
+
+/**
+ * The periodic sweep (the dispatcher schedules it): purges every expired key in batches of
+ * `batch`, each its own short statement, so a large backlog never holds locks for long.
+ */
+export async function sweepExpiredIdempotencyKeys(sql: Queryable, batch = 5_000): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const n = await purgeExpiredIdempotencyKeys(sql, batch);
+    total += n;
+    if (n < batch) return total;
+  }
 }
