@@ -1,5 +1,5 @@
 import {
-  decodeApiKeyInvalidation, encodeApiKeyInvalidation, findApiKeyByHash, touchApiKeys,
+  acknowledgeApiKeyInvalidation, decodeApiKeyInvalidation, findApiKeyByHash, publishApiKeyInvalidation, touchApiKeys,
   type ApiKeyChangeListener, type ApiKeyInvalidation, type ApiKeyRow, type Logger, type Redis, type Sql,
 } from '@svc/core';
 
@@ -120,7 +120,11 @@ class CachedApiKeyStore implements ApiKeyStore {
     // this process first, synchronously; the others through Redis (we also hear our own echo)
     this.apply(message);
     try {
-      await this.redis.publish(this.channel, encodeApiKeyInvalidation(message));
+      // answers once every subscribed API process has dropped the key (or after a bounded wait)
+      const { receivers, acked } = await publishApiKeyInvalidation(this.redis, this.channel, message);
+      if (acked < receivers) {
+        this.log.warn('api key invalidation not acknowledged by every API process in time', { key_id: message.id, receivers, acked });
+      }
     } catch (err) {
       this.log.error('api key invalidation not published: other API processes may accept the old key until their cache expires', {
         key_id: message.id,
@@ -139,6 +143,11 @@ class CachedApiKeyStore implements ApiKeyStore {
       const message = decodeApiKeyInvalidation(raw);
       if (message) this.apply(message);
       else this.dropAll();
+      if (message) {
+        acknowledgeApiKeyInvalidation(this.redis, message).catch((err: Error) =>
+          this.log.warn('api key invalidation not acknowledged', { err: err.message }),
+        );
+      }
     });
     sub.on('close', () => {
       if (!this.live) return;

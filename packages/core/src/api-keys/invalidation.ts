@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Redis } from '../redis';
 
 /**
@@ -9,6 +10,8 @@ import type { Redis } from '../redis';
 export interface ApiKeyInvalidation {
   id: string;
   hashes: string[];
+  /** Redis list each receiver pushes to once it has dropped its entries (see publishApiKeyInvalidation). */
+  ack?: string;
 }
 
 /** Who must hear about a key change; the API's key store implements it, the CLI publishes directly. */
@@ -17,7 +20,7 @@ export interface ApiKeyChangeListener {
 }
 
 export function encodeApiKeyInvalidation(message: ApiKeyInvalidation): string {
-  return JSON.stringify({ id: message.id, hashes: message.hashes });
+  return JSON.stringify({ id: message.id, hashes: message.hashes, ...(message.ack ? { ack: message.ack } : {}) });
 }
 
 /** Null for anything that is not a well-formed message (a subscriber then drops its whole cache, to be safe). */
@@ -27,17 +30,51 @@ export function decodeApiKeyInvalidation(raw: string): ApiKeyInvalidation | null
     if (typeof parsed.id !== 'string' || !Array.isArray(parsed.hashes) || !parsed.hashes.every((h) => typeof h === 'string')) {
       return null;
     }
-    return { id: parsed.id, hashes: parsed.hashes };
+    return { id: parsed.id, hashes: parsed.hashes, ...(typeof parsed.ack === 'string' ? { ack: parsed.ack } : {}) };
   } catch {
     return null;
   }
+}
+
+export const INVALIDATION_ACK_TIMEOUT_MS = 1000;
+
+/**
+ * Publishes an invalidation and waits until every process that received it has applied it:
+ * PUBLISH answers how many subscribers got the message, and each one pushes to the message's ack
+ * list after dropping its entries. So when a rotation or revocation answers, no API replica can
+ * still serve the old key from its cache (a replica that does not answer within the timeout is
+ * logged by the caller). Returns how many received and how many acknowledged.
+ */
+export async function publishApiKeyInvalidation(
+  redis: Redis,
+  channel: string,
+  message: ApiKeyInvalidation,
+  timeoutMs = INVALIDATION_ACK_TIMEOUT_MS,
+): Promise<{ receivers: number; acked: number }> {
+  const ack = `${channel}:ack:${randomUUID()}`;
+  const receivers = await redis.publish(channel, encodeApiKeyInvalidation({ ...message, ack }));
+  let acked = 0;
+  const until = Date.now() + timeoutMs;
+  while (receivers > 0) {
+    acked = await redis.llen(ack);
+    if (acked >= receivers || Date.now() >= until) break;
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  await redis.del(ack);
+  return { receivers, acked };
+}
+
+/** The receiving side: tell the publisher this process has applied the message. */
+export async function acknowledgeApiKeyInvalidation(redis: Redis, message: ApiKeyInvalidation): Promise<void> {
+  if (!message.ack) return;
+  await redis.multi().rpush(message.ack, '1').expire(message.ack, 30).exec();
 }
 
 /** A listener that only publishes, for processes without a key cache of their own (CLI, scripts). */
 export function redisApiKeyPublisher(redis: Redis, channel: string): ApiKeyChangeListener {
   return {
     async invalidate(message) {
-      await redis.publish(channel, encodeApiKeyInvalidation(message));
+      await publishApiKeyInvalidation(redis, channel, message);
     },
   };
 }
