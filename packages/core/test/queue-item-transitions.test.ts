@@ -74,6 +74,60 @@ describe('the transition table', () => {
   });
 });
 
+describe('statements sent for the transitions', () => {
+  const STATUSES = new Set(['new', 'in_progress', 'pending_review', 'completed', 'failed', 'dead_letter']);
+
+  /** Runs `fn` and returns what it sent through `sql` (text and bound values). */
+  async function record(fn: () => Promise<unknown>): Promise<Array<{ text: string; params: unknown[] }>> {
+    const options = (sql as unknown as { options: { debug?: unknown } }).options;
+    const seen: Array<{ text: string; params: unknown[] }> = [];
+    options.debug = (_conn: number, text: string, params: unknown[]) => seen.push({ text, params: [...params] });
+    try {
+      await fn();
+    } finally {
+      options.debug = undefined;
+    }
+    return seen;
+  }
+
+  it('write the statuses into the SQL text, never as bound values, so every plan can use the partial indexes', async () => {
+    const q = await newQueue(1);
+    for (let i = 0; i < 5; i++) await addItem(q.id);
+    const job = randomUUID();
+    const dead = randomUUID();
+    await ensureRunningJob(job);
+    await ensureRunningJob(dead);
+    const statements = await record(async () => {
+      const { claimed } = await settleAndClaimItems(sql, { queueId: q.id, jobId: job, jobAttempt: 1, machineId, outcomes: [], take: 4 });
+      const [a, b, c, d] = claimed;
+      await settleAndClaimItems(sql, {
+        queueId: q.id, jobId: job, jobAttempt: 1, machineId, take: 0,
+        outcomes: [
+          { id: a!.id, attempt: a!.attempt, status: 'completed', result: {} },
+          { id: b!.id, attempt: b!.attempt, status: 'pending_review', result: {} },
+          { id: c!.id, attempt: c!.attempt, status: 'failed', error_message: 'x' },
+        ],
+      });
+      await releaseQueueItems(sql, job, [{ id: d!.id, attempt: d!.attempt }]);
+      await settleAndClaimItems(sql, { queueId: q.id, jobId: dead, jobAttempt: 1, machineId, outcomes: [], take: 1 });
+      await failItemsOfJobs(sql, [dead], 'x');
+      await failOrphanedItems(sql, 'x');
+      await rejectQueueItem(sql, { tenantId, queueId: q.id, itemId: b!.id, reviewer: 'r' });
+      await approveQueueItem(sql, { tenantId, queueId: q.id, itemId: b!.id, reviewer: 'r' });
+      await applyItemRetryPolicy(sql, q.id);
+      await applyItemRetryPolicy(sql, null);
+      await redriveDeadLetterItems(sql, { tenantId, queueId: q.id, itemIds: null });
+    });
+    const updates = statements.filter((s) => /update queue_items/.test(s.text));
+    expect(updates.length).toBeGreaterThanOrEqual(8);
+    for (const s of updates) {
+      expect({ text: s.text, boundStatuses: s.params.filter((p) => typeof p === 'string' && STATUSES.has(p)) })
+        .toEqual({ text: s.text, boundStatuses: [] });
+      expect(s.text).toMatch(/status = '(new|in_progress|pending_review|failed|dead_letter)'/);
+    }
+  });
+});
+
 describe('take order', () => {
   it('takes a mixed batch in exactly priority desc, deadline first and nearest, then FIFO', async () => {
     const q = await newQueue();

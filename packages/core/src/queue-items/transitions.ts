@@ -1,14 +1,14 @@
 import type { Queryable } from '../db/sql';
-import type { QueueItemStatus } from './schemas';
+import { QUEUE_ITEM_STATUSES, type QueueItemStatus } from './schemas';
 import type { QueueItemRow } from './repo';
 
 /**
  * The queue item state machine (contract 3.1, ARCHITECTURE invariants 2 and 3). This table is
  * the only place where legal item status changes are written down. Every function below builds
  * its guarded UPDATE from an entry of it (`status = from` in the WHERE, `status = to` in the
- * SET), and the statements that hand items to a robot carry a fencing token: the item's
- * `attempt` (bumped on every take) together with the `job_id` that took it. A duplicate or late
- * result matches no row and changes nothing.
+ * SET, both written into the SQL text by statusSql), and the statements that hand items to a
+ * robot carry a fencing token: the item's `attempt` (bumped on every take) together with the
+ * `job_id` that took it. A duplicate or late result matches no row and changes nothing.
  */
 export const QUEUE_ITEM_TRANSITIONS = {
   /** A robot takes the item (claimed in the take order below). */
@@ -43,6 +43,32 @@ export function canTransitionItem(from: QueueItemStatus, to: QueueItemStatus): b
 }
 
 const T = QUEUE_ITEM_TRANSITIONS;
+
+/** The six statuses as SQL string literals, checked once: lowercase letters and `_` only. */
+const STATUS_LITERALS = new Map<string, string>(
+  QUEUE_ITEM_STATUSES.map((s) => {
+    if (!/^[a-z_]+$/.test(s)) throw new Error(`queue item status ${s} cannot be written into SQL text`);
+    return [s, `'${s}'`];
+  }),
+);
+
+/**
+ * A status of the table written into the SQL text instead of bound as a parameter. With
+ * `status = $n` only a custom plan (planned with the value) can use the partial indexes
+ * (`queue_items_ready_idx`, `…_in_progress_idx`, `…_failed_idx`): a generic plan cannot prove the
+ * index predicate, so Postgres re-plans these statements on every call. With the literal in the
+ * text every plan, generic included, uses them.
+ *
+ * `unsafe` is safe here: the value never comes from a request. It is one of the six statuses of
+ * QUEUE_ITEM_STATUSES (checked here, so a caller passing anything else throws instead of
+ * reaching SQL), and those were checked above to be lowercase letters and `_`, which cannot
+ * end the quoted literal.
+ */
+function statusSql(sql: Queryable, status: QueueItemStatus) {
+  const literal = STATUS_LITERALS.get(status);
+  if (!literal) throw new Error(`Unknown queue item status ${String(status)}`);
+  return sql.unsafe(literal);
+}
 
 /**
  * The take order (ARCHITECTURE "Queue item order"), over items ready to take (status new and
@@ -150,27 +176,27 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim): 
     ), settled as (
       update queue_items qi
          set status = o.status,
-             result = case when o.status = ${T.fail.to} then qi.result else o.result end,
+             result = case when o.status = ${statusSql(sql, T.fail.to)} then qi.result else o.result end,
              -- a success keeps the message of the last failure (why it was retried)
-             error_message = case when o.status = ${T.fail.to} then o.error_message else qi.error_message end,
-             processed_at = case when o.status = ${T.fail.to} then qi.processed_at else now() end,
+             error_message = case when o.status = ${statusSql(sql, T.fail.to)} then o.error_message else qi.error_message end,
+             processed_at = case when o.status = ${statusSql(sql, T.fail.to)} then qi.processed_at else now() end,
              updated_at = now()
         from outcome o
-       where qi.id = o.id and qi.status = ${T.complete.from} and qi.job_id = ${req.jobId} and qi.attempt = o.attempt
+       where qi.id = o.id and qi.status = ${statusSql(sql, T.complete.from)} and qi.job_id = ${req.jobId} and qi.attempt = o.attempt
       returning qi.id, qi.status
     ), picked as (
       select id from queue_items
-       where queue_id = ${req.queueId} and status = ${T.take.from} and (postpone is null or postpone <= now())
+       where queue_id = ${req.queueId} and status = ${statusSql(sql, T.take.from)} and (postpone is null or postpone <= now())
          and exists (select 1 from jobs where id = ${req.jobId} and status = 'running' and attempt = ${req.jobAttempt})
        order by priority desc, deadline asc nulls last, created_at asc, id
        limit ${req.take}
        for update skip locked
     ), claimed as (
       update queue_items qi
-         set status = ${T.take.to}, job_id = ${req.jobId}, attempt = qi.attempt + 1, processed_by = ${req.machineId},
+         set status = ${statusSql(sql, T.take.to)}, job_id = ${req.jobId}, attempt = qi.attempt + 1, processed_by = ${req.machineId},
              started_at = now(), updated_at = now()
         from picked
-       where qi.id = picked.id and qi.status = ${T.take.from}
+       where qi.id = picked.id and qi.status = ${statusSql(sql, T.take.from)}
       returning qi.id, qi.queue_id, qi.attempt, qi.priority, qi.reference, qi.data, qi.retry_count,
                 (extract(epoch from qi.deadline) * 1000000)::bigint as deadline_us,
                 (extract(epoch from qi.created_at) * 1000000)::bigint as created_us
@@ -186,9 +212,9 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim): 
 export async function releaseQueueItems(sql: Queryable, jobId: string, items: ReadonlyArray<{ id: string; attempt: number }>): Promise<number> {
   if (items.length === 0) return 0;
   const res = await sql`
-    update queue_items qi set status = ${T.release.to}, job_id = null, processed_by = null, started_at = null, updated_at = now()
+    update queue_items qi set status = ${statusSql(sql, T.release.to)}, job_id = null, processed_by = null, started_at = null, updated_at = now()
     from unnest(${items.map((i) => i.id)}::uuid[], ${items.map((i) => i.attempt)}::int[]) as r(id, attempt)
-    where qi.id = r.id and qi.status = ${T.release.from} and qi.job_id = ${jobId} and qi.attempt = r.attempt`;
+    where qi.id = r.id and qi.status = ${statusSql(sql, T.release.from)} and qi.job_id = ${jobId} and qi.attempt = r.attempt`;
   return res.count;
 }
 
@@ -199,8 +225,8 @@ export async function releaseQueueItems(sql: Queryable, jobId: string, items: Re
 export async function failItemsOfJobs(sql: Queryable, jobIds: readonly string[], message: string): Promise<string[]> {
   if (jobIds.length === 0) return [];
   const rows = await sql<{ queue_id: string }[]>`
-    update queue_items set status = ${T.fail.to}, error_message = ${message}, updated_at = now()
-    where job_id = any(${jobIds as string[]}::uuid[]) and status = ${T.fail.from}
+    update queue_items set status = ${statusSql(sql, T.fail.to)}, error_message = ${message}, updated_at = now()
+    where job_id = any(${jobIds as string[]}::uuid[]) and status = ${statusSql(sql, T.fail.from)}
     returning queue_id`;
   return [...new Set(rows.map((r) => r.queue_id))];
 }
@@ -211,8 +237,8 @@ export async function failItemsOfJobs(sql: Queryable, jobIds: readonly string[],
  */
 export async function failOrphanedItems(sql: Queryable, message: string): Promise<string[]> {
   const rows = await sql<{ queue_id: string }[]>`
-    update queue_items qi set status = ${T.fail.to}, error_message = ${message}, updated_at = now()
-    where qi.status = ${T.fail.from}
+    update queue_items qi set status = ${statusSql(sql, T.fail.to)}, error_message = ${message}, updated_at = now()
+    where qi.status = ${statusSql(sql, T.fail.from)}
       and not exists (select 1 from jobs j where j.id = qi.job_id and j.status in ('pending', 'running'))
     returning qi.queue_id`;
   return [...new Set(rows.map((r) => r.queue_id))];
@@ -226,11 +252,11 @@ export async function failOrphanedItems(sql: Queryable, message: string): Promis
 export async function applyItemRetryPolicy(sql: Queryable, queueId: string | null = null): Promise<{ retried: number; deadLettered: number; readyQueues: string[] }> {
   const rows = await sql<{ queue_id: string; status: QueueItemStatus }[]>`
     update queue_items qi
-       set status = case when qi.retry_count < q.max_retries then ${T.retry.to} else ${T.exhaust.to} end,
+       set status = case when qi.retry_count < q.max_retries then ${statusSql(sql, T.retry.to)} else ${statusSql(sql, T.exhaust.to)} end,
            retry_count = case when qi.retry_count < q.max_retries then qi.retry_count + 1 else qi.retry_count end,
            job_id = null, updated_at = now()
       from queues q
-     where qi.status = ${T.retry.from} and q.id = qi.queue_id
+     where qi.status = ${statusSql(sql, T.retry.from)} and q.id = qi.queue_id
        ${queueId ? sql`and qi.queue_id = ${queueId}` : sql``}
     returning qi.queue_id, qi.status`;
   const retried = rows.filter((r) => r.status === T.retry.to);
@@ -254,8 +280,8 @@ export interface ReviewDecision {
 /** Human review, approved: `pending_review → new`. Null when the item is not pending review. */
 export async function approveQueueItem(sql: Queryable, d: ReviewDecision): Promise<QueueItemRow | null> {
   const [row] = await sql<QueueItemRow[]>`
-    update queue_items set status = ${T.approve.to}, reviewed_by = ${d.reviewer}, reviewed_at = now(), job_id = null, updated_at = now()
-    where id = ${d.itemId} and queue_id = ${d.queueId} and tenant_id = ${d.tenantId} and status = ${T.approve.from}
+    update queue_items set status = ${statusSql(sql, T.approve.to)}, reviewed_by = ${d.reviewer}, reviewed_at = now(), job_id = null, updated_at = now()
+    where id = ${d.itemId} and queue_id = ${d.queueId} and tenant_id = ${d.tenantId} and status = ${statusSql(sql, T.approve.from)}
     returning *`;
   return row ?? null;
 }
@@ -263,9 +289,9 @@ export async function approveQueueItem(sql: Queryable, d: ReviewDecision): Promi
 /** Human review, rejected: `pending_review → failed` (the retry policy follows). */
 export async function rejectQueueItem(sql: Queryable, d: ReviewDecision): Promise<QueueItemRow | null> {
   const [row] = await sql<QueueItemRow[]>`
-    update queue_items set status = ${T.reject.to}, reviewed_by = ${d.reviewer}, reviewed_at = now(),
+    update queue_items set status = ${statusSql(sql, T.reject.to)}, reviewed_by = ${d.reviewer}, reviewed_at = now(),
            error_message = ${d.reason ?? 'Rechazado en la revisión humana'}, updated_at = now()
-    where id = ${d.itemId} and queue_id = ${d.queueId} and tenant_id = ${d.tenantId} and status = ${T.reject.from}
+    where id = ${d.itemId} and queue_id = ${d.queueId} and tenant_id = ${d.tenantId} and status = ${statusSql(sql, T.reject.from)}
     returning *`;
   return row ?? null;
 }
@@ -279,8 +305,8 @@ export async function redriveDeadLetterItems(
   q: { tenantId: string; queueId: string; itemIds: readonly string[] | null },
 ): Promise<number> {
   const res = await sql`
-    update queue_items set status = ${T.redrive.to}, retry_count = 0, job_id = null, updated_at = now()
-    where queue_id = ${q.queueId} and tenant_id = ${q.tenantId} and status = ${T.redrive.from}
+    update queue_items set status = ${statusSql(sql, T.redrive.to)}, retry_count = 0, job_id = null, updated_at = now()
+    where queue_id = ${q.queueId} and tenant_id = ${q.tenantId} and status = ${statusSql(sql, T.redrive.from)}
       ${q.itemIds ? sql`and id = any(${q.itemIds as string[]}::uuid[])` : sql``}`;
   return res.count;
 }
