@@ -29,6 +29,18 @@ describe('settings: folders', () => {
     expect(row).toMatchObject({ action: 'create_folder', actor_type: 'user', actor_id: w.adminUserId, tenant_id: w.tenantA });
   });
 
+  it('audits creation, change and deactivation with the names of what changed, never the values', async () => {
+    const id = (await post({ name: 'Trazada' })).body.data.id;
+    expect((await t.http.patch(`/api/v1/settings/folders/${id}`).set(bearer(w.admin)).send({ description: 'nota privada' })).status).toBe(200);
+    expect((await t.http.delete(`/api/v1/settings/folders/${id}`).set(bearer(w.admin))).status).toBe(200);
+    const rows = await t.sql`select action, actor_type, source, resource_type, details from audit_log where resource_id = ${id} order by id`;
+    expect(rows).toEqual([
+      { action: 'create_folder', actor_type: 'user', source: 'api', resource_type: 'folder', details: { name: 'Trazada' } },
+      { action: 'update_folder', actor_type: 'user', source: 'api', resource_type: 'folder', details: { fields: ['description'] } },
+      { action: 'deactivate_folder', actor_type: 'user', source: 'api', resource_type: 'folder', details: {} },
+    ]);
+  });
+
   it('refuses a name already used in the workspace with 409, but allows it in another workspace', async () => {
     await post({ name: 'Repetida' });
     const dup = await post({ name: 'Repetida' });

@@ -481,6 +481,47 @@ describe('svc apply', () => {
     expect(json(r).resources).toEqual([expect.objectContaining({ kind: 'folder', name: 'From stdin', action: 'created' })]);
   });
 
+  it('audits each change like the settings API (system actor, source cli, never a value), and nothing for unchanged runs or dry runs', async () => {
+    const tenant = json(await svc(['tenant', 'create', '--name', 'cli-audit', '--json'])).id as string;
+    const audit = () => t.sql`
+      select action, actor_type, actor_id, source, resource_type, resource_id, details from audit_log
+      where tenant_id = ${tenant} order by id`;
+
+    const created = json(await svc(['apply', EXAMPLE, '--tenant', 'cli-audit', '--json']));
+    const rows = await audit();
+    // one row per resource (the process chain set in the second pass is part of its create)
+    expect(rows).toEqual(created.resources.map((r: { kind: string; name: string; id: string }) => ({
+      action: `create_${r.kind}`, actor_type: 'system', actor_id: null, source: 'cli', resource_type: r.kind, resource_id: r.id,
+      details: { name: r.name },
+    })));
+    const keys = created.resources.filter((r: { machine_key?: string }) => r.machine_key).map((r: { machine_key: string }) => r.machine_key);
+    expect(keys).toHaveLength(2);
+    for (const secret of ['dev-only-password', ...keys]) expect(JSON.stringify(rows)).not.toContain(secret);
+
+    expect(json(await svc(['apply', EXAMPLE, '--tenant', 'cli-audit', '--json'])).summary.updated).toBe(0);
+    expect(await audit()).toHaveLength(rows.length);
+
+    const doc = JSON.parse(readFileSync(EXAMPLE, 'utf8'));
+    doc.processes[0].timeout_seconds = 900;
+    doc.processes[0].on_success = null;
+    doc.machines[1].is_active = false;
+    doc.assets[2].values.dev.password = 'rotated-secret-password';
+    const file = writeFile('audited.json', doc);
+    expect((await svc(['apply', file, '--tenant', 'cli-audit', '--dry-run'])).code).toBe(0);
+    expect(await audit()).toHaveLength(rows.length);
+
+    const changed = json(await svc(['apply', file, '--tenant', 'cli-audit', '--json']));
+    const id = (name: string) => changed.resources.find((r: { name: string }) => r.name === name).id;
+    const after = (await audit()).slice(rows.length);
+    expect(after.map((r) => [r.action, r.resource_id, r.details])).toEqual([
+      ['update_process', id('invoice-processing'), { fields: ['timeout_seconds', 'on_success_trigger_process_id'] }],
+      ['update_machine', id('robot-02'), { fields: ['is_active'] }],
+      ['update_asset', id('erp-credentials'), { fields: ['values'] }],
+    ]);
+    expect(after.every((r) => r.actor_type === 'system' && r.source === 'cli')).toBe(true);
+    expect(JSON.stringify(after)).not.toContain('rotated-secret-password');
+  });
+
   it('refuses to touch assets without the encryption key', async () => {
     const r = await svc(['apply', EXAMPLE, '--tenant', 'cli-apply'], { env: { ASSET_ENCRYPTION_KEY: undefined } });
     expect(r.code).toBe(1);

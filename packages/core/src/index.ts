@@ -16,6 +16,7 @@ export * from './security/password';
 export * from './security/secret-box';
 export * from './security/ip-allow';
 export * from './audit/audit';
+export * from './audit/catalog-changes';
 export * from './tenants/repo';
 export * from './api-keys/repo';
 export * from './api-keys/schemas';

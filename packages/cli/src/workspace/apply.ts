@@ -1,8 +1,8 @@
 import {
-  createAsset, createFolder, createMachine, createProcess, createQueue, decrypt, findAssetByName, findFolderByName,
-  findMachineByName, findProcessByName, findQueueByName, getTenant, toFolderResponse, toMachineResponse,
+  CLI_ACTOR, createAsset, createFolder, createMachine, createProcess, createQueue, decrypt, findAssetByName, findFolderByName,
+  findMachineByName, findProcessByName, findQueueByName, getTenant, recordCatalogChange, toFolderResponse, toMachineResponse,
   toProcessResponse, toQueueResponse, updateAsset, updateFolder, updateMachine, updateProcess, updateQueue,
-  ValidationError, type AssetType, type FieldIssue, type Queryable, type Sql,
+  ValidationError, type AssetType, type CatalogChange, type FieldIssue, type Queryable, type Sql,
 } from '@svc/core';
 import { checkWorkspace, resolveEnvRefs, type AssetEntry, type Kind, type WorkspaceFile } from './file';
 
@@ -11,6 +11,10 @@ import { checkWorkspace, resolveEnvRefs, type AssetEntry, type Kind, type Worksp
  * of that kind has its name, else changed in place where the file differs from the record, else
  * left alone. Nothing is deleted, and fields the file leaves out are not touched, so applying the
  * same file twice changes nothing the second time.
+ *
+ * Every create and update writes its audit row in the same transaction, like the settings API
+ * (`create_<resource>` / `update_<resource>`, core's recordCatalogChange), with actor `system`
+ * and source `cli`; details name fields, never a value. A dry run rolls them back with the rest.
  */
 
 export type Action = 'created' | 'updated' | 'unchanged';
@@ -102,6 +106,11 @@ interface Ctx {
   processes: Map<string, string>;
 }
 
+/** The audit row of one write, in the apply's transaction. */
+function audit(ctx: Ctx, resourceId: string, change: CatalogChange): Promise<void> {
+  return recordCatalogChange(ctx.tx, CLI_ACTOR, { tenantId: ctx.tenantId, resourceId }, change);
+}
+
 function record(ctx: Ctx, r: AppliedResource): AppliedResource {
   ctx.out.push(r);
   return r;
@@ -128,12 +137,16 @@ async function applyFolders(ctx: Ctx, file: WorkspaceFile): Promise<void> {
       const current = await findFolderByName(ctx.tx, ctx.tenantId, entry.name);
       if (!current) {
         const row = await createFolder(ctx.tx, ctx.tenantId, { name: entry.name, ...desired });
+        await audit(ctx, row.id, { change: 'create', resource: 'folder', name: entry.name });
         ctx.folders.set(entry.name, row.id);
         return record(ctx, { kind: 'folder', name: entry.name, id: row.id, action: 'created' });
       }
       ctx.folders.set(entry.name, current.id);
       const patch = differences(desired, toFolderResponse(current));
-      if (Object.keys(patch).length) await updateFolder(ctx.tx, ctx.tenantId, current.id, patch);
+      if (Object.keys(patch).length) {
+        await updateFolder(ctx.tx, ctx.tenantId, current.id, patch);
+        await audit(ctx, current.id, { change: 'update', resource: 'folder', fields: Object.keys(patch) });
+      }
       return record(ctx, change('folder', entry.name, current.id, Object.keys(patch)));
     });
   }
@@ -152,11 +165,13 @@ const shown = (fields: string[]) => fields.map((f) => SHOWN_AS[f] ?? f);
 
 /**
  * Two passes, so a process may name as its successor one defined later in the file (or form a
- * chain): first every process without `on_success`, then the successors.
+ * chain): first every process without `on_success`, then the successors. One audit row per
+ * entry: a create covers its successor too; an update names the fields of both passes.
  */
 async function applyProcesses(ctx: Ctx, file: WorkspaceFile): Promise<void> {
   const entries = file.processes ?? [];
   const results: AppliedResource[] = [];
+  const updatedFields = new Map<string, string[]>();
   for (const [i, entry] of entries.entries()) {
     results[i] = await atEntry('processes', i, async () => {
       const desired = given(entry, PROCESS_FIELDS);
@@ -164,12 +179,16 @@ async function applyProcesses(ctx: Ctx, file: WorkspaceFile): Promise<void> {
       const current = await findProcessByName(ctx.tx, ctx.tenantId, entry.name);
       if (!current) {
         const row = await createProcess(ctx.tx, ctx.tenantId, { name: entry.name, ...desired });
+        await audit(ctx, row.id, { change: 'create', resource: 'process', name: entry.name });
         ctx.processes.set(entry.name, row.id);
         return record(ctx, { kind: 'process', name: entry.name, id: row.id, action: 'created' });
       }
       ctx.processes.set(entry.name, current.id);
       const patch = differences(desired, toProcessResponse(current));
-      if (Object.keys(patch).length) await updateProcess(ctx.tx, ctx.tenantId, current.id, patch);
+      if (Object.keys(patch).length) {
+        await updateProcess(ctx.tx, ctx.tenantId, current.id, patch);
+        updatedFields.set(current.id, Object.keys(patch));
+      }
       return record(ctx, change('process', entry.name, current.id, shown(Object.keys(patch))));
     });
   }
@@ -182,10 +201,12 @@ async function applyProcesses(ctx: Ctx, file: WorkspaceFile): Promise<void> {
         select on_success_trigger_process_id from processes where id = ${res.id}`;
       if (row!.on_success_trigger_process_id === target) return;
       await updateProcess(ctx.tx, ctx.tenantId, res.id, { on_success_trigger_process_id: target });
+      if (res.action !== 'created') updatedFields.set(res.id, [...(updatedFields.get(res.id) ?? []), 'on_success_trigger_process_id']);
       if (res.action === 'unchanged') Object.assign(res, { action: 'updated', changed: ['on_success'] });
       else if (res.action === 'updated') res.changed!.push('on_success');
     });
   }
+  for (const [id, fields] of updatedFields) await audit(ctx, id, { change: 'update', resource: 'process', fields });
 }
 
 async function applyMachines(ctx: Ctx, file: WorkspaceFile, dryRun: boolean): Promise<void> {
@@ -195,10 +216,14 @@ async function applyMachines(ctx: Ctx, file: WorkspaceFile, dryRun: boolean): Pr
       const current = await findMachineByName(ctx.tx, ctx.tenantId, entry.name);
       if (!current) {
         const { row, machineKey } = await createMachine(ctx.tx, ctx.tenantId, { name: entry.name, ...desired });
+        await audit(ctx, row.id, { change: 'create', resource: 'machine', name: entry.name });
         return record(ctx, { kind: 'machine', name: entry.name, id: row.id, action: 'created', ...(dryRun ? {} : { machine_key: machineKey }) });
       }
       const patch = differences(desired, toMachineResponse(current));
-      if (Object.keys(patch).length) await updateMachine(ctx.tx, ctx.tenantId, current.id, patch);
+      if (Object.keys(patch).length) {
+        await updateMachine(ctx.tx, ctx.tenantId, current.id, patch);
+        await audit(ctx, current.id, { change: 'update', resource: 'machine', fields: Object.keys(patch) });
+      }
       return record(ctx, change('machine', entry.name, current.id, Object.keys(patch)));
     });
   }
@@ -212,10 +237,14 @@ async function applyQueues(ctx: Ctx, file: WorkspaceFile): Promise<void> {
       const current = await findQueueByName(ctx.tx, ctx.tenantId, entry.name);
       if (!current) {
         const row = await createQueue(ctx.tx, ctx.tenantId, { name: entry.name, ...desired });
+        await audit(ctx, row.id, { change: 'create', resource: 'queue', name: entry.name });
         return record(ctx, { kind: 'queue', name: entry.name, id: row.id, action: 'created' });
       }
       const patch = differences(desired, toQueueResponse(current));
-      if (Object.keys(patch).length) await updateQueue(ctx.tx, ctx.tenantId, current.id, patch);
+      if (Object.keys(patch).length) {
+        await updateQueue(ctx.tx, ctx.tenantId, current.id, patch);
+        await audit(ctx, current.id, { change: 'update', resource: 'queue', fields: Object.keys(patch) });
+      }
       return record(ctx, change('queue', entry.name, current.id, shown(Object.keys(patch))));
     });
   }
@@ -270,6 +299,7 @@ async function applyAssets(ctx: Ctx, file: WorkspaceFile, opts: ApplyOptions): P
       if (!current) {
         if (!entry.type) throw entryError('type', 'El tipo es obligatorio para crear un asset (text, integer, boolean, credential)');
         const row = await createAsset(ctx.tx, key, ctx.tenantId, { name: entry.name, type: entry.type, ...desired, ...(values ? { values } : {}) });
+        await audit(ctx, row.id, { change: 'create', resource: 'asset', name: entry.name });
         return record(ctx, { kind: 'asset', name: entry.name, id: row.id, action: 'created' });
       }
       const patch: Record<string, unknown> = differences(desired, current as unknown as Record<string, unknown>);
@@ -282,7 +312,11 @@ async function applyAssets(ctx: Ctx, file: WorkspaceFile, opts: ApplyOptions): P
         if (typeChanged || !sameJson(v, now)) changedValues[e] = v;
       }
       if (Object.keys(changedValues).length) patch.values = changedValues;
-      if (Object.keys(patch).length) await updateAsset(ctx.tx, key, ctx.tenantId, current.id, patch);
+      // the audit row names the field `values`, like the API's; which environments changed is in the report only
+      if (Object.keys(patch).length) {
+        await updateAsset(ctx.tx, key, ctx.tenantId, current.id, patch);
+        await audit(ctx, current.id, { change: 'update', resource: 'asset', fields: Object.keys(patch) });
+      }
       const changed = [
         ...Object.keys(patch).filter((k) => k !== 'values'),
         ...Object.keys(changedValues).map((e) => `values.${e}`),

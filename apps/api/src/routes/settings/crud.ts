@@ -1,6 +1,9 @@
 import type { Context } from 'koa';
 import type { TObject, TSchema } from '@sinclair/typebox';
-import { IdParams, recordAudit, type PageMeta, type Queryable, type Sql } from '@svc/core';
+import {
+  IdParams, recordAudit, recordCatalogChange, type AuditActor, type CatalogChange, type CatalogResource, type PageMeta, type Queryable,
+  type Sql,
+} from '@svc/core';
 import type { AppRouter } from '../../http/router';
 import { addRoute, type RouteContext } from '../../http/route';
 import { ok, paged } from '../../http/respond';
@@ -11,6 +14,11 @@ export const ADMIN = { kind: 'user', admin: true } as const;
 
 export function tenantOf(ctx: Ctx): string {
   return ctx.state.user!.tenantId;
+}
+
+/** The admin making a management request, as the audit log records them. */
+function actorOf(ctx: Ctx): AuditActor {
+  return { actorType: 'user', actorId: ctx.state.user!.userId, source: 'api', requestId: ctx.state.requestId, ip: ctx.state.clientIp };
 }
 
 /**
@@ -27,18 +35,21 @@ export async function audited<T extends { id: string }>(
 ): Promise<T> {
   return (await sql.begin(async (tx) => {
     const result = await work(tx);
-    await recordAudit(tx, {
-      tenantId: tenantOf(ctx),
-      actorType: 'user',
-      actorId: ctx.state.user!.userId,
-      action,
-      source: 'api',
-      resourceType,
-      resourceId: result.id,
-      details,
-      requestId: ctx.state.requestId,
-      ip: ctx.state.clientIp,
-    });
+    await recordAudit(tx, { ...actorOf(ctx), tenantId: tenantOf(ctx), action, resourceType, resourceId: result.id, details });
+    return result;
+  })) as T;
+}
+
+/** A catalogue create/update/deactivate and its audit row (core's one shape, shared with the CLI). */
+export async function auditedChange<T extends { id: string }>(
+  ctx: Ctx,
+  sql: Sql,
+  change: CatalogChange,
+  work: (tx: Queryable) => Promise<T>,
+): Promise<T> {
+  return (await sql.begin(async (tx) => {
+    const result = await work(tx);
+    await recordCatalogChange(tx, actorOf(ctx), { tenantId: tenantOf(ctx), resourceId: result.id }, change);
     return result;
   })) as T;
 }
@@ -50,7 +61,7 @@ export async function audited<T extends { id: string }>(
  */
 export interface CrudSpec<Row extends { id: string; name: string }> {
   /** Singular, for audit actions and resource types: `folder` → `create_folder`. */
-  resource: string;
+  resource: CatalogResource;
   /** URL segment: `/settings/<plural>`. */
   plural: string;
   /** Human noun for summaries. */
@@ -91,7 +102,7 @@ export function addCrudRoutes<Row extends { id: string; name: string }>(router: 
       errors: [409, 422],
     }, async (ctx, input) => {
       const body = input.body();
-      const row = await audited(ctx, sql, `create_${spec.resource}`, spec.resource, { name: (body as { name: string }).name },
+      const row = await auditedChange(ctx, sql, { change: 'create', resource: spec.resource, name: (body as { name: string }).name },
         (tx) => spec.create(tx, tenantOf(ctx), body));
       await spec.afterWrite?.(row, 'create');
       ok(ctx, await one(row), 201);
@@ -143,7 +154,7 @@ export function addCrudRoutes<Row extends { id: string; name: string }>(router: 
     const { id } = input.params();
     await spec.get(sql, tenantOf(ctx), id);
     const body = input.body();
-    const row = await audited(ctx, sql, `update_${spec.resource}`, spec.resource, { fields: Object.keys(body as object) },
+    const row = await auditedChange(ctx, sql, { change: 'update', resource: spec.resource, fields: Object.keys(body as object) },
       (tx) => spec.update(tx, tenantOf(ctx), id, body));
     await spec.afterWrite?.(row, 'update');
     ok(ctx, await one(row));
@@ -161,7 +172,7 @@ export function addCrudRoutes<Row extends { id: string; name: string }>(router: 
     errors: [404, 422],
   }, async (ctx, input) => {
     const { id } = input.params();
-    const row = await audited(ctx, sql, `deactivate_${spec.resource}`, spec.resource, {}, (tx) => spec.deactivate(tx, tenantOf(ctx), id));
+    const row = await auditedChange(ctx, sql, { change: 'deactivate', resource: spec.resource }, (tx) => spec.deactivate(tx, tenantOf(ctx), id));
     ok(ctx, await one(row));
   });
 }

@@ -6,7 +6,7 @@ import {
 import { createRouter, type AppRouter } from '../../http/router';
 import { addRoute, type RouteContext } from '../../http/route';
 import { ok } from '../../http/respond';
-import { ADMIN, addCrudRoutes, audited, tenantOf } from './crud';
+import { ADMIN, addCrudRoutes, audited, auditedChange, tenantOf } from './crud';
 
 /**
  * /api/v1/settings/machines: robot hosts (record: docs/decisions/machine-record.md). Create and
@@ -33,7 +33,7 @@ export function machineSettingsRoutes(rc: RouteContext): AppRouter {
     errors: [409, 422],
   }, async (ctx, input) => {
     const body = input.body() as MachineCreate;
-    const { row, machineKey } = await audited(ctx, sql, 'create_machine', 'machine', { name: body.name }, async (tx) => {
+    const { row, machineKey } = await auditedChange(ctx, sql, { change: 'create', resource: 'machine', name: body.name }, async (tx) => {
       const made = await createMachine(tx, tenantOf(ctx), body);
       return { id: made.row.id, ...made };
     });
