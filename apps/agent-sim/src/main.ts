@@ -1,5 +1,5 @@
 import {
-  ConfigError, createBullDispatch, createLogger, createRedis, createSql, decodeAbort, findMachineByKey, parseConfig,
+  ConfigError, createBullDispatch, createLogger, createRedis, createSql, decodeAbort, findMachineByKey, onShutdownSignals, parseConfig,
 } from '@svc/core';
 import { parseOptions, UsageError } from './options';
 import { Journal } from './journal';
@@ -35,25 +35,14 @@ async function main(): Promise<void> {
   for (const a of agents) await a.start();
   logger.info('agent-sim running', { machines: agents.map((a) => a.machine.name), heartbeat_ms: heartbeatMs });
 
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) {
-      logger.warn('second signal: exiting now', { signal });
-      process.exit(1);
-    }
-    stopping = true;
-    logger.info('draining', { signal });
+  onShutdownSignals(logger, async () => {
     await Promise.all(agents.map((a) => a.close(10_000)));
     sub.disconnect();
     await bull.close();
     redis.disconnect();
     await sql.end({ timeout: 5 });
     journal.close();
-    logger.info('stopped');
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  });
 }
 
 main().catch((err) => {

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { ConfigError, parseConfig } from '@svc/core';
+import { ConfigError, onShutdownSignals, parseConfig } from '@svc/core';
 import { createApp } from './app';
 import { buildDeps } from './deps';
 
@@ -13,14 +13,7 @@ async function main(): Promise<void> {
   await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
   deps.logger.info('api listening', { url: `http://${config.host}:${config.port}` });
 
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) {
-      deps.logger.warn('second signal: exiting now', { signal });
-      process.exit(1);
-    }
-    stopping = true;
-    deps.logger.info('draining', { signal });
+  onShutdownSignals(deps.logger, async () => {
     // stop accepting, let in-flight requests finish, then close connections
     await new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
@@ -29,11 +22,7 @@ async function main(): Promise<void> {
     await deps.dispatch.close();
     await deps.sql.end({ timeout: 5 });
     deps.redis.disconnect();
-    deps.logger.info('stopped');
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  });
 }
 
 main().catch((err) => {

@@ -1,4 +1,4 @@
-import { ConfigError, createLogger, createSql, parseConfig } from '@svc/core';
+import { ConfigError, createLogger, createSql, onShutdownSignals, parseConfig } from '@svc/core';
 import { createDispatcher } from './dispatcher';
 
 /** `node apps/dispatcher/dist/main.js`: configuration from the environment (see README). */
@@ -9,21 +9,10 @@ async function main(): Promise<void> {
   const dispatcher = createDispatcher({ config, sql, logger });
   await dispatcher.start();
 
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) {
-      logger.warn('second signal: exiting now', { signal });
-      process.exit(1);
-    }
-    stopping = true;
-    logger.info('draining', { signal });
+  onShutdownSignals(logger, async () => {
     await dispatcher.close();
     await sql.end({ timeout: 5 });
-    logger.info('stopped');
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  });
 }
 
 main().catch((err) => {

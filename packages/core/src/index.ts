@@ -2,6 +2,7 @@ export * from './errors';
 export * from './ids';
 export * from './config';
 export * from './logger';
+export * from './shutdown';
 export * from './redis';
 export * from './scopes';
 export * from './rate-limits';
