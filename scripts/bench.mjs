@@ -7,6 +7,7 @@
 //   npm run bench -- --only B1,B5          some scenarios (B6 comes from B1 and B3)
 //   npm run bench -- --scale 0.1           every size and duration × 0.1
 //   npm run bench -- --profile api,dispatcher   --cpu-prof those processes (files in the log folder)
+//   --node-args '--trace-gc'               node flags for the platform's processes (investigations)
 //   other options: --out FILE, --markdown | --no-markdown, --log-level LEVEL, --log-dir DIR,
 //                  --keep (keep databases), --no-build, --db-name NAME, --redis-prefix PREFIX
 import { randomBytes } from 'node:crypto';
@@ -18,7 +19,7 @@ import { ensureInstalledAndBuilt, ensureServices, hostInfo, ROOT, SetupError } f
 const SCENARIOS = ['B1', 'B2', 'B3', 'B4', 'B5'];
 
 function parseArgs(argv) {
-  const o = { only: null, scale: 1, out: null, markdown: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
+  const o = { nodeArgs: [], only: null, scale: 1, out: null, markdown: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].includes('=') ? [argv[i].slice(0, argv[i].indexOf('=')), argv[i].slice(argv[i].indexOf('=') + 1)] : [argv[i], undefined];
     const value = () => {
@@ -36,6 +37,7 @@ function parseArgs(argv) {
       case '--log-level': o.logLevel = value(); break;
       case '--log-dir': o.logDir = path.resolve(value()); break;
       case '--keep': o.keep = true; break;
+      case '--node-args': o.nodeArgs = value().split(' ').filter(Boolean); break;
       case '--no-build': o.build = false; break;
       case '--db-name': o.dbName = value(); break;
       case '--redis-prefix': o.redisPrefix = value(); break;
@@ -97,6 +99,7 @@ async function main() {
     logLevel: opts.logLevel,
     logDir: opts.logDir ?? path.join(os.tmpdir(), `svc-bench-${runId}`),
     profile: opts.profile,
+    nodeArgs: opts.nodeArgs,
     keep: opts.keep,
     log: (m) => console.error(m),
     redisPid: null,

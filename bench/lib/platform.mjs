@@ -28,8 +28,10 @@ export async function startPlatform(run, { databaseUrl, redisPrefix, parts, agen
     HOST: '127.0.0.1',
     ...extraEnv,
   };
-  const nodeArgs = (part) =>
-    profile.includes(part) ? ['--cpu-prof', `--cpu-prof-dir=${path.join(run.logDir, 'profiles')}`, `--cpu-prof-name=${part}-${Date.now()}.cpuprofile`] : [];
+  const nodeArgs = (part) => [
+    ...(run.nodeArgs ?? []),
+    ...(profile.includes(part) ? ['--cpu-prof', `--cpu-prof-dir=${path.join(run.logDir, 'profiles')}`, `--cpu-prof-name=${part}-${Date.now()}.cpuprofile`] : []),
+  ];
   const procs = {};
   const platform = {
     procs,

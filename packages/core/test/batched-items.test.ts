@@ -1,5 +1,5 @@
 import {
-  Batcher, NotFoundError, ValidationError, addItem, getActiveQueueByName, noopDispatch, type Sql,
+  Batcher, NotFoundError, ValidationError, addItem, addItemToQueueNamed, getActiveQueueByName, noopDispatch, type Sql,
 } from '@svc/core';
 import { createTestContext, seedQueue, seedTenant, type TestContext } from '@svc/core/testing';
 
@@ -133,5 +133,38 @@ describe('Batcher', () => {
     const results = await Promise.allSettled([1, 2, 3].map((x) => b.run(x)));
     expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
     expect(alone).toBe(0);
+  });
+});
+
+describe('adding an item to a queue addressed by name (the insert finds the queue)', () => {
+  it('adds each concurrent item to its own tenant\'s active queue and answers 404 for the others, writing nothing for them', async () => {
+    const t1 = await seedTenant(sql);
+    const t2 = await seedTenant(sql);
+    const q1 = await seedQueue(sql, t1.id, { name: 'orders' });
+    const q2 = await seedQueue(sql, t2.id, { name: 'orders' });
+    const off = await seedQueue(sql, t1.id, { name: 'paused' });
+    await sql`update queues set is_active = false where id = ${off.id}`;
+    const calls: Array<[string, string]> = [
+      [t1.id, 'orders'], [t2.id, 'orders'], [t1.id, 'missing'], [t2.id, 'paused'], [t1.id, 'paused'], [t1.id, 'orders'],
+    ];
+    const results = await Promise.allSettled(calls.map(([t, name], i) => addItemToQueueNamed(deps(), t, name, { data: { i } })));
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'rejected', 'rejected', 'fulfilled']);
+    for (const i of [2, 3, 4]) expect((results[i] as PromiseRejectedResult).reason).toBeInstanceOf(NotFoundError);
+    const rows = results.map((r) => (r.status === 'fulfilled' ? r.value : null));
+    expect(rows[0]).toMatchObject({ queue_id: q1.id, tenant_id: t1.id, data: { i: 0 }, status: 'new', priority: 3 });
+    expect(rows[1]).toMatchObject({ queue_id: q2.id, tenant_id: t2.id, data: { i: 1 } });
+    expect(rows[5]).toMatchObject({ queue_id: q1.id, data: { i: 5 } });
+    const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from queue_items where queue_id = ${off.id}`;
+    expect(n).toBe(0);
+  });
+
+  it('answers 404 before the 422 of data Postgres refuses when the queue does not exist, and the 422 when it does', async () => {
+    const t = await seedTenant(sql);
+    const q = await seedQueue(sql, t.id);
+    const bad = { data: { text: 'nul \u0000 here' } };
+    await expect(addItemToQueueNamed(deps(), t.id, 'no-such-queue', bad)).rejects.toBeInstanceOf(NotFoundError);
+    await expect(addItemToQueueNamed(deps(), t.id, q.name, bad)).rejects.toBeInstanceOf(ValidationError);
+    await expect(addItemToQueueNamed(deps(), t.id, 'no-such-queue', { data: {}, deadline: '0000-01-01T00:00:00Z' })).rejects.toBeInstanceOf(NotFoundError);
+    await expect(addItemToQueueNamed(deps(), t.id, q.name, { data: {}, deadline: '0000-01-01T00:00:00Z' })).rejects.toBeInstanceOf(ValidationError);
   });
 });

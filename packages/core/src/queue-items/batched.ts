@@ -7,16 +7,31 @@ import { ITEM_COLUMNS, insertQueueItem, type NewQueueItem, type QueueItemRow, ty
 /**
  * The hot path of `POST …/items` under load (BENCHMARKS.md, B1): concurrent requests share their
  * Postgres round trips. Queue look-ups of one event-loop turn become one SELECT, and single-item
- * inserts become one multi-row INSERT (one parse, one commit, one run of the counter trigger).
+ * inserts become one multi-row INSERT (one parse, one commit, one run of the counter trigger);
+ * an insert addressed by queue name finds its queue in the same statement (no look-up first).
  * Each request still gets exactly its own row or its own error (see Batcher); reads are never
  * cached, so a deactivated queue answers 404 at once.
  */
 interface Batchers {
   queues: Batcher<{ tenantId: string; name: string }, QueueRow | null>;
   items: Batcher<{ queue: QueueRef; item: NewQueueItem }, QueueItemRow>;
+  itemsByName: Batcher<ByName, QueueItemRow | null>;
+}
+
+interface ByName {
+  tenantId: string;
+  queueName: string;
+  item: NewQueueItem;
 }
 
 const bySql = new WeakMap<Sql, Batchers>();
+
+/*
+ * Two batches of a kind in flight at once: fewer, larger batches cost less CPU per item (one
+ * statement, one commit, one trigger run) than more, smaller ones, and the machine is CPU-bound
+ * long before Postgres runs out of connections; the second keeps a slow batch from stalling
+ * everything behind it.
+ */
 
 /** Only the pool batches: a transaction's statements must stay on it, in order. */
 function isPool(sql: Queryable): sql is Sql {
@@ -31,11 +46,19 @@ function batchers(sql: Sql): Batchers {
         runBatch: (keys) => findQueuesByNames(sql, keys),
         runOne: (k) => findQueueByName(sql, k.tenantId, k.name),
         maxBatch: 200,
+        maxInFlight: 2,
       }),
       items: new Batcher({
         runBatch: (inputs) => insertQueueItemsBatch(sql, inputs),
         runOne: (i) => insertQueueItem(sql, i.queue, i.item),
         maxBatch: 200,
+        maxInFlight: 2,
+      }),
+      itemsByName: new Batcher({
+        runBatch: (inputs) => insertQueueItemsByNameBatch(sql, inputs),
+        runOne: (i) => insertQueueItemByName(sql, i),
+        maxBatch: 200,
+        maxInFlight: 2,
       }),
     };
     bySql.set(sql, b);
@@ -49,6 +72,14 @@ export function findQueueByNameBatched(sql: Queryable, tenantId: string, name: s
 
 export function insertQueueItemBatched(sql: Queryable, queue: QueueRef, item: NewQueueItem): Promise<QueueItemRow> {
   return isPool(sql) ? batchers(sql).items.run({ queue, item }) : insertQueueItem(sql, queue, item);
+}
+
+/**
+ * Inserts an item into the caller's tenant's active queue of that name; null when there is no
+ * such queue (nothing is written then).
+ */
+export function insertQueueItemByNameBatched(sql: Sql, tenantId: string, queueName: string, item: NewQueueItem): Promise<QueueItemRow | null> {
+  return batchers(sql).itemsByName.run({ tenantId, queueName, item });
 }
 
 async function findQueuesByNames(sql: Sql, keys: Array<{ tenantId: string; name: string }>): Promise<Array<QueueRow | null>> {
@@ -85,4 +116,37 @@ async function insertQueueItemsBatch(sql: Sql, inputs: Array<{ queue: QueueRef; 
     returning ${sql(ITEM_COLUMNS)}`;
   const byId = new Map(rows.map((r) => [r.id, r]));
   return records.map((r) => byId.get(r.id)!).filter(Boolean);
+}
+
+async function insertQueueItemsByNameBatch(sql: Sql, inputs: ByName[]): Promise<Array<QueueItemRow | null>> {
+  const records = inputs.map(({ tenantId, queueName, item }) => ({
+    id: randomUUID(),
+    tenant_id: tenantId,
+    queue_name: queueName,
+    priority: item.priority,
+    reference: item.reference,
+    deadline: item.deadline,
+    postpone: item.postpone,
+    data: item.data,
+  }));
+  const rows = await sql<QueueItemRow[]>`
+    insert into queue_items (id, tenant_id, queue_id, priority, reference, deadline, postpone, data)
+    select (e.value->>'id')::uuid, q.tenant_id, q.id, (e.value->>'priority')::int, e.value->>'reference',
+           (e.value->>'deadline')::timestamptz, (e.value->>'postpone')::timestamptz, e.value->'data'
+    from jsonb_array_elements(${JSON.stringify(records)}::text::jsonb) with ordinality as e(value, n)
+    join queues q on q.tenant_id = (e.value->>'tenant_id')::uuid and q.name = e.value->>'queue_name' and q.is_active
+    order by e.n
+    returning ${sql(ITEM_COLUMNS)}`;
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return records.map((r) => byId.get(r.id) ?? null);
+}
+
+async function insertQueueItemByName(sql: Sql, { tenantId, queueName, item }: ByName): Promise<QueueItemRow | null> {
+  const [row] = await sql<QueueItemRow[]>`
+    insert into queue_items (tenant_id, queue_id, priority, reference, deadline, postpone, data)
+    select q.tenant_id, q.id, ${item.priority}, ${item.reference},
+           ${item.deadline}::text::timestamptz, ${item.postpone}::text::timestamptz, ${sql.json(item.data as never)}
+    from queues q where q.tenant_id = ${tenantId} and q.name = ${queueName} and q.is_active
+    returning ${sql(ITEM_COLUMNS)}`;
+  return row ?? null;
 }
