@@ -97,6 +97,11 @@ describe('a queue with a consumer process', () => {
     children.agent(ctx, ['--machine-key', m1.machineKey, '--machine-key', m2.machineKey, '--item-duration', '20ms']);
     for (let i = 0; i < 4; i++) await addBulk(queue.name, Array.from({ length: 15 }, (_, k) => ({ batch: i, k })));
     await allFinal(queue.id, 60, ['completed']);
+    // the last consumer may still be finding the queue empty: let every consumer end first
+    await waitFor('consumer jobs to finish', async () => {
+      const rows = await ctx.sql`select 1 from jobs where queue_id = ${queue.id} and status in ('pending', 'running')`;
+      return rows.length === 0;
+    });
     // Postgres' own record of when each consumer ran
     const spans = await ctx.sql`select started_at, finished_at from jobs where queue_id = ${queue.id} and started_at is not null`;
     const edges = spans.flatMap((j) => [[j.started_at.getTime(), 1], [j.finished_at.getTime(), -1]] as Array<[number, number]>)
