@@ -142,11 +142,13 @@ describe('a queue with a consumer process', () => {
     const { queue } = await consumerQueue({ max_consumers: 1 });
     const journal = tempFile('journal.jsonl');
     children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '60ms', '--prefetch', String(K), '--journal', journal]);
-    await addBulk(queue.name, Array.from({ length: 20 }, (_, i) => ({ n: i })));
+    // a backlog of at least 6 s of work: still there when the urgent item arrives, however slow the host
+    await addBulk(queue.name, Array.from({ length: 100 }, (_, i) => ({ n: i })));
     await waitFor('a few items processed', async () => (await itemStatusCounts(ctx.sql, queue.id)).completed! >= 4);
-    const addedAt = Date.now();
     const urgent = await addItem(queue.name, { data: { urgent: true }, priority: 5 });
-    await allFinal(queue.id, 21, ['completed']);
+    // from the moment the add is acknowledged the item is visible to every take
+    const addedAt = Date.now();
+    await allFinal(queue.id, 101, ['completed']);
     const starts = readJournal(journal).filter((e) => e.event === 'item-start');
     const urgentAt = starts.findIndex((e) => e.item_id === urgent.id);
     const startedAfterAdd = starts.slice(0, urgentAt).filter((e) => e.t >= addedAt).length;
