@@ -247,7 +247,7 @@ describe('a queue with a consumer process', () => {
     const stopped = await waitFor('the consumer stopped', async () => {
       const [r] = await ctx.sql`select * from jobs where id = ${job.id}`;
       return r!.status === 'stopped' ? r : null;
-    }, 5000);
+    });
     const held = await ctx.sql`select id from queue_items where job_id = ${job.id} and status = 'in_progress'`;
     expect(held).toHaveLength(0);
     const entries = readJournal(journal).filter((e) => e.job_id === job.id);
