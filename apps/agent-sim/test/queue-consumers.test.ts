@@ -1,3 +1,4 @@
+import { recordHeartbeat } from '@svc/core';
 import { createApiTestContext, type ApiTestContext } from '../../api/test/helpers';
 import {
   Children, assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJournal, seedWorkspace, sleep, tempFile, waitFor,
@@ -285,8 +286,10 @@ describe('a queue with a consumer process', () => {
     const silent = await ws.machine({ name: 'silent', slots: 1 });
     const { queue } = await consumerQueue();
     await addBulk(queue.name, [{ a: 1 }, { a: 2 }]);
+    // the machine beats (as its agent would) until the engine gives it a consumer, then falls silent
     const pending = await waitFor('a consumer on the silent machine', async () => {
       const [r] = await ctx.sql`select id from jobs where queue_id = ${queue.id} and machine_id = ${silent.row.id}`;
+      if (!r) await recordHeartbeat(ctx.sql, silent.row.id, { running: 0 });
       return r;
     });
     const ended = await waitFor('it ended when the machine went offline', async () => {
