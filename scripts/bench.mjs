@@ -8,6 +8,8 @@
 //   npm run bench -- --scale 0.1           every size and duration × 0.1
 //   npm run bench -- --profile api,dispatcher   --cpu-prof those processes (files in the log folder)
 //   --node-args '--trace-gc'               node flags for the platform's processes (investigations)
+//   --vacuum-ms 5000                      B3: vacuum the queue tables this often (what autovacuum would do)
+//   --prefetch 10                         B3: items a consumer takes per round trip (agent-sim; 1 as shipped)
 //   other options: --out FILE, --markdown | --no-markdown, --log-level LEVEL, --log-dir DIR,
 //                  --keep (keep databases), --no-build, --db-name NAME, --redis-prefix PREFIX
 import { randomBytes } from 'node:crypto';
@@ -19,7 +21,7 @@ import { ensureInstalledAndBuilt, ensureServices, hostInfo, ROOT, SetupError } f
 const SCENARIOS = ['B1', 'B2', 'B3', 'B4', 'B5'];
 
 function parseArgs(argv) {
-  const o = { nodeArgs: [], only: null, scale: 1, out: null, markdown: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
+  const o = { prefetch: 0, vacuumMs: 0, nodeArgs: [], only: null, scale: 1, out: null, markdown: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].includes('=') ? [argv[i].slice(0, argv[i].indexOf('=')), argv[i].slice(argv[i].indexOf('=') + 1)] : [argv[i], undefined];
     const value = () => {
@@ -37,6 +39,8 @@ function parseArgs(argv) {
       case '--log-level': o.logLevel = value(); break;
       case '--log-dir': o.logDir = path.resolve(value()); break;
       case '--keep': o.keep = true; break;
+      case '--vacuum-ms': o.vacuumMs = Number(value()); break;
+      case '--prefetch': o.prefetch = Number(value()); break;
       case '--node-args': o.nodeArgs = value().split(' ').filter(Boolean); break;
       case '--no-build': o.build = false; break;
       case '--db-name': o.dbName = value(); break;
@@ -100,6 +104,8 @@ async function main() {
     logDir: opts.logDir ?? path.join(os.tmpdir(), `svc-bench-${runId}`),
     profile: opts.profile,
     nodeArgs: opts.nodeArgs,
+    vacuumMs: opts.vacuumMs,
+    prefetch: opts.prefetch,
     keep: opts.keep,
     log: (m) => console.error(m),
     redisPid: null,
@@ -112,7 +118,7 @@ async function main() {
     cleaned = true;
     killAll();
     if (!run.keep) {
-      for (const id of SCENARIOS) await dropBenchDatabase(databaseUrl, `${dbName}_${id.toLowerCase()}`).catch(() => undefined);
+      for (const id of [...SCENARIOS, 'B3P']) await dropBenchDatabase(databaseUrl, `${dbName}_${id.toLowerCase()}`).catch(() => undefined);
       await dropBenchDatabase(databaseUrl, run.templateDb).catch(() => undefined);
       await clearRedisPrefix(redisUrl, run.redisPrefix).catch(() => undefined);
     }

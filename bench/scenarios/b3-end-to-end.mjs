@@ -12,8 +12,24 @@ import { BULK_SIZE } from './b2-bulk.mjs';
 
 const MACHINES = 4;
 
+/**
+ * Twice, each in a database of its own and next to its own raw run: with the agents as shipped
+ * (a consumer takes one item per round trip: the figure judged against the target), and with
+ * `prefetch` 10 (ten per round trip, the take order bent by at most that; docs/agent-sim.md) to
+ * show what the round trips cost.
+ */
 export async function b3(run) {
-  return withScenario(run, 'B3', async (s) => {
+  const shipped = await b3Once(run, 'B3', run.prefetch || 1);
+  const prefetched = run.scale >= 0.1 && !run.prefetch ? await b3Once(run, 'B3P', 10) : null;
+  if (prefetched) {
+    shipped.rows.push({ ...prefetched.rows[0], figure: 'completed items/s, agents --prefetch 10', target: null });
+    shipped.details.prefetch10 = prefetched.details;
+  }
+  return shipped;
+}
+
+async function b3Once(run, id, prefetch) {
+  return withScenario(run, id, async (s) => {
     const total = Math.max(BULK_SIZE, Math.round((100_000 * run.scale) / BULK_SIZE) * BULK_SIZE);
     const timeoutMs = Math.max(120_000, Math.min(900_000, total * 10));
     const payloads = Array.from({ length: BULK_SIZE }, (_, i) => itemPayload(i));
@@ -24,13 +40,13 @@ export async function b3(run) {
     let baseline;
     try {
       for (let i = 0; i < MACHINES; i++) {
-        workers.push(startNode(`b3-raw-worker-${i + 1}`, path.join(run.root, 'bench', 'raw', 'bullmq-worker.mjs'), [], {
+        workers.push(startNode(`${id.toLowerCase()}-raw-worker-${i + 1}`, path.join(run.root, 'bench', 'raw', 'bullmq-worker.mjs'), [], {
           env: { ...process.env, REDIS_URL: run.redisUrl, BENCH_QUEUE: 'items', BENCH_PREFIX: rawPrefix },
           logDir: run.logDir,
         }));
       }
       await waitUntil('the raw BullMQ workers', () => workers.every((w) => /ready/.test(readFileSync(w.logFile, 'utf8'))), { procs: workers });
-      baseline = await raw(run, 'b3-raw-bullmq', 'bullmq-producer.mjs', {
+      baseline = await raw(run, `${id.toLowerCase()}-raw-bullmq`, 'bullmq-producer.mjs', {
         redisUrl: run.redisUrl, prefix: rawPrefix, queue: 'items', total, chunk: BULK_SIZE, payloads, timeoutMs,
       }, timeoutMs + 60_000);
     } finally {
@@ -51,17 +67,29 @@ export async function b3(run) {
       agents: {
         machines,
         // "doing no work": items and jobs take no time, no progress or log lines
-        config: { defaults: { item_duration: 0, duration: 0, progress_steps: 0, log_lines: 0 } },
+        config: { defaults: { item_duration: 0, duration: 0, progress_steps: 0, log_lines: 0, prefetch } },
       },
     }));
     await waitMachinesOnline(s.sql, machines.map((m) => m.id), Object.values(platform.procs));
 
     const itemsPath = `/api/v1/queues/by-name/${queue.name}/items`;
     // fills the API key cache before the clock starts
-    await load(run, 'b3-warm-api', { url: platform.baseUrl, method: 'GET', paths: [`${itemsPath}?limit=1`], keys, connections: MACHINES, amount: keys.length });
+    await load(run, `${id.toLowerCase()}-warm-api`, { url: platform.baseUrl, method: 'GET', paths: [`${itemsPath}?limit=1`], keys, connections: MACHINES, amount: keys.length });
     const meter = platformCpuMeter(s.sql, platform, run.redisPid);
     await meter.start();
-    const adding = load(run, 'b3-load-api', {
+    // --vacuum-ms N (investigations only): what autovacuum with tight per-table thresholds would
+    // do on a server where it runs; the CI server of this project runs with autovacuum = off
+    let vacuuming = null;
+    let vacuums = 0;
+    if (run.vacuumMs) {
+      const tick = async () => {
+        await s.sql`vacuum analyze queue_items, queue_item_counts, jobs`.catch(() => undefined);
+        vacuums++;
+        vacuuming = setTimeout(tick, run.vacuumMs);
+      };
+      vacuuming = setTimeout(tick, run.vacuumMs);
+    }
+    const adding = load(run, `${id.toLowerCase()}-load-api`, {
       url: platform.baseUrl, method: 'POST', paths: [`${itemsPath}/bulk`], body: { items: payloads }, keys,
       connections: MACHINES, amount: total / BULK_SIZE,
     }, timeoutMs);
@@ -79,6 +107,7 @@ export async function b3(run) {
       if (Date.now() > until) break;
       for (const p of Object.values(platform.procs)) if (p.child.exitCode !== null) throw new Error(`${p.name} exited during B3`);
     }
+    if (vacuuming) clearTimeout(vacuuming);
     if (!added) added = await adding;
     checkLoad('B3 API', added);
     const cpu = cpuPer({ ...(await meter.stop()), load: added.cpuMs }, counts.completed ?? 0);
@@ -91,12 +120,13 @@ export async function b3(run) {
     return {
       id: 'B3',
       title: `end to end: ${total.toLocaleString('en')} items in bulk, ${MACHINES} machines doing no work`,
+      prefetch,
       rows: [
         { figure: 'completed items/s', unit: 'items/s', platform: round(itemsPerSec, 0), baseline: round(baseline.itemsPerSec, 0), ratio: ratio(itemsPerSec, baseline.itemsPerSec), target: { minRatio: 0.25 } },
       ],
       rss: { api: rss.api, dispatcher: rss.dispatcher, agents: rss.agents },
       complete: completed === total && baseline.complete,
-      details: { total, completed, counts, elapsedSec, cpu, addSec: (added.finishedAt - added.startedAt) / 1000, keys: keys.length, baseline },
+      details: { total, completed, counts, elapsedSec, cpu, vacuums, addSec: (added.finishedAt - added.startedAt) / 1000, keys: keys.length, baseline },
     };
   });
 }

@@ -200,6 +200,12 @@ create index queue_items_reference_idx on queue_items (queue_id, reference) wher
 create index queue_items_in_progress_idx on queue_items (job_id) where status = 'in_progress';
 -- the dispatcher's retry policy walks failed items (a short-lived state)
 create index queue_items_failed_idx on queue_items (queue_id) where status = 'failed';
+-- A queue table churns: every item is updated at least twice (taken, settled), and the take
+-- scans the head of queue_items_ready_idx, where the entries of items already taken stay until
+-- a vacuum removes them — consumption slows as they pile up (BENCHMARKS.md, B3). Vacuum and
+-- analyze it after a fixed number of changed rows, not after 20 % of a table of millions.
+alter table queue_items set (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000,
+  autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 10000);
 
 -- Exact per-queue, per-status counts without count(*): statement-level triggers add the deltas
 -- into a few shards per queue (the shard follows the backend pid so concurrent writers rarely
@@ -213,6 +219,8 @@ create table queue_item_counts (
   n bigint not null default 0,
   primary key (queue_id, status, shard)
 );
+-- a few rows updated by every item statement: their dead versions are cleared often
+alter table queue_item_counts set (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000);
 
 create function queue_item_counts_apply() returns trigger language plpgsql as $$
 declare
