@@ -1,6 +1,6 @@
 // Summarises a V8 .cpuprofile (from `npm run bench -- --profile api`): self time by function and
 // by package/file, and total (inclusive) time of the functions that matter.
-//   node bench/profile-summary.mjs <file.cpuprofile> [--top 30] [--match text]
+//   node bench/profile-summary.mjs <file.cpuprofile> [--top 30] [--match text] [--callers fn] [--categories]
 import { readFileSync } from 'node:fs';
 
 const args = process.argv.slice(2);
@@ -78,4 +78,35 @@ if (args.includes('--callers')) {
     stacks.set(k, (stacks.get(k) ?? 0) + t);
   }
   show(`callers of ${name}`, stacks, 12);
+}
+
+// --categories: each sample goes to the first owner found walking up its stack (BENCHMARKS.md)
+if (args.includes('--categories')) {
+  const owners = [
+    ['logging (winston)', /winston|logform|safe-stable-stringify|winston-transport|request-context/],
+    ['rate limit (rate-limiter-flexible, ioredis)', /rate-limiter-flexible|rate-limit\.js|ioredis/],
+    ['postgres client', /node_modules\/postgres\//],
+    ['bullmq', /bullmq/],
+    ['API key auth', /auth\/api-key|security\/hash/],
+    ['validation (ajv)', /ajv|validation\//],
+    ['body parsing', /koa-bodyparser|co-body|raw-body|bourne|middleware\/body/],
+    ['queue items, batching', /queue-items\/|db\/batcher/],
+    ['idempotency', /idempotency/],
+    ['koa, router', /node_modules\/koa\/|@koa\/router|koa-compose|delegates|only|type-is|on-finished|http\/route|routes\//],
+    ['node I/O (HTTP, sockets, streams)', /node:_http|node:net|stream_base|node:internal\/streams/],
+  ];
+  const cat = new Map();
+  for (const [id, t] of self) {
+    const fn = byId.get(id).callFrame.functionName;
+    let name = ['(idle)', '(garbage collector)', '(program)'].includes(fn) ? fn : null;
+    for (let n = id; n !== undefined && !name; n = parent.get(n)) {
+      const url = byId.get(n).callFrame.url || '';
+      for (const [k, re] of owners) if (re.test(url)) { name = k; break; }
+    }
+    name ??= 'other';
+    cat.set(name, (cat.get(name) ?? 0) + t);
+  }
+  const busy = total - (cat.get('(idle)') ?? 0);
+  console.log('\nbusy time by category');
+  for (const [k, t] of [...cat].filter(([k]) => k !== '(idle)').sort((a, b) => b[1] - a[1])) console.log(`${((100 * t) / busy).toFixed(1).padStart(5)}%  ${k}`);
 }
