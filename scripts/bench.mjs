@@ -11,7 +11,7 @@
 //   --vacuum-ms 5000                      B3: vacuum the queue tables this often (what autovacuum would do)
 //   --prefetch 10                         B3: items a consumer takes per round trip (agent-sim; 1 as shipped)
 //   other options: --out FILE, --markdown | --no-markdown, --log-level LEVEL, --log-dir DIR,
-//                  --keep (keep databases), --no-build, --db-name NAME, --redis-prefix PREFIX
+//                  --keep (keep the databases and Redis keys), --no-build, --db-name NAME, --redis-prefix PREFIX
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import os from 'node:os';
@@ -124,7 +124,10 @@ async function main() {
     }
     await stopStarted();
   };
+  let interrupted = false;
   const onSignal = () => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
     console.error('\nInterrupted: stopping the bench processes and dropping its databases …');
     cleanUp().finally(() => process.exit(130));
   };
@@ -146,6 +149,7 @@ async function main() {
   try {
     await createBenchDatabase(databaseUrl, run.templateDb);
     for (const id of selected) {
+      if (interrupted) break;
       const t = Date.now();
       console.error(`${id} …`);
       try {
@@ -153,6 +157,7 @@ async function main() {
         results.scenarios.push(r);
         console.error(`${id} done in ${Math.round((Date.now() - t) / 1000)} s`);
       } catch (err) {
+        if (interrupted) break;
         failures++;
         console.error(`${id} failed: ${err.stack ?? err.message}`);
         results.scenarios.push({ id, error: String(err.message ?? err) });
@@ -161,6 +166,8 @@ async function main() {
   } finally {
     await cleanUp();
   }
+  if (interrupted) return;
+  if (run.keep) console.error(`Kept: databases ${dbName}_* and Redis keys ${run.redisPrefix}:*`);
   const b6 = report.b6Rows(results.scenarios);
   if (b6) results.scenarios.push(b6);
   results.finishedAt = new Date().toISOString();
