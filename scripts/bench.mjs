@@ -94,6 +94,8 @@ async function main() {
   const run = {
     root: ROOT,
     scale: opts.scale,
+    // the smoke run of `npm test`: no warm-ups, no informative extra runs (mostly process starts)
+    tiny: opts.scale < 0.1,
     baseDbUrl: databaseUrl,
     redisUrl,
     dbName,

@@ -33,13 +33,13 @@ export async function b1(run) {
 
       const res = await alternate(rounds, {
         baseline: {
-          warm: () => load(run, 'b1-warm-echo', { url: echoUrl, ...common, durationSec: undefined, ...warmAmount }),
+          warm: run.tiny ? null : () => load(run, 'b1-warm-echo', { url: echoUrl, ...common, durationSec: undefined, ...warmAmount }),
           meter: () => cpuMeter({ echo: () => [echo.pid] }),
           run: (i) => load(run, `b1-load-echo-${i}`, { url: echoUrl, ...common }),
         },
         platform: {
           // one request per key on another route fills the API key cache without using this route's limit
-          warm: () => load(run, 'b1-warm-api', { url: platform.baseUrl, ...common, method: 'GET', paths: [`${itemsPath}?limit=1`], body: undefined, durationSec: undefined, ...warmAmount }),
+          warm: run.tiny ? null : () => load(run, 'b1-warm-api', { url: platform.baseUrl, ...common, method: 'GET', paths: [`${itemsPath}?limit=1`], body: undefined, durationSec: undefined, ...warmAmount }),
           meter: () => platformCpuMeter(s.sql, platform, run.redisPid),
           run: (i) => load(run, `b1-load-api-${i}`, { url: platform.baseUrl, ...common }),
         },

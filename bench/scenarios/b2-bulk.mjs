@@ -28,7 +28,7 @@ export async function b2(run) {
         }),
       },
       platform: {
-        warm: () => load(run, 'b2-warm-api', { url: platform.baseUrl, method: 'GET', paths: [`${itemsPath}?limit=1`], keys, connections, amount: keys.length }),
+        warm: run.tiny ? null : () => load(run, 'b2-warm-api', { url: platform.baseUrl, method: 'GET', paths: [`${itemsPath}?limit=1`], keys, connections, amount: keys.length }),
         meter: () => platformCpuMeter(s.sql, platform, run.redisPid),
         run: (i) => load(run, `b2-load-api-${i}`, {
           url: platform.baseUrl, method: 'POST', paths: [`${itemsPath}/bulk`], body: { items: payloads }, keys, connections, durationSec,

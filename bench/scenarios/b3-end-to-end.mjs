@@ -74,7 +74,7 @@ async function b3Once(run, id, prefetch) {
 
     const itemsPath = `/api/v1/queues/by-name/${queue.name}/items`;
     // fills the API key cache before the clock starts
-    await load(run, `${id.toLowerCase()}-warm-api`, { url: platform.baseUrl, method: 'GET', paths: [`${itemsPath}?limit=1`], keys, connections: MACHINES, amount: keys.length });
+    if (!run.tiny) await load(run, `${id.toLowerCase()}-warm-api`, { url: platform.baseUrl, method: 'GET', paths: [`${itemsPath}?limit=1`], keys, connections: MACHINES, amount: keys.length });
     const meter = platformCpuMeter(s.sql, platform, run.redisPid);
     await meter.start();
     // --vacuum-ms N (investigations only): what autovacuum with tight per-table thresholds would

@@ -41,10 +41,10 @@ export async function b5(run) {
 
     const platform = s.track(await startPlatform(run, { databaseUrl: s.databaseUrl, redisPrefix: s.redisPrefix, parts: ['api', 'dispatcher'], profile: run.profile }));
     // one request per key fills the API key cache (and uses 1 of each key's 60 per minute)
-    await load(run, 'b5-warm-api', { url: platform.baseUrl, method: 'GET', paths: [`${itemsPath}?limit=1`], keys, connections: 4, amount: keys.length });
+    if (!run.tiny) await load(run, 'b5-warm-api', { url: platform.baseUrl, method: 'GET', paths: [`${itemsPath}?limit=1`], keys, connections: 4, amount: keys.length });
     const rows = [];
     const details = { total, byStatus, seedSec, rounds, durationSec, connections: CONNECTIONS, keys: keys.length, variants: {} };
-    for (const connections of CONNECTIONS) {
+    for (const connections of run.tiny ? CONNECTIONS.slice(0, 1) : CONNECTIONS) {
       for (const v of variants) {
         const maxPage = Math.min(500, Math.ceil(v.total / LIMIT));
         const q = (page) => `${itemsPath}?page=${page}&limit=${LIMIT}${v.status ? `&status=${v.status}` : ''}`;
