@@ -1,5 +1,6 @@
 // The run's own database and Redis prefix: created and migrated at the start, dropped at the end.
 import { core } from './core.mjs';
+import { ensureDatabase } from '../../scripts/services.mjs';
 
 export function dbUrl(baseUrl, database) {
   const u = new URL(baseUrl);
@@ -15,12 +16,13 @@ export async function createBenchDatabase(baseUrl, name, { template } = {}) {
   const admin = core.createSql(dbUrl(baseUrl, 'postgres'), { max: 1 });
   try {
     await admin.unsafe(`drop database if exists "${name}" with (force)`);
-    await admin.unsafe(template ? `create database "${name}" template "${template}"` : `create database "${name}"`);
+    if (template) await admin.unsafe(`create database "${name}" template "${template}"`);
   } finally {
     await admin.end();
   }
   const url = dbUrl(baseUrl, name);
   if (!template) {
+    await ensureDatabase(url);
     const sql = core.createSql(url, { max: 1 });
     try {
       await core.migrate(sql);
