@@ -67,31 +67,8 @@ async function main() {
   const demo = JSON.parse(res.stdout);
 
   const children = [];
-  const run = (name, script, args = []) => {
-    // own process group: Ctrl-C reaches only this supervisor, which drains the children in order
-    const child = spawn(process.execPath, [path.join(ROOT, script), ...args], { env, stdio: ['ignore', 'inherit', 'inherit'], detached: true });
-    child.on('exit', (code, signal) => {
-      if (!stopping) {
-        console.error(`${name} exited (${signal ?? code}); stopping the platform.`);
-        void stop(1);
-      }
-    });
-    children.push(child);
-  };
-  run('api', 'apps/api/dist/main.js');
-  run('dispatcher', 'apps/dispatcher/dist/main.js');
-  run('agent-sim', 'apps/agent-sim/dist/main.js', demo.machines.flatMap((m) => ['--machine-key', m.machine_key]));
-
-  const baseUrl = `http://${env.HOST}:${port}`;
-  const until = Date.now() + 20_000;
-  while (Date.now() < until) {
-    try {
-      if ((await fetch(`${baseUrl}/ready`)).ok) break;
-    } catch {}
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  banner(demo, baseUrl);
-
+  // set before the first child starts: a child that dies early, or Ctrl-C while the platform is
+  // still starting, must stop the others too (they run in process groups of their own)
   let stopping = false;
   async function stop(code = 0) {
     if (stopping) return;
@@ -110,6 +87,31 @@ async function main() {
   process.on('exit', () => children.forEach((c) => c.exitCode === null && c.kill('SIGKILL')));
   process.on('SIGINT', () => void stop(0));
   process.on('SIGTERM', () => void stop(0));
+
+  const run = (name, script, args = []) => {
+    // own process group: Ctrl-C reaches only this supervisor, which drains the children in order
+    const child = spawn(process.execPath, [path.join(ROOT, script), ...args], { env, stdio: ['ignore', 'inherit', 'inherit'], detached: true });
+    child.on('exit', (code, signal) => {
+      if (!stopping) {
+        console.error(`${name} exited (${signal ?? code}); stopping the platform.`);
+        void stop(1);
+      }
+    });
+    children.push(child);
+  };
+  run('api', 'apps/api/dist/main.js');
+  run('dispatcher', 'apps/dispatcher/dist/main.js');
+  run('agent-sim', 'apps/agent-sim/dist/main.js', demo.machines.flatMap((m) => ['--machine-key', m.machine_key]));
+
+  const baseUrl = `http://${env.HOST}:${port}`;
+  const until = Date.now() + 20_000;
+  while (Date.now() < until && !stopping) {
+    try {
+      if ((await fetch(`${baseUrl}/ready`)).ok) break;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  if (!stopping) banner(demo, baseUrl);
 }
 
 main().catch((err) => {

@@ -1,4 +1,5 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { createTestContext, TEST_ENCRYPTION_KEY, type TestContext } from '../packages/core/src/testing';
@@ -14,6 +15,20 @@ function freePort(): Promise<number> {
     });
     srv.once('error', reject);
   });
+}
+
+/** Pids of the running processes whose environment holds `entry` (Linux /proc). */
+function processesWithEnv(entry: string): number[] {
+  const pids: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readFileSync(`/proc/${name}/environ`, 'latin1').split('\0').includes(entry)) pids.push(Number(name));
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return pids;
 }
 
 /** The `curl …` commands of the banner, each with its `\` continuation lines joined. */
@@ -129,4 +144,29 @@ describe('npm start, as a newcomer uses it', () => {
     expect(output).toContain('Stopped.');
     await expect(fetch(`http://127.0.0.1:${port}/health`)).rejects.toThrow();
   }, 180_000);
+
+  it('stops every part and exits 1 when one part cannot start (its port is taken), leaving no process behind', async () => {
+    // holds the port; a connection to it (npm start polling /ready) is dropped at once
+    const taken = net.createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as net.AddressInfo).port;
+    let out = '';
+    try {
+      const start = spawn(process.execPath, [path.join(ROOT, 'scripts', 'start.mjs')], {
+        cwd: ROOT,
+        env: { ...process.env, ...ctx.childEnv, ASSET_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, PORT: String(port), LOG_LEVEL: 'warn' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      start.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+      start.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+      const code = await new Promise<number | null>((resolve) => start.once('exit', (c) => resolve(c)));
+      expect({ code, out }).toEqual({ code: 1, out: expect.stringContaining('api exited (1); stopping the platform.') });
+      expect(out).toContain('Stopped.');
+      expect(out).not.toContain('Try it:');
+      // the dispatcher and the agents ran in process groups of their own: none may outlive it
+      expect(processesWithEnv(`REDIS_PREFIX=${ctx.redisPrefix}`)).toEqual([]);
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+  }, 120_000);
 });
