@@ -57,9 +57,17 @@ describe('npm start, as a newcomer uses it', () => {
     ctx = await createTestContext();
   });
   afterAll(async () => {
-    if (child && child.exitCode === null) child.kill('SIGKILL');
+    // npm start runs its API, dispatcher and agents in process groups of their own: a SIGKILL of
+    // the supervisor would leave them running. SIGTERM makes it stop them; SIGKILL only as a last resort.
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      await exited;
+      clearTimeout(timer);
+    }
     await ctx.close();
-  });
+  }, 60_000);
 
   it('starts the platform, prints three curl commands that work, completes 1,000 more items, shows Bull Board, and stops cleanly on Ctrl-C', async () => {
     const port = await freePort();
