@@ -69,6 +69,9 @@ export class MachineAgent {
     );
     this.worker.on('error', (err) => this.log.warn('worker error', { err: err.message }));
     this.worker.on('failed', (job, err) => this.log.warn('run failed', { bull_job: job?.id, err: err.message }));
+    // a worker closed while its connections still initialise throws an unhandled "Connection is
+    // closed" after close() (taskforcesh/bullmq#3546): started means connected
+    await this.worker.waitUntilReady();
     const beat = async () => {
       if (this.closing) return;
       await this.heartbeat().catch((err) => this.log.warn('heartbeat failed', { err: (err as Error).message }));

@@ -30,12 +30,14 @@ async function main(): Promise<void> {
     const msg = decodeAbort(raw);
     if (msg) for (const a of agents) a.onAbort(msg);
   });
-  await sub.subscribe(bull.keys.jobStops);
-
-  for (const a of agents) await a.start();
-  logger.info('agent-sim running', { machines: agents.map((a) => a.machine.name), heartbeat_ms: heartbeatMs });
-
+  const started = (async () => {
+    await sub.subscribe(bull.keys.jobStops);
+    for (const a of agents) await a.start();
+  })();
+  // handlers before the start (and its "agent-sim running" line): a signal meanwhile drains once
+  // the start is done instead of killing the process with jobs half taken
   onShutdownSignals(logger, async () => {
+    await started.catch(() => undefined);
     await Promise.all(agents.map((a) => a.close(10_000)));
     sub.disconnect();
     await bull.close();
@@ -43,6 +45,8 @@ async function main(): Promise<void> {
     await sql.end({ timeout: 5 });
     journal.close();
   });
+  await started;
+  logger.info('agent-sim running', { machines: agents.map((a) => a.machine.name), heartbeat_ms: heartbeatMs });
 }
 
 main().catch((err) => {

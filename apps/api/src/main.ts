@@ -10,10 +10,10 @@ async function main(): Promise<void> {
   const app = createApp(deps);
   const server = http.createServer(app.callback());
   server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
-  deps.logger.info('api listening', { url: `http://${config.host}:${config.port}` });
-
+  const listening = new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
+  // handlers before "api listening": a signal from then on always drains
   onShutdownSignals(deps.logger, async () => {
+    await listening;
     // stop accepting, let in-flight requests finish, then close connections
     await new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
@@ -23,6 +23,8 @@ async function main(): Promise<void> {
     await deps.sql.end({ timeout: 5 });
     deps.redis.disconnect();
   });
+  await listening;
+  deps.logger.info('api listening', { url: `http://${config.host}:${config.port}` });
 }
 
 main().catch((err) => {

@@ -172,6 +172,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       });
       worker.on('failed', (job, err) => logger.warn('dispatch job failed', { name: job?.name, err: err.message }));
       worker.on('error', (err) => logger.warn('dispatch worker error', { err: err.message }));
+      // started means connected: a worker closed while its connections still initialise throws an
+      // unhandled "Connection is closed" after close() (taskforcesh/bullmq#3546)
+      await worker.waitUntilReady();
       const tick = async () => {
         if (closing) return;
         try {

@@ -7,12 +7,15 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.logLevel, service: 'dispatcher' });
   const sql = createSql(config.databaseUrl, { max: 10 });
   const dispatcher = createDispatcher({ config, sql, logger });
-  await dispatcher.start();
-
+  // handlers before the start (and its "dispatcher started" line): a signal meanwhile drains once
+  // the start is done instead of killing the process
+  const started = dispatcher.start();
   onShutdownSignals(logger, async () => {
+    await started.catch(() => undefined);
     await dispatcher.close();
     await sql.end({ timeout: 5 });
   });
+  await started;
 }
 
 main().catch((err) => {

@@ -1,5 +1,5 @@
 import { createTestContext, type TestContext } from '@svc/core/testing';
-import { Children, freePort, seedWorkspace, waitFor, type Child } from './support';
+import { Children, freePort, seedWorkspace, type Child } from './support';
 
 /**
  * The three long-running processes stop on SIGTERM/SIGINT through core's onShutdownSignals: they
@@ -19,10 +19,27 @@ afterAll(async () => {
   await ctx?.close();
 });
 
-/** Waits for the log line a process writes right before it installs its signal handlers. */
-function ready(child: Child, line: string) {
-  return waitFor(`${child.name} ready`, async () => child.output().includes(line));
+/**
+ * Resolves the moment a process writes its readiness line, so the signal that follows comes as
+ * early as a supervisor's could: the line must mean "signal handlers installed and connections
+ * open" (a signal right after it once killed the process, or hit a BullMQ worker whose connection
+ * was still opening and crashed the drain).
+ */
+function ready(child: Child, line: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      if (!child.output().includes(line)) return;
+      child.proc.stdout!.off('data', check);
+      resolve();
+    };
+    child.proc.stdout!.on('data', check);
+    void child.exited.then((code) => reject(new Error(`${child.name} exited (${code}) before "${line}":\n${child.output()}`)));
+    check();
+  });
 }
+
+/** each case a few times: the race it guards against is a matter of milliseconds */
+const TIMES = 3;
 
 async function drainedBy(child: Child, signal: NodeJS.Signals) {
   const code = await child.stop(signal);
@@ -33,24 +50,30 @@ async function drainedBy(child: Child, signal: NodeJS.Signals) {
 
 describe('a signalled process', () => {
   it('the dispatcher drains on SIGTERM and exits 0', async () => {
-    const d = children.dispatcher(ctx, INFO);
-    await ready(d, 'dispatcher started');
-    await drainedBy(d, 'SIGTERM');
+    for (let i = 0; i < TIMES; i++) {
+      const d = children.dispatcher(ctx, INFO);
+      await ready(d, 'dispatcher started');
+      await drainedBy(d, 'SIGTERM');
+    }
   });
 
   it('agent-sim drains on SIGINT, marks its machine offline and exits 0', async () => {
     const ws = await seedWorkspace(ctx.sql);
     const machine = await ws.machine();
-    const a = children.agent(ctx, ['--machine-key', machine.machineKey], INFO);
-    await ready(a, 'agent-sim running');
-    await drainedBy(a, 'SIGINT');
-    const [row] = await ctx.sql`select status from machines where id = ${machine.row.id}`;
-    expect(row!.status).toBe('offline');
+    for (let i = 0; i < TIMES; i++) {
+      const a = children.agent(ctx, ['--machine-key', machine.machineKey], INFO);
+      await ready(a, 'agent-sim running');
+      await drainedBy(a, 'SIGINT');
+      const [row] = await ctx.sql`select status from machines where id = ${machine.row.id}`;
+      expect(row!.status).toBe('offline');
+    }
   });
 
   it('the API drains on SIGTERM and exits 0', async () => {
-    const api = children.api(ctx, await freePort(), INFO);
-    await ready(api, 'api listening');
-    await drainedBy(api, 'SIGTERM');
+    for (let i = 0; i < TIMES; i++) {
+      const api = children.api(ctx, await freePort(), INFO);
+      await ready(api, 'api listening');
+      await drainedBy(api, 'SIGTERM');
+    }
   });
 });
