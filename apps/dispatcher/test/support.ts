@@ -32,8 +32,20 @@ export interface Child {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+/** Every Children of this test file: a timed-out wait shows what their processes said. */
+const everyChildren = new Set<Children>();
+
 export class Children {
   private readonly all: Child[] = [];
+
+  constructor() {
+    everyChildren.add(this);
+  }
+
+  /** The end of each running child's output (warnings and errors at the tests' log level). */
+  tails(chars = 2000): string {
+    return this.all.map((c) => `--- ${c.name} (pid ${c.proc.pid}${c.proc.exitCode !== null ? `, exited ${c.proc.exitCode}` : ''}) ---\n${c.output().slice(-chars)}`).join('\n');
+  }
 
   spawn(name: string, script: string, args: string[], env: Record<string, string>): Child {
     if (!existsSync(script)) throw new Error(`${script} is missing: build first (npx tsc -b)`);
@@ -97,7 +109,10 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | null | u
     } catch (err) {
       last = err;
     }
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
+    if (Date.now() > until) {
+      const tails = [...everyChildren].map((c) => c.tails()).filter(Boolean).join('\n');
+      throw new Error(`timed out waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})${tails ? `\nchild processes:\n${tails}` : ''}`);
+    }
     await sleep(intervalMs);
   }
 }
