@@ -5,7 +5,7 @@ import { seedApiKey, seedTenant, seedUser } from '@svc/core/testing';
 import { createApp } from '@svc/api';
 import { createApiKeyStore } from '../src/auth/api-key-store';
 import { createApiTestContext, type ApiTestContext } from './helpers';
-import { startApiProcess, type ApiProcess } from './api-processes';
+import { startApiProcesses, type ApiProcess } from './api-processes';
 
 const MISSING = '00000000-0000-4000-8000-000000000000';
 const past = () => new Date(Date.now() - 60_000);
@@ -394,7 +394,7 @@ describe('X-API-Key authentication (contract 5)', () => {
     let b: ApiProcess;
     let admin: string;
     beforeAll(async () => {
-      [a, b] = await Promise.all([startApiProcess(t.childEnv), startApiProcess(t.childEnv)]);
+      [a, b] = (await startApiProcesses(2, t.childEnv)) as [ApiProcess, ApiProcess];
       admin = (await seedUser(t.sql, tenant, { role: 'admin' })).token;
     });
     afterAll(async () => {

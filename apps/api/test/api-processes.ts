@@ -69,3 +69,18 @@ export async function startApiProcess(childEnv: Record<string, string>, extraEnv
       }),
   };
 }
+
+/**
+ * `count` API processes started together. When one cannot start, the others are stopped before
+ * the error is thrown (a bare Promise.all left them running after the test run).
+ */
+export async function startApiProcesses(count: number, childEnv: Record<string, string>, extraEnv: Record<string, string> = {}): Promise<ApiProcess[]> {
+  const settled = await Promise.allSettled(Array.from({ length: count }, () => startApiProcess(childEnv, extraEnv)));
+  const started = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) {
+    await Promise.all(started.map((p) => p.stop()));
+    throw failed.reason;
+  }
+  return started;
+}

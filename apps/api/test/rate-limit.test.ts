@@ -2,7 +2,7 @@ import type { Response } from 'supertest';
 import { seedApiKey, seedTenant, seedUser } from '@svc/core/testing';
 import { routeCatalog } from '../src/http/route';
 import { createApiTestContext, type ApiTestContext } from './helpers';
-import { startApiProcess, type ApiProcess } from './api-processes';
+import { startApiProcesses, type ApiProcess } from './api-processes';
 
 const MISSING = '00000000-0000-4000-8000-000000000000';
 
@@ -205,7 +205,7 @@ describe('rate limits (contract 8)', () => {
     let a: ApiProcess;
     let b: ApiProcess;
     beforeAll(async () => {
-      [a, b] = await Promise.all([startApiProcess(t.childEnv), startApiProcess(t.childEnv)]);
+      [a, b] = (await startApiProcesses(2, t.childEnv)) as [ApiProcess, ApiProcess];
     });
     afterAll(async () => {
       await Promise.all([a?.stop(), b?.stop()]);
