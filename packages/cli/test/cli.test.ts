@@ -20,6 +20,8 @@ interface Run {
   stderr: string;
 }
 
+/** a test runs the CLI up to six times, each a fresh Node process: seconds apiece on a loaded two-core host */
+jest.setTimeout(60_000);
 let t: ApiTestContext;
 let baseEnv: Record<string, string>;
 const tmp = mkdtempSync(path.join(tmpdir(), 'svc-cli-test-'));
