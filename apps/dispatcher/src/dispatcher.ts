@@ -182,7 +182,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         } catch (err) {
           logger.warn('epoch check failed', { err: (err as Error).message });
         }
-        epochTimer = setTimeout(() => void tick(), Math.max(250, Math.min(2000, config.dispatchSweepMs)));
+        // close() may have come while the check ran: no timer after it
+        if (!closing) epochTimer = setTimeout(() => void tick(), Math.max(250, Math.min(2000, config.dispatchSweepMs)));
       };
       epochTimer = setTimeout(() => void tick(), Math.max(250, Math.min(2000, config.dispatchSweepMs)));
       logger.info('dispatcher started', { prefix: config.redisPrefix });
