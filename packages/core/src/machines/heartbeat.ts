@@ -41,7 +41,12 @@ export interface HeartbeatResult {
   is_active: boolean;
 }
 
-/** One heartbeat: last_heartbeat_at, running_jobs and the derived status, in one statement. */
+/**
+ * One heartbeat: last_heartbeat_at, running_jobs and the derived status, in one statement.
+ * `previous` is read under the row lock: a plain sub-select would report the status of the
+ * statement's snapshot, so a machine the sweep marked offline while this waited for the row came
+ * back "online → online" and its agent sent no machine-online nudge.
+ */
 export async function recordHeartbeat(
   sql: Queryable,
   machineId: string,
@@ -55,7 +60,7 @@ export async function recordHeartbeat(
            host_info = coalesce(${report.hostInfo ? sql.json(report.hostInfo as never) : null}::jsonb, m.host_info),
            updated_at = case when m.status = (case when ${report.running}::int >= m.slots then 'busy' else 'online' end)
                              then m.updated_at else now() end
-      from (select status as previous from machines where id = ${machineId}) p
+      from (select status as previous from machines where id = ${machineId} for update) p
      where m.id = ${machineId}
     returning p.previous, m.status, m.slots, m.is_active`;
   return row ?? null;
