@@ -95,10 +95,7 @@ export class MachineAgent {
       hostInfo: { hostname: os.hostname(), pid: process.pid, platform: process.platform },
     });
     if (!hb) return;
-    if (hb.previous === 'offline') {
-      this.log.info('machine online');
-      await this.deps.bull.addDispatch('machine-online', { tenant_id: this.machine.tenant_id, machine_id: this.machine.id });
-    }
+    if (hb.previous === 'offline') await this.backOnline();
     // a deactivated machine takes no new job (running ones finish); reactivated, it resumes
     if (this.worker && !hb.is_active && !this.worker.isPaused()) {
       this.log.warn('machine deactivated: taking no new jobs');
@@ -119,6 +116,12 @@ export class MachineAgent {
     }
   }
 
+  /** Whichever write found the machine offline (a heartbeat or a load report) tells the dispatcher. */
+  private async backOnline(): Promise<void> {
+    this.log.info('machine online');
+    await this.deps.bull.addDispatch('machine-online', { tenant_id: this.machine.tenant_id, machine_id: this.machine.id });
+  }
+
   /** Reports the number of busy slots now (coalesced: at most one write in flight). */
   private reportLoad(): void {
     if (this.loadReport) {
@@ -129,7 +132,8 @@ export class MachineAgent {
       do {
         this.loadAgain = false;
         try {
-          await recordHeartbeat(this.deps.sql, this.machine.id, { running: this.running.size });
+          const hb = await recordHeartbeat(this.deps.sql, this.machine.id, { running: this.running.size });
+          if (hb?.previous === 'offline' && !this.closing) await this.backOnline();
         } catch (err) {
           this.log.warn('load report failed', { err: (err as Error).message });
         }
