@@ -40,6 +40,7 @@ export class MachineAgent {
   private readonly running = new Map<string, ActiveRun>();
   private readonly random: () => number;
   private loadReport: Promise<void> | null = null;
+  private beating: Promise<void> | null = null;
   private loadAgain = false;
   private closing = false;
 
@@ -74,7 +75,11 @@ export class MachineAgent {
     await this.worker.waitUntilReady();
     const beat = async () => {
       if (this.closing) return;
-      await this.heartbeat().catch((err) => this.log.warn('heartbeat failed', { err: (err as Error).message }));
+      this.beating = this.heartbeat().catch((err) => {
+        this.log.warn('heartbeat failed', { err: (err as Error).message });
+      });
+      await this.beating;
+      this.beating = null;
       if (!this.closing) this.heartbeatTimer = setTimeout(() => void beat(), this.deps.heartbeatMs);
     };
     this.heartbeatTimer = setTimeout(() => void beat(), this.deps.heartbeatMs);
@@ -230,6 +235,10 @@ export class MachineAgent {
       clearTimeout(force);
       await w.disconnect();
     }
+    // the goodbye must be the last write: a heartbeat or load report still in flight (the runs
+    // that just ended report their slots free) would set the machine online again after it
+    await this.beating;
+    while (this.loadReport) await this.loadReport;
     await recordGoodbye(this.deps.sql, this.machine.id).catch(() => undefined);
     this.log.info('machine agent stopped');
   }

@@ -1,5 +1,6 @@
-import { createTestContext, type TestContext } from '@svc/core/testing';
-import { Children, freePort, seedWorkspace, type Child } from './support';
+import { createBullDispatch } from '@svc/core';
+import { createTestContext, seedJob, type TestContext } from '@svc/core/testing';
+import { Children, freePort, seedWorkspace, waitFor, type Child } from './support';
 
 /**
  * The three long-running processes stop on SIGTERM/SIGINT through core's onShutdownSignals: they
@@ -66,6 +67,28 @@ describe('a signalled process', () => {
       await drainedBy(a, 'SIGINT');
       const [row] = await ctx.sql`select status from machines where id = ${machine.row.id}`;
       expect(row!.status).toBe('offline');
+    }
+  });
+
+  it('agent-sim lets its running job finish on SIGINT, then leaves its machine offline', async () => {
+    const ws = await seedWorkspace(ctx.sql);
+    const machine = await ws.machine({ slots: 1 });
+    const proc = await ws.process();
+    const bull = createBullDispatch({ redis: ctx.redisUrl, prefix: ctx.redisPrefix });
+    try {
+      for (let i = 0; i < TIMES; i++) {
+        const a = children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '300ms'], INFO);
+        await ready(a, 'agent-sim running');
+        const job = await seedJob(ctx.sql, ws.tenant.id, { process_id: proc.id, machine_id: machine.row.id });
+        await bull.jobsCreated([{ id: job.id, tenant_id: ws.tenant.id, machine_id: machine.row.id, priority: 3 }]);
+        await waitFor('the job running', async () => (await ctx.sql`select status from jobs where id = ${job.id}`)[0]!.status === 'running');
+        await drainedBy(a, 'SIGINT');
+        // its end frees the slot (a load report) just before the goodbye: the goodbye has the last word
+        const [row] = await ctx.sql`select m.status, j.status as job_status from machines m, jobs j where m.id = ${machine.row.id} and j.id = ${job.id}`;
+        expect(row).toEqual({ status: 'offline', job_status: 'completed' });
+      }
+    } finally {
+      await bull.close();
     }
   });
 
