@@ -9,7 +9,7 @@
 //   npm run bench -- --profile api,dispatcher   --cpu-prof those processes (files in the log folder)
 //   --node-args '--trace-gc'               node flags for the platform's processes (investigations)
 //   --vacuum-ms 5000                      B3: vacuum the queue tables this often (what autovacuum would do)
-//   --prefetch 10                         B3: items a consumer takes per round trip (agent-sim; 1 as shipped)
+//   --prefetch 10                         B3: items a consumer holds at once (agent-sim; auto as shipped)
 //   other options: --out FILE, --markdown | --no-markdown, --log-level LEVEL, --log-dir DIR,
 //                  --keep (keep the databases and Redis keys), --no-build, --db-name NAME, --redis-prefix PREFIX
 import { randomBytes } from 'node:crypto';

@@ -30,8 +30,12 @@ export interface Behaviour {
   progress_steps: number;
   /** log lines written over a job's duration */
   log_lines: number;
-  /** items a consumer takes per round trip (the hand-off buffer; 1 = strictly one at a time) */
-  prefetch: number;
+  /**
+   * items a consumer holds at once (the hand-off buffer): a fixed 1..100 (1 = strictly one at a
+   * time), or 'auto' — one at a time for items of 10 ms or more, up to 4 for faster ones (see
+   * prefetch.ts)
+   */
+  prefetch: number | 'auto';
   metrics: { cpu_percent: Range; ram_mb: Range; disk_read_mb: Range; disk_write_mb: Range };
   /** crash the whole agent process (SIGKILL itself): for fault tests */
   crash: CrashMode;
@@ -50,7 +54,7 @@ export const DEFAULT_BEHAVIOUR: Behaviour = {
   review_rate: 0,
   progress_steps: 4,
   log_lines: 3,
-  prefetch: 1,
+  prefetch: 'auto',
   metrics: {
     cpu_percent: { min: 5, max: 60 },
     ram_mb: { min: 80, max: 400 },
@@ -202,7 +206,7 @@ export function mergeBehaviour(base: Behaviour, patch: Record<string, unknown> |
         out[k] = nonNegativeInt(k, v);
         break;
       case 'prefetch':
-        out.prefetch = Math.min(100, Math.max(1, nonNegativeInt(k, v)));
+        out.prefetch = prefetchSetting(v);
         break;
       case 'crash':
         if (!['none', 'job-start', 'mid-job', 'mid-item'].includes(String(v))) throw new Error(`crash must be none, job-start, mid-job or mid-item`);
@@ -231,6 +235,13 @@ export function mergeBehaviour(base: Behaviour, patch: Record<string, unknown> |
 function probability(name: string, v: unknown): number {
   const n = Number(v);
   if (!Number.isFinite(n) || n < 0 || n > 1) throw new Error(`${name} must be between 0 and 1`);
+  return n;
+}
+
+function prefetchSetting(v: unknown): number | 'auto' {
+  if (v === 'auto') return 'auto';
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > 100) throw new Error('prefetch must be auto or an integer from 1 to 100');
   return n;
 }
 

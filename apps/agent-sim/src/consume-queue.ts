@@ -4,6 +4,7 @@ import {
 import { directiveOf, sample } from './behaviour';
 import { AbortedError, crashNow, reasonOf, sleep } from './abort';
 import { JobLog, type RunContext } from './run-job';
+import { AutoPrefetch, takeSize } from './prefetch';
 
 const PROGRESS_EVERY_MS = 500;
 /** how often a consumer asks whether other jobs wait for its machine's slot */
@@ -14,7 +15,8 @@ const YIELD_CHECK_MS = 2000;
  * processes them one at a time until none is ready or it is asked to stop.
  *
  * Each round trip settles the outcomes of the items just processed and takes the next ones
- * (`prefetch` of them: the hand-off buffer; with 1 the consumer is strictly one at a time).
+ * (the hand-off buffer: `prefetch` of them, or with 'auto' as many as the recent items' speed
+ * allows, see prefetch.ts; with 1 the consumer is strictly one at a time).
  * A stop (or the agent's shutdown) lets the current item finish; items taken but not started
  * go back to `new` untouched. A timeout or a lost ownership interrupts the item at once: the
  * engine fails it and its retry policy applies.
@@ -30,6 +32,7 @@ export async function consumeQueue(ctx: RunContext, run: StartedJob): Promise<Jo
   let lastYieldCheck = Date.now();
   let yielded = false;
   let hardAbort: AbortedError | null = null;
+  const auto = new AutoPrefetch();
   log.line(`Consumidor de la cola iniciado en la máquina ${ctx.machine.name} (prefetch ${b.prefetch})`);
 
   // items stop only for the hard reasons; a stop or shutdown waits for the current item
@@ -62,14 +65,16 @@ export async function consumeQueue(ctx: RunContext, run: StartedJob): Promise<Jo
           }
         }
         const sent = outcomes.length;
-        const res = await settleAndClaimItems(ctx.sql, { queueId, jobId: run.id, jobAttempt: run.attempt, machineId: ctx.machine.id, outcomes, take: b.prefetch });
+        const res = await settleAndClaimItems(ctx.sql, { queueId, jobId: run.id, jobAttempt: run.attempt, machineId: ctx.machine.id, outcomes, take: takeSize(b.prefetch, auto) });
         account(res.settled, sent);
         outcomes = [];
         buffer = res.claimed;
         if (buffer.length === 0) break;
       }
       const item = buffer.shift()!;
+      const started = performance.now();
       outcomes.push(await processItem(ctx, run, item, itemAbort.signal));
+      auto.observe(performance.now() - started);
       if (Date.now() - lastProgress >= PROGRESS_EVERY_MS) {
         lastProgress = Date.now();
         await progress(ctx, run, counts, outcomes.length, log);

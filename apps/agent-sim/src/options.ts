@@ -7,7 +7,7 @@ import { DEFAULT_BEHAVIOUR, mergeBehaviour, type Behaviour } from './behaviour';
  *   node apps/agent-sim/dist/main.js --machine-key svc_mk_… [--machine-key svc_mk_…]
  *        [--config agent.json] [--duration 1s | 200-800ms] [--item-duration 10-50ms]
  *        [--failure-rate 0.1] [--review-rate 0.05] [--progress-steps 4] [--log-lines 3]
- *        [--prefetch 1] [--crash none|job-start|mid-job|mid-item] [--crash-after-items N]
+ *        [--prefetch auto|N] [--crash none|job-start|mid-job|mid-item] [--crash-after-items N]
  *        [--seed N] [--heartbeat-ms N] [--journal file.jsonl]
  *
  * Keys also come from AGENT_MACHINE_KEYS (comma-separated) and the config file; the config file
@@ -112,7 +112,8 @@ Options (defaults for every process; the config file can set them per process):
   --review-rate P          probability an item asks for human review (0..1)   [0]
   --progress-steps N       progress updates per job                          [4]
   --log-lines N            log lines per job                                 [3]
-  --prefetch N             items taken per round trip by a consumer (1..100)  [1]
+  --prefetch auto|N        items a consumer holds at once: 1..100, or auto (one
+                           at a time for items of 10 ms or more, up to 4 for faster ones) [auto]
   --crash MODE             none | job-start | mid-job | mid-item (SIGKILL itself) [none]
   --crash-after-items N    with --crash mid-item: crash during item N+1       [0]
   --failure-message TEXT   error_message of a simulated failure

@@ -64,6 +64,15 @@ describe('command line and config file', () => {
     expect(() => parseOptions(['--machine-key', 'k', '--speed', '3'], {})).toThrow(/unknown option --speed/);
     expect(() => parseOptions(['--machine-key', 'k', '--failure-rate', '2'], {})).toThrow(/between 0 and 1/);
     expect(() => parseOptions(['--machine-key', 'k', '--crash', 'sometimes'], {})).toThrow(/crash must be/);
+    expect(() => parseOptions(['--machine-key', 'k', '--prefetch', '0'], {})).toThrow('prefetch must be auto or an integer from 1 to 100');
+    expect(() => parseOptions(['--machine-key', 'k', '--prefetch', '101'], {})).toThrow('prefetch must be auto or an integer from 1 to 100');
+    expect(() => parseOptions(['--machine-key', 'k', '--prefetch', 'lots'], {})).toThrow('prefetch must be auto or an integer from 1 to 100');
+  });
+
+  it('takes prefetch auto by default, and auto or a number from a flag', () => {
+    expect(parseOptions(['--machine-key', 'k'], {}).defaults.prefetch).toBe('auto');
+    expect(parseOptions(['--machine-key', 'k', '--prefetch', '1'], {}).defaults.prefetch).toBe(1);
+    expect(parseOptions(['--machine-key', 'k', '--prefetch', '7', '--prefetch', 'auto'], {}).defaults.prefetch).toBe('auto');
   });
 });
 
@@ -91,7 +100,7 @@ describe('the agent process', () => {
     const m = await ws.machine();
     await ctx.sql`insert into queue_items (tenant_id, queue_id, data) select ${ws.tenant.id}, ${queue.id}, '{}'::jsonb from generate_series(1, 5)`;
     children.dispatcher(ctx);
-    const agent = children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '1ms', '--crash', 'mid-item', '--crash-after-items', '2']);
+    const agent = children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '1ms', '--prefetch', '1', '--crash', 'mid-item', '--crash-after-items', '2']);
     expect(await agent.exited).toBe(-1);
     expect(agent.proc.signalCode).toBe('SIGKILL');
     const rows = await ctx.sql`select status from queue_items where queue_id = ${queue.id}`;

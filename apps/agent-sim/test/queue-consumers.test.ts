@@ -1,4 +1,6 @@
+import { writeFileSync } from 'node:fs';
 import { recordHeartbeat } from '@svc/core';
+import { AUTO_MAX } from '../src/prefetch';
 import { createApiTestContext, type ApiTestContext } from '../../api/test/helpers';
 import {
   Children, assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJournal, seedWorkspace, sleep, tempFile, waitFor,
@@ -135,6 +137,26 @@ describe('a queue with a consumer process', () => {
     await allFinal(queue.id, specs.length, ['completed']);
     const order = readJournal(journal).filter((e) => e.event === 'item-start' && ids.has(e.item_id!)).map((e) => ids.get(e.item_id!));
     expect(order).toEqual(['p5-soon', 'p5-later', 'p5-a', 'p4', 'p3-soon', 'p3-later', 'p3-a', 'p3-b', 'p3-c', 'p1-soon']);
+  });
+
+  it('by default (prefetch auto) takes instant items up to four at a time, and items of 10 ms or more one at a time', async () => {
+    const m = await ws.machine({ slots: 1 });
+    const fast = await consumerQueue({ max_consumers: 1 });
+    const slow = await consumerQueue({ max_consumers: 1 });
+    const config = tempFile('agent.json');
+    writeFileSync(config, JSON.stringify({ processes: { [fast.proc.id]: { item_duration: 0 }, [slow.proc.id]: { item_duration: '12ms' } } }));
+    children.agent(ctx, ['--machine-key', m.machineKey, '--config', config]);
+    await addBulk(fast.queue.name, Array.from({ length: 40 }, (_, i) => ({ n: i })));
+    await allFinal(fast.queue.id, 40, ['completed']);
+    await addBulk(slow.queue.name, Array.from({ length: 12 }, (_, i) => ({ n: i })));
+    await allFinal(slow.queue.id, 12, ['completed']);
+    // the items of one take share their claim's started_at
+    const takes = async (queueId: string) => (await ctx.sql<Array<{ n: number }>>`
+      select count(*)::int as n from queue_items where queue_id = ${queueId} group by job_id, started_at order by min(created_at)`).map((r) => r.n);
+    const fastTakes = await takes(fast.queue.id);
+    expect(fastTakes[0]).toBe(1);
+    expect(Math.max(...fastTakes)).toBe(AUTO_MAX);
+    expect(await takes(slow.queue.id)).toEqual(Array(12).fill(1));
   });
 
   it('with a prefetch of K, an urgent item added mid-run waits behind at most K handed-out items', async () => {
