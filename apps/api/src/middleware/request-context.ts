@@ -1,33 +1,55 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
-import { clientIp } from '@svc/core';
+import { clientIp, type Logger } from '@svc/core';
 import type { ApiDeps } from '../deps';
 import type { AppState } from '../http/state';
 
 const INCOMING_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
+ * A request's state. Its logger (every line carries the request id) is made on first use: most
+ * requests log only their access line, and a child logger per request was a measurable share of
+ * the API's work under load (BENCHMARKS.md, B1).
+ */
+class RequestState implements AppState {
+  apiKey?: AppState['apiKey'];
+  user?: AppState['user'];
+  private child?: Logger;
+
+  constructor(
+    public requestId: string,
+    public clientIp: string,
+    private readonly base: Logger,
+  ) {}
+
+  get log(): Logger {
+    return (this.child ??= this.base.child({ request_id: this.requestId }));
+  }
+}
+
+/**
  * First in the chain: gives the request its id (an incoming X-Request-Id is honoured when it is
  * a sane token), a logger that carries it on every line, the client IP, and one access-log line.
  */
 export function requestContext(deps: ApiDeps): Middleware<AppState> {
+  const logger = deps.logger;
   return async (ctx, next) => {
     const incoming = ctx.get('X-Request-Id');
     const requestId = INCOMING_ID.test(incoming) ? incoming : randomUUID();
     const started = process.hrtime.bigint();
-    ctx.state.requestId = requestId;
-    ctx.state.log = deps.logger.child({ request_id: requestId });
-    ctx.state.clientIp = clientIp(ctx.req.socket.remoteAddress ?? '', ctx.get('X-Forwarded-For') || undefined, deps.config.trustedProxyCount);
+    const ip = clientIp(ctx.req.socket.remoteAddress ?? '', ctx.get('X-Forwarded-For') || undefined, deps.config.trustedProxyCount);
+    ctx.state = new RequestState(requestId, ip, logger);
     ctx.set('X-Request-Id', requestId);
     try {
       await next();
     } finally {
-      ctx.state.log.info('request', {
+      logger.info('request', {
+        request_id: requestId,
         method: ctx.method,
         path: ctx.path,
         status: ctx.status,
         duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
-        ip: ctx.state.clientIp,
+        ip,
       });
     }
   };
