@@ -9,6 +9,14 @@ import {
 import { Coalescer } from './coalesce';
 import { encodeAbort, type AbortReason } from './stops';
 
+/**
+ * Nudges of one queue are at most this often under sustained adds (the first after a quiet spell
+ * goes at once). Each costs the dispatcher a BullMQ job and a Postgres look (~2 ms of CPU); at
+ * 25 ms they were ~7 % of a core during B1 (BENCHMARKS.md), and consumers already running keep
+ * taking items without them, so a wider window delays nothing that is under way.
+ */
+export const NUDGE_WINDOW_MS = 100;
+
 export interface BullDispatchOptions {
   /** A shared connection (not closed by close()) or a URL (a connection of its own). */
   redis: Redis | string;
@@ -79,8 +87,8 @@ export function createBullDispatch(opts: BullDispatchOptions): BullDispatch {
   }
 
   const coalescers = {
-    'queue-ready': new Coalescer(opts.nudgeWindowMs ?? 25, (queueId) => addDispatch('queue-ready', { queue_id: queueId }), onNudgeError('queue-ready')),
-    'items-failed': new Coalescer(opts.nudgeWindowMs ?? 25, (queueId) => addDispatch('items-failed', { queue_id: queueId }), onNudgeError('items-failed')),
+    'queue-ready': new Coalescer(opts.nudgeWindowMs ?? NUDGE_WINDOW_MS, (queueId) => addDispatch('queue-ready', { queue_id: queueId }), onNudgeError('queue-ready')),
+    'items-failed': new Coalescer(opts.nudgeWindowMs ?? NUDGE_WINDOW_MS, (queueId) => addDispatch('items-failed', { queue_id: queueId }), onNudgeError('items-failed')),
   };
   function onNudgeError(name: string) {
     return (key: string, err: unknown) => log?.warn('dispatch nudge failed', { nudge: name, key, err: (err as Error).message });
