@@ -48,3 +48,21 @@ describe('the logger', () => {
     expect(lines.map((l) => JSON.parse(l).message)).toEqual(['waiting']);
   });
 });
+
+describe('the logger’s JSON', () => {
+  it('writes what plain JSON cannot (BigInt, a cycle) through winston’s careful encoder', async () => {
+    const { code, lines } = await runWithCore(`
+      const log = core.createLogger({ service: 't' });
+      const cyclic = { name: 'c' };
+      cyclic.self = cyclic;
+      log.info('big', { n: 12345678901234567890n });
+      log.info('cycle', { cyclic });
+      log.info('plain', { ok: true });`);
+    expect(code).toBe(0);
+    const [big, cycle, plain] = lines.map((l) => JSON.parse(l));
+    expect(big).toMatchObject({ message: 'big', n: '12345678901234567890' });
+    expect(cycle).toMatchObject({ message: 'cycle', cyclic: { name: 'c', self: '[Circular]' } });
+    expect(plain).toMatchObject({ message: 'plain', ok: true, service: 't', level: 'info' });
+    expect(typeof plain.timestamp).toBe('string');
+  });
+});

@@ -39,7 +39,8 @@ export function requestContext(deps: ApiDeps): Middleware<AppState> {
     const started = process.hrtime.bigint();
     const ip = clientIp(ctx.req.socket.remoteAddress ?? '', ctx.get('X-Forwarded-For') || undefined, deps.config.trustedProxyCount);
     ctx.state = new RequestState(requestId, ip, logger);
-    ctx.set('X-Request-Id', requestId);
+    // straight to Node: Koa's set() builds arrays per call (allocation profile of B1)
+    ctx.res.setHeader('X-Request-Id', requestId);
     try {
       await next();
     } finally {

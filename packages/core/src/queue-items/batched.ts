@@ -58,7 +58,7 @@ function batchers(sql: Sql): Batchers {
         runBatch: (inputs) => insertQueueItemsByNameBatch(sql, inputs),
         runOne: (i) => insertQueueItemByName(sql, i),
         maxBatch: 200,
-        maxInFlight: 2,
+        maxInFlight: 1,
       }),
     };
     bySql.set(sql, b);
