@@ -27,10 +27,12 @@ interface ByName {
 const bySql = new WeakMap<Sql, Batchers>();
 
 /*
- * Two batches of a kind in flight at once: fewer, larger batches cost less CPU per item (one
- * statement, one commit, one trigger run) than more, smaller ones, and the machine is CPU-bound
- * long before Postgres runs out of connections; the second keeps a slow batch from stalling
- * everything behind it.
+ * Fewer, larger batches cost less CPU per item (one statement, one commit, one run of the counter
+ * trigger) than more, smaller ones, and the machine is CPU-bound long before Postgres runs out of
+ * connections. Look-ups and inserts by queue keep two in flight, so a slow batch does not stall
+ * everything behind it; the insert by name — the whole of a `POST …/items` under load — keeps one:
+ * batches twice the size, Postgres ~55 instead of ~70 µs per item and the API's socket writes
+ * halved, for a wait of at most one batch (BENCHMARKS.md, B1).
  */
 
 /** Only the pool batches: a transaction's statements must stay on it, in order. */
