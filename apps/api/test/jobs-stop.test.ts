@@ -1,21 +1,18 @@
 import { seedApiKey, seedJob } from '@svc/core/testing';
 import { transitionJob } from '@svc/core';
-import { createApiTestContext, type ApiTestContext } from './helpers';
-import { CONTRACT_STOP_FIELDS, ISO_RE, recordingDispatch, seedWorkspace, type Workspace } from './jobs-support';
+import type { ApiTestContext } from './helpers';
+import { CONTRACT_STOP_FIELDS, ISO_RE, jobRouteSuite, recordingDispatch, seedWorkspace, type Workspace } from './jobs-support';
 
 describe('POST /api/v1/jobs/:job_id/stop', () => {
+  const suite = jobRouteSuite();
   let t: ApiTestContext;
   let w: Workspace;
   let rec: ReturnType<typeof recordingDispatch>;
-
-  beforeAll(async () => {
-    t = await createApiTestContext();
-    rec = recordingDispatch();
-    t.deps.dispatch = rec.port;
+  beforeAll(() => {
+    ({ t, rec } = suite);
   });
-  afterAll(() => t.close());
-  beforeEach(async () => {
-    w = await seedWorkspace(t.sql);
+  beforeEach(() => {
+    ({ w } = suite);
   });
 
   const stop = (key: string, id: string) => t.http.post(`/api/v1/jobs/${id}/stop`).set('X-API-Key', key);

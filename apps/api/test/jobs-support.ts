@@ -1,5 +1,6 @@
 import { noopDispatch, type DispatchPort, type Queryable } from '@svc/core';
 import { seedApiKey, seedMachine, seedProcess, seedTenant } from '@svc/core/testing';
+import { createApiTestContext, type ApiTestContext } from './helpers';
 
 /**
  * Shared set-up of the job endpoint tests. The field lists are copied from the contract (2.3) by
@@ -64,4 +65,22 @@ export async function jobCount(sql: Queryable, tenantId: string): Promise<number
 export async function quotaUsed(sql: Queryable, tenantId: string): Promise<number> {
   const [row] = await sql<{ n: number }[]>`select quota_used as n from tenants where id = ${tenantId}`;
   return row!.n;
+}
+
+/**
+ * The set-up of a job route's test file: one test context whose dispatch port records what the
+ * API asks of the engine, and a fresh workspace for each test.
+ */
+export function jobRouteSuite() {
+  const suite = {} as { t: ApiTestContext; w: Workspace; rec: ReturnType<typeof recordingDispatch> };
+  beforeAll(async () => {
+    suite.t = await createApiTestContext();
+    suite.rec = recordingDispatch();
+    suite.t.deps.dispatch = suite.rec.port;
+  });
+  afterAll(() => suite.t.close());
+  beforeEach(async () => {
+    suite.w = await seedWorkspace(suite.t.sql);
+  });
+  return suite;
 }

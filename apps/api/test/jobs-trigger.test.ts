@@ -1,22 +1,19 @@
 import { seedApiKey, seedJob, seedMachine, seedProcess, seedTenant } from '@svc/core/testing';
-import { createApiTestContext, type ApiTestContext } from './helpers';
+import type { ApiTestContext } from './helpers';
 import {
-  CONTRACT_JOB_FIELDS, ISO_RE, jobCount, quotaUsed, recordingDispatch, seedWorkspace, type Workspace,
+  CONTRACT_JOB_FIELDS, ISO_RE, jobCount, quotaUsed, jobRouteSuite, recordingDispatch, seedWorkspace, type Workspace,
 } from './jobs-support';
 
 describe('POST /api/v1/jobs/trigger', () => {
+  const suite = jobRouteSuite();
   let t: ApiTestContext;
   let w: Workspace;
   let rec: ReturnType<typeof recordingDispatch>;
-
-  beforeAll(async () => {
-    t = await createApiTestContext();
-    rec = recordingDispatch();
-    t.deps.dispatch = rec.port;
+  beforeAll(() => {
+    ({ t, rec } = suite);
   });
-  afterAll(() => t.close());
-  beforeEach(async () => {
-    w = await seedWorkspace(t.sql);
+  beforeEach(() => {
+    ({ w } = suite);
   });
 
   const trigger = (key: string, body: unknown) =>

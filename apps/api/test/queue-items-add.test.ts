@@ -1,30 +1,18 @@
 import { seedApiKey } from '@svc/core/testing';
-import { noopDispatch, type DispatchPort } from '@svc/core';
-import { createApiTestContext, type ApiTestContext } from './helpers';
+import { noopDispatch } from '@svc/core';
+import type { ApiTestContext } from './helpers';
 import {
-  ISO_UTC, QUEUE_ITEM_FIELDS, UUID, itemsInDb, itemsPath, queueWorld, recordingDispatch, withoutRequestId, type QueueWorld,
+  ISO_UTC, QUEUE_ITEM_FIELDS, UUID, itemsInDb, itemsPath, postRouteSuite, recordingDispatch, withoutRequestId, type QueueWorld,
 } from './queue-items-support';
 
 describe('POST /api/v1/queues/by-name/:name/items', () => {
+  const suite = postRouteSuite(itemsPath);
+  const { post } = suite;
   let t: ApiTestContext;
   let w: QueueWorld;
-  let dispatch: DispatchPort;
-  beforeAll(async () => {
-    t = await createApiTestContext();
-    w = await queueWorld(t);
-    dispatch = t.deps.dispatch;
+  beforeAll(() => {
+    ({ t, w } = suite);
   });
-  afterAll(() => t.close());
-  afterEach(() => {
-    // some tests put a recording or failing port in place of the real one
-    t.deps.dispatch = dispatch;
-  });
-
-  const post = (key: string | null, body: unknown, name = w.queue.name) => {
-    const req = t.http.post(itemsPath(name));
-    if (key !== null) req.set('X-API-Key', key);
-    return req.send(body as object);
-  };
 
   describe('success', () => {
     it('answers 200 with every field of the contract, one by one', async () => {

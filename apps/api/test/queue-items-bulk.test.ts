@@ -1,30 +1,17 @@
 import { seedApiKey, seedQueue } from '@svc/core/testing';
-import type { DispatchPort } from '@svc/core';
-import { createApiTestContext, type ApiTestContext } from './helpers';
+import type { ApiTestContext } from './helpers';
 import {
-  bulkPath, counterCounts, itemsInDb, queueWorld, realCounts, recordingDispatch, withoutRequestId, type QueueWorld,
+  bulkPath, counterCounts, itemsInDb, postRouteSuite, realCounts, recordingDispatch, withoutRequestId, type QueueWorld,
 } from './queue-items-support';
 
 describe('POST /api/v1/queues/by-name/:name/items/bulk', () => {
+  const suite = postRouteSuite(bulkPath);
+  const { post } = suite;
   let t: ApiTestContext;
   let w: QueueWorld;
-  let dispatch: DispatchPort;
-  beforeAll(async () => {
-    t = await createApiTestContext();
-    w = await queueWorld(t);
-    dispatch = t.deps.dispatch;
+  beforeAll(() => {
+    ({ t, w } = suite);
   });
-  afterAll(() => t.close());
-  afterEach(() => {
-    // some tests put a recording or failing port in place of the real one
-    t.deps.dispatch = dispatch;
-  });
-
-  const post = (key: string | null, body: unknown, name = w.queue.name) => {
-    const req = t.http.post(bulkPath(name));
-    if (key !== null) req.set('X-API-Key', key);
-    return req.send(body as object);
-  };
   const payloads = (n: number, extra: Record<string, unknown> = {}) => Array.from({ length: n }, (_, i) => ({ seq: i, ...extra }));
 
   /** A queue of its own, so row counts are exact. */

@@ -1,6 +1,6 @@
 import { noopDispatch, type DispatchPort, type Scope } from '@svc/core';
 import { seedApiKey, seedQueue, seedTenant } from '@svc/core/testing';
-import type { ApiTestContext } from './helpers';
+import { createApiTestContext, type ApiTestContext } from './helpers';
 
 /** Shared set-up of the queue-item test files: two tenants, each with a queue. */
 export interface QueueWorld {
@@ -30,6 +30,35 @@ export async function queueWorld(t: ApiTestContext): Promise<QueueWorld> {
     key: async (scopes) => (await seedApiKey(t.sql, tenant.id, scopes ? { scopes } : {})).key,
     otherKey: async (scopes) => (await seedApiKey(t.sql, other.id, scopes ? { scopes } : {})).key,
   };
+}
+
+/**
+ * The set-up of a file testing one POST route of a queue's items: a test context and a queue
+ * world made once, the real dispatch port put back after each test (some tests put a recording
+ * or failing one in its place), and `post` to the route of `pathOf(name)` with an optional key.
+ */
+export function postRouteSuite(pathOf: (name: string) => string) {
+  const suite = {} as {
+    t: ApiTestContext;
+    w: QueueWorld;
+    post(key: string | null, body: unknown, name?: string): ReturnType<ApiTestContext['http']['post']>;
+  };
+  let dispatch: DispatchPort;
+  beforeAll(async () => {
+    suite.t = await createApiTestContext();
+    suite.w = await queueWorld(suite.t);
+    dispatch = suite.t.deps.dispatch;
+  });
+  afterAll(() => suite.t.close());
+  afterEach(() => {
+    suite.t.deps.dispatch = dispatch;
+  });
+  suite.post = (key, body, name = suite.w.queue.name) => {
+    const req = suite.t.http.post(pathOf(name));
+    if (key !== null) req.set('X-API-Key', key);
+    return req.send(body as object);
+  };
+  return suite;
 }
 
 export const itemsPath = (name: string) => `/api/v1/queues/by-name/${encodeURIComponent(name)}/items`;

@@ -1,7 +1,7 @@
 import { seedApiKey, seedMachine, seedProcess } from '@svc/core/testing';
-import { createApiTestContext, type ApiTestContext } from './helpers';
+import type { ApiTestContext } from './helpers';
 import {
-  CONTRACT_JOB_FIELDS, ISO_RE, jobCount, quotaUsed, recordingDispatch, seedWorkspace, type Workspace,
+  CONTRACT_JOB_FIELDS, ISO_RE, jobCount, quotaUsed, jobRouteSuite, recordingDispatch, seedWorkspace, type Workspace,
 } from './jobs-support';
 
 const MISSING = '00000000-0000-4000-8000-000000000000';
@@ -12,18 +12,15 @@ const SCHEMA = {
 };
 
 describe('POST /api/v1/webhooks/trigger/:process_id', () => {
+  const suite = jobRouteSuite();
   let t: ApiTestContext;
   let w: Workspace;
   let rec: ReturnType<typeof recordingDispatch>;
-
-  beforeAll(async () => {
-    t = await createApiTestContext();
-    rec = recordingDispatch();
-    t.deps.dispatch = rec.port;
+  beforeAll(() => {
+    ({ t, rec } = suite);
   });
-  afterAll(() => t.close());
-  beforeEach(async () => {
-    w = await seedWorkspace(t.sql);
+  beforeEach(() => {
+    ({ w } = suite);
   });
 
   const hook = (key: string, processId: string, body: unknown) =>
