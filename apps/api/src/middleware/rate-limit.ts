@@ -2,11 +2,13 @@ import type { Middleware } from 'koa';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { RATE_LIMIT_WINDOW_SECONDS, RateLimitError, sha256Hex, type Redis } from '@svc/core';
 import type { ApiDeps } from '../deps';
+import { BatchedWindowStore } from './rate-limit-store';
 import type { AppState } from '../http/state';
 
 /**
  * Contract part 8 (docs/decisions/rate-limits.md): fixed one-minute windows counted in Redis by
- * one atomic script per request, so every API replica shares one budget. The identity is the
+ * an atomic script, so every API replica shares one budget (the counts of one event-loop turn
+ * go out as one script: BatchedWindowStore). The identity is the
  * SHA-256 of the X-API-Key value; on management routes, the access token; with no credential,
  * the source IP. Each route has its own budget (the route id is in the key, as a hash tag so a
  * route's counters live in one Redis Cluster slot). Runs after authentication (401 first) and
@@ -19,7 +21,7 @@ import type { AppState } from '../http/state';
  */
 export function rateLimit(deps: ApiDeps, routeId: string, points: number): Middleware<AppState> {
   const limiter = new RateLimiterRedis({
-    storeClient: limiterClient(deps.redis),
+    storeClient: new BatchedWindowStore(limiterClient(deps.redis)),
     keyPrefix: `${deps.keys.rateLimit}:{${routeId}}`,
     points,
     duration: RATE_LIMIT_WINDOW_SECONDS,
@@ -62,8 +64,8 @@ export function rateLimit(deps: ApiDeps, routeId: string, points: number): Middl
 const limiterClients = new WeakMap<Redis, Redis>();
 
 /**
- * The counters' own connection, auto-pipelined: the scripts of every request of one event-loop
- * turn leave in one write and Redis reads them in one go (BENCHMARKS.md, B1). It is not
+ * The counters' own connection, auto-pipelined: the scripts of the limiters of every route of
+ * one event-loop turn leave in one write (BENCHMARKS.md, B1). It is not
  * `deps.redis` itself because BullMQ shares that one and must not be auto-pipelined. It lives
  * and ends with `deps.redis`.
  */
