@@ -34,4 +34,19 @@ describe('migrations', () => {
       { status: 'new', n: 10 },
     ]);
   });
+
+  it("holds every item to its queue's workspace, and deletes items with their workspace", async () => {
+    const [a] = await ctx.sql`insert into tenants (name) values ('owner-a') returning id`;
+    const [b] = await ctx.sql`insert into tenants (name) values ('owner-b') returning id`;
+    const [queue] = await ctx.sql`insert into queues (tenant_id, name) values (${a!.id}, 'q') returning id`;
+    // another workspace's id on an item of this queue is refused
+    await expect(ctx.sql`insert into queue_items (tenant_id, queue_id, data) values (${b!.id}, ${queue!.id}, '{}')`)
+      .rejects.toMatchObject({ code: '23503', constraint_name: 'queue_items_queue_tenant_fkey' });
+    await ctx.sql`insert into queue_items (tenant_id, queue_id, data) values (${a!.id}, ${queue!.id}, '{}')`;
+    await ctx.sql`delete from tenants where id = ${a!.id}`;
+    const [{ n }] = await ctx.sql<{ n: number }[]>`select count(*)::int as n from queue_items where queue_id = ${queue!.id}`;
+    expect(n).toBe(0);
+    const [{ c }] = await ctx.sql<{ c: number }[]>`select count(*)::int as c from queue_item_counts where queue_id = ${queue!.id}`;
+    expect(c).toBe(0);
+  });
 });
