@@ -317,6 +317,27 @@ describe('X-API-Key authentication (contract 5)', () => {
       }
     });
 
+    it('answers peek from memory only: unknown until looked up, then the row or the cached miss, unknown again once invalidated', async () => {
+      const mine = storeOn();
+      await mine.start();
+      try {
+        const { row, key } = await seedApiKey(t.sql, tenant);
+        const hex = sha256(key).toString('hex');
+        const missing = issueSecret(API_KEY_PREFIX).hash.toString('hex');
+        expect(mine.peek(hex)).toBeUndefined();
+        expect(mine.peek(missing)).toBeUndefined();
+        const looked = await mine.lookup(hex);
+        expect(looked!.id).toBe(row.id);
+        expect(await mine.lookup(missing)).toBeNull();
+        expect(mine.peek(hex)).toBe(looked);
+        expect(mine.peek(missing)).toBeNull();
+        await mine.invalidate({ id: row.id, hashes: [] });
+        expect(mine.peek(hex)).toBeUndefined();
+      } finally {
+        await mine.close();
+      }
+    });
+
     it('serves a hit from memory until the key is invalidated by id', async () => {
       const mine = storeOn();
       const theirs = storeOn();

@@ -19,7 +19,13 @@ import {
  *   (and once more on `close()`), so last_used_at shows within about a second.
  */
 export interface ApiKeyStore extends ApiKeyChangeListener {
-  lookup(hash: Buffer): Promise<ApiKeyRow | null>;
+  /** The key whose hash is `hash` (bytes, or hex), or null. */
+  lookup(hash: Buffer | string): Promise<ApiKeyRow | null>;
+  /**
+   * The cached answer for a hash (hex) without waiting: the row, null for a cached miss, or
+   * undefined when only `lookup` can tell. Saves a promise per request on the hot path.
+   */
+  peek(hashHex: string): ApiKeyRow | null | undefined;
   /** Records a use of the key; last_used_at must become visible within a second. */
   touch(keyId: string): void;
   /** Subscribes to invalidations; caching is on from then on. */
@@ -70,7 +76,8 @@ class CachedApiKeyStore implements ApiKeyStore {
   private live = false;
   private subscriber: Redis | null = null;
 
-  private pending = new Map<string, Date>();
+  /** key id → last use (epoch ms) */
+  private pending = new Map<string, number>();
   private flushTimer: NodeJS.Timeout | null = null;
   private readonly flushes = new Set<Promise<void>>();
   private closed = false;
@@ -87,9 +94,16 @@ class CachedApiKeyStore implements ApiKeyStore {
     this.subscriberName = o.subscriberName ?? 'svc-api-key-invalidations';
   }
 
-  async lookup(hash: Buffer): Promise<ApiKeyRow | null> {
-    if (!this.live) return findApiKeyByHash(this.sql, hash);
-    const hex = hash.toString('hex');
+  peek(hashHex: string): ApiKeyRow | null | undefined {
+    if (!this.live) return undefined;
+    const hit = this.cache.get(hashHex);
+    return hit && hit.until > Date.now() ? hit.row : undefined;
+  }
+
+  async lookup(hash: Buffer | string): Promise<ApiKeyRow | null> {
+    const bytes = typeof hash === 'string' ? Buffer.from(hash, 'hex') : hash;
+    if (!this.live) return findApiKeyByHash(this.sql, bytes);
+    const hex = typeof hash === 'string' ? hash : hash.toString('hex');
     const hit = this.cache.get(hex);
     if (hit) {
       if (hit.until > Date.now()) return hit.row;
@@ -98,7 +112,7 @@ class CachedApiKeyStore implements ApiKeyStore {
     const running = this.inflight.get(hex);
     if (running) return running;
     const generation = this.generation;
-    const query = findApiKeyByHash(this.sql, hash).finally(() => {
+    const query = findApiKeyByHash(this.sql, bytes).finally(() => {
       if (this.inflight.get(hex) === query) this.inflight.delete(hex);
     });
     this.inflight.set(hex, query);
@@ -109,7 +123,7 @@ class CachedApiKeyStore implements ApiKeyStore {
 
   touch(keyId: string): void {
     if (this.closed) return;
-    this.pending.set(keyId, new Date());
+    this.pending.set(keyId, Date.now());
     if (!this.flushTimer) {
       this.flushTimer = setTimeout(() => void this.flush(), this.flushMs);
       this.flushTimer.unref();
@@ -193,7 +207,7 @@ class CachedApiKeyStore implements ApiKeyStore {
     if (this.pending.size === 0) return Promise.resolve();
     const batch = this.pending;
     this.pending = new Map();
-    const uses = [...batch].map(([id, at]) => ({ id, at }));
+    const uses = [...batch].map(([id, at]) => ({ id, at: new Date(at) }));
     const run = touchApiKeys(this.sql, uses)
       .then(() => undefined)
       .catch((err: Error) => {

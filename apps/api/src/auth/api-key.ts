@@ -1,10 +1,10 @@
-import type { Middleware } from 'koa';
 import {
-  UnauthorizedError, ForbiddenError, findTenant, hasScope, buildAllowList, checkIpEntry, ipAllowed, sha256, API_KEY_PREFIX,
-  type Environment, type PlanFeature, type Scope,
+  UnauthorizedError, ForbiddenError, findTenant, hasScope, buildAllowList, checkIpEntry, ipAllowed, sha256Hex, API_KEY_PREFIX,
+  type ApiKeyRow, type Environment, type PlanFeature, type Scope,
 } from '@svc/core';
 import type { ApiDeps } from '../deps';
-import type { AppState } from '../http/state';
+import type { ApiKeyPrincipal } from '../http/state';
+import type { Guard } from '../http/guard';
 import type { ApiKeyStore } from './api-key-store';
 
 export type { ApiKeyStore } from './api-key-store';
@@ -14,27 +14,43 @@ export type { ApiKeyStore } from './api-key-store';
  * unknown and revoked keys all answer `Credenciales inválidas`, so a caller learns nothing about
  * which keys exist; only a real, active key past its expiry is told `API key expirada`.
  */
-export function authenticateApiKey(store: ApiKeyStore): Middleware<AppState> {
-  return async (ctx, next) => {
+export function authenticateApiKey(store: ApiKeyStore): Guard {
+  return (ctx) => {
     const presented = ctx.get('X-API-Key');
     // not shaped like one of our keys: no need to ask the store (or fill its negative cache)
     if (!presented || !presented.startsWith(API_KEY_PREFIX) || presented.length > 256) throw new UnauthorizedError();
-    const hash = sha256(presented);
-    const key = await store.lookup(hash);
-    if (!key || !key.is_active) throw new UnauthorizedError();
-    if (key.expires_at && key.expires_at.getTime() <= Date.now()) throw new UnauthorizedError('API key expirada');
-    store.touch(key.id);
-    ctx.state.apiKey = {
-      kind: 'api_key',
-      keyId: key.id,
-      tenantId: key.tenant_id,
-      scopes: key.scopes ?? [],
-      environments: (key.environments as Environment[] | null) ?? null,
-      allowedIps: key.allowed_ips,
-      keyHashHex: hash.toString('hex'),
+    const hashHex = sha256Hex(presented);
+    const admit = (key: ApiKeyRow | null): void => {
+      if (!key || !key.is_active) throw new UnauthorizedError();
+      if (key.expires_at && key.expires_at.getTime() <= Date.now()) throw new UnauthorizedError('API key expirada');
+      store.touch(key.id);
+      ctx.state.apiKey = principalOf(key, hashHex);
     };
-    await next();
+    const cached = store.peek(hashHex);
+    return cached !== undefined ? admit(cached) : store.lookup(hashHex).then(admit);
   };
+}
+
+/**
+ * The caller a cached key row stands for, made once per row (the store hands out the same row
+ * object while it caches it) and shared, read-only, by the requests that present that key.
+ */
+const principals = new WeakMap<ApiKeyRow, Readonly<ApiKeyPrincipal>>();
+
+function principalOf(key: ApiKeyRow, keyHashHex: string): Readonly<ApiKeyPrincipal> {
+  const known = principals.get(key);
+  if (known && known.keyHashHex === keyHashHex) return known;
+  const principal: Readonly<ApiKeyPrincipal> = Object.freeze({
+    kind: 'api_key',
+    keyId: key.id,
+    tenantId: key.tenant_id,
+    scopes: key.scopes ?? [],
+    environments: (key.environments as Environment[] | null) ?? null,
+    allowedIps: key.allowed_ips,
+    keyHashHex,
+  });
+  principals.set(key, principal);
+  return principal;
 }
 
 const allowLists = new Map<string, ReturnType<typeof buildAllowList>>();
@@ -43,8 +59,8 @@ const allowLists = new Map<string, ReturnType<typeof buildAllowList>>();
  * Step 2: the source IP is in allowed_ips when that list is set (else 403). Fail-closed: an
  * empty list (the API refuses to create one; only direct SQL could) admits no address.
  */
-export function checkKeyIp(): Middleware<AppState> {
-  return async (ctx, next) => {
+export function checkKeyIp(): Guard {
+  return (ctx) => {
     const ips = ctx.state.apiKey?.allowedIps;
     if (ips) {
       const cacheKey = ips.join(',');
@@ -57,28 +73,25 @@ export function checkKeyIp(): Middleware<AppState> {
       }
       if (!ipAllowed(list, ctx.state.clientIp)) throw new ForbiddenError('IP no autorizada');
     }
-    await next();
   };
 }
 
 /** Step 3: the required scope is present; fail-closed (else 403). */
-export function requireScope(scope: Scope): Middleware<AppState> {
-  return async (ctx, next) => {
+export function requireScope(scope: Scope): Guard {
+  return (ctx) => {
     if (!hasScope(ctx.state.apiKey?.scopes, scope)) {
       throw new ForbiddenError(`La API key no tiene el scope requerido: ${scope}`, { required_scope: scope });
     }
-    await next();
   };
 }
 
 /** The tenant's plan includes `feature` (else 403). */
-export function requirePlanFeature(deps: ApiDeps, feature: PlanFeature): Middleware<AppState> {
-  return async (ctx, next) => {
+export function requirePlanFeature(deps: ApiDeps, feature: PlanFeature): Guard {
+  return async (ctx) => {
     const tenantId = ctx.state.apiKey?.tenantId ?? ctx.state.user?.tenantId;
     const tenant = tenantId ? await findTenant(deps.sql, tenantId) : null;
     if (!tenant || !tenant.plan_features.includes(feature)) {
       throw new ForbiddenError(`El plan no incluye la funcionalidad ${feature}`, { feature });
     }
-    await next();
   };
 }

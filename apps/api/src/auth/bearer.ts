@@ -1,11 +1,10 @@
-import type { Middleware } from 'koa';
 import { ForbiddenError, UnauthorizedError, findAccessTokenByHash, sha256 } from '@svc/core';
 import type { ApiDeps } from '../deps';
-import type { AppState } from '../http/state';
+import type { Guard } from '../http/guard';
 
 /** `Authorization: Bearer <access token>` of an active user; missing, unknown, revoked or expired → 401. */
-export function authenticateUser(deps: ApiDeps): Middleware<AppState> {
-  return async (ctx, next) => {
+export function authenticateUser(deps: ApiDeps): Guard {
+  return async (ctx) => {
     const match = /^Bearer\s+(\S+)$/i.exec(ctx.get('Authorization'));
     if (!match) throw new UnauthorizedError();
     const row = await findAccessTokenByHash(deps.sql, sha256(match[1]!));
@@ -19,14 +18,12 @@ export function authenticateUser(deps: ApiDeps): Middleware<AppState> {
       tokenId: row.token_id,
       email: row.email,
     };
-    await next();
   };
 }
 
 /** Workspace admin role (else 403). */
-export function requireAdmin(): Middleware<AppState> {
-  return async (ctx, next) => {
+export function requireAdmin(): Guard {
+  return (ctx) => {
     if (ctx.state.user?.role !== 'admin') throw new ForbiddenError('Se requiere el rol de administrador del workspace');
-    await next();
   };
 }

@@ -7,6 +7,7 @@ import type { AppRouter } from './router';
 import { authenticateApiKey, checkKeyIp, requirePlanFeature, requireScope, type ApiKeyStore } from '../auth/api-key';
 import { authenticateUser, requireAdmin } from '../auth/bearer';
 import { rateLimit } from '../middleware/rate-limit';
+import type { Guard } from './guard';
 
 export type RouteAuth =
   | { kind: 'api_key'; scope?: Scope; feature?: PlanFeature }
@@ -61,7 +62,7 @@ export interface RouteContext {
   keyStore: ApiKeyStore;
 }
 
-function authChain(rc: RouteContext, spec: RouteSpec): Middleware<AppState>[] {
+function authChain(rc: RouteContext, spec: RouteSpec): Guard[] {
   const routeId = `${spec.method.toUpperCase()} ${spec.path}`;
   const points = spec.rateLimit ?? rateLimitFor(routeId) ?? DEFAULT_RATE_LIMIT;
   const limit = rateLimit(rc.deps, routeId, points);
@@ -88,7 +89,12 @@ export function addRoute<P extends TObject | undefined, Q extends TObject | unde
   handler: RouteHandler<Infer<NoInfer<P>>, Infer<NoInfer<Q>>, Infer<NoInfer<B>>>,
 ): void {
   routeCatalog.set(`${spec.method} ${spec.path}`, spec as RouteSpec);
+  const guards = authChain(rc, spec as RouteSpec);
   const run: Middleware<AppState> = async (ctx) => {
+    for (const guard of guards) {
+      const waiting = guard(ctx);
+      if (waiting) await waiting;
+    }
     let params: unknown, query: unknown, body: unknown;
     let p = false, q = false, b = false;
     const input: RouteInput<Infer<P>, Infer<Q>, Infer<B>> = {
@@ -107,5 +113,5 @@ export function addRoute<P extends TObject | undefined, Q extends TObject | unde
     };
     await handler(ctx as Context & { state: AppState }, input);
   };
-  router[spec.method](spec.path, ...authChain(rc, spec as RouteSpec), run);
+  router[spec.method](spec.path, run);
 }

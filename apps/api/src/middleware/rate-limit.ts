@@ -1,9 +1,8 @@
-import type { Middleware } from 'koa';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { RATE_LIMIT_WINDOW_SECONDS, RateLimitError, sha256Hex, type Redis } from '@svc/core';
 import type { ApiDeps } from '../deps';
 import { BatchedWindowStore } from './rate-limit-store';
-import type { AppState } from '../http/state';
+import type { Guard } from '../http/guard';
 
 /**
  * Contract part 8 (docs/decisions/rate-limits.md): fixed one-minute windows counted in Redis by
@@ -19,7 +18,7 @@ import type { AppState } from '../http/state';
  * per window), X-RateLimit-Remaining (left in the current window), X-RateLimit-Reset (Unix time,
  * in seconds, when the window ends); on 429 also Retry-After (seconds to wait).
  */
-export function rateLimit(deps: ApiDeps, routeId: string, points: number): Middleware<AppState> {
+export function rateLimit(deps: ApiDeps, routeId: string, points: number): Guard {
   const limiter = new RateLimiterRedis({
     storeClient: new BatchedWindowStore(limiterClient(deps.redis)),
     keyPrefix: `${deps.keys.rateLimit}:{${routeId}}`,
@@ -30,7 +29,7 @@ export function rateLimit(deps: ApiDeps, routeId: string, points: number): Middl
     insuranceLimiter: new RateLimiterMemory({ points, duration: RATE_LIMIT_WINDOW_SECONDS }),
   });
   const limitHeader = String(points);
-  return async (ctx, next) => {
+  return async (ctx) => {
     const s = ctx.state;
     const identity = s.apiKey
       ? `k:${s.apiKey.keyHashHex}`
@@ -57,7 +56,6 @@ export function rateLimit(deps: ApiDeps, routeId: string, points: number): Middl
     ctx.res.setHeader('X-RateLimit-Limit', limitHeader);
     ctx.res.setHeader('X-RateLimit-Remaining', remaining);
     ctx.res.setHeader('X-RateLimit-Reset', reset);
-    await next();
   };
 }
 
