@@ -5,6 +5,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import { APPS } from './apps.mjs';
 import { ensureDatabase, ensureInstalledAndBuilt, ensureServices, ROOT, SetupError } from './services.mjs';
 
 const DATA = path.join(ROOT, '.data');
@@ -88,9 +89,9 @@ async function main() {
   process.on('SIGINT', () => void stop(0));
   process.on('SIGTERM', () => void stop(0));
 
-  const run = (name, script, args = []) => {
+  const run = (name, app, args = []) => {
     // own process group: Ctrl-C reaches only this supervisor, which drains the children in order
-    const child = spawn(process.execPath, [path.join(ROOT, script), ...args], { env, stdio: ['ignore', 'inherit', 'inherit'], detached: true });
+    const child = spawn(process.execPath, [...app.nodeArgs, path.join(ROOT, app.script), ...args], { env, stdio: ['ignore', 'inherit', 'inherit'], detached: true });
     child.on('exit', (code, signal) => {
       if (!stopping) {
         console.error(`${name} exited (${signal ?? code}); stopping the platform.`);
@@ -99,9 +100,9 @@ async function main() {
     });
     children.push(child);
   };
-  run('api', 'apps/api/dist/main.js');
-  run('dispatcher', 'apps/dispatcher/dist/main.js');
-  run('agent-sim', 'apps/agent-sim/dist/main.js', demo.machines.flatMap((m) => ['--machine-key', m.machine_key]));
+  run('api', APPS.api);
+  run('dispatcher', APPS.dispatcher);
+  run('agent-sim', APPS.agent, demo.machines.flatMap((m) => ['--machine-key', m.machine_key]));
 
   const baseUrl = `http://${env.HOST}:${port}`;
   const until = Date.now() + 20_000;

@@ -4,12 +4,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { core } from './core.mjs';
 import { cpuMeter, freePort, peakRssMb, startNode, stop, waitUntil } from './proc.mjs';
-
-export const APPS = {
-  api: 'apps/api/dist/main.js',
-  dispatcher: 'apps/dispatcher/dist/main.js',
-  agent: 'apps/agent-sim/dist/main.js',
-};
+import { APPS } from '../../scripts/apps.mjs';
 
 /**
  * Starts what `parts` names ('api', 'dispatcher', 'agents') against the scenario's database and
@@ -28,7 +23,8 @@ export async function startPlatform(run, { databaseUrl, redisPrefix, parts, agen
     HOST: '127.0.0.1',
     ...extraEnv,
   };
-  const nodeArgs = (part) => [
+  const nodeArgs = (part, app) => [
+    ...app.nodeArgs,
     ...(run.nodeArgs ?? []),
     ...(profile.includes(part) ? ['--cpu-prof', `--cpu-prof-dir=${path.join(run.logDir, 'profiles')}`, `--cpu-prof-name=${part}-${Date.now()}.cpuprofile`] : []),
   ];
@@ -49,7 +45,7 @@ export async function startPlatform(run, { databaseUrl, redisPrefix, parts, agen
   try {
     if (parts.includes('api')) {
       const port = await freePort();
-      procs.api = startNode('api', path.join(run.root, APPS.api), [], { env: { ...env, PORT: String(port) }, logDir: run.logDir, nodeArgs: nodeArgs('api') });
+      procs.api = startNode('api', path.join(run.root, APPS.api.script), [], { env: { ...env, PORT: String(port) }, logDir: run.logDir, nodeArgs: nodeArgs('api', APPS.api) });
       platform.baseUrl = `http://127.0.0.1:${port}`;
       await waitUntil('the API to answer /ready', async () => {
         try {
@@ -60,7 +56,7 @@ export async function startPlatform(run, { databaseUrl, redisPrefix, parts, agen
       }, { procs: [procs.api], timeoutMs: 30_000, everyMs: 100 });
     }
     if (parts.includes('dispatcher')) {
-      procs.dispatcher = startNode('dispatcher', path.join(run.root, APPS.dispatcher), [], { env, logDir: run.logDir, nodeArgs: nodeArgs('dispatcher') });
+      procs.dispatcher = startNode('dispatcher', path.join(run.root, APPS.dispatcher.script), [], { env, logDir: run.logDir, nodeArgs: nodeArgs('dispatcher', APPS.dispatcher) });
       // started: it writes the dispatch epoch once its schedulers are in place (whatever the log level)
       const redis = core.createRedis(run.redisUrl);
       try {
@@ -74,7 +70,7 @@ export async function startPlatform(run, { databaseUrl, redisPrefix, parts, agen
       const configFile = path.join(run.logDir, `agent-config-${Date.now()}.json`);
       writeFileSync(configFile, JSON.stringify(agents.config ?? {}, null, 2));
       const args = ['--config', configFile, ...agents.machines.flatMap((m) => ['--machine-key', m.machineKey])];
-      procs.agents = startNode('agents', path.join(run.root, APPS.agent), args, { env, logDir: run.logDir, nodeArgs: nodeArgs('agents') });
+      procs.agents = startNode('agents', path.join(run.root, APPS.agent.script), args, { env, logDir: run.logDir, nodeArgs: nodeArgs('agents', APPS.agent) });
     }
     return platform;
   } catch (err) {
