@@ -1,4 +1,4 @@
-import type { Redis } from '@svc/core';
+import { Batcher, type Redis } from '@svc/core';
 
 /**
  * rate-limiter-flexible's counting step, per key: add the points, read the window's time to live,
@@ -28,31 +28,31 @@ const MAX_KEYS_PER_SCRIPT = 500;
 
 type IncrResult = [consumed: number, ttlMs: number];
 
-interface Waiting {
+interface Count {
   key: string;
   points: string;
-  resolve(result: IncrResult): void;
-  reject(err: unknown): void;
 }
 
 type ScriptClient = Redis & { svcIncrWindows(numKeys: number, ...args: string[]): Promise<number[]> };
 
 /**
  * The store client a RateLimiterRedis is given: it answers the limiter's one command,
- * `rlflxIncr([key, points, seconds, …])`, and sends the increments of every request of one
- * event-loop turn as one script (BENCHMARKS.md, B1: one script per request was ~15 µs of Redis
- * per request, most of it the per-call cost of a script). Each request still gets its own
- * count, exactly what its own script would have returned, since the scripts of one turn would
- * have run back to back anyway; the limiter keeps its rules (limit, 429, insurance limiter when
- * Redis fails: a failed script fails each of its requests, and each falls back on its own).
+ * `rlflxIncr([key, points, seconds, …])`, and sends the counts of concurrent requests as one
+ * script (BENCHMARKS.md, B1: one script per request was ~15 µs of Redis per request, most of it
+ * the per-call cost of a script, and each wake-up of Redis took the CPU from the API). The counts
+ * of one event-loop turn leave together, and while a script runs the next ones wait and leave
+ * together after it (core's Batcher, one in flight): on an idle API a count goes out at once,
+ * under load a script carries what arrived during the previous one. Each request still gets its
+ * own count, exactly what its own script would have returned, since the scripts would have run
+ * back to back anyway; the limiter keeps its rules (limit, 429, insurance limiter when Redis
+ * fails: a failed script fails each of its requests, and each falls back on its own).
  *
  * Redis Cluster: one script may only touch keys of one slot. A limiter's keys share its route's
  * hash tag (`…:{POST /…}:…`), and each limiter has its own store client, so they always do.
  */
 export class BatchedWindowStore {
-  private pending: Waiting[] = [];
-  private scheduled = false;
-  private seconds = '';
+  /** per window length in seconds (one per limiter in practice) */
+  private readonly batchers = new Map<string, Batcher<Count, IncrResult>>();
 
   constructor(private readonly client: Redis) {
     if (!('svcIncrWindows' in client)) {
@@ -74,35 +74,17 @@ export class BatchedWindowStore {
 
   rlflxIncr(args: string[]): Promise<IncrResult> {
     const [key, points, seconds] = args as [string, string, string];
-    return new Promise<IncrResult>((resolve, reject) => {
-      // one window length per limiter, so one per batch; a different one starts its own batch
-      if (this.pending.length > 0 && seconds !== this.seconds) this.flush();
-      this.seconds = seconds;
-      this.pending.push({ key, points, resolve, reject });
-      if (this.pending.length >= MAX_KEYS_PER_SCRIPT) this.flush();
-      else if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => {
-          this.scheduled = false;
-          this.flush();
-        });
-      }
-    });
+    let batcher = this.batchers.get(seconds);
+    if (!batcher) {
+      const run = (counts: Count[]) => this.incr(seconds, counts);
+      batcher = new Batcher({ runBatch: run, runOne: async (c) => (await run([c]))[0]!, maxBatch: MAX_KEYS_PER_SCRIPT, maxInFlight: 1 });
+      this.batchers.set(seconds, batcher);
+    }
+    return batcher.run({ key, points });
   }
 
-  private flush(): void {
-    const batch = this.pending;
-    if (batch.length === 0) return;
-    this.pending = [];
-    const args: string[] = [this.seconds];
-    const keys: string[] = [];
-    for (const w of batch) {
-      keys.push(w.key);
-      args.push(w.points);
-    }
-    (this.client as ScriptClient).svcIncrWindows(keys.length, ...keys, ...args).then(
-      (out) => batch.forEach((w, i) => w.resolve([Number(out[2 * i]), Number(out[2 * i + 1])])),
-      (err: unknown) => batch.forEach((w) => w.reject(err)),
-    );
+  private async incr(seconds: string, counts: Count[]): Promise<IncrResult[]> {
+    const out = await (this.client as ScriptClient).svcIncrWindows(counts.length, ...counts.map((c) => c.key), seconds, ...counts.map((c) => c.points));
+    return counts.map((_, i) => [Number(out[2 * i]), Number(out[2 * i + 1])]);
   }
 }

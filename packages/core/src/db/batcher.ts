@@ -1,5 +1,6 @@
 /**
- * Fuses concurrent calls into one statement (the same idea as a DataLoader, without a cache).
+ * Fuses concurrent calls into one statement (the same idea as a DataLoader, without a cache), or
+ * one Redis script (the API's rate-limit counts).
  *
  * Calls made in the same turn of the event loop join one batch (sent from `setImmediate`); while
  * `maxInFlight` batches are running, new calls wait and leave together as the next batch. On an
