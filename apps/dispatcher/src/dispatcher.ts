@@ -1,6 +1,6 @@
 import { Worker, type Job } from 'bullmq';
 import {
-  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, IDEMPOTENCY_PURGE_EVERY_MS, analyzeQueueItemsIfStale, applyItemRetryPolicy, createBullDispatch, createRedis, failOrphans, markSlaBreaches,
+  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, IDEMPOTENCY_PURGE_EVERY_MS, applyItemRetryPolicy, createBullDispatch, createRedis, failOrphans, markSlaBreaches,
   pendingStops, queuesNeedingConsumers, reconcilePendingJobs, startQueueConsumers, sweepExpiredIdempotencyKeys, sweepOfflineMachines,
   timeOutJobs,
   type BullDispatch, type Config, type DispatchJobName, type DispatchPayloads, type EndedJobs, type Logger, type Redis, type Sql,
@@ -74,8 +74,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
 
     const breaches = await markSlaBreaches(sql);
     for (const b of breaches) logger.warn('job SLA breached', { job_id: b.id, tenant_id: b.tenant_id, sla_due_at: b.sla_due_at.toISOString() });
-
-    if (await analyzeQueueItemsIfStale(sql)) logger.debug('queue_items analyzed');
   }
 
   async function handle(job: Job): Promise<unknown> {

@@ -146,23 +146,3 @@ export async function markSlaBreaches(sql: Sql): Promise<Array<{ id: string; ten
     return rows;
   });
 }
-
-/** Rows changed since the last ANALYZE of queue_items past which the sweep runs one (schema 1's threshold). */
-export const QUEUE_ITEMS_ANALYZE_AFTER_ROWS = 10_000;
-
-/**
- * ANALYZE queue_items when at least `afterRows` rows changed since it was last analyzed. Where
- * autovacuum runs, it does this at the same threshold (schema 1) and the check finds little to do;
- * where it is off (some CI and test servers) a never-analyzed table can get a scan-and-sort
- * plan for the take — ~80 ms with 30,000 items ready instead of an index scan (BENCHMARKS.md,
- * B3). The counter read is one row of Postgres's statistics, which lag by up to a second.
- * Returns whether it analyzed.
- */
-export async function analyzeQueueItemsIfStale(sql: Sql, afterRows = QUEUE_ITEMS_ANALYZE_AFTER_ROWS): Promise<boolean> {
-  const [stat] = await sql<{ changed: string }[]>`
-    select n_mod_since_analyze::text as changed from pg_stat_user_tables
-    where relid = 'queue_items'::regclass`;
-  if (!stat || Number(stat.changed) < afterRows) return false;
-  await sql`analyze queue_items`;
-  return true;
-}
