@@ -57,6 +57,40 @@ export async function seedWorkspace(
   return { tenant, key: k.key, keyId: k.row.id, process, machine };
 }
 
+/** The JobResponse of a job just created for `w`'s process and machine (pending, nothing run yet). */
+export function expectedNewJob(w: Workspace, fields: { priority: number; input_data: unknown }) {
+  return {
+    id: expect.stringMatching(UUID_RE),
+    tenant_id: w.tenant.id,
+    process_id: w.process.id,
+    machine_id: w.machine.id,
+    status: 'pending',
+    priority: fields.priority,
+    input_data: fields.input_data,
+    output_data: null,
+    logs: null,
+    error_message: null,
+    started_at: null,
+    finished_at: null,
+    retry_count: 0,
+    stop_requested: false,
+    logs_archived: false,
+    logs_archive_key: null,
+    is_attended: false,
+    pending_input_prompt: null,
+    pending_input_options: null,
+    progress_percent: null,
+    progress_message: null,
+    created_at: expect.stringMatching(ISO_RE),
+    updated_at: expect.stringMatching(ISO_RE),
+    process_name: w.process.name,
+    machine_name: w.machine.name,
+    resource_metrics: null,
+    trigger_id: null,
+    schedule_id: null,
+  };
+}
+
 export async function jobCount(sql: Queryable, tenantId: string): Promise<number> {
   const [row] = await sql<{ n: number }[]>`select count(*)::int as n from jobs where tenant_id = ${tenantId}`;
   return row!.n;

@@ -1,7 +1,7 @@
 import { seedApiKey, seedMachine, seedProcess } from '@svc/core/testing';
 import type { ApiTestContext } from './helpers';
 import {
-  CONTRACT_JOB_FIELDS, ISO_RE, jobCount, quotaUsed, jobRouteSuite, recordingDispatch, seedWorkspace, type Workspace,
+  CONTRACT_JOB_FIELDS, expectedNewJob, jobCount, quotaUsed, jobRouteSuite, recordingDispatch, seedWorkspace, type Workspace,
 } from './jobs-support';
 
 const MISSING = '00000000-0000-4000-8000-000000000000';
@@ -33,36 +33,7 @@ describe('POST /api/v1/webhooks/trigger/:process_id', () => {
       expect(res.body.success).toBe(true);
       const job = res.body.data;
       expect(Object.keys(job).sort()).toEqual(CONTRACT_JOB_FIELDS);
-      expect(job).toEqual({
-        id: expect.stringMatching(/^[0-9a-f-]{36}$/),
-        tenant_id: w.tenant.id,
-        process_id: w.process.id,
-        machine_id: w.machine.id,
-        status: 'pending',
-        priority: 3,
-        input_data: { any: ['thing'] },
-        output_data: null,
-        logs: null,
-        error_message: null,
-        started_at: null,
-        finished_at: null,
-        retry_count: 0,
-        stop_requested: false,
-        logs_archived: false,
-        logs_archive_key: null,
-        is_attended: false,
-        pending_input_prompt: null,
-        pending_input_options: null,
-        progress_percent: null,
-        progress_message: null,
-        created_at: expect.stringMatching(ISO_RE),
-        updated_at: expect.stringMatching(ISO_RE),
-        process_name: w.process.name,
-        machine_name: w.machine.name,
-        resource_metrics: null,
-        trigger_id: null,
-        schedule_id: null,
-      });
+      expect(job).toEqual(expectedNewJob(w, { priority: 3, input_data: { any: ['thing'] } }));
       const [row] = await t.sql`select source from jobs where id = ${job.id}`;
       expect(row!.source).toBe('webhook');
       expect(rec.created).toContainEqual({ id: job.id, tenant_id: w.tenant.id, machine_id: w.machine.id, priority: 3 });
