@@ -1,4 +1,4 @@
-import { seedApiKey, seedMachine, seedTenant } from '@svc/core/testing';
+import { seedTenantWithKey, seedMachine, seedTenant } from '@svc/core/testing';
 import { createApiTestContext, type ApiTestContext } from './helpers';
 
 const URL = '/api/v1/machines/list';
@@ -10,11 +10,7 @@ describe('GET /api/v1/machines/list', () => {
   });
   afterAll(() => t.close());
 
-  async function tenantWithKey(scopes = ['machines:read']) {
-    const tenant = await seedTenant(t.sql);
-    const { key } = await seedApiKey(t.sql, tenant.id, { scopes });
-    return { tenant, key };
-  }
+  const tenantWithKey = (scopes = ['machines:read']) => seedTenantWithKey(t.sql, scopes);
   const names = (body: { data: Array<{ name: string }> }) => body.data.map((m) => m.name);
 
   it('returns the documented machine record field by field, never the machine key', async () => {

@@ -1,4 +1,4 @@
-import { seedApiKey, seedProcess, seedTenant } from '@svc/core/testing';
+import { seedApiKey, seedTenantWithKey, seedProcess, seedTenant } from '@svc/core/testing';
 import { createApiTestContext, type ApiTestContext } from './helpers';
 
 const URL = '/api/v1/processes/list';
@@ -10,11 +10,7 @@ describe('GET /api/v1/processes/list', () => {
   });
   afterAll(() => t.close());
 
-  async function tenantWithKey(scopes = ['processes:read']) {
-    const tenant = await seedTenant(t.sql);
-    const { key, row } = await seedApiKey(t.sql, tenant.id, { scopes });
-    return { tenant, key, keyRow: row };
-  }
+  const tenantWithKey = (scopes = ['processes:read']) => seedTenantWithKey(t.sql, scopes);
 
   async function seedFolder(tenantId: string, name = `folder-${Math.random().toString(16).slice(2)}`) {
     const [row] = await t.sql`insert into folders (tenant_id, name) values (${tenantId}, ${name}) returning *`;

@@ -54,6 +54,13 @@ export async function seedApiKey(
   return { row: row!, key: secret.value };
 }
 
+/** A fresh tenant and an API key of it with `scopes`. */
+export async function seedTenantWithKey(sql: Queryable, scopes: string[]): Promise<{ tenant: TenantRow; key: string; keyRow: ApiKeyRow }> {
+  const tenant = await seedTenant(sql);
+  const { key, row } = await seedApiKey(sql, tenant.id, { scopes });
+  return { tenant, key, keyRow: row };
+}
+
 export async function seedQueue(sql: Queryable, tenantId: string, fields: Row = {}): Promise<Row> {
   const [row] = await sql`
     insert into queues (tenant_id, name, max_retries, consumer_process_id, max_consumers)
