@@ -1,21 +1,17 @@
 import { decrypt, NotFoundError, readAssetValue } from '@svc/core';
-import { createApiTestContext, type ApiTestContext } from './helpers';
-import { bearer, fieldsOf, ISO, settingsWorld, UUID, type SettingsWorld } from './settings-fixtures';
+import type { ApiTestContext } from './helpers';
+import { bearer, fieldsOf, ISO, settingsSuite, UUID, type SettingsWorld } from './settings-fixtures';
 
 const PASSWORD = 'S3cr3t-contraseña-ÚNICA';
 
 describe('settings: assets', () => {
+  const suite = settingsSuite('assets');
   let t: ApiTestContext;
   let w: SettingsWorld;
-  beforeAll(async () => {
-    t = await createApiTestContext();
-    w = await settingsWorld(t);
-  });
-  afterAll(() => t.close());
+  beforeAll(() => ({ t, w } = suite));
+  const { post, patch } = suite;
 
   let n = 0;
-  const post = (body: object, token = w.admin) => t.http.post('/api/v1/settings/assets').set(bearer(token)).send(body);
-  const patch = (id: string, body: object) => t.http.patch(`/api/v1/settings/assets/${id}`).set(bearer(w.admin)).send(body);
   const read = (tenantId: string, name: string, env: 'dev' | 'staging' | 'production') =>
     readAssetValue(t.sql, t.config.assetEncryptionKey, tenantId, name, env);
 

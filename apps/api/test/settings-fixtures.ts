@@ -1,5 +1,5 @@
 import { seedTenant, seedUser } from '@svc/core/testing';
-import type { ApiTestContext } from './helpers';
+import { createApiTestContext, type ApiTestContext } from './helpers';
 
 /** Two workspaces: A with an admin and a member, B with an admin (for cross-tenant checks). */
 export interface SettingsWorld {
@@ -28,4 +28,25 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 /** The 422 envelope names the offending field (`body → a → b`). */
 export function fieldsOf(body: { error?: { details?: Array<{ field: string }> } }): string[] {
   return (body.error?.details ?? []).map((d) => d.field);
+}
+
+/**
+ * The set-up of a settings test file: a real app over its own database with a SettingsWorld
+ * (made in beforeAll, closed in afterAll), and POST / PATCH on `/api/v1/settings/<plural>` as a
+ * user (workspace A's admin unless told).
+ */
+export function settingsSuite(plural: string) {
+  const base = `/api/v1/settings/${plural}`;
+  const suite = {
+    t: undefined as unknown as ApiTestContext,
+    w: undefined as unknown as SettingsWorld,
+    post: (body: unknown, token = suite.w.admin) => suite.t.http.post(base).set(bearer(token)).send(body as object),
+    patch: (id: string, body: unknown, token = suite.w.admin) => suite.t.http.patch(`${base}/${id}`).set(bearer(token)).send(body as object),
+  };
+  beforeAll(async () => {
+    suite.t = await createApiTestContext();
+    suite.w = await settingsWorld(suite.t);
+  });
+  afterAll(() => suite.t.close());
+  return suite;
 }

@@ -1,16 +1,13 @@
 import { createApiTestContext, type ApiTestContext } from './helpers';
-import { bearer, fieldsOf, ISO, settingsWorld, UUID, type SettingsWorld } from './settings-fixtures';
+import { bearer, fieldsOf, ISO, settingsSuite, settingsWorld, UUID, type SettingsWorld } from './settings-fixtures';
 
 describe('settings: folders', () => {
+  const suite = settingsSuite('folders');
   let t: ApiTestContext;
   let w: SettingsWorld;
-  beforeAll(async () => {
-    t = await createApiTestContext();
-    w = await settingsWorld(t);
-  });
-  afterAll(() => t.close());
+  beforeAll(() => ({ t, w } = suite));
+  const { post } = suite;
 
-  const post = (body: unknown, token = w.admin) => t.http.post('/api/v1/settings/folders').set(bearer(token)).send(body as object);
 
   it('creates a folder with defaults and answers 201 with every field of the record', async () => {
     const res = await post({ name: 'Finanzas' });

@@ -1,6 +1,6 @@
 import { sha256 } from '@svc/core';
 import { createApiTestContext, type ApiTestContext } from './helpers';
-import { bearer, fieldsOf, ISO, settingsWorld, UUID, type SettingsWorld } from './settings-fixtures';
+import { bearer, fieldsOf, ISO, settingsSuite, settingsWorld, UUID, type SettingsWorld } from './settings-fixtures';
 
 const MACHINE_FIELDS = [
   'agent_version', 'created_at', 'description', 'id', 'is_active', 'last_heartbeat_at', 'name', 'running_jobs', 'slots',
@@ -8,16 +8,13 @@ const MACHINE_FIELDS = [
 ];
 
 describe('settings: machines', () => {
+  const suite = settingsSuite('machines');
   let t: ApiTestContext;
   let w: SettingsWorld;
-  beforeAll(async () => {
-    t = await createApiTestContext();
-    w = await settingsWorld(t);
-  });
-  afterAll(() => t.close());
+  beforeAll(() => ({ t, w } = suite));
+  const { post } = suite;
 
   let n = 0;
-  const post = (body: object, token = w.admin) => t.http.post('/api/v1/settings/machines').set(bearer(token)).send(body);
 
   it('creates a machine and returns the documented record plus its machine key, once', async () => {
     const res = await post({ name: 'robot-01', description: 'Sala 2', slots: 4 });

@@ -1,6 +1,6 @@
 import { seedProcess } from '@svc/core/testing';
-import { createApiTestContext, type ApiTestContext } from './helpers';
-import { bearer, fieldsOf, ISO, settingsWorld, UUID, type SettingsWorld } from './settings-fixtures';
+import type { ApiTestContext } from './helpers';
+import { bearer, fieldsOf, ISO, settingsSuite, UUID, type SettingsWorld } from './settings-fixtures';
 
 const PROCESS_FIELDS = [
   'auto_retry', 'created_at', 'description', 'folder_id', 'id', 'input_schema', 'is_active', 'max_retries', 'name',
@@ -9,18 +9,14 @@ const PROCESS_FIELDS = [
 ];
 
 describe('settings: processes', () => {
+  const suite = settingsSuite('processes');
   let t: ApiTestContext;
   let w: SettingsWorld;
-  beforeAll(async () => {
-    t = await createApiTestContext();
-    w = await settingsWorld(t);
-  });
-  afterAll(() => t.close());
+  beforeAll(() => ({ t, w } = suite));
+  const { post, patch } = suite;
 
   let n = 0;
   const uniqueName = () => `proc-${++n}`;
-  const post = (body: object, token = w.admin) => t.http.post('/api/v1/settings/processes').set(bearer(token)).send(body);
-  const patch = (id: string, body: object, token = w.admin) => t.http.patch(`/api/v1/settings/processes/${id}`).set(bearer(token)).send(body);
   const folderOf = async (token: string) =>
     (await t.http.post('/api/v1/settings/folders').set(bearer(token)).send({ name: `f-${++n}` })).body.data.id as string;
 

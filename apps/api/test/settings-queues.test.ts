@@ -1,19 +1,15 @@
 import { seedProcess } from '@svc/core/testing';
 import { createApiTestContext, type ApiTestContext } from './helpers';
-import { bearer, fieldsOf, ISO, settingsWorld, UUID, type SettingsWorld } from './settings-fixtures';
+import { bearer, fieldsOf, ISO, settingsSuite, settingsWorld, UUID, type SettingsWorld } from './settings-fixtures';
 
 describe('settings: queues', () => {
+  const suite = settingsSuite('queues');
   let t: ApiTestContext;
   let w: SettingsWorld;
-  beforeAll(async () => {
-    t = await createApiTestContext();
-    w = await settingsWorld(t);
-  });
-  afterAll(() => t.close());
+  beforeAll(() => ({ t, w } = suite));
+  const { post, patch } = suite;
 
   let n = 0;
-  const post = (body: object, token = w.admin) => t.http.post('/api/v1/settings/queues').set(bearer(token)).send(body);
-  const patch = (id: string, body: object) => t.http.patch(`/api/v1/settings/queues/${id}`).set(bearer(w.admin)).send(body);
   const zero = { total: 0, new: 0, in_progress: 0, pending_review: 0, completed: 0, failed: 0, dead_letter: 0 };
 
   it('creates a queue with max_retries 3 and max_consumers 1 by default, every field in the record', async () => {
