@@ -1,6 +1,6 @@
-import { createBullDispatch, type BullDispatch } from '@svc/core';
-import { createTestContext, seedJob, type TestContext } from '@svc/core/testing';
-import { Children, itemStatusCounts, seedWorkspace, waitFor } from '../../dispatcher/test/support';
+import type { BullDispatch } from '@svc/core';
+import { seedJob, type TestContext } from '@svc/core/testing';
+import { itemStatusCounts, processSuite, seedWorkspace, waitFor } from '../../dispatcher/test/support';
 
 /**
  * A machine the dispatcher marked offline comes back with whichever write its agent makes first,
@@ -8,21 +8,14 @@ import { Children, itemStatusCounts, seedWorkspace, waitFor } from '../../dispat
  * (machine-online), which starts queue consumers on it at once rather than at its next sweep.
  */
 jest.setTimeout(60_000);
+const suite = processSuite();
+const { children } = suite;
 let ctx: TestContext;
 let bull: BullDispatch;
-const children = new Children();
 /** sweeps once a minute, machines never go offline by themselves: only the nudge can act in time */
 const SLOW_ENGINE = { DISPATCH_SWEEP_MS: '60000', MACHINE_OFFLINE_AFTER_SECONDS: '600', LOG_LEVEL: 'info' };
 
-beforeAll(async () => {
-  ctx = await createTestContext();
-  bull = createBullDispatch({ redis: ctx.redisUrl, prefix: ctx.redisPrefix });
-});
-afterAll(async () => {
-  await children.stopAll();
-  await bull?.close();
-  await ctx?.close();
-});
+beforeAll(() => ({ ctx, bull } = suite));
 
 it('a job end that finds its machine offline brings it back and its queue gets a consumer at once', async () => {
   const ws = await seedWorkspace(ctx.sql);

@@ -1,26 +1,18 @@
-import { createBullDispatch, IDEMPOTENCY_PURGE_EVERY_MS, type BullDispatch } from '@svc/core';
-import { createTestContext, seedTenant, type TestContext } from '@svc/core/testing';
-import { Children, waitFor } from './support';
+import { IDEMPOTENCY_PURGE_EVERY_MS, type BullDispatch } from '@svc/core';
+import { seedTenant, type TestContext } from '@svc/core/testing';
+import { processSuite, waitFor } from './support';
 
 /**
  * Housekeeping that the dispatcher schedules as a BullMQ job scheduler (one replica runs each
  * tick): expired Idempotency-Keys are purged by a running dispatcher.
  */
 jest.setTimeout(60_000);
+const suite = processSuite();
+const { children } = suite;
 let ctx: TestContext;
 let bull: BullDispatch;
-const children = new Children();
 
-beforeAll(async () => {
-  ctx = await createTestContext();
-  bull = createBullDispatch({ redis: ctx.redisUrl, prefix: ctx.redisPrefix });
-});
-
-afterAll(async () => {
-  await children.stopAll();
-  await bull?.close();
-  await ctx?.close();
-});
+beforeAll(() => ({ ctx, bull } = suite));
 
 describe('a running dispatcher', () => {
   it('schedules the Idempotency-Key purge every ten minutes and purges expired keys, keeping live ones', async () => {

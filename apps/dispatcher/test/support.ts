@@ -3,8 +3,8 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { seedApiKey, seedMachine, seedProcess, seedQueue, seedTenant, seedUser, type TestContext } from '@svc/core/testing';
-import type { Sql } from '@svc/core';
+import { createTestContext, seedApiKey, seedMachine, seedProcess, seedQueue, seedTenant, seedUser, type TestContext } from '@svc/core/testing';
+import { createBullDispatch, type BullDispatch, type Sql } from '@svc/core';
 
 /**
  * Shared by the dispatch engine's tests: real dispatcher, agent-sim and API processes spawned
@@ -211,4 +211,22 @@ export function assertNoItemProcessedTwiceAtOnce(entries: JournalEntry[], deaths
 export async function itemStatusCounts(sql: Sql, queueId: string): Promise<Record<string, number>> {
   const rows = await sql<{ status: string; n: number }[]>`select status, count(*)::int as n from queue_items where queue_id = ${queueId} group by status`;
   return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+}
+
+/**
+ * A test file's context (its own database and Redis prefix), a BullDispatch on that prefix, and
+ * the child processes the file starts: made in beforeAll, all stopped and closed in afterAll.
+ */
+export function processSuite() {
+  const suite = { ctx: undefined as unknown as TestContext, bull: undefined as unknown as BullDispatch, children: new Children() };
+  beforeAll(async () => {
+    suite.ctx = await createTestContext();
+    suite.bull = createBullDispatch({ redis: suite.ctx.redisUrl, prefix: suite.ctx.redisPrefix });
+  });
+  afterAll(async () => {
+    await suite.children.stopAll();
+    await suite.bull?.close();
+    await suite.ctx?.close();
+  });
+  return suite;
 }
