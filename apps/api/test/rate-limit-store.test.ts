@@ -23,7 +23,7 @@ describe('BatchedWindowStore (rate-limit counts of one turn in one script)', () 
     // count the scripts that reach Redis (each still runs there)
     const script = (client as unknown as { svcIncrWindows?: unknown }).svcIncrWindows;
     expect(script).toBeUndefined();
-    new BatchedWindowStore(client);
+    new BatchedWindowStore(client, 60);
     const real = (client as unknown as { svcIncrWindows: (...a: unknown[]) => Promise<unknown> }).svcIncrWindows.bind(client);
     (client as unknown as { svcIncrWindows: unknown }).svcIncrWindows = (...a: unknown[]) => {
       scripts.push((a[0] as number));
@@ -38,7 +38,7 @@ describe('BatchedWindowStore (rate-limit counts of one turn in one script)', () 
     await t.close();
   });
 
-  const limiter = (prefix: string, points: number, store = new BatchedWindowStore(client)) =>
+  const limiter = (prefix: string, points: number, store = new BatchedWindowStore(client, 60)) =>
     new RateLimiterRedis({ storeClient: store, keyPrefix: `${t.redisPrefix}:rl:{${prefix}}`, points, duration: 60 });
 
   it('counts the requests of one turn, of any keys, with one script, each exactly as alone', async () => {
@@ -78,7 +78,7 @@ describe('BatchedWindowStore (rate-limit counts of one turn in one script)', () 
     dead.on('error', () => undefined);
     try {
       const rl = new RateLimiterRedis({
-        storeClient: new BatchedWindowStore(dead),
+        storeClient: new BatchedWindowStore(dead, 60),
         keyPrefix: 'unreachable',
         points: 2,
         duration: 60,

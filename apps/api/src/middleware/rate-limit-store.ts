@@ -51,13 +51,16 @@ type ScriptClient = Redis & { svcIncrWindows(numKeys: number, ...args: string[])
  * hash tag (`…:{POST /…}:…`), and each limiter has its own store client, so they always do.
  */
 export class BatchedWindowStore {
-  /** per window length in seconds (one per limiter in practice) */
-  private readonly batchers = new Map<string, Batcher<Count, IncrResult>>();
+  private readonly counts: Batcher<Count, IncrResult>;
 
-  constructor(private readonly client: Redis) {
+  /** `windowSeconds`: the limiter's duration, the only window it ever asks this store to count. */
+  constructor(private readonly client: Redis, windowSeconds: number) {
     if (!('svcIncrWindows' in client)) {
       client.defineCommand('svcIncrWindows', { lua: INCR_WINDOWS_LUA });
     }
+    const seconds = String(windowSeconds);
+    const run = (counts: Count[]) => this.incr(seconds, counts);
+    this.counts = new Batcher({ runBatch: run, runOne: async (c) => (await run([c]))[0]!, maxBatch: MAX_KEYS_PER_SCRIPT, maxInFlight: 1 });
   }
 
   /** Asked by rate-limiter-flexible for ioredis-like clients; its own script is not used. */
@@ -72,15 +75,10 @@ export class BatchedWindowStore {
     return this.client.del(...keys);
   }
 
+  /** `[key, points, seconds, …]`; seconds is always the limiter's window (consume, penalty, reward). */
   rlflxIncr(args: string[]): Promise<IncrResult> {
-    const [key, points, seconds] = args as [string, string, string];
-    let batcher = this.batchers.get(seconds);
-    if (!batcher) {
-      const run = (counts: Count[]) => this.incr(seconds, counts);
-      batcher = new Batcher({ runBatch: run, runOne: async (c) => (await run([c]))[0]!, maxBatch: MAX_KEYS_PER_SCRIPT, maxInFlight: 1 });
-      this.batchers.set(seconds, batcher);
-    }
-    return batcher.run({ key, points });
+    const [key, points] = args as [string, string];
+    return this.counts.run({ key, points });
   }
 
   private async incr(seconds: string, counts: Count[]): Promise<IncrResult[]> {

@@ -20,7 +20,7 @@ import type { Guard } from '../http/guard';
  */
 export function rateLimit(deps: ApiDeps, routeId: string, points: number): Guard {
   const limiter = new RateLimiterRedis({
-    storeClient: new BatchedWindowStore(limiterClient(deps.redis)),
+    storeClient: new BatchedWindowStore(limiterClient(deps.redis), RATE_LIMIT_WINDOW_SECONDS),
     keyPrefix: `${deps.keys.rateLimit}:{${routeId}}`,
     points,
     duration: RATE_LIMIT_WINDOW_SECONDS,
