@@ -1,5 +1,6 @@
 import {
-  Batcher, NotFoundError, ValidationError, addItem, addItemToQueueNamed, getActiveQueueByName, noopDispatch, type Sql,
+  Batcher, ITEM_COLUMNS, NotFoundError, ValidationError, addItem, addItemToQueueNamed, getActiveQueueByName, noopDispatch, toQueueItemResponse,
+  type QueueItemRow, type Sql,
 } from '@svc/core';
 import { createTestContext, seedQueue, seedTenant, type TestContext } from '@svc/core/testing';
 
@@ -156,6 +157,33 @@ describe('adding an item to a queue addressed by name (the insert finds the queu
     expect(rows[5]).toMatchObject({ queue_id: q1.id, data: { i: 5 } });
     const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from queue_items where queue_id = ${off.id}`;
     expect(n).toBe(0);
+  });
+
+  it('answers each concurrent add with its row exactly as a read gives it back, data in jsonb\'s key order', async () => {
+    const t = await seedTenant(sql);
+    const q = await seedQueue(sql, t.id);
+    const ref = { id: q.id, tenant_id: q.tenant_id, name: q.name };
+    const inputs = Array.from({ length: 12 }, (_, i) => ({
+      data: { zulu: i, alpha: { yy: [{ b: 1, a: 2 }], x: 'é' }, '10': 'ten', '2': 'two', 'ñ': null },
+      priority: 1 + (i % 5),
+      reference: i % 2 ? `R-${i}` : null,
+      deadline: i % 3 ? null : '2031-01-02T03:04:05.678901+02:00',
+      postpone: i % 4 ? null : '2030-06-30T23:59:59Z',
+    }));
+    // by name (the hot path) and by queue (the Idempotency-Key path), both batched
+    const rows = await Promise.all([
+      ...inputs.slice(0, 6).map((input) => addItemToQueueNamed(deps(), t.id, q.name, input)),
+      ...inputs.slice(6).map((input) => addItem(deps(), ref, input)),
+    ]);
+    const stored = await sql<QueueItemRow[]>`select ${sql(ITEM_COLUMNS)} from queue_items where queue_id = ${q.id}`;
+    const byId = new Map(stored.map((r) => [r.id, r]));
+    expect(byId.size).toBe(12);
+    for (const row of rows) {
+      const read = byId.get(row.id)!;
+      expect(row).toEqual(read);
+      expect(JSON.stringify(toQueueItemResponse(row))).toBe(JSON.stringify(toQueueItemResponse(read)));
+    }
+    expect(Object.keys(rows[0]!.data)).toEqual(['2', '10', 'ñ', 'zulu', 'alpha']);
   });
 
   it('answers 404 before the 422 of data Postgres refuses when the queue does not exist, and the 422 when it does', async () => {

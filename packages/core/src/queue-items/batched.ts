@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { Queryable, Sql } from '../db/sql';
 import { Batcher } from '../db/batcher';
 import { findQueueByName, type QueueRow } from '../catalog/queues';
-import { ITEM_COLUMNS, insertQueueItem, type NewQueueItem, type QueueItemRow, type QueueRef } from './repo';
+import {
+  CHOSEN_ON_INSERT, freshItemRow, insertQueueItem, ITEM_COLUMNS, type ChosenOnInsert, type NewQueueItem, type QueueItemRow, type QueueRef,
+} from './repo';
 
 /**
  * The hot path of `POST …/items` under load (BENCHMARKS.md, B1): concurrent requests share their
@@ -109,15 +111,19 @@ async function insertQueueItemsBatch(sql: Sql, inputs: Array<{ queue: QueueRef; 
     postpone: item.postpone,
     data: item.data,
   }));
-  const rows = await sql<QueueItemRow[]>`
+  const rows = await sql<ChosenOnInsert[]>`
     insert into queue_items (id, tenant_id, queue_id, priority, reference, deadline, postpone, data)
     select (e.value->>'id')::uuid, (e.value->>'tenant_id')::uuid, (e.value->>'queue_id')::uuid, (e.value->>'priority')::int,
            e.value->>'reference', (e.value->>'deadline')::timestamptz, (e.value->>'postpone')::timestamptz, e.value->'data'
     from jsonb_array_elements(${JSON.stringify(records)}::text::jsonb) with ordinality as e(value, n)
     order by e.n
-    returning ${sql(ITEM_COLUMNS)}`;
+    returning ${sql(CHOSEN_ON_INSERT)}`;
   const byId = new Map(rows.map((r) => [r.id, r]));
-  return records.map((r) => byId.get(r.id)!).filter(Boolean);
+  // every row is inserted (the queues were checked); a missing one fails the batch (Batcher)
+  return records.flatMap((r, i) => {
+    const chosen = byId.get(r.id);
+    return chosen ? [freshItemRow(r.tenant_id, inputs[i]!.item, chosen)] : [];
+  });
 }
 
 async function insertQueueItemsByNameBatch(sql: Sql, inputs: ByName[]): Promise<Array<QueueItemRow | null>> {
@@ -131,16 +137,19 @@ async function insertQueueItemsByNameBatch(sql: Sql, inputs: ByName[]): Promise<
     postpone: item.postpone,
     data: item.data,
   }));
-  const rows = await sql<QueueItemRow[]>`
+  const rows = await sql<ChosenOnInsert[]>`
     insert into queue_items (id, tenant_id, queue_id, priority, reference, deadline, postpone, data)
     select (e.value->>'id')::uuid, q.tenant_id, q.id, (e.value->>'priority')::int, e.value->>'reference',
            (e.value->>'deadline')::timestamptz, (e.value->>'postpone')::timestamptz, e.value->'data'
     from jsonb_array_elements(${JSON.stringify(records)}::text::jsonb) with ordinality as e(value, n)
     join queues q on q.tenant_id = (e.value->>'tenant_id')::uuid and q.name = e.value->>'queue_name' and q.is_active
     order by e.n
-    returning ${sql(ITEM_COLUMNS)}`;
+    returning ${sql(CHOSEN_ON_INSERT)}`;
   const byId = new Map(rows.map((r) => [r.id, r]));
-  return records.map((r) => byId.get(r.id) ?? null);
+  return records.map((r, i) => {
+    const chosen = byId.get(r.id);
+    return chosen ? freshItemRow(r.tenant_id, inputs[i]!.item, chosen) : null;
+  });
 }
 
 async function insertQueueItemByName(sql: Sql, { tenantId, queueName, item }: ByName): Promise<QueueItemRow | null> {
