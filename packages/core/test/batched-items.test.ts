@@ -1,30 +1,24 @@
 import {
   Batcher, ITEM_COLUMNS, NotFoundError, ValidationError, addItem, addItemToQueueNamed, getActiveQueueByName, noopDispatch, toQueueItemResponse,
-  type QueueItemRow, type Sql,
+  type QueueItemRow,
 } from '@svc/core';
-import { createTestContext, seedQueue, seedTenant, type TestContext } from '@svc/core/testing';
+import { seedQueue, seedTenant } from '@svc/core/testing';
+import { databaseSuite } from './support';
 
 /**
  * Concurrent `POST …/items` share their Postgres round trips (queue-items/batched.ts): the
  * batching must be invisible to each caller — its own row, its own error, fresh reads.
  */
-let ctx: TestContext;
-let sql: Sql;
+const db = databaseSuite();
 
-beforeAll(async () => {
-  ctx = await createTestContext();
-  sql = ctx.sql;
-});
-afterAll(() => ctx.close());
-
-const deps = () => ({ sql, dispatch: noopDispatch });
+const deps = () => ({ sql: db.sql, dispatch: noopDispatch });
 
 describe('batched queue look-ups and item inserts', () => {
   it('gives each of many concurrent adds its own row, in its own queue and tenant, and counts them all', async () => {
-    const t1 = await seedTenant(sql);
-    const t2 = await seedTenant(sql);
-    const q1 = await seedQueue(sql, t1.id);
-    const q2 = await seedQueue(sql, t2.id);
+    const t1 = await seedTenant(db.sql);
+    const t2 = await seedTenant(db.sql);
+    const q1 = await seedQueue(db.sql, t1.id);
+    const q2 = await seedQueue(db.sql, t2.id);
     const refs = [q1, q2].map((q) => ({ id: q.id, tenant_id: q.tenant_id, name: q.name }));
     const rows = await Promise.all(
       Array.from({ length: 60 }, (_, i) =>
@@ -41,14 +35,14 @@ describe('batched queue look-ups and item inserts', () => {
       expect(row.status).toBe('new');
     });
     expect(new Set(rows.map((r) => r.id)).size).toBe(60);
-    const counts = await sql<{ queue_id: string; n: number }[]>`
+    const counts = await db.sql<{ queue_id: string; n: number }[]>`
       select queue_id, sum(n)::int as n from queue_item_counts where queue_id in (${q1.id}, ${q2.id}) group by queue_id`;
     expect(Object.fromEntries(counts.map((c) => [c.queue_id, c.n]))).toEqual({ [q1.id]: 30, [q2.id]: 30 });
   });
 
   it('fails only the add whose data Postgres refuses, with its 422, and stores the others', async () => {
-    const t = await seedTenant(sql);
-    const q = await seedQueue(sql, t.id);
+    const t = await seedTenant(db.sql);
+    const q = await seedQueue(db.sql, t.id);
     const ref = { id: q.id, tenant_id: q.tenant_id, name: q.name };
     const results = await Promise.allSettled(
       Array.from({ length: 20 }, (_, i) => addItem(deps(), ref, { data: { n: i, text: i === 7 ? 'bad \u0000 char' : 'ok' } })),
@@ -57,23 +51,23 @@ describe('batched queue look-ups and item inserts', () => {
     const err = (results[7] as PromiseRejectedResult).reason;
     expect(err).toBeInstanceOf(ValidationError);
     expect(JSON.stringify(err.details)).toContain('data');
-    const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from queue_items where queue_id = ${q.id}`;
+    const [{ n }] = await db.sql<{ n: number }[]>`select count(*)::int as n from queue_items where queue_id = ${q.id}`;
     expect(n).toBe(19);
   });
 
   it('answers concurrent look-ups each with its own queue, and 404 for a missing, foreign or deactivated one', async () => {
-    const t1 = await seedTenant(sql);
-    const t2 = await seedTenant(sql);
-    const a = await seedQueue(sql, t1.id, { name: 'shared-name' });
-    const b = await seedQueue(sql, t2.id, { name: 'shared-name' });
-    const off = await seedQueue(sql, t1.id, { name: 'switched-off' });
-    await sql`update queues set is_active = false where id = ${off.id}`;
+    const t1 = await seedTenant(db.sql);
+    const t2 = await seedTenant(db.sql);
+    const a = await seedQueue(db.sql, t1.id, { name: 'shared-name' });
+    const b = await seedQueue(db.sql, t2.id, { name: 'shared-name' });
+    const off = await seedQueue(db.sql, t1.id, { name: 'switched-off' });
+    await db.sql`update queues set is_active = false where id = ${off.id}`;
     const [ra, rb, missing, foreign, inactive] = await Promise.allSettled([
-      getActiveQueueByName(sql, t1.id, 'shared-name'),
-      getActiveQueueByName(sql, t2.id, 'shared-name'),
-      getActiveQueueByName(sql, t1.id, 'no-such-queue'),
-      getActiveQueueByName(sql, t2.id, 'switched-off'),
-      getActiveQueueByName(sql, t1.id, 'switched-off'),
+      getActiveQueueByName(db.sql, t1.id, 'shared-name'),
+      getActiveQueueByName(db.sql, t2.id, 'shared-name'),
+      getActiveQueueByName(db.sql, t1.id, 'no-such-queue'),
+      getActiveQueueByName(db.sql, t2.id, 'switched-off'),
+      getActiveQueueByName(db.sql, t1.id, 'switched-off'),
     ]);
     expect(ra).toMatchObject({ status: 'fulfilled', value: { id: a.id, tenant_id: t1.id } });
     expect(rb).toMatchObject({ status: 'fulfilled', value: { id: b.id, tenant_id: t2.id } });
@@ -84,11 +78,11 @@ describe('batched queue look-ups and item inserts', () => {
   });
 
   it('sees a deactivation at once: look-ups are never cached', async () => {
-    const t = await seedTenant(sql);
-    const q = await seedQueue(sql, t.id);
-    await expect(getActiveQueueByName(sql, t.id, q.name)).resolves.toMatchObject({ id: q.id });
-    await sql`update queues set is_active = false where id = ${q.id}`;
-    await expect(getActiveQueueByName(sql, t.id, q.name)).rejects.toBeInstanceOf(NotFoundError);
+    const t = await seedTenant(db.sql);
+    const q = await seedQueue(db.sql, t.id);
+    await expect(getActiveQueueByName(db.sql, t.id, q.name)).resolves.toMatchObject({ id: q.id });
+    await db.sql`update queues set is_active = false where id = ${q.id}`;
+    await expect(getActiveQueueByName(db.sql, t.id, q.name)).rejects.toBeInstanceOf(NotFoundError);
   });
 });
 
@@ -139,12 +133,12 @@ describe('Batcher', () => {
 
 describe('adding an item to a queue addressed by name (the insert finds the queue)', () => {
   it('adds each concurrent item to its own tenant\'s active queue and answers 404 for the others, writing nothing for them', async () => {
-    const t1 = await seedTenant(sql);
-    const t2 = await seedTenant(sql);
-    const q1 = await seedQueue(sql, t1.id, { name: 'orders' });
-    const q2 = await seedQueue(sql, t2.id, { name: 'orders' });
-    const off = await seedQueue(sql, t1.id, { name: 'paused' });
-    await sql`update queues set is_active = false where id = ${off.id}`;
+    const t1 = await seedTenant(db.sql);
+    const t2 = await seedTenant(db.sql);
+    const q1 = await seedQueue(db.sql, t1.id, { name: 'orders' });
+    const q2 = await seedQueue(db.sql, t2.id, { name: 'orders' });
+    const off = await seedQueue(db.sql, t1.id, { name: 'paused' });
+    await db.sql`update queues set is_active = false where id = ${off.id}`;
     const calls: Array<[string, string]> = [
       [t1.id, 'orders'], [t2.id, 'orders'], [t1.id, 'missing'], [t2.id, 'paused'], [t1.id, 'paused'], [t1.id, 'orders'],
     ];
@@ -155,13 +149,13 @@ describe('adding an item to a queue addressed by name (the insert finds the queu
     expect(rows[0]).toMatchObject({ queue_id: q1.id, tenant_id: t1.id, data: { i: 0 }, status: 'new', priority: 3 });
     expect(rows[1]).toMatchObject({ queue_id: q2.id, tenant_id: t2.id, data: { i: 1 } });
     expect(rows[5]).toMatchObject({ queue_id: q1.id, data: { i: 5 } });
-    const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from queue_items where queue_id = ${off.id}`;
+    const [{ n }] = await db.sql<{ n: number }[]>`select count(*)::int as n from queue_items where queue_id = ${off.id}`;
     expect(n).toBe(0);
   });
 
   it('answers each concurrent add with its row exactly as a read gives it back, data in jsonb\'s key order', async () => {
-    const t = await seedTenant(sql);
-    const q = await seedQueue(sql, t.id);
+    const t = await seedTenant(db.sql);
+    const q = await seedQueue(db.sql, t.id);
     const ref = { id: q.id, tenant_id: q.tenant_id, name: q.name };
     const inputs = Array.from({ length: 12 }, (_, i) => ({
       data: { zulu: i, alpha: { yy: [{ b: 1, a: 2 }], x: 'é' }, '10': 'ten', '2': 'two', 'ñ': null },
@@ -175,7 +169,7 @@ describe('adding an item to a queue addressed by name (the insert finds the queu
       ...inputs.slice(0, 6).map((input) => addItemToQueueNamed(deps(), t.id, q.name, input)),
       ...inputs.slice(6).map((input) => addItem(deps(), ref, input)),
     ]);
-    const stored = await sql<QueueItemRow[]>`select ${sql(ITEM_COLUMNS)} from queue_items where queue_id = ${q.id}`;
+    const stored = await db.sql<QueueItemRow[]>`select ${db.sql(ITEM_COLUMNS)} from queue_items where queue_id = ${q.id}`;
     const byId = new Map(stored.map((r) => [r.id, r]));
     expect(byId.size).toBe(12);
     for (const row of rows) {
@@ -187,8 +181,8 @@ describe('adding an item to a queue addressed by name (the insert finds the queu
   });
 
   it('answers 404 before the 422 of data Postgres refuses when the queue does not exist, and the 422 when it does', async () => {
-    const t = await seedTenant(sql);
-    const q = await seedQueue(sql, t.id);
+    const t = await seedTenant(db.sql);
+    const q = await seedQueue(db.sql, t.id);
     const bad = { data: { text: 'nul \u0000 here' } };
     await expect(addItemToQueueNamed(deps(), t.id, 'no-such-queue', bad)).rejects.toBeInstanceOf(NotFoundError);
     await expect(addItemToQueueNamed(deps(), t.id, q.name, bad)).rejects.toBeInstanceOf(ValidationError);

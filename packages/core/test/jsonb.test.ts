@@ -1,21 +1,14 @@
-import { asStoredJsonb, compareJsonbKeys, type Sql } from '@svc/core';
-import { createTestContext, type TestContext } from '@svc/core/testing';
+import { asStoredJsonb, compareJsonbKeys } from '@svc/core';
+import { databaseSuite } from './support';
 
 /**
  * `asStoredJsonb` stands in for a round trip through a jsonb column (the hot insert answers with
  * it instead of reading the payload back), so it is checked against Postgres itself.
  */
-let ctx: TestContext;
-let sql: Sql;
-
-beforeAll(async () => {
-  ctx = await createTestContext();
-  sql = ctx.sql;
-});
-afterAll(() => ctx.close());
+const db = databaseSuite();
 
 async function throughPostgres(texts: string[]): Promise<string[]> {
-  const rows = await sql<{ t: string }[]>`
+  const rows = await db.sql<{ t: string }[]>`
     select (e.value #>> '{}')::jsonb::text as t
     from jsonb_array_elements(${JSON.stringify(texts)}::text::jsonb) with ordinality as e(value, n)
     order by e.n`;

@@ -118,12 +118,8 @@ async function insertQueueItemsBatch(sql: Sql, inputs: Array<{ queue: QueueRef; 
     from jsonb_array_elements(${JSON.stringify(records)}::text::jsonb) with ordinality as e(value, n)
     order by e.n
     returning ${sql(CHOSEN_ON_INSERT)}`;
-  const byId = new Map(rows.map((r) => [r.id, r]));
   // every row is inserted (the queues were checked); a missing one fails the batch (Batcher)
-  return records.flatMap((r, i) => {
-    const chosen = byId.get(r.id);
-    return chosen ? [freshItemRow(r.tenant_id, inputs[i]!.item, chosen)] : [];
-  });
+  return freshRows(records, inputs, rows).filter((r): r is QueueItemRow => r !== null);
 }
 
 async function insertQueueItemsByNameBatch(sql: Sql, inputs: ByName[]): Promise<Array<QueueItemRow | null>> {
@@ -145,7 +141,16 @@ async function insertQueueItemsByNameBatch(sql: Sql, inputs: ByName[]): Promise<
     join queues q on q.tenant_id = (e.value->>'tenant_id')::uuid and q.name = e.value->>'queue_name' and q.is_active
     order by e.n
     returning ${sql(CHOSEN_ON_INSERT)}`;
-  const byId = new Map(rows.map((r) => [r.id, r]));
+  return freshRows(records, inputs, rows);
+}
+
+/** Each input's whole row, in input order, from what the INSERT returned; null where none was. */
+function freshRows(
+  records: Array<{ id: string; tenant_id: string }>,
+  inputs: Array<{ item: NewQueueItem }>,
+  returned: ChosenOnInsert[],
+): Array<QueueItemRow | null> {
+  const byId = new Map(returned.map((r) => [r.id, r]));
   return records.map((r, i) => {
     const chosen = byId.get(r.id);
     return chosen ? freshItemRow(r.tenant_id, inputs[i]!.item, chosen) : null;
