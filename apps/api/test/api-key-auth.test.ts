@@ -396,6 +396,82 @@ describe('X-API-Key authentication (contract 5)', () => {
       }
     });
 
+    it('reads a key in use again before its entry expires, answering from memory all along', async () => {
+      const store = createApiKeyStore({
+        sql: t.sql, redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: quiet, ttlMs: 1_500, refreshAheadMs: 500, flushMs: 100,
+      });
+      await store.start();
+      try {
+        const { row, key } = await seedApiKey(t.sql, tenant, { scopes: ['jobs:read'] });
+        const hex = sha256(key).toString('hex');
+        const first = await store.lookup(hex);
+        expect(first!.id).toBe(row.id);
+        // changed behind the store's back (no announcement): only a read of Postgres can show it
+        await t.sql`update api_keys set scopes = ${['jobs:write']} where id = ${row.id}`;
+        const seen: Array<string | null> = [];
+        const until = Date.now() + 4_000; // over two TTLs of steady use
+        while (Date.now() < until) {
+          const answer = store.peek(hex);
+          seen.push(answer === undefined ? null : answer!.scopes[0]!);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        expect(seen).not.toContain(null); // never a miss: the busy key never waits for Postgres
+        expect(seen[0]).toBe('jobs:read'); // the fresh entry answers from memory
+        expect(seen[seen.length - 1]).toBe('jobs:write'); // read again before it expired
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('lets an unused entry expire, and does not read a cached miss ahead', async () => {
+      const store = createApiKeyStore({
+        sql: t.sql, redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: quiet, ttlMs: 600, negativeTtlMs: 600, refreshAheadMs: 300, flushMs: 100,
+      });
+      await store.start();
+      try {
+        const { key } = await seedApiKey(t.sql, tenant);
+        const hex = sha256(key).toString('hex');
+        const missing = issueSecret(API_KEY_PREFIX).hash.toString('hex');
+        await store.lookup(hex);
+        expect(await store.lookup(missing)).toBeNull();
+        await new Promise((r) => setTimeout(r, 400)); // inside both entries' last 300 ms
+        expect(store.peek(missing)).toBeNull();
+        await new Promise((r) => setTimeout(r, 300));
+        expect(store.peek(missing)).toBeUndefined(); // expired, not renewed
+        expect(store.peek(hex)).toBeUndefined(); // never used in its window: expired too
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('answers many concurrent look-ups of different keys, each its own row or null, in a few statements', async () => {
+      let statements = 0;
+      // the real client, counting the statements the store sends through it
+      const counted = new Proxy(t.sql, {
+        apply(target, self, args) {
+          statements++;
+          return Reflect.apply(target as never, self, args);
+        },
+      });
+      const store = createApiKeyStore({ sql: counted, redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: quiet, ttlMs: 30_000, flushMs: 100 });
+      await store.start();
+      try {
+        const keys = await Promise.all(Array.from({ length: 120 }, (_, i) => seedApiKey(t.sql, tenant, { is_active: i % 3 !== 0 })));
+        const asked = [
+          ...keys.map((k) => ({ hex: sha256(k.key).toString('hex'), id: k.row.id as string | null })),
+          ...Array.from({ length: 60 }, () => ({ hex: issueSecret(API_KEY_PREFIX).hash.toString('hex'), id: null })),
+        ].sort(() => Math.random() - 0.5);
+        asked.push(asked[0]!, asked[1]!); // the same hash twice at once
+        const answers = await Promise.all(asked.map((a) => store.lookup(a.hex)));
+        expect(answers.map((r) => r?.id ?? null)).toEqual(asked.map((a) => a.id));
+        for (const [i, r] of answers.entries()) if (r) expect(r.key_hash.toString('hex')).toBe(asked[i]!.hex);
+        expect(statements).toBeGreaterThan(0);
+        expect(statements).toBeLessThanOrEqual(3);
+      } finally {
+        await store.close();
+      }
+    });
+
     it('reads Postgres every time before start() and after close()', async () => {
       const store = storeOn();
       const { row, key } = await seedApiKey(t.sql, tenant, { scopes: ['jobs:read'] });

@@ -1,5 +1,5 @@
 import {
-  acknowledgeApiKeyInvalidation, decodeApiKeyInvalidation, findApiKeyByHash, publishApiKeyInvalidation, touchApiKeys,
+  acknowledgeApiKeyInvalidation, Batcher, decodeApiKeyInvalidation, findApiKeyByHash, findApiKeysByHashes, publishApiKeyInvalidation, touchApiKeys,
   type ApiKeyChangeListener, type ApiKeyInvalidation, type ApiKeyRow, type Logger, type Redis, type Sql,
 } from '@svc/core';
 
@@ -7,7 +7,13 @@ import {
  * Where X-API-Key authentication finds keys, without a Postgres round trip per request.
  *
  * - Look-ups are cached in this process by key hash for `ttlMs` (misses for at most
- *   `negativeTtlMs`), and concurrent look-ups of one hash share one query.
+ *   `negativeTtlMs`), and concurrent look-ups of one hash share one query. The look-ups of one
+ *   event-loop turn, whatever their hashes, leave as one statement: a cold cache (a restart, or
+ *   many keys at once) costs a few round trips, not one per key.
+ * - A key in use is read again in the background during the last `refreshAheadMs` of its entry,
+ *   while requests keep being answered from the entry; so a busy key never waits for Postgres
+ *   once cached, and the entries of many keys cached together (a warm-up) do not all miss in the
+ *   same second TTL later. The TTL still bounds how long a row is served.
  * - Every change that must take effect at once (rotation, revocation, creation) is published on
  *   a Redis channel after it commits; every API process drops the entries it names. The cache is
  *   only used while this process is subscribed: before `start()`, or while the subscriber
@@ -23,7 +29,8 @@ export interface ApiKeyStore extends ApiKeyChangeListener {
   lookup(hash: Buffer | string): Promise<ApiKeyRow | null>;
   /**
    * The cached answer for a hash (hex) without waiting: the row, null for a cached miss, or
-   * undefined when only `lookup` can tell. Saves a promise per request on the hot path.
+   * undefined when only `lookup` can tell. Saves a promise per request on the hot path. A row
+   * near the end of its entry is read again in the background (refresh ahead).
    */
   peek(hashHex: string): ApiKeyRow | null | undefined;
   /** Records a use of the key; last_used_at must become visible within a second. */
@@ -43,6 +50,8 @@ export interface ApiKeyStoreOptions {
   /** 0 disables the cache (every look-up reads Postgres). */
   ttlMs: number;
   negativeTtlMs?: number;
+  /** How long before a cached row's expiry a use of it reads it again; default a fifth of `ttlMs`. */
+  refreshAheadMs?: number;
   flushMs: number;
   maxEntries?: number;
   /** CLIENT SETNAME of the subscriber connection, to find it in `CLIENT LIST`. */
@@ -52,6 +61,8 @@ export interface ApiKeyStoreOptions {
 interface Entry {
   row: ApiKeyRow | null;
   until: number;
+  /** From when a use reads the row again in the background (never, for a miss or once started). */
+  refreshAt: number;
 }
 
 export function createApiKeyStore(options: ApiKeyStoreOptions): ApiKeyStore {
@@ -65,6 +76,7 @@ class CachedApiKeyStore implements ApiKeyStore {
   private readonly log: Logger;
   private readonly ttlMs: number;
   private readonly negativeTtlMs: number;
+  private readonly refreshAheadMs: number;
   private readonly flushMs: number;
   private readonly maxEntries: number;
   private readonly subscriberName: string;
@@ -72,6 +84,7 @@ class CachedApiKeyStore implements ApiKeyStore {
   private readonly cache = new Map<string, Entry>();
   private readonly hashesById = new Map<string, Set<string>>();
   private readonly inflight = new Map<string, Promise<ApiKeyRow | null>>();
+  private readonly reads: Batcher<string, ApiKeyRow | null>;
   private generation = 0;
   private live = false;
   private subscriber: Redis | null = null;
@@ -89,36 +102,61 @@ class CachedApiKeyStore implements ApiKeyStore {
     this.log = o.logger;
     this.ttlMs = o.ttlMs;
     this.negativeTtlMs = Math.min(o.negativeTtlMs ?? 5_000, o.ttlMs);
+    this.refreshAheadMs = Math.min(o.refreshAheadMs ?? o.ttlMs / 5, o.ttlMs);
     this.flushMs = o.flushMs;
     this.maxEntries = o.maxEntries ?? 50_000;
     this.subscriberName = o.subscriberName ?? 'svc-api-key-invalidations';
+    this.reads = new Batcher({
+      runBatch: (hexes) => findApiKeysByHashes(this.sql, hexes.map((h) => Buffer.from(h, 'hex'))),
+      runOne: (hex) => findApiKeyByHash(this.sql, Buffer.from(hex, 'hex')),
+      maxBatch: 500,
+      maxInFlight: 2,
+    });
   }
 
   peek(hashHex: string): ApiKeyRow | null | undefined {
     if (!this.live) return undefined;
     const hit = this.cache.get(hashHex);
-    return hit && hit.until > Date.now() ? hit.row : undefined;
+    if (!hit) return undefined;
+    const now = Date.now();
+    if (hit.until <= now) return undefined;
+    if (hit.refreshAt <= now) this.refreshAhead(hashHex, hit);
+    return hit.row;
   }
 
   async lookup(hash: Buffer | string): Promise<ApiKeyRow | null> {
-    const bytes = typeof hash === 'string' ? Buffer.from(hash, 'hex') : hash;
-    if (!this.live) return findApiKeyByHash(this.sql, bytes);
     const hex = typeof hash === 'string' ? hash : hash.toString('hex');
-    const hit = this.cache.get(hex);
-    if (hit) {
-      if (hit.until > Date.now()) return hit.row;
-      this.forget(hex);
-    }
+    if (!this.live) return this.reads.run(hex);
+    const cached = this.peek(hex);
+    return cached !== undefined ? cached : this.load(hex);
+  }
+
+  /** Reads a hash (one query however many ask at once) and caches the answer. */
+  private load(hex: string): Promise<ApiKeyRow | null> {
     const running = this.inflight.get(hex);
     if (running) return running;
     const generation = this.generation;
-    const query = findApiKeyByHash(this.sql, bytes).finally(() => {
-      if (this.inflight.get(hex) === query) this.inflight.delete(hex);
-    });
+    const query = this.reads
+      .run(hex)
+      .then((row) => {
+        // an invalidation heard meanwhile may concern this row: answer it, do not keep it
+        if (this.live && generation === this.generation) this.remember(hex, row);
+        return row;
+      })
+      .finally(() => {
+        if (this.inflight.get(hex) === query) this.inflight.delete(hex);
+      });
     this.inflight.set(hex, query);
-    const row = await query;
-    if (this.live && generation === this.generation) this.remember(hex, row);
-    return row;
+    return query;
+  }
+
+  private refreshAhead(hex: string, entry: Entry): void {
+    entry.refreshAt = Infinity;
+    this.load(hex).catch((err: Error) => {
+      // the entry still answers until it expires; a later use tries again
+      this.log.warn('api key cache refresh failed', { err: err.message });
+      if (this.cache.get(hex) === entry) entry.refreshAt = Date.now() + 1_000;
+    });
   }
 
   touch(keyId: string): void {
@@ -248,7 +286,8 @@ class CachedApiKeyStore implements ApiKeyStore {
       if (oldest !== undefined) this.forget(oldest);
     }
     this.forget(hex);
-    this.cache.set(hex, { row, until: Date.now() + ttl });
+    const now = Date.now();
+    this.cache.set(hex, { row, until: now + ttl, refreshAt: row ? now + ttl - this.refreshAheadMs : Infinity });
     if (row) {
       let set = this.hashesById.get(row.id);
       if (!set) this.hashesById.set(row.id, (set = new Set()));
