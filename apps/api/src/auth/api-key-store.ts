@@ -10,10 +10,11 @@ import {
  *   `negativeTtlMs`), and concurrent look-ups of one hash share one query. The look-ups of one
  *   event-loop turn, whatever their hashes, leave as one statement: a cold cache (a restart, or
  *   many keys at once) costs a few round trips, not one per key.
- * - A key in use is read again in the background during the last `refreshAheadMs` of its entry,
- *   while requests keep being answered from the entry; so a busy key never waits for Postgres
- *   once cached, and the entries of many keys cached together (a warm-up) do not all miss in the
- *   same second TTL later. The TTL still bounds how long a row is served.
+ * - A key in use is read again in the background during the last `refreshAheadMs` or so of its
+ *   entry (each entry's start is drawn at random within another `refreshAheadMs`), while
+ *   requests keep being answered from the entry: a busy key never waits for Postgres once cached,
+ *   and keys cached together (after a restart) neither all miss nor all refresh in the same
+ *   second from then on. The TTL still bounds how long a row is served.
  * - Every change that must take effect at once (rotation, revocation, creation) is published on
  *   a Redis channel after it commits; every API process drops the entries it names. The cache is
  *   only used while this process is subscribed: before `start()`, or while the subscriber
@@ -50,7 +51,10 @@ export interface ApiKeyStoreOptions {
   /** 0 disables the cache (every look-up reads Postgres). */
   ttlMs: number;
   negativeTtlMs?: number;
-  /** How long before a cached row's expiry a use of it reads it again; default a fifth of `ttlMs`. */
+  /**
+   * A use of a cached row reads it again from between one and two times this before its expiry
+   * (drawn per entry); default a fifth of `ttlMs`, at most half of it.
+   */
   refreshAheadMs?: number;
   flushMs: number;
   maxEntries?: number;
@@ -102,7 +106,7 @@ class CachedApiKeyStore implements ApiKeyStore {
     this.log = o.logger;
     this.ttlMs = o.ttlMs;
     this.negativeTtlMs = Math.min(o.negativeTtlMs ?? 5_000, o.ttlMs);
-    this.refreshAheadMs = Math.min(o.refreshAheadMs ?? o.ttlMs / 5, o.ttlMs);
+    this.refreshAheadMs = Math.min(o.refreshAheadMs ?? o.ttlMs / 5, o.ttlMs / 2);
     this.flushMs = o.flushMs;
     this.maxEntries = o.maxEntries ?? 50_000;
     this.subscriberName = o.subscriberName ?? 'svc-api-key-invalidations';
@@ -287,7 +291,8 @@ class CachedApiKeyStore implements ApiKeyStore {
     }
     this.forget(hex);
     const now = Date.now();
-    this.cache.set(hex, { row, until: now + ttl, refreshAt: row ? now + ttl - this.refreshAheadMs : Infinity });
+    const refreshAt = row ? now + ttl - this.refreshAheadMs * (1 + Math.random()) : Infinity;
+    this.cache.set(hex, { row, until: now + ttl, refreshAt });
     if (row) {
       let set = this.hashesById.get(row.id);
       if (!set) this.hashesById.set(row.id, (set = new Set()));
