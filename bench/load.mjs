@@ -2,7 +2,9 @@
 // taken round robin (one per request) and, optionally, paths rotated per request.
 // Input: a JSON file named by the first argument; output: one JSON line on stdout.
 //   {url, method, paths: [..], body?, keys?: [..], connections, durationSec? | amount?,
-//    warmup?: {method, paths, body?, amount}}   (warm-up: JIT, pools, each key's cache entry)
+//    warmup?: {method, paths, body?, amount}, settleSec?}   (warm-up: JIT, pools, each key's cache entry)
+// settleSec: the same load for that long first, not counted — this process's own JIT and first
+// connections, which would otherwise land in the first few hundred ms of whatever it measures.
 import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 
@@ -47,13 +49,15 @@ if (input.warmup) {
   await run({ ...base, connections: Math.min(base.connections, w.amount), amount: w.amount, requests: requestsFor(w.paths, input.keys, wBody, w.method) });
 }
 const opts = { ...base, requests: requestsFor(input.paths, input.keys, body, input.method) };
+// CPU is counted from here, settling included, as the servers' meters count it (settleOk)
+const cpu0 = process.cpuUsage();
+const settled = input.settleSec ? await run({ ...opts, duration: input.settleSec }) : null;
 if (input.amount) {
   opts.amount = input.amount;
   opts.connections = Math.min(opts.connections, input.amount);
 }
 else opts.duration = input.durationSec;
 const started = Date.now();
-const cpu0 = process.cpuUsage();
 const res = await run(opts);
 const cpu = process.cpuUsage(cpu0);
 const elapsedSec = (Date.now() - started) / 1000;
@@ -64,8 +68,9 @@ process.stdout.write(
     finishedAt: Date.now(),
     requests: res.requests.total,
     ok: res['2xx'],
-    non2xx: res.non2xx,
-    errors: res.errors,
+    non2xx: res.non2xx + (settled?.non2xx ?? 0),
+    errors: res.errors + (settled?.errors ?? 0),
+    settleOk: settled?.['2xx'] ?? 0,
     timeouts: res.timeouts,
     durationSec: res.duration,
     elapsedSec,

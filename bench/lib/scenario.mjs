@@ -118,7 +118,8 @@ function mergeRounds(rs) {
       p99: median(rs.map((r) => r.latency?.p99)),
       max: Math.max(...rs.map((r) => r.latency?.max ?? 0)),
     },
-    cpu: cpuPer(cpu, ok),
+    // the meters run through each round's settling too (load.mjs)
+    cpu: cpuPer(cpu, ok + sum('settleOk')),
     statusCodes: rs.map((r) => r.statusCodes),
   };
 }
