@@ -53,9 +53,6 @@ describe('migrations', () => {
   it('keeps the last-use writes of API keys on their pages (HOT updates, no new index entries)', async () => {
     const tenant = await seedTenant(ctx.sql);
     const keys = await Promise.all(Array.from({ length: 300 }, () => seedApiKey(ctx.sql, tenant.id)));
-    // an autovacuum or autoanalyze of the freshly seeded table holds a snapshot that keeps the
-    // previous round's row versions from being pruned, which is not what this test measures
-    await ctx.sql`alter table api_keys set (autovacuum_enabled = off)`;
     // the writes on one connection, whose statistics are sent on demand (else up to a second later)
     const conn = await ctx.sql.reserve();
     const stats = async () => {
@@ -65,18 +62,28 @@ describe('migrations', () => {
         select n_tup_upd::int as upd, n_tup_hot_upd::int as hot from pg_stat_user_tables where relname = 'api_keys'`;
       return row!;
     };
-    const before = await stats();
+    /*
+     * A write stays on its page when the page was pruned of the previous round's versions, and
+     * pruning skips a page someone else has pinned at that moment (on a busy cluster: the
+     * checkpoints the suite's CREATE DATABASEs force write every dirty page). Interference only
+     * lowers the count, so the property is the best of a few tries.
+     */
+    let best = 0;
     try {
-      for (let second = 1; second <= 6; second++) {
-        const at = new Date(Date.UTC(2030, 0, 1, 0, 0, second));
-        expect(await touchApiKeys(conn, keys.map((k) => ({ id: k.row.id, at })))).toBe(300);
+      for (let attempt = 0; attempt < 3 && best < 1200; attempt++) {
+        const before = await stats();
+        for (let second = 1; second <= 6; second++) {
+          const at = new Date(Date.UTC(2030, 0, 1, 0, attempt, second));
+          expect(await touchApiKeys(conn, keys.map((k) => ({ id: k.row.id, at })))).toBe(300);
+        }
+        const after = await stats();
+        expect(after.upd - before.upd).toBe(1800);
+        best = Math.max(best, after.hot - before.hot);
       }
     } finally {
       conn.release();
     }
-    const after = await stats();
-    expect(after.upd - before.upd).toBe(1800);
     // measured: ~80 % stay on their page; with full pages (fillfactor 100) ~15 %
-    expect(after.hot - before.hot).toBeGreaterThanOrEqual(1200);
+    expect(best).toBeGreaterThanOrEqual(1200);
   });
 });
