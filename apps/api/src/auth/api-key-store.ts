@@ -111,7 +111,7 @@ class CachedApiKeyStore implements ApiKeyStore {
     this.maxEntries = o.maxEntries ?? 50_000;
     this.subscriberName = o.subscriberName ?? 'svc-api-key-invalidations';
     this.reads = new Batcher({
-      runBatch: (hexes) => findApiKeysByHashes(this.sql, hexes.map((h) => Buffer.from(h, 'hex'))),
+      runBatch: (hexes) => findApiKeysByHashes(this.sql, hexes),
       runOne: (hex) => findApiKeyByHash(this.sql, Buffer.from(hex, 'hex')),
       maxBatch: 500,
       maxInFlight: 2,

@@ -27,15 +27,15 @@ export async function findApiKeyByHash(sql: Queryable, hash: Buffer): Promise<Ap
 
 /**
  * Many authentication look-ups in one statement (the API's key cache batches the misses of one
- * event-loop turn): each hash's row, or null, in the order asked.
+ * event-loop turn): each hash's row, or null, in the order asked. Hashes in hex, as the cache
+ * keeps them.
  */
-export async function findApiKeysByHashes(sql: Queryable, hashes: Buffer[]): Promise<Array<ApiKeyRow | null>> {
-  const hexes = hashes.map((h) => h.toString('hex'));
+export async function findApiKeysByHashes(sql: Queryable, hexes: string[]): Promise<Array<ApiKeyRow | null>> {
   const rows = await sql<ApiKeyRow[]>`
     select * from api_keys
     where key_hash = any(array(select decode(h, 'hex') from unnest(${hexes}::text[]) as h))`;
   const byHex = new Map(rows.map((r) => [r.key_hash.toString('hex'), r]));
-  return hexes.map((h) => byHex.get(h) ?? null);
+  return hexes.map((h) => byHex.get(h.toLowerCase()) ?? null);
 }
 
 /** A key of the tenant; another tenant's key is answered exactly like a missing one. */
