@@ -398,7 +398,7 @@ describe('X-API-Key authentication (contract 5)', () => {
 
     it('reads a key in use again before its entry expires, answering from memory all along', async () => {
       const store = createApiKeyStore({
-        sql: t.sql, redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: quiet, ttlMs: 1_500, refreshAheadMs: 500, flushMs: 100,
+        sql: t.sql, redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: quiet, ttlMs: 3_000, refreshAheadMs: 1_000, flushMs: 100,
       });
       await store.start();
       try {
@@ -409,7 +409,7 @@ describe('X-API-Key authentication (contract 5)', () => {
         // changed behind the store's back (no announcement): only a read of Postgres can show it
         await t.sql`update api_keys set scopes = ${['jobs:write']} where id = ${row.id}`;
         const seen: Array<string | null> = [];
-        const until = Date.now() + 4_000; // over two TTLs of steady use
+        const until = Date.now() + 7_000; // over two TTLs of steady use
         while (Date.now() < until) {
           const answer = store.peek(hex);
           seen.push(answer === undefined ? null : answer!.scopes[0]!);
@@ -425,7 +425,7 @@ describe('X-API-Key authentication (contract 5)', () => {
 
     it('lets an unused entry expire, and does not read a cached miss ahead', async () => {
       const store = createApiKeyStore({
-        sql: t.sql, redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: quiet, ttlMs: 600, negativeTtlMs: 600, refreshAheadMs: 300, flushMs: 100,
+        sql: t.sql, redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: quiet, ttlMs: 1_000, negativeTtlMs: 1_000, refreshAheadMs: 500, flushMs: 100,
       });
       await store.start();
       try {
@@ -434,9 +434,9 @@ describe('X-API-Key authentication (contract 5)', () => {
         const missing = issueSecret(API_KEY_PREFIX).hash.toString('hex');
         await store.lookup(hex);
         expect(await store.lookup(missing)).toBeNull();
-        await new Promise((r) => setTimeout(r, 400)); // inside both entries' last 300 ms
+        await new Promise((r) => setTimeout(r, 700)); // inside both entries' refresh windows
         expect(store.peek(missing)).toBeNull();
-        await new Promise((r) => setTimeout(r, 300));
+        await new Promise((r) => setTimeout(r, 500));
         expect(store.peek(missing)).toBeUndefined(); // expired, not renewed
         expect(store.peek(hex)).toBeUndefined(); // never used in its window: expired too
       } finally {
