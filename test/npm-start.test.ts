@@ -110,9 +110,9 @@ describe('npm start, as a newcomer uses it', () => {
     let job: { status: string } | undefined;
     const doneBy = Date.now() + 60_000;
     while (Date.now() < doneBy) {
-      const items = await (await fetch(`${base}/queues/by-name/invoices/items?limit=100`, { headers: { 'X-API-Key': key } })).json();
+      const items = (await (await fetch(`${base}/queues/by-name/invoices/items?limit=100`, { headers: { 'X-API-Key': key } })).json()) as { data: Array<{ id: string; status: string }> };
       item = items.data.find((i: { id: string }) => i.id === added.data.id);
-      job = (await (await fetch(`${base}/jobs/${triggered.data.id}`, { headers: { 'X-API-Key': key } })).json()).data;
+      job = ((await (await fetch(`${base}/jobs/${triggered.data.id}`, { headers: { 'X-API-Key': key } })).json()) as { data: { status: string } }).data;
       if (['completed', 'failed', 'dead_letter', 'pending_review'].includes(item!.status) && ['completed', 'failed'].includes(job!.status)) break;
       await new Promise((r) => setTimeout(r, 300));
     }
@@ -125,11 +125,11 @@ describe('npm start, as a newcomer uses it', () => {
       headers: { 'X-API-Key': key, 'Content-Type': 'application/json' },
       body: JSON.stringify({ items: Array.from({ length: 1000 }, (_, i) => ({ invoice: `INV-${i}` })) }),
     });
-    expect((await bulk.json()).data).toEqual({ added: 1000 });
+    expect(((await bulk.json()) as { data: unknown }).data).toEqual({ added: 1000 });
     let completed = 0;
     const allBy = Date.now() + 90_000;
     while (Date.now() < allBy && completed < 1001) {
-      const page = await (await fetch(`${base}/queues/by-name/invoices/items?status=completed&limit=1`, { headers: { 'X-API-Key': key } })).json();
+      const page = (await (await fetch(`${base}/queues/by-name/invoices/items?status=completed&limit=1`, { headers: { 'X-API-Key': key } })).json()) as { meta: { total: number } };
       completed = page.meta.total;
       await new Promise((r) => setTimeout(r, 500));
     }

@@ -253,7 +253,7 @@ describe('X-API-Key authentication (contract 5)', () => {
 
     it('buffers uses in memory instead of writing Postgres per request, and flushes them on close', async () => {
       const store = createApiKeyStore({
-        sql: t.sql, redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: createLogger({ level: 'error' }),
+        sql: t.sql, redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: createLogger({ service: 'api-test', level: 'error' }),
         ttlMs: 30_000, flushMs: 60_000,
       });
       await store.start();
@@ -293,7 +293,7 @@ describe('X-API-Key authentication (contract 5)', () => {
   });
 
   describe('the per-process cache', () => {
-    const quiet = createLogger({ level: 'error' });
+    const quiet = createLogger({ service: 'api-test', level: 'error' });
     const storeOn = (ttlMs = 30_000) =>
       createApiKeyStore({ sql: t.sql, redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: quiet, ttlMs, flushMs: 100 });
 

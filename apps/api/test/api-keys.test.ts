@@ -224,7 +224,7 @@ describe('API key management (contract 4.1)', () => {
 
   describe('list', () => {
     it('returns the workspace keys newest first, paged, never with a secret', async () => {
-      const created = [];
+      const created: Array<Record<string, unknown> & { id: string; key: string }> = [];
       for (let i = 0; i < 3; i++) created.push((await create(minimal())).body.data);
       const total = await keyCount();
       const res = await list('?limit=2');

@@ -1,3 +1,4 @@
+import type { Test } from 'supertest';
 import { seedTenant, seedUser } from '@svc/core/testing';
 import { createApiTestContext, type ApiTestContext } from './helpers';
 
@@ -35,9 +36,16 @@ export function fieldsOf(body: { error?: { details?: Array<{ field: string }> } 
  * (made in beforeAll, closed in afterAll), and POST / PATCH on `/api/v1/settings/<plural>` as a
  * user (workspace A's admin unless told).
  */
-export function settingsSuite(plural: string) {
+export interface SettingsSuite {
+  t: ApiTestContext;
+  w: SettingsWorld;
+  post(body: unknown, token?: string): Test;
+  patch(id: string, body: unknown, token?: string): Test;
+}
+
+export function settingsSuite(plural: string): SettingsSuite {
   const base = `/api/v1/settings/${plural}`;
-  const suite = {
+  const suite: SettingsSuite = {
     t: undefined as unknown as ApiTestContext,
     w: undefined as unknown as SettingsWorld,
     post: (body: unknown, token = suite.w.admin) => suite.t.http.post(base).set(bearer(token)).send(body as object),
