@@ -13,6 +13,17 @@ const db = databaseSuite();
 
 const deps = () => ({ sql: db.sql, dispatch: noopDispatch });
 
+/** Two workspaces with an active queue named `shared` each, and a deactivated one named `off` in the first. */
+async function twoWorkspaces(shared: string, off: string) {
+  const t1 = await seedTenant(db.sql);
+  const t2 = await seedTenant(db.sql);
+  const q1 = await seedQueue(db.sql, t1.id, { name: shared });
+  const q2 = await seedQueue(db.sql, t2.id, { name: shared });
+  const inactive = await seedQueue(db.sql, t1.id, { name: off });
+  await db.sql`update queues set is_active = false where id = ${inactive.id}`;
+  return { t1, t2, q1, q2, inactive };
+}
+
 describe('batched queue look-ups and item inserts', () => {
   it('gives each of many concurrent adds its own row, in its own queue and tenant, and counts them all', async () => {
     const t1 = await seedTenant(db.sql);
@@ -56,12 +67,7 @@ describe('batched queue look-ups and item inserts', () => {
   });
 
   it('answers concurrent look-ups each with its own queue, and 404 for a missing, foreign or deactivated one', async () => {
-    const t1 = await seedTenant(db.sql);
-    const t2 = await seedTenant(db.sql);
-    const a = await seedQueue(db.sql, t1.id, { name: 'shared-name' });
-    const b = await seedQueue(db.sql, t2.id, { name: 'shared-name' });
-    const off = await seedQueue(db.sql, t1.id, { name: 'switched-off' });
-    await db.sql`update queues set is_active = false where id = ${off.id}`;
+    const { t1, t2, q1: a, q2: b } = await twoWorkspaces('shared-name', 'switched-off');
     const [ra, rb, missing, foreign, inactive] = await Promise.allSettled([
       getActiveQueueByName(db.sql, t1.id, 'shared-name'),
       getActiveQueueByName(db.sql, t2.id, 'shared-name'),
@@ -133,12 +139,7 @@ describe('Batcher', () => {
 
 describe('adding an item to a queue addressed by name (the insert finds the queue)', () => {
   it('adds each concurrent item to its own tenant\'s active queue and answers 404 for the others, writing nothing for them', async () => {
-    const t1 = await seedTenant(db.sql);
-    const t2 = await seedTenant(db.sql);
-    const q1 = await seedQueue(db.sql, t1.id, { name: 'orders' });
-    const q2 = await seedQueue(db.sql, t2.id, { name: 'orders' });
-    const off = await seedQueue(db.sql, t1.id, { name: 'paused' });
-    await db.sql`update queues set is_active = false where id = ${off.id}`;
+    const { t1, t2, q1, q2, inactive: off } = await twoWorkspaces('orders', 'paused');
     const calls: Array<[string, string]> = [
       [t1.id, 'orders'], [t2.id, 'orders'], [t1.id, 'missing'], [t2.id, 'paused'], [t1.id, 'paused'], [t1.id, 'orders'],
     ];
