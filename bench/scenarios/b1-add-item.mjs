@@ -19,7 +19,7 @@ export async function b1(run) {
     const warmSec = run.tiny ? 0 : Math.max(2, Math.round(5 * run.scale));
     const settleSec = run.tiny ? 0 : 1;
     const tenant = await seedTenant(s.sql);
-    // 60 requests per minute per key (contract 8): enough keys that none is limited — at most
+    // 60 requests per minute per key (the public rate-limit table): enough keys that none is limited — at most
     // ~40 uses each at 8,000 req/s (twice today's rate), warm-up and settling included
     const loadSec = warmSec + rounds * (durationSec + settleSec);
     const keys = await seedApiKeys(s.sql, tenant.id, Math.max(50, Math.ceil((loadSec * 8000) / 40)));

@@ -13,7 +13,7 @@ export async function b2(run) {
     const durationSec = Math.max(1, Math.round((15 * run.scale) / rounds));
     const connections = 8;
     const tenant = await seedTenant(s.sql);
-    // 20 bulk requests per minute per key (contract 8)
+    // 20 bulk requests per minute per key (the public rate-limit table)
     const keys = await seedApiKeys(s.sql, tenant.id, Math.max(40, Math.ceil(400 * run.scale)));
     const queue = await seedQueue(s.sql, tenant.id, 'bench-b2');
     const rawQueue = await seedQueue(s.sql, tenant.id, 'bench-b2-raw');

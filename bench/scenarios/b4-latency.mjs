@@ -33,7 +33,7 @@ export async function b4(run) {
     const baseline = await raw(run, 'b4-raw-latency', 'bullmq-latency.mjs', { redisUrl: run.redisUrl, prefix: `${s.redisPrefix}:raw`, tries });
 
     const tenant = await seedTenant(s.sql);
-    // 30 triggers and 30 stops per minute per key (contract 8)
+    // 30 triggers and 30 stops per minute per key (the public rate-limit table)
     const keys = await seedApiKeys(s.sql, tenant.id, Math.ceil(tries / 20) + 2);
     const proc = await seedProcess(s.sql, tenant.id, 'bench-long');
     const machines = await seedMachines(s.sql, tenant.id, MACHINES, { slots: 1 });

@@ -31,7 +31,7 @@ export async function b5(run) {
     const seedStarted = Date.now();
     const byStatus = await seedItems(s.sql, queue, total);
     const seedSec = (Date.now() - seedStarted) / 1000;
-    // 60 list requests per minute per key (contract 8)
+    // 60 list requests per minute per key (the public rate-limit table)
     const keys = await seedApiKeys(s.sql, tenant.id, Math.max(40, Math.ceil(1000 * run.scale)));
     const itemsPath = `/api/v1/queues/by-name/${queue.name}/items`;
     const variants = [

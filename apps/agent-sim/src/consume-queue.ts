@@ -11,7 +11,7 @@ const PROGRESS_EVERY_MS = 500;
 const YIELD_CHECK_MS = 2000;
 
 /**
- * A consumer job (ARCHITECTURE "Queue → jobs"): takes items of its queue in the take order and
+ * A consumer job (docs/decisions/dispatch.md "Queue consumers"): takes items of its queue in the take order and
  * processes them one at a time until none is ready or it is asked to stop.
  *
  * Each round trip settles the outcomes of the items just processed and takes the next ones

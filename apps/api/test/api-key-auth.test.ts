@@ -20,7 +20,7 @@ async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, what
   }
 }
 
-describe('X-API-Key authentication (contract 5)', () => {
+describe('X-API-Key authentication', () => {
   let t: ApiTestContext;
   let tenant: string;
   beforeAll(async () => {

@@ -12,7 +12,7 @@ const RECORD_FIELDS = [
 const MISSING = '00000000-0000-4000-8000-000000000000';
 const future = (days = 30) => new Date(Date.now() + days * 86_400_000).toISOString();
 
-describe('API key management (contract 4.1)', () => {
+describe('API key management', () => {
   let t: ApiTestContext;
   let tenant: string;
   let adminId: string;
@@ -98,7 +98,7 @@ describe('API key management (contract 4.1)', () => {
   });
 
   describe('create', () => {
-    it('answers 201 with the contract 2.1 record and the secret, and stores only its SHA-256', async () => {
+    it('answers 201 with the ApiKeyResponse record and the secret, and stores only its SHA-256', async () => {
       const expiresAt = future();
       const body = {
         name: 'ERP producción',

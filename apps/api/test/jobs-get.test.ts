@@ -16,7 +16,7 @@ describe('GET /api/v1/jobs/:job_id', () => {
 
   const get = (key: string, id: string) => t.http.get(`/api/v1/jobs/${id}`).set('X-API-Key', key);
 
-  it('returns a finished job with every field of contract 2.3, datetimes as ISO 8601', async () => {
+  it('returns a finished job with every field of JobResponse, datetimes as ISO 8601', async () => {
     const job = await seedJob(t.sql, w.tenant.id, { process_id: w.process.id, machine_id: w.machine.id, status: 'completed', priority: 4, input_data: { a: 1 } });
     const metrics = { cpu_percent_avg: 12.5, cpu_percent_peak: 80, ram_mb_avg: 256, ram_mb_peak: 512.25, disk_read_mb: 1.5, disk_write_mb: 0, sample_count: 10, duration_seconds: 9.75 };
     const triggerId = '11111111-1111-4111-8111-111111111111';

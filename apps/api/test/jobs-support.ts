@@ -3,7 +3,7 @@ import { seedApiKey, seedMachine, seedProcess, seedTenant } from '@svc/core/test
 import { createApiTestContext, type ApiTestContext } from './helpers';
 
 /**
- * Shared set-up of the job endpoint tests. The field lists are copied from the contract (2.3) by
+ * Shared set-up of the job endpoint tests. The field lists are copied from the public JobResponse by
  * hand on purpose: they check the schemas and serializers instead of being derived from them.
  */
 export const CONTRACT_JOB_FIELDS = [

@@ -64,7 +64,7 @@ export function postRouteSuite(pathOf: (name: string) => string) {
 export const itemsPath = (name: string) => `/api/v1/queues/by-name/${encodeURIComponent(name)}/items`;
 export const bulkPath = (name: string) => `${itemsPath(name)}/bulk`;
 
-/** The 16 fields of contract 2.2, in order. */
+/** The 16 fields of QueueItemResponse, in order. */
 export const QUEUE_ITEM_FIELDS = [
   'id', 'queue_id', 'status', 'priority', 'reference', 'deadline', 'postpone', 'data', 'result', 'retry_count',
   'error_message', 'processed_by', 'created_at', 'processed_at', 'reviewed_by', 'reviewed_at',

@@ -6,7 +6,7 @@ import { startApiProcesses, type ApiProcess } from './api-processes';
 
 const MISSING = '00000000-0000-4000-8000-000000000000';
 
-/** Contract part 8, written out here so the test does not trust the table in core. */
+/** The public rate-limit table, written out here so the test does not trust the table in core. */
 const CONTRACT: Record<string, number> = {
   'GET /jobs/:job_id': 60,
   'POST /jobs/trigger': 30,
@@ -41,7 +41,7 @@ function expect429(res: Response, limit: number): void {
   expectLimitHeaders(res, limit, 0);
 }
 
-describe('rate limits (contract 8)', () => {
+describe('rate limits (per key, per route, one-minute windows)', () => {
   let t: ApiTestContext;
   let tenant: string;
   beforeAll(async () => {

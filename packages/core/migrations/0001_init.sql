@@ -193,7 +193,7 @@ create table queue_items (
 -- list newest first, with and without a status filter
 create index queue_items_list_idx on queue_items (queue_id, created_at desc, id desc);
 create index queue_items_status_list_idx on queue_items (queue_id, status, created_at desc, id desc);
--- the take order of ARCHITECTURE.md over items ready to take
+-- the take order of README.md "Queue item order" over items ready to take
 create index queue_items_ready_idx on queue_items (queue_id, priority desc, deadline asc nulls last, created_at asc, id)
   include (postpone) where status = 'new';
 create index queue_items_reference_idx on queue_items (queue_id, reference) where reference is not null;

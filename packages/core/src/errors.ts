@@ -1,6 +1,6 @@
 /**
  * Typed domain errors. Core code throws these; the API's error middleware is the one place
- * that turns them into the contract's envelope (ARCHITECTURE invariant 5).
+ * that turns them into the contract's envelope (docs/architecture.md, invariant 5).
  */
 
 export type ErrorCode =
@@ -16,7 +16,7 @@ export type ErrorCode =
   | 'HTTP_ERROR'
   | 'INTERNAL_ERROR';
 
-/** One problem with one field: `field` is the path joined with ` → ` (contract 7.1). */
+/** One problem with one field: `field` is the path joined with ` → ` (the error envelope, docs/architecture.md invariant 5). */
 export interface FieldIssue {
   field: string;
   message: string;

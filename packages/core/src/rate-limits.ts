@@ -1,5 +1,5 @@
 /**
- * Per-route rate limits of the contract (part 8), requests per one-minute window.
+ * Per-route rate limits of the public API, requests per one-minute window.
  * Route ids are `METHOD path-template` as mounted under /api/v1.
  */
 export const RATE_LIMIT_WINDOW_SECONDS = 60;

@@ -1,4 +1,4 @@
-/** The API key scope catalogue (contract 5.2). Scopes are resource:action. */
+/** The API key scope catalogue (served by GET /settings/api-keys/available-scopes). Scopes are resource:action. */
 export const SCOPES = [
   { scope: 'assets:read', description: 'Leer assets', group: 'credentials' },
   { scope: 'queues:read', description: 'Leer elementos de colas', group: 'queues' },

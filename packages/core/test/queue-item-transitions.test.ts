@@ -8,7 +8,7 @@ import {
 import { createTestContext, seedMachine, seedProcess, seedQueue, seedTenant, type TestContext } from '@svc/core/testing';
 
 /**
- * Every queue item transition of contract 3.1 through the guarded statements of
+ * Every public queue item transition through the guarded statements of
  * queue-items/transitions.ts, on a real Postgres: the take order, postpone, fencing, the retry
  * policy, review and re-drive.
  */
@@ -57,7 +57,7 @@ async function take(queueId: string, jobId: string, n = 1, outcomes: any[] = [])
 }
 
 describe('the transition table', () => {
-  it('holds exactly the transitions of contract 3.1 plus the engine-internal release and the operator re-drive', () => {
+  it('holds exactly the public transitions plus the engine-internal release and the operator re-drive', () => {
     const pairs = Object.values(QUEUE_ITEM_TRANSITIONS).map((t) => `${t.from}→${t.to}`).sort();
     expect(pairs).toEqual([
       'dead_letter→new', 'failed→dead_letter', 'failed→new', 'in_progress→completed', 'in_progress→failed',

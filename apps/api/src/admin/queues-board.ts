@@ -21,7 +21,7 @@ interface TenantBoard {
 }
 
 /**
- * Bull Board at /admin/queues for workspace admins (ARCHITECTURE "Observability"). The admin
+ * Bull Board at /admin/queues for workspace admins (docs/decisions/dispatch.md "Operators' view"). The admin
  * access token comes as `Authorization: Bearer …`, or once as `?token=…` (kept in an HttpOnly
  * cookie scoped to this path, then redirected without it) so a browser can open the board.
  *

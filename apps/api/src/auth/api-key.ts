@@ -10,7 +10,7 @@ import type { ApiKeyStore } from './api-key-store';
 export type { ApiKeyStore } from './api-key-store';
 
 /**
- * Step 1 of contract 5.1.4: the key exists, is active and has not expired (else 401). Missing,
+ * Step 1 of the key checks (docs/decisions/api-keys.md): the key exists, is active and has not expired (else 401). Missing,
  * unknown and revoked keys all answer `Credenciales inválidas`, so a caller learns nothing about
  * which keys exist; only a real, active key past its expiry is told `API key expirada`.
  */

@@ -2,7 +2,7 @@ import type { ParameterizedContext } from 'koa';
 import type { AppState } from './state';
 
 /**
- * One check of a route, run before its handler in the order of contract 7.3 (key 401 → rate
+ * One check of a route, run before its handler in the public error order (key 401 → rate
  * limit 429 → IP, scope, plan 403): it refuses by throwing, and returns a promise only when it
  * has to wait (a Postgres or Redis answer). A route runs its guards in a loop inside one
  * middleware instead of one Koa middleware each: on the hot path most checks are answered from

@@ -16,7 +16,7 @@ export type RouteAuth =
 
 /**
  * One declaration per route: the schemas here validate the request *and* feed the OpenAPI
- * document (one source). Auth runs in the contract's order (7.3): key validity 401 → rate limit
+ * document (one source). Auth runs in the public error order: key validity 401 → rate limit
  * 429 → IP/scope/plan 403; existence (404) and data validity (422) are the handler's, in that
  * order, which is why inputs are validated lazily: the handler calls `input.body()` after it
  * has found the resource.

@@ -3,7 +3,7 @@ import bodyParser from 'koa-bodyparser';
 import { HttpError, PayloadTooLargeError, ValidationError } from '@svc/core';
 import type { AppState } from '../http/state';
 
-/** Contract part 8: ordinary JSON endpoints accept bodies up to 2 MiB. */
+/** The public limit: ordinary JSON endpoints accept bodies up to 2 MiB. */
 export const BODY_LIMIT_BYTES = 2 * 1024 * 1024;
 
 const parser = bodyParser({

@@ -16,7 +16,7 @@ function codeForStatus(status: number): ErrorCode {
 }
 
 /**
- * The one place where an error becomes a response (ARCHITECTURE invariant 5):
+ * The one place where an error becomes a response (docs/architecture.md, invariant 5):
  * `{success:false, error:{code,message,details?,request_id}}`. Validation errors also carry the
  * `detail: [{loc,msg,type}]` form the contract shows. No stack trace ever leaves the process.
  */

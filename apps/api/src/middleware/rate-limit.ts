@@ -5,7 +5,7 @@ import { BatchedWindowStore } from './rate-limit-store';
 import type { Guard } from '../http/guard';
 
 /**
- * Contract part 8 (docs/decisions/rate-limits.md): fixed one-minute windows counted in Redis by
+ * The public rate limits (docs/decisions/rate-limits.md): fixed one-minute windows counted in Redis by
  * an atomic script, so every API replica shares one budget (the counts of one event-loop turn
  * go out as one script: BatchedWindowStore). The identity is the
  * SHA-256 of the X-API-Key value; on management routes, the access token; with no credential,

@@ -1,7 +1,7 @@
 import { DEFAULT_MESSAGES, type ErrorCode } from '@svc/core';
 import type { JsonSchema } from './json-schema';
 
-/** Every code the error middleware can put in `error.code` (contract 7.2 plus our two domain codes). */
+/** Every code the error middleware can put in `error.code` (the public codes plus our two domain codes). */
 const ERROR_CODES = Object.keys(DEFAULT_MESSAGES) as ErrorCode[];
 
 const ErrorBody: JsonSchema = {
@@ -18,7 +18,7 @@ const ErrorBody: JsonSchema = {
   },
 };
 
-/** The one error envelope (contract 7.1), and the 422 form that also carries `detail`. */
+/** The one error envelope (the error envelope, docs/architecture.md invariant 5), and the 422 form that also carries `detail`. */
 export const COMPONENT_SCHEMAS: Record<string, JsonSchema> = {
   ErrorResponse: {
     type: 'object',

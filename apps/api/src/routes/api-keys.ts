@@ -17,7 +17,7 @@ function actor(state: AppState): ApiKeyActor {
 }
 
 /**
- * API key management (contract 4.1): admin role, Bearer access token. Success statuses the
+ * API key management: admin role, Bearer access token. Success statuses the
  * contract leaves open: 201 for creation, 200 for everything else (docs/decisions/api-keys.md).
  * The static `available-scopes` path is declared before the `:key_id` ones.
  */
@@ -32,7 +32,7 @@ export function apiKeyRoutes(rc: RouteContext): AppRouter {
       method: 'get',
       path: '/settings/api-keys/available-scopes',
       summary: 'The catalogue of scopes a key may carry',
-      description: 'Each scope with its description and group (contract 5.2).',
+      description: 'Each scope with its description and group.',
       tags: TAGS,
       auth: ADMIN,
       response: Type.Array(AvailableScopeResponse),

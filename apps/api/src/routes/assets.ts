@@ -40,7 +40,7 @@ export const AssetReadResponse = Type.Object(
 
 const isEnvironment = (v: unknown): v is Environment => typeof v === 'string' && (ENVIRONMENTS as readonly string[]).includes(v);
 
-/** The environments a key may read: null = all (contract 5.3); an empty list reads none (fail-closed). */
+/** The environments a key may read: null = all; an empty list reads none (fail-closed). */
 function readable(key: ApiKeyPrincipal): readonly Environment[] {
   return key.environments ?? ENVIRONMENTS;
 }
@@ -91,7 +91,7 @@ export function assetRoutes(rc: RouteContext): AppRouter {
       const { name } = input.params();
       const raw = ctx.query.environment;
 
-      // 403: permissions before existence (contract 7.3)
+      // 403: permissions before existence (401 → 429 → 403 → 404 → 422)
       if (isEnvironment(raw) && !allowed.includes(raw)) throw forbiddenEnvironment(raw);
       if (allowed.length === 0) throw new ForbiddenError('La API key no tiene acceso a ningún entorno');
 

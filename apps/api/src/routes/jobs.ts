@@ -12,7 +12,7 @@ import type { AppState } from '../http/state';
 export const JOB_TRIGGER_SUCCESS_STATUS = 201;
 
 /**
- * Jobs through an API key (contract 4.3): the generic trigger, read one job, stop one job.
+ * Jobs through an API key: the generic trigger, read one job, stop one job.
  * The rules (check order, quota, machine choice, transitions) are in core's jobs/service.
  */
 export function jobRoutes(rc: RouteContext): AppRouter {
@@ -60,7 +60,7 @@ export function jobRoutes(rc: RouteContext): AppRouter {
       method: 'get',
       path: '/jobs/:job_id',
       summary: 'Read a job',
-      description: 'The whole JobResponse (contract 2.3). Another tenant\'s job answers 404 like a missing one.',
+      description: 'The whole JobResponse. Another tenant\'s job answers 404 like a missing one.',
       tags: ['jobs'],
       auth: { kind: 'api_key', scope: 'jobs:read' },
       params: JobIdParams,

@@ -5,7 +5,7 @@ import { addRoute, type RouteContext } from '../http/route';
 import { paged } from '../http/respond';
 
 /**
- * Contract 4.4: `status` is one of online/offline/busy (422 otherwise). A plain string enum
+ * `status` is one of online/offline/busy (422 otherwise). A plain string enum
  * (rather than a union of literals) gives one clear validation message and a readable OpenAPI enum.
  */
 export const PublicMachineListQuery = Type.Object(

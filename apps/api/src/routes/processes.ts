@@ -4,13 +4,13 @@ import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
 import { paged } from '../http/respond';
 
-/** Contract 4.4: page 1..500, limit 1..100 (default 20), optional folder_id; nothing else. */
+/** page 1..500, limit 1..100 (default 20), optional folder_id; nothing else. */
 export const PublicProcessListQuery = Type.Object(
   { ...PageQuery, folder_id: Type.Optional(Uuid({ description: 'Only processes in this folder' })) },
   { additionalProperties: false },
 );
 
-/** Named, so the OpenAPI document has one `ProcessResponse` component (contract 2.4). */
+/** Named, so the OpenAPI document has one `ProcessResponse` component. */
 const ProcessResponseSchema = Type.Object(ProcessResponse.properties, { title: 'ProcessResponse' });
 
 export function processRoutes(rc: RouteContext): AppRouter {

@@ -8,7 +8,7 @@ import { ok, paged } from '../http/respond';
 import { idempotencyHeaderDoc, withIdempotency } from '../http/idempotency';
 
 /**
- * Contract 4.2: items of a queue addressed by name. Order of checks: key (401) → rate limit (429)
+ * Items of a queue addressed by name. Order of checks: key (401) → rate limit (429)
  * → scope (403) → the queue exists, active, in the key's tenant (404) → body/query (422).
  */
 export function queueItemRoutes(rc: RouteContext): AppRouter {

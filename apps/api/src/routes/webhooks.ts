@@ -5,7 +5,7 @@ import { idempotencyHeaderDoc, withIdempotency } from '../http/idempotency';
 import { actorOf, created, recordIn } from './jobs';
 
 /**
- * The per-process inbound webhook (contract 4.3): any valid key of a tenant whose plan has
+ * The per-process inbound webhook: any valid key of a tenant whose plan has
  * `webhooks`; the checks run in the contract's order inside core's triggerJobByWebhook.
  */
 export function webhookRoutes(rc: RouteContext): AppRouter {

@@ -119,7 +119,7 @@ export async function deactivateApiKey(sql: Queryable, tenantId: string, id: str
 }
 
 /**
- * Writes buffered last-use times in one statement (STYLE habit 6). A time never moves backwards,
+ * Writes buffered last-use times in one statement. A time never moves backwards,
  * so two API replicas flushing in any order leave the latest one.
  */
 export async function touchApiKeys(sql: Queryable, uses: ReadonlyArray<{ id: string; at: Date }>): Promise<number> {

@@ -3,7 +3,7 @@ import { DateTime, Nullable, PageQuery, Uuid } from '../validation/formats';
 import { ENVIRONMENTS, SCOPE_NAMES, type Environment, type Scope } from '../scopes';
 
 /**
- * Request and response schemas of API key management (contract 4.1 / 2.1). One source for the
+ * Request and response schemas of API key management. One source for the
  * API's validation, the OpenAPI document and the CLI.
  *
  * Scopes and environments are plain `enum`s (not unions of literals) so a bad value produces one
@@ -47,7 +47,7 @@ export const ApiKeyIdParams = Type.Object({ key_id: Uuid() });
 
 export const ApiKeyListQuery = Type.Object({ ...PageQuery });
 
-/** Contract 2.1, exactly; `key` only in the creation and rotation responses. */
+/** ApiKeyResponse, exactly; `key` only in the creation and rotation responses. */
 export const ApiKeyResponse = Type.Object(
   {
     id: Uuid(),

@@ -4,7 +4,7 @@ import type { ApiKeyResponse, ApiKeyWithSecretResponse } from './schemas';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
-/** Contract 2.1: the only way an API key record leaves the system. Never includes the hash. */
+/** ApiKeyResponse: the only way an API key record leaves the system. Never includes the hash. */
 export function toApiKeyResponse(row: ApiKeyRow): ApiKeyResponse {
   return {
     id: row.id,

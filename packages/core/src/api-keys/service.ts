@@ -12,7 +12,7 @@ import { toApiKeyResponse, toApiKeyWithSecretResponse } from './serialize';
 import type { ApiKeyChangeListener } from './invalidation';
 
 /**
- * API key management (contract 4.1). Each change is one transaction with its audit row; the
+ * API key management (docs/decisions/api-keys.md). Each change is one transaction with its audit row; the
  * secret exists in clear only in the value returned by create and rotate (never stored, never
  * audited). After a change commits, `listener` is told so every API process drops its cache.
  */
@@ -158,7 +158,7 @@ export async function listApiKeys(
   return { data: rows.map(toApiKeyResponse), meta: pageMeta(query.page, query.limit, total) };
 }
 
-/** Contract 4.1 `available-scopes`: the catalogue of 5.2 (scope, description, group). */
+/** `available-scopes`: the scope catalogue (scope, description, group). */
 export function availableScopes(): Array<{ scope: string; description: string; group: string }> {
   return SCOPES.map((s) => ({ scope: s.scope, description: s.description, group: s.group }));
 }

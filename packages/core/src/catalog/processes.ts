@@ -4,7 +4,7 @@ import { checkJsonSchema, validate } from '../validation/validate';
 import { ProcessCreate, ProcessUpdate, type ProcessListQuery } from './schemas';
 import { assertSameTenant, iso, pageWindow, presentColumns, toPage, uniqueName, type Page } from './shared';
 
-/** A process (robot) of a tenant: contract 2.4. */
+/** A process (robot) of a tenant. */
 export interface ProcessRow {
   id: string;
   tenant_id: string;
@@ -26,7 +26,7 @@ export interface ProcessRow {
   updated_at: Date;
 }
 
-/** Exactly the fields of ProcessResponse (contract 2.4), for the public list and management alike. */
+/** Exactly the fields of ProcessResponse (OpenAPI document), for the public list and management alike. */
 export function toProcessResponse(row: ProcessRow) {
   return {
     id: row.id,

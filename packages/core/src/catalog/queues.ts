@@ -4,7 +4,7 @@ import { validate } from '../validation/validate';
 import { QueueCreate, QueueUpdate, type CatalogListQuery } from './schemas';
 import { assertSameTenant, iso, pageWindow, presentColumns, toPage, uniqueName, type Page } from './shared';
 
-/** A work queue of a tenant (contract 2.2 names `max_retries`; the rest is ours). */
+/** A work queue of a tenant (the public API names only `max_retries`; the rest is ours). */
 export interface QueueRow {
   id: string;
   tenant_id: string;

@@ -51,7 +51,7 @@ export const FolderResponse = Type.Object({
   is_active: Type.Boolean(), created_at: DateTime(), updated_at: DateTime(),
 });
 
-// Processes (contract 2.4) ------------------------------------------------------------------
+// Processes --------------------------------------------------------------------------------
 const AssetName = CatalogName;
 const processProps = {
   name: CatalogName,

@@ -1,7 +1,7 @@
 import postgres from 'postgres';
 
 export type Sql = postgres.Sql<Record<string, unknown>>;
-/** A connection or a transaction: repository functions take either (STYLE habit 7). */
+/** A connection or a transaction: repository functions take either. */
 export type Queryable = Sql | postgres.TransactionSql<Record<string, unknown>>;
 export type Tx = postgres.TransactionSql<Record<string, unknown>>;
 

@@ -1,7 +1,7 @@
 import type { DefaultJobOptions } from 'bullmq';
 
 /**
- * The one catalogue of BullMQ queues and job payloads (STYLE habit 9), shared by the API, the
+ * The one catalogue of BullMQ queues and job payloads, shared by the API, the
  * dispatcher and the agents. Every queue lives under `redisKeys(prefix).bull`; each queue name
  * carries its own Redis hash tag (`{…}`) so all keys of one queue land in one Cluster slot.
  * BullMQ forbids `:` in queue names, hence the dots.
@@ -25,7 +25,7 @@ export function machineIdOfQueue(name: string): string | null {
 }
 
 /**
- * Deterministic BullMQ job id of a platform job (ARCHITECTURE invariant 1): a reconciler re-add
+ * Deterministic BullMQ job id of a platform job (docs/architecture.md, invariant 1): a reconciler re-add
  * of a job that is still in Redis is a no-op. `attempt` is the job row's fencing counter when
  * it was enqueued (0 while pending). BullMQ accepts `:` in a custom id only with three parts.
  */

@@ -3,7 +3,7 @@ import { insertJob } from '../jobs/repo';
 import type { DispatchJobRef } from './port';
 
 /**
- * Queue → jobs (ARCHITECTURE "Queue → jobs"): a queue names the process that consumes it
+ * Queue → jobs (docs/decisions/dispatch.md "Queue consumers"): a queue names the process that consumes it
  * (`consumer_process_id`) and the most consumer jobs at once (`max_consumers`). When it has
  * ready items and fewer active (pending or running) consumer jobs than that, consumer jobs of the
  * process are created on online machines with free slots, spread by free capacity.

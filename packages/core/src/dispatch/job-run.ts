@@ -7,7 +7,7 @@ import type { DispatchJobRef } from './port';
 
 /**
  * A job's life on its machine, as the agent drives it. Every write is guarded by the status and
- * by the fencing token `attempt` that the start hands out (ARCHITECTURE invariants 2 and 3).
+ * by the fencing token `attempt` that the start hands out (docs/architecture.md, invariants 2 and 3).
  */
 
 if (!canTransition('pending', 'running')) throw new Error('job table lost pending → running');

@@ -1,6 +1,6 @@
 /**
  * What the API tells the dispatch engine after it has committed a change in Postgres.
- * Postgres is the truth (ARCHITECTURE invariant 1): these are nudges so work starts at once;
+ * Postgres is the truth (docs/architecture.md, invariant 1): these are nudges so work starts at once;
  * a lost nudge only delays work until the reconciler finds it.
  */
 export interface DispatchJobRef {

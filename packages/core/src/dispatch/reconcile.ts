@@ -5,7 +5,7 @@ import { bullJobId } from './catalog';
 import type { DispatchJobRef } from './port';
 
 /**
- * Rebuilds dispatch state in Redis from Postgres (ARCHITECTURE invariant 1). Every pending job
+ * Rebuilds dispatch state in Redis from Postgres (docs/architecture.md, invariant 1). Every pending job
  * must have its BullMQ job in its machine queue: missing ones are added again under their
  * deterministic id (so a job still there is never duplicated). A pending job whose BullMQ job
  * already finished or failed (an agent error before the start, for instance) and that waits on

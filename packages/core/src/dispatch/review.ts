@@ -9,7 +9,7 @@ import { approveQueueItem, redriveDeadLetterItems, rejectQueueItem } from '../qu
 import type { DispatchPort } from './port';
 
 /**
- * Human review and dead-letter re-drive (contract 3.1, ARCHITECTURE "Retry policy"), for the
+ * Human review and dead-letter re-drive (docs/decisions/dispatch.md "Queue items"), for the
  * management API (admin access token). Each decision is one guarded transition and an audit
  * row in one transaction; the dispatch engine is nudged after the commit.
  */

@@ -8,7 +8,7 @@ import { createFollowUps } from './follow-ups';
 import type { DispatchJobRef } from './port';
 
 /**
- * The dispatcher's periodic work, each step one guarded set statement (STYLE habit 6) whose
+ * The dispatcher's periodic work, each step one guarded set statement whose
  * from/to pairs are checked against the job table at load time. Each runs in one transaction
  * with the follow-ups of the jobs it ended, so a retry or a chain is never lost.
  */

@@ -2,7 +2,7 @@ import type { ValidateFunction } from 'ajv';
 import { ValidationError, type FieldIssue } from '../errors';
 import { ajvErrorsToIssues, compileUserSchema } from '../validation/validate';
 
-/** Webhook check 5 (contract 4.3): input_data against the process's input_schema. */
+/** The webhook trigger's fifth check (docs/decisions/jobs.md): input_data against the process's input_schema. */
 export const INPUT_DATA_REQUIRED_MESSAGE = 'El proceso requiere input_data según su schema';
 export const INPUT_DATA_INVALID_PREFIX = 'input_data no cumple el schema del proceso:';
 

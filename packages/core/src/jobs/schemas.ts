@@ -3,7 +3,7 @@ import { DateTime, Nullable, Uuid } from '../validation/formats';
 import { JOB_STATUSES, type JobStatus } from './transitions';
 
 /**
- * Request and response schemas of the job endpoints (contract 2.3, 4.3, 4.6). One source for
+ * Request and response schemas of the job endpoints. One source for
  * the API's validation, the OpenAPI document and the CLI.
  *
  * Bodies refuse unknown fields: a misspelt `input_data` or a `priority` sent to the webhook
@@ -52,7 +52,7 @@ export type ResourceMetricsValue = Static<typeof ResourceMetrics>;
 
 const JsonObject = Type.Object({}, { additionalProperties: true });
 
-/** Contract 2.3, every field. */
+/** JobResponse, every field. */
 export const JobResponse = Type.Object({
   id: Uuid(),
   tenant_id: Uuid(),
@@ -85,7 +85,7 @@ export const JobResponse = Type.Object({
 });
 export type JobResponse = Static<typeof JobResponse>;
 
-/** The fields the contract documents for the stop response (2.3, last paragraph), exactly. */
+/** The fields the contract documents for the stop response exactly. */
 export const STOP_JOB_FIELDS = [
   'id', 'tenant_id', 'process_id', 'machine_id', 'status', 'priority', 'retry_count', 'stop_requested',
   'logs_archived', 'is_attended', 'created_at', 'updated_at', 'resource_metrics',

@@ -3,7 +3,7 @@ import { STOP_JOB_FIELDS, type JobResponse, type ResourceMetricsValue, type Stop
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
-/** Contract 2.3: the only way a job leaves the system (API, CLI, OpenAPI examples). */
+/** JobResponse: the only way a job leaves the system (API, CLI, OpenAPI examples). */
 export function toJobResponse(row: JobWithNames): JobResponse {
   return {
     id: row.id,

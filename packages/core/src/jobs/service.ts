@@ -48,7 +48,7 @@ interface TriggerSpec {
 }
 
 /**
- * One trigger, checks in the contract's order (4.3, 7.3): [401, 429 rate limit and the plan's
+ * One trigger, checks in the public error order: [401, 429 rate limit and the plan's
  * feature are the route's] → monthly quota (429 QUOTA_EXCEEDED) → subscription (403) → process
  * exists in the tenant and is active (404) → body (422) → input_schema (422, webhook only) →
  * machine. The job insert, the quota consumption and the audit row are one transaction, so a
@@ -113,7 +113,7 @@ async function nudge(deps: JobServiceDeps, what: string, fn: () => Promise<void>
   }
 }
 
-/** POST /jobs/trigger (contract 4.3): machine optional (auto-selected), priority settable, input not validated. */
+/** POST /jobs/trigger: machine optional (auto-selected), priority settable, input not validated. */
 export function triggerJobByApi(
   deps: JobServiceDeps,
   actor: TriggerActor,
@@ -131,7 +131,7 @@ export function triggerJobByApi(
   });
 }
 
-/** POST /webhooks/trigger/{process_id} (contract 4.3): machine required, default priority, input_schema checked. */
+/** POST /webhooks/trigger/{process_id}: machine required, default priority, input_schema checked. */
 export function triggerJobByWebhook(
   deps: JobServiceDeps,
   actor: TriggerActor,

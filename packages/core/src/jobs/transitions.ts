@@ -2,7 +2,7 @@ import type { Queryable } from '../db/sql';
 import type { JobRow } from './repo';
 
 /**
- * The job state machine (ARCHITECTURE "Job status set", invariant 2). This table is the only
+ * The job state machine (docs/decisions/jobs.md; docs/architecture.md, invariant 2). This table is the only
  * place where legal status changes are written down; every status change of a job goes through
  * `transitionJob`, which refuses a pair that is not in it and turns the rest into one guarded
  * `UPDATE … WHERE id = $id AND status = $from [AND attempt = $token] RETURNING *`.

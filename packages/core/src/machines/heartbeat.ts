@@ -2,7 +2,7 @@ import type { Queryable } from '../db/sql';
 import { sha256 } from '../security/hash';
 
 /**
- * Machine status from heartbeats (ARCHITECTURE "Machines"):
+ * Machine status from heartbeats (docs/decisions/dispatch.md "Heartbeats and machine status"):
  *  - online  — heartbeats arrive and a slot is free;
  *  - busy    — heartbeats arrive and every slot runs a job;
  *  - offline — no heartbeat for `machineOfflineAfterSeconds` (the dispatcher's sweep says so),

@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { DateTime, Nullable, PageQuery, Uuid } from '../validation/formats';
 
 /**
- * Request and response schemas of queue items (contract 4.2 / 2.2): one source for the API's
+ * Request and response schemas of queue items: one source for the API's
  * validation, the OpenAPI document and the CLI. Bodies and queries refuse unknown fields (422),
  * so a misspelt `priorty` or `statuss` is an error instead of being silently ignored
  * (docs/decisions/queue-items.md).
@@ -56,7 +56,7 @@ export const QueueItemListQuery = Type.Object(
 );
 export type QueueItemListQuery = Static<typeof QueueItemListQuery>;
 
-/** Contract 2.2, exactly. */
+/** QueueItemResponse: the 16 fields of the public API, exactly. */
 export const QueueItemResponse = Type.Object({
   id: Uuid(),
   queue_id: Uuid(),

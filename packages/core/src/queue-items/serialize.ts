@@ -3,7 +3,7 @@ import type { QueueItemResponse } from './schemas';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
-/** Contract 2.2: the only way a queue item leaves the system (API, CLI, OpenAPI examples). */
+/** QueueItemResponse: the only way a queue item leaves the system (API, CLI, OpenAPI examples). */
 export function toQueueItemResponse(row: QueueItemRow): QueueItemResponse {
   return {
     id: row.id,

@@ -3,7 +3,7 @@ import { QUEUE_ITEM_STATUSES, type QueueItemStatus } from './schemas';
 import type { QueueItemRow } from './repo';
 
 /**
- * The queue item state machine (contract 3.1, ARCHITECTURE invariants 2 and 3). This table is
+ * The queue item state machine (docs/architecture.md, invariants 2 and 3). This table is
  * the only place where legal item status changes are written down. Every function below builds
  * its guarded UPDATE from an entry of it (`status = from` in the WHERE, `status = to` in the
  * SET, both written into the SQL text by statusSql), and the statements that hand items to a
@@ -71,7 +71,7 @@ function statusSql(sql: Queryable, status: QueueItemStatus) {
 }
 
 /**
- * The take order (ARCHITECTURE "Queue item order"), over items ready to take (status new and
+ * The take order (README.md "Queue item order"), over items ready to take (status new and
  * `postpone` passed): priority DESC, items with a deadline before those without, nearest
  * deadline first, then FIFO by created_at (id breaks exact ties). The claim's ORDER BY below is
  * the same rule and walks the partial index `queue_items_ready_idx`.
@@ -245,7 +245,7 @@ export async function failOrphanedItems(sql: Queryable, message: string): Promis
 }
 
 /**
- * The retry policy (ARCHITECTURE): a failed item with retry_count < the queue's max_retries goes
+ * The retry policy (docs/decisions/dispatch.md): a failed item with retry_count < the queue's max_retries goes
  * back to `new` with retry_count + 1; otherwise `dead_letter`. One set statement over the
  * failed items of one queue (or of all queues). Returns the queues where items became ready.
  */

@@ -2,7 +2,7 @@ import { randomToken, sha256 } from './hash';
 
 /**
  * Bearer secrets of the platform. Each kind has a fixed prefix; only SHA-256 of the whole value
- * is stored, with the first 12 characters kept to identify it (ARCHITECTURE invariant 6).
+ * is stored, with the first 12 characters kept to identify it (docs/architecture.md, invariant 6).
  */
 export const API_KEY_PREFIX = 'svc_ak_';
 export const ACCESS_TOKEN_PREFIX = 'svc_at_';

@@ -4,7 +4,7 @@ import { createRedis, type Redis } from '../redis';
 import { parseConfig, type Config } from '../config';
 
 /**
- * Test isolation (STYLE habit 13): the global setup migrates one template database per run;
+ * Test isolation: the global setup migrates one template database per run;
  * each test file clones it, and gets its own Redis key prefix under the run's prefix.
  * The global teardown drops every database and key of the run.
  */

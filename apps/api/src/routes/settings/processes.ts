@@ -6,7 +6,7 @@ import { createRouter, type AppRouter } from '../../http/router';
 import type { RouteContext } from '../../http/route';
 import { addCrudRoutes } from './crud';
 
-/** /api/v1/settings/processes: every field of ProcessResponse (contract 2.4) is settable here. */
+/** /api/v1/settings/processes: every field of ProcessResponse is settable here. */
 export function processSettingsRoutes(rc: RouteContext): AppRouter {
   const router = createRouter();
   const references =

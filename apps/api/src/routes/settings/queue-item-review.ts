@@ -15,7 +15,7 @@ function actorOf(ctx: Ctx): ReviewActor {
 }
 
 /**
- * Human review and dead-letter re-drive of queue items (contract 3.1), for workspace admins:
+ * Human review and dead-letter re-drive of queue items, for workspace admins:
  *   POST /settings/queues/{queue_id}/items/{item_id}/approve   pending_review → new
  *   POST /settings/queues/{queue_id}/items/{item_id}/reject    pending_review → failed (retry policy follows)
  *   POST /settings/queues/{queue_id}/items/redrive             dead_letter → new
