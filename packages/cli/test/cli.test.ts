@@ -452,6 +452,18 @@ describe('svc apply', () => {
     expect(badSchema.code).toBe(2);
     expect(errorLine(badSchema)).toMatch(/^svc: Error de validación \(processes → 0 → input_schema: input_schema no es un JSON Schema válido/);
 
+    // the limits of admin-supplied schemas are core's: `svc apply` meets the same ones as the API
+    const wide = { type: 'object', properties: Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`f${i}`, { type: 'string' }])) };
+    const tooWide = await svc(['apply', writeFile('wide.json', { processes: [{ name: 'p3', input_schema: wide }] }), '--tenant', 'cli-apply']);
+    expect(tooWide.code).toBe(2);
+    expect(errorLine(tooWide)).toBe('svc: Error de validación (processes → 0 → input_schema: input_schema supera el límite de subesquemas: 501 (máximo 500))');
+    const backref = { type: 'object', properties: { code: { type: 'string', pattern: '^(a)\\1$' } } };
+    const badPattern = await svc(['apply', writeFile('backref.json', { processes: [{ name: 'p4', input_schema: backref }] }), '--tenant', 'cli-apply']);
+    expect(badPattern.code).toBe(2);
+    expect(errorLine(badPattern)).toBe(
+      'svc: Error de validación (processes → 0 → input_schema → properties → code → pattern: patrón no admitido: las referencias hacia atrás (\\1, \\k<nombre>) no están admitidas)',
+    );
+
     const dup = await svc(['apply', writeFile('dup.json', { machines: [{ name: 'm' }, { name: 'm' }] }), '--tenant', 'cli-apply']);
     expect(dup.code).toBe(2);
     expect(errorLine(dup)).toContain('machines → 1 → name');

@@ -25,7 +25,8 @@ export function webhookRoutes(rc: RouteContext): AppRouter {
         '`QUOTA_EXCEEDED`; consumed only when the job is created); 3 active subscription (403); 4 process exists in ' +
         'the tenant and is active (404); 5 body (422: `machine_id` missing or not a UUID, unknown fields), then ' +
         'input_data against the process input_schema (422 `El proceso requiere input_data según su schema` / ' +
-        '`input_data no cumple el schema del proceso: …`); `machine_id` naming no active machine of the tenant → 422. ' +
+        '`input_data no cumple el schema del proceso: …`, also when the validation runs out of its 250 ms budget or the ' +
+        'stored schema exceeds the limits of admin-supplied schemas); `machine_id` naming no active machine of the tenant → 422. ' +
         'The job starts pending with priority 3; each trigger writes an audit-log row `trigger_job` / `webhook`.',
       tags: ['jobs'],
       auth: { kind: 'api_key', feature: 'webhooks' },

@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/sql';
 import { NotFoundError, ValidationError } from '../errors';
-import { checkJsonSchema, validate } from '../validation/validate';
+import { validate } from '../validation/validate';
+import { userSchemaProblem } from '../validation/user-schema/compile';
 import { ProcessCreate, ProcessUpdate, type ProcessListQuery } from './schemas';
 import { assertSameTenant, iso, pageWindow, presentColumns, toPage, uniqueName, type Page } from './shared';
 
@@ -49,13 +50,14 @@ export function toProcessResponse(row: ProcessRow) {
   };
 }
 
+/**
+ * Checked when saved, by the API and `svc apply` alike: within the limits of admin-supplied schemas
+ * and compiled exactly as the webhook trigger will compile it.
+ */
 function assertValidInputSchema(schema: unknown): void {
   if (schema === null || schema === undefined) return;
-  // compiled exactly as the webhook trigger will compile it
-  const problem = checkJsonSchema(schema);
-  if (problem) {
-    throw ValidationError.single(['body', 'input_schema'], `input_schema no es un JSON Schema válido: ${problem}`, 'json_schema');
-  }
+  const problem = userSchemaProblem(schema);
+  if (problem) throw ValidationError.single(['body', 'input_schema', ...problem.path], problem.message, problem.type);
 }
 
 /**

@@ -1,33 +1,57 @@
-import type { ValidateFunction } from 'ajv';
+import type { ErrorObject } from 'ajv';
 import { ValidationError, type FieldIssue } from '../errors';
-import { ajvErrorsToIssues, compileUserSchema } from '../validation/validate';
+import { ajvErrorsToIssues } from '../validation/validate';
+import { ValidationBudgetExceeded, VALIDATION_TIME_LIMIT_MS, withinBudget } from '../validation/user-schema/budget';
+import { cachedUserSchema } from '../validation/user-schema/compile';
 
 /** The webhook trigger's fifth check (docs/decisions/jobs.md): input_data against the process's input_schema. */
 export const INPUT_DATA_REQUIRED_MESSAGE = 'El proceso requiere input_data según su schema';
 export const INPUT_DATA_INVALID_PREFIX = 'input_data no cumple el schema del proceso:';
 
-/**
- * Throws 422 when the process has an input_schema and input_data is missing (absent or null) or
- * violates it. The message names every violation as `path: problem`, paths under `input_data`.
- */
-export function checkInputAgainstSchema(inputSchema: object | null, inputData: unknown): void {
-  if (inputSchema === null) return;
-  if (inputData === undefined || inputData === null) {
-    throw ValidationError.single(['body', 'input_data'], INPUT_DATA_REQUIRED_MESSAGE, 'missing', INPUT_DATA_REQUIRED_MESSAGE);
-  }
-  let fn: ValidateFunction;
-  try {
-    fn = compileUserSchema(inputSchema);
-  } catch {
-    // saved schemas are checked when saved; one that still fails to compile is the process's fault
-    throw ValidationError.single(['body', 'input_data'], 'el input_schema del proceso no es válido', 'schema',
-      `${INPUT_DATA_INVALID_PREFIX} el input_schema del proceso no es válido`);
-  }
-  if (fn(inputData)) return;
-  const issues: FieldIssue[] = ajvErrorsToIssues(fn.errors ?? [], 'body').map((i) => {
+/** A process's input_schema as the trigger reads it: Postgres adds its hash and size. */
+export interface StoredInputSchema {
+  schema: Record<string, unknown>;
+  /** md5 of the stored text: the key of the compiled validator. */
+  hash: string;
+  bytes: number;
+}
+
+const refusal = (message: string, type: string) =>
+  ValidationError.single(['body', 'input_data'], message, type, `${INPUT_DATA_INVALID_PREFIX} ${message}`);
+
+function violationsError(errors: ErrorObject[], more: boolean): ValidationError {
+  const issues: FieldIssue[] = ajvErrorsToIssues(errors, 'body').map((i) => {
     const loc = ['body', 'input_data', ...i.loc.slice(1)];
     return { ...i, loc, field: loc.join(' → ') };
   });
   const described = issues.map((i) => `${i.loc.slice(1).join(' → ')}: ${i.message}`).join('; ');
-  throw new ValidationError(issues, `${INPUT_DATA_INVALID_PREFIX} ${described}`);
+  return new ValidationError(issues, `${INPUT_DATA_INVALID_PREFIX} ${described}${more ? '; (y más)' : ''}`);
+}
+
+/**
+ * Throws 422 when the process has an input_schema and input_data is missing (absent or null) or
+ * violates it. The message names every violation as `path: problem`, paths under `input_data`
+ * (the first MAX_COLLECTED_VIOLATIONS when there are more). A schema that cannot be used (one
+ * stored before the limits existed), a validation that runs out of budget, or a validator that
+ * throws for any reason all end as a 422 for this request only.
+ */
+export function checkInputAgainstSchema(stored: StoredInputSchema | null, inputData: unknown): void {
+  if (stored === null) return;
+  if (inputData === undefined || inputData === null) {
+    throw ValidationError.single(['body', 'input_data'], INPUT_DATA_REQUIRED_MESSAGE, 'missing', INPUT_DATA_REQUIRED_MESSAGE);
+  }
+  const verdict = cachedUserSchema(stored.hash, stored.schema, stored.bytes);
+  if (!verdict.ok) throw refusal(`el input_schema del proceso no se puede usar (${verdict.problem.message}); corríjalo en la configuración del proceso`, 'schema');
+  let valid: boolean;
+  try {
+    valid = withinBudget(() => verdict.validate(inputData) as boolean);
+  } catch (err) {
+    if (err instanceof ValidationBudgetExceeded) {
+      if (err.reason === 'violations') throw violationsError(err.errors, true);
+      throw refusal(`la validación superó su tiempo máximo (${VALIDATION_TIME_LIMIT_MS} ms): el input_schema del proceso es demasiado costoso para estos datos`, 'schema_budget');
+    }
+    if (err instanceof RangeError) throw refusal('input_data está demasiado anidado para validarlo con el input_schema del proceso', 'schema_budget');
+    throw refusal('no se pudo validar input_data con el input_schema del proceso', 'schema');
+  }
+  if (!valid) throw violationsError(verdict.validate.errors ?? [], false);
 }

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/sql';
+import type { StoredInputSchema } from './input-schema';
 import type { JobStatus } from './transitions';
 
 /** A row of `jobs` (migrations/0001_init.sql), as `select *` returns it. */
@@ -60,7 +61,7 @@ export interface TriggerProcess {
   id: string;
   name: string;
   is_active: boolean;
-  input_schema: Record<string, unknown> | null;
+  input_schema: StoredInputSchema | null;
   sla_deadline_minutes: number | null;
 }
 
@@ -78,11 +79,12 @@ export interface TriggerContextRow {
 }
 
 export async function loadTriggerContext(sql: Queryable, tenantId: string, processId: string | null): Promise<TriggerContextRow | null> {
-  const [row] = await sql<Array<Omit<TriggerContextRow, 'process'> & { p_id: string | null; p_name: string | null; p_is_active: boolean | null; p_input_schema: Record<string, unknown> | null; p_sla: number | null }>>`
+  const [row] = await sql<Array<Omit<TriggerContextRow, 'process'> & { p_id: string | null; p_name: string | null; p_is_active: boolean | null; p_input_schema: Record<string, unknown> | null; p_schema_hash: string | null; p_schema_bytes: number | null; p_sla: number | null }>>`
     select t.subscription_status, t.monthly_quota,
            case when t.quota_period = date_trunc('month', now() at time zone 'utc')::date then t.quota_used else 0 end as period_used,
            date_trunc('month', now() at time zone 'utc')::date as period_start,
            p.id as p_id, p.name as p_name, p.is_active as p_is_active, p.input_schema as p_input_schema,
+           md5(p.input_schema::text) as p_schema_hash, octet_length(p.input_schema::text) as p_schema_bytes,
            p.sla_deadline_minutes as p_sla
     from tenants t
     left join processes p on p.id = ${processId} and p.tenant_id = t.id
@@ -94,7 +96,11 @@ export async function loadTriggerContext(sql: Queryable, tenantId: string, proce
     period_used: row.period_used,
     period_start: row.period_start,
     process: row.p_id
-      ? { id: row.p_id, name: row.p_name!, is_active: row.p_is_active!, input_schema: row.p_input_schema, sla_deadline_minutes: row.p_sla }
+      ? {
+          id: row.p_id, name: row.p_name!, is_active: row.p_is_active!, sla_deadline_minutes: row.p_sla,
+          // hashed and measured by Postgres, so a trigger never serializes the schema to find its compiled validator
+          input_schema: row.p_input_schema === null ? null : { schema: row.p_input_schema, hash: row.p_schema_hash!, bytes: row.p_schema_bytes! },
+        }
       : null,
   };
 }

@@ -10,7 +10,10 @@ import { addCrudRoutes } from './crud';
 export function processSettingsRoutes(rc: RouteContext): AppRouter {
   const router = createRouter();
   const references =
-    '`input_schema` must itself be a valid JSON Schema; `folder_id` and `on_success_trigger_process_id` must be records ' +
+    '`input_schema` must itself be a valid JSON Schema within the limits of admin-supplied schemas (at most 64 KiB, ' +
+    '32 levels, 500 subschemas, 100 patterns of at most 512 characters in the syntax RE2 runs: no backreferences or ' +
+    'lookaround; `$id` only at the root, `$ref` only local, `#` or `#/…`, to a subschema); the 422 names the limit or the ' +
+    'pattern. `folder_id` and `on_success_trigger_process_id` must be records ' +
     'of the same workspace (else 422), and a success chain may not lead back to the process.';
   addCrudRoutes(router, rc, {
     resource: 'process',
