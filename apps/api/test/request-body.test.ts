@@ -149,7 +149,7 @@ describe('request bodies', () => {
       expect(res.body.error.code).toBe('HTTP_ERROR');
     });
 
-    it('counts a compressed body after inflating it: 413 past 2 MiB, a corrupt stream is a 422', async () => {
+    it('counts a compressed body after inflating it: 413 past 2 MiB; an unknown encoding is a 415, a corrupt stream a 422', async () => {
       const k = await key();
       const gzipped = { 'X-API-Key': k, 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' };
       const bomb = gzipSync(`{"data":"${' '.repeat(8 * MiB)}"}`);
@@ -160,6 +160,8 @@ describe('request bodies', () => {
       const fine = await postBytes(port, itemsPath(), gzipped, gzipSync('{"data":{"zipped":true}}'));
       expect(fine.status).toBe(200);
       expect(fine.body.data.data).toEqual({ zipped: true });
+      const unknown = await postBytes(port, itemsPath(), { ...gzipped, 'Content-Encoding': 'zstd-x' }, Buffer.from('{"data":{}}'));
+      expect(unknown.status).toBe(415);
       const corrupt = await postBytes(port, itemsPath(), gzipped, Buffer.from('not gzip at all'));
       expect(corrupt.status).toBe(422);
       expect(corrupt.body.error.details).toEqual([{ field: 'body', message: 'el cuerpo no se pudo decodificar' }]);
