@@ -3,7 +3,6 @@ import type { ApiDeps } from './deps';
 import type { AppState } from './http/state';
 import { requestContext } from './middleware/request-context';
 import { errorEnvelope } from './middleware/errors';
-import { jsonBody } from './middleware/body';
 import { queuesBoard } from './admin/queues-board';
 import { healthRoutes } from './routes/health';
 import { apiRoutes } from './routes';
@@ -14,9 +13,7 @@ export function createApp(deps: ApiDeps): Koa<AppState> {
   app.silent = true;
   app.use(requestContext(deps));
   app.use(errorEnvelope());
-  // Bull Board (/admin/queues, admin token) before the JSON body rules, which are the API's
   app.use(queuesBoard(deps));
-  app.use(jsonBody());
   const health = healthRoutes(deps);
   app.use(health.routes());
   const api = apiRoutes(deps);

@@ -25,9 +25,10 @@ describe('request plumbing and the error envelope', () => {
     expect(bad.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 
+  // POST /auth/login needs no credential: its body is read right after the rate limit
   it('refuses a body over 2 MiB with 413 before reading it', async () => {
     const res = await t.http
-      .post('/api/v1/anything')
+      .post('/api/v1/auth/login')
       .set('Content-Type', 'application/json')
       .send(JSON.stringify({ data: 'x'.repeat(2 * 1024 * 1024) }));
     expect(res.status).toBe(413);
@@ -35,7 +36,7 @@ describe('request plumbing and the error envelope', () => {
   });
 
   it('answers malformed JSON with a 422 in both validation forms', async () => {
-    const res = await t.http.post('/api/v1/anything').set('Content-Type', 'application/json').send('{"data": ');
+    const res = await t.http.post('/api/v1/auth/login').set('Content-Type', 'application/json').send('{"data": ');
     expect(res.status).toBe(422);
     expect(res.body.error.code).toBe('VALIDATION_ERROR');
     expect(res.body.error.details).toEqual([{ field: 'body', message: 'JSON mal formado' }]);
@@ -43,9 +44,15 @@ describe('request plumbing and the error envelope', () => {
   });
 
   it('answers a non-JSON content type with 415 HTTP_ERROR', async () => {
-    const res = await t.http.post('/api/v1/anything').set('Content-Type', 'text/plain').send('hello');
+    const res = await t.http.post('/api/v1/auth/login').set('Content-Type', 'text/plain').send('hello');
     expect(res.status).toBe(415);
     expect(res.body.error.code).toBe('HTTP_ERROR');
+  });
+
+  it('answers an unknown route with 404 whatever its body', async () => {
+    const res = await t.http.post('/api/v1/anything').set('Content-Type', 'application/json').send('{"data": ');
+    expect(res.status).toBe(404);
+    expect(res.body.error.code).toBe('NOT_FOUND');
   });
 
   it('answers a wrong method on a known route with 405 HTTP_ERROR and an Allow header', async () => {

@@ -137,7 +137,7 @@ describe('POST /api/v1/queues/by-name/:name/items', () => {
       ['postpone in year 0000', { data: {}, postpone: '0000-06-01T00:00:00Z' }, 'body → postpone'],
       ['an unknown field', { data: {}, priorty: 5 }, 'body → priorty'],
       ['a body that is an array', [{ data: {} }], 'body'],
-      ['a string with the \\u0000 character Postgres cannot store', { data: { text: 'a\u0000b' } }, 'body → data'],
+      ['a string with the \\u0000 character Postgres cannot store', { data: { text: 'a\u0000b' } }, 'body → data → text'],
     ];
     it.each(cases)('%s', async (_label, body, field) => {
       const before = (await itemsInDb(t, w.queue.id)).length;

@@ -97,7 +97,7 @@ describe('POST /api/v1/queues/by-name/:name/items/bulk', () => {
       items[999] = { text: 'bad \u0000 byte' };
       const res = await post(key, { items }, q.name);
       expect(res.status).toBe(422);
-      expect(res.body.error.details[0].field).toBe('body → items');
+      expect(res.body.error.details[0].field).toBe('body → items → 999 → text');
       expect(await realCounts(t, q.id)).toEqual({ new: 10 });
       expect(await counterCounts(t, q.id)).toEqual({ new: 10 });
     });

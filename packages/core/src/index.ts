@@ -12,6 +12,7 @@ export * from './db/batcher';
 export * from './db/jsonb';
 export * from './validation/validate';
 export * from './validation/formats';
+export * from './validation/json-input';
 export * from './security/hash';
 export * from './security/secrets';
 export * from './security/password';

@@ -1,6 +1,9 @@
 import type { Context, Middleware } from 'koa';
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
-import { rateLimitFor, validate, DEFAULT_RATE_LIMIT, type PlanFeature, type Scope } from '@svc/core';
+import {
+  rateLimitFor, validate, textProblem, textIssue, printableText, NotFoundError, ValidationError, DEFAULT_RATE_LIMIT,
+  type PlanFeature, type Scope,
+} from '@svc/core';
 import type { ApiDeps } from '../deps';
 import type { AppState } from './state';
 import type { AppRouter } from './router';
@@ -8,6 +11,7 @@ import { authenticateApiKey, checkKeyIp, requirePlanFeature, requireScope, type 
 import { authenticateUser, requireAdmin } from '../auth/bearer';
 import { rateLimit } from '../middleware/rate-limit';
 import type { Guard } from './guard';
+import { readRequestBody } from './body';
 
 export type RouteAuth =
   | { kind: 'api_key'; scope?: Scope; feature?: PlanFeature }
@@ -17,9 +21,10 @@ export type RouteAuth =
 /**
  * One declaration per route: the schemas here validate the request *and* feed the OpenAPI
  * document (one source). Auth runs in the public error order: key validity 401 → rate limit
- * 429 → IP/scope/plan 403; existence (404) and data validity (422) are the handler's, in that
- * order, which is why inputs are validated lazily: the handler calls `input.body()` after it
- * has found the resource.
+ * 429 → IP/scope/plan 403; only then is a declared body read (413, 415). Existence (404) and data
+ * validity (422) are the handler's, in that order, which is why inputs are parsed and validated
+ * lazily: the handler calls `input.body()` after it has found the resource. Text Postgres cannot
+ * store is refused here, once for every route (docs/decisions/hostile-input.md).
  */
 export interface RouteSpec<P extends TObject | undefined = TObject | undefined, Q extends TObject | undefined = TObject | undefined, B extends TSchema | undefined = TSchema | undefined> {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -50,6 +55,12 @@ export interface RouteInput<P, Q, B> {
   params(): P;
   query(): Q;
   body(): B;
+  /**
+   * The body as parsed JSON before any check of its schema, or undefined when `body()` would
+   * refuse it whatever the schema (malformed, unstorable text, too deep): for reading an id out
+   * of the body, or hashing it, before the checks that answer first.
+   */
+  peekBody(): unknown;
 }
 
 export type RouteHandler<P, Q, B> = (ctx: Context & { state: AppState }, input: RouteInput<P, Q, B>) => Promise<void> | void;
@@ -95,6 +106,8 @@ export function addRoute<P extends TObject | undefined, Q extends TObject | unde
       const waiting = guard(ctx);
       if (waiting) await waiting;
     }
+    const read = spec.body ? await readRequestBody(ctx) : undefined;
+    refuseUnstorablePath(ctx.params, spec);
     let params: unknown, query: unknown, body: unknown;
     let p = false, q = false, b = false;
     const input: RouteInput<Infer<P>, Infer<Q>, Infer<B>> = {
@@ -103,15 +116,47 @@ export function addRoute<P extends TObject | undefined, Q extends TObject | unde
         return params as Infer<P>;
       },
       query: () => {
-        if (!q) { query = spec.query ? validate(spec.query, { ...ctx.query }, 'query') : ctx.query; q = true; }
+        if (!q) {
+          const raw = ctx.query;
+          refuseUnstorableQuery(raw);
+          query = spec.query ? validate(spec.query, { ...raw }, 'query') : raw;
+          q = true;
+        }
         return query as Infer<Q>;
       },
       body: () => {
-        if (!b) { body = spec.body ? validate(spec.body, ctx.request.body, 'body') : ctx.request.body; b = true; }
+        if (!b) { body = read && spec.body ? validate(spec.body, read.value(), 'body') : undefined; b = true; }
         return body as Infer<B>;
       },
+      peekBody: () => read?.peek(),
     };
     await handler(ctx as Context & { state: AppState }, input);
   };
   router[spec.method](spec.path, run);
+}
+
+/**
+ * A path parameter holding text no resource can carry (U+0000, an unpaired surrogate) names
+ * nothing: 404, before the handler runs (some use a name from the path in SQL straight away).
+ * When the parameter's schema refuses the value anyway (an id that is not a UUID) it is the
+ * 422 any malformed id gets.
+ */
+function refuseUnstorablePath(params: Record<string, string>, spec: RouteSpec): void {
+  for (const name in params) {
+    if (textProblem(params[name]!) === null) continue;
+    if (spec.params) validate(spec.params, { ...params }, 'path');
+    throw new NotFoundError();
+  }
+}
+
+/** A query parameter (name or value) with text Postgres cannot store: 422 naming it. */
+function refuseUnstorableQuery(query: Record<string, string | string[] | undefined>): void {
+  for (const name in query) {
+    const value = query[name];
+    const values = value === undefined ? [] : Array.isArray(value) ? value : [value];
+    for (const text of [name, ...values]) {
+      const problem = textProblem(text);
+      if (problem) throw new ValidationError([textIssue(['query', printableText(name)], problem)]);
+    }
+  }
 }

@@ -42,7 +42,7 @@ export function jobRoutes(rc: RouteContext): AppRouter {
       headers: [idempotencyHeaderDoc],
     },
     async (ctx, input) => {
-      const raw = ctx.request.body as { process_id?: unknown } | undefined;
+      const raw = input.peekBody() as { process_id?: unknown } | undefined;
       await withIdempotency(ctx, deps, 'jobs.trigger', raw, async (claim) => {
         const job = await triggerJobByApi(deps, actorOf(ctx.state), {
           rawProcessId: raw && typeof raw === 'object' ? raw.process_id : undefined,

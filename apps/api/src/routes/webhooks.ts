@@ -38,7 +38,7 @@ export function webhookRoutes(rc: RouteContext): AppRouter {
       headers: [idempotencyHeaderDoc],
     },
     async (ctx, input) => {
-      await withIdempotency(ctx, deps, 'webhooks.trigger', ctx.request.body, async (claim) => {
+      await withIdempotency(ctx, deps, 'webhooks.trigger', input.peekBody(), async (claim) => {
         const job = await triggerJobByWebhook(deps, actorOf(ctx.state), {
           rawProcessId: ctx.params.process_id ?? '',
           processId: () => input.params().process_id,

@@ -1,2 +1,3 @@
 export * from './harness';
 export * from './fixtures';
+export * from './log-capture';

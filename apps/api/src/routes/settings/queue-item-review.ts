@@ -49,7 +49,7 @@ export function queueItemReviewRoutes(rc: RouteContext): AppRouter {
       },
       async (ctx, input) => {
         const params = input.params();
-        const body = (ctx.request.body === undefined || ctx.request.body === null ? {} : input.body()) as { comment?: string; reason?: string };
+        const body = input.body() as { comment?: string; reason?: string };
         const row = await reviewQueueItem(
           deps,
           actorOf(ctx),
@@ -80,9 +80,7 @@ export function queueItemReviewRoutes(rc: RouteContext): AppRouter {
     },
     async (ctx, input) => {
       const params = input.params();
-      const redriven = await redriveQueueItems(deps, actorOf(ctx), params.queue_id, () =>
-        (ctx.request.body === undefined || ctx.request.body === null ? {} : input.body()),
-      );
+      const redriven = await redriveQueueItems(deps, actorOf(ctx), params.queue_id, () => input.body());
       ok(ctx, { redriven });
     },
   );
