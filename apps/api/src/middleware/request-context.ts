@@ -1,30 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
 import { clientIp, type Logger } from '@svc/core';
 import type { ApiDeps } from '../deps';
 import type { AppState } from '../http/state';
+import { settleUnreadBody } from '../http/unread-body';
 
 const INCOMING_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-
-/** A body left unread up to this size (known from Content-Length) is discarded; see below. */
-export const DISCARDED_BODY_LIMIT_BYTES = 64 * 1024;
-
-/**
- * A request body not read to its end — a route that takes none, an answer given before reading
- * it (401, 403, 429, 404 for an unknown route, 413), a read stopped midway (a chunked body over
- * the limit) — stands between this response and the next request on the connection. Node reads
- * and discards an untouched body, however long, before it parses the next request, and one whose
- * reading started and stopped it never finishes: the connection hangs until its keep-alive
- * timeout. So the response closes the connection (`Connection: close`) unless the body is
- * untouched and small enough to discard.
- */
-function closeIfBodyLeft(req: IncomingMessage, res: ServerResponse): void {
-  if (req.complete || res.headersSent) return;
-  const length = Number(req.headers['content-length'] ?? Number.NaN);
-  if (req.readableFlowing === null && length <= DISCARDED_BODY_LIMIT_BYTES) return;
-  res.setHeader('Connection', 'close');
-}
 
 /**
  * A request's state. Its logger (every line carries the request id) is made on first use: most
@@ -64,7 +45,8 @@ export function requestContext(deps: ApiDeps): Middleware<AppState> {
     try {
       await next();
     } finally {
-      closeIfBodyLeft(ctx.req, ctx.res);
+      const settling = settleUnreadBody(ctx.req, ctx.res);
+      if (settling) await settling;
       logger.info('request', {
         request_id: requestId,
         method: ctx.method,

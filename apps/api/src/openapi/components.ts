@@ -77,7 +77,7 @@ export const ERROR_DESCRIPTIONS: Record<number, string> = {
   403: `FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (\`IP no autorizada\`), feature not in plan, inactive subscription, non-admin user. Default message \`${DEFAULT_MESSAGES.FORBIDDEN}\`.`,
   404: `NOT_FOUND — resource missing or not in the caller's workspace. Default message \`${DEFAULT_MESSAGES.NOT_FOUND}\`.`,
   409: `CONFLICT — the resource exists or its state conflicts with the request. Default message \`${DEFAULT_MESSAGES.CONFLICT}\`.`,
-  413: 'PAYLOAD_TOO_LARGE — body above 2 MiB (compressed bodies counted after inflating), refused once the caller is authenticated, before any handler runs; the connection is then closed.',
+  413: 'PAYLOAD_TOO_LARGE — body above 2 MiB (compressed bodies counted after inflating), refused once the caller is authenticated, before any handler runs.',
   415: 'HTTP_ERROR — the body is not JSON (`Content-Type: application/json` expected).',
   422: `VALIDATION_ERROR — invalid path, query or body, including malformed JSON, U+0000 or an unpaired UTF-16 surrogate in any string or field name, and nesting deeper than ${MAX_JSON_DEPTH} levels. \`error.details\` is \`[{field, message}]\`; \`detail\` is \`[{loc, msg, type}]\`. Default message \`${DEFAULT_MESSAGES.VALIDATION_ERROR}\`.`,
   429: `RATE_LIMIT_EXCEEDED — too many requests in the one-minute window (\`Retry-After\` says when to retry). Default message \`${DEFAULT_MESSAGES.RATE_LIMIT_EXCEEDED}\`; trigger routes also use QUOTA_EXCEEDED for an exhausted monthly quota.`,
