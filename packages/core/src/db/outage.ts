@@ -85,7 +85,8 @@ export class DbOutage {
 }
 
 export interface RetryOptions {
-  outage: DbOutage;
+  /** the process's outage log (without one, attempts are not reported anywhere) */
+  outage?: DbOutage;
   /** names the operation in the outage's log line */
   context: string;
   /** gives up (rethrowing the last error) once aborted: the process is shutting down */
@@ -109,10 +110,11 @@ export async function retryOnConnectionLoss<T>(fn: () => Promise<T>, opts: Retry
   for (let attempt = 1; ; attempt++) {
     try {
       const value = await fn();
-      opts.outage.ok();
+      opts.outage?.ok();
       return value;
     } catch (err) {
-      if (!opts.outage.failed(err, opts.context) || opts.signal?.aborted) throw err;
+      const lost = opts.outage ? opts.outage.failed(err, opts.context) : isConnectionError(err);
+      if (!lost || opts.signal?.aborted) throw err;
       opts.onRetry?.(err, attempt);
       const base = Math.min(max, min * 2 ** (attempt - 1));
       await pause(base * (0.75 + Math.random() / 2), opts.signal);
