@@ -79,6 +79,10 @@ async function expectRecovered(q: Awaited<ReturnType<typeof consumedQueue>>, tot
     const [{ n }] = await ctx.sql`select count(*)::int as n from jobs where queue_id = ${q.queue.id} and status in ('pending', 'running')`;
     return n === 0;
   }, 15_000);
+  // every consumer waited the outage out: none was ended for a heartbeat or a lease that Postgres
+  // could not record meanwhile, none broke off
+  const ended = await ctx.sql`select status, count(*)::int as n from jobs where queue_id = ${q.queue.id} group by status`;
+  expect(ended.map((r) => r.status)).toEqual(['completed']);
   expect(assertNoItemProcessedTwiceAtOnce(readJournal(q.journal))).toBe(total + 200);
 }
 

@@ -102,8 +102,9 @@ export async function renewJobLeases(
   if (runs.length === 0) return [];
   return sql<Array<{ id: string; stop_requested: boolean }>>`
     update jobs j
-       set lease_expires_at = case when r.alive then now() + make_interval(secs => ${leaseSeconds}::float8) else j.lease_expires_at end
-      from unnest(${runs.map((r) => r.id)}::uuid[], ${runs.map((r) => r.attempt)}::int[], ${runs.map((r) => r.alive)}::bool[]) as r(id, attempt, alive)
+       set lease_expires_at = case when j.id = any(${runs.filter((r) => r.alive).map((r) => r.id)}::uuid[])
+                                   then now() + make_interval(secs => ${leaseSeconds}::float8) else j.lease_expires_at end
+      from unnest(${runs.map((r) => r.id)}::uuid[], ${runs.map((r) => r.attempt)}::int[]) as r(id, attempt)
      where j.id = r.id and j.attempt = r.attempt and j.status = 'running' and j.machine_id = ${machineId}
     returning j.id, j.stop_requested`;
 }
