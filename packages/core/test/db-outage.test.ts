@@ -73,4 +73,32 @@ describe('DbOutage and retryOnConnectionLoss', () => {
     expect(outage.down).toBe(true);
     expect(outage.msSinceRecovery()).toBe(0);
   });
+
+  it('folds a failure just after the recovery into the outage, unless the database stays away', () => {
+    const { lines, logger } = recordingLogger();
+    let now = 0;
+    const outage = new DbOutage(logger, () => now);
+    const lost = sockError('CONNECTION_CLOSED');
+    outage.failed(lost, 'a');
+    now = 300;
+    outage.ok();
+    // the stale error of a reconnected connection, a second later: nothing logged
+    now = 1300;
+    outage.failed(lost, 'b');
+    now = 1400;
+    outage.ok();
+    expect(lines.map((l) => l.level)).toEqual(['warn', 'info']);
+    // down again just after, and for good this time: said once it lasted the settle time
+    now = 2000;
+    outage.failed(lost, 'c');
+    now = 4000;
+    outage.failed(lost, 'c');
+    expect(lines.map((l) => l.level)).toEqual(['warn', 'info']);
+    now = 7100;
+    outage.failed(lost, 'c');
+    now = 9000;
+    outage.failed(lost, 'c');
+    outage.ok();
+    expect(lines.map((l) => l.level)).toEqual(['warn', 'info', 'warn', 'info']);
+  });
 });

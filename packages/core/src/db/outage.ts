@@ -38,6 +38,14 @@ export function isConnectionError(err: unknown): boolean {
 }
 
 /**
+ * A failure this soon after Postgres came back belongs to the same outage: postgres.js hands a
+ * stale "terminating connection" to the first query of each connection that was busy when the
+ * server went down (the query was never sent). Such a failure is logged only if the database
+ * stays unreachable this long.
+ */
+const SETTLE_MS = 5000;
+
+/**
  * One per process: the first failure of an outage is logged (warn), the rest of it is silent,
  * and the first success after it is logged once more (info, with how long it lasted). Everything
  * that talks to Postgres in the process reports here, so a restart is two lines in the log, not
@@ -46,15 +54,22 @@ export function isConnectionError(err: unknown): boolean {
 export class DbOutage {
   private since: number | null = null;
   private lastRecovery: number | null = null;
+  /** the current outage has not been logged (it began just after a recovery) */
+  private quiet = false;
 
   constructor(private readonly logger: Logger, private readonly now: () => number = Date.now) {}
 
   /** Reports a failed attempt; returns true when it was a connection error (worth retrying). */
   failed(err: unknown, context: string): boolean {
     if (!isConnectionError(err)) return false;
+    const now = this.now();
     if (this.since === null) {
-      this.since = this.now();
-      this.logger.warn('Postgres unreachable: retrying with back-off until it answers', { during: context, err: (err as Error).message });
+      this.since = now;
+      this.quiet = this.lastRecovery !== null && now - this.lastRecovery < SETTLE_MS;
+      if (!this.quiet) this.logUnreachable(err, context);
+    } else if (this.quiet && now - this.since >= SETTLE_MS) {
+      this.quiet = false;
+      this.logUnreachable(err, context);
     }
     return true;
   }
@@ -62,10 +77,15 @@ export class DbOutage {
   /** Reports a successful round trip (cheap: a comparison when there is no outage). */
   ok(): void {
     if (this.since === null) return;
-    const downMs = this.now() - this.since;
+    const now = this.now();
+    if (!this.quiet) this.logger.info('Postgres reachable again', { down_ms: now - this.since });
     this.since = null;
-    this.lastRecovery = this.now();
-    this.logger.info('Postgres reachable again', { down_ms: downMs });
+    this.quiet = false;
+    this.lastRecovery = now;
+  }
+
+  private logUnreachable(err: unknown, context: string): void {
+    this.logger.warn('Postgres unreachable: retrying with back-off until it answers', { during: context, err: (err as Error).message });
   }
 
   /** Whether an outage is under way (a failure was seen and no success since). */

@@ -24,8 +24,18 @@ export function createSql(url: string, options: SqlOptions = {}): Sql {
     },
     transform: { undefined: null },
     connection: { application_name: 'svc' },
+    // How long a connection waits before it tries to reconnect after a failed attempt. postgres.js
+    // grows it to 10–20 s while Postgres is down (3^n / 100 s) and keeps it until a connection
+    // succeeds, so after a 10-second outage queries waited up to 20 s more for a server that was
+    // already back. Capped at 2 s like the processes' own retries (db/outage.ts).
+    backoff: reconnectDelaySeconds,
   }) as unknown as Sql;
   return withReservedTransactions(sql);
+}
+
+/** Seconds before the next attempt to connect after `failures` failed ones: 0.1 s doubling up to 2 s, jittered. */
+export function reconnectDelaySeconds(failures: number): number {
+  return Math.min(2, 0.05 * 2 ** failures) * (0.75 + Math.random() / 2);
 }
 
 type TxFn<T> = (tx: Tx) => T | Promise<T>;
