@@ -45,8 +45,9 @@ async function consumedQueue(seed: number) {
   const ws = await seedWorkspace(ctx.sql);
   const proc = await ws.process();
   const queue = await ws.queue({ consumer_process_id: proc.id, max_consumers: 4, max_retries: 3 });
-  const m1 = await ws.machine({ slots: 2 });
-  const m2 = await ws.machine({ slots: 2 });
+  // offline until their agents heartbeat: a slow agent start is no silence to report
+  const m1 = await ws.machine({ slots: 2, status: 'offline' });
+  const m2 = await ws.machine({ slots: 2, status: 'offline' });
   const journal = tempFile('journal.jsonl');
   const args = ['--item-duration', '1-3ms', '--seed', String(seed), '--journal', journal];
   children.agent(ctx, ['--machine-key', m1.machineKey, ...args]);
