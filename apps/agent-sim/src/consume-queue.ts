@@ -61,19 +61,20 @@ export async function consumeQueue(ctx: RunContext, run: StartedJob): Promise<Jo
   /**
    * Settles `outcomes` and takes `take` items, in one statement. When its answer is lost, the
    * statement may or may not have been applied: the same outcomes are sent again with nothing to
-   * take (a repeat of an applied settle is accepted again), and whatever the lost take may have
-   * handed to this job unseen goes back to `new` (releaseUnknownClaims); the next round trip then
-   * takes afresh. Nothing is settled twice and no item stays `in_progress` unknown to its holder.
+   * take (a repeat of an applied settle is accepted again), whatever the lost take may have
+   * handed to this job unseen goes back to `new` (releaseUnknownClaims), and only then does it
+   * take afresh. Nothing is settled twice and no item stays `in_progress` unknown to its holder.
    */
   const roundTrip = async (take: number): Promise<SettleAndClaimResult> => {
     let lost = false;
     return ctx.life.db('settling and taking queue items', async () => {
-      const req = { queueId, jobId: run.id, jobAttempt: run.attempt, machineId: ctx.machine.id, outcomes };
-      if (!lost) return settleAndClaimItems(ctx.sql, { ...req, take });
-      const res = await settleAndClaimItems(ctx.sql, { ...req, take: 0 });
+      const req = { queueId, jobId: run.id, jobAttempt: run.attempt, machineId: ctx.machine.id };
+      if (!lost) return settleAndClaimItems(ctx.sql, { ...req, outcomes, take });
+      const { settled } = await settleAndClaimItems(ctx.sql, { ...req, outcomes, take: 0 });
       const released = await releaseUnknownClaims(ctx.sql, run.id, buffer.map((i) => i.id));
       if (released) log.line(`${released} elementos tomados sin respuesta (conexión perdida) devueltos a la cola`);
-      return res;
+      const { claimed } = take > 0 ? await settleAndClaimItems(ctx.sql, { ...req, outcomes: [], take }) : { claimed: [] };
+      return { settled, claimed };
     }, () => {
       lost = true;
     });

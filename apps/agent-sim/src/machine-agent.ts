@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { DelayedError, Worker, type Job } from 'bullmq';
 import {
-  createRedis, finishJob, giveUpMachineJobs, machineQueueName, queueHasReadyItems, recordGoodbye, recordHeartbeat, renewJobLeases,
+  createRedis, findRunEndedAs, finishJob, giveUpMachineJobs, machineQueueName, queueHasReadyItems, recordGoodbye, recordHeartbeat, renewJobLeases,
   retryOnConnectionLoss, startJob,
-  type AgentMachine, type BullDispatch, type DbOutage, type FinishResult, type JobAbortMessage, type JobEnd, type JobRow, type Logger,
+  type AgentMachine, type BullDispatch, type DbOutage, type FinishResult, type JobAbortMessage, type JobEnd, type Logger,
   type MachineJobPayload, type Sql, type StartedJob,
 } from '@svc/core';
 import { createRandom } from './behaviour';
@@ -254,7 +254,7 @@ export class MachineAgent {
     const fin = await life.db('finishing a job', async (): Promise<FinishResult | null> => {
       const done = await finishJob(sql, run.id, run.attempt, end);
       if (done || !uncertain) return done;
-      const [job] = await sql<JobRow[]>`select * from jobs where id = ${run.id} and attempt = ${run.attempt} and status = ${end.to}`;
+      const job = await findRunEndedAs(sql, run.id, run.attempt, end.to);
       return job ? { job, followUps: [], failedItemQueues: run.queue_id ? [run.queue_id] : [] } : null;
     }, () => {
       uncertain = true;

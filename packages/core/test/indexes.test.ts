@@ -3,7 +3,7 @@ import path from 'node:path';
 import {
   addItem, addItemsBulk, applyItemRetryPolicy, createApiKey, createBullDispatch, deactivateApiKey, deactivateUserRow,
   failItemsOfJobs, failOrphanedItems, findAccessTokenByHash, findApiKey, findApiKeyByHash, findIdempotencyKey,
-  findJobWithNames, findMachineByKey, findUserByEmail, finishJob, getActiveQueueByName, getSession, getTenantQueue,
+  findJobWithNames, findMachineByKey, findRunEndedAs, findUserByEmail, finishJob, getActiveQueueByName, getSession, getTenantQueue,
   giveUpMachineJobs, listApiKeyRows, listItems, listMachines, listProcesses, listQueues, loadQueueItemCounts,
   markSlaBreaches, noopDispatch, pendingStops, pickMachineForFollowUp, queueHasReadyItems,
   queuesNeedingConsumers, readAssetValue, recordAudit, recordGoodbye, recordHeartbeat, reconcilePendingJobs,
@@ -619,6 +619,11 @@ const ENGINE_PROBES: Probe[] = [
     },
   },
   { name: 'job start on its machine (startJob)', indexes: ['jobs_pkey'], tx: (q, f) => startJob(q, f.pendingJobs[1]!, f.onlineMachine) },
+  {
+    name: 'job read back after a lost final answer (findRunEndedAs)',
+    indexes: ['jobs_pkey'],
+    tx: (q, f) => findRunEndedAs(q, f.runningJobs[3]!.id, 1, 'completed'),
+  },
   {
     name: 'job progress (reportJobProgress)',
     indexes: ['jobs_pkey'],

@@ -181,3 +181,12 @@ export async function finishJob(sql: Sql, jobId: string, attempt: number, end: J
     return { job, followUps, failedItemQueues };
   });
 }
+
+/**
+ * After a final transition whose answer was lost and whose repeat was refused: the job as this
+ * run ended it (same `attempt`, the status it asked for), or null when someone else ended it.
+ */
+export async function findRunEndedAs(sql: Queryable, jobId: string, attempt: number, status: FinalByAgent): Promise<JobRow | null> {
+  const [row] = await sql<JobRow[]>`select * from jobs where id = ${jobId} and attempt = ${attempt} and status = ${status}`;
+  return row ?? null;
+}
