@@ -29,7 +29,7 @@ import { createTestContext, type TestContext } from '../src/testing';
  * few KNOWN_SCANS whose fix is in their SQL. Each probe also names the indexes it must use, which
  * documents (and pins) the query → index map.
  *
- * Three statements live inline in apps (not in a core function); they are copied below with
+ * Two statements live inline in apps (not in a core function); they are copied below with
  * the file they come from, and the test fails when that file no longer contains them verbatim.
  */
 
