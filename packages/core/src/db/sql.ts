@@ -79,7 +79,10 @@ function withReservedTransactions(sql: Sql): Sql {
           return true;
         },
       } as never);
-      if (!link.connection) throw new Error('postgres.js did not hand over the connection of a transaction: its internals changed (see packages/core/src/db/sql.ts)');
+      if (!link.connection) {
+        await conn`rollback`.catch(() => undefined);
+        throw new Error('postgres.js did not hand over the connection of a transaction: its internals changed (see packages/core/src/db/sql.ts)');
+      }
       const tx = asTransaction(conn, link);
       try {
         const result = await run(tx, fn);
