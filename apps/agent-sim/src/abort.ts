@@ -33,6 +33,24 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/**
+ * Simulated robot work: `ms` of it, interruptible like `sleep`, showing a sign of life about every
+ * half second (`alive`), as a real robot's runtime does while it works; the agent renews the run's
+ * lease only while such signs come (docs/decisions/postgres-outages.md).
+ */
+export async function work(ms: number, signal: AbortSignal | undefined, alive: () => void): Promise<void> {
+  const until = Date.now() + ms;
+  for (let left = ms; left > 0; left = until - Date.now()) {
+    await sleep(Math.min(left, 500), signal);
+    alive();
+  }
+}
+
+/** A robot stuck for good (no sign of life) until its run is aborted. */
+export function stall(signal: AbortSignal): Promise<never> {
+  return sleep(2 ** 31 - 1, signal).then(() => stall(signal));
+}
+
 /** Kills this whole agent process the hard way (crash modes of the simulator). */
 export function crashNow(): never {
   process.kill(process.pid, 'SIGKILL');

@@ -178,6 +178,8 @@ export interface SimDirective {
   duration_ms?: number;
   error_message?: string;
   crash?: boolean;
+  /** on its first try (retry_count 0) the robot gets stuck, silent, until its run is taken away */
+  stall?: boolean;
   output?: Record<string, unknown>;
 }
 

@@ -1,8 +1,9 @@
 import {
-  machineHasWaitingJobs, releaseQueueItems, reportJobProgress, settleAndClaimItems, type ClaimedItem, type ItemOutcome, type JobEnd, type StartedJob,
+  machineHasWaitingJobs, releaseQueueItems, releaseUnknownClaims, reportJobProgress, settleAndClaimItems,
+  type ClaimedItem, type ItemOutcome, type JobEnd, type SettleAndClaimResult, type StartedJob,
 } from '@svc/core';
 import { directiveOf, sample } from './behaviour';
-import { AbortedError, crashNow, reasonOf, sleep } from './abort';
+import { AbortedError, crashNow, reasonOf, stall, work } from './abort';
 import { JobLog, type RunContext } from './run-job';
 import { AutoPrefetch, takeSize } from './prefetch';
 
@@ -20,6 +21,10 @@ const YIELD_CHECK_MS = 2000;
  * A stop (or the agent's shutdown) lets the current item finish; items taken but not started
  * go back to `new` untouched. A timeout or a lost ownership interrupts the item at once: the
  * engine fails it and its retry policy applies.
+ *
+ * Postgres may go away at any moment (a restart, a failover): every call waits it out with
+ * back-off, and a round trip whose answer was lost is resolved by the fencing rules before the
+ * loop goes on (see `roundTrip`), so the consumer neither dies nor forgets an item.
  */
 export async function consumeQueue(ctx: RunContext, run: StartedJob): Promise<JobEnd> {
   const queueId = run.queue_id!;
@@ -53,19 +58,41 @@ export async function consumeQueue(ctx: RunContext, run: StartedJob): Promise<Jo
     counts.refused += sent - settled.length;
   };
 
+  /**
+   * Settles `outcomes` and takes `take` items, in one statement. When its answer is lost, the
+   * statement may or may not have been applied: the same outcomes are sent again with nothing to
+   * take (a repeat of an applied settle is accepted again), whatever the lost take may have
+   * handed to this job unseen goes back to `new` (releaseUnknownClaims), and only then does it
+   * take afresh. Nothing is settled twice and no item stays `in_progress` unknown to its holder.
+   */
+  const roundTrip = async (take: number): Promise<SettleAndClaimResult> => {
+    let lost = false;
+    return ctx.life.db('settling and taking queue items', async () => {
+      const req = { queueId, jobId: run.id, jobAttempt: run.attempt, machineId: ctx.machine.id };
+      if (!lost) return settleAndClaimItems(ctx.sql, { ...req, outcomes, take });
+      const { settled } = await settleAndClaimItems(ctx.sql, { ...req, outcomes, take: 0 });
+      const released = await releaseUnknownClaims(ctx.sql, run.id, buffer.map((i) => i.id));
+      if (released) log.line(`${released} elementos tomados sin respuesta (conexión perdida) devueltos a la cola`);
+      const { claimed } = take > 0 ? await settleAndClaimItems(ctx.sql, { ...req, outcomes: [], take }) : { claimed: [] };
+      return { settled, claimed };
+    }, () => {
+      lost = true;
+    });
+  };
+
   try {
     while (!ctx.signal.aborted) {
       if (buffer.length === 0) {
         if (Date.now() - lastYieldCheck >= YIELD_CHECK_MS) {
           lastYieldCheck = Date.now();
-          if (await machineHasWaitingJobs(ctx.sql, ctx.machine.id, run.id)) {
+          if (await ctx.life.db('looking for waiting jobs', () => machineHasWaitingJobs(ctx.sql, ctx.machine.id, run.id))) {
             yielded = true;
             log.line('Otro job espera esta máquina: el consumidor cede su slot');
             break;
           }
         }
         const sent = outcomes.length;
-        const res = await settleAndClaimItems(ctx.sql, { queueId, jobId: run.id, jobAttempt: run.attempt, machineId: ctx.machine.id, outcomes, take: takeSize(b.prefetch, auto) });
+        const res = await roundTrip(takeSize(b.prefetch, auto));
         account(res.settled, sent);
         outcomes = [];
         buffer = res.claimed;
@@ -87,11 +114,13 @@ export async function consumeQueue(ctx: RunContext, run: StartedJob): Promise<Jo
     ctx.signal.removeEventListener('abort', onAbort);
     if (outcomes.length) {
       const sent = outcomes.length;
-      const res = await settleAndClaimItems(ctx.sql, { queueId, jobId: run.id, jobAttempt: run.attempt, machineId: ctx.machine.id, outcomes, take: 0 });
+      const res = await roundTrip(0);
       account(res.settled, sent);
+      outcomes = [];
     }
     if (buffer.length) {
-      const released = await releaseQueueItems(ctx.sql, run.id, buffer);
+      const held = buffer;
+      const released = await ctx.life.db('handing back queue items', () => releaseQueueItems(ctx.sql, run.id, held));
       log.line(`${released} elementos tomados y no iniciados devueltos a la cola`);
     }
   }
@@ -121,7 +150,14 @@ async function processItem(ctx: RunContext, run: StartedJob, item: ClaimedItem, 
   if (d.crash || (b.crash === 'mid-item' && ctx.itemsProcessed.n >= b.crash_after_items)) crashNow();
   const started = Date.now();
   const duration = d.duration_ms ?? sample(b.item_duration, ctx.random);
-  await sleep(duration, signal);
+  try {
+    if (d.stall && item.retry_count === 0) await stall(signal);
+    await work(duration, signal, () => ctx.life.sign());
+  } catch (err) {
+    // the robot stopped working on it now: the journal says when (fault tests check overlaps)
+    if (err instanceof AbortedError) ctx.journal.write({ event: 'item-end', item_id: item.id, job_id: run.id, machine_id: ctx.machine.id, attempt: item.attempt, outcome: 'aborted' });
+    throw err;
+  }
   ctx.itemsProcessed.n++;
   let outcome: ItemOutcome['status'];
   if (d.outcome) outcome = d.outcome === 'fail' ? 'failed' : d.outcome === 'review' ? 'pending_review' : 'completed';
@@ -143,7 +179,8 @@ async function processItem(ctx: RunContext, run: StartedJob, item: ClaimedItem, 
 
 async function progress(ctx: RunContext, run: StartedJob, counts: { completed: number; pending_review: number; failed: number }, unsettled: number, log: JobLog): Promise<void> {
   const done = counts.completed + counts.pending_review + counts.failed + unsettled;
-  const res = await reportJobProgress(ctx.sql, run.id, run.attempt, { progress_message: `${done} elementos procesados`, logs: log.value });
+  const progress = { progress_message: `${done} elementos procesados`, logs: log.value };
+  const res = await ctx.life.db('reporting job progress', () => reportJobProgress(ctx.sql, run.id, run.attempt, progress));
   if (!res) ctx.abort('lost');
   else if (res.stop_requested) ctx.abort('stop');
   await ctx.bullJob.updateProgress({ items_processed: done }).catch(() => undefined);

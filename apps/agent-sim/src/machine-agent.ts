@@ -1,14 +1,18 @@
+import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { DelayedError, Worker, type Job } from 'bullmq';
 import {
-  createRedis, finishJob, giveUpMachineJobs, machineQueueName, queueHasReadyItems, recordGoodbye, recordHeartbeat, startJob,
-  type AgentMachine, type BullDispatch, type JobAbortMessage, type JobEnd, type Logger, type MachineJobPayload, type Sql, type StartedJob,
+  createRedis, findRunEndedAs, finishJob, giveUpMachineJobs, machineQueueName, queueHasReadyItems, recordGoodbye, recordHeartbeat, renewJobLeases,
+  retryOnConnectionLoss, startJob,
+  type AgentMachine, type BullDispatch, type DbOutage, type FinishResult, type JobAbortMessage, type JobEnd, type Logger,
+  type MachineJobPayload, type Sql, type StartedJob,
 } from '@svc/core';
 import { createRandom } from './behaviour';
 import { behaviourFor, type AgentOptions } from './options';
 import { consumeQueue } from './consume-queue';
 import { runSimulatedJob, type RunContext } from './run-job';
 import type { Journal } from './journal';
+import { RunLife } from './run-life';
 
 export const AGENT_VERSION = 'agent-sim/0.1.0';
 
@@ -21,12 +25,20 @@ export interface AgentDeps {
   journal: Journal;
   heartbeatMs: number;
   itemsProcessed: { n: number };
+  /** this process's view of Postgres outages (one log line per outage) */
+  outage: DbOutage;
+  /**
+   * A run's lease (seconds), renewed on every heartbeat while the run shows signs of life; also
+   * how long a run may show none before the agent stops renewing it.
+   */
+  leaseSeconds: number;
 }
 
 interface ActiveRun {
   bullId: string;
   attempt: number;
   consumer: boolean;
+  life: RunLife;
 }
 
 /**
@@ -43,6 +55,8 @@ export class MachineAgent {
   private beating: Promise<void> | null = null;
   private loadAgain = false;
   private closing = false;
+  /** aborted when the agent stops for good: database calls stop waiting for Postgres then */
+  private readonly giveUp = new AbortController();
 
   constructor(private readonly deps: AgentDeps, public machine: AgentMachine) {
     this.random = createRandom(deps.options.seed);
@@ -52,13 +66,23 @@ export class MachineAgent {
     return this.deps.logger.child({ machine_id: this.machine.id, machine: this.machine.name });
   }
 
+  /** A database call of the agent itself, waiting out a Postgres outage (see RunLife.db for runs). */
+  private db<T>(context: string, fn: () => Promise<T>, onRetry?: () => void): Promise<T> {
+    return retryOnConnectionLoss(fn, { outage: this.deps.outage, context, signal: this.giveUp.signal, onRetry });
+  }
+
+  /** A failed periodic write: an outage is logged once by the outage log, anything else here. */
+  private failed(what: string, err: unknown): void {
+    if (!this.deps.outage.failed(err, what)) this.log.warn(`${what} failed`, { err: (err as Error).message });
+  }
+
   async start(): Promise<void> {
     // a fresh agent process runs nothing: whatever Postgres says runs here was lost with the last one
-    const lost = await giveUpMachineJobs(this.deps.sql, this.machine.id);
+    const lost = await this.db('giving up the previous process\'s jobs', () => giveUpMachineJobs(this.deps.sql, this.machine.id));
     if (lost.ended.length) this.log.warn('jobs of the previous agent process given up', { jobs: lost.ended.map((j) => j.id) });
     if (lost.followUps.length) await this.deps.bull.jobsCreated(lost.followUps);
     for (const q of lost.failedItemQueues) await this.deps.bull.nudge('items-failed', q);
-    await this.heartbeat();
+    await this.heartbeat().catch((err) => this.failed('heartbeat', err));
     this.worker = new Worker<MachineJobPayload>(
       machineQueueName(this.machine.id),
       (job, token, signal) => this.process(job, token, signal),
@@ -75,9 +99,7 @@ export class MachineAgent {
     await this.worker.waitUntilReady();
     const beat = async () => {
       if (this.closing) return;
-      this.beating = this.heartbeat().catch((err) => {
-        this.log.warn('heartbeat failed', { err: (err as Error).message });
-      });
+      this.beating = this.heartbeat().catch((err) => this.failed('heartbeat', err));
       await this.beating;
       this.beating = null;
       if (!this.closing) this.heartbeatTimer = setTimeout(() => void beat(), this.deps.heartbeatMs);
@@ -99,6 +121,7 @@ export class MachineAgent {
       agentVersion: AGENT_VERSION,
       hostInfo: { hostname: os.hostname(), pid: process.pid, platform: process.platform },
     });
+    this.deps.outage.ok();
     if (!hb) return;
     if (hb.previous === 'offline') await this.backOnline();
     // a deactivated machine takes no new job (running ones finish); reactivated, it resumes
@@ -113,11 +136,26 @@ export class MachineAgent {
       this.machine = { ...this.machine, slots: hb.slots };
       if (this.worker) this.worker.concurrency = hb.slots;
     }
-    // the pub/sub message may have been missed: a stop is also visible in Postgres
-    if (this.running.size) {
-      const stops = await this.deps.sql<{ id: string }[]>`
-        select id from jobs where machine_id = ${this.machine.id} and status = 'running' and stop_requested`;
-      for (const s of stops) this.onAbort({ job_id: s.id, machine_id: this.machine.id, reason: 'stop' });
+    await this.renewLeases();
+  }
+
+  /**
+   * Renews the lease of every run that shows signs of life (RunLife), and learns from the same
+   * statement what pub/sub may have missed: a stop requested (abort `stop`), or a job the engine
+   * already ended (abort `lost`: its run stops at once, its writes would be refused anyway).
+   */
+  private async renewLeases(): Promise<void> {
+    if (this.running.size === 0) return;
+    const now = Date.now();
+    const runs = [...this.running].map(([id, r]) => ({ id, attempt: r.attempt, alive: r.life.alive(now) }));
+    const owned = await renewJobLeases(this.deps.sql, this.machine.id, runs, this.deps.leaseSeconds);
+    const still = new Map(owned.map((o) => [o.id, o.stop_requested]));
+    for (const r of runs) {
+      const current = this.running.get(r.id);
+      // a run that ended (or restarted) meanwhile is not the one this answer is about
+      if (!current || current.attempt !== r.attempt) continue;
+      if (!still.has(r.id)) this.onAbort({ job_id: r.id, machine_id: this.machine.id, reason: 'lost' });
+      else if (still.get(r.id)) this.onAbort({ job_id: r.id, machine_id: this.machine.id, reason: 'stop' });
     }
   }
 
@@ -138,9 +176,11 @@ export class MachineAgent {
         this.loadAgain = false;
         try {
           const hb = await recordHeartbeat(this.deps.sql, this.machine.id, { running: this.running.size });
+          this.deps.outage.ok();
           if (hb?.previous === 'offline' && !this.closing) await this.backOnline();
         } catch (err) {
-          this.log.warn('load report failed', { err: (err as Error).message });
+          // the next heartbeat reports the load anyway
+          this.failed('load report', err);
         }
       } while (this.loadAgain && !this.closing);
       this.loadReport = null;
@@ -148,8 +188,10 @@ export class MachineAgent {
   }
 
   private async process(job: Job<MachineJobPayload>, token: string | undefined, signal?: AbortSignal): Promise<unknown> {
-    const { sql } = this.deps;
-    const res = await startJob(sql, job.data.job_id, this.machine.id);
+    const { sql, leaseSeconds } = this.deps;
+    // this delivery's name: asked again after a lost answer, the start returns our own run
+    const holder = randomUUID();
+    const res = await this.db('starting a job', () => startJob(sql, job.data.job_id, this.machine.id, { holder, leaseSeconds }));
     if ('skipped' in res) {
       if (res.skipped === 'not_before') {
         await job.moveToDelayed(res.not_before.getTime(), token);
@@ -158,7 +200,8 @@ export class MachineAgent {
       return { skipped: true, status: res.status };
     }
     const run = res.started;
-    this.running.set(run.id, { bullId: job.id!, attempt: run.attempt, consumer: !!run.queue_id });
+    const life = new RunLife(leaseSeconds * 1000, this.deps.outage, this.giveUp.signal);
+    this.running.set(run.id, { bullId: job.id!, attempt: run.attempt, consumer: !!run.queue_id, life });
     this.reportLoad();
     this.deps.journal.write({ event: 'job-start', job_id: run.id, machine_id: this.machine.id, attempt: run.attempt });
     const ctrl = new AbortController();
@@ -179,9 +222,17 @@ export class MachineAgent {
           if (!ctrl.signal.aborted) ctrl.abort(reason);
         },
         itemsProcessed: this.deps.itemsProcessed,
+        life,
       };
-      const end = run.queue_id ? await consumeQueue(ctx, run) : await runSimulatedJob(ctx, run);
-      const status = await this.finish(run, end);
+      let end: JobEnd;
+      try {
+        end = run.queue_id ? await consumeQueue(ctx, run) : await runSimulatedJob(ctx, run);
+      } catch (err) {
+        // whatever broke the run, its job must not stay `running` with nobody working on it
+        this.log.error('run broke off', { job_id: run.id, err: (err as Error).message });
+        end = { to: 'failed', error_message: `El agente de la máquina ${this.machine.name} no pudo terminar el job: ${(err as Error).message}` };
+      }
+      const status = await this.finish(run, end, life);
       return { status };
     } finally {
       clearTimeout(timeoutTimer);
@@ -191,32 +242,37 @@ export class MachineAgent {
     }
   }
 
-  /** The final transition, retried for a while if Postgres is briefly unreachable. */
-  private async finish(run: StartedJob, end: JobEnd): Promise<string> {
+  /**
+   * The final transition, waiting out a Postgres outage. When an attempt's answer was lost and
+   * the next one is refused, the job is read back: ended as this run asked, under its fencing
+   * token, it was this run's own transition (its follow-ups are in Postgres; the reconciler
+   * enqueues them).
+   */
+  private async finish(run: StartedJob, end: JobEnd, life: RunLife): Promise<string> {
     const { sql, bull } = this.deps;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const fin = await finishJob(sql, run.id, run.attempt, end);
-        this.deps.journal.write({ event: 'job-end', job_id: run.id, machine_id: this.machine.id, attempt: run.attempt, status: fin?.job.status ?? 'refused' });
-        if (!fin) {
-          this.log.info('result of a run that no longer owns its job dropped', { job_id: run.id, attempt: run.attempt, to: end.to });
-          return 'refused';
-        }
-        if (fin.followUps.length) await bull.jobsCreated(fin.followUps);
-        for (const q of fin.failedItemQueues) await bull.nudge('items-failed', q);
-        if (run.queue_id) {
-          const out = fin.job.output_data as { items_failed?: number } | null;
-          if (out?.items_failed) await bull.nudge('items-failed', run.queue_id);
-          // close the race with an item added just after this consumer found the queue empty
-          if (await queueHasReadyItems(sql, run.queue_id)) await bull.nudge('queue-ready', run.queue_id);
-        }
-        return fin.job.status;
-      } catch (err) {
-        if (attempt >= 10) throw err;
-        this.log.warn('finishing a job failed, retrying', { job_id: run.id, err: (err as Error).message });
-        await new Promise((r) => setTimeout(r, Math.min(5000, 200 * 2 ** attempt)));
-      }
+    let uncertain = false;
+    const fin = await life.db('finishing a job', async (): Promise<FinishResult | null> => {
+      const done = await finishJob(sql, run.id, run.attempt, end);
+      if (done || !uncertain) return done;
+      const job = await findRunEndedAs(sql, run.id, run.attempt, end.to);
+      return job ? { job, followUps: [], failedItemQueues: run.queue_id ? [run.queue_id] : [] } : null;
+    }, () => {
+      uncertain = true;
+    });
+    this.deps.journal.write({ event: 'job-end', job_id: run.id, machine_id: this.machine.id, attempt: run.attempt, status: fin?.job.status ?? 'refused' });
+    if (!fin) {
+      this.log.info('result of a run that no longer owns its job dropped', { job_id: run.id, attempt: run.attempt, to: end.to });
+      return 'refused';
     }
+    if (fin.followUps.length) await bull.jobsCreated(fin.followUps);
+    for (const q of fin.failedItemQueues) await bull.nudge('items-failed', q);
+    if (run.queue_id) {
+      const out = fin.job.output_data as { items_failed?: number } | null;
+      if (out?.items_failed) await bull.nudge('items-failed', run.queue_id);
+      // close the race with an item added just after this consumer found the queue empty
+      if (await life.db('looking for ready items', () => queueHasReadyItems(sql, run.queue_id!))) await bull.nudge('queue-ready', run.queue_id);
+    }
+    return fin.job.status;
   }
 
   /**
@@ -230,11 +286,16 @@ export class MachineAgent {
     if (w) {
       // consumers leave right away (their queue will get a new consumer elsewhere)
       for (const run of this.running.values()) if (run.consumer) w.cancelJob(run.bullId, 'shutdown');
-      const force = setTimeout(() => w.cancelAllJobs('shutdown'), graceMs);
+      const force = setTimeout(() => {
+        w.cancelAllJobs('shutdown');
+        // what is still waiting for Postgres now gives up (the engine ends those jobs later)
+        this.giveUp.abort();
+      }, graceMs);
       await w.close();
       clearTimeout(force);
       await w.disconnect();
     }
+    this.giveUp.abort();
     // the goodbye must be the last write: a heartbeat or load report still in flight (the runs
     // that just ended report their slots free) would set the machine online again after it
     await this.beating;

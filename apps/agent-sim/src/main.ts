@@ -1,5 +1,6 @@
 import {
-  ConfigError, createBullDispatch, createLogger, createRedis, createSql, decodeAbort, findMachineByKey, onShutdownSignals, parseConfig,
+  ConfigError, DbOutage, createBullDispatch, createLogger, createRedis, createSql, decodeAbort, findMachineByKey, onShutdownSignals, parseConfig,
+  retryOnConnectionLoss,
 } from '@svc/core';
 import { parseOptions, UsageError } from './options';
 import { Journal } from './journal';
@@ -15,13 +16,17 @@ async function main(): Promise<void> {
   const bull = createBullDispatch({ redis, prefix: config.redisPrefix, logger });
   const journal = new Journal(options.journal);
   const heartbeatMs = options.heartbeatMs ?? Math.max(200, Math.min(5000, Math.floor((config.machineOfflineAfterSeconds * 1000) / 3)));
+  // a run's lease spans at least three heartbeats, like a machine's silence before it is offline
+  const leaseSeconds = Math.max(config.machineOfflineAfterSeconds, (3 * heartbeatMs) / 1000);
+  const outage = new DbOutage(logger);
 
   const agents: MachineAgent[] = [];
   const itemsProcessed = { n: 0 };
   for (const key of options.machineKeys) {
-    const machine = await findMachineByKey(sql, key);
+    // started while Postgres is away: wait for it rather than exit
+    const machine = await retryOnConnectionLoss(() => findMachineByKey(sql, key), { outage, context: 'looking up a machine key' });
     if (!machine) throw new UsageError(`The machine key ${key.slice(0, 12)}… does not belong to an active machine.`);
-    agents.push(new MachineAgent({ sql, redisUrl: config.redisUrl, bull, logger, options, journal, heartbeatMs, itemsProcessed }, machine));
+    agents.push(new MachineAgent({ sql, redisUrl: config.redisUrl, bull, logger, options, journal, heartbeatMs, itemsProcessed, outage, leaseSeconds }, machine));
   }
 
   // one subscriber for every machine of this process: aborts reach the agent running the job

@@ -1,8 +1,9 @@
 import type { Job } from 'bullmq';
 import { reportJobProgress, type AgentMachine, type JobEnd, type Logger, type Sql, type StartedJob } from '@svc/core';
 import { directiveOf, metricsAt, metricsProfile, sample, type Behaviour } from './behaviour';
-import { AbortedError, crashNow, reasonOf, sleep } from './abort';
+import { AbortedError, crashNow, reasonOf, stall, work } from './abort';
 import type { Journal } from './journal';
+import type { RunLife } from './run-life';
 
 /** What a run needs from its agent. */
 export interface RunContext {
@@ -19,6 +20,8 @@ export interface RunContext {
   abort(reason: 'stop' | 'lost'): void;
   /** items processed by this agent process so far (crash mode mid-item) */
   itemsProcessed: { n: number };
+  /** signs of life (the lease) and database calls that wait out a Postgres outage */
+  life: RunLife;
 }
 
 const LOG_LIMIT = 64 * 1024;
@@ -59,18 +62,21 @@ export async function runSimulatedJob(ctx: RunContext, run: StartedJob): Promise
   let linesWritten = 0;
   let percent = 0;
   try {
+    if (directive.stall && run.retry_count === 0) await stall(ctx.signal);
     for (let i = 1; i <= steps; i++) {
-      await sleep(duration / steps, ctx.signal);
+      await work(duration / steps, ctx.signal, () => ctx.life.sign());
       if (b.crash === 'mid-job' && i * 2 >= steps) crashNow();
       const due = Math.floor((i * b.log_lines) / steps);
       for (; linesWritten < due; linesWritten++) log.line(`Paso ${i} de ${steps}: línea de registro ${linesWritten + 1}`);
       percent = Math.round((i / steps) * 100);
-      const res = await reportJobProgress(ctx.sql, run.id, run.attempt, {
+      const progress = {
         progress_percent: percent,
         progress_message: `Paso ${i} de ${steps}`,
         logs: log.value,
         resource_metrics: metricsAt(profile, Date.now() - started, duration),
-      });
+      };
+      // fenced and idempotent: safe to send again after a lost answer
+      const res = await ctx.life.db('reporting job progress', () => reportJobProgress(ctx.sql, run.id, run.attempt, progress));
       if (!res) ctx.abort('lost');
       else if (res.stop_requested) ctx.abort('stop');
       if (ctx.signal.aborted) throw new AbortedError(reasonOf(ctx.signal));

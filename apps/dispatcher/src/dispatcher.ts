@@ -1,6 +1,7 @@
 import { Worker, type Job } from 'bullmq';
 import {
-  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, IDEMPOTENCY_PURGE_EVERY_MS, applyItemRetryPolicy, createBullDispatch, createRedis, failOrphans, markSlaBreaches,
+  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, DbOutage, IDEMPOTENCY_PURGE_EVERY_MS, applyItemRetryPolicy, createBullDispatch, createRedis, failOrphans,
+  isConnectionError, markSlaBreaches,
   pendingStops, queuesNeedingConsumers, reconcilePendingJobs, startQueueConsumers, sweepExpiredIdempotencyKeys, sweepOfflineMachines,
   timeOutJobs,
   type BullDispatch, type Config, type DispatchJobName, type DispatchPayloads, type EndedJobs, type Logger, type Redis, type Sql,
@@ -35,6 +36,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let worker: Worker | null = null;
   let epochTimer: NodeJS.Timeout | null = null;
   let closing = false;
+  // every tick and nudge talks to Postgres: a restart is one line when it starts, one when it ends
+  const outage = new DbOutage(logger);
 
   async function afterEnded(ended: EndedJobs, reason: 'timeout' | 'lost'): Promise<void> {
     await Promise.all(ended.ended.map((j) => bull.publishAbort(j.id, j.machine_id, reason)));
@@ -61,10 +64,14 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     if (timedOut.ended.length) logger.info('jobs timed out', { jobs: timedOut.ended.map((j) => j.id) });
     await afterEnded(timedOut, 'timeout');
 
-    const offline = await sweepOfflineMachines(sql, config.machineOfflineAfterSeconds);
-    if (offline.offline.length) logger.warn('machines offline', { machines: offline.offline.map((m) => m.name) });
-    if (offline.ended.length) logger.warn('jobs of offline machines ended', { jobs: offline.ended.map((j) => j.id) });
-    await afterEnded(offline, 'lost');
+    // heartbeats and lease renewals could not be written while Postgres was away from this
+    // dispatcher too: judge machines and runs by them only once agents had time to write again
+    if (outage.msSinceRecovery() >= config.machineOfflineAfterSeconds * 1000) {
+      const offline = await sweepOfflineMachines(sql, config.machineOfflineAfterSeconds);
+      if (offline.offline.length) logger.warn('machines offline', { machines: offline.offline.map((m) => m.name) });
+      if (offline.ended.length) logger.warn('jobs of offline machines or lapsed leases ended', { jobs: offline.ended.map((j) => j.id) });
+      await afterEnded(offline, 'lost');
+    }
 
     const orphanQueues = await failOrphans(sql);
     for (const q of orphanQueues) await retryItems(q);
@@ -76,7 +83,23 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     for (const b of breaches) logger.warn('job SLA breached', { job_id: b.id, tenant_id: b.tenant_id, sla_due_at: b.sla_due_at.toISOString() });
   }
 
+  /**
+   * A dispatch job that failed for want of Postgres is not retried here: the periodic ticks come
+   * again every DISPATCH_SWEEP_MS and nudges are only shortcuts to what the ticks find anyway, so
+   * the work resumes by itself once Postgres answers. The outage is logged once (see DbOutage).
+   */
   async function handle(job: Job): Promise<unknown> {
+    try {
+      const result = await dispatch(job);
+      outage.ok();
+      return result;
+    } catch (err) {
+      outage.failed(err, `dispatch job ${job.name}`);
+      throw err;
+    }
+  }
+
+  async function dispatch(job: Job): Promise<unknown> {
     const name = job.name as DispatchJobName;
     switch (name) {
       case 'queue-ready': {
@@ -146,6 +169,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     }
   }
 
+  function epochFailed(err: unknown): void {
+    if (!outage.failed(err, 'epoch check')) logger.warn('epoch check failed', { err: (err as Error).message });
+  }
+
   async function checkEvictionPolicy(): Promise<void> {
     try {
       const res = (await connection.call('CONFIG', 'GET', 'maxmemory-policy')) as string[];
@@ -164,24 +191,23 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     async start() {
       await checkEvictionPolicy();
       await upsertSchedulers();
-      await checkEpoch();
+      // Postgres away at start: the periodic reconcile and consumers ticks catch up once it answers
+      await checkEpoch().catch(epochFailed);
       worker = new Worker(DISPATCH_QUEUE, handle, {
         connection: createRedis(config.redisUrl, { blocking: true }),
         prefix: bull.keys.bull,
         concurrency: deps.concurrency ?? 4,
       });
-      worker.on('failed', (job, err) => logger.warn('dispatch job failed', { name: job?.name, err: err.message }));
+      worker.on('failed', (job, err) => {
+        if (!isConnectionError(err)) logger.warn('dispatch job failed', { name: job?.name, err: err.message });
+      });
       worker.on('error', (err) => logger.warn('dispatch worker error', { err: err.message }));
       // started means connected: a worker closed while its connections still initialise throws an
       // unhandled "Connection is closed" after close() (taskforcesh/bullmq#3546)
       await worker.waitUntilReady();
       const tick = async () => {
         if (closing) return;
-        try {
-          await checkEpoch();
-        } catch (err) {
-          logger.warn('epoch check failed', { err: (err as Error).message });
-        }
+        await checkEpoch().catch(epochFailed);
         // close() may have come while the check ran: no timer after it
         if (!closing) epochTimer = setTimeout(() => void tick(), Math.max(250, Math.min(2000, config.dispatchSweepMs)));
       };

@@ -42,6 +42,11 @@ export class Children {
     everyChildren.add(this);
   }
 
+  /** The children started so far (stopAll forgets them). */
+  get started(): readonly Child[] {
+    return this.all;
+  }
+
   /** The end of each running child's output (warnings and errors at the tests' log level). */
   tails(chars = 2000): string {
     return this.all.map((c) => `--- ${c.name} (pid ${c.proc.pid}${c.proc.exitCode !== null ? `, exited ${c.proc.exitCode}` : ''}) ---\n${c.output().slice(-chars)}`).join('\n');

@@ -9,6 +9,7 @@ export * from './rate-limits';
 export * from './db/sql';
 export * from './db/migrate';
 export * from './db/batcher';
+export * from './db/outage';
 export * from './db/jsonb';
 export * from './validation/validate';
 export * from './validation/formats';

@@ -3,11 +3,11 @@ import path from 'node:path';
 import {
   addItem, addItemsBulk, applyItemRetryPolicy, createApiKey, createBullDispatch, deactivateApiKey, deactivateUserRow,
   failItemsOfJobs, failOrphanedItems, findAccessTokenByHash, findApiKey, findApiKeyByHash, findIdempotencyKey,
-  findJobWithNames, findMachineByKey, findUserByEmail, finishJob, getActiveQueueByName, getSession, getTenantQueue,
+  findJobWithNames, findMachineByKey, findRunEndedAs, findUserByEmail, finishJob, getActiveQueueByName, getSession, getTenantQueue,
   giveUpMachineJobs, listApiKeyRows, listItems, listMachines, listProcesses, listQueues, loadQueueItemCounts,
   markSlaBreaches, noopDispatch, pendingStops, pickMachineForFollowUp, queueHasReadyItems,
   queuesNeedingConsumers, readAssetValue, recordAudit, recordGoodbye, recordHeartbeat, reconcilePendingJobs,
-  redriveDeadLetterItems, releaseQueueItems, replaceApiKeySecret, reportJobProgress, requestRunningJobStop,
+  redriveDeadLetterItems, releaseLostClaim, releaseQueueItems, releaseUnknownClaims, renewJobLeases, replaceApiKeySecret, reportJobProgress, requestRunningJobStop,
   reviewQueueItem, revokeAccessToken, runIdempotent, settleAndClaimItems, sha256, startJob, startQueueConsumers, stopJob,
   sweepExpiredIdempotencyKeys, sweepOfflineMachines, timeOutJobs, touchApiKeys, transitionJob, triggerJobByApi, triggerJobByWebhook,
   type Queryable, type Sql,
@@ -29,7 +29,7 @@ import { createTestContext, type TestContext } from '../src/testing';
  * few KNOWN_SCANS whose fix is in their SQL. Each probe also names the indexes it must use, which
  * documents (and pins) the query → index map.
  *
- * Three statements live inline in apps (not in a core function); they are copied below with
+ * Two statements live inline in apps (not in a core function); they are copied below with
  * the file they come from, and the test fails when that file no longer contains them verbatim.
  */
 
@@ -366,12 +366,6 @@ interface Copied {
 }
 
 const COPIED: Record<string, Copied> = {
-  agentStopPoll: {
-    file: 'apps/agent-sim/src/machine-agent.ts',
-    source: "select id from jobs where machine_id = ${this.machine.id} and status = 'running' and stop_requested",
-    text: "select id from jobs where machine_id = $1 and status = 'running' and stop_requested",
-    params: (f) => [f.onlineMachine],
-  },
   boardMachines: {
     file: 'apps/api/src/admin/queues-board.ts',
     source: 'select id, name, is_active from machines where tenant_id = ${tenantId} order by name',
@@ -536,6 +530,11 @@ const API_PROBES: Probe[] = [
     },
   },
   {
+    name: 'Idempotency-Key claim freed after a lost answer (releaseLostClaim)',
+    indexes: ['idempotency_keys_pkey'],
+    tx: (q, f) => releaseLostClaim(q, { tenantId: f.tenant, scope: 'queue-items.add', key: 'idem-5' }, '00000000-0000-4000-8000-000000000000'),
+  },
+  {
     name: 'Idempotency-Key replay of a seeded key (findIdempotencyKey)',
     indexes: ['idempotency_keys_pkey'],
     tx: (q, f) => findIdempotencyKey(q, { tenantId: f.tenant, scope: 'queue-items.add', key: 'idem-4' }),
@@ -610,15 +609,21 @@ const ENGINE_PROBES: Probe[] = [
   // agents
   { name: 'agent start-up (findMachineByKey)', indexes: ['machines_machine_key_hash_key'], tx: (q, f) => findMachineByKey(q, f.machineKey) },
   {
-    name: 'heartbeat, stop poll and goodbye (recordHeartbeat, machine-agent, recordGoodbye)',
+    name: 'heartbeat, lease renewal with its stop poll, goodbye (recordHeartbeat, renewJobLeases, recordGoodbye)',
     indexes: ['machines_pkey', 'jobs_active_machine_idx'],
     tx: async (q, f) => {
       await recordHeartbeat(q, f.onlineMachine, { running: 1, agentVersion: 'probe' });
-      await copied(COPIED.agentStopPoll!)(q, f);
+      const run = f.runningJobs[3]!;
+      await renewJobLeases(q, run.machine_id, [{ id: run.id, attempt: 1, alive: true }, { id: f.runningJobs[2]!.id, attempt: 1, alive: false }], 30);
       await recordGoodbye(q, f.onlineMachine);
     },
   },
   { name: 'job start on its machine (startJob)', indexes: ['jobs_pkey'], tx: (q, f) => startJob(q, f.pendingJobs[1]!, f.onlineMachine) },
+  {
+    name: 'job read back after a lost final answer (findRunEndedAs)',
+    indexes: ['jobs_pkey'],
+    tx: (q, f) => findRunEndedAs(q, f.runningJobs[3]!.id, 1, 'completed'),
+  },
   {
     name: 'job progress (reportJobProgress)',
     indexes: ['jobs_pkey'],
@@ -651,6 +656,11 @@ const ENGINE_PROBES: Probe[] = [
     name: 'consumer hands back unstarted items (releaseQueueItems)',
     indexes: ['queue_items_in_progress_idx'],
     tx: (q, f) => releaseQueueItems(q, f.runningJobs[2]!.id, f.consumerItems.slice(2, 4)),
+  },
+  {
+    name: 'consumer hands back what a take with a lost answer gave it (releaseUnknownClaims)',
+    indexes: ['queue_items_in_progress_idx'],
+    tx: (q, f) => releaseUnknownClaims(q, f.runningJobs[2]!.id, f.consumerItems.slice(0, 2).map((i) => i.id)),
   },
   {
     name: 'consumer asks for more work (queueHasReadyItems)',
@@ -690,7 +700,7 @@ const ENGINE_PROBES: Probe[] = [
   },
   { name: 'follow-up machine choice (pickMachineForFollowUp)', indexes: ['jobs_active_machine_idx'], tx: (q, f) => pickMachineForFollowUp(q, f.tenant, f.onlineMachine) },
   { name: 'timeouts sweep (timeOutJobs)', indexes: ['jobs_active_idx'], sql: (s) => timeOutJobs(s) },
-  { name: 'offline machines sweep (sweepOfflineMachines)', indexes: ['jobs_active_machine_idx'], sql: (s) => sweepOfflineMachines(s, 30) },
+  { name: 'offline machines and lapsed leases sweep (sweepOfflineMachines)', indexes: ['jobs_active_machine_idx'], sql: (s) => sweepOfflineMachines(s, 30) },
   { name: 'restarted agent gives up its jobs (giveUpMachineJobs)', indexes: ['jobs_active_machine_idx'], sql: (s, f) => giveUpMachineJobs(s, f.offlineMachine) },
   { name: 'stop re-publication (pendingStops)', indexes: ['jobs_active_idx'], sql: (s) => pendingStops(s, 1000) },
   { name: 'SLA sweep (markSlaBreaches)', indexes: ['jobs_sla_due_idx'], sql: (s) => markSlaBreaches(s) },

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
   QUEUE_ITEM_TRANSITIONS, applyItemRetryPolicy, approveQueueItem, canTransitionItem, compareTakeOrder, failItemsOfJobs,
-  failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, releaseQueueItems, settleAndClaimItems, type Sql,
+  failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, releaseQueueItems, releaseUnknownClaims, settleAndClaimItems, type Sql,
 } from '@svc/core';
 import { createTestContext, seedMachine, seedProcess, seedQueue, seedTenant, type TestContext } from '@svc/core/testing';
 
@@ -287,6 +287,37 @@ describe('processing outcomes', () => {
     const row = await item(it0.id);
     expect(row.status).toBe('completed');
     expect(row.result).toEqual({ ok: 1 });
+  });
+
+  it('accepts again an outcome sent again after its answer was lost, and nothing else', async () => {
+    const q = await newQueue();
+    const a = await addItem(q.id);
+    const job = randomUUID();
+    const [held] = (await take(q.id, job)).claimed;
+    const outcome = { id: held!.id, attempt: held!.attempt, status: 'completed' as const, result: { ok: 1 } };
+    expect((await take(q.id, job, 0, [outcome])).settled).toEqual([{ id: a.id, status: 'completed' }]);
+    // the consumer never heard that answer and sends the same outcome again
+    expect((await take(q.id, job, 0, [outcome])).settled).toEqual([{ id: a.id, status: 'completed' }]);
+    expect(await item(a.id)).toMatchObject({ status: 'completed', result: { ok: 1 }, attempt: held!.attempt });
+    // another outcome for the settled item, or the same one from another holder, is still refused
+    expect((await take(q.id, job, 0, [{ ...outcome, status: 'failed', error_message: 'x' }])).settled).toEqual([]);
+    expect((await take(q.id, randomUUID(), 0, [outcome])).settled).toEqual([]);
+  });
+
+  it('hands back what a take with a lost answer gave the consumer, keeping what it holds', async () => {
+    const q = await newQueue();
+    const [a, b, c] = [await addItem(q.id), await addItem(q.id), await addItem(q.id)];
+    const job = randomUUID();
+    const [known] = (await take(q.id, job)).claimed;
+    // a second take whose answer never arrived: the consumer does not know these two
+    await take(q.id, job, 2);
+    expect(await releaseUnknownClaims(sql, job, [known!.id])).toBe(2);
+    expect(await item(a.id)).toMatchObject({ status: 'in_progress', job_id: job });
+    for (const id of [b.id, c.id]) expect(await item(id)).toMatchObject({ status: 'new', job_id: null, retry_count: 0 });
+    // taken again, the fencing token moves on
+    const again = (await take(q.id, job, 2)).claimed;
+    expect(again.map((i) => i.id).sort()).toEqual([b.id, c.id].sort());
+    expect(await releaseUnknownClaims(sql, job, [known!.id, ...again.map((i) => i.id)])).toBe(0);
   });
 
   it('takes nothing for a consumer job that is no longer running under its attempt', async () => {

@@ -1,4 +1,4 @@
-import { createSql } from '@svc/core';
+import { createSql, isConnectionError, type Sql } from '@svc/core';
 import { createTestContext, type TestContext } from '@svc/core/testing';
 
 describe('transactions through createSql', () => {
@@ -59,5 +59,92 @@ describe('transactions through createSql', () => {
     });
     const tags = (await ctx.sql`select tag from tx_probe where tag not like 'r%' order by id`).map((r) => r.tag);
     expect(tags).toEqual(['kept', 'inner-kept']);
+  });
+
+  describe('when the server ends the session of a transaction (a restart, a failover)', () => {
+    // postgres.js 3.4.9 (porsager/postgres#1199, #1208): a statement on a reserved connection
+    // whose session ended threw an uncaught TypeError from a timer (the process died) or never
+    // settled, and releasing the connection left a dead one in the pool where queries hung
+    const uncaught: Error[] = [];
+    const onUncaught = (err: Error) => uncaught.push(err);
+    let sql: Sql;
+    let admin: Sql;
+    beforeEach(() => {
+      uncaught.length = 0;
+      process.on('uncaughtException', onUncaught);
+      sql = createSql(ctx.databaseUrl, { max: 2 });
+      admin = createSql(ctx.databaseUrl, { max: 1 });
+    });
+    afterEach(async () => {
+      process.off('uncaughtException', onUncaught);
+      await Promise.all([sql.end({ timeout: 1 }), admin.end({ timeout: 1 })]);
+    });
+
+    /** settles within `ms`, or says it hung */
+    async function within<T>(p: Promise<T>, ms = 3000): Promise<{ value: T } | { error: unknown } | { hung: true }> {
+      let timer: NodeJS.Timeout | undefined;
+      const hung = new Promise<{ hung: true }>((r) => {
+        timer = setTimeout(() => r({ hung: true }), ms);
+      });
+      try {
+        return await Promise.race([p.then((value) => ({ value }), (error: unknown) => ({ error })), hung]);
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+
+    const terminate = (pid: number) => admin`select pg_terminate_backend(${pid})`;
+
+    async function expectPoolWorks(): Promise<void> {
+      // more queries than connections: every one of them must be answered (one that lands on a
+      // connection being re-opened may fail once, with a connection error, but none may hang)
+      const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => within(sql`select ${i}::int as i`)));
+      for (const a of answers) {
+        expect('hung' in a).toBe(false);
+        if ('error' in a) expect(isConnectionError(a.error)).toBe(true);
+      }
+      const tx = await within(sql.begin(async (t) => (await t`select 42::int as x`)[0]!.x));
+      expect(tx).toEqual({ value: 42 });
+    }
+
+    it('between two statements: the next one fails with a connection error, the process and the pool live on', async () => {
+      const res = await within(sql.begin(async (tx) => {
+        const [{ pid }] = await tx`select pg_backend_pid() as pid`;
+        await terminate(pid);
+        await new Promise((r) => setTimeout(r, 200));
+        await tx`insert into tx_probe (tag) values ('after-terminate')`;
+      }));
+      expect('error' in res && isConnectionError(res.error)).toBe(true);
+      await expectPoolWorks();
+      expect(uncaught).toEqual([]);
+      expect(await ctx.sql`select 1 from tx_probe where tag = 'after-terminate'`).toHaveLength(0);
+    });
+
+    it('during a statement: the transaction fails with a connection error, nothing of it is kept, the pool lives on', async () => {
+      const res = await within(sql.begin(async (tx) => {
+        const [{ pid }] = await tx`select pg_backend_pid() as pid`;
+        await tx`insert into tx_probe (tag) values ('terminated-mid-way')`;
+        setTimeout(() => void terminate(pid).catch(() => undefined), 100);
+        await tx`select pg_sleep(2)`;
+      }));
+      expect('error' in res && isConnectionError(res.error)).toBe(true);
+      await expectPoolWorks();
+      expect(uncaught).toEqual([]);
+      expect(await ctx.sql`select 1 from tx_probe where tag = 'terminated-mid-way'`).toHaveLength(0);
+    });
+
+    it('a callback that swallows the connection error cannot go on in another session', async () => {
+      const res = await within(sql.begin(async (tx) => {
+        const [{ pid }] = await tx`select pg_backend_pid() as pid`;
+        await tx`insert into tx_probe (tag) values ('first-half')`;
+        setTimeout(() => void terminate(pid).catch(() => undefined), 100);
+        await tx`select pg_sleep(2)`.catch(() => undefined);
+        await tx`insert into tx_probe (tag) values ('second-half')`;
+      }));
+      expect('error' in res && isConnectionError(res.error)).toBe(true);
+      await expectPoolWorks();
+      expect(uncaught).toEqual([]);
+      expect(await ctx.sql`select tag from tx_probe where tag in ('first-half', 'second-half')`).toHaveLength(0);
+    });
   });
 });

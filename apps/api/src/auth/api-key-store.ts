@@ -1,5 +1,6 @@
 import {
-  acknowledgeApiKeyInvalidation, Batcher, decodeApiKeyInvalidation, findApiKeyByHash, findApiKeysByHashes, publishApiKeyInvalidation, touchApiKeys,
+  acknowledgeApiKeyInvalidation, Batcher, DbOutage, decodeApiKeyInvalidation, findApiKeyByHash, findApiKeysByHashes, publishApiKeyInvalidation,
+  touchApiKeys,
   type ApiKeyChangeListener, type ApiKeyInvalidation, type ApiKeyRow, type Logger, type Redis, type Sql,
 } from '@svc/core';
 
@@ -78,6 +79,10 @@ class CachedApiKeyStore implements ApiKeyStore {
   private readonly redis: Redis;
   private readonly channel: string;
   private readonly log: Logger;
+  /** a Postgres outage is logged once by its background writes and reads, not once per attempt */
+  private readonly outage: DbOutage;
+  /** consecutive failed flushes: the next one waits longer (back-off up to 5 s) */
+  private flushFailures = 0;
   private readonly ttlMs: number;
   private readonly negativeTtlMs: number;
   private readonly refreshAheadMs: number;
@@ -104,6 +109,7 @@ class CachedApiKeyStore implements ApiKeyStore {
     this.redis = o.redis;
     this.channel = o.channel;
     this.log = o.logger;
+    this.outage = new DbOutage(o.logger);
     this.ttlMs = o.ttlMs;
     this.negativeTtlMs = Math.min(o.negativeTtlMs ?? 5_000, o.ttlMs);
     this.refreshAheadMs = Math.min(o.refreshAheadMs ?? o.ttlMs / 5, o.ttlMs / 2);
@@ -158,7 +164,7 @@ class CachedApiKeyStore implements ApiKeyStore {
     entry.refreshAt = Infinity;
     this.load(hex).catch((err: Error) => {
       // the entry still answers until it expires; a later use tries again
-      this.log.warn('api key cache refresh failed', { err: err.message });
+      if (!this.outage.failed(err, 'api key cache refresh')) this.log.warn('api key cache refresh failed', { err: err.message });
       if (this.cache.get(hex) === entry) entry.refreshAt = Date.now() + 1_000;
     });
   }
@@ -251,13 +257,17 @@ class CachedApiKeyStore implements ApiKeyStore {
     this.pending = new Map();
     const uses = [...batch].map(([id, at]) => ({ id, at: new Date(at) }));
     const run = touchApiKeys(this.sql, uses)
-      .then(() => undefined)
+      .then(() => {
+        this.flushFailures = 0;
+        this.outage.ok();
+      })
       .catch((err: Error) => {
-        this.log.warn('last_used_at flush failed; will retry', { err: err.message, keys: uses.length });
+        if (!this.outage.failed(err, 'last_used_at flush')) this.log.warn('last_used_at flush failed; will retry', { err: err.message, keys: uses.length });
         if (this.closed) return;
         for (const [id, at] of batch) if (!this.pending.has(id)) this.pending.set(id, at);
         if (!this.flushTimer) {
-          this.flushTimer = setTimeout(() => void this.flush(), this.flushMs);
+          const delay = Math.min(5000, this.flushMs * 2 ** Math.min(10, ++this.flushFailures));
+          this.flushTimer = setTimeout(() => void this.flush(), delay);
           this.flushTimer.unref();
         }
       })

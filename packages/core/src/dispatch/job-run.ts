@@ -37,19 +37,38 @@ export type StartResult =
   /** a delayed retry delivered early: try again at `not_before` */
   | { skipped: 'not_before'; not_before: Date };
 
+export interface StartOptions {
+  /**
+   * Identifies this delivery of the job to the agent (a fresh UUID per attempt to start it).
+   * Asked again with the same holder after a lost answer (the connection dropped mid-statement,
+   * so the start may or may not have happened), the start returns the same run instead of
+   * "already running": an unknown outcome is resolved by the fencing token, never guessed.
+   */
+  holder?: string;
+  /** The run's lease (seconds), renewed by `renewJobLeases`; without one the job never lapses. */
+  leaseSeconds?: number;
+}
+
 /**
  * `pending → running` on this machine, as one statement: bumps `attempt` (the new fencing
- * token), stamps `started_at` and `timeout_at` (database clock) and returns what the robot needs.
+ * token), stamps `started_at`, `timeout_at` and the lease (database clock) and returns what the
+ * robot needs. A repeat by the same holder returns the run it started, unchanged.
  */
-export async function startJob(sql: Queryable, jobId: string, machineId: string): Promise<StartResult> {
+export async function startJob(sql: Queryable, jobId: string, machineId: string, opts: StartOptions = {}): Promise<StartResult> {
+  const holder = opts.holder ?? null;
+  const lease = opts.leaseSeconds ?? null;
   const [row] = await sql<StartedJob[]>`
     update jobs j
-       set status = 'running', attempt = j.attempt + 1, started_at = now(), updated_at = now(),
-           timeout_at = now() + make_interval(secs => p.timeout_seconds)
+       set status = 'running',
+           attempt = case when j.status = 'pending' then j.attempt + 1 else j.attempt end,
+           started_at = case when j.status = 'pending' then now() else j.started_at end,
+           timeout_at = case when j.status = 'pending' then now() + make_interval(secs => p.timeout_seconds) else j.timeout_at end,
+           lease_holder = ${holder}::uuid, lease_expires_at = now() + make_interval(secs => ${lease}::float8),
+           updated_at = now()
       from processes p
-     where j.id = ${jobId} and j.machine_id = ${machineId} and j.status = 'pending'
-       and (j.not_before is null or j.not_before <= now())
-       and p.id = j.process_id
+     where j.id = ${jobId} and j.machine_id = ${machineId} and p.id = j.process_id
+       and ((j.status = 'pending' and (j.not_before is null or j.not_before <= now()))
+            or (j.status = 'running' and j.lease_holder = ${holder}::uuid))
     returning j.id, j.tenant_id, j.process_id, p.name as process_name, j.machine_id, j.attempt, j.input_data, j.queue_id,
               j.source, j.priority, j.retry_count, p.timeout_seconds, j.started_at, j.timeout_at`;
   if (row) return { started: row };
@@ -59,6 +78,35 @@ export async function startJob(sql: Queryable, jobId: string, machineId: string)
     return { skipped: 'not_before', not_before: cur.not_before };
   }
   return { skipped: 'not_pending', status: cur?.status ?? null };
+}
+
+export interface LeaseRenewal {
+  id: string;
+  /** the run's fencing token */
+  attempt: number;
+  /** false for a run that shows no sign of life: its lease is left to lapse */
+  alive: boolean;
+}
+
+/**
+ * The agent's heartbeat for its runs: extends the lease of every run that still shows signs of
+ * life (by `leaseSeconds` from now, database clock) and answers, for every run this agent still
+ * owns, whether a stop was requested. A run absent from the answer no longer owns its job.
+ */
+export async function renewJobLeases(
+  sql: Queryable,
+  machineId: string,
+  runs: readonly LeaseRenewal[],
+  leaseSeconds: number,
+): Promise<Array<{ id: string; stop_requested: boolean }>> {
+  if (runs.length === 0) return [];
+  return sql<Array<{ id: string; stop_requested: boolean }>>`
+    update jobs j
+       set lease_expires_at = case when j.id = any(${runs.filter((r) => r.alive).map((r) => r.id)}::uuid[])
+                                   then now() + make_interval(secs => ${leaseSeconds}::float8) else j.lease_expires_at end
+      from unnest(${runs.map((r) => r.id)}::uuid[], ${runs.map((r) => r.attempt)}::int[]) as r(id, attempt)
+     where j.id = r.id and j.attempt = r.attempt and j.status = 'running' and j.machine_id = ${machineId}
+    returning j.id, j.stop_requested`;
 }
 
 export interface JobProgress {
@@ -132,4 +180,13 @@ export async function finishJob(sql: Sql, jobId: string, attempt: number, end: J
     const followUps = await createFollowUps(tx, job);
     return { job, followUps, failedItemQueues };
   });
+}
+
+/**
+ * After a final transition whose answer was lost and whose repeat was refused: the job as this
+ * run ended it (same `attempt`, the status it asked for), or null when someone else ended it.
+ */
+export async function findRunEndedAs(sql: Queryable, jobId: string, attempt: number, status: FinalByAgent): Promise<JobRow | null> {
+  const [row] = await sql<JobRow[]>`select * from jobs where id = ${jobId} and attempt = ${attempt} and status = ${status}`;
+  return row ?? null;
 }

@@ -22,6 +22,7 @@ export const DISPATCH_ITEM_MESSAGES = {
   robotLost: 'El robot que procesaba el elemento dejó de responder (su job terminó sin cerrarlo)',
   timedOut: 'El job que procesaba el elemento superó su tiempo máximo de ejecución',
   machineLost: (name: string) => `La máquina ${name} dejó de responder mientras procesaba el elemento`,
+  runStalled: (name: string) => `El job que procesaba el elemento dejó de avanzar en la máquina ${name}`,
 };
 
 export interface EndedJobs {
@@ -65,27 +66,41 @@ export function timeOutJobs(sql: Sql): Promise<EndedJobs> {
 }
 
 /**
- * Machines silent for `offlineAfterSeconds` become offline; then every job of an offline
- * machine that cannot go on is ended: running → `stopped` when its stop was requested, else
- * `failed` with a clear message (the process's retry policy follows); pending consumer jobs →
- * `stopped` so other machines can take the queue. Other pending jobs wait for the machine.
+ * Machines silent for `offlineAfterSeconds` become offline; then every job that cannot go on is
+ * ended: the running jobs of offline machines, and running jobs whose lease lapsed although their
+ * machine still heartbeats (the run died or hangs inside a live agent; see renewJobLeases). A
+ * running job → `stopped` when its stop was requested, else `failed` with a clear message (the
+ * process's retry policy follows, and its items the queue's); pending consumer jobs of offline
+ * machines → `stopped` so other machines can take the queue. Other pending jobs wait.
+ *
+ * Nothing is judged silent within `offlineAfterSeconds` of a Postgres (re)start: heartbeats and
+ * renewals could not be written while it was down (docs/decisions/postgres-outages.md).
  */
 export async function sweepOfflineMachines(sql: Sql, offlineAfterSeconds: number): Promise<EndedJobs & { offline: Array<{ id: string; tenant_id: string; name: string }> }> {
   const offline = await markSilentMachinesOffline(sql, offlineAfterSeconds);
   const ended = await withFollowUps(sql, async (tx) => {
-    const rows = await tx<Array<JobRow & { machine_name: string }>>`
+    const rows = await tx<Array<JobRow & { machine_name: string; lease_lapsed: boolean }>>`
       update jobs j
          set status = case when j.status = 'running' and not j.stop_requested then 'failed' else 'stopped' end,
              finished_at = now(), updated_at = now(),
              error_message = case
                when j.status = 'pending' then 'La máquina ' || m.name || ' quedó fuera de línea antes de iniciar el consumidor de la cola'
                when j.stop_requested then j.error_message
-               else 'La máquina ' || m.name || ' dejó de enviar latidos mientras ejecutaba el job' end
+               when m.status = 'offline' then 'La máquina ' || m.name || ' dejó de enviar latidos mientras ejecutaba el job'
+               else 'El job dejó de avanzar en la máquina ' || m.name || ': su agente no renovó la concesión a tiempo' end
         from machines m
-       where m.id = j.machine_id and m.status = 'offline'
-         and (j.status = 'running' or (j.status = 'pending' and j.source = 'queue'))
-      returning j.*, m.name as machine_name`;
-    return { rows, itemMessage: (r) => DISPATCH_ITEM_MESSAGES.machineLost((r as JobRow & { machine_name: string }).machine_name) };
+       where m.id = j.machine_id
+         and ((m.status = 'offline' and (j.status = 'running' or (j.status = 'pending' and j.source = 'queue')))
+              or (j.status = 'running' and j.lease_expires_at < now()
+                  and pg_postmaster_start_time() < now() - make_interval(secs => ${offlineAfterSeconds})))
+      returning j.*, m.name as machine_name, m.status <> 'offline' as lease_lapsed`;
+    return {
+      rows,
+      itemMessage: (r) => {
+        const row = r as JobRow & { machine_name: string; lease_lapsed: boolean };
+        return row.lease_lapsed ? DISPATCH_ITEM_MESSAGES.runStalled(row.machine_name) : DISPATCH_ITEM_MESSAGES.machineLost(row.machine_name);
+      },
+    };
   });
   return { ...ended, offline };
 }

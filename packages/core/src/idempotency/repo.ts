@@ -22,14 +22,15 @@ export interface StoredIdempotencyKey {
 /**
  * Claims the key for this request: inserts it, or takes over a row that has expired (older than
  * 24 h) or whose claim was abandoned in flight. Returns the claim token, or null when another
- * live row holds the key.
+ * live row holds the key. `nonce` names this attempt to claim, for `releaseLostClaim`.
  */
-export async function claimIdempotencyKey(sql: Queryable, id: IdempotencyKeyId, requestHash: Buffer): Promise<string | null> {
+export async function claimIdempotencyKey(sql: Queryable, id: IdempotencyKeyId, requestHash: Buffer, nonce: string | null = null): Promise<string | null> {
   const [row] = await sql<{ token: string }[]>`
-    insert into idempotency_keys as k (tenant_id, scope, key, request_hash, status, response, created_at)
-    values (${id.tenantId}, ${id.scope}, ${id.key}, ${requestHash}, null, null, clock_timestamp())
+    insert into idempotency_keys as k (tenant_id, scope, key, request_hash, status, response, created_at, claim_nonce)
+    values (${id.tenantId}, ${id.scope}, ${id.key}, ${requestHash}, null, null, clock_timestamp(), ${nonce}::uuid)
     on conflict (tenant_id, scope, key) do update
-      set request_hash = excluded.request_hash, status = null, response = null, created_at = excluded.created_at
+      set request_hash = excluded.request_hash, status = null, response = null, created_at = excluded.created_at,
+          claim_nonce = excluded.claim_nonce
       where k.created_at < now() - make_interval(secs => ${IDEMPOTENCY_TTL_SECONDS})
          or (k.status is null and k.created_at < now() - make_interval(secs => ${IDEMPOTENCY_IN_FLIGHT_LEASE_SECONDS}))
     returning k.created_at::text as token`;
@@ -68,6 +69,17 @@ export async function releaseIdempotencyKey(sql: Queryable, id: IdempotencyKeyId
     delete from idempotency_keys
     where tenant_id = ${id.tenantId} and scope = ${id.scope} and key = ${id.key}
       and created_at = ${token}::text::timestamptz and status is null`;
+}
+
+/**
+ * Frees a claim this process sent but never heard back about (the connection dropped, so it may
+ * or may not exist): only the claim it named `nonce`, only while still in flight.
+ */
+export async function releaseLostClaim(sql: Queryable, id: IdempotencyKeyId, nonce: string): Promise<void> {
+  await sql`
+    delete from idempotency_keys
+    where tenant_id = ${id.tenantId} and scope = ${id.scope} and key = ${id.key}
+      and claim_nonce = ${nonce}::uuid and status is null`;
 }
 
 /**

@@ -1,8 +1,10 @@
+import { randomUUID } from 'node:crypto';
+import { isConnectionError, retryOnConnectionLoss } from '../db/outage';
 import type { Queryable, Sql } from '../db/sql';
 import { AppError, ConflictError, ValidationError } from '../errors';
-import { IDEMPOTENCY_HEADER, idempotencyRequestHash } from './key';
+import { IDEMPOTENCY_HEADER, IDEMPOTENCY_IN_FLIGHT_LEASE_SECONDS, idempotencyRequestHash } from './key';
 import {
-  claimIdempotencyKey, completeIdempotencyKey, findIdempotencyKey, releaseIdempotencyKey, type IdempotencyKeyId,
+  claimIdempotencyKey, completeIdempotencyKey, findIdempotencyKey, releaseIdempotencyKey, releaseLostClaim, type IdempotencyKeyId,
 } from './repo';
 
 /** A response worth keeping: what a repeat of the request answers. */
@@ -77,11 +79,21 @@ export class LiveClaim implements IdempotencyClaim {
  * - same request already answered within 24 h → `replay` of the first response;
  * - same key, different request → 422; same key still in flight → 409.
  */
-export async function beginIdempotent(sql: Sql, id: IdempotencyKeyId, request: unknown): Promise<IdempotencyOutcome> {
+export async function beginIdempotent(
+  sql: Sql,
+  id: IdempotencyKeyId,
+  request: unknown,
+  onFreeError: (err: unknown) => void = () => undefined,
+): Promise<IdempotencyOutcome> {
   const hash = idempotencyRequestHash(request);
   // a row can vanish between the claim and the read (its request failed and released it): claim again
   for (let attempt = 0; attempt < 5; attempt++) {
-    const token = await claimIdempotencyKey(sql, id, hash);
+    const nonce = randomUUID();
+    const token = await claimIdempotencyKey(sql, id, hash, nonce).catch((err: unknown) => {
+      // the claim may exist although its answer was lost: free it (by its nonce) once Postgres answers
+      if (isConnectionError(err)) freeWhenReachable(() => releaseLostClaim(sql, id, nonce), onFreeError);
+      throw err;
+    });
     if (token) return { kind: 'claimed', claim: new LiveClaim(sql, id, token) };
     const row = await findIdempotencyKey(sql, id);
     if (!row) continue;
@@ -104,18 +116,34 @@ export async function runIdempotent(
   onStoreError: (err: unknown) => void = () => undefined,
 ): Promise<IdempotentResult & { replayed: boolean }> {
   if (id.key === null) return { ...(await produce(inactiveClaim)), replayed: false };
-  const outcome = await beginIdempotent(sql, { ...id, key: id.key }, request);
+  const outcome = await beginIdempotent(sql, { ...id, key: id.key }, request, onStoreError);
   if (outcome.kind === 'replay') return { ...outcome.result, replayed: true };
   const claim = outcome.claim;
   let result: IdempotentResult;
   try {
     result = await produce(claim);
   } catch (err) {
-    await claim.release().catch(() => undefined);
+    await claim.release().catch((releaseErr: unknown) => {
+      // Postgres is away: free the key once it answers (fenced: if the work did commit with its
+      // recorded response, the claim is no longer in flight and stays, so a retry replays it)
+      if (isConnectionError(releaseErr)) freeWhenReachable(() => claim.release(), onStoreError);
+    });
     throw err;
   }
   // the work is done: a failure to store its response must not turn it into an error for the
   // client (the claim then lapses after its lease, see IDEMPOTENCY_IN_FLIGHT_LEASE_SECONDS)
   await claim.finish(result).catch(onStoreError);
   return { ...result, replayed: false };
+}
+
+/**
+ * Frees a claim in the background as soon as Postgres answers again, so a client retrying after
+ * an outage gets its key back within seconds instead of a 409 until the in-flight lease (60 s)
+ * runs out. Past the lease there is nothing left to free: the claim may be taken over anyway.
+ */
+function freeWhenReachable(free: () => Promise<void>, onError: (err: unknown) => void): void {
+  void retryOnConnectionLoss(free, {
+    context: 'freeing an Idempotency-Key',
+    signal: AbortSignal.timeout(IDEMPOTENCY_IN_FLIGHT_LEASE_SECONDS * 1000),
+  }).catch(onError);
 }

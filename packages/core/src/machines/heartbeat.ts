@@ -73,7 +73,8 @@ export async function recordGoodbye(sql: Queryable, machineId: string): Promise<
 
 /**
  * The dispatcher's sweep: machines whose heartbeats stopped for `offlineAfterSeconds` become
- * offline. Returns them (their running jobs are then given up, see job sweeps).
+ * offline. Returns them (their running jobs are then given up, see job sweeps). Not within
+ * `offlineAfterSeconds` of a Postgres (re)start: no agent could heartbeat while it was down.
  */
 export async function markSilentMachinesOffline(
   sql: Queryable,
@@ -83,6 +84,7 @@ export async function markSilentMachinesOffline(
     update machines set status = 'offline', running_jobs = 0, updated_at = now()
     where status <> 'offline'
       and (last_heartbeat_at is null or last_heartbeat_at < now() - make_interval(secs => ${offlineAfterSeconds}))
+      and pg_postmaster_start_time() < now() - make_interval(secs => ${offlineAfterSeconds})
     returning id, tenant_id, name`;
 }
 

@@ -154,9 +154,10 @@ function checkOutcomes(outcomes: readonly ItemOutcome[]): void {
  * the next `take` ready items, as one statement.
  *
  * Settle: `in_progress → completed | pending_review | failed` where `job_id = $job AND attempt =
- * $token` (a stale holder matches nothing). Take: `new → in_progress` over the first `take`
- * ready items in the take order, `FOR UPDATE SKIP LOCKED` so concurrent consumers never take the
- * same item and never wait on each other; `attempt + 1` is the new fencing token. Items are taken
+ * $token` (a stale holder matches nothing); the same outcome sent again after a lost answer finds
+ * the item already settled so and is accepted again (only `processed_at` moves). Take:
+ * `new → in_progress` over the first `take` ready items in the take order, `FOR UPDATE SKIP
+ * LOCKED` so concurrent consumers never take the same item and never wait on each other; `attempt + 1` is the new fencing token. Items are taken
  * only while the consumer job is still `running` under `jobAttempt`: a run the engine gave up on
  * (its machine was declared offline, it timed out) takes nothing more.
  */
@@ -182,7 +183,9 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim): 
              processed_at = case when o.status = ${statusSql(sql, T.fail.to)} then qi.processed_at else now() end,
              updated_at = now()
         from outcome o
-       where qi.id = o.id and qi.status = ${statusSql(sql, T.complete.from)} and qi.job_id = ${req.jobId} and qi.attempt = o.attempt
+       where qi.id = o.id and qi.job_id = ${req.jobId} and qi.attempt = o.attempt
+         -- or already settled so by this very outcome: a repeat after a lost answer is accepted again
+         and (qi.status = ${statusSql(sql, T.complete.from)} or qi.status = o.status)
       returning qi.id, qi.status
     ), picked as (
       select id from queue_items
@@ -206,6 +209,19 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim): 
   const claimed = row!.claimed.map((c) => ({ ...c, deadline_us: c.deadline_us === null ? null : Number(c.deadline_us), created_us: Number(c.created_us) }));
   claimed.sort(compareTakeOrder);
   return { settled: row!.settled, claimed };
+}
+
+/**
+ * After a take whose answer was lost (the connection dropped mid-statement, so the take may or may
+ * not have happened): every item this consumer job holds that it does not know of (`held` are
+ * the ones it does) was handed to it by that take and never started, so it goes back to `new`
+ * untouched (`release`). The job id is the fence: only this consumer job holds items under it.
+ */
+export async function releaseUnknownClaims(sql: Queryable, jobId: string, held: readonly string[]): Promise<number> {
+  const res = await sql`
+    update queue_items set status = ${statusSql(sql, T.release.to)}, job_id = null, processed_by = null, started_at = null, updated_at = now()
+    where job_id = ${jobId} and status = ${statusSql(sql, T.release.from)} and not (id = any(${held as string[]}::uuid[]))`;
+  return res.count;
 }
 
 /** `in_progress → new` for items a consumer took but never started (see `release`). */

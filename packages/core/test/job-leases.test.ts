@@ -1,0 +1,99 @@
+import { randomUUID } from 'node:crypto';
+import { renewJobLeases, startJob, sweepOfflineMachines, type Sql } from '@svc/core';
+import { seedJob, seedMachine, seedProcess, seedQueue, seedTenant } from '@svc/core/testing';
+import { databaseSuite } from './support';
+
+/**
+ * A run's lease and its start's fencing (docs/decisions/postgres-outages.md), on a real Postgres;
+ * the lease at work with real processes: apps/dispatcher/test/fault-stalled-run.test.ts.
+ */
+const db = databaseSuite();
+let sql: Sql;
+let tenantId: string;
+let processId: string;
+
+beforeAll(async () => {
+  sql = db.sql;
+  tenantId = (await seedTenant(sql)).id;
+  processId = (await seedProcess(sql, tenantId)).id;
+});
+
+async function job(id: string) {
+  const [row] = await sql`select status, attempt, error_message, lease_expires_at, lease_holder from jobs where id = ${id}`;
+  return row!;
+}
+
+describe('startJob', () => {
+  it('asked again by the same delivery after a lost answer, returns the run it started', async () => {
+    const m = (await seedMachine(sql, tenantId)).row.id;
+    const pending = await seedJob(sql, tenantId, { process_id: processId, machine_id: m });
+    const holder = randomUUID();
+    const first = await startJob(sql, pending.id, m, { holder, leaseSeconds: 30 });
+    const again = await startJob(sql, pending.id, m, { holder, leaseSeconds: 30 });
+    expect('started' in first && 'started' in again).toBe(true);
+    if (!('started' in first) || !('started' in again)) return;
+    expect(again.started.attempt).toBe(first.started.attempt);
+    expect(again.started.started_at).toEqual(first.started.started_at);
+    // another delivery (a duplicate) finds it running and does nothing
+    expect(await startJob(sql, pending.id, m, { holder: randomUUID(), leaseSeconds: 30 })).toEqual({ skipped: 'not_pending', status: 'running' });
+    expect(await startJob(sql, pending.id, m)).toEqual({ skipped: 'not_pending', status: 'running' });
+    const row = await job(pending.id);
+    expect(row.attempt).toBe(first.started.attempt);
+    expect(row.lease_holder).toBe(holder);
+    expect(row.lease_expires_at.getTime()).toBeGreaterThan(Date.now() + 20_000);
+  });
+});
+
+describe('renewJobLeases', () => {
+  it('extends the lease of live runs only, answers their stops, and leaves out what the run no longer owns', async () => {
+    const m = (await seedMachine(sql, tenantId)).row.id;
+    const started = await Promise.all([1, 2, 3].map(async () => {
+      const j = await seedJob(sql, tenantId, { process_id: processId, machine_id: m });
+      const res = await startJob(sql, j.id, m, { holder: randomUUID(), leaseSeconds: 1 });
+      return 'started' in res ? res.started : null;
+    }));
+    const [alive, silent, ended] = started as [NonNullable<(typeof started)[0]>, NonNullable<(typeof started)[0]>, NonNullable<(typeof started)[0]>];
+    await sql`update jobs set stop_requested = true where id = ${alive.id}`;
+    await sql`update jobs set status = 'failed', finished_at = now() where id = ${ended.id}`;
+    const before = (await job(silent.id)).lease_expires_at.getTime();
+    const owned = await renewJobLeases(sql, m, [
+      { id: alive.id, attempt: alive.attempt, alive: true },
+      { id: silent.id, attempt: silent.attempt, alive: false },
+      { id: ended.id, attempt: ended.attempt, alive: true },
+    ], 60);
+    expect(owned.sort((a, b) => (a.id < b.id ? -1 : 1))).toEqual([{ id: alive.id, stop_requested: true }, { id: silent.id, stop_requested: false }].sort((a, b) => (a.id < b.id ? -1 : 1)));
+    expect((await job(alive.id)).lease_expires_at.getTime()).toBeGreaterThan(Date.now() + 50_000);
+    expect((await job(silent.id)).lease_expires_at.getTime()).toBe(before);
+    // a stale token renews nothing
+    expect(await renewJobLeases(sql, m, [{ id: alive.id, attempt: alive.attempt + 1, alive: true }], 60)).toEqual([]);
+  });
+});
+
+describe('the lapsed-lease sweep (sweepOfflineMachines)', () => {
+  it('ends a running job whose lease lapsed on a heartbeating machine, fails its items, and leaves live leases alone', async () => {
+    const { row: machine } = await seedMachine(sql, tenantId, { name: `lapsing-${randomUUID().slice(0, 8)}` });
+    const queue = await seedQueue(sql, tenantId, { consumer_process_id: processId });
+    const lapsed = await seedJob(sql, tenantId, { process_id: processId, machine_id: machine.id, status: 'running', source: 'queue' });
+    const live = await seedJob(sql, tenantId, { process_id: processId, machine_id: machine.id, status: 'running' });
+    const noLease = await seedJob(sql, tenantId, { process_id: processId, machine_id: machine.id, status: 'running' });
+    await sql`update jobs set queue_id = ${queue.id}, lease_expires_at = now() - interval '1 second' where id = ${lapsed.id}`;
+    await sql`update jobs set lease_expires_at = now() + interval '1 minute' where id = ${live.id}`;
+    const [held] = await sql`
+      insert into queue_items (tenant_id, queue_id, data, status, job_id, attempt)
+      values (${tenantId}, ${queue.id}, '{}', 'in_progress', ${lapsed.id}, 1) returning id`;
+    await sql`update machines set last_heartbeat_at = now() where id = ${machine.id}`;
+
+    const res = await sweepOfflineMachines(sql, 30);
+    expect(res.offline.map((m) => m.id)).not.toContain(machine.id);
+    expect(res.ended).toContainEqual({ id: lapsed.id, machine_id: machine.id, status: 'failed' });
+    expect(res.failedItemQueues).toContain(queue.id);
+    expect(await job(lapsed.id)).toMatchObject({
+      status: 'failed',
+      error_message: `El job dejó de avanzar en la máquina ${machine.name}: su agente no renovó la concesión a tiempo`,
+    });
+    const [item] = await sql`select status, error_message from queue_items where id = ${held!.id}`;
+    expect(item).toEqual({ status: 'failed', error_message: `El job que procesaba el elemento dejó de avanzar en la máquina ${machine.name}` });
+    expect((await job(live.id)).status).toBe('running');
+    expect((await job(noLease.id)).status).toBe('running');
+  });
+});
