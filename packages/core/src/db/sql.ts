@@ -70,7 +70,7 @@ function withReservedTransactions(sql: Sql): Sql {
     const link: Link = { connection: null, lost: null };
     let dead = false;
     try {
-      await conn.unsafe(`begin ${options}`, [], {
+      const hook = {
         onexecute: (c: PgConnection) => {
           link.connection = c;
           c.onclose = (err) => {
@@ -78,7 +78,11 @@ function withReservedTransactions(sql: Sql): Sql {
           };
           return true;
         },
-      } as never);
+      } as never;
+      await conn.unsafe(`begin ${options}`, [], hook);
+      // the hook is skipped when BEGIN was written behind other callers' statements still in
+      // flight on that connection (reserve can hand one out so); alone on it, a no-op is not
+      if (!link.connection) await conn.unsafe('select 1', [], hook);
       if (!link.connection) {
         await conn`rollback`.catch(() => undefined);
         throw new Error('postgres.js did not hand over the connection of a transaction: its internals changed (see packages/core/src/db/sql.ts)');
@@ -160,6 +164,10 @@ function asTransaction(conn: postgres.ReservedSql<Record<string, unknown>>, link
     apply(target, thisArg, args: unknown[]) {
       guard();
       return Reflect.apply(target as unknown as (...a: unknown[]) => unknown, thisArg, args);
+    },
+    // `'savepoint' in tx` tells a transaction from a pool (catalog/shared.ts inTransaction)
+    has(target, prop) {
+      return prop === 'savepoint' || prop === 'prepare' || Reflect.has(target, prop);
     },
     get(target, prop, receiver) {
       if (prop === 'unsafe') return unsafe;
