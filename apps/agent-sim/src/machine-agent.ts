@@ -116,6 +116,9 @@ export class MachineAgent {
   }
 
   private async heartbeat(): Promise<void> {
+    // leases first: the dispatcher ends a run whose lease ran out before its machine's last
+    // heartbeat, so a heartbeat must never land between a live run's expiry and its renewal
+    await this.renewLeases();
     const hb = await recordHeartbeat(this.deps.sql, this.machine.id, {
       running: this.running.size,
       agentVersion: AGENT_VERSION,
@@ -136,7 +139,6 @@ export class MachineAgent {
       this.machine = { ...this.machine, slots: hb.slots };
       if (this.worker) this.worker.concurrency = hb.slots;
     }
-    await this.renewLeases();
   }
 
   /**
@@ -175,6 +177,8 @@ export class MachineAgent {
       do {
         this.loadAgain = false;
         try {
+          // a load report counts as a heartbeat too: leases first (see heartbeat)
+          await this.renewLeases();
           const hb = await recordHeartbeat(this.deps.sql, this.machine.id, { running: this.running.size });
           this.deps.outage.ok();
           if (hb?.previous === 'offline' && !this.closing) await this.backOnline();

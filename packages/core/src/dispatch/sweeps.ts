@@ -68,7 +68,8 @@ export function timeOutJobs(sql: Sql): Promise<EndedJobs> {
 /**
  * Machines silent for `offlineAfterSeconds` become offline; then every job that cannot go on is
  * ended: the running jobs of offline machines, and running jobs whose lease lapsed although their
- * machine still heartbeats (the run died or hangs inside a live agent; see renewJobLeases). A
+ * machine heartbeated since (the run died or hangs inside a live agent; see renewJobLeases; a
+ * machine gone silent is the offline case, with its own message). A
  * running job → `stopped` when its stop was requested, else `failed` with a clear message (the
  * process's retry policy follows, and its items the queue's); pending consumer jobs of offline
  * machines → `stopped` so other machines can take the queue. Other pending jobs wait.
@@ -91,7 +92,8 @@ export async function sweepOfflineMachines(sql: Sql, offlineAfterSeconds: number
         from machines m
        where m.id = j.machine_id
          and ((m.status = 'offline' and (j.status = 'running' or (j.status = 'pending' and j.source = 'queue')))
-              or (j.status = 'running' and j.lease_expires_at < now()
+              -- the agent heartbeated after the lease ran out: alive, but it let the run go
+              or (j.status = 'running' and j.lease_expires_at < now() and m.last_heartbeat_at > j.lease_expires_at
                   and pg_postmaster_start_time() < now() - make_interval(secs => ${offlineAfterSeconds})))
       returning j.*, m.name as machine_name, m.status <> 'offline' as lease_lapsed`;
     return {
