@@ -78,7 +78,11 @@ export function jsonInputIssue(value: unknown, root: Array<string | number>, opt
   return locate(value, root, strings);
 }
 
-/** The fast walk: true when nothing in `value` is refused. */
+/**
+ * The fast walk: true when nothing in `value` is refused. Array elements and object values are
+ * visited by the same few lines written twice rather than through a helper: this runs for every
+ * value of every request body (B1, B2), where a helper would add a function call per value.
+ */
 function isClean(value: object, strings: boolean): boolean {
   const nodes: object[] = [value];
   const depths: number[] = [1];
