@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { DelayedError, Worker, type Job } from 'bullmq';
 import {
-  createRedis, findRunEndedAs, finishJob, giveUpMachineJobs, machineQueueName, queueHasReadyItems, recordGoodbye, recordHeartbeat, renewJobLeases,
+  createRedis, findRunEndedAs, finishJob, giveUpMachineJobs, machineQueueName, recordGoodbye, recordHeartbeat, renewJobLeases,
   retryOnConnectionLoss, startJob,
   type AgentMachine, type BullDispatch, type DbOutage, type FinishResult, type JobAbortMessage, type JobEnd, type Logger,
   type MachineJobPayload, type Sql, type StartedJob,
@@ -80,8 +80,6 @@ export class MachineAgent {
     // a fresh agent process runs nothing: whatever Postgres says runs here was lost with the last one
     const lost = await this.db('giving up the previous process\'s jobs', () => giveUpMachineJobs(this.deps.sql, this.machine.id));
     if (lost.ended.length) this.log.warn('jobs of the previous agent process given up', { jobs: lost.ended.map((j) => j.id) });
-    if (lost.followUps.length) await this.deps.bull.jobsCreated(lost.followUps);
-    for (const q of lost.failedItemQueues) await this.deps.bull.nudge('items-failed', q);
     await this.heartbeat().catch((err) => this.failed('heartbeat', err));
     this.worker = new Worker<MachineJobPayload>(
       machineQueueName(this.machine.id),
@@ -126,7 +124,7 @@ export class MachineAgent {
     });
     this.deps.outage.ok();
     if (!hb) return;
-    if (hb.previous === 'offline') await this.backOnline();
+    if (hb.previous === 'offline') this.backOnline();
     // a deactivated machine takes no new job (running ones finish); reactivated, it resumes
     if (this.worker && !hb.is_active && !this.worker.isPaused()) {
       this.log.warn('machine deactivated: taking no new jobs');
@@ -161,10 +159,9 @@ export class MachineAgent {
     }
   }
 
-  /** Whichever write found the machine offline (a heartbeat or a load report) tells the dispatcher. */
-  private async backOnline(): Promise<void> {
+  /** Whichever write found the machine offline (a heartbeat or a load report) says so; its effect committed with it. */
+  private backOnline(): void {
     this.log.info('machine online');
-    await this.deps.bull.addDispatch('machine-online', { tenant_id: this.machine.tenant_id, machine_id: this.machine.id });
   }
 
   /** Reports the number of busy slots now (coalesced: at most one write in flight). */
@@ -181,7 +178,7 @@ export class MachineAgent {
           await this.renewLeases();
           const hb = await recordHeartbeat(this.deps.sql, this.machine.id, { running: this.running.size });
           this.deps.outage.ok();
-          if (hb?.previous === 'offline' && !this.closing) await this.backOnline();
+          if (hb?.previous === 'offline' && !this.closing) this.backOnline();
         } catch (err) {
           // the next heartbeat reports the load anyway
           this.failed('load report', err);
@@ -249,17 +246,16 @@ export class MachineAgent {
   /**
    * The final transition, waiting out a Postgres outage. When an attempt's answer was lost and
    * the next one is refused, the job is read back: ended as this run asked, under its fencing
-   * token, it was this run's own transition (its follow-ups are in Postgres; the reconciler
-   * enqueues them).
+   * token, it was this run's own transition (its follow-ups and effects committed with it).
    */
   private async finish(run: StartedJob, end: JobEnd, life: RunLife): Promise<string> {
-    const { sql, bull } = this.deps;
+    const { sql } = this.deps;
     let uncertain = false;
     const fin = await life.db('finishing a job', async (): Promise<FinishResult | null> => {
       const done = await finishJob(sql, run.id, run.attempt, end);
       if (done || !uncertain) return done;
       const job = await findRunEndedAs(sql, run.id, run.attempt, end.to);
-      return job ? { job, followUps: [], failedItemQueues: run.queue_id ? [run.queue_id] : [] } : null;
+      return job ? { job, followUps: [], failedItemQueues: [] } : null;
     }, () => {
       uncertain = true;
     });
@@ -268,14 +264,7 @@ export class MachineAgent {
       this.log.info('result of a run that no longer owns its job dropped', { job_id: run.id, attempt: run.attempt, to: end.to });
       return 'refused';
     }
-    if (fin.followUps.length) await bull.jobsCreated(fin.followUps);
-    for (const q of fin.failedItemQueues) await bull.nudge('items-failed', q);
-    if (run.queue_id) {
-      const out = fin.job.output_data as { items_failed?: number } | null;
-      if (out?.items_failed) await bull.nudge('items-failed', run.queue_id);
-      // close the race with an item added just after this consumer found the queue empty
-      if (await life.db('looking for ready items', () => queueHasReadyItems(sql, run.queue_id!))) await bull.nudge('queue-ready', run.queue_id);
-    }
+    // follow-ups, failed items and the consumer's queue are the outbox's (endJobs)
     return fin.job.status;
   }
 

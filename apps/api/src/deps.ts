@@ -1,15 +1,17 @@
 import { createApiKeyStore, type ApiKeyStore } from './auth/api-key-store';
-import { createBullDispatch, type DispatchPort, createLogger, createRedis, createSql, redisKeys, type Config, type Logger, type Redis, type RedisKeys, type Sql } from '@svc/core';
+import { createLogger, createRedis, createSql, redisKeys, type Config, type Logger, type Redis, type RedisKeys, type Sql } from '@svc/core';
 
-/** Everything a request handler may use; built once in main.ts (or by a test) and passed in. */
+/**
+ * Everything a request handler may use; built once in main.ts (or by a test) and passed in. No
+ * dispatch port: what a command causes is written to the outbox in its transaction, and the
+ * dispatcher publishes it (docs/decisions/outbox.md).
+ */
 export interface ApiDeps {
   config: Config;
   sql: Sql;
   redis: Redis;
   keys: RedisKeys;
   logger: Logger;
-  /** Nudges the dispatch engine after a commit (see DispatchPort). */
-  dispatch: DispatchPort;
   /** X-API-Key look-ups (cached, invalidated across processes) and last_used_at buffering; start()/close() it. */
   apiKeys: ApiKeyStore;
 }
@@ -30,7 +32,5 @@ export function buildDeps(config: Config, overrides: Partial<ApiDeps> = {}): Api
       createApiKeyStore({
         sql, redis, logger, channel: keys.apiKeyInvalidations, ttlMs: config.apiKeyCacheTtlMs, flushMs: config.lastUsedFlushMs,
       }),
-    // BullMQ: jobs go to their machine's queue, item nudges and stops to the dispatcher/agents
-    dispatch: overrides.dispatch ?? createBullDispatch({ redis, prefix: config.redisPrefix, logger }),
   };
 }

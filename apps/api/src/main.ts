@@ -19,7 +19,6 @@ async function main(): Promise<void> {
     server.closeIdleConnections();
     // writes the buffered last_used_at values, so it goes before the pool closes
     await deps.apiKeys.close();
-    await deps.dispatch.close();
     await deps.sql.end({ timeout: 5 });
     deps.redis.disconnect();
   });

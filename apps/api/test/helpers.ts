@@ -1,11 +1,16 @@
 import request from 'supertest';
-import { createLogger } from '@svc/core';
+import { createBullDispatch, createLogger, drainOutbox, type DispatchPort } from '@svc/core';
 import { createTestContext, type TestContext } from '@svc/core/testing';
 import { createApp, buildDeps, type ApiDeps } from '@svc/api';
 import type { Config } from '@svc/core';
 
 export interface ApiTestContext extends TestContext {
-  deps: ApiDeps;
+  /**
+   * `dispatch` receives, after every request, the effects the request's commands recorded in the
+   * outbox (what the dispatcher's relay does in production): BullMQ unless a test puts a
+   * recording port in its place.
+   */
+  deps: ApiDeps & { dispatch: DispatchPort };
   app: ReturnType<typeof createApp>;
   /** supertest agent over the real Koa callback */
   http: ReturnType<typeof request>;
@@ -20,12 +25,20 @@ export async function createApiTestContext(overrides: Partial<Config> = {}): Pro
     logger: createLogger({ service: 'api-test', level: process.env.SVC_TEST_LOG_LEVEL ?? 'error' }),
   });
   await deps.apiKeys.start();
+  const bull = createBullDispatch({ redis: ctx.redis, prefix: ctx.config.redisPrefix });
+  const testDeps = { ...deps, dispatch: bull as DispatchPort };
   const app = createApp(deps);
+  // outermost: the relay's work is done before the response reaches the test
+  app.middleware.unshift(async (_ctx, next) => {
+    await next();
+    // a failing port keeps the rows for the next request's drain, like the relay
+    await drainOutbox(ctx.sql, testDeps.dispatch).catch(() => undefined);
+  });
   const server = app.callback();
   const close = async () => {
     await deps.apiKeys.close();
-    await deps.dispatch.close();
+    await bull.close();
     await ctx.close();
   };
-  return { ...ctx, deps, app, http: request(server), close };
+  return { ...ctx, deps: testDeps, app, http: request(server), close };
 }

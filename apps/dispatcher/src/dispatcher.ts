@@ -1,10 +1,10 @@
 import { Worker, type Job } from 'bullmq';
 import {
-  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, DbOutage, IDEMPOTENCY_PURGE_EVERY_MS, applyItemRetryPolicy, createBullDispatch, createRedis, failOrphans,
+  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, DbOutage, IDEMPOTENCY_PURGE_EVERY_MS, applyItemRetryPolicy, createBullDispatch, createOutboxRelay, createRedis, failOrphans,
   isConnectionError, markSlaBreaches,
   pendingStops, queuesNeedingConsumers, reconcilePendingJobs, startQueueConsumers, sweepExpiredIdempotencyKeys, sweepOfflineMachines,
   timeOutJobs,
-  type BullDispatch, type Config, type DispatchJobName, type DispatchPayloads, type EndedJobs, type Logger, type Redis, type Sql,
+  type BullDispatch, type Config, type DispatchJobName, type DispatchPayloads, type Logger, type OutboxRelay, type Redis, type Sql,
 } from '@svc/core';
 
 export interface DispatcherDeps {
@@ -17,6 +17,8 @@ export interface DispatcherDeps {
 
 export interface Dispatcher {
   readonly bull: BullDispatch;
+  /** Publishes the effects commands recorded in the outbox (docs/decisions/outbox.md). */
+  readonly relay: OutboxRelay;
   start(): Promise<void>;
   /** Stops taking work, lets the current one finish, closes connections it opened. */
   close(): Promise<void>;
@@ -33,24 +35,17 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const { config, sql, logger } = deps;
   const connection: Redis = createRedis(config.redisUrl);
   const bull = createBullDispatch({ redis: connection, prefix: config.redisPrefix, logger });
+  const relay = createOutboxRelay({ sql, port: bull, logger });
   let worker: Worker | null = null;
   let epochTimer: NodeJS.Timeout | null = null;
   let closing = false;
   // every tick and nudge talks to Postgres: a restart is one line when it starts, one when it ends
   const outage = new DbOutage(logger);
 
-  async function afterEnded(ended: EndedJobs, reason: 'timeout' | 'lost'): Promise<void> {
-    await Promise.all(ended.ended.map((j) => bull.publishAbort(j.id, j.machine_id, reason)));
-    if (ended.followUps.length) await bull.jobsCreated(ended.followUps);
-    for (const q of ended.failedItemQueues) await retryItems(q);
-  }
-
+  // the jobs a sweep ends carry their effects (aborts, follow-ups, retry hand-offs) in the outbox
   async function startConsumers(queueId: string): Promise<number> {
     const created = await startQueueConsumers(sql, queueId);
-    if (created.length) {
-      await bull.jobsCreated(created);
-      logger.debug('consumer jobs started', { queue_id: queueId, jobs: created.length });
-    }
+    if (created.length) logger.debug('consumer jobs started', { queue_id: queueId, jobs: created.length });
     return created.length;
   }
 
@@ -62,7 +57,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   async function sweep(): Promise<void> {
     const timedOut = await timeOutJobs(sql);
     if (timedOut.ended.length) logger.info('jobs timed out', { jobs: timedOut.ended.map((j) => j.id) });
-    await afterEnded(timedOut, 'timeout');
 
     // heartbeats and lease renewals could not be written while Postgres was away from this
     // dispatcher too: judge machines and runs by them only once agents had time to write again
@@ -70,7 +64,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       const offline = await sweepOfflineMachines(sql, config.machineOfflineAfterSeconds);
       if (offline.offline.length) logger.warn('machines offline', { machines: offline.offline.map((m) => m.name) });
       if (offline.ended.length) logger.warn('jobs of offline machines or lapsed leases ended', { jobs: offline.ended.map((j) => j.id) });
-      await afterEnded(offline, 'lost');
     }
 
     const orphanQueues = await failOrphans(sql);
@@ -187,6 +180,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
 
   return {
     bull,
+    relay,
     sweep,
     async start() {
       await checkEvictionPolicy();
@@ -212,11 +206,13 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         if (!closing) epochTimer = setTimeout(() => void tick(), Math.max(250, Math.min(2000, config.dispatchSweepMs)));
       };
       epochTimer = setTimeout(() => void tick(), Math.max(250, Math.min(2000, config.dispatchSweepMs)));
+      await relay.start();
       logger.info('dispatcher started', { prefix: config.redisPrefix });
     },
     async close() {
       closing = true;
       if (epochTimer) clearTimeout(epochTimer);
+      await relay.close();
       if (worker) {
         const w = worker;
         worker = null;

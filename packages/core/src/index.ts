@@ -62,3 +62,6 @@ export * from './dispatch/sweeps';
 export * from './dispatch/consumers';
 export * from './dispatch/reconcile';
 export * from './dispatch/review';
+export * from './dispatch/job-end';
+export * from './outbox/effects';
+export * from './outbox/relay';

@@ -5,7 +5,7 @@ import {
   failItemsOfJobs, failOrphanedItems, findAccessTokenByHash, findApiKey, findApiKeyByHash, findIdempotencyKey,
   findJobWithNames, findMachineByKey, findRunEndedAs, findUserByEmail, finishJob, getActiveQueueByName, getSession, getTenantQueue,
   giveUpMachineJobs, listApiKeyRows, listItems, listMachines, listProcesses, listQueues, loadQueueItemCounts,
-  markSlaBreaches, noopDispatch, pendingStops, pickMachineForFollowUp, queueHasReadyItems,
+  markSlaBreaches, pendingStops, pickMachineForFollowUp,
   queuesNeedingConsumers, readAssetValue, recordAudit, recordGoodbye, recordHeartbeat, reconcilePendingJobs,
   redriveDeadLetterItems, releaseLostClaim, releaseQueueItems, releaseUnknownClaims, renewJobLeases, replaceApiKeySecret, reportJobProgress, requestRunningJobStop,
   reviewQueueItem, revokeAccessToken, runIdempotent, settleAndClaimItems, sha256, startJob, startQueueConsumers, stopJob,
@@ -458,7 +458,7 @@ const API_PROBES: Probe[] = [
     name: 'POST /jobs/trigger with machine auto-selection (triggerJobByApi)',
     indexes: ['jobs_active_machine_idx'],
     sql: (s, f) =>
-      triggerJobByApi({ sql: s, dispatch: noopDispatch }, { tenantId: f.tenant, apiKeyId: f.apiKeyIds[3]! }, {
+      triggerJobByApi({ sql: s }, { tenantId: f.tenant, apiKeyId: f.apiKeyIds[3]! }, {
         rawProcessId: f.process,
         body: () => ({ process_id: f.process, priority: 4 }),
       }),
@@ -467,7 +467,7 @@ const API_PROBES: Probe[] = [
     name: 'POST /webhooks/trigger/{process_id} (triggerJobByWebhook)',
     indexes: [],
     sql: (s, f) =>
-      triggerJobByWebhook({ sql: s, dispatch: noopDispatch }, { tenantId: f.tenant, apiKeyId: f.apiKeyIds[3]! }, {
+      triggerJobByWebhook({ sql: s }, { tenantId: f.tenant, apiKeyId: f.apiKeyIds[3]! }, {
         rawProcessId: f.process,
         processId: () => f.process,
         body: () => ({ machine_id: f.onlineMachine, input_data: { a: 1 } }),
@@ -477,7 +477,7 @@ const API_PROBES: Probe[] = [
   {
     name: 'POST /jobs/{job_id}/stop of a pending job (stopJob)',
     indexes: ['jobs_pkey'],
-    sql: (s, f) => stopJob({ sql: s, dispatch: noopDispatch }, f.tenant, f.pendingJobs[2]!),
+    sql: (s, f) => stopJob({ sql: s }, f.tenant, f.pendingJobs[2]!),
   },
   {
     name: 'POST /jobs/{job_id}/stop of a running job (requestRunningJobStop)',
@@ -489,12 +489,12 @@ const API_PROBES: Probe[] = [
   {
     name: 'POST …/items (addItem)',
     indexes: [],
-    sql: (s, f) => addItem({ sql: s, dispatch: noopDispatch }, f.queue, { data: { probe: true }, reference: 'probe-ref', priority: 5 }),
+    sql: (s, f) => addItem({ sql: s }, f.queue, { data: { probe: true }, reference: 'probe-ref', priority: 5 }),
   },
   {
     name: 'POST …/items/bulk with 1000 items (addItemsBulk)',
     indexes: [],
-    sql: (s, f) => addItemsBulk({ sql: s, dispatch: noopDispatch }, f.queue, { items: Array.from({ length: 1000 }, (_, i) => ({ i })) }),
+    sql: (s, f) => addItemsBulk({ sql: s }, f.queue, { items: Array.from({ length: 1000 }, (_, i) => ({ i })) }),
   },
   {
     name: 'GET …/items, first page (listItems)',
@@ -580,14 +580,14 @@ const API_PROBES: Probe[] = [
     name: 'approve a reviewed item (reviewQueueItem)',
     indexes: ['queue_items_pkey'],
     sql: (s, f) =>
-      reviewQueueItem({ sql: s, dispatch: noopDispatch }, { tenantId: f.tenant, userId: f.user.id, reviewer: f.user.email },
+      reviewQueueItem({ sql: s }, { tenantId: f.tenant, userId: f.user.id, reviewer: f.user.email },
         { queueId: f.queue.id, itemId: f.reviewItems[0]! }, { approve: true }),
   },
   {
     name: 'reject a reviewed item (reviewQueueItem)',
     indexes: ['queue_items_pkey'],
     sql: (s, f) =>
-      reviewQueueItem({ sql: s, dispatch: noopDispatch }, { tenantId: f.tenant, userId: f.user.id, reviewer: f.user.email },
+      reviewQueueItem({ sql: s }, { tenantId: f.tenant, userId: f.user.id, reviewer: f.user.email },
         { queueId: f.queue.id, itemId: f.reviewItems[1]! }, { approve: false, reason: 'no' }),
   },
   {
@@ -661,11 +661,6 @@ const ENGINE_PROBES: Probe[] = [
     name: 'consumer hands back what a take with a lost answer gave it (releaseUnknownClaims)',
     indexes: ['queue_items_in_progress_idx'],
     tx: (q, f) => releaseUnknownClaims(q, f.runningJobs[2]!.id, f.consumerItems.slice(0, 2).map((i) => i.id)),
-  },
-  {
-    name: 'consumer asks for more work (queueHasReadyItems)',
-    indexes: ['queue_items_ready_idx'],
-    sql: (s, f) => queueHasReadyItems(s, f.queue.id),
   },
   {
     name: 'consumer job ends holding items (finishJob, failItemsOfJobs)',

@@ -6,31 +6,20 @@ import {
   DISPATCH_JOB_OPTIONS, DISPATCH_QUEUE, MACHINE_JOB_OPTIONS, bullJobId, bullPriority, machineQueueName,
   type DispatchJobName, type DispatchPayloads, type MachineJobPayload,
 } from './catalog';
-import { Coalescer } from './coalesce';
 import { encodeAbort, type AbortReason } from './stops';
-
-/**
- * Nudges of one queue are at most this often under sustained adds (the first after a quiet spell
- * goes at once). Each costs the dispatcher a BullMQ job and a Postgres look (~2 ms of CPU); at
- * 25 ms they were ~7 % of a core during B1 (BENCHMARKS.md), and consumers already running keep
- * taking items without them, so a wider window delays nothing that is under way.
- */
-export const NUDGE_WINDOW_MS = 100;
 
 export interface BullDispatchOptions {
   /** A shared connection (not closed by close()) or a URL (a connection of its own). */
   redis: Redis | string;
   prefix: string;
   logger?: Logger;
-  /** Nudges of one kind for one queue are sent at most once per window (trailing edge kept). */
-  nudgeWindowMs?: number;
   /** Machine Queue objects kept open (least recently used are closed beyond it). */
   maxMachineQueues?: number;
 }
 
 /**
- * The BullMQ side of dispatch, used by the API (as its DispatchPort), the dispatcher and the
- * agents: puts jobs on machine queues, nudges the dispatcher, publishes aborts.
+ * The BullMQ side of dispatch, used by the outbox relay (as its DispatchPort), the dispatcher and
+ * the agents: puts jobs on machine queues, nudges the dispatcher, publishes aborts.
  */
 export interface BullDispatch extends DispatchPort {
   readonly keys: RedisKeys;
@@ -38,10 +27,8 @@ export interface BullDispatch extends DispatchPort {
   /** The `{dispatch}` queue (sweeps and nudges). */
   readonly dispatchQueue: Queue;
   machineQueue(machineId: string): Queue;
-  /** Adds a job to the dispatcher's queue now (no coalescing). */
+  /** Adds a job to the dispatcher's queue now. */
   addDispatch<N extends DispatchJobName>(name: N, payload: DispatchPayloads[N], opts?: JobsOptions): Promise<void>;
-  /** Coalesced nudge to the dispatcher (see Coalescer). */
-  nudge(name: 'queue-ready' | 'items-failed', queueId: string): Promise<void>;
   publishAbort(jobId: string, machineId: string, reason: AbortReason): Promise<void>;
 }
 
@@ -86,14 +73,6 @@ export function createBullDispatch(opts: BullDispatchOptions): BullDispatch {
     await dispatchQueue().add(name, payload, jobOpts);
   }
 
-  const coalescers = {
-    'queue-ready': new Coalescer(opts.nudgeWindowMs ?? NUDGE_WINDOW_MS, (queueId) => addDispatch('queue-ready', { queue_id: queueId }), onNudgeError('queue-ready')),
-    'items-failed': new Coalescer(opts.nudgeWindowMs ?? NUDGE_WINDOW_MS, (queueId) => addDispatch('items-failed', { queue_id: queueId }), onNudgeError('items-failed')),
-  };
-  function onNudgeError(name: string) {
-    return (key: string, err: unknown) => log?.warn('dispatch nudge failed', { nudge: name, key, err: (err as Error).message });
-  }
-
   async function jobsCreated(jobs: ReadonlyArray<DispatchJobRef>): Promise<void> {
     const byMachine = new Map<string, DispatchJobRef[]>();
     for (const j of jobs) {
@@ -131,14 +110,14 @@ export function createBullDispatch(opts: BullDispatchOptions): BullDispatch {
     },
     machineQueue,
     addDispatch,
-    nudge: (name, queueId) => coalescers[name].trigger(queueId),
     publishAbort,
     jobsCreated,
-    queueItemsReady: (queue) => coalescers['queue-ready'].trigger(queue.id),
-    queueItemsFailed: (queue) => coalescers['items-failed'].trigger(queue.id),
+    queueItemsReady: (queue) => addDispatch('queue-ready', { queue_id: queue.id }),
+    queueItemsFailed: (queue) => addDispatch('items-failed', { queue_id: queue.id }),
     jobStopRequested: (job) => publishAbort(job.id, job.machine_id, 'stop'),
+    runEnded: (job, reason) => publishAbort(job.id, job.machine_id, reason),
+    machineOnline: (machine) => addDispatch('machine-online', { tenant_id: machine.tenant_id, machine_id: machine.id }),
     async close() {
-      for (const c of Object.values(coalescers)) c.close();
       await Promise.allSettled([...(dispatchQueueInstance ? [dispatchQueueInstance.close()] : []), ...[...machineQueues.values()].map((q) => q.close())]);
       machineQueues.clear();
       if (ownConnection) connection.disconnect();

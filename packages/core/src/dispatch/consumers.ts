@@ -1,6 +1,7 @@
 import type { Sql } from '../db/sql';
 import { insertJob } from '../jobs/repo';
 import type { DispatchJobRef } from './port';
+import { jobsCreatedEffects, recordEffects } from '../outbox/effects';
 
 /**
  * Queue → jobs (docs/decisions/dispatch.md "Queue consumers"): a queue names the process that consumes it
@@ -52,7 +53,7 @@ async function queueState(sql: Sql, queueId: string, lock: boolean): Promise<Que
   return row ?? null;
 }
 
-/** Creates the consumer jobs a queue needs now; returns them for enqueueing after the commit. */
+/** Creates the consumer jobs a queue needs now, with their jobs-created effect; returns them. */
 export async function startQueueConsumers(sql: Sql, queueId: string): Promise<DispatchJobRef[]> {
   // cheap look without a lock first: most nudges find the queue already fully consumed
   const peek = await queueState(sql, queueId, false);
@@ -92,6 +93,7 @@ export async function startQueueConsumers(sql: Sql, queueId: string): Promise<Di
       if (m.free <= 0) free.shift();
       n -= 1;
     }
+    await recordEffects(tx, jobsCreatedEffects(created));
     return created;
   });
 }
@@ -104,12 +106,6 @@ export async function queuesNeedingConsumers(sql: Sql, tenantId: string | null =
       and (select count(*) from jobs j where j.queue_id = q.id and j.status in ('pending', 'running')) < q.max_consumers
       and ${readyExists(sql, sql`q.id`)}`;
   return rows.map((r) => r.id);
-}
-
-/** Whether a queue has an item ready to take now (an agent asks before its consumer ends). */
-export async function queueHasReadyItems(sql: Sql, queueId: string): Promise<boolean> {
-  const [row] = await sql<Array<{ ready: boolean }>>`select ${readyExists(sql, sql`${queueId}::uuid`)} as ready`;
-  return row!.ready;
 }
 
 /**

@@ -1,8 +1,7 @@
 import type { Queryable, Sql } from '../db/sql';
 import type { JobRow } from '../jobs/repo';
 import { canTransition, transitionJob, type JobStatus } from '../jobs/transitions';
-import { failItemsOfJobs } from '../queue-items/transitions';
-import { createFollowUps } from './follow-ups';
+import { endJobs } from './job-end';
 import type { DispatchJobRef } from './port';
 
 /**
@@ -146,15 +145,15 @@ export interface JobEnd extends JobProgress {
 
 export interface FinishResult {
   job: JobRow;
-  /** jobs created by the transition (chain, retry): enqueue them after the commit */
+  /** jobs created by the transition (chain, retry); their effects are recorded with it */
   followUps: DispatchJobRef[];
-  /** queues whose items this job left behind (failed): apply their retry policy */
+  /** queues whose items this job left behind (failed); handed to their retry policy by the outbox */
   failedItemQueues: string[];
 }
 
 /**
- * `running → completed | failed | stopped | timed_out` for this run (attempt), with its
- * follow-ups, in one transaction. Null when the guard refused it (a stale run, or the
+ * `running → completed | failed | stopped | timed_out` for this run (attempt), with what follows
+ * it (endJobs), in one transaction. Null when the guard refused it (a stale run, or the
  * dispatcher already ended the job): the caller's result is then simply dropped.
  */
 export async function finishJob(sql: Sql, jobId: string, attempt: number, end: JobEnd): Promise<FinishResult | null> {
@@ -174,12 +173,9 @@ export async function finishJob(sql: Sql, jobId: string, attempt: number, end: J
       },
     });
     if (!job) return null;
-    const failedItemQueues = job.queue_id
-      ? await failItemsOfJobs(tx, [job.id], end.orphanItemMessage ?? 'El trabajo consumidor terminó sin cerrar el elemento')
-      : [];
-    const followUps = await createFollowUps(tx, job);
-    return { job, followUps, failedItemQueues };
-  });
+    const ended = await endJobs(tx, [job], { itemMessage: () => end.orphanItemMessage ?? 'El trabajo consumidor terminó sin cerrar el elemento' });
+    return { job, followUps: ended.followUps, failedItemQueues: ended.failedItemQueues };
+  }) as Promise<FinishResult | null>;
 }
 
 /**

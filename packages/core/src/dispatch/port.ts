@@ -1,7 +1,7 @@
 /**
- * What the API tells the dispatch engine after it has committed a change in Postgres.
- * Postgres is the truth (docs/architecture.md, invariant 1): these are nudges so work starts at once;
- * a lost nudge only delays work until the reconciler finds it.
+ * Where the outbox relay publishes the effects commands recorded (outbox/effects.ts): BullMQ in
+ * production (BullDispatch), a recorder in tests. Postgres is the truth (docs/architecture.md,
+ * invariant 1): these make work start at once, and each is safe to deliver twice.
  */
 export interface DispatchJobRef {
   id: string;
@@ -24,6 +24,10 @@ export interface DispatchPort {
   queueItemsFailed(queue: { id: string; tenant_id: string }): Promise<void>;
   /** A running job's stop was requested: its agent must abort it now. */
   jobStopRequested(job: { id: string; machine_id: string }): Promise<void>;
+  /** The engine ended a running job (timed out, given up): its agent must stop working on it. */
+  runEnded(job: { id: string; machine_id: string }, reason: 'timeout' | 'lost'): Promise<void>;
+  /** A machine came back online: its tenant's queues may get consumers now. */
+  machineOnline(machine: { id: string; tenant_id: string }): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -33,5 +37,7 @@ export const noopDispatch: DispatchPort = {
   queueItemsReady: async () => undefined,
   queueItemsFailed: async () => undefined,
   jobStopRequested: async () => undefined,
+  runEnded: async () => undefined,
+  machineOnline: async () => undefined,
   close: async () => undefined,
 };

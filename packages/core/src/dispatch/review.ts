@@ -6,12 +6,12 @@ import { recordAudit } from '../audit/audit';
 import { Uuid } from '../validation/formats';
 import type { QueueItemRow } from '../queue-items/repo';
 import { approveQueueItem, redriveDeadLetterItems, rejectQueueItem } from '../queue-items/transitions';
-import type { DispatchPort } from './port';
+import { recordEffect } from '../outbox/effects';
 
 /**
  * Human review and dead-letter re-drive (docs/decisions/dispatch.md "Queue items"), for the
  * management API (admin access token). Each decision is one guarded transition and an audit
- * row in one transaction; the dispatch engine is nudged after the commit.
+ * row in one transaction, with the effect on the dispatch engine (outbox/effects.ts).
  */
 export const QueueItemPathParams = Type.Object({ queue_id: Uuid(), item_id: Uuid() });
 export type QueueItemPathParams = Static<typeof QueueItemPathParams>;
@@ -49,7 +49,6 @@ export interface ReviewActor {
 
 export interface ReviewDeps {
   sql: Sql;
-  dispatch: DispatchPort;
   logger?: Logger;
 }
 
@@ -65,14 +64,6 @@ async function itemStatus(sql: Sql, queueId: string, itemId: string): Promise<st
   const [row] = await sql<Array<{ status: string }>>`select status from queue_items where id = ${itemId} and queue_id = ${queueId}`;
   if (!row) throw new NotFoundError('Elemento no encontrado');
   return row.status;
-}
-
-async function nudge(deps: ReviewDeps, what: string, fn: () => Promise<void>): Promise<void> {
-  try {
-    await fn();
-  } catch (err) {
-    deps.logger?.warn('dispatch nudge failed', { nudge: what, err: (err as Error).message });
-  }
 }
 
 /**
@@ -103,14 +94,15 @@ export async function reviewQueueItem(
       requestId: actor.requestId ?? null,
       ip: actor.ip ?? null,
     });
+    await recordEffect(tx, decision.approve
+      ? { kind: 'queue-ready', queue_id: queue.id, tenant_id: queue.tenant_id }
+      : { kind: 'items-failed', queue_id: queue.id });
     return updated;
   });
   if (!row) {
     const status = await itemStatus(deps.sql, queue.id, target.itemId);
     throw new ConflictError(`El elemento no está pendiente de revisión (estado: ${status})`, { status });
   }
-  if (decision.approve) await nudge(deps, 'queueItemsReady', () => deps.dispatch.queueItemsReady(queue));
-  else await nudge(deps, 'queueItemsFailed', () => deps.dispatch.queueItemsFailed(queue));
   return row;
 }
 
@@ -132,8 +124,8 @@ export async function redriveQueueItems(deps: ReviewDeps, actor: ReviewActor, qu
       requestId: actor.requestId ?? null,
       ip: actor.ip ?? null,
     });
+    if (count > 0) await recordEffect(tx, { kind: 'queue-ready', queue_id: queue.id, tenant_id: queue.tenant_id });
     return count;
   });
-  if (n > 0) await nudge(deps, 'queueItemsReady', () => deps.dispatch.queueItemsReady(queue));
   return n;
 }

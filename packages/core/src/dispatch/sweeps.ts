@@ -1,16 +1,15 @@
 import type { Sql } from '../db/sql';
 import type { JobRow } from '../jobs/repo';
 import { canTransition, type JobStatus } from '../jobs/transitions';
-import { failItemsOfJobs, failOrphanedItems } from '../queue-items/transitions';
+import { failOrphanedItems } from '../queue-items/transitions';
 import { markSilentMachinesOffline } from '../machines/heartbeat';
 import { recordAudit } from '../audit/audit';
-import { createFollowUps } from './follow-ups';
-import type { DispatchJobRef } from './port';
+import { endJobs, type EndedJobs, type JobEndOptions } from './job-end';
 
 /**
  * The dispatcher's periodic work, each step one guarded set statement whose
  * from/to pairs are checked against the job table at load time. Each runs in one transaction
- * with the follow-ups of the jobs it ended, so a retry or a chain is never lost.
+ * with what follows the jobs it ended (endJobs), so a retry, a chain or an abort is never lost.
  */
 const USED: Array<[JobStatus, JobStatus]> = [
   ['running', 'timed_out'], ['running', 'failed'], ['running', 'stopped'], ['pending', 'stopped'],
@@ -25,36 +24,17 @@ export const DISPATCH_ITEM_MESSAGES = {
   runStalled: (name: string) => `El job que procesaba el elemento dejó de avanzar en la máquina ${name}`,
 };
 
-export interface EndedJobs {
-  /** running jobs the engine ended: their agents must stop working on them */
-  ended: Array<{ id: string; machine_id: string; status: JobStatus }>;
-  followUps: DispatchJobRef[];
-  /** queues with items failed by this sweep (apply their retry policy) */
-  failedItemQueues: string[];
-}
-
-async function withFollowUps(sql: Sql, run: (tx: Sql) => Promise<{ rows: JobRow[]; itemMessage: (row: JobRow) => string }>): Promise<EndedJobs> {
+/** The jobs a sweep ended, in one transaction with everything that follows them (endJobs). */
+function endedBySweep(sql: Sql, abort: JobEndOptions['abort'], run: (tx: Sql) => Promise<{ rows: JobRow[]; itemMessage: (row: JobRow) => string }>): Promise<EndedJobs> {
   return sql.begin(async (tx) => {
     const { rows, itemMessage } = await run(tx as unknown as Sql);
-    const followUps: DispatchJobRef[] = [];
-    const failedItemQueues = new Set<string>();
-    for (const row of rows) {
-      if (row.queue_id && (row.status !== 'stopped' || row.started_at)) {
-        for (const q of await failItemsOfJobs(tx, [row.id], itemMessage(row))) failedItemQueues.add(q);
-      }
-      followUps.push(...(await createFollowUps(tx, row)));
-    }
-    return {
-      ended: rows.filter((r) => r.started_at).map((r) => ({ id: r.id, machine_id: r.machine_id, status: r.status })),
-      followUps,
-      failedItemQueues: [...failedItemQueues],
-    };
-  });
+    return endJobs(tx, rows, { itemMessage, abort });
+  }) as Promise<EndedJobs>;
 }
 
 /** `running → timed_out` for jobs past `timeout_at` (database clock). */
 export function timeOutJobs(sql: Sql): Promise<EndedJobs> {
-  return withFollowUps(sql, async (tx) => {
+  return endedBySweep(sql, 'timeout', async (tx) => {
     const rows = await tx<Array<JobRow & { timeout_seconds: number }>>`
       update jobs j set status = 'timed_out', finished_at = now(), updated_at = now(),
              error_message = 'Tiempo de ejecución agotado: superó timeout_seconds (' || p.timeout_seconds || ' s)'
@@ -79,7 +59,7 @@ export function timeOutJobs(sql: Sql): Promise<EndedJobs> {
  */
 export async function sweepOfflineMachines(sql: Sql, offlineAfterSeconds: number): Promise<EndedJobs & { offline: Array<{ id: string; tenant_id: string; name: string }> }> {
   const offline = await markSilentMachinesOffline(sql, offlineAfterSeconds);
-  const ended = await withFollowUps(sql, async (tx) => {
+  const ended = await endedBySweep(sql, 'lost', async (tx) => {
     const rows = await tx<Array<JobRow & { machine_name: string; lease_lapsed: boolean }>>`
       update jobs j
          set status = case when j.status = 'running' and not j.stop_requested then 'failed' else 'stopped' end,
@@ -112,7 +92,8 @@ export async function sweepOfflineMachines(sql: Sql, offlineAfterSeconds: number
  * with the previous agent process. Ends them like a lost machine.
  */
 export function giveUpMachineJobs(sql: Sql, machineId: string): Promise<EndedJobs> {
-  return withFollowUps(sql, async (tx) => {
+  // the agent asking is the one that would be told to stop: no abort
+  return endedBySweep(sql, undefined, async (tx) => {
     const rows = await tx<Array<JobRow & { machine_name: string }>>`
       update jobs j
          set status = case when j.stop_requested then 'stopped' else 'failed' end,

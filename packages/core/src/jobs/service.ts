@@ -1,6 +1,6 @@
 import type { Queryable, Sql } from '../db/sql';
-import type { DispatchPort } from '../dispatch/port';
 import type { Logger } from '../logger';
+import { recordEffect } from '../outbox/effects';
 import { ConflictError, NoMachineAvailableError, NotFoundError, ValidationError, type AppError } from '../errors';
 import { isUuid } from '../ids';
 import { recordAudit } from '../audit/audit';
@@ -11,7 +11,6 @@ import { isFinalJobStatus, requestRunningJobStop, transitionJob } from './transi
 
 export interface JobServiceDeps {
   sql: Sql;
-  dispatch: DispatchPort;
   logger?: Logger;
 }
 
@@ -95,22 +94,13 @@ async function trigger(deps: JobServiceDeps, actor: TriggerActor, spec: TriggerS
       requestId: actor.requestId ?? null,
       ip: actor.ip ?? null,
     });
+    // sla_due_at lets the engine put an SLA-bound job first among equals on its machine
+    const ref = { id: created.id, tenant_id: created.tenant_id, machine_id: created.machine_id, priority: created.priority, sla_due_at: created.sla_due_at, not_before: created.not_before };
+    await recordEffect(tx, { kind: 'jobs-created', jobs: [ref] });
     if (spec.onCreated) await spec.onCreated(tx, created);
     return created;
   });
-  // sla_due_at lets the engine put an SLA-bound job first among equals on its machine
-  const ref = { id: job.id, tenant_id: job.tenant_id, machine_id: job.machine_id, priority: job.priority, sla_due_at: job.sla_due_at, not_before: job.not_before };
-  await nudge(deps, 'jobsCreated', () => deps.dispatch.jobsCreated([ref]));
   return job;
-}
-
-/** Postgres is the truth: a lost nudge only delays work until the reconciler finds it. */
-async function nudge(deps: JobServiceDeps, what: string, fn: () => Promise<void>): Promise<void> {
-  try {
-    await fn();
-  } catch (err) {
-    deps.logger?.warn('dispatch nudge failed', { nudge: what, err: (err as Error).message });
-  }
 }
 
 /** POST /jobs/trigger: machine optional (auto-selected), priority settable, input not validated. */
@@ -171,11 +161,12 @@ export async function stopJob(deps: JobServiceDeps, tenantId: string, id: string
       const row = await transitionJob(deps.sql, { id, tenantId, from: 'pending', to: 'stopped', set: { stop_requested: true } });
       if (row) return { ...row, ...names };
     } else {
-      const row = await requestRunningJobStop(deps.sql, id, tenantId);
-      if (row) {
-        await nudge(deps, 'jobStopRequested', () => deps.dispatch.jobStopRequested({ id: row.id, machine_id: row.machine_id }));
-        return { ...row, ...names };
-      }
+      const row = await deps.sql.begin(async (tx) => {
+        const stopping = await requestRunningJobStop(tx, id, tenantId);
+        if (stopping) await recordEffect(tx, { kind: 'job-stop', job_id: stopping.id, machine_id: stopping.machine_id });
+        return stopping;
+      });
+      if (row) return { ...row, ...names };
     }
   }
   throw new ConflictError('El job cambió de estado durante la solicitud; inténtalo de nuevo');

@@ -45,7 +45,8 @@ export interface HeartbeatResult {
  * One heartbeat: last_heartbeat_at, running_jobs and the derived status, in one statement.
  * `previous` is read under the row lock: a plain sub-select would report the status of the
  * statement's snapshot, so a machine the sweep marked offline while this waited for the row came
- * back "online → online" and its agent sent no machine-online nudge.
+ * back "online → online" and no machine-online effect was recorded. The effect commits with
+ * the heartbeat (outbox/effects.ts).
  */
 export async function recordHeartbeat(
   sql: Queryable,
@@ -53,16 +54,22 @@ export async function recordHeartbeat(
   report: { running: number; agentVersion?: string | null; hostInfo?: Record<string, unknown> | null },
 ): Promise<HeartbeatResult | null> {
   const [row] = await sql<HeartbeatResult[]>`
-    update machines m
-       set last_heartbeat_at = now(), running_jobs = ${report.running},
-           status = case when ${report.running}::int >= m.slots then 'busy' else 'online' end,
-           agent_version = coalesce(${report.agentVersion ?? null}, m.agent_version),
-           host_info = coalesce(${report.hostInfo ? sql.json(report.hostInfo as never) : null}::jsonb, m.host_info),
-           updated_at = case when m.status = (case when ${report.running}::int >= m.slots then 'busy' else 'online' end)
-                             then m.updated_at else now() end
-      from (select status as previous from machines where id = ${machineId} for update) p
-     where m.id = ${machineId}
-    returning p.previous, m.status, m.slots, m.is_active`;
+    with hb as (
+      update machines m
+         set last_heartbeat_at = now(), running_jobs = ${report.running},
+             status = case when ${report.running}::int >= m.slots then 'busy' else 'online' end,
+             agent_version = coalesce(${report.agentVersion ?? null}, m.agent_version),
+             host_info = coalesce(${report.hostInfo ? sql.json(report.hostInfo as never) : null}::jsonb, m.host_info),
+             updated_at = case when m.status = (case when ${report.running}::int >= m.slots then 'busy' else 'online' end)
+                               then m.updated_at else now() end
+        from (select status as previous from machines where id = ${machineId} for update) p
+       where m.id = ${machineId}
+      returning p.previous, m.status, m.slots, m.is_active, m.id, m.tenant_id),
+    -- back from offline: its tenant's queues may get consumers on it now
+    fx as (
+      insert into outbox (kind, payload)
+      select 'machine-online', jsonb_build_object('tenant_id', tenant_id, 'machine_id', id) from hb where previous = 'offline')
+    select previous, status, slots, is_active from hb`;
   return row ?? null;
 }
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable, Sql } from '../db/sql';
 import { Batcher } from '../db/batcher';
+import { queueReadyEffectOfInserted } from '../outbox/effects';
 import { findQueueByName, type QueueRow } from '../catalog/queues';
 import {
   CHOSEN_ON_INSERT, freshItemRow, insertQueueItem, ITEM_COLUMNS, type ChosenOnInsert, type NewQueueItem, type QueueItemRow, type QueueRef,
@@ -12,7 +13,8 @@ import {
  * inserts become one multi-row INSERT (one parse, one commit, one run of the counter trigger);
  * an insert addressed by queue name finds its queue in the same statement (no look-up first).
  * Each request still gets exactly its own row or its own error (see Batcher); reads are never
- * cached, so a deactivated queue answers 404 at once.
+ * cached, so a deactivated queue answers 404 at once. Each statement records one `queue-ready`
+ * effect per queue it filled, in the statement itself (outbox/effects.ts).
  */
 interface Batchers {
   queues: Batcher<{ tenantId: string; name: string }, QueueRow | null>;
@@ -112,12 +114,15 @@ async function insertQueueItemsBatch(sql: Sql, inputs: Array<{ queue: QueueRef; 
     data: item.data,
   }));
   const rows = await sql<ChosenOnInsert[]>`
-    insert into queue_items (id, tenant_id, queue_id, priority, reference, deadline, postpone, data)
-    select (e.value->>'id')::uuid, (e.value->>'tenant_id')::uuid, (e.value->>'queue_id')::uuid, (e.value->>'priority')::int,
-           e.value->>'reference', (e.value->>'deadline')::timestamptz, (e.value->>'postpone')::timestamptz, e.value->'data'
-    from jsonb_array_elements(${JSON.stringify(records)}::text::jsonb) with ordinality as e(value, n)
-    order by e.n
-    returning ${sql(CHOSEN_ON_INSERT)}`;
+    with ins as (
+      insert into queue_items (id, tenant_id, queue_id, priority, reference, deadline, postpone, data)
+      select (e.value->>'id')::uuid, (e.value->>'tenant_id')::uuid, (e.value->>'queue_id')::uuid, (e.value->>'priority')::int,
+             e.value->>'reference', (e.value->>'deadline')::timestamptz, (e.value->>'postpone')::timestamptz, e.value->'data'
+      from jsonb_array_elements(${JSON.stringify(records)}::text::jsonb) with ordinality as e(value, n)
+      order by e.n
+      returning ${sql(CHOSEN_ON_INSERT)}, tenant_id),
+    ${queueReadyEffectOfInserted(sql)}
+    select ${sql(CHOSEN_ON_INSERT)} from ins`;
   // every row is inserted (the queues were checked); a missing one fails the batch (Batcher)
   return freshRows(records, inputs, rows).filter((r): r is QueueItemRow => r !== null);
 }
@@ -134,13 +139,16 @@ async function insertQueueItemsByNameBatch(sql: Sql, inputs: ByName[]): Promise<
     data: item.data,
   }));
   const rows = await sql<ChosenOnInsert[]>`
-    insert into queue_items (id, tenant_id, queue_id, priority, reference, deadline, postpone, data)
-    select (e.value->>'id')::uuid, q.tenant_id, q.id, (e.value->>'priority')::int, e.value->>'reference',
-           (e.value->>'deadline')::timestamptz, (e.value->>'postpone')::timestamptz, e.value->'data'
-    from jsonb_array_elements(${JSON.stringify(records)}::text::jsonb) with ordinality as e(value, n)
-    join queues q on q.tenant_id = (e.value->>'tenant_id')::uuid and q.name = e.value->>'queue_name' and q.is_active
-    order by e.n
-    returning ${sql(CHOSEN_ON_INSERT)}`;
+    with ins as (
+      insert into queue_items (id, tenant_id, queue_id, priority, reference, deadline, postpone, data)
+      select (e.value->>'id')::uuid, q.tenant_id, q.id, (e.value->>'priority')::int, e.value->>'reference',
+             (e.value->>'deadline')::timestamptz, (e.value->>'postpone')::timestamptz, e.value->'data'
+      from jsonb_array_elements(${JSON.stringify(records)}::text::jsonb) with ordinality as e(value, n)
+      join queues q on q.tenant_id = (e.value->>'tenant_id')::uuid and q.name = e.value->>'queue_name' and q.is_active
+      order by e.n
+      returning ${sql(CHOSEN_ON_INSERT)}, tenant_id),
+    ${queueReadyEffectOfInserted(sql)}
+    select ${sql(CHOSEN_ON_INSERT)} from ins`;
   return freshRows(records, inputs, rows);
 }
 
@@ -159,10 +167,13 @@ function freshRows(
 
 async function insertQueueItemByName(sql: Sql, { tenantId, queueName, item }: ByName): Promise<QueueItemRow | null> {
   const [row] = await sql<QueueItemRow[]>`
-    insert into queue_items (tenant_id, queue_id, priority, reference, deadline, postpone, data)
-    select q.tenant_id, q.id, ${item.priority}, ${item.reference},
-           ${item.deadline}::text::timestamptz, ${item.postpone}::text::timestamptz, ${sql.json(item.data as never)}
-    from queues q where q.tenant_id = ${tenantId} and q.name = ${queueName} and q.is_active
-    returning ${sql(ITEM_COLUMNS)}`;
+    with ins as (
+      insert into queue_items (tenant_id, queue_id, priority, reference, deadline, postpone, data)
+      select q.tenant_id, q.id, ${item.priority}, ${item.reference},
+             ${item.deadline}::text::timestamptz, ${item.postpone}::text::timestamptz, ${sql.json(item.data as never)}
+      from queues q where q.tenant_id = ${tenantId} and q.name = ${queueName} and q.is_active
+      returning ${sql(ITEM_COLUMNS)}),
+    ${queueReadyEffectOfInserted(sql)}
+    select * from ins`;
   return row ?? null;
 }

@@ -1,3 +1,4 @@
+import { queueReadyEffectOfInserted } from '../outbox/effects';
 import type { Queryable } from '../db/sql';
 import { asStoredJsonb } from '../db/jsonb';
 import type { QueueItemStatus } from './schemas';
@@ -80,10 +81,13 @@ export function freshItemRow(tenantId: string, item: NewQueueItem, chosen: Chose
 
 export async function insertQueueItem(sql: Queryable, queue: QueueRef, item: NewQueueItem): Promise<QueueItemRow> {
   const [row] = await sql<QueueItemRow[]>`
-    insert into queue_items (tenant_id, queue_id, priority, reference, deadline, postpone, data)
-    values (${queue.tenant_id}, ${queue.id}, ${item.priority}, ${item.reference},
-            ${item.deadline}::text::timestamptz, ${item.postpone}::text::timestamptz, ${sql.json(item.data as never)})
-    returning ${sql(ITEM_COLUMNS)}`;
+    with ins as (
+      insert into queue_items (tenant_id, queue_id, priority, reference, deadline, postpone, data)
+      values (${queue.tenant_id}, ${queue.id}, ${item.priority}, ${item.reference},
+              ${item.deadline}::text::timestamptz, ${item.postpone}::text::timestamptz, ${sql.json(item.data as never)})
+      returning ${sql(ITEM_COLUMNS)}),
+    ${queueReadyEffectOfInserted(sql)}
+    select * from ins`;
   return row!;
 }
 
@@ -93,12 +97,16 @@ export async function insertQueueItem(sql: Queryable, queue: QueueRef, item: New
  * whatever the size. Items take the defaults (status new, priority 3). Returns how many rows.
  */
 export async function insertQueueItemsBulk(sql: Queryable, queue: QueueRef, payloads: ReadonlyArray<Record<string, unknown>>): Promise<number> {
-  const res = await sql`
-    insert into queue_items (tenant_id, queue_id, data)
-    select ${queue.tenant_id}, ${queue.id}, e.value
-    from jsonb_array_elements(${JSON.stringify(payloads)}::text::jsonb) with ordinality as e(value, n)
-    order by e.n`;
-  return res.count;
+  const [row] = await sql<Array<{ n: number }>>`
+    with ins as (
+      insert into queue_items (tenant_id, queue_id, data)
+      select ${queue.tenant_id}, ${queue.id}, e.value
+      from jsonb_array_elements(${JSON.stringify(payloads)}::text::jsonb) with ordinality as e(value, n)
+      order by e.n
+      returning queue_id, tenant_id),
+    ${queueReadyEffectOfInserted(sql)}
+    select count(*)::int as n from ins`;
+  return row!.n;
 }
 
 /**

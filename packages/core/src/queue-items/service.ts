@@ -1,6 +1,5 @@
 import type postgres from 'postgres';
 import type { Sql } from '../db/sql';
-import type { DispatchPort } from '../dispatch/port';
 import type { Logger } from '../logger';
 import { NotFoundError, ValidationError } from '../errors';
 import { pageMeta, type PageMeta } from '../validation/formats';
@@ -15,7 +14,6 @@ type Tx = postgres.TransactionSql<Record<string, unknown>>;
 
 export interface QueueItemDeps {
   sql: Sql;
-  dispatch: DispatchPort;
   logger?: Logger;
 }
 
@@ -58,15 +56,6 @@ async function mapJsonErrors<T>(field: Array<string | number>, run: () => Promis
   }
 }
 
-/** After a commit: tell the dispatcher. Postgres is the truth, so a lost nudge only delays work. */
-async function nudge(deps: QueueItemDeps, queue: QueueRef): Promise<void> {
-  try {
-    await deps.dispatch.queueItemsReady(queue);
-  } catch (err) {
-    deps.logger?.warn('queueItemsReady nudge failed', { queue_id: queue.id, err: (err as Error).message });
-  }
-}
-
 export interface InTransaction<T> {
   /** Runs inside the insert's transaction, after the insert (e.g. to record an idempotent response). */
   inTransaction?: (tx: Tx, result: T) => Promise<void>;
@@ -82,7 +71,7 @@ function newItem(input: AddQueueItemInput) {
   };
 }
 
-/** Adds one item (status new, retry_count 0) and nudges the dispatcher after the commit. */
+/** Adds one item (status new, retry_count 0); its queue-ready effect commits with it. */
 export async function addItem(
   deps: QueueItemDeps,
   queue: QueueRef,
@@ -100,7 +89,6 @@ export async function addItem(
         }) as Promise<QueueItemRow>)
       : insertQueueItemBatched(deps.sql, queue, item),
   );
-  await nudge(deps, queue);
   return row;
 }
 
@@ -120,7 +108,6 @@ export async function addItemToQueueNamed(deps: QueueItemDeps, tenantId: string,
     throw err;
   }
   if (!row) throw new NotFoundError('Cola no encontrada');
-  await nudge(deps, { id: row.queue_id, tenant_id: row.tenant_id, name: queueName });
   return row;
 }
 
@@ -147,7 +134,6 @@ export async function addItemsBulk(
         }) as Promise<number>)
       : insertQueueItemsBulk(deps.sql, queue, payloads),
   );
-  await nudge(deps, queue);
   return added;
 }
 

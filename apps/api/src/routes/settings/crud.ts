@@ -78,8 +78,6 @@ export interface CrudSpec<Row extends { id: string; name: string }> {
   deactivate(tx: Queryable, tenantId: string, id: string): Promise<Row>;
   /** Rows → response records (may load extra data, e.g. queue item counts, in one query). */
   present(sql: Queryable, rows: Row[]): Promise<unknown[]>;
-  /** Runs after a committed create/update (dispatch nudges). */
-  afterWrite?(row: Row, change: 'create' | 'update'): Promise<void>;
 }
 
 export function addCrudRoutes<Row extends { id: string; name: string }>(router: AppRouter, rc: RouteContext, spec: CrudSpec<Row>): void {
@@ -104,7 +102,6 @@ export function addCrudRoutes<Row extends { id: string; name: string }>(router: 
       const body = input.body();
       const row = await auditedChange(ctx, sql, { change: 'create', resource: spec.resource, name: (body as { name: string }).name },
         (tx) => spec.create(tx, tenantOf(ctx), body));
-      await spec.afterWrite?.(row, 'create');
       ok(ctx, await one(row), 201);
     });
   }
@@ -156,7 +153,6 @@ export function addCrudRoutes<Row extends { id: string; name: string }>(router: 
     const body = input.body();
     const row = await auditedChange(ctx, sql, { change: 'update', resource: spec.resource, fields: Object.keys(body as object) },
       (tx) => spec.update(tx, tenantOf(ctx), id, body));
-    await spec.afterWrite?.(row, 'update');
     ok(ctx, await one(row));
   });
 

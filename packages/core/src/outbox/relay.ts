@@ -1,0 +1,252 @@
+import type { Sql } from '../db/sql';
+import { DbOutage, isConnectionError } from '../db/outage';
+import type { DispatchJobRef, DispatchPort } from '../dispatch/port';
+import type { Logger } from '../logger';
+import type { Effect } from './effects';
+
+/**
+ * The outbox relay (docs/decisions/outbox.md): takes committed effects from the `outbox` table,
+ * publishes them through a DispatchPort and deletes them, in one transaction. Rows are taken
+ * `FOR UPDATE SKIP LOCKED`, so relays in several dispatcher replicas share the work without
+ * waiting for each other; a publish that fails rolls the transaction back and the rows stay for
+ * the next pass. A crash after the publish and before the commit publishes them again, which
+ * every effect tolerates (see Effect).
+ */
+
+interface OutboxRow {
+  id: number;
+  kind: Effect['kind'];
+  payload: Record<string, unknown>;
+}
+
+/** Rows a pass takes at most; a full pass is followed by another at once. */
+const PASS_ROWS = 1000;
+
+function asEffect(row: OutboxRow): Effect {
+  const p = row.payload as never as Record<string, never>;
+  if (row.kind === 'jobs-created') {
+    const jobs = (p.jobs as unknown as Array<Record<string, unknown>>).map(
+      (j): DispatchJobRef => ({
+        id: j.id as string,
+        tenant_id: j.tenant_id as string,
+        machine_id: j.machine_id as string,
+        priority: j.priority as number,
+        sla_due_at: j.sla_due_at ? new Date(j.sla_due_at as string) : null,
+        not_before: j.not_before ? new Date(j.not_before as string) : null,
+      }),
+    );
+    return { kind: 'jobs-created', jobs };
+  }
+  return { kind: row.kind, ...p } as Effect;
+}
+
+/** Nudges of one queue are folded into one per pass (they re-read Postgres anyway). */
+async function publish(port: DispatchPort, effects: Effect[]): Promise<void> {
+  const jobs: DispatchJobRef[] = [];
+  const ready = new Map<string, { id: string; tenant_id: string }>();
+  const failed = new Map<string, { id: string; tenant_id: string }>();
+  const rest: Array<() => Promise<void>> = [];
+  for (const e of effects) {
+    switch (e.kind) {
+      case 'jobs-created':
+        jobs.push(...e.jobs);
+        break;
+      case 'queue-ready':
+        ready.set(e.queue_id, { id: e.queue_id, tenant_id: e.tenant_id });
+        break;
+      case 'items-failed':
+        failed.set(e.queue_id, { id: e.queue_id, tenant_id: '' });
+        break;
+      case 'job-stop':
+        rest.push(() => port.jobStopRequested({ id: e.job_id, machine_id: e.machine_id }));
+        break;
+      case 'run-ended':
+        rest.push(() => port.runEnded({ id: e.job_id, machine_id: e.machine_id }, e.reason));
+        break;
+      case 'machine-online':
+        rest.push(() => port.machineOnline({ id: e.machine_id, tenant_id: e.tenant_id }));
+        break;
+      default: {
+        const unknown: never = e;
+        throw new Error(`unknown effect ${(unknown as { kind: string }).kind}`);
+      }
+    }
+  }
+  await Promise.all([
+    jobs.length ? port.jobsCreated(jobs) : undefined,
+    ...[...ready.values()].map((q) => port.queueItemsReady(q)),
+    ...[...failed.values()].map((q) => port.queueItemsFailed(q)),
+    ...rest.map((fn) => fn()),
+  ]);
+}
+
+/**
+ * One pass: takes up to PASS_ROWS effects (oldest first, none of `deferQueues`' nudges),
+ * publishes and deletes them. Returns the effects published.
+ */
+export async function relayOnce(sql: Sql, port: DispatchPort, deferQueues: readonly string[] = []): Promise<Effect[]> {
+  return sql.begin(async (tx) => {
+    const rows = await tx<OutboxRow[]>`
+      delete from outbox where id in (
+        select id from outbox
+        ${deferQueues.length
+          ? tx`where not (kind in ('queue-ready', 'items-failed') and payload->>'queue_id' = any(${deferQueues as string[]}::text[]))`
+          : tx``}
+        order by id limit ${PASS_ROWS}
+        for update skip locked)
+      returning id, kind, payload`;
+    rows.sort((a, b) => a.id - b.id);
+    const effects = rows.map(asEffect);
+    await publish(port, effects);
+    return effects;
+  }) as Promise<Effect[]>;
+}
+
+/** Publishes every effect recorded so far (tests, and tools that run without a dispatcher). */
+export async function drainOutbox(sql: Sql, port: DispatchPort): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const n = (await relayOnce(sql, port)).length;
+    total += n;
+    if (n < PASS_ROWS) return total;
+  }
+}
+
+export interface OutboxRelayOptions {
+  sql: Sql;
+  port: DispatchPort;
+  logger: Logger;
+  /** Passes happen at least this often without a notification (missed NOTIFYs, a LISTEN reconnecting). */
+  pollMs?: number;
+  /**
+   * A queue's nudges are published at most once per window; those that come within it stay in
+   * the table and go at its end. Under thousands of item adds per second a queue thus costs the
+   * dispatcher a few nudges per second, and consumers already running keep taking items anyway.
+   */
+  nudgeWindowMs?: number;
+}
+
+export interface OutboxRelay {
+  start(): Promise<void>;
+  /** A pass now (or right after the current one). */
+  wake(): void;
+  /** Resolves when no pass is running or due (tests). */
+  idle(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const OUTBOX_CHANNEL = 'outbox';
+export const OUTBOX_POLL_MS = 2000;
+export const NUDGE_WINDOW_MS = 100;
+
+export function createOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
+  const { sql, port, logger } = opts;
+  const pollMs = opts.pollMs ?? OUTBOX_POLL_MS;
+  const windowMs = opts.nudgeWindowMs ?? NUDGE_WINDOW_MS;
+  const outage = new DbOutage(logger);
+  /** queue id → when its last nudge went out */
+  const lastNudge = new Map<string, number>();
+  let running: Promise<void> | null = null;
+  let again = false;
+  let closed = false;
+  let pollTimer: NodeJS.Timeout | null = null;
+  let windowTimer: NodeJS.Timeout | null = null;
+  let unlisten: (() => Promise<void>) | null = null;
+  let publishFailing = false;
+
+  function deferred(now: number): string[] {
+    const out: string[] = [];
+    for (const [queueId, at] of lastNudge) {
+      if (now - at < windowMs) out.push(queueId);
+      else lastNudge.delete(queueId);
+    }
+    return out;
+  }
+
+  function scheduleWindowEnd(): void {
+    if (windowTimer || closed || lastNudge.size === 0) return;
+    windowTimer = setTimeout(() => {
+      windowTimer = null;
+      wake();
+    }, windowMs);
+    windowTimer.unref?.();
+  }
+
+  async function pass(): Promise<void> {
+    for (;;) {
+      again = false;
+      const now = Date.now();
+      const skip = deferred(now);
+      let effects: Effect[];
+      try {
+        effects = await relayOnce(sql, port, skip);
+        outage.ok();
+        if (publishFailing) logger.info('outbox relay publishing again');
+        publishFailing = false;
+      } catch (err) {
+        if (!outage.failed(err, 'outbox relay') && !publishFailing) {
+          // Redis away: the rows stay, the poll tries again
+          publishFailing = true;
+          logger.warn('outbox relay could not publish; effects kept for the next pass', { err: (err as Error).message });
+        }
+        return;
+      }
+      for (const e of effects) if (e.kind === 'queue-ready' || e.kind === 'items-failed') lastNudge.set(e.queue_id, now);
+      // rows of deferred queues may be waiting: look again when their window ends
+      if (skip.length || effects.some((e) => e.kind === 'queue-ready' || e.kind === 'items-failed')) scheduleWindowEnd();
+      if (closed || (!again && effects.length < PASS_ROWS)) return;
+    }
+  }
+
+  function wake(): void {
+    if (closed) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = pass().finally(() => {
+      running = null;
+      if (again && !closed) wake();
+    });
+  }
+
+  async function listen(): Promise<void> {
+    try {
+      const sub = await sql.listen(OUTBOX_CHANNEL, () => wake(), () => wake());
+      unlisten = () => sub.unlisten();
+    } catch (err) {
+      // Postgres away at start: polling covers it, and the poll tries to listen again
+      if (!isConnectionError(err)) logger.warn('outbox LISTEN failed', { err: (err as Error).message });
+    }
+  }
+
+  function poll(): void {
+    if (closed) return;
+    pollTimer = setTimeout(() => {
+      pollTimer = null;
+      if (!unlisten) void listen();
+      wake();
+      poll();
+    }, pollMs);
+    pollTimer.unref?.();
+  }
+
+  return {
+    async start() {
+      await listen();
+      wake();
+      poll();
+    },
+    wake,
+    async idle() {
+      while (running) await running;
+    },
+    async close() {
+      closed = true;
+      if (pollTimer) clearTimeout(pollTimer);
+      if (windowTimer) clearTimeout(windowTimer);
+      if (running) await running.catch(() => undefined);
+      if (unlisten) await unlisten().catch(() => undefined);
+    },
+  };
+}
