@@ -80,11 +80,19 @@ async function publish(port: DispatchPort, effects: Effect[]): Promise<void> {
   ]);
 }
 
+export interface PassOptions {
+  /** queues whose nudges wait (their rows stay in the table) */
+  deferQueues?: readonly string[];
+  /** rows taken at most (PASS_ROWS) */
+  limit?: number;
+}
+
 /**
- * One pass: takes up to PASS_ROWS effects (oldest first, none of `deferQueues`' nudges),
- * publishes and deletes them. Returns the effects published.
+ * One pass: takes up to `limit` effects (oldest first, none of `deferQueues`' nudges) that no
+ * other relay holds, publishes and deletes them. Returns the effects published.
  */
-export async function relayOnce(sql: Sql, port: DispatchPort, deferQueues: readonly string[] = []): Promise<Effect[]> {
+export async function relayOnce(sql: Sql, port: DispatchPort, opts: PassOptions = {}): Promise<Effect[]> {
+  const deferQueues = opts.deferQueues ?? [];
   return sql.begin(async (tx) => {
     const rows = await tx<OutboxRow[]>`
       delete from outbox where id in (
@@ -92,7 +100,7 @@ export async function relayOnce(sql: Sql, port: DispatchPort, deferQueues: reado
         ${deferQueues.length
           ? tx`where not (kind in ('queue-ready', 'items-failed') and payload->>'queue_id' = any(${deferQueues as string[]}::text[]))`
           : tx``}
-        order by id limit ${PASS_ROWS}
+        order by id limit ${opts.limit ?? PASS_ROWS}
         for update skip locked)
       returning id, kind, payload`;
     rows.sort((a, b) => a.id - b.id);
@@ -103,12 +111,12 @@ export async function relayOnce(sql: Sql, port: DispatchPort, deferQueues: reado
 }
 
 /** Publishes every effect recorded so far (tests, and tools that run without a dispatcher). */
-export async function drainOutbox(sql: Sql, port: DispatchPort): Promise<number> {
+export async function drainOutbox(sql: Sql, port: DispatchPort, opts: Pick<PassOptions, 'limit'> = {}): Promise<number> {
   let total = 0;
   for (;;) {
-    const n = (await relayOnce(sql, port)).length;
+    const n = (await relayOnce(sql, port, opts)).length;
     total += n;
-    if (n < PASS_ROWS) return total;
+    if (n === 0 || n < (opts.limit ?? PASS_ROWS)) return total;
   }
 }
 
@@ -179,7 +187,7 @@ export function createOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
       const skip = deferred(now);
       let effects: Effect[];
       try {
-        effects = await relayOnce(sql, port, skip);
+        effects = await relayOnce(sql, port, { deferQueues: skip });
         outage.ok();
         if (publishFailing) logger.info('outbox relay publishing again');
         publishFailing = false;

@@ -1,0 +1,231 @@
+import {
+  addItemToQueueNamed, addItemsBulk, createOutboxRelay, createSql, drainOutbox, finishJob, noopDispatch, recordEffect, recordHeartbeat,
+  relayOnce, startJob, stopJob, timeOutJobs, triggerJobByApi, updateQueue,
+  type DispatchJobRef, type DispatchPort, type Effect, type Sql,
+} from '@svc/core';
+import { createLogger } from '@svc/core';
+import { seedApiKey, seedJob, seedMachine, seedProcess, seedQueue, seedTenant } from '@svc/core/testing';
+import { databaseSuite } from './support';
+
+/**
+ * The transactional outbox (docs/decisions/outbox.md): commands write their effects in their own
+ * transaction, and the relay publishes each committed effect, none lost, none of a rolled-back
+ * change, and none twice among relays.
+ */
+const db = databaseSuite();
+const logger = createLogger({ service: 'outbox-test', level: 'error' });
+
+interface Published {
+  jobs: DispatchJobRef[];
+  ready: string[];
+  failed: string[];
+  stops: string[];
+  ended: Array<{ id: string; reason: string }>;
+  online: string[];
+}
+
+function recorder(): { port: DispatchPort; seen: Published } {
+  const seen: Published = { jobs: [], ready: [], failed: [], stops: [], ended: [], online: [] };
+  const port: DispatchPort = {
+    ...noopDispatch,
+    jobsCreated: async (jobs) => void seen.jobs.push(...jobs),
+    queueItemsReady: async (q) => void seen.ready.push(q.id),
+    queueItemsFailed: async (q) => void seen.failed.push(q.id),
+    jobStopRequested: async (j) => void seen.stops.push(j.id),
+    runEnded: async (j, reason) => void seen.ended.push({ id: j.id, reason }),
+    machineOnline: async (m) => void seen.online.push(m.id),
+  };
+  return { port, seen };
+}
+
+async function outboxRows(sql: Sql): Promise<Array<{ kind: string; payload: Record<string, unknown> }>> {
+  return sql<Array<{ kind: string; payload: Record<string, unknown> }>>`select kind, payload from outbox order by id`;
+}
+
+async function world(sql: Sql) {
+  const tenant = await seedTenant(sql);
+  const proc = await seedProcess(sql, tenant.id);
+  const machine = (await seedMachine(sql, tenant.id, { slots: 4 })).row;
+  const queue = await seedQueue(sql, tenant.id, { consumer_process_id: proc.id, max_consumers: 2 });
+  const key = await seedApiKey(sql, tenant.id);
+  return { tenant, proc, machine, queue, keyId: key.row.id as string };
+}
+
+beforeEach(async () => {
+  await db.sql`delete from outbox`;
+});
+
+describe('commands write their effects in their own transaction', () => {
+  it('an effect of a rolled-back transaction never exists', async () => {
+    await db.sql.begin(async (tx) => {
+      await recordEffect(tx, { kind: 'items-failed', queue_id: '00000000-0000-0000-0000-000000000001' });
+      await tx`select 1/0`;
+    }).catch(() => undefined);
+    expect(await outboxRows(db.sql)).toEqual([]);
+  });
+
+  it('a bulk of 1,000 items records one queue-ready effect, in the same statement', async () => {
+    const w = await world(db.sql);
+    const ref = { id: w.queue.id as string, tenant_id: w.tenant.id, name: w.queue.name as string };
+    expect(await addItemsBulk({ sql: db.sql }, ref, { items: Array.from({ length: 1000 }, (_, i) => ({ i })) })).toBe(1000);
+    expect(await outboxRows(db.sql)).toEqual([{ kind: 'queue-ready', payload: { queue_id: w.queue.id, tenant_id: w.tenant.id } }]);
+  });
+
+  it('concurrent single adds share their batch: one effect per queue per statement, never one per item', async () => {
+    const w = await world(db.sql);
+    const other = await seedQueue(db.sql, w.tenant.id);
+    const adds = Array.from({ length: 120 }, (_, i) =>
+      addItemToQueueNamed({ sql: db.sql }, w.tenant.id, i % 2 ? (w.queue.name as string) : (other.name as string), { data: { i } }));
+    await Promise.all(adds);
+    const rows = await outboxRows(db.sql);
+    expect(rows.length).toBeGreaterThanOrEqual(2);
+    expect(rows.length).toBeLessThan(120);
+    expect(new Set(rows.map((r) => r.payload.queue_id))).toEqual(new Set([w.queue.id, other.id]));
+    expect(rows.every((r) => r.kind === 'queue-ready')).toBe(true);
+  });
+
+  it('an add to a missing queue records nothing', async () => {
+    const w = await world(db.sql);
+    await expect(addItemToQueueNamed({ sql: db.sql }, w.tenant.id, 'no-such-queue', { data: {} })).rejects.toThrow();
+    expect(await outboxRows(db.sql)).toEqual([]);
+  });
+
+  it('a trigger records its job with SLA and delay as dates; a refused trigger records nothing', async () => {
+    const w = await world(db.sql);
+    const sla = await seedProcess(db.sql, w.tenant.id, { sla_deadline_minutes: 5 });
+    const job = await triggerJobByApi({ sql: db.sql }, { tenantId: w.tenant.id, apiKeyId: w.keyId }, {
+      rawProcessId: sla.id, body: () => ({ process_id: sla.id as string, machine_id: w.machine.id as string, priority: 5 }),
+    });
+    await db.sql`update tenants set quota_used = monthly_quota where id = ${w.tenant.id}`;
+    await expect(triggerJobByApi({ sql: db.sql }, { tenantId: w.tenant.id, apiKeyId: w.keyId }, {
+      rawProcessId: sla.id, body: () => ({ process_id: sla.id as string }),
+    })).rejects.toThrow();
+    const { port, seen } = recorder();
+    expect(await drainOutbox(db.sql, port)).toBe(1);
+    expect(seen.jobs).toEqual([{
+      id: job.id, tenant_id: w.tenant.id, machine_id: w.machine.id, priority: 5, sla_due_at: job.sla_due_at, not_before: null,
+    }]);
+    expect(seen.jobs[0]!.sla_due_at).toBeInstanceOf(Date);
+  });
+
+  it('a stop of a running job records its abort', async () => {
+    const w = await world(db.sql);
+    const job = await seedJob(db.sql, w.tenant.id, { process_id: w.proc.id as string, machine_id: w.machine.id as string, status: 'running' });
+    await stopJob({ sql: db.sql }, w.tenant.id, job.id as string);
+    expect(await outboxRows(db.sql)).toEqual([{ kind: 'job-stop', payload: { job_id: job.id, machine_id: w.machine.id } }]);
+  });
+
+  it('a consumer job that ends records its failed items and a look at its queue, with its follow-ups', async () => {
+    const w = await world(db.sql);
+    const job = await seedJob(db.sql, w.tenant.id, { process_id: w.proc.id as string, machine_id: w.machine.id as string, source: 'queue' });
+    await db.sql`update jobs set queue_id = ${w.queue.id} where id = ${job.id}`;
+    const started = await startJob(db.sql, job.id as string, w.machine.id as string);
+    if (!('started' in started)) throw new Error('not started');
+    await db.sql`insert into queue_items (tenant_id, queue_id, status, job_id, data) values (${w.tenant.id}, ${w.queue.id}, 'in_progress', ${job.id}, '{}')`;
+    await db.sql`delete from outbox`;
+    const fin = await finishJob(db.sql, job.id as string, started.started.attempt, { to: 'completed', output_data: { items_failed: 1 } });
+    expect(fin!.failedItemQueues).toEqual([w.queue.id]);
+    const { port, seen } = recorder();
+    await drainOutbox(db.sql, port);
+    expect(seen.failed).toEqual([w.queue.id]);
+    expect(seen.ready).toEqual([w.queue.id]);
+  });
+
+  it('a timed-out run records its abort and its retry', async () => {
+    const w = await world(db.sql);
+    const retrying = await seedProcess(db.sql, w.tenant.id, { auto_retry: true, max_retries: 1, retry_delay_seconds: 30, timeout_seconds: 1 });
+    const job = await seedJob(db.sql, w.tenant.id, { process_id: retrying.id as string, machine_id: w.machine.id as string });
+    await startJob(db.sql, job.id as string, w.machine.id as string);
+    await db.sql`update jobs set timeout_at = now() - interval '1 second' where id = ${job.id}`;
+    await db.sql`delete from outbox`;
+    const ended = await timeOutJobs(db.sql);
+    expect(ended.ended.map((j) => j.id)).toEqual([job.id]);
+    const { port, seen } = recorder();
+    await drainOutbox(db.sql, port);
+    expect(seen.ended).toEqual([{ id: job.id, reason: 'timeout' }]);
+    expect(seen.jobs).toHaveLength(1);
+    expect(seen.jobs[0]!.not_before).toBeInstanceOf(Date);
+    expect(seen.jobs[0]!.not_before!.getTime()).toBeGreaterThan(Date.now() + 20_000);
+  });
+
+  it('a heartbeat that brings a machine back from offline records machine-online; a plain one records nothing', async () => {
+    const w = await world(db.sql);
+    await recordHeartbeat(db.sql, w.machine.id as string, { running: 0 });
+    expect(await outboxRows(db.sql)).toEqual([]);
+    await db.sql`update machines set status = 'offline' where id = ${w.machine.id}`;
+    const hb = await recordHeartbeat(db.sql, w.machine.id as string, { running: 0 });
+    expect(hb!.previous).toBe('offline');
+    expect(await outboxRows(db.sql)).toEqual([{ kind: 'machine-online', payload: { tenant_id: w.tenant.id, machine_id: w.machine.id } }]);
+  });
+
+  it('a queue that gains an active consumer records queue-ready; other changes do not', async () => {
+    const w = await world(db.sql);
+    const plain = await seedQueue(db.sql, w.tenant.id);
+    await db.sql.begin((tx) => updateQueue(tx, w.tenant.id, plain.id as string, { description: 'x' }));
+    expect(await outboxRows(db.sql)).toEqual([]);
+    await db.sql.begin((tx) => updateQueue(tx, w.tenant.id, plain.id as string, { consumer_process_id: w.proc.id }));
+    expect(await outboxRows(db.sql)).toEqual([{ kind: 'queue-ready', payload: { queue_id: plain.id, tenant_id: w.tenant.id } }]);
+  });
+});
+
+describe('the relay', () => {
+  const effect = (i: number): Effect => ({ kind: 'job-stop', job_id: `00000000-0000-0000-0000-${String(i).padStart(12, '0')}`, machine_id: 'm' });
+
+  it('publishes and deletes; a publish that fails keeps every row for the next pass', async () => {
+    await db.sql.begin((tx) => Promise.all([1, 2, 3].map((i) => recordEffect(tx, effect(i)))));
+    const failing: DispatchPort = { ...noopDispatch, jobStopRequested: async () => { throw new Error('redis down'); } };
+    await expect(relayOnce(db.sql, failing)).rejects.toThrow('redis down');
+    expect(await outboxRows(db.sql)).toHaveLength(3);
+    const { port, seen } = recorder();
+    expect(await relayOnce(db.sql, port)).toHaveLength(3);
+    expect(seen.stops.sort()).toEqual([1, 2, 3].map((i) => (effect(i) as { job_id: string }).job_id));
+    expect(await outboxRows(db.sql)).toEqual([]);
+  });
+
+  it('several relays at once publish each effect exactly once', async () => {
+    for (let i = 0; i < 20; i++) await recordEffect(db.sql, effect(i));
+    const { port, seen } = recorder();
+    const slow: DispatchPort = { ...port, jobStopRequested: async (j) => { await new Promise((r) => setTimeout(r, 5)); await port.jobStopRequested(j); } };
+    const others = [createSql(db.ctx.config.databaseUrl, { max: 2 }), createSql(db.ctx.config.databaseUrl, { max: 2 })];
+    try {
+      // small passes, so the three relays interleave over the same rows
+      const drained = await Promise.all([db.sql, ...others].map((sql) => drainOutbox(sql, slow, { limit: 3 })));
+      expect(drained.reduce((a, b) => a + b, 0)).toBe(20);
+      expect(drained.filter((n) => n > 0).length).toBeGreaterThan(1);
+    } finally {
+      await Promise.all(others.map((s) => s.end()));
+    }
+    expect(seen.stops).toHaveLength(20);
+    expect(new Set(seen.stops).size).toBe(20);
+  });
+
+  it('wakes on the commit (LISTEN/NOTIFY) and folds a burst of one queue\'s nudges without losing the last', async () => {
+    const w = await world(db.sql);
+    const { port, seen } = recorder();
+    // a poll far away: only the notification can wake it in time
+    const relay = createOutboxRelay({ sql: db.sql, port, logger, pollMs: 60_000, nudgeWindowMs: 300 });
+    await relay.start();
+    try {
+      await recordEffect(db.sql, { kind: 'queue-ready', queue_id: w.queue.id as string, tenant_id: w.tenant.id });
+      await waitUntil(() => seen.ready.length === 1);
+      // a burst within the window: kept in the table, published once when the window ends
+      for (let i = 0; i < 5; i++) await recordEffect(db.sql, { kind: 'queue-ready', queue_id: w.queue.id as string, tenant_id: w.tenant.id });
+      await recordEffect(db.sql, effect(1));
+      await waitUntil(() => seen.stops.length === 1);
+      expect(seen.ready).toHaveLength(1);
+      expect((await outboxRows(db.sql)).filter((r) => r.kind === 'queue-ready')).toHaveLength(5);
+      await waitUntil(async () => (await outboxRows(db.sql)).length === 0);
+      expect(seen.ready).toEqual([w.queue.id, w.queue.id]);
+    } finally {
+      await relay.close();
+    }
+  });
+});
+
+async function waitUntil(probe: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
