@@ -65,3 +65,4 @@ export * from './dispatch/review';
 export * from './dispatch/job-end';
 export * from './outbox/effects';
 export * from './outbox/relay';
+export * from './engine';

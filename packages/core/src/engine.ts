@@ -1,0 +1,117 @@
+import type { Sql } from './db/sql';
+import type { Logger } from './logger';
+import type { ApiKeyChangeListener } from './api-keys/invalidation';
+import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey, type ApiKeyActor } from './api-keys/service';
+import { findApiKeyByHash, findApiKeysByHashes, touchApiKeys } from './api-keys/repo';
+import { findAccessTokenByHash } from './access-tokens/repo';
+import { findAccessTokens, getSession, issueAccessToken, login, revokeAccessToken } from './access-tokens/service';
+import { createTenant, findTenantByName, getTenant, listTenants, resolveTenant, updateTenant } from './tenants/service';
+import { findTenant } from './tenants/repo';
+import { createUser, deactivateUser, resolveUser, setPassword } from './users/service';
+import { listUsersOfTenant } from './users/repo';
+import {
+  createAsset, createFolder, createMachine, createProcess, createQueue, deactivateAsset, deactivateFolder, deactivateMachine,
+  deactivateProcess, deactivateQueue, getAsset, getFolder, getMachine, getProcess, getQueue, listAssets, listFolders, listMachines,
+  listProcesses, listQueues, loadQueueItemCounts, readAssetValue, rotateMachineKey, updateAsset, updateFolder, updateMachine,
+  updateProcess, updateQueue,
+} from './catalog';
+import { getJob, stopJob, triggerJobByApi, triggerJobByWebhook } from './jobs/service';
+import { addItem, addItemToQueueNamed, addItemsBulk, getActiveQueueByName, listItems } from './queue-items/service';
+import { releaseQueueItems, releaseUnknownClaims, settleAndClaimItems, applyItemRetryPolicy } from './queue-items/transitions';
+import { redriveQueueItems, reviewQueueItem } from './dispatch/review';
+import { findRunEndedAs, finishJob, renewJobLeases, reportJobProgress, startJob } from './dispatch/job-run';
+import { findMachineByKey, recordGoodbye, recordHeartbeat } from './machines/heartbeat';
+import { giveUpMachineJobs, failOrphans, markSlaBreaches, pendingStops, sweepOfflineMachines, timeOutJobs } from './dispatch/sweeps';
+import { machineHasWaitingJobs, queuesNeedingConsumers, startQueueConsumers } from './dispatch/consumers';
+import { reconcilePendingJobs } from './dispatch/reconcile';
+import { runIdempotent } from './idempotency/service';
+import { sweepExpiredIdempotencyKeys } from './idempotency/repo';
+import { createOutboxRelay, drainOutbox } from './outbox/relay';
+import type { DispatchPort } from './dispatch/port';
+
+/**
+ * The engine (docs/architecture.md, "Where to add things"): the domain's commands, grouped, bound
+ * to one Postgres pool. The transports (the API, the dispatcher, the agent, the CLI) build one
+ * and call its commands; each command owns its transaction, its audit row and its effects.
+ */
+export interface EngineDeps {
+  sql: Sql;
+  logger: Logger;
+  /** told after an API key changes, so every API process drops it from its cache */
+  apiKeyChanges?: ApiKeyChangeListener;
+}
+
+/** `f(sql, …rest)` → `(…rest)`: a command bound to the engine's pool. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type BoundToSql<F> = F extends (sql: any, ...rest: infer A) => infer R ? (...rest: A) => R : never;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Group<T extends Record<string, (sql: any, ...rest: any[]) => unknown>> = { readonly [K in keyof T]: BoundToSql<T[K]> };
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function bind<T extends Record<string, (first: any, ...rest: any[]) => unknown>>(first: unknown, fns: T): Group<T> {
+  const out: Record<string, unknown> = {};
+  for (const [name, fn] of Object.entries(fns)) out[name] = (...rest: unknown[]) => fn(first, ...rest);
+  return out as Group<T>;
+}
+
+const NO_KEY_LISTENER: ApiKeyChangeListener = { invalidate: async () => undefined };
+
+export function createEngine(deps: EngineDeps) {
+  const { sql } = deps;
+  const services = { sql, logger: deps.logger };
+  const keyChanges = deps.apiKeyChanges ?? NO_KEY_LISTENER;
+  return {
+    sql,
+    /** Who is calling: API keys and access tokens by their hash, sessions, sign-in. */
+    auth: bind(sql, { findApiKeyByHash, findApiKeysByHashes, touchApiKeys, findAccessTokenByHash, getSession, login }),
+    /** A tenant's API keys (the change listener drops revoked and rotated keys from every cache). */
+    keys: {
+      create: (actor: ApiKeyActor, body: unknown) => createApiKey(sql, keyChanges, actor, body),
+      rotate: (actor: ApiKeyActor, keyId: string) => rotateApiKey(sql, keyChanges, actor, keyId),
+      revoke: (actor: ApiKeyActor, keyId: string) => revokeApiKey(sql, keyChanges, actor, keyId),
+      list: (tenantId: string, query: { page: number; limit: number }) => listApiKeys(sql, tenantId, query),
+    },
+    tenants: bind(sql, { create: createTenant, get: getTenant, list: listTenants, update: updateTenant, resolve: resolveTenant, find: findTenant, findByName: findTenantByName }),
+    users: bind(sql, {
+      create: createUser, deactivate: deactivateUser, listOfTenant: listUsersOfTenant, resolve: resolveUser, setPassword,
+      issueToken: issueAccessToken, revokeToken: revokeAccessToken, findTokens: findAccessTokens,
+    }),
+    /** Processes, queues, machines, folders and assets of a tenant. */
+    catalog: {
+      processes: bind(sql, { create: createProcess, list: listProcesses, get: getProcess, update: updateProcess, deactivate: deactivateProcess }),
+      queues: bind(sql, { create: createQueue, list: listQueues, get: getQueue, update: updateQueue, deactivate: deactivateQueue, itemCounts: loadQueueItemCounts }),
+      machines: bind(sql, { create: createMachine, list: listMachines, get: getMachine, update: updateMachine, deactivate: deactivateMachine, rotateKey: rotateMachineKey }),
+      folders: bind(sql, { create: createFolder, list: listFolders, get: getFolder, update: updateFolder, deactivate: deactivateFolder }),
+      assets: bind(sql, { create: createAsset, list: listAssets, get: getAsset, update: updateAsset, deactivate: deactivateAsset, readValue: readAssetValue }),
+    },
+    jobs: {
+      ...bind(services, { triggerByApi: triggerJobByApi, triggerByWebhook: triggerJobByWebhook, stop: stopJob }),
+      ...bind(sql, { get: getJob }),
+    },
+    items: {
+      ...bind(services, { add: addItem, addToQueueNamed: addItemToQueueNamed, addBulk: addItemsBulk }),
+      ...bind(sql, { list: listItems, activeQueueByName: getActiveQueueByName }),
+    },
+    review: bind(services, { decide: reviewQueueItem, redrive: redriveQueueItems }),
+    /** A machine's agent: its heartbeat, its runs and the items its consumers take. */
+    machines: bind(sql, {
+      findByKey: findMachineByKey, heartbeat: recordHeartbeat, goodbye: recordGoodbye, giveUpJobs: giveUpMachineJobs,
+      startJob, renewLeases: renewJobLeases, reportProgress: reportJobProgress, finishJob, findRunEndedAs, pendingStops,
+      settleAndClaim: settleAndClaimItems, releaseItems: releaseQueueItems, releaseUnknownClaims, hasWaitingJobs: machineHasWaitingJobs,
+    }),
+    /** The dispatcher's periodic work and what nudges start. */
+    sweeps: bind(sql, {
+      timeOutJobs, offlineMachines: sweepOfflineMachines, failOrphans, retryItems: applyItemRetryPolicy, slaBreaches: markSlaBreaches,
+      expiredIdempotencyKeys: sweepExpiredIdempotencyKeys, startConsumers: startQueueConsumers, queuesNeedingConsumers,
+      reconcile: reconcilePendingJobs,
+    }),
+    idempotency: bind(sql, { run: runIdempotent }),
+    /** Effects recorded by the commands, published through a DispatchPort. */
+    outbox: {
+      relay: (port: DispatchPort) => createOutboxRelay({ sql, port, logger: deps.logger }),
+      drain: (port: DispatchPort) => drainOutbox(sql, port),
+    },
+  };
+}
+
+export type Engine = ReturnType<typeof createEngine>;
