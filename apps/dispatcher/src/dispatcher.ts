@@ -1,9 +1,6 @@
 import { Worker, type Job } from 'bullmq';
 import {
-  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, DbOutage, IDEMPOTENCY_PURGE_EVERY_MS, applyItemRetryPolicy, createBullDispatch, createOutboxRelay, createRedis, failOrphans,
-  isConnectionError, markSlaBreaches,
-  pendingStops, queuesNeedingConsumers, reconcilePendingJobs, startQueueConsumers, sweepExpiredIdempotencyKeys, sweepOfflineMachines,
-  timeOutJobs,
+  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, DbOutage, IDEMPOTENCY_PURGE_EVERY_MS, createBullDispatch, createEngine, createRedis, isConnectionError,
   type BullDispatch, type Config, type DispatchJobName, type DispatchPayloads, type Logger, type OutboxRelay, type Redis, type Sql,
 } from '@svc/core';
 
@@ -35,7 +32,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const { config, sql, logger } = deps;
   const connection: Redis = createRedis(config.redisUrl);
   const bull = createBullDispatch({ redis: connection, prefix: config.redisPrefix, logger });
-  const relay = createOutboxRelay({ sql, port: bull, logger });
+  const engine = createEngine({ sql, logger });
+  const { sweeps } = engine;
+  const relay = engine.outbox.relay(bull);
   let worker: Worker | null = null;
   let epochTimer: NodeJS.Timeout | null = null;
   let closing = false;
@@ -44,35 +43,35 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
 
   // the jobs a sweep ends carry their effects (aborts, follow-ups, retry hand-offs) in the outbox
   async function startConsumers(queueId: string): Promise<number> {
-    const created = await startQueueConsumers(sql, queueId);
+    const created = await sweeps.startConsumers(queueId);
     if (created.length) logger.debug('consumer jobs started', { queue_id: queueId, jobs: created.length });
     return created.length;
   }
 
   async function retryItems(queueId: string | null): Promise<void> {
-    const r = await applyItemRetryPolicy(sql, queueId);
+    const r = await sweeps.retryItems(queueId);
     for (const q of r.readyQueues) await startConsumers(q);
   }
 
   async function sweep(): Promise<void> {
-    const timedOut = await timeOutJobs(sql);
+    const timedOut = await sweeps.timeOutJobs();
     if (timedOut.ended.length) logger.info('jobs timed out', { jobs: timedOut.ended.map((j) => j.id) });
 
     // heartbeats and lease renewals could not be written while Postgres was away from this
     // dispatcher too: judge machines and runs by them only once agents had time to write again
     if (outage.msSinceRecovery() >= config.machineOfflineAfterSeconds * 1000) {
-      const offline = await sweepOfflineMachines(sql, config.machineOfflineAfterSeconds);
+      const offline = await sweeps.offlineMachines(config.machineOfflineAfterSeconds);
       if (offline.offline.length) logger.warn('machines offline', { machines: offline.offline.map((m) => m.name) });
       if (offline.ended.length) logger.warn('jobs of offline machines or lapsed leases ended', { jobs: offline.ended.map((j) => j.id) });
     }
 
-    const orphanQueues = await failOrphans(sql);
+    const orphanQueues = await sweeps.failOrphans();
     for (const q of orphanQueues) await retryItems(q);
     await retryItems(null);
 
-    for (const j of await pendingStops(sql, 1000)) await bull.publishAbort(j.id, j.machine_id, 'stop');
+    for (const j of await engine.machines.pendingStops(1000)) await bull.publishAbort(j.id, j.machine_id, 'stop');
 
-    const breaches = await markSlaBreaches(sql);
+    const breaches = await sweeps.slaBreaches();
     for (const b of breaches) logger.warn('job SLA breached', { job_id: b.id, tenant_id: b.tenant_id, sla_due_at: b.sla_due_at.toISOString() });
   }
 
@@ -106,7 +105,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       case 'machine-online': {
         const { tenant_id } = job.data as DispatchPayloads['machine-online'];
         let started = 0;
-        for (const q of await queuesNeedingConsumers(sql, tenant_id)) started += await startConsumers(q);
+        for (const q of await sweeps.queuesNeedingConsumers(tenant_id)) started += await startConsumers(q);
         return { started };
       }
       case 'sweep':
@@ -114,13 +113,13 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         return null;
       case 'consumers': {
         let started = 0;
-        for (const q of await queuesNeedingConsumers(sql)) started += await startConsumers(q);
+        for (const q of await sweeps.queuesNeedingConsumers()) started += await startConsumers(q);
         return { started };
       }
       case 'reconcile':
-        return reconcilePendingJobs(sql, bull, { logger });
+        return sweeps.reconcile(bull, { logger });
       case 'purge-idempotency-keys': {
-        const purged = await sweepExpiredIdempotencyKeys(sql);
+        const purged = await sweeps.expiredIdempotencyKeys();
         if (purged) logger.info('expired Idempotency-Keys purged', { purged });
         return { purged };
       }
@@ -157,7 +156,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     if (fresh === 'OK') {
       logger.info('dispatch state (re)built from Postgres');
       await upsertSchedulers();
-      await reconcilePendingJobs(sql, bull, { logger, minAgeMs: 0 });
+      await sweeps.reconcile(bull, { logger, minAgeMs: 0 });
       await bull.addDispatch('consumers', {});
     }
   }
