@@ -35,6 +35,7 @@ export * from './users/schemas';
 export * from './users/repo';
 export * from './users/service';
 export * from './access-tokens/service';
+export * from './access-tokens/authenticate';
 export * from './idempotency/key';
 export * from './idempotency/repo';
 export * from './idempotency/service';
