@@ -4,3 +4,4 @@ export * from './processes';
 export * from './machines';
 export * from './queues';
 export * from './assets';
+export * from './asset-read';
