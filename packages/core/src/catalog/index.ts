@@ -5,3 +5,4 @@ export * from './machines';
 export * from './queues';
 export * from './assets';
 export * from './asset-read';
+export * from './write';

@@ -1,9 +1,10 @@
 import type { Context } from 'koa';
 import type { TObject, TSchema } from '@sinclair/typebox';
 import {
-  IdParams, recordAudit, recordCatalogChange, type AuditActor, type CatalogChange, type CatalogResource, type PageMeta, type Queryable,
-  type Sql,
+  IdParams, publishCatalogEffects, writeCatalogEntity, type AuditActor, type CatalogChange, type CatalogResource, type PageMeta,
+  type Queryable, type Sql,
 } from '@svc/core';
+import type { ApiDeps } from '../../deps';
 import type { AppRouter } from '../../http/router';
 import { addRoute, type RouteContext } from '../../http/route';
 import { ok, paged } from '../../http/respond';
@@ -22,36 +23,18 @@ function actorOf(ctx: Ctx): AuditActor {
 }
 
 /**
- * Runs a management write and its audit-log row in one transaction, so the log never claims a
- * change that did not commit. `details` never carries values (asset values may be secrets).
+ * A catalogue write by the admin making the request: core's writeCatalogEntity (the write and its
+ * audit row in one transaction), then, once committed, the dispatcher hears of its effects.
  */
-export async function audited<T extends { id: string }>(
+export async function writeCatalog<T extends { id: string }>(
   ctx: Ctx,
-  sql: Sql,
-  action: string,
-  resourceType: string,
-  details: Record<string, unknown>,
-  work: (tx: Queryable) => Promise<T>,
-): Promise<T> {
-  return (await sql.begin(async (tx) => {
-    const result = await work(tx);
-    await recordAudit(tx, { ...actorOf(ctx), tenantId: tenantOf(ctx), action, resourceType, resourceId: result.id, details });
-    return result;
-  })) as T;
-}
-
-/** A catalogue create/update/deactivate and its audit row (core's one shape, shared with the CLI). */
-export async function auditedChange<T extends { id: string }>(
-  ctx: Ctx,
-  sql: Sql,
+  deps: Pick<ApiDeps, 'sql' | 'dispatch'>,
   change: CatalogChange,
   work: (tx: Queryable) => Promise<T>,
 ): Promise<T> {
-  return (await sql.begin(async (tx) => {
-    const result = await work(tx);
-    await recordCatalogChange(tx, actorOf(ctx), { tenantId: tenantOf(ctx), resourceId: result.id }, change);
-    return result;
-  })) as T;
+  const { row, effects } = await writeCatalogEntity(deps.sql, actorOf(ctx), tenantOf(ctx), change, work);
+  await publishCatalogEffects(deps.dispatch, effects);
+  return row;
 }
 
 /**
@@ -78,8 +61,6 @@ export interface CrudSpec<Row extends { id: string; name: string }> {
   deactivate(tx: Queryable, tenantId: string, id: string): Promise<Row>;
   /** Rows → response records (may load extra data, e.g. queue item counts, in one query). */
   present(sql: Queryable, rows: Row[]): Promise<unknown[]>;
-  /** Runs after a committed create/update (dispatch nudges). */
-  afterWrite?(row: Row, change: 'create' | 'update'): Promise<void>;
 }
 
 export function addCrudRoutes<Row extends { id: string; name: string }>(router: AppRouter, rc: RouteContext, spec: CrudSpec<Row>): void {
@@ -102,9 +83,8 @@ export function addCrudRoutes<Row extends { id: string; name: string }>(router: 
       errors: [409, 422],
     }, async (ctx, input) => {
       const body = input.body();
-      const row = await auditedChange(ctx, sql, { change: 'create', resource: spec.resource, name: (body as { name: string }).name },
+      const row = await writeCatalog(ctx, rc.deps, { change: 'create', resource: spec.resource, name: (body as { name: string }).name },
         (tx) => spec.create(tx, tenantOf(ctx), body));
-      await spec.afterWrite?.(row, 'create');
       ok(ctx, await one(row), 201);
     });
   }
@@ -154,9 +134,8 @@ export function addCrudRoutes<Row extends { id: string; name: string }>(router: 
     const { id } = input.params();
     await spec.get(sql, tenantOf(ctx), id);
     const body = input.body();
-    const row = await auditedChange(ctx, sql, { change: 'update', resource: spec.resource, fields: Object.keys(body as object) },
+    const row = await writeCatalog(ctx, rc.deps, { change: 'update', resource: spec.resource, fields: Object.keys(body as object) },
       (tx) => spec.update(tx, tenantOf(ctx), id, body));
-    await spec.afterWrite?.(row, 'update');
     ok(ctx, await one(row));
   });
 
@@ -172,7 +151,7 @@ export function addCrudRoutes<Row extends { id: string; name: string }>(router: 
     errors: [404, 422],
   }, async (ctx, input) => {
     const { id } = input.params();
-    const row = await auditedChange(ctx, sql, { change: 'deactivate', resource: spec.resource }, (tx) => spec.deactivate(tx, tenantOf(ctx), id));
+    const row = await writeCatalog(ctx, rc.deps, { change: 'deactivate', resource: spec.resource }, (tx) => spec.deactivate(tx, tenantOf(ctx), id));
     ok(ctx, await one(row));
   });
 }

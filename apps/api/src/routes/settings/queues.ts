@@ -28,10 +28,6 @@ export function queueSettingsRoutes(rc: RouteContext): AppRouter {
       const counts = await loadQueueItemCounts(sql, rows.map((r) => r.id));
       return rows.map((r) => toQueueResponse(r, counts.get(r.id)));
     },
-    // a new consumer or a higher max_consumers may start consumer jobs for items already waiting
-    afterWrite: async (row) => {
-      if (row.is_active && row.consumer_process_id) await rc.deps.dispatch.queueItemsReady({ id: row.id, tenant_id: row.tenant_id });
-    },
   });
   return router;
 }
