@@ -11,6 +11,7 @@ export * from './db/migrate';
 export * from './db/batcher';
 export * from './db/outage';
 export * from './db/jsonb';
+export * from './db/health';
 export * from './validation/validate';
 export * from './validation/formats';
 export * from './validation/json-input';
