@@ -4,7 +4,7 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { KoaAdapter } from '@bull-board/koa';
 import {
-  authenticateAccessToken, bearerToken, machineQueueName, queueDisplayName, requireAdminRole,
+  authenticateAccessToken, bearerToken, listMachineNames, machineQueueName, queueDisplayName, requireAdminRole,
 } from '@svc/core';
 import type { ApiDeps } from '../deps';
 import type { AppState } from '../http/state';
@@ -44,8 +44,7 @@ export function queuesBoard(deps: ApiDeps): Middleware<AppState> {
   }
 
   async function adaptersFor(tenantId: string): Promise<BullMQAdapter[]> {
-    const machines = await deps.sql<Array<{ id: string; name: string; is_active: boolean }>>`
-      select id, name, is_active from machines where tenant_id = ${tenantId} order by name`;
+    const machines = await listMachineNames(deps.sql, tenantId);
     return machines.map((m) => new BullMQAdapter(queueOf(m.id), {
       readOnlyMode: true,
       displayName: queueDisplayName(machineQueueName(m.id), m.name) + (m.is_active ? '' : ' (inactive)'),
