@@ -1,4 +1,6 @@
-import { AppError, ValidationError, createAsset, deactivateAsset, readAssetWithKey, type AssetReader, type Environment } from '@svc/core';
+import {
+  AppError, ValidationError, createAsset, deactivateAsset, readAssetWithKey, readStoredCredentials, type AssetReader, type Environment,
+} from '@svc/core';
 import { seedTenant } from '@svc/core/testing';
 import { databaseSuite } from './support';
 
@@ -80,5 +82,16 @@ describe('readAssetWithKey', () => {
       resource_id: w.cred.id, details: { name: 'erp-login', type: 'credential', environment: 'dev' }, request_id: 'req-1', ip: '10.0.0.9',
     });
     expect(JSON.stringify(rows[0])).not.toContain('dev-secret');
+  });
+});
+
+describe('readStoredCredentials', () => {
+  it('opens an asset\'s stored credentials per environment, and nothing of a plain asset', async () => {
+    const w = await workspace();
+    const stored = await readStoredCredentials(db.sql, key(), w.cred.id);
+    expect([...stored]).toEqual([['dev', { username: 'dev-bot', password: 'dev-secret' }]]);
+    expect((await readStoredCredentials(db.sql, key(), w.text.id)).size).toBe(0);
+    // sealed with another key, a credential does not open
+    await expect(readStoredCredentials(db.sql, Buffer.alloc(32, 1), w.cred.id)).rejects.toThrow(/could not be decrypted/);
   });
 });

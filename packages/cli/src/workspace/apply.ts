@@ -1,6 +1,6 @@
 import {
-  CLI_ACTOR, createAsset, createFolder, createMachine, createProcess, createQueue, decrypt, findAssetByName, findFolderByName,
-  findMachineByName, findProcessByName, findQueueByName, getTenant, toFolderResponse, toMachineResponse,
+  CLI_ACTOR, createAsset, createFolder, createMachine, createProcess, createQueue, findAssetByName, findFolderByName,
+  findMachineByName, findProcessByName, findQueueByName, getTenant, readStoredCredentials, toFolderResponse, toMachineResponse,
   toProcessResponse, toQueueResponse, updateAsset, updateFolder, updateMachine, updateProcess, updateQueue, writeCatalogEntity,
   ValidationError, type AssetType, type CatalogChange, type FieldIssue, type Queryable, type Sql,
 } from '@svc/core';
@@ -283,14 +283,6 @@ function assetValues(entry: AssetEntry, type: AssetType | undefined, env: Record
   return out;
 }
 
-/** Credentials are compared with what is stored, decrypted here and never shown. */
-async function storedCredentials(tx: Queryable, key: Buffer, assetId: string): Promise<Map<string, unknown>> {
-  const rows = await tx<{ environment: string; secret: Buffer }[]>`
-    select environment, secret from asset_values where asset_id = ${assetId} and secret is not null`;
-  // the AAD binds each sealed value to its asset and environment (see core catalog/assets.ts)
-  return new Map(rows.map((r) => [r.environment, JSON.parse(decrypt(key, r.secret, `${assetId}:${r.environment}`))]));
-}
-
 async function applyAssets(ctx: Ctx, file: WorkspaceFile, opts: ApplyOptions): Promise<void> {
   const entries = file.assets ?? [];
   if (entries.length === 0) return;
@@ -314,7 +306,7 @@ async function applyAssets(ctx: Ctx, file: WorkspaceFile, opts: ApplyOptions): P
       const typeChanged = entry.type !== undefined && entry.type !== current.type;
       if (typeChanged) patch.type = entry.type;
       const changedValues: Record<string, unknown> = {};
-      const secrets = type === 'credential' && !typeChanged ? await storedCredentials(ctx.tx, key, current.id) : new Map();
+      const secrets = type === 'credential' && !typeChanged ? await readStoredCredentials(ctx.tx, key, current.id) : new Map();
       for (const [e, v] of Object.entries(values ?? {})) {
         const now = type === 'credential' && !typeChanged ? (secrets.get(e) ?? null) : current.values[e as (typeof ENVS)[number]];
         if (typeChanged || !sameJson(v, now)) changedValues[e] = v;
