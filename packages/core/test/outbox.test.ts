@@ -1,6 +1,6 @@
 import {
   addItemToQueueNamed, addItemsBulk, createOutboxRelay, createSql, drainOutbox, finishJob, noopDispatch, recordEffect, recordHeartbeat,
-  relayOnce, startJob, stopJob, timeOutJobs, triggerJobByApi, updateQueue,
+  relayOnce, startJob, stopJob, timeOutJobs, triggerJobByApi, updateQueue, writeCatalogEntity, CLI_ACTOR,
   type DispatchJobRef, type DispatchPort, type Effect, type Sql,
 } from '@svc/core';
 import { createLogger } from '@svc/core';
@@ -161,9 +161,11 @@ describe('commands write their effects in their own transaction', () => {
   it('a queue that gains an active consumer records queue-ready; other changes do not', async () => {
     const w = await world(db.sql);
     const plain = await seedQueue(db.sql, w.tenant.id);
-    await db.sql.begin((tx) => updateQueue(tx, w.tenant.id, plain.id as string, { description: 'x' }));
+    const update = (patch: Record<string, unknown>) => writeCatalogEntity(db.sql, CLI_ACTOR, w.tenant.id,
+      { change: 'update', resource: 'queue', fields: Object.keys(patch) }, (tx) => updateQueue(tx, w.tenant.id, plain.id as string, patch));
+    await update({ description: 'x' });
     expect(await outboxRows(db.sql)).toEqual([]);
-    await db.sql.begin((tx) => updateQueue(tx, w.tenant.id, plain.id as string, { consumer_process_id: w.proc.id }));
+    await update({ consumer_process_id: w.proc.id });
     expect(await outboxRows(db.sql)).toEqual([{ kind: 'queue-ready', payload: { queue_id: plain.id, tenant_id: w.tenant.id } }]);
   });
 });

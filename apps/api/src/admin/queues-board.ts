@@ -4,7 +4,7 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { KoaAdapter } from '@bull-board/koa';
 import {
-  ForbiddenError, UnauthorizedError, findAccessTokenByHash, machineQueueName, queueDisplayName, sha256,
+  authenticateAccessToken, bearerToken, listMachineNames, machineQueueName, queueDisplayName, requireAdminRole,
 } from '@svc/core';
 import type { ApiDeps } from '../deps';
 import type { AppState } from '../http/state';
@@ -44,8 +44,7 @@ export function queuesBoard(deps: ApiDeps): Middleware<AppState> {
   }
 
   async function adaptersFor(tenantId: string): Promise<BullMQAdapter[]> {
-    const machines = await deps.sql<Array<{ id: string; name: string; is_active: boolean }>>`
-      select id, name, is_active from machines where tenant_id = ${tenantId} order by name`;
+    const machines = await listMachineNames(deps.sql, tenantId);
     return machines.map((m) => new BullMQAdapter(queueOf(m.id), {
       readOnlyMode: true,
       displayName: queueDisplayName(machineQueueName(m.id), m.name) + (m.is_active ? '' : ' (inactive)'),
@@ -76,17 +75,14 @@ export function queuesBoard(deps: ApiDeps): Middleware<AppState> {
   }
 
   async function adminTenant(token: string | undefined): Promise<string> {
-    if (!token) throw new UnauthorizedError();
-    const row = await findAccessTokenByHash(deps.sql, sha256(token));
-    if (!row || row.revoked_at || !row.user_active) throw new UnauthorizedError();
-    if (row.expires_at.getTime() <= Date.now()) throw new UnauthorizedError('Token de acceso expirado');
-    if (row.role !== 'admin') throw new ForbiddenError('Se requiere el rol de administrador del workspace');
-    return row.tenant_id;
+    const user = await authenticateAccessToken(deps.sql, token);
+    requireAdminRole(user);
+    return user.tenantId;
   }
 
   return async (ctx, next) => {
     if (ctx.path !== BOARD_PATH && !ctx.path.startsWith(`${BOARD_PATH}/`)) return next();
-    const bearer = /^Bearer\s+(\S+)$/i.exec(ctx.get('Authorization'))?.[1];
+    const bearer = bearerToken(ctx.get('Authorization'));
     const fromQuery = typeof ctx.query.token === 'string' ? ctx.query.token : undefined;
     const token = bearer ?? fromQuery ?? ctx.cookies.get(COOKIE);
     const tenantId = await adminTenant(token);

@@ -1,4 +1,4 @@
-import type { Logger, Environment } from '@svc/core';
+import type { AccessTokenPrincipal, Logger, Environment } from '@svc/core';
 
 /** Who is calling, as established by the API-key middleware. */
 export interface ApiKeyPrincipal {
@@ -13,15 +13,8 @@ export interface ApiKeyPrincipal {
   keyHashHex: string;
 }
 
-/** Who is calling, as established by the Bearer access-token middleware. */
-export interface UserPrincipal {
-  kind: 'user';
-  userId: string;
-  tenantId: string;
-  role: 'admin' | 'member';
-  tokenId: string;
-  email: string;
-}
+/** Who is calling, as established by the Bearer access-token middleware (core's authenticateBearer). */
+export type UserPrincipal = AccessTokenPrincipal;
 
 export interface AppState {
   requestId: string;

@@ -1,7 +1,7 @@
 import {
-  CLI_ACTOR, createAsset, createFolder, createMachine, createProcess, createQueue, decrypt, findAssetByName, findFolderByName,
-  findMachineByName, findProcessByName, findQueueByName, getTenant, recordCatalogChange, toFolderResponse, toMachineResponse,
-  toProcessResponse, toQueueResponse, updateAsset, updateFolder, updateMachine, updateProcess, updateQueue,
+  CLI_ACTOR, createAsset, createFolder, createMachine, createProcess, createQueue, findAssetByName, findFolderByName,
+  findMachineByName, findProcessByName, findQueueByName, getTenant, readStoredCredentials, toFolderResponse, toMachineResponse,
+  toProcessResponse, toQueueResponse, updateAsset, updateFolder, updateMachine, updateProcess, updateQueue, writeCatalogEntity,
   ValidationError, type AssetType, type CatalogChange, type FieldIssue, type Queryable, type Sql,
 } from '@svc/core';
 import { checkWorkspace, resolveEnvRefs, type AssetEntry, type Kind, type WorkspaceFile } from './file';
@@ -12,9 +12,10 @@ import { checkWorkspace, resolveEnvRefs, type AssetEntry, type Kind, type Worksp
  * left alone. Nothing is deleted, and fields the file leaves out are not touched, so applying the
  * same file twice changes nothing the second time.
  *
- * Every create and update writes its audit row in the same transaction, like the settings API
- * (`create_<resource>` / `update_<resource>`, core's recordCatalogChange), with actor `system`
- * and source `cli`; details name fields, never a value. A dry run rolls them back with the rest.
+ * Every create and update goes through core's writeCatalogEntity, like the settings API, so it
+ * writes its audit row in the same transaction (`create_<resource>` / `update_<resource>`), with
+ * actor `system` and source `cli`; details name fields, never a value. A dry run rolls them back
+ * with the rest.
  */
 
 export type Action = 'created' | 'updated' | 'unchanged';
@@ -106,9 +107,13 @@ interface Ctx {
   processes: Map<string, string>;
 }
 
-/** The audit row of one write, in the apply's transaction. */
-function audit(ctx: Ctx, resourceId: string, change: CatalogChange): Promise<void> {
-  return recordCatalogChange(ctx.tx, CLI_ACTOR, { tenantId: ctx.tenantId, resourceId }, change);
+/**
+ * One catalogue write, its audit row and its effects (a queue that may need consumers), under a
+ * savepoint of the apply's transaction: the dispatcher's relay publishes the effects once the
+ * apply commits, as for the settings API.
+ */
+async function write<T extends { id: string }>(ctx: Ctx, change: CatalogChange, work: (tx: Queryable) => Promise<T>): Promise<T> {
+  return (await writeCatalogEntity(ctx.tx, CLI_ACTOR, ctx.tenantId, change, work)).row;
 }
 
 function record(ctx: Ctx, r: AppliedResource): AppliedResource {
@@ -136,16 +141,15 @@ async function applyFolders(ctx: Ctx, file: WorkspaceFile): Promise<void> {
       const desired = given(entry, ['description', 'is_active']);
       const current = await findFolderByName(ctx.tx, ctx.tenantId, entry.name);
       if (!current) {
-        const row = await createFolder(ctx.tx, ctx.tenantId, { name: entry.name, ...desired });
-        await audit(ctx, row.id, { change: 'create', resource: 'folder', name: entry.name });
+        const row = await write(ctx, { change: 'create', resource: 'folder', name: entry.name },
+          (tx) => createFolder(tx, ctx.tenantId, { name: entry.name, ...desired }));
         ctx.folders.set(entry.name, row.id);
         return record(ctx, { kind: 'folder', name: entry.name, id: row.id, action: 'created' });
       }
       ctx.folders.set(entry.name, current.id);
       const patch = differences(desired, toFolderResponse(current));
       if (Object.keys(patch).length) {
-        await updateFolder(ctx.tx, ctx.tenantId, current.id, patch);
-        await audit(ctx, current.id, { change: 'update', resource: 'folder', fields: Object.keys(patch) });
+        await write(ctx, { change: 'update', resource: 'folder', fields: Object.keys(patch) }, (tx) => updateFolder(tx, ctx.tenantId, current.id, patch));
       }
       return record(ctx, change('folder', entry.name, current.id, Object.keys(patch)));
     });
@@ -165,48 +169,51 @@ const shown = (fields: string[]) => fields.map((f) => SHOWN_AS[f] ?? f);
 
 /**
  * Two passes, so a process may name as its successor one defined later in the file (or form a
- * chain): first every process without `on_success`, then the successors. One audit row per
- * entry: a create covers its successor too; an update names the fields of both passes.
+ * chain): first every process is created or compared with its record, then successors are
+ * resolved and each changed process is written once. One audit row per entry: a create covers its
+ * successor too; an update names the fields of both passes.
  */
 async function applyProcesses(ctx: Ctx, file: WorkspaceFile): Promise<void> {
   const entries = file.processes ?? [];
   const results: AppliedResource[] = [];
-  const updatedFields = new Map<string, string[]>();
+  /** per entry: what its record still needs, and the successor it has now */
+  const pending: Array<{ patch: Record<string, unknown>; successor: string | null }> = [];
   for (const [i, entry] of entries.entries()) {
     results[i] = await atEntry('processes', i, async () => {
       const desired = given(entry, PROCESS_FIELDS);
       if (entry.folder !== undefined) desired.folder_id = await folderId(ctx, entry.folder);
       const current = await findProcessByName(ctx.tx, ctx.tenantId, entry.name);
       if (!current) {
-        const row = await createProcess(ctx.tx, ctx.tenantId, { name: entry.name, ...desired });
-        await audit(ctx, row.id, { change: 'create', resource: 'process', name: entry.name });
+        const row = await write(ctx, { change: 'create', resource: 'process', name: entry.name },
+          (tx) => createProcess(tx, ctx.tenantId, { name: entry.name, ...desired }));
         ctx.processes.set(entry.name, row.id);
+        pending[i] = { patch: {}, successor: null };
         return record(ctx, { kind: 'process', name: entry.name, id: row.id, action: 'created' });
       }
       ctx.processes.set(entry.name, current.id);
       const patch = differences(desired, toProcessResponse(current));
-      if (Object.keys(patch).length) {
-        await updateProcess(ctx.tx, ctx.tenantId, current.id, patch);
-        updatedFields.set(current.id, Object.keys(patch));
-      }
+      pending[i] = { patch, successor: current.on_success_trigger_process_id };
       return record(ctx, change('process', entry.name, current.id, shown(Object.keys(patch))));
     });
   }
   for (const [i, entry] of entries.entries()) {
-    if (entry.on_success === undefined) continue;
     await atEntry('processes', i, async () => {
-      const target = await processId(ctx, entry.on_success!, 'on_success');
       const res = results[i]!;
-      const [row] = await ctx.tx<{ on_success_trigger_process_id: string | null }[]>`
-        select on_success_trigger_process_id from processes where id = ${res.id}`;
-      if (row!.on_success_trigger_process_id === target) return;
-      await updateProcess(ctx.tx, ctx.tenantId, res.id, { on_success_trigger_process_id: target });
-      if (res.action !== 'created') updatedFields.set(res.id, [...(updatedFields.get(res.id) ?? []), 'on_success_trigger_process_id']);
-      if (res.action === 'unchanged') Object.assign(res, { action: 'updated', changed: ['on_success'] });
-      else if (res.action === 'updated') res.changed!.push('on_success');
+      const { patch, successor } = pending[i]!;
+      if (entry.on_success !== undefined) {
+        const target = await processId(ctx, entry.on_success, 'on_success');
+        if (target !== successor) {
+          patch.on_success_trigger_process_id = target;
+          if (res.action === 'unchanged') Object.assign(res, { action: 'updated', changed: ['on_success'] });
+          else if (res.action === 'updated') res.changed!.push('on_success');
+        }
+      }
+      if (Object.keys(patch).length === 0) return;
+      // a process created above gets its successor as the rest of its create (audited as such)
+      if (res.action === 'created') await updateProcess(ctx.tx, ctx.tenantId, res.id, patch);
+      else await write(ctx, { change: 'update', resource: 'process', fields: Object.keys(patch) }, (tx) => updateProcess(tx, ctx.tenantId, res.id, patch));
     });
   }
-  for (const [id, fields] of updatedFields) await audit(ctx, id, { change: 'update', resource: 'process', fields });
 }
 
 async function applyMachines(ctx: Ctx, file: WorkspaceFile, dryRun: boolean): Promise<void> {
@@ -215,14 +222,15 @@ async function applyMachines(ctx: Ctx, file: WorkspaceFile, dryRun: boolean): Pr
       const desired = given(entry, ['description', 'slots', 'is_active']);
       const current = await findMachineByName(ctx.tx, ctx.tenantId, entry.name);
       if (!current) {
-        const { row, machineKey } = await createMachine(ctx.tx, ctx.tenantId, { name: entry.name, ...desired });
-        await audit(ctx, row.id, { change: 'create', resource: 'machine', name: entry.name });
+        const { row, machineKey } = await write(ctx, { change: 'create', resource: 'machine', name: entry.name }, async (tx) => {
+          const made = await createMachine(tx, ctx.tenantId, { name: entry.name, ...desired });
+          return { id: made.row.id, ...made };
+        });
         return record(ctx, { kind: 'machine', name: entry.name, id: row.id, action: 'created', ...(dryRun ? {} : { machine_key: machineKey }) });
       }
       const patch = differences(desired, toMachineResponse(current));
       if (Object.keys(patch).length) {
-        await updateMachine(ctx.tx, ctx.tenantId, current.id, patch);
-        await audit(ctx, current.id, { change: 'update', resource: 'machine', fields: Object.keys(patch) });
+        await write(ctx, { change: 'update', resource: 'machine', fields: Object.keys(patch) }, (tx) => updateMachine(tx, ctx.tenantId, current.id, patch));
       }
       return record(ctx, change('machine', entry.name, current.id, Object.keys(patch)));
     });
@@ -236,14 +244,13 @@ async function applyQueues(ctx: Ctx, file: WorkspaceFile): Promise<void> {
       if (entry.consumer !== undefined) desired.consumer_process_id = await processId(ctx, entry.consumer, 'consumer');
       const current = await findQueueByName(ctx.tx, ctx.tenantId, entry.name);
       if (!current) {
-        const row = await createQueue(ctx.tx, ctx.tenantId, { name: entry.name, ...desired });
-        await audit(ctx, row.id, { change: 'create', resource: 'queue', name: entry.name });
+        const row = await write(ctx, { change: 'create', resource: 'queue', name: entry.name },
+          (tx) => createQueue(tx, ctx.tenantId, { name: entry.name, ...desired }));
         return record(ctx, { kind: 'queue', name: entry.name, id: row.id, action: 'created' });
       }
       const patch = differences(desired, toQueueResponse(current));
       if (Object.keys(patch).length) {
-        await updateQueue(ctx.tx, ctx.tenantId, current.id, patch);
-        await audit(ctx, current.id, { change: 'update', resource: 'queue', fields: Object.keys(patch) });
+        await write(ctx, { change: 'update', resource: 'queue', fields: Object.keys(patch) }, (tx) => updateQueue(tx, ctx.tenantId, current.id, patch));
       }
       return record(ctx, change('queue', entry.name, current.id, shown(Object.keys(patch))));
     });
@@ -276,14 +283,6 @@ function assetValues(entry: AssetEntry, type: AssetType | undefined, env: Record
   return out;
 }
 
-/** Credentials are compared with what is stored, decrypted here and never shown. */
-async function storedCredentials(tx: Queryable, key: Buffer, assetId: string): Promise<Map<string, unknown>> {
-  const rows = await tx<{ environment: string; secret: Buffer }[]>`
-    select environment, secret from asset_values where asset_id = ${assetId} and secret is not null`;
-  // the AAD binds each sealed value to its asset and environment (see core catalog/assets.ts)
-  return new Map(rows.map((r) => [r.environment, JSON.parse(decrypt(key, r.secret, `${assetId}:${r.environment}`))]));
-}
-
 async function applyAssets(ctx: Ctx, file: WorkspaceFile, opts: ApplyOptions): Promise<void> {
   const entries = file.assets ?? [];
   if (entries.length === 0) return;
@@ -298,15 +297,16 @@ async function applyAssets(ctx: Ctx, file: WorkspaceFile, opts: ApplyOptions): P
       const desired = given(entry, ['description', 'is_active']);
       if (!current) {
         if (!entry.type) throw entryError('type', 'El tipo es obligatorio para crear un asset (text, integer, boolean, credential)');
-        const row = await createAsset(ctx.tx, key, ctx.tenantId, { name: entry.name, type: entry.type, ...desired, ...(values ? { values } : {}) });
-        await audit(ctx, row.id, { change: 'create', resource: 'asset', name: entry.name });
+        const assetType = entry.type;
+        const row = await write(ctx, { change: 'create', resource: 'asset', name: entry.name },
+          (tx) => createAsset(tx, key, ctx.tenantId, { name: entry.name, type: assetType, ...desired, ...(values ? { values } : {}) }));
         return record(ctx, { kind: 'asset', name: entry.name, id: row.id, action: 'created' });
       }
       const patch: Record<string, unknown> = differences(desired, current as unknown as Record<string, unknown>);
       const typeChanged = entry.type !== undefined && entry.type !== current.type;
       if (typeChanged) patch.type = entry.type;
       const changedValues: Record<string, unknown> = {};
-      const secrets = type === 'credential' && !typeChanged ? await storedCredentials(ctx.tx, key, current.id) : new Map();
+      const secrets = type === 'credential' && !typeChanged ? await readStoredCredentials(ctx.tx, key, current.id) : new Map();
       for (const [e, v] of Object.entries(values ?? {})) {
         const now = type === 'credential' && !typeChanged ? (secrets.get(e) ?? null) : current.values[e as (typeof ENVS)[number]];
         if (typeChanged || !sameJson(v, now)) changedValues[e] = v;
@@ -314,8 +314,7 @@ async function applyAssets(ctx: Ctx, file: WorkspaceFile, opts: ApplyOptions): P
       if (Object.keys(changedValues).length) patch.values = changedValues;
       // the audit row names the field `values`, like the API's; which environments changed is in the report only
       if (Object.keys(patch).length) {
-        await updateAsset(ctx.tx, key, ctx.tenantId, current.id, patch);
-        await audit(ctx, current.id, { change: 'update', resource: 'asset', fields: Object.keys(patch) });
+        await write(ctx, { change: 'update', resource: 'asset', fields: Object.keys(patch) }, (tx) => updateAsset(tx, key, ctx.tenantId, current.id, patch));
       }
       const changed = [
         ...Object.keys(patch).filter((k) => k !== 'values'),

@@ -205,6 +205,16 @@ export async function deactivateAsset(sql: Queryable, key: Buffer, tenantId: str
   return (await withValues(sql, key, [row]))[0]!;
 }
 
+/**
+ * An asset's stored credentials, decrypted, per environment: for comparing desired values with
+ * what is stored (`svc apply`), never for showing. Reads of a value go through readAssetValue.
+ */
+export async function readStoredCredentials(sql: Queryable, key: Buffer, assetId: string): Promise<Map<Environment, Credential>> {
+  const rows = await sql<AssetValueRow[]>`
+    select asset_id, environment, value, secret from asset_values where asset_id = ${assetId} and secret is not null`;
+  return new Map(rows.map((r) => [r.environment, openCredential(key, r)]));
+}
+
 export interface AssetRead {
   asset: AssetRow;
   environment: Environment;

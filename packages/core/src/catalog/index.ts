@@ -4,3 +4,5 @@ export * from './processes';
 export * from './machines';
 export * from './queues';
 export * from './assets';
+export * from './asset-read';
+export * from './write';

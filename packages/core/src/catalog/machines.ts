@@ -92,6 +92,13 @@ export async function findMachineByName(sql: Queryable, tenantId: string, name: 
   return row ?? null;
 }
 
+export type MachineName = Pick<MachineRow, 'id' | 'name' | 'is_active'>;
+
+/** Every machine of a tenant, active or not, ordered by name, unpaged (the operators' queues board). */
+export async function listMachineNames(sql: Queryable, tenantId: string): Promise<MachineName[]> {
+  return sql<MachineName[]>`select id, name, is_active from machines where tenant_id = ${tenantId} order by name`;
+}
+
 export async function listMachines(sql: Queryable, tenantId: string, query: Partial<MachineListQuery> = {}): Promise<Page<MachineRow>> {
   const { page, limit, offset } = pageWindow(query);
   const active = query.is_active ?? null;

@@ -1,6 +1,5 @@
 import type { Queryable } from '../db/sql';
 import { NotFoundError } from '../errors';
-import { recordEffect } from '../outbox/effects';
 import { validate } from '../validation/validate';
 import { QueueCreate, QueueUpdate, type CatalogListQuery } from './schemas';
 import { assertSameTenant, iso, pageWindow, presentColumns, toPage, uniqueName, type Page } from './shared';
@@ -63,7 +62,7 @@ export function toQueueResponse(row: QueueRow, counts: QueueItemCounts = emptyIt
 export async function createQueue(sql: Queryable, tenantId: string, input: unknown): Promise<QueueRow> {
   const body = validate(QueueCreate, input);
   await assertSameTenant(sql, 'processes', tenantId, body.consumer_process_id, 'consumer_process_id');
-  const created = await uniqueName(sql, 'queue', body.name, async (q) => {
+  return uniqueName(sql, 'queue', body.name, async (q) => {
     const [row] = await q<QueueRow[]>`
       insert into queues (tenant_id, name, description, max_retries, consumer_process_id, max_consumers, is_active)
       values (${tenantId}, ${body.name}, ${body.description ?? null}, ${body.max_retries ?? 3},
@@ -71,17 +70,6 @@ export async function createQueue(sql: Queryable, tenantId: string, input: unkno
       returning *`;
     return row!;
   });
-  await consumersMayStart(sql, created);
-  return created;
-}
-
-/**
- * A queue with a new consumer or a higher max_consumers may start consumer jobs for items already
- * waiting: its queue-ready effect commits with the change, whoever makes it (the settings API,
- * `svc apply`).
- */
-async function consumersMayStart(tx: Queryable, row: QueueRow): Promise<void> {
-  if (row.is_active && row.consumer_process_id) await recordEffect(tx, { kind: 'queue-ready', queue_id: row.id, tenant_id: row.tenant_id });
 }
 
 export async function findQueue(sql: Queryable, tenantId: string, id: string): Promise<QueueRow | null> {
@@ -118,15 +106,13 @@ export async function updateQueue(sql: Queryable, tenantId: string, id: string, 
     await assertSameTenant(sql, 'processes', tenantId, body.consumer_process_id, 'consumer_process_id');
   }
   const cols = presentColumns(body, ['name', 'description', 'max_retries', 'consumer_process_id', 'max_consumers', 'is_active']);
-  const updated = await uniqueName(sql, 'queue', body.name, async (q) => {
+  return uniqueName(sql, 'queue', body.name, async (q) => {
     const [row] = await q<QueueRow[]>`
       update queues set ${q(cols)}, updated_at = now()
       where id = ${id} and tenant_id = ${tenantId} returning *`;
     if (!row) throw new NotFoundError();
     return row;
   });
-  await consumersMayStart(sql, updated);
-  return updated;
 }
 
 /** An inactive queue keeps its items (readable, never lost); whether it still accepts items is the item API's call. */

@@ -1,9 +1,10 @@
 import type { Context } from 'koa';
 import type { TObject, TSchema } from '@sinclair/typebox';
 import {
-  IdParams, recordAudit, recordCatalogChange, type AuditActor, type CatalogChange, type CatalogResource, type PageMeta, type Queryable,
-  type Sql,
+  IdParams, writeCatalogEntity, type AuditActor, type CatalogChange, type CatalogResource, type PageMeta,
+  type Queryable, type Sql,
 } from '@svc/core';
+import type { ApiDeps } from '../../deps';
 import type { AppRouter } from '../../http/router';
 import { addRoute, type RouteContext } from '../../http/route';
 import { ok, paged } from '../../http/respond';
@@ -21,37 +22,14 @@ function actorOf(ctx: Ctx): AuditActor {
   return { actorType: 'user', actorId: ctx.state.user!.userId, source: 'api', requestId: ctx.state.requestId, ip: ctx.state.clientIp };
 }
 
-/**
- * Runs a management write and its audit-log row in one transaction, so the log never claims a
- * change that did not commit. `details` never carries values (asset values may be secrets).
- */
-export async function audited<T extends { id: string }>(
+/** A catalogue write by the admin making the request: core's writeCatalogEntity (write, audit row and effects in one transaction). */
+export async function writeCatalog<T extends { id: string }>(
   ctx: Ctx,
-  sql: Sql,
-  action: string,
-  resourceType: string,
-  details: Record<string, unknown>,
-  work: (tx: Queryable) => Promise<T>,
-): Promise<T> {
-  return (await sql.begin(async (tx) => {
-    const result = await work(tx);
-    await recordAudit(tx, { ...actorOf(ctx), tenantId: tenantOf(ctx), action, resourceType, resourceId: result.id, details });
-    return result;
-  })) as T;
-}
-
-/** A catalogue create/update/deactivate and its audit row (core's one shape, shared with the CLI). */
-export async function auditedChange<T extends { id: string }>(
-  ctx: Ctx,
-  sql: Sql,
+  deps: Pick<ApiDeps, 'sql'>,
   change: CatalogChange,
   work: (tx: Queryable) => Promise<T>,
 ): Promise<T> {
-  return (await sql.begin(async (tx) => {
-    const result = await work(tx);
-    await recordCatalogChange(tx, actorOf(ctx), { tenantId: tenantOf(ctx), resourceId: result.id }, change);
-    return result;
-  })) as T;
+  return (await writeCatalogEntity(deps.sql, actorOf(ctx), tenantOf(ctx), change, work)).row;
 }
 
 /**
@@ -100,7 +78,7 @@ export function addCrudRoutes<Row extends { id: string; name: string }>(router: 
       errors: [409, 422],
     }, async (ctx, input) => {
       const body = input.body();
-      const row = await auditedChange(ctx, sql, { change: 'create', resource: spec.resource, name: (body as { name: string }).name },
+      const row = await writeCatalog(ctx, rc.deps, { change: 'create', resource: spec.resource, name: (body as { name: string }).name },
         (tx) => spec.create(tx, tenantOf(ctx), body));
       ok(ctx, await one(row), 201);
     });
@@ -151,7 +129,7 @@ export function addCrudRoutes<Row extends { id: string; name: string }>(router: 
     const { id } = input.params();
     await spec.get(sql, tenantOf(ctx), id);
     const body = input.body();
-    const row = await auditedChange(ctx, sql, { change: 'update', resource: spec.resource, fields: Object.keys(body as object) },
+    const row = await writeCatalog(ctx, rc.deps, { change: 'update', resource: spec.resource, fields: Object.keys(body as object) },
       (tx) => spec.update(tx, tenantOf(ctx), id, body));
     ok(ctx, await one(row));
   });
@@ -168,7 +146,7 @@ export function addCrudRoutes<Row extends { id: string; name: string }>(router: 
     errors: [404, 422],
   }, async (ctx, input) => {
     const { id } = input.params();
-    const row = await auditedChange(ctx, sql, { change: 'deactivate', resource: spec.resource }, (tx) => spec.deactivate(tx, tenantOf(ctx), id));
+    const row = await writeCatalog(ctx, rc.deps, { change: 'deactivate', resource: spec.resource }, (tx) => spec.deactivate(tx, tenantOf(ctx), id));
     ok(ctx, await one(row));
   });
 }

@@ -6,7 +6,7 @@ import {
 import { createRouter, type AppRouter } from '../../http/router';
 import { addRoute, type RouteContext } from '../../http/route';
 import { ok } from '../../http/respond';
-import { ADMIN, addCrudRoutes, audited, auditedChange, tenantOf } from './crud';
+import { ADMIN, addCrudRoutes, tenantOf, writeCatalog } from './crud';
 
 /**
  * /api/v1/settings/machines: robot hosts (record: docs/decisions/machine-record.md). Create and
@@ -14,7 +14,6 @@ import { ADMIN, addCrudRoutes, audited, auditedChange, tenantOf } from './crud';
  */
 export function machineSettingsRoutes(rc: RouteContext): AppRouter {
   const router = createRouter();
-  const { sql } = rc.deps;
   const tags = ['settings: machines'];
 
   addRoute(router, rc, {
@@ -33,7 +32,7 @@ export function machineSettingsRoutes(rc: RouteContext): AppRouter {
     errors: [409, 422],
   }, async (ctx, input) => {
     const body = input.body() as MachineCreate;
-    const { row, machineKey } = await auditedChange(ctx, sql, { change: 'create', resource: 'machine', name: body.name }, async (tx) => {
+    const { row, machineKey } = await writeCatalog(ctx, rc.deps, { change: 'create', resource: 'machine', name: body.name }, async (tx) => {
       const made = await createMachine(tx, tenantOf(ctx), body);
       return { id: made.row.id, ...made };
     });
@@ -52,7 +51,7 @@ export function machineSettingsRoutes(rc: RouteContext): AppRouter {
     errors: [404, 422],
   }, async (ctx, input) => {
     const { id } = input.params();
-    const { row, machineKey } = await audited(ctx, sql, 'rotate_machine_key', 'machine', {}, async (tx) => {
+    const { row, machineKey } = await writeCatalog(ctx, rc.deps, { change: 'rotate-key', resource: 'machine' }, async (tx) => {
       const made = await rotateMachineKey(tx, tenantOf(ctx), id);
       return { id: made.row.id, ...made };
     });

@@ -1,0 +1,47 @@
+import type { Queryable } from '../db/sql';
+import { ForbiddenError, UnauthorizedError } from '../errors';
+import { sha256 } from '../security/hash';
+import type { UserRole } from '../users/schemas';
+import { findAccessTokenByHash } from './repo';
+
+/**
+ * The one check of a user access token, for every way one is presented (the API's Bearer guard,
+ * the queues board's header, query parameter or cookie): docs/decisions/one-place-per-rule.md.
+ */
+
+/** Who presented a valid access token. */
+export interface AccessTokenPrincipal {
+  kind: 'user';
+  userId: string;
+  tenantId: string;
+  role: UserRole;
+  tokenId: string;
+  email: string;
+}
+
+/** The token of an `Authorization: Bearer <token>` header; undefined for any other shape. */
+export function bearerToken(header: string | undefined): string | undefined {
+  return /^Bearer\s+(\S+)$/i.exec(header ?? '')?.[1];
+}
+
+/**
+ * The active user behind an access token. Missing, unknown or revoked token, or deactivated user
+ * → 401 `Credenciales inválidas`; expired → 401 `Token de acceso expirado`.
+ */
+export async function authenticateAccessToken(sql: Queryable, token: string | undefined): Promise<AccessTokenPrincipal> {
+  if (!token) throw new UnauthorizedError();
+  const row = await findAccessTokenByHash(sql, sha256(token));
+  if (!row || row.revoked_at || !row.user_active) throw new UnauthorizedError();
+  if (row.expires_at.getTime() <= Date.now()) throw new UnauthorizedError('Token de acceso expirado');
+  return { kind: 'user', userId: row.user_id, tenantId: row.tenant_id, role: row.role, tokenId: row.token_id, email: row.email };
+}
+
+/** `Authorization: Bearer <access token>` → its user (errors as authenticateAccessToken). */
+export function authenticateBearer(sql: Queryable, authorization: string | undefined): Promise<AccessTokenPrincipal> {
+  return authenticateAccessToken(sql, bearerToken(authorization));
+}
+
+/** Workspace administration needs the admin role: else 403. */
+export function requireAdminRole(principal: Pick<AccessTokenPrincipal, 'role'> | undefined): void {
+  if (principal?.role !== 'admin') throw new ForbiddenError('Se requiere el rol de administrador del workspace');
+}

@@ -1,0 +1,96 @@
+import { recordAudit } from '../audit/audit';
+import type { Queryable } from '../db/sql';
+import { ForbiddenError, NotFoundError, ValidationError } from '../errors';
+import { ENVIRONMENTS, type Environment } from '../scopes';
+import { readAssetValue, type AssetRead, type AssetValue } from './assets';
+
+/**
+ * Reading an asset's value with an API key: the environment policy, the order of its refusals and
+ * the audit of credential reads, as docs/decisions/assets-read.md decides them.
+ */
+
+/** The API key reading, and the request it came with (for the audit row). */
+export interface AssetReader {
+  tenantId: string;
+  keyId: string;
+  /** null = every environment; an empty list reads none (fail-closed). */
+  environments: readonly Environment[] | null;
+  requestId?: string | null;
+  ip?: string | null;
+}
+
+export interface AssetReadRequest {
+  name: string;
+  /** The `environment` the client asked for, as it came (undefined when absent). */
+  environment: unknown;
+  /**
+   * The transport's remaining request checks (a 422 for unexpected parameters), run once the
+   * asset is known to exist: the error order puts 404 before 422.
+   */
+  checkRequest?(): void;
+}
+
+export type AssetValueRead = AssetRead & { value: AssetValue };
+
+const isEnvironment = (v: unknown): v is Environment => typeof v === 'string' && (ENVIRONMENTS as readonly string[]).includes(v);
+
+/** The default when no environment is asked for; undefined when the key must choose. */
+function defaultEnvironment(allowed: readonly Environment[]): Environment | undefined {
+  if (allowed.includes('production')) return 'production';
+  if (allowed.length === 1) return allowed[0];
+  return undefined;
+}
+
+/** Existence only (no value read, nothing decrypted). */
+async function activeAssetExists(sql: Queryable, tenantId: string, name: string): Promise<boolean> {
+  const rows = await sql`select 1 from assets where tenant_id = ${tenantId} and name = ${name} and is_active`;
+  return rows.length > 0;
+}
+
+/**
+ * The value of an active asset for one environment, read with an API key. Refusals, in the
+ * contract's order: 403 for an environment the key may not read (before any look-up, so it tells
+ * nothing about the workspace) or a key that reads none; 404 for a missing, inactive or other
+ * workspace's asset; then `checkRequest`'s 422; 422 when the key must choose an environment; 404
+ * when the asset has no value there. A credential read writes its audit row (never the value)
+ * before the value is returned: no audit row, no credential.
+ */
+export async function readAssetWithKey(
+  sql: Queryable,
+  encryptionKey: Buffer,
+  reader: AssetReader,
+  req: AssetReadRequest,
+): Promise<AssetValueRead> {
+  const allowed = reader.environments ?? ENVIRONMENTS;
+  const asked = req.environment;
+  if (isEnvironment(asked) && !allowed.includes(asked)) {
+    throw new ForbiddenError(`La API key no tiene acceso al entorno ${asked}`, { environment: asked });
+  }
+  if (allowed.length === 0) throw new ForbiddenError('La API key no tiene acceso a ningún entorno');
+
+  const chosen = asked === undefined ? defaultEnvironment(allowed) : isEnvironment(asked) ? asked : undefined;
+  if (!chosen) {
+    if (!(await activeAssetExists(sql, reader.tenantId, req.name))) throw new NotFoundError();
+    req.checkRequest?.();
+    throw ValidationError.single(['query', 'environment'], `Indica el entorno: la API key puede leer ${allowed.join(', ')}`, 'missing');
+  }
+  const read = await readAssetValue(sql, encryptionKey, reader.tenantId, req.name, chosen);
+  req.checkRequest?.();
+  if (read.value === null) throw new NotFoundError(`El asset ${req.name} no tiene valor en el entorno ${chosen}`);
+
+  if (read.asset.type === 'credential') {
+    await recordAudit(sql, {
+      tenantId: reader.tenantId,
+      actorType: 'api_key',
+      actorId: reader.keyId,
+      action: 'read_asset',
+      source: 'api',
+      resourceType: 'asset',
+      resourceId: read.asset.id,
+      details: { name: read.asset.name, type: read.asset.type, environment: chosen },
+      requestId: reader.requestId ?? null,
+      ip: reader.ip ?? null,
+    });
+  }
+  return { ...read, value: read.value };
+}

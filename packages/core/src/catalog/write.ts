@@ -1,0 +1,49 @@
+import { recordCatalogChange, type AuditActor, type CatalogChange } from '../audit/catalog-changes';
+import type { Queryable } from '../db/sql';
+import { recordEffects, type Effect } from '../outbox/effects';
+import type { QueueRow } from './queues';
+import { inTransaction } from './shared';
+
+/**
+ * The one way a catalogue record changes (docs/decisions/one-place-per-rule.md): the write, its
+ * audit row and its effects (outbox/effects.ts) in one transaction, for the settings API and
+ * `svc apply` alike.
+ */
+
+/**
+ * What a catalogue write causes: an active queue with a consumer process (new, or changed) may
+ * start consumers for its waiting items now.
+ */
+export type CatalogEffect = Extract<Effect, { kind: 'queue-ready' }>;
+
+export interface CatalogWrite<T> {
+  row: T;
+  effects: CatalogEffect[];
+}
+
+function effectsOf(change: CatalogChange, row: { id: string }): CatalogEffect[] {
+  if (change.resource !== 'queue' || (change.change !== 'create' && change.change !== 'update')) return [];
+  const queue = row as unknown as Pick<QueueRow, 'id' | 'tenant_id' | 'is_active' | 'consumer_process_id'>;
+  return queue.is_active && queue.consumer_process_id ? [{ kind: 'queue-ready', queue_id: queue.id, tenant_id: queue.tenant_id }] : [];
+}
+
+/**
+ * Runs `work` (the create, update, deactivation or key rotation of one record of `tenantId`) and
+ * writes its audit row and effects, in a new transaction, or under a savepoint of the caller's (so a failed
+ * write leaves neither the change nor its row). `work` must use the `tx` it is given.
+ */
+export async function writeCatalogEntity<T extends { id: string }>(
+  db: Queryable,
+  actor: AuditActor,
+  tenantId: string,
+  change: CatalogChange,
+  work: (tx: Queryable) => Promise<T>,
+): Promise<CatalogWrite<T>> {
+  return inTransaction(db, async (tx) => {
+    const row = await work(tx);
+    await recordCatalogChange(tx, actor, { tenantId, resourceId: row.id }, change);
+    const effects = effectsOf(change, row);
+    await recordEffects(tx, effects);
+    return { row, effects };
+  });
+}
