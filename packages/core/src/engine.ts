@@ -1,4 +1,5 @@
-import type { Sql } from './db/sql';
+import type { Queryable, Sql } from './db/sql';
+import type { AuditActor, CatalogChange } from './audit/catalog-changes';
 import type { Logger } from './logger';
 import type { ApiKeyChangeListener } from './api-keys/invalidation';
 import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey, type ApiKeyActor } from './api-keys/service';
@@ -15,6 +16,7 @@ import {
   listProcesses, listQueues, loadQueueItemCounts, readAssetValue, rotateMachineKey, updateAsset, updateFolder, updateMachine,
   updateProcess, updateQueue,
 } from './catalog';
+import { writeCatalogEntity } from './catalog/write';
 import { getJob, stopJob, triggerJobByApi, triggerJobByWebhook } from './jobs/service';
 import { addItem, addItemToQueueNamed, addItemsBulk, getActiveQueueByName, listItems } from './queue-items/service';
 import { releaseQueueItems, releaseUnknownClaims, settleAndClaimItems, applyItemRetryPolicy } from './queue-items/transitions';
@@ -78,6 +80,9 @@ export function createEngine(deps: EngineDeps) {
     }),
     /** Processes, queues, machines, folders and assets of a tenant. */
     catalog: {
+      /** every create, update, deactivation and key rotation: the write, its audit row and its effects */
+      write: <T extends { id: string }>(actor: AuditActor, tenantId: string, change: CatalogChange, work: (tx: Queryable) => Promise<T>) =>
+        writeCatalogEntity(sql, actor, tenantId, change, work),
       processes: bind(sql, { create: createProcess, list: listProcesses, get: getProcess, update: updateProcess, deactivate: deactivateProcess }),
       queues: bind(sql, { create: createQueue, list: listQueues, get: getQueue, update: updateQueue, deactivate: deactivateQueue, itemCounts: loadQueueItemCounts }),
       machines: bind(sql, { create: createMachine, list: listMachines, get: getMachine, update: updateMachine, deactivate: deactivateMachine, rotateKey: rotateMachineKey }),

@@ -1,11 +1,9 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import {
   addItem, addItemsBulk, applyItemRetryPolicy, createApiKey, createBullDispatch, deactivateApiKey, deactivateUserRow,
   failItemsOfJobs, failOrphanedItems, findAccessTokenByHash, findApiKey, findApiKeyByHash, findIdempotencyKey,
   findJobWithNames, findMachineByKey, findRunEndedAs, findUserByEmail, finishJob, getActiveQueueByName, getSession, getTenantQueue,
   giveUpMachineJobs, listApiKeyRows, listItems, listMachines, listProcesses, listQueues, loadQueueItemCounts,
-  markSlaBreaches, pendingStops, pickMachineForFollowUp,
+  listMachineNames, markSlaBreaches, pendingStops, readAssetWithKey, pickMachineForFollowUp,
   queuesNeedingConsumers, readAssetValue, recordAudit, recordGoodbye, recordHeartbeat, reconcilePendingJobs,
   redriveDeadLetterItems, releaseLostClaim, releaseQueueItems, releaseUnknownClaims, renewJobLeases, replaceApiKeySecret, reportJobProgress, requestRunningJobStop,
   reviewQueueItem, revokeAccessToken, runIdempotent, settleAndClaimItems, sha256, startJob, startQueueConsumers, stopJob,
@@ -28,14 +26,11 @@ import { createTestContext, type TestContext } from '../src/testing';
  * switch to it, see settledPlan). Neither may contain a `Seq Scan` on a large table, except the
  * few KNOWN_SCANS whose fix is in their SQL. Each probe also names the indexes it must use, which
  * documents (and pins) the query → index map.
- *
- * Two statements live inline in apps (not in a core function); they are copied below with
- * the file they come from, and the test fails when that file no longer contains them verbatim.
  */
 
 const LARGE_TABLES = new Set(['queue_items', 'jobs', 'api_keys', 'audit_log', 'idempotency_keys', 'access_tokens']);
 
-const REPO_ROOT = path.resolve(__dirname, '../../..');
+const squash = (s: string) => s.replace(/\s+/g, ' ');
 
 // ---------------------------------------------------------------------------------------------
 // The data set, skewed like production: 200 workspaces, four of which hold nearly all the work;
@@ -354,33 +349,6 @@ function describePlan(nodes: PlanNode[]): string {
     .join('; ');
 }
 
-// ---------------------------------------------------------------------------------------------
-// Statements that live inline in apps: copied verbatim (the test checks the file still has them).
-
-interface Copied {
-  file: string;
-  /** the tagged template as written in the file, interpolations included */
-  source: string;
-  text: string;
-  params: (f: Fixture) => unknown[];
-}
-
-const COPIED: Record<string, Copied> = {
-  boardMachines: {
-    file: 'apps/api/src/admin/queues-board.ts',
-    source: 'select id, name, is_active from machines where tenant_id = ${tenantId} order by name',
-    text: 'select id, name, is_active from machines where tenant_id = $1 order by name',
-    params: (f) => [f.tenant],
-  },
-  activeAssetExists: {
-    file: 'apps/api/src/routes/assets.ts',
-    source: 'select 1 from assets where tenant_id = ${tenantId} and name = ${name} and is_active',
-    text: 'select 1 from assets where tenant_id = $1 and name = $2 and is_active',
-    params: (f) => [f.tenant, 'asset-7'],
-  },
-};
-
-const squash = (s: string) => s.replace(/\s+/g, ' ');
 
 // ---------------------------------------------------------------------------------------------
 // Known exceptions: statements that scan a large table in one of their two plans for a reason no
@@ -410,7 +378,6 @@ interface Probe {
 }
 
 const keyListener = { invalidate: async () => undefined };
-const copied = (c: Copied) => (q: Queryable, f: Fixture) => q.unsafe(c.text, c.params(f) as never[]);
 
 const API_PROBES: Probe[] = [
   // authentication and keys
@@ -567,14 +534,16 @@ const API_PROBES: Probe[] = [
     tx: async (q, f) => loadQueueItemCounts(q, (await listQueues(q, f.tenant, {})).rows.map((r) => r.id)),
   },
   {
-    name: 'GET /assets/by-name/{name} (readAssetValue, activeAssetExists)',
+    name: 'GET /assets/by-name/{name} (readAssetWithKey: existence look-up, readAssetValue)',
     indexes: ['assets_tenant_id_name_key', 'asset_values_pkey'],
     tx: async (q, f) => {
-      await copied(COPIED.activeAssetExists!)(q, f);
+      // a key that must choose an environment: the existence look-up runs, then the 422
+      await readAssetWithKey(q, Buffer.alloc(32, 7), { tenantId: f.tenant, keyId: f.apiKeyIds[0]!, environments: ['staging', 'dev'] },
+        { name: 'asset-7', environment: undefined }).catch(() => undefined);
       await readAssetValue(q, Buffer.alloc(32, 7), f.tenant, 'asset-7', 'production');
     },
   },
-  { name: 'Bull Board machine queues (queues-board adaptersFor)', indexes: [], tx: copied(COPIED.boardMachines!) },
+  { name: 'Bull Board machine queues (listMachineNames)', indexes: [], tx: (q, f) => listMachineNames(q, f.tenant) },
   // human review and re-drive
   {
     name: 'approve a reviewed item (reviewQueueItem)',
@@ -760,16 +729,6 @@ describe('indexes serve the hot statements on a realistic data set', () => {
     }
     expect([...used]).toEqual(expect.arrayContaining(probe.indexes));
   }
-
-  it('keeps the statements copied from apps identical to their source files', () => {
-    for (const c of Object.values(COPIED)) {
-      const file = squash(readFileSync(path.join(REPO_ROOT, c.file), 'utf8'));
-      expect({ file: c.file, found: file.includes(squash(c.source)) }).toEqual({ file: c.file, found: true });
-      // the copy sent to Postgres is the source with its interpolations numbered
-      let n = 0;
-      expect(c.source.replace(/\$\{[^}]+\}/g, () => `$${++n}`)).toBe(c.text);
-    }
-  });
 
   describe('API requests', () => {
     for (const probe of API_PROBES) {
