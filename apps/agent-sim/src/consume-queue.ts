@@ -1,6 +1,5 @@
-import {
-  machineHasWaitingJobs, releaseQueueItems, releaseUnknownClaims, reportJobProgress, settleAndClaimItems,
-  type ClaimedItem, type ItemOutcome, type JobEnd, type SettleAndClaimResult, type StartedJob,
+import type {
+  ClaimedItem, ItemOutcome, JobEnd, SettleAndClaimResult, StartedJob,
 } from '@svc/core';
 import { directiveOf, sample } from './behaviour';
 import { AbortedError, crashNow, reasonOf, stall, work } from './abort';
@@ -69,11 +68,11 @@ export async function consumeQueue(ctx: RunContext, run: StartedJob): Promise<Jo
     let lost = false;
     return ctx.life.db('settling and taking queue items', async () => {
       const req = { queueId, jobId: run.id, jobAttempt: run.attempt, machineId: ctx.machine.id };
-      if (!lost) return settleAndClaimItems(ctx.sql, { ...req, outcomes, take });
-      const { settled } = await settleAndClaimItems(ctx.sql, { ...req, outcomes, take: 0 });
-      const released = await releaseUnknownClaims(ctx.sql, run.id, buffer.map((i) => i.id));
+      if (!lost) return ctx.machines.settleAndClaim({ ...req, outcomes, take });
+      const { settled } = await ctx.machines.settleAndClaim({ ...req, outcomes, take: 0 });
+      const released = await ctx.machines.releaseUnknownClaims(run.id, buffer.map((i) => i.id));
       if (released) log.line(`${released} elementos tomados sin respuesta (conexión perdida) devueltos a la cola`);
-      const { claimed } = take > 0 ? await settleAndClaimItems(ctx.sql, { ...req, outcomes: [], take }) : { claimed: [] };
+      const { claimed } = take > 0 ? await ctx.machines.settleAndClaim({ ...req, outcomes: [], take }) : { claimed: [] };
       return { settled, claimed };
     }, () => {
       lost = true;
@@ -85,7 +84,7 @@ export async function consumeQueue(ctx: RunContext, run: StartedJob): Promise<Jo
       if (buffer.length === 0) {
         if (Date.now() - lastYieldCheck >= YIELD_CHECK_MS) {
           lastYieldCheck = Date.now();
-          if (await ctx.life.db('looking for waiting jobs', () => machineHasWaitingJobs(ctx.sql, ctx.machine.id, run.id))) {
+          if (await ctx.life.db('looking for waiting jobs', () => ctx.machines.hasWaitingJobs(ctx.machine.id, run.id))) {
             yielded = true;
             log.line('Otro job espera esta máquina: el consumidor cede su slot');
             break;
@@ -120,7 +119,7 @@ export async function consumeQueue(ctx: RunContext, run: StartedJob): Promise<Jo
     }
     if (buffer.length) {
       const held = buffer;
-      const released = await ctx.life.db('handing back queue items', () => releaseQueueItems(ctx.sql, run.id, held));
+      const released = await ctx.life.db('handing back queue items', () => ctx.machines.releaseItems(run.id, held));
       log.line(`${released} elementos tomados y no iniciados devueltos a la cola`);
     }
   }
@@ -180,7 +179,7 @@ async function processItem(ctx: RunContext, run: StartedJob, item: ClaimedItem, 
 async function progress(ctx: RunContext, run: StartedJob, counts: { completed: number; pending_review: number; failed: number }, unsettled: number, log: JobLog): Promise<void> {
   const done = counts.completed + counts.pending_review + counts.failed + unsettled;
   const progress = { progress_message: `${done} elementos procesados`, logs: log.value };
-  const res = await ctx.life.db('reporting job progress', () => reportJobProgress(ctx.sql, run.id, run.attempt, progress));
+  const res = await ctx.life.db('reporting job progress', () => ctx.machines.reportProgress(run.id, run.attempt, progress));
   if (!res) ctx.abort('lost');
   else if (res.stop_requested) ctx.abort('stop');
   await ctx.bullJob.updateProgress({ items_processed: done }).catch(() => undefined);

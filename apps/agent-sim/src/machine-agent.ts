@@ -2,9 +2,8 @@ import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { DelayedError, Worker, type Job } from 'bullmq';
 import {
-  createRedis, findRunEndedAs, finishJob, giveUpMachineJobs, machineQueueName, recordGoodbye, recordHeartbeat, renewJobLeases,
-  retryOnConnectionLoss, startJob,
-  type AgentMachine, type BullDispatch, type DbOutage, type FinishResult, type JobAbortMessage, type JobEnd, type Logger,
+  createEngine, createRedis, machineQueueName, retryOnConnectionLoss,
+  type AgentMachine, type Engine, type BullDispatch, type DbOutage, type FinishResult, type JobAbortMessage, type JobEnd, type Logger,
   type MachineJobPayload, type Sql, type StartedJob,
 } from '@svc/core';
 import { createRandom } from './behaviour';
@@ -57,9 +56,12 @@ export class MachineAgent {
   private closing = false;
   /** aborted when the agent stops for good: database calls stop waiting for Postgres then */
   private readonly giveUp = new AbortController();
+  /** the engine's commands for a machine's agent */
+  private readonly engine: Engine['machines'];
 
   constructor(private readonly deps: AgentDeps, public machine: AgentMachine) {
     this.random = createRandom(deps.options.seed);
+    this.engine = createEngine({ sql: deps.sql, logger: deps.logger }).machines;
   }
 
   get log(): Logger {
@@ -78,7 +80,7 @@ export class MachineAgent {
 
   async start(): Promise<void> {
     // a fresh agent process runs nothing: whatever Postgres says runs here was lost with the last one
-    const lost = await this.db('giving up the previous process\'s jobs', () => giveUpMachineJobs(this.deps.sql, this.machine.id));
+    const lost = await this.db('giving up the previous process\'s jobs', () => this.engine.giveUpJobs(this.machine.id));
     if (lost.ended.length) this.log.warn('jobs of the previous agent process given up', { jobs: lost.ended.map((j) => j.id) });
     await this.heartbeat().catch((err) => this.failed('heartbeat', err));
     this.worker = new Worker<MachineJobPayload>(
@@ -117,7 +119,7 @@ export class MachineAgent {
     // leases first: the dispatcher ends a run whose lease ran out before its machine's last
     // heartbeat, so a heartbeat must never land between a live run's expiry and its renewal
     await this.renewLeases();
-    const hb = await recordHeartbeat(this.deps.sql, this.machine.id, {
+    const hb = await this.engine.heartbeat(this.machine.id, {
       running: this.running.size,
       agentVersion: AGENT_VERSION,
       hostInfo: { hostname: os.hostname(), pid: process.pid, platform: process.platform },
@@ -148,7 +150,7 @@ export class MachineAgent {
     if (this.running.size === 0) return;
     const now = Date.now();
     const runs = [...this.running].map(([id, r]) => ({ id, attempt: r.attempt, alive: r.life.alive(now) }));
-    const owned = await renewJobLeases(this.deps.sql, this.machine.id, runs, this.deps.leaseSeconds);
+    const owned = await this.engine.renewLeases(this.machine.id, runs, this.deps.leaseSeconds);
     const still = new Map(owned.map((o) => [o.id, o.stop_requested]));
     for (const r of runs) {
       const current = this.running.get(r.id);
@@ -176,7 +178,7 @@ export class MachineAgent {
         try {
           // a load report counts as a heartbeat too: leases first (see heartbeat)
           await this.renewLeases();
-          const hb = await recordHeartbeat(this.deps.sql, this.machine.id, { running: this.running.size });
+          const hb = await this.engine.heartbeat(this.machine.id, { running: this.running.size });
           this.deps.outage.ok();
           if (hb?.previous === 'offline' && !this.closing) this.backOnline();
         } catch (err) {
@@ -189,10 +191,10 @@ export class MachineAgent {
   }
 
   private async process(job: Job<MachineJobPayload>, token: string | undefined, signal?: AbortSignal): Promise<unknown> {
-    const { sql, leaseSeconds } = this.deps;
+    const { leaseSeconds } = this.deps;
     // this delivery's name: asked again after a lost answer, the start returns our own run
     const holder = randomUUID();
-    const res = await this.db('starting a job', () => startJob(sql, job.data.job_id, this.machine.id, { holder, leaseSeconds }));
+    const res = await this.db('starting a job', () => this.engine.startJob(job.data.job_id, this.machine.id, { holder, leaseSeconds }));
     if ('skipped' in res) {
       if (res.skipped === 'not_before') {
         await job.moveToDelayed(res.not_before.getTime(), token);
@@ -211,7 +213,7 @@ export class MachineAgent {
     const timeoutTimer = setTimeout(() => ctrl.abort('local-timeout'), Math.max(0, run.timeout_at.getTime() - Date.now()));
     try {
       const ctx: RunContext = {
-        sql,
+        machines: this.engine,
         machine: this.machine,
         behaviour: behaviourFor(this.deps.options, { id: run.process_id, name: run.process_name }),
         random: this.random,
@@ -249,12 +251,11 @@ export class MachineAgent {
    * token, it was this run's own transition (its follow-ups and effects committed with it).
    */
   private async finish(run: StartedJob, end: JobEnd, life: RunLife): Promise<string> {
-    const { sql } = this.deps;
     let uncertain = false;
     const fin = await life.db('finishing a job', async (): Promise<FinishResult | null> => {
-      const done = await finishJob(sql, run.id, run.attempt, end);
+      const done = await this.engine.finishJob(run.id, run.attempt, end);
       if (done || !uncertain) return done;
-      const job = await findRunEndedAs(sql, run.id, run.attempt, end.to);
+      const job = await this.engine.findRunEndedAs(run.id, run.attempt, end.to);
       return job ? { job, followUps: [], failedItemQueues: [] } : null;
     }, () => {
       uncertain = true;
@@ -293,7 +294,7 @@ export class MachineAgent {
     // that just ended report their slots free) would set the machine online again after it
     await this.beating;
     while (this.loadReport) await this.loadReport;
-    await recordGoodbye(this.deps.sql, this.machine.id).catch(() => undefined);
+    await this.engine.goodbye(this.machine.id).catch(() => undefined);
     this.log.info('machine agent stopped');
   }
 }

@@ -1,5 +1,5 @@
 import {
-  ConfigError, DbOutage, createBullDispatch, createLogger, createRedis, createSql, decodeAbort, findMachineByKey, onShutdownSignals, parseConfig,
+  ConfigError, DbOutage, createBullDispatch, createLogger, createRedis, createEngine, createSql, decodeAbort, onShutdownSignals, parseConfig,
   retryOnConnectionLoss,
 } from '@svc/core';
 import { parseOptions, UsageError } from './options';
@@ -19,12 +19,13 @@ async function main(): Promise<void> {
   // a run's lease spans at least three heartbeats, like a machine's silence before it is offline
   const leaseSeconds = Math.max(config.machineOfflineAfterSeconds, (3 * heartbeatMs) / 1000);
   const outage = new DbOutage(logger);
+  const { machines } = createEngine({ sql, logger });
 
   const agents: MachineAgent[] = [];
   const itemsProcessed = { n: 0 };
   for (const key of options.machineKeys) {
     // started while Postgres is away: wait for it rather than exit
-    const machine = await retryOnConnectionLoss(() => findMachineByKey(sql, key), { outage, context: 'looking up a machine key' });
+    const machine = await retryOnConnectionLoss(() => machines.findByKey(key), { outage, context: 'looking up a machine key' });
     if (!machine) throw new UsageError(`The machine key ${key.slice(0, 12)}… does not belong to an active machine.`);
     agents.push(new MachineAgent({ sql, redisUrl: config.redisUrl, bull, logger, options, journal, heartbeatMs, itemsProcessed, outage, leaseSeconds }, machine));
   }

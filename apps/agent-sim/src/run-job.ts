@@ -1,5 +1,5 @@
 import type { Job } from 'bullmq';
-import { reportJobProgress, type AgentMachine, type JobEnd, type Logger, type Sql, type StartedJob } from '@svc/core';
+import type { AgentMachine, Engine, JobEnd, Logger, StartedJob } from '@svc/core';
 import { directiveOf, metricsAt, metricsProfile, sample, type Behaviour } from './behaviour';
 import { AbortedError, crashNow, reasonOf, stall, work } from './abort';
 import type { Journal } from './journal';
@@ -7,7 +7,8 @@ import type { RunLife } from './run-life';
 
 /** What a run needs from its agent. */
 export interface RunContext {
-  sql: Sql;
+  /** the engine's commands for a machine's agent */
+  machines: Engine['machines'];
   machine: AgentMachine;
   behaviour: Behaviour;
   random: () => number;
@@ -76,7 +77,7 @@ export async function runSimulatedJob(ctx: RunContext, run: StartedJob): Promise
         resource_metrics: metricsAt(profile, Date.now() - started, duration),
       };
       // fenced and idempotent: safe to send again after a lost answer
-      const res = await ctx.life.db('reporting job progress', () => reportJobProgress(ctx.sql, run.id, run.attempt, progress));
+      const res = await ctx.life.db('reporting job progress', () => ctx.machines.reportProgress(run.id, run.attempt, progress));
       if (!res) ctx.abort('lost');
       else if (res.stop_requested) ctx.abort('stop');
       if (ctx.signal.aborted) throw new AbortedError(reasonOf(ctx.signal));
