@@ -5,8 +5,10 @@ import type { ApiKeyChangeListener } from './api-keys/invalidation';
 import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey, type ApiKeyActor } from './api-keys/service';
 import { findApiKeyByHash, findApiKeysByHashes, touchApiKeys } from './api-keys/repo';
 import { findAccessTokenByHash } from './access-tokens/repo';
-import { findAccessTokens, getSession, issueAccessToken, login, revokeAccessToken } from './access-tokens/service';
-import { createTenant, findTenantByName, getTenant, listTenants, resolveTenant, updateTenant } from './tenants/service';
+import { findAccessTokens, getSession, issueAccessToken, revokeAccessToken } from './access-tokens/service';
+import { signIn, signOut } from './access-tokens/sessions';
+import { authenticateAccessToken, authenticateBearer } from './access-tokens/authenticate';
+import { assertPlanFeature, createTenant, findTenantByName, getTenant, listTenants, resolveTenant, updateTenant } from './tenants/service';
 import { findTenant } from './tenants/repo';
 import { createUser, deactivateUser, resolveUser, setPassword } from './users/service';
 import { listUsersOfTenant } from './users/repo';
@@ -14,7 +16,7 @@ import {
   createAsset, createFolder, createMachine, createProcess, createQueue, deactivateAsset, deactivateFolder, deactivateMachine,
   deactivateProcess, deactivateQueue, getAsset, getFolder, getMachine, getProcess, getQueue, listAssets, listFolders, listMachines,
   listProcesses, listQueues, loadQueueItemCounts, readAssetValue, rotateMachineKey, updateAsset, updateFolder, updateMachine,
-  updateProcess, updateQueue,
+  updateProcess, updateQueue, listMachineNames, readAssetWithKey,
 } from './catalog';
 import { writeCatalogEntity } from './catalog/write';
 import { getJob, stopJob, triggerJobByApi, triggerJobByWebhook } from './jobs/service';
@@ -27,6 +29,7 @@ import { giveUpMachineJobs, failOrphans, markSlaBreaches, pendingStops, sweepOff
 import { machineHasWaitingJobs, queuesNeedingConsumers, startQueueConsumers } from './dispatch/consumers';
 import { reconcilePendingJobs } from './dispatch/reconcile';
 import { runIdempotent } from './idempotency/service';
+import { pingDatabase } from './db/health';
 import { sweepExpiredIdempotencyKeys } from './idempotency/repo';
 import { createOutboxRelay, drainOutbox } from './outbox/relay';
 import type { DispatchPort } from './dispatch/port';
@@ -65,7 +68,7 @@ export function createEngine(deps: EngineDeps) {
   return {
     sql,
     /** Who is calling: API keys and access tokens by their hash, sessions, sign-in. */
-    auth: bind(sql, { findApiKeyByHash, findApiKeysByHashes, touchApiKeys, findAccessTokenByHash, getSession, login }),
+    auth: bind(sql, { findApiKeyByHash, findApiKeysByHashes, touchApiKeys, findAccessTokenByHash, bearer: authenticateBearer, accessToken: authenticateAccessToken, session: getSession, signIn, signOut }),
     /** A tenant's API keys (the change listener drops revoked and rotated keys from every cache). */
     keys: {
       create: (actor: ApiKeyActor, body: unknown) => createApiKey(sql, keyChanges, actor, body),
@@ -73,7 +76,7 @@ export function createEngine(deps: EngineDeps) {
       revoke: (actor: ApiKeyActor, keyId: string) => revokeApiKey(sql, keyChanges, actor, keyId),
       list: (tenantId: string, query: { page: number; limit: number }) => listApiKeys(sql, tenantId, query),
     },
-    tenants: bind(sql, { create: createTenant, get: getTenant, list: listTenants, update: updateTenant, resolve: resolveTenant, find: findTenant, findByName: findTenantByName }),
+    tenants: bind(sql, { requireFeature: assertPlanFeature, create: createTenant, get: getTenant, list: listTenants, update: updateTenant, resolve: resolveTenant, find: findTenant, findByName: findTenantByName }),
     users: bind(sql, {
       create: createUser, deactivate: deactivateUser, listOfTenant: listUsersOfTenant, resolve: resolveUser, setPassword,
       issueToken: issueAccessToken, revokeToken: revokeAccessToken, findTokens: findAccessTokens,
@@ -85,9 +88,9 @@ export function createEngine(deps: EngineDeps) {
         writeCatalogEntity(sql, actor, tenantId, change, work),
       processes: bind(sql, { create: createProcess, list: listProcesses, get: getProcess, update: updateProcess, deactivate: deactivateProcess }),
       queues: bind(sql, { create: createQueue, list: listQueues, get: getQueue, update: updateQueue, deactivate: deactivateQueue, itemCounts: loadQueueItemCounts }),
-      machines: bind(sql, { create: createMachine, list: listMachines, get: getMachine, update: updateMachine, deactivate: deactivateMachine, rotateKey: rotateMachineKey }),
+      machines: bind(sql, { create: createMachine, list: listMachines, get: getMachine, update: updateMachine, deactivate: deactivateMachine, rotateKey: rotateMachineKey, names: listMachineNames }),
       folders: bind(sql, { create: createFolder, list: listFolders, get: getFolder, update: updateFolder, deactivate: deactivateFolder }),
-      assets: bind(sql, { create: createAsset, list: listAssets, get: getAsset, update: updateAsset, deactivate: deactivateAsset, readValue: readAssetValue }),
+      assets: bind(sql, { create: createAsset, list: listAssets, get: getAsset, update: updateAsset, deactivate: deactivateAsset, readValue: readAssetValue, readWithKey: readAssetWithKey }),
     },
     jobs: {
       ...bind(services, { triggerByApi: triggerJobByApi, triggerByWebhook: triggerJobByWebhook, stop: stopJob }),
@@ -111,6 +114,8 @@ export function createEngine(deps: EngineDeps) {
       reconcile: reconcilePendingJobs,
     }),
     idempotency: bind(sql, { run: runIdempotent }),
+    /** Readiness: Postgres answers. */
+    ping: () => pingDatabase(sql),
     /** Effects recorded by the commands, published through a DispatchPort. */
     outbox: {
       relay: (port: DispatchPort) => createOutboxRelay({ sql, port, logger: deps.logger }),

@@ -68,3 +68,4 @@ export * from './dispatch/job-end';
 export * from './outbox/effects';
 export * from './outbox/relay';
 export * from './engine';
+export * from './access-tokens/sessions';

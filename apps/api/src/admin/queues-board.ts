@@ -3,9 +3,7 @@ import { Queue } from 'bullmq';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { KoaAdapter } from '@bull-board/koa';
-import {
-  authenticateAccessToken, bearerToken, listMachineNames, machineQueueName, queueDisplayName, requireAdminRole,
-} from '@svc/core';
+import { bearerToken, machineQueueName, queueDisplayName, requireAdminRole } from '@svc/core';
 import type { ApiDeps } from '../deps';
 import type { AppState } from '../http/state';
 
@@ -44,7 +42,7 @@ export function queuesBoard(deps: ApiDeps): Middleware<AppState> {
   }
 
   async function adaptersFor(tenantId: string): Promise<BullMQAdapter[]> {
-    const machines = await listMachineNames(deps.sql, tenantId);
+    const machines = await deps.engine.catalog.machines.names(tenantId);
     return machines.map((m) => new BullMQAdapter(queueOf(m.id), {
       readOnlyMode: true,
       displayName: queueDisplayName(machineQueueName(m.id), m.name) + (m.is_active ? '' : ' (inactive)'),
@@ -75,7 +73,7 @@ export function queuesBoard(deps: ApiDeps): Middleware<AppState> {
   }
 
   async function adminTenant(token: string | undefined): Promise<string> {
-    const user = await authenticateAccessToken(deps.sql, token);
+    const user = await deps.engine.auth.accessToken(token);
     requireAdminRole(user);
     return user.tenantId;
   }

@@ -1,5 +1,5 @@
 import {
-  UnauthorizedError, ForbiddenError, findTenant, hasScope, buildAllowList, checkIpEntry, ipAllowed, sha256Hex, API_KEY_PREFIX,
+  UnauthorizedError, ForbiddenError, hasScope, buildAllowList, checkIpEntry, ipAllowed, sha256Hex, API_KEY_PREFIX,
   type ApiKeyRow, type Environment, type PlanFeature, type Scope,
 } from '@svc/core';
 import type { ApiDeps } from '../deps';
@@ -88,10 +88,6 @@ export function requireScope(scope: Scope): Guard {
 /** The tenant's plan includes `feature` (else 403). */
 export function requirePlanFeature(deps: ApiDeps, feature: PlanFeature): Guard {
   return async (ctx) => {
-    const tenantId = ctx.state.apiKey?.tenantId ?? ctx.state.user?.tenantId;
-    const tenant = tenantId ? await findTenant(deps.sql, tenantId) : null;
-    if (!tenant || !tenant.plan_features.includes(feature)) {
-      throw new ForbiddenError(`El plan no incluye la funcionalidad ${feature}`, { feature });
-    }
+    await deps.engine.tenants.requireFeature(ctx.state.apiKey?.tenantId ?? ctx.state.user?.tenantId, feature);
   };
 }

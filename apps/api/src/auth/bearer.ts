@@ -1,11 +1,11 @@
-import { authenticateBearer, requireAdminRole } from '@svc/core';
+import { requireAdminRole } from '@svc/core';
 import type { ApiDeps } from '../deps';
 import type { Guard } from '../http/guard';
 
 /** `Authorization: Bearer <access token>` of an active user (core's authenticateBearer decides). */
 export function authenticateUser(deps: ApiDeps): Guard {
   return async (ctx) => {
-    ctx.state.user = await authenticateBearer(deps.sql, ctx.get('Authorization'));
+    ctx.state.user = await deps.engine.auth.bearer(ctx.get('Authorization'));
   };
 }
 

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import {
-  IDEMPOTENCY_HEADER, parseIdempotencyKey, runIdempotent, UnauthorizedError,
+  IDEMPOTENCY_HEADER, parseIdempotencyKey, UnauthorizedError,
   type IdempotencyClaim, type IdempotentResult,
 } from '@svc/core';
 import type { ApiDeps } from '../deps';
@@ -39,7 +39,7 @@ export const idempotencyHeaderDoc = {
  */
 export async function withIdempotency(
   ctx: Context & { state: AppState },
-  deps: Pick<ApiDeps, 'sql' | 'logger'>,
+  deps: Pick<ApiDeps, 'engine' | 'logger'>,
   scope: string,
   body: unknown,
   produce: (claim: IdempotencyClaim) => Promise<IdempotentResult>,
@@ -47,8 +47,7 @@ export async function withIdempotency(
   const key = parseIdempotencyKey(ctx.headers['idempotency-key']);
   const tenantId = ctx.state.apiKey?.tenantId ?? ctx.state.user?.tenantId;
   if (!tenantId) throw new UnauthorizedError();
-  const result = await runIdempotent(
-    deps.sql,
+  const result = await deps.engine.idempotency.run(
     { tenantId, scope, key },
     { path: decodedPath(ctx.path), body },
     produce,

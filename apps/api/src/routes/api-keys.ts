@@ -1,7 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import {
-  ApiKeyIdParams, ApiKeyListQuery, ApiKeyResponse, ApiKeyWithSecretResponse, AvailableScopeResponse, CreateApiKeyBody,
-  availableScopes, createApiKey, listApiKeys, revokeApiKey, rotateApiKey, type ApiKeyActor,
+  ApiKeyIdParams, ApiKeyListQuery, ApiKeyResponse, ApiKeyWithSecretResponse, AvailableScopeResponse, CreateApiKeyBody, availableScopes, type ApiKeyActor,
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
@@ -23,7 +22,7 @@ function actor(state: AppState): ApiKeyActor {
  */
 export function apiKeyRoutes(rc: RouteContext): AppRouter {
   const router = createRouter();
-  const { sql } = rc.deps;
+  const { keys } = rc.deps.engine;
 
   addRoute(
     router,
@@ -59,7 +58,7 @@ export function apiKeyRoutes(rc: RouteContext): AppRouter {
       errors: [422],
     },
     async (ctx, input) => {
-      ok(ctx, await createApiKey(sql, rc.keyStore, actor(ctx.state), input.body()), 201);
+      ok(ctx, await keys.create(actor(ctx.state), input.body()), 201);
     },
   );
 
@@ -79,7 +78,7 @@ export function apiKeyRoutes(rc: RouteContext): AppRouter {
       errors: [422],
     },
     async (ctx, input) => {
-      const { data, meta } = await listApiKeys(sql, ctx.state.user!.tenantId, input.query());
+      const { data, meta } = await keys.list(ctx.state.user!.tenantId, input.query());
       paged(ctx, data, meta);
     },
   );
@@ -101,7 +100,7 @@ export function apiKeyRoutes(rc: RouteContext): AppRouter {
       errors: [404, 409, 422],
     },
     async (ctx, input) => {
-      ok(ctx, await rotateApiKey(sql, rc.keyStore, actor(ctx.state), input.params().key_id));
+      ok(ctx, await keys.rotate(actor(ctx.state), input.params().key_id));
     },
   );
 
@@ -122,7 +121,7 @@ export function apiKeyRoutes(rc: RouteContext): AppRouter {
       errors: [404, 422],
     },
     async (ctx, input) => {
-      ok(ctx, await revokeApiKey(sql, rc.keyStore, actor(ctx.state), input.params().key_id));
+      ok(ctx, await keys.revoke(actor(ctx.state), input.params().key_id));
     },
   );
 

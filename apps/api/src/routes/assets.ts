@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { ASSET_TYPES, ENVIRONMENTS, Nullable, Uuid, readAssetWithKey, type Environment } from '@svc/core';
+import { ASSET_TYPES, ENVIRONMENTS, Nullable, Uuid, type Environment } from '@svc/core';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
 import { ok } from '../http/respond';
@@ -59,8 +59,7 @@ export function assetRoutes(rc: RouteContext): AppRouter {
     },
     async (ctx, input) => {
       const key = ctx.state.apiKey!;
-      const read = await readAssetWithKey(
-        rc.deps.sql,
+      const read = await rc.deps.engine.catalog.assets.readWithKey(
         rc.deps.config.assetEncryptionKey,
         { tenantId: key.tenantId, keyId: key.keyId, environments: key.environments, requestId: ctx.state.requestId, ip: ctx.state.clientIp },
         { name: input.params().name, environment: ctx.query.environment, checkRequest: () => void input.query() },

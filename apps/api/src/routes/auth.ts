@@ -1,6 +1,4 @@
-import {
-  getSession, login, recordAudit, revokeAccessToken, toUserResponse, LoginBody, LoginResponse, LogoutResponse, MeResponse,
-} from '@svc/core';
+import { toUserResponse, LoginBody, LoginResponse, LogoutResponse, MeResponse } from '@svc/core';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
 import { ok } from '../http/respond';
@@ -11,7 +9,7 @@ import { ok } from '../http/respond';
  */
 export function authRoutes(rc: RouteContext): AppRouter {
   const router = createRouter();
-  const { sql, config } = rc.deps;
+  const { engine, config } = rc.deps;
 
   // explicit type arguments: inferring them from a schema imported from core's declarations
   // sends the compiler into TS2589 (instantiation too deep)
@@ -33,19 +31,7 @@ export function authRoutes(rc: RouteContext): AppRouter {
     },
     async (ctx, input) => {
       const body = input.body();
-      const result = await login(sql, body.email, body.password, config.accessTokenTtlSeconds);
-      await recordAudit(sql, {
-        tenantId: result.user.tenant_id,
-        actorType: 'user',
-        actorId: result.user.id,
-        action: 'login',
-        source: 'api',
-        resourceType: 'user',
-        resourceId: result.user.id,
-        requestId: ctx.state.requestId,
-        ip: ctx.state.clientIp,
-      });
-      ok(ctx, result);
+      ok(ctx, await engine.auth.signIn(body, config.accessTokenTtlSeconds, { requestId: ctx.state.requestId, ip: ctx.state.clientIp }));
     },
   );
 
@@ -61,19 +47,7 @@ export function authRoutes(rc: RouteContext): AppRouter {
       response: LogoutResponse,
     },
     async (ctx) => {
-      const user = ctx.state.user!;
-      await revokeAccessToken(sql, user.tokenId);
-      await recordAudit(sql, {
-        tenantId: user.tenantId,
-        actorType: 'user',
-        actorId: user.userId,
-        action: 'logout',
-        source: 'api',
-        resourceType: 'access_token',
-        resourceId: user.tokenId,
-        requestId: ctx.state.requestId,
-        ip: ctx.state.clientIp,
-      });
+      await engine.auth.signOut(ctx.state.user!, { requestId: ctx.state.requestId, ip: ctx.state.clientIp });
       ok(ctx, { revoked: true });
     },
   );
@@ -90,7 +64,7 @@ export function authRoutes(rc: RouteContext): AppRouter {
       response: MeResponse,
     },
     async (ctx) => {
-      const { user, token } = await getSession(sql, ctx.state.user!.tokenId);
+      const { user, token } = await engine.auth.session(ctx.state.user!.tokenId);
       ok(ctx, {
         ...toUserResponse(user),
         token: { id: token.id, prefix: token.prefix, expires_at: token.expires_at.toISOString() },

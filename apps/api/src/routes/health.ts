@@ -1,4 +1,4 @@
-import { pingDatabase } from '@svc/core';
+import {  } from '@svc/core';
 import type { ApiDeps } from '../deps';
 import { createRouter } from '../http/router';
 
@@ -9,7 +9,7 @@ export function healthRoutes(deps: ApiDeps) {
     ctx.body = { success: true, data: { status: 'ok' } };
   });
   router.get('/ready', async (ctx) => {
-    const [pg, redis] = await Promise.allSettled([pingDatabase(deps.sql), deps.redis.ping()]);
+    const [pg, redis] = await Promise.allSettled([deps.engine.ping(), deps.redis.ping()]);
     const ready = pg.status === 'fulfilled' && redis.status === 'fulfilled';
     ctx.status = ready ? 200 : 503;
     ctx.body = {

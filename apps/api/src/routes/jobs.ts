@@ -1,7 +1,5 @@
 import {
-  getJob, stopJob, toJobResponse, toStopJobResponse, triggerJobByApi,
-  JobIdParams, JobResponse, StopJobResponse, TriggerJobBody,
-  type IdempotencyClaim, type JobWithNames, type OnJobCreated,
+  toJobResponse, toStopJobResponse, JobIdParams, JobResponse, StopJobResponse, TriggerJobBody, type IdempotencyClaim, type JobWithNames, type OnJobCreated,
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
@@ -44,7 +42,7 @@ export function jobRoutes(rc: RouteContext): AppRouter {
     async (ctx, input) => {
       const raw = input.peekBody() as { process_id?: unknown } | undefined;
       await withIdempotency(ctx, deps, 'jobs.trigger', raw, async (claim) => {
-        const job = await triggerJobByApi(deps, actorOf(ctx.state), {
+        const job = await deps.engine.jobs.triggerByApi(actorOf(ctx.state), {
           rawProcessId: raw && typeof raw === 'object' ? raw.process_id : undefined,
           body: input.body,
         }, recordIn(claim));
@@ -69,7 +67,7 @@ export function jobRoutes(rc: RouteContext): AppRouter {
     },
     async (ctx, input) => {
       const { job_id } = input.params();
-      ok(ctx, toJobResponse(await getJob(deps.sql, ctx.state.apiKey!.tenantId, job_id)));
+      ok(ctx, toJobResponse(await deps.engine.jobs.get(ctx.state.apiKey!.tenantId, job_id)));
     },
   );
 
@@ -92,7 +90,7 @@ export function jobRoutes(rc: RouteContext): AppRouter {
     },
     async (ctx, input) => {
       const { job_id } = input.params();
-      ok(ctx, toStopJobResponse(await stopJob(deps, ctx.state.apiKey!.tenantId, job_id)));
+      ok(ctx, toStopJobResponse(await deps.engine.jobs.stop(ctx.state.apiKey!.tenantId, job_id)));
     },
   );
 

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { MACHINE_STATUSES, MachineResponse, PageQuery, listMachines, toMachineResponse, type MachineStatus } from '@svc/core';
+import { MACHINE_STATUSES, MachineResponse, PageQuery, toMachineResponse, type MachineStatus } from '@svc/core';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
 import { paged } from '../http/respond';
@@ -41,7 +41,7 @@ export function machineRoutes(rc: RouteContext): AppRouter {
     },
     async (ctx, input) => {
       const q = input.query();
-      const page = await listMachines(rc.deps.sql, ctx.state.apiKey!.tenantId, {
+      const page = await rc.deps.engine.catalog.machines.list(ctx.state.apiKey!.tenantId, {
         page: q.page,
         limit: q.limit,
         status: q.status,

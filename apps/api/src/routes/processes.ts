@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { PageQuery, ProcessResponse, Uuid, listProcesses, toProcessResponse } from '@svc/core';
+import { PageQuery, ProcessResponse, Uuid, toProcessResponse } from '@svc/core';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
 import { paged } from '../http/respond';
@@ -33,7 +33,7 @@ export function processRoutes(rc: RouteContext): AppRouter {
     },
     async (ctx, input) => {
       const q = input.query();
-      const page = await listProcesses(rc.deps.sql, ctx.state.apiKey!.tenantId, {
+      const page = await rc.deps.engine.catalog.processes.list(ctx.state.apiKey!.tenantId, {
         page: q.page,
         limit: q.limit,
         folder_id: q.folder_id,

@@ -1,6 +1,5 @@
 import {
-  addItem, addItemToQueueNamed, addItemsBulk, getActiveQueueByName, listItems, toQueueItemResponse,
-  AddQueueItemBody, AddQueueItemsBulkBody, BulkAddedResponse, QueueItemListQuery, QueueItemResponse, QueueNameParams,
+  toQueueItemResponse, AddQueueItemBody, AddQueueItemsBulkBody, BulkAddedResponse, QueueItemListQuery, QueueItemResponse, QueueNameParams,
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
@@ -44,16 +43,16 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
         try {
           body = input.body();
         } catch (err) {
-          await getActiveQueueByName(deps.sql, tenantId, ctx.params.name!);
+          await deps.engine.items.activeQueueByName(tenantId, ctx.params.name!);
           throw err;
         }
-        ok(ctx, toQueueItemResponse(await addItemToQueueNamed(deps, tenantId, ctx.params.name!, body)));
+        ok(ctx, toQueueItemResponse(await deps.engine.items.addToQueueNamed(tenantId, ctx.params.name!, body)));
         return;
       }
-      const queue = await getActiveQueueByName(deps.sql, tenantId, ctx.params.name!);
+      const queue = await deps.engine.items.activeQueueByName(tenantId, ctx.params.name!);
       const body = input.body();
       await withIdempotency(ctx, deps, 'queue-items.add', body, async (claim) => {
-        const row = await addItem(deps, queue, body, {
+        const row = await deps.engine.items.add(queue, body, {
           inTransaction: claim.active ? (tx, r) => claim.record(tx, { status: 200, body: envelope(toQueueItemResponse(r)) }) : undefined,
         });
         return { status: 200, body: envelope(toQueueItemResponse(row)) };
@@ -81,10 +80,10 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
       headers: [idempotencyHeaderDoc],
     },
     async (ctx, input) => {
-      const queue = await getActiveQueueByName(deps.sql, ctx.state.apiKey!.tenantId, ctx.params.name!);
+      const queue = await deps.engine.items.activeQueueByName(ctx.state.apiKey!.tenantId, ctx.params.name!);
       const body = input.body();
       await withIdempotency(ctx, deps, 'queue-items.bulk', body, async (claim) => {
-        const added = await addItemsBulk(deps, queue, body, {
+        const added = await deps.engine.items.addBulk(queue, body, {
           inTransaction: claim.active ? (tx, n) => claim.record(tx, { status: 200, body: envelope({ added: n }) }) : undefined,
         });
         return { status: 200, body: envelope({ added }) };
@@ -111,8 +110,8 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
       errors: [404, 422],
     },
     async (ctx, input) => {
-      const queue = await getActiveQueueByName(deps.sql, ctx.state.apiKey!.tenantId, ctx.params.name!);
-      const { rows, meta } = await listItems(deps.sql, queue, input.query());
+      const queue = await deps.engine.items.activeQueueByName(ctx.state.apiKey!.tenantId, ctx.params.name!);
+      const { rows, meta } = await deps.engine.items.list(queue, input.query());
       paged(ctx, rows.map(toQueueItemResponse), meta);
     },
   );

@@ -1,4 +1,4 @@
-import { triggerJobByWebhook, JobResponse, WebhookTriggerBody, WebhookTriggerParams } from '@svc/core';
+import { JobResponse, WebhookTriggerBody, WebhookTriggerParams } from '@svc/core';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
 import { idempotencyHeaderDoc, withIdempotency } from '../http/idempotency';
@@ -39,7 +39,7 @@ export function webhookRoutes(rc: RouteContext): AppRouter {
     },
     async (ctx, input) => {
       await withIdempotency(ctx, deps, 'webhooks.trigger', input.peekBody(), async (claim) => {
-        const job = await triggerJobByWebhook(deps, actorOf(ctx.state), {
+        const job = await deps.engine.jobs.triggerByWebhook(actorOf(ctx.state), {
           rawProcessId: ctx.params.process_id ?? '',
           processId: () => input.params().process_id,
           body: input.body,

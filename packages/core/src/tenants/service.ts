@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/sql';
-import { ConflictError, NotFoundError } from '../errors';
+import { ConflictError, ForbiddenError, NotFoundError } from '../errors';
+import type { PlanFeature } from '../scopes';
 import { isUuid } from '../ids';
 import { validate } from '../validation/validate';
 import { findTenant, type TenantRow } from './repo';
@@ -109,4 +110,12 @@ export async function resolveTenant(sql: Queryable, idOrName: string): Promise<T
 
 export async function listTenants(sql: Queryable): Promise<TenantRow[]> {
   return sql<TenantRow[]>`select * from tenants order by created_at, name`;
+}
+
+/** The tenant's plan includes `feature`; else 403 (an unknown tenant too, telling nothing more). */
+export async function assertPlanFeature(sql: Queryable, tenantId: string | null | undefined, feature: PlanFeature): Promise<void> {
+  const tenant = tenantId ? await findTenant(sql, tenantId) : null;
+  if (!tenant || !tenant.plan_features.includes(feature)) {
+    throw new ForbiddenError(`El plan no incluye la funcionalidad ${feature}`, { feature });
+  }
 }

@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import type { TObject, TSchema } from '@sinclair/typebox';
 import {
-  IdParams, writeCatalogEntity, type AuditActor, type CatalogChange, type CatalogResource, type PageMeta,
+  IdParams, type AuditActor, type CatalogChange, type CatalogResource, type PageMeta,
   type Queryable, type Sql,
 } from '@svc/core';
 import type { ApiDeps } from '../../deps';
@@ -25,11 +25,11 @@ function actorOf(ctx: Ctx): AuditActor {
 /** A catalogue write by the admin making the request: core's writeCatalogEntity (write, audit row and effects in one transaction). */
 export async function writeCatalog<T extends { id: string }>(
   ctx: Ctx,
-  deps: Pick<ApiDeps, 'sql'>,
+  deps: Pick<ApiDeps, 'engine'>,
   change: CatalogChange,
   work: (tx: Queryable) => Promise<T>,
 ): Promise<T> {
-  return (await writeCatalogEntity(deps.sql, actorOf(ctx), tenantOf(ctx), change, work)).row;
+  return (await deps.engine.catalog.write(actorOf(ctx), tenantOf(ctx), change, work)).row;
 }
 
 /**

@@ -1,6 +1,5 @@
 import {
-  ApproveItemBody, QueueItemPathParams, QueueItemResponse, QueuePathParams, RedriveBody, RedriveResponse, RejectItemBody,
-  redriveQueueItems, reviewQueueItem, toQueueItemResponse, type ReviewActor,
+  ApproveItemBody, QueueItemPathParams, QueueItemResponse, QueuePathParams, RedriveBody, RedriveResponse, RejectItemBody, toQueueItemResponse, type ReviewActor,
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../../http/router';
 import { addRoute, type RouteContext } from '../../http/route';
@@ -50,8 +49,7 @@ export function queueItemReviewRoutes(rc: RouteContext): AppRouter {
       async (ctx, input) => {
         const params = input.params();
         const body = input.body() as { comment?: string; reason?: string };
-        const row = await reviewQueueItem(
-          deps,
+        const row = await deps.engine.review.decide(
           actorOf(ctx),
           { queueId: params.queue_id, itemId: params.item_id },
           decision === 'approve' ? { approve: true, comment: body.comment } : { approve: false, reason: body.reason },
@@ -80,7 +78,7 @@ export function queueItemReviewRoutes(rc: RouteContext): AppRouter {
     },
     async (ctx, input) => {
       const params = input.params();
-      const redriven = await redriveQueueItems(deps, actorOf(ctx), params.queue_id, () => input.body());
+      const redriven = await deps.engine.review.redrive(actorOf(ctx), params.queue_id, () => input.body());
       ok(ctx, { redriven });
     },
   );
