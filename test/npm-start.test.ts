@@ -2,7 +2,7 @@ import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { createTestContext, TEST_ENCRYPTION_KEY, type TestContext } from '../packages/core/src/testing';
+import { createTestContext, TEST_ENCRYPTION_KEY, type TestContext } from '@svc/testing';
 
 const ROOT = path.join(__dirname, '..');
 

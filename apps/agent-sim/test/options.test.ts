@@ -1,8 +1,7 @@
 import { writeFileSync } from 'node:fs';
-import { createTestContext, type TestContext } from '@svc/core/testing';
+import { createTestContext, type TestContext, Children, seedWorkspace, tempFile, waitFor } from '@svc/testing';
 import { DEFAULT_BEHAVIOUR, createRandom, metricsAt, metricsProfile, parseDistribution, sample, simulateMetrics } from '../src/behaviour';
 import { behaviourFor, parseOptions, UsageError } from '../src/options';
-import { Children, seedWorkspace, tempFile, waitFor } from '../../dispatcher/test/support';
 
 /** The simulator's command line and behaviour settings, and its crash mode on a real agent. */
 describe('command line and config file', () => {

@@ -1,10 +1,10 @@
 import { writeFileSync } from 'node:fs';
 import { recordHeartbeat } from '@svc/core';
 import { AUTO_MAX } from '../src/prefetch';
-import { createApiTestContext, type ApiTestContext } from '../../api/test/helpers';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import {
   Children, assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJournal, seedWorkspace, sleep, tempFile, waitFor,
-} from '../../dispatcher/test/support';
+} from '@svc/testing';
 
 /**
  * Queue consumers end to end: items added through the API, consumer jobs started by a real

@@ -1,6 +1,5 @@
-import { seedUser } from '@svc/core/testing';
-import { createApiTestContext, type ApiTestContext } from '../../api/test/helpers';
-import { seedWorkspace } from './support';
+import { seedUser, seedWorkspace } from '@svc/testing';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
 /** Bull Board at /admin/queues: admin access token only, the workspace's machine queues by name. */
 let ctx: ApiTestContext;

@@ -1,5 +1,5 @@
-import { createApiTestContext, type ApiTestContext } from '../../api/test/helpers';
-import { Children, assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJournal, seedWorkspace, sleep, tempFile, waitFor } from './support';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import { Children, assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJournal, seedWorkspace, sleep, tempFile, waitFor } from '@svc/testing';
 
 /**
  * Fault: the dispatcher is killed (SIGKILL) mid-load and started again. It keeps no state of

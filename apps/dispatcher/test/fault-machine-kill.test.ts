@@ -1,5 +1,5 @@
-import { createApiTestContext, type ApiTestContext } from '../../api/test/helpers';
-import { Children, assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJournal, seedWorkspace, tempFile, waitFor } from './support';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import { Children, assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJournal, seedWorkspace, tempFile, waitFor } from '@svc/testing';
 
 /**
  * Fault: a machine's agent is killed with SIGKILL while it processes an item. The machine goes

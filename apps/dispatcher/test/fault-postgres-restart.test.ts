@@ -1,8 +1,6 @@
-import { seedApiKey, type TestContext } from '@svc/core/testing';
-import { clearStaleSessionErrors, privateTestContext, startPrivatePostgres, type PrivatePostgres } from './private-postgres';
 import {
-  Children, assertNoItemProcessedTwiceAtOnce, freePort, itemStatusCounts, readJournal, seedWorkspace, sleep, tempFile, waitFor, waitForHttp,
-} from './support';
+  seedApiKey, type TestContext, clearStaleSessionErrors, privateTestContext, startPrivatePostgres, type PrivatePostgres, Children, assertNoItemProcessedTwiceAtOnce, freePort, itemStatusCounts, readJournal, seedWorkspace, sleep, tempFile, waitFor, waitForHttp,
+} from '@svc/testing';
 
 /**
  * Fault: Postgres goes away under load — a fast restart (every session terminated, the server

@@ -1,9 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createRedis, type Redis } from '@svc/core';
-import { createTestContext, type TestContext } from '@svc/core/testing';
 import {
-  Children, assertNoItemProcessedTwiceAtOnce, freePort, itemStatusCounts, readJournal, seedWorkspace, sleep, tempFile, waitFor, waitForHttp,
-} from './support';
+  createTestContext, type TestContext, Children, assertNoItemProcessedTwiceAtOnce, freePort, itemStatusCounts, readJournal, seedWorkspace, sleep, tempFile, waitFor, waitForHttp,
+} from '@svc/testing';
 
 /**
  * Fault: Redis loses everything (FLUSHALL) mid-load. Postgres is the truth: the dispatchers

@@ -1,5 +1,5 @@
-import { createApiTestContext, type ApiTestContext } from '../../api/test/helpers';
-import { Children, assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJournal, seedWorkspace, tempFile, waitFor } from './support';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import { Children, assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJournal, seedWorkspace, tempFile, waitFor } from '@svc/testing';
 
 /**
  * Fault: a run stops making progress inside an agent that stays alive (its robot is stuck, or a

@@ -1,5 +1,5 @@
-import { createApiTestContext, type ApiTestContext } from '../../api/test/helpers';
-import { Children, seedWorkspace, waitFor, sleep } from './support';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import { Children, seedWorkspace, waitFor, sleep } from '@svc/testing';
 
 /**
  * Jobs end to end: the in-process API (its DispatchPort is BullMQ), a real dispatcher and real

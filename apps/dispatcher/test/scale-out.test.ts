@@ -1,7 +1,6 @@
-import { createTestContext, type TestContext } from '@svc/core/testing';
 import {
-  Children, assertNoItemProcessedTwiceAtOnce, freePort, itemStatusCounts, readJournal, seedWorkspace, tempFile, waitFor, waitForHttp,
-} from './support';
+  createTestContext, type TestContext, Children, assertNoItemProcessedTwiceAtOnce, freePort, itemStatusCounts, readJournal, seedWorkspace, tempFile, waitFor, waitForHttp,
+} from '@svc/testing';
 
 /**
  * Two dispatchers and two API processes at once (plus two agent processes): every item and job

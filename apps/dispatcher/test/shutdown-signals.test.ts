@@ -1,6 +1,5 @@
 import { createBullDispatch } from '@svc/core';
-import { createTestContext, seedJob, type TestContext } from '@svc/core/testing';
-import { Children, freePort, seedWorkspace, waitFor, type Child } from './support';
+import { createTestContext, seedJob, type TestContext, Children, freePort, seedWorkspace, waitFor, type Child } from '@svc/testing';
 
 /**
  * The three long-running processes stop on SIGTERM/SIGINT through core's onShutdownSignals: they

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { seedUser } from '@svc/core/testing';
-import { createApiTestContext, type ApiTestContext } from '../../../apps/api/test/helpers';
-import { Children, seedWorkspace, waitFor } from '../../../apps/dispatcher/test/support';
+import { seedUser, Children, seedWorkspace, waitFor } from '@svc/testing';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
 /**
  * Review and re-drive through the management API (admin access token), with a real dispatcher

@@ -1,9 +1,13 @@
 import request from 'supertest';
-import { createLogger } from '@svc/core';
-import { createTestContext, type TestContext } from '@svc/core/testing';
+import { createLogger, type Config } from '@svc/core';
 import { createApp, buildDeps, type ApiDeps } from '@svc/api';
-import type { Config } from '@svc/core';
+import { createTestContext, type TestContext } from './context';
+import { testSuite, type SuiteOptions, type TestSuite } from './suites';
 
+/**
+ * The API app in-process: the one entry of this package that imports an app
+ * (`@svc/testing/api`; tests of packages/core must not use it: docs/decisions/test-layers.md).
+ */
 export interface ApiTestContext extends TestContext {
   deps: ApiDeps;
   app: ReturnType<typeof createApp>;
@@ -28,4 +32,10 @@ export async function createApiTestContext(overrides: Partial<Config> = {}): Pro
     await ctx.close();
   };
   return { ...ctx, deps, app, http: request(server), close };
+}
+
+/** A test file's in-process API (see testSuite), optionally with a real dispatcher on its context. */
+export function apiSuite(options: Omit<SuiteOptions<ApiTestContext>, 'context'> & { config?: Partial<Config> } = {}): TestSuite<ApiTestContext> {
+  const { config, ...rest } = options;
+  return testSuite({ ...rest, context: () => createApiTestContext(config) });
 }
