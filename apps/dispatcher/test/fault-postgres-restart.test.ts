@@ -1,5 +1,6 @@
 import {
-  seedApiKey, type TestContext, clearStaleSessionErrors, privateTestContext, startPrivatePostgres, type PrivatePostgres, Children, assertNoItemProcessedTwiceAtOnce, freePort, itemStatusCounts, readJournal, seedWorkspace, sleep, tempFile, waitFor, waitForHttp,
+  Children, assertNoItemProcessedTwiceAtOnce, clearStaleSessionErrors, freePort, itemStatusCounts, privateTestContext, readJournal, seedApiKey, seedWorkspace, sleep,
+  startPrivatePostgres, tempFile, waitFor, waitForHttp, type PrivatePostgres, type TestContext,
 } from '@svc/testing';
 
 /**

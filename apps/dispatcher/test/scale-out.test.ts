@@ -1,5 +1,5 @@
 import {
-  createTestContext, type TestContext, Children, assertNoItemProcessedTwiceAtOnce, freePort, itemStatusCounts, readJournal, seedWorkspace, tempFile, waitFor, waitForHttp,
+  assertNoItemProcessedTwiceAtOnce, freePort, itemStatusCounts, readJournal, seedWorkspace, tempFile, testSuite, waitFor, waitForHttp, type TestContext,
 } from '@svc/testing';
 
 /**
@@ -8,16 +8,11 @@ import {
  * the queue's max_consumers holds although both dispatchers decide.
  */
 jest.setTimeout(60_000);
+const suite = testSuite();
+const { children } = suite;
 let ctx: TestContext;
-const children = new Children();
 
-beforeAll(async () => {
-  ctx = await createTestContext();
-});
-afterAll(async () => {
-  await children.stopAll();
-  await ctx.close();
-});
+beforeAll(() => ({ ctx } = suite));
 
 it('two dispatchers and two APIs share the work without losing or doubling any of it', async () => {
   const ws = await seedWorkspace(ctx.sql);
