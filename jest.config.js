@@ -6,7 +6,8 @@ module.exports = {
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.test.json' }] },
   moduleNameMapper: {
     '^@svc/core$': '<rootDir>/packages/core/src/index.ts',
-    '^@svc/core/testing$': '<rootDir>/packages/core/src/testing/index.ts',
+    '^@svc/testing$': '<rootDir>/packages/testing/src/index.ts',
+    '^@svc/testing/api$': '<rootDir>/packages/testing/src/api.ts',
     '^@svc/api$': '<rootDir>/apps/api/src/index.ts',
   },
   globalSetup: '<rootDir>/test/global-setup.ts',

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createSql, migrate } from '../packages/core/src';
-import { databaseUrl } from '../packages/core/src/testing';
+import { databaseUrl } from '../packages/testing/src/context';
 
 /** Migrates one template database for the whole run; each test file clones it. */
 export default async function globalSetup(): Promise<void> {

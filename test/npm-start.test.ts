@@ -2,20 +2,9 @@ import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { createTestContext, TEST_ENCRYPTION_KEY, type TestContext } from '../packages/core/src/testing';
+import { createTestContext, freePort, TEST_ENCRYPTION_KEY, type TestContext } from '@svc/testing';
 
 const ROOT = path.join(__dirname, '..');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-    srv.once('error', reject);
-  });
-}
 
 /** Pids of the running processes whose environment holds `entry` (Linux /proc). */
 function processesWithEnv(entry: string): number[] {

@@ -1,22 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createRedis, createSql } from '../packages/core/src';
+import { freePort } from '@svc/testing';
 
 const SERVICES = path.join(__dirname, '..', 'scripts', 'services.mjs');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-    srv.once('error', reject);
-  });
-}
 
 /** Runs a snippet against scripts/services.mjs in a real node process (the scripts are ES modules). */
 function runServices(snippet: string): string {

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { testEnv } from '@svc/core/testing';
+import { testEnv } from '@svc/testing';
 
 /**
  * The bench scripts must never rot: every scenario runs here through the real `npm run bench`

@@ -1,6 +1,5 @@
 import type { BullDispatch } from '@svc/core';
-import { seedJob, type TestContext } from '@svc/core/testing';
-import { itemStatusCounts, processSuite, seedWorkspace, waitFor } from '../../dispatcher/test/support';
+import { seedJob, type TestContext, itemStatusCounts, processSuite, seedWorkspace, waitFor } from '@svc/testing';
 
 /**
  * A machine the dispatcher marked offline comes back with whichever write its agent makes first,

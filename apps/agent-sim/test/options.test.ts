@@ -1,8 +1,7 @@
 import { writeFileSync } from 'node:fs';
-import { createTestContext, type TestContext } from '@svc/core/testing';
+import { seedWorkspace, tempFile, testSuite, waitFor, type TestContext } from '@svc/testing';
 import { DEFAULT_BEHAVIOUR, createRandom, metricsAt, metricsProfile, parseDistribution, sample, simulateMetrics } from '../src/behaviour';
 import { behaviourFor, parseOptions, UsageError } from '../src/options';
-import { Children, seedWorkspace, tempFile, waitFor } from '../../dispatcher/test/support';
 
 /** The simulator's command line and behaviour settings, and its crash mode on a real agent. */
 describe('command line and config file', () => {
@@ -77,15 +76,10 @@ describe('command line and config file', () => {
 });
 
 describe('the agent process', () => {
+  const suite = testSuite();
+  const { children } = suite;
   let ctx: TestContext;
-  const children = new Children();
-  beforeAll(async () => {
-    ctx = await createTestContext();
-  });
-  afterAll(async () => {
-    await children.stopAll();
-    await ctx.close();
-  });
+  beforeAll(() => ({ ctx } = suite));
 
   it('exits with status 2 and a clear sentence for a key of no active machine', async () => {
     const agent = children.agent(ctx, ['--machine-key', 'svc_mk_nobody']);

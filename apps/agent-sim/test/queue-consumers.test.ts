@@ -1,34 +1,28 @@
 import { writeFileSync } from 'node:fs';
 import { recordHeartbeat } from '@svc/core';
 import { AUTO_MAX } from '../src/prefetch';
-import { createApiTestContext, type ApiTestContext } from '../../api/test/helpers';
+import { apiSuite, type ApiTestContext } from '@svc/testing/api';
 import {
   Children, assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJournal, seedWorkspace, sleep, tempFile, waitFor,
-} from '../../dispatcher/test/support';
+} from '@svc/testing';
 
 /**
  * Queue consumers end to end: items added through the API, consumer jobs started by a real
  * dispatcher on machines run by real agent-sim processes.
  */
 jest.setTimeout(60_000);
+/** the suite's own children are the engine (its dispatcher); each test's agents are `children` */
+const suite = apiSuite({ dispatcher: true });
 let ctx: ApiTestContext;
 /** each test gets its own workspace: machines of another test's agents never take its items */
 let ws: Awaited<ReturnType<typeof seedWorkspace>>;
-const engine = new Children();
 const children = new Children();
 
-beforeAll(async () => {
-  ctx = await createApiTestContext();
-  engine.dispatcher(ctx);
-});
+beforeAll(() => ({ ctx } = suite));
 beforeEach(async () => {
   ws = await seedWorkspace(ctx.sql);
 });
 afterEach(() => children.stopAll());
-afterAll(async () => {
-  await engine.stopAll();
-  await ctx.close();
-});
 
 async function addItem(queueName: string, body: Record<string, unknown>) {
   const res = await ctx.http.post(`/api/v1/queues/by-name/${queueName}/items`).set('X-API-Key', ws.key).send(body);

@@ -1,5 +1,5 @@
-import { seedUser } from '@svc/core/testing';
-import type { ApiTestContext } from './helpers';
+import { seedUser } from '@svc/testing';
+import type { ApiTestContext } from '@svc/testing/api';
 import { jobCount, jobRouteSuite, seedWorkspace, type Workspace } from './jobs-support';
 import { bearer } from './settings-fixtures';
 

@@ -1,11 +1,10 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { API_KEY_PREFIX, clientIp, createLogger, issueSecret, sha256, touchApiKeys } from '@svc/core';
-import { seedApiKey, seedTenant, seedUser } from '@svc/core/testing';
+import { seedApiKey, seedTenant, seedUser, startApiProcesses, type ApiProcess } from '@svc/testing';
 import { createApp } from '@svc/api';
 import { createApiKeyStore } from '../src/auth/api-key-store';
-import { createApiTestContext, type ApiTestContext } from './helpers';
-import { startApiProcesses, type ApiProcess } from './api-processes';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
 const MISSING = '00000000-0000-4000-8000-000000000000';
 const past = () => new Date(Date.now() - 60_000);

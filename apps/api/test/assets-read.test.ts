@@ -1,6 +1,6 @@
 import { createAsset, type Environment } from '@svc/core';
-import { seedApiKey, seedTenant } from '@svc/core/testing';
-import { createApiTestContext, type ApiTestContext } from './helpers';
+import { seedApiKey, seedTenant } from '@svc/testing';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
 const url = (name: string, qs = '') => `/api/v1/assets/by-name/${encodeURIComponent(name)}${qs ? `?${qs}` : ''}`;
 

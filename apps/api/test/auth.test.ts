@@ -1,6 +1,6 @@
 import { createUser, deactivateUser, issueAccessToken } from '@svc/core';
-import { seedTenant, seedUser } from '@svc/core/testing';
-import { createApiTestContext, type ApiTestContext } from './helpers';
+import { seedTenant, seedUser } from '@svc/testing';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
 const PASSWORD = 'correct horse battery';
 

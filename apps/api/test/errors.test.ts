@@ -1,5 +1,5 @@
-import { seedApiKey, seedTenant } from '@svc/core/testing';
-import { createApiTestContext, type ApiTestContext } from './helpers';
+import { seedApiKey, seedTenant } from '@svc/testing';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
 describe('request plumbing and the error envelope', () => {
   let t: ApiTestContext;

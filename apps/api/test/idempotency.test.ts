@@ -1,6 +1,6 @@
-import { seedQueue } from '@svc/core/testing';
+import { seedQueue } from '@svc/testing';
 import { ConflictError, beginIdempotent, canonicalJson, idempotencyRequestHash, runIdempotent } from '@svc/core';
-import { createApiTestContext, type ApiTestContext } from './helpers';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { bulkPath, itemsInDb, itemsPath, queueWorld, type QueueWorld } from './queue-items-support';
 
 describe('Idempotency-Key on the item POSTs', () => {

@@ -1,5 +1,5 @@
-import { seedApiKey, seedJob } from '@svc/core/testing';
-import { createApiTestContext, type ApiTestContext } from './helpers';
+import { seedApiKey, seedJob } from '@svc/testing';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { CONTRACT_JOB_FIELDS, ISO_RE, seedWorkspace, type Workspace } from './jobs-support';
 
 describe('GET /api/v1/jobs/:job_id', () => {

@@ -1,6 +1,6 @@
-import { seedApiKey, seedJob } from '@svc/core/testing';
+import { seedApiKey, seedJob } from '@svc/testing';
 import { transitionJob } from '@svc/core';
-import type { ApiTestContext } from './helpers';
+import type { ApiTestContext } from '@svc/testing/api';
 import { CONTRACT_STOP_FIELDS, ISO_RE, jobRouteSuite, recordingDispatch, seedWorkspace, type Workspace } from './jobs-support';
 
 describe('POST /api/v1/jobs/:job_id/stop', () => {

@@ -1,6 +1,6 @@
 import { noopDispatch, type DispatchPort, type Queryable } from '@svc/core';
-import { seedApiKey, seedMachine, seedProcess, seedTenant } from '@svc/core/testing';
-import { createApiTestContext, type ApiTestContext } from './helpers';
+import { seedApiKey, seedMachine, seedProcess, seedTenant } from '@svc/testing';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
 /**
  * Shared set-up of the job endpoint tests. The field lists are copied from the public JobResponse by

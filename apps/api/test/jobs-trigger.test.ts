@@ -1,5 +1,5 @@
-import { seedApiKey, seedJob, seedMachine, seedProcess, seedTenant } from '@svc/core/testing';
-import type { ApiTestContext } from './helpers';
+import { seedApiKey, seedJob, seedMachine, seedProcess, seedTenant } from '@svc/testing';
+import type { ApiTestContext } from '@svc/testing/api';
 import {
   CONTRACT_JOB_FIELDS, expectedNewJob, jobCount, quotaUsed, jobRouteSuite, recordingDispatch, seedWorkspace, type Workspace,
 } from './jobs-support';

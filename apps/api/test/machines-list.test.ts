@@ -1,5 +1,5 @@
-import { seedTenantWithKey, seedMachine, seedTenant } from '@svc/core/testing';
-import { createApiTestContext, type ApiTestContext } from './helpers';
+import { seedTenantWithKey, seedMachine, seedTenant } from '@svc/testing';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
 const URL = '/api/v1/machines/list';
 

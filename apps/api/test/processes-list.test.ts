@@ -1,5 +1,5 @@
-import { seedApiKey, seedTenantWithKey, seedProcess, seedTenant } from '@svc/core/testing';
-import { createApiTestContext, type ApiTestContext } from './helpers';
+import { seedApiKey, seedTenantWithKey, seedProcess, seedTenant } from '@svc/testing';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
 const URL = '/api/v1/processes/list';
 

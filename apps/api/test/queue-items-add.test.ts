@@ -1,6 +1,6 @@
-import { seedApiKey } from '@svc/core/testing';
+import { seedApiKey } from '@svc/testing';
 import { noopDispatch } from '@svc/core';
-import type { ApiTestContext } from './helpers';
+import type { ApiTestContext } from '@svc/testing/api';
 import {
   ISO_UTC, QUEUE_ITEM_FIELDS, UUID, itemsInDb, itemsPath, postRouteSuite, recordingDispatch, withoutRequestId, type QueueWorld,
 } from './queue-items-support';

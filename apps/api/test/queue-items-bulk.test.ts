@@ -1,5 +1,5 @@
-import { seedApiKey, seedQueue } from '@svc/core/testing';
-import type { ApiTestContext } from './helpers';
+import { seedApiKey, seedQueue } from '@svc/testing';
+import type { ApiTestContext } from '@svc/testing/api';
 import {
   bulkPath, counterCounts, itemsInDb, postRouteSuite, realCounts, recordingDispatch, withoutRequestId, type QueueWorld,
 } from './queue-items-support';

@@ -1,6 +1,6 @@
-import { seedApiKey, seedQueue } from '@svc/core/testing';
+import { seedApiKey, seedQueue } from '@svc/testing';
 import { createSql } from '@svc/core';
-import { createApiTestContext, type ApiTestContext } from './helpers';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import {
   QUEUE_ITEM_FIELDS, bulkPath, counterCounts, itemsPath, queueWorld, realCounts, withoutRequestId, type QueueWorld,
 } from './queue-items-support';

@@ -1,6 +1,6 @@
 import { noopDispatch, type DispatchPort, type Scope } from '@svc/core';
-import { seedApiKey, seedQueue, seedTenant } from '@svc/core/testing';
-import { createApiTestContext, type ApiTestContext } from './helpers';
+import { seedApiKey, seedQueue, seedTenant } from '@svc/testing';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
 /** Shared set-up of the queue-item test files: two tenants, each with a queue. */
 export interface QueueWorld {

@@ -1,6 +1,6 @@
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { createRedis, type Redis } from '@svc/core';
-import { createTestContext, type TestContext } from '@svc/core/testing';
+import { createTestContext, type TestContext } from '@svc/testing';
 import { BatchedWindowStore } from '../src/middleware/rate-limit-store';
 
 /** What a consume answered: its count, or that it was refused (and its count). */

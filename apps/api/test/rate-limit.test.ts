@@ -1,8 +1,7 @@
 import type { Response } from 'supertest';
-import { seedApiKey, seedTenant, seedUser } from '@svc/core/testing';
+import { seedApiKey, seedTenant, seedUser, startApiProcesses, type ApiProcess } from '@svc/testing';
 import { routeCatalog } from '../src/http/route';
-import { createApiTestContext, type ApiTestContext } from './helpers';
-import { startApiProcesses, type ApiProcess } from './api-processes';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
 const MISSING = '00000000-0000-4000-8000-000000000000';
 

@@ -1,8 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DEFAULT_RATE_LIMIT, PLAN_FEATURES, rateLimitFor } from '@svc/core';
-import { captureLog, seedApiKey, seedJob, seedMachine, seedProcess, seedQueue, seedTenant, seedUser, type CapturedLog } from '@svc/core/testing';
-import { createApiTestContext, type ApiTestContext } from './helpers';
+import { captureLog, seedApiKey, seedJob, seedMachine, seedProcess, seedQueue, seedTenant, seedUser, type CapturedLog } from '@svc/testing';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { routeCatalog, type RouteSpec } from '../src/http/route';
 import { casesFor, fillPath, paramCandidates, paramNames, type FuzzCase, type Pool } from './route-fuzz-cases';
 

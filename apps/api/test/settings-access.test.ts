@@ -1,5 +1,5 @@
-import { seedUser } from '@svc/core/testing';
-import { createApiTestContext, type ApiTestContext } from './helpers';
+import { seedUser } from '@svc/testing';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { bearer, settingsWorld, type SettingsWorld } from './settings-fixtures';
 
 /** Valid create bodies: the auth checks must fail before any body is looked at. */

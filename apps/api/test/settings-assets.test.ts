@@ -1,5 +1,5 @@
 import { decrypt, NotFoundError, readAssetValue } from '@svc/core';
-import type { ApiTestContext } from './helpers';
+import type { ApiTestContext } from '@svc/testing/api';
 import { bearer, fieldsOf, ISO, settingsSuite, UUID, type SettingsWorld } from './settings-fixtures';
 
 const PASSWORD = 'S3cr3t-contraseña-ÚNICA';

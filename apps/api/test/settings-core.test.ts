@@ -6,8 +6,8 @@ import {
   AssetResponse, FolderResponse, MachineResponse, MachineWithKeyResponse, ProcessResponse, QueueResponse, validate,
 } from '@svc/core';
 import type { TSchema } from '@sinclair/typebox';
-import { seedTenant, seedUser } from '@svc/core/testing';
-import { createApiTestContext, type ApiTestContext } from './helpers';
+import { seedTenant, seedUser } from '@svc/testing';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
 /** The catalogue services as the CLI's `svc apply` calls them: (sql, tenantId, input), snake_case inputs. */
 describe('catalogue services called directly', () => {

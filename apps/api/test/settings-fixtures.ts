@@ -1,6 +1,6 @@
 import type { Test } from 'supertest';
-import { seedTenant, seedUser } from '@svc/core/testing';
-import { createApiTestContext, type ApiTestContext } from './helpers';
+import { seedTenant, seedUser } from '@svc/testing';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
 /** Two workspaces: A with an admin and a member, B with an admin (for cross-tenant checks). */
 export interface SettingsWorld {

@@ -1,4 +1,4 @@
-import { createApiTestContext, type ApiTestContext } from './helpers';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { bearer, fieldsOf, ISO, settingsSuite, settingsWorld, UUID, type SettingsWorld } from './settings-fixtures';
 
 describe('settings: folders', () => {

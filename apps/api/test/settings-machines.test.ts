@@ -1,5 +1,5 @@
 import { sha256 } from '@svc/core';
-import { createApiTestContext, type ApiTestContext } from './helpers';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { bearer, fieldsOf, ISO, settingsSuite, settingsWorld, UUID, type SettingsWorld } from './settings-fixtures';
 
 const MACHINE_FIELDS = [

@@ -1,5 +1,5 @@
-import { seedProcess } from '@svc/core/testing';
-import type { ApiTestContext } from './helpers';
+import { seedProcess } from '@svc/testing';
+import type { ApiTestContext } from '@svc/testing/api';
 import { bearer, fieldsOf, ISO, settingsSuite, UUID, type SettingsWorld } from './settings-fixtures';
 
 const PROCESS_FIELDS = [

@@ -1,5 +1,5 @@
-import { seedProcess } from '@svc/core/testing';
-import { createApiTestContext, type ApiTestContext } from './helpers';
+import { seedProcess } from '@svc/testing';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { bearer, fieldsOf, ISO, settingsSuite, settingsWorld, UUID, type SettingsWorld } from './settings-fixtures';
 
 describe('settings: queues', () => {

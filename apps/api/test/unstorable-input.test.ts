@@ -1,8 +1,8 @@
 import { MAX_JSON_DEPTH } from '@svc/core';
 import {
   captureLog, seedApiKey, seedMachine, seedProcess, seedQueue, seedTenant, seedUser, type CapturedLog,
-} from '@svc/core/testing';
-import { createApiTestContext, type ApiTestContext } from './helpers';
+} from '@svc/testing';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { bearer } from './settings-fixtures';
 
 const NUL_MESSAGE = 'no puede contener el carácter nulo (U+0000)';

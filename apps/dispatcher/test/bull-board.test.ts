@@ -1,16 +1,15 @@
-import { seedUser } from '@svc/core/testing';
-import { createApiTestContext, type ApiTestContext } from '../../api/test/helpers';
-import { seedWorkspace } from './support';
+import { seedUser, seedWorkspace } from '@svc/testing';
+import { apiSuite, type ApiTestContext } from '@svc/testing/api';
 
 /** Bull Board at /admin/queues: admin access token only, the workspace's machine queues by name. */
+const suite = apiSuite();
 let ctx: ApiTestContext;
 let ws: Awaited<ReturnType<typeof seedWorkspace>>;
 
 beforeAll(async () => {
-  ctx = await createApiTestContext();
+  ({ ctx } = suite);
   ws = await seedWorkspace(ctx.sql);
 });
-afterAll(() => ctx.close());
 
 it('answers 401 without a token, and 403 for a member', async () => {
   const anon = await ctx.http.get('/admin/queues');

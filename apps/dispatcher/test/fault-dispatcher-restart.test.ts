@@ -1,5 +1,5 @@
-import { createApiTestContext, type ApiTestContext } from '../../api/test/helpers';
-import { Children, assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJournal, seedWorkspace, sleep, tempFile, waitFor } from './support';
+import { apiSuite, type ApiTestContext } from '@svc/testing/api';
+import { assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJournal, seedWorkspace, sleep, tempFile, waitFor } from '@svc/testing';
 
 /**
  * Fault: the dispatcher is killed (SIGKILL) mid-load and started again. It keeps no state of
@@ -7,16 +7,11 @@ import { Children, assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJourn
  * every item and job reaches a final state exactly once.
  */
 jest.setTimeout(60_000);
+const suite = apiSuite();
+const { children } = suite;
 let ctx: ApiTestContext;
-const children = new Children();
 
-beforeAll(async () => {
-  ctx = await createApiTestContext();
-});
-afterAll(async () => {
-  await children.stopAll();
-  await ctx.close();
-});
+beforeAll(() => ({ ctx } = suite));
 
 it('kill and restart the dispatcher mid-load: every item and job ends final, none twice', async () => {
   const ws = await seedWorkspace(ctx.sql);

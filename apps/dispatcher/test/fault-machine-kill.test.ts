@@ -1,5 +1,5 @@
-import { createApiTestContext, type ApiTestContext } from '../../api/test/helpers';
-import { Children, assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJournal, seedWorkspace, tempFile, waitFor } from './support';
+import { apiSuite, type ApiTestContext } from '@svc/testing/api';
+import { assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJournal, seedWorkspace, tempFile, waitFor } from '@svc/testing';
 
 /**
  * Fault: a machine's agent is killed with SIGKILL while it processes an item. The machine goes
@@ -8,17 +8,11 @@ import { Children, assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJourn
  * machine finishes the queue. No item is processed by two machines at the same time.
  */
 jest.setTimeout(60_000);
+const suite = apiSuite({ dispatcher: true });
+const { children } = suite;
 let ctx: ApiTestContext;
-const children = new Children();
 
-beforeAll(async () => {
-  ctx = await createApiTestContext();
-  children.dispatcher(ctx);
-});
-afterAll(async () => {
-  await children.stopAll();
-  await ctx.close();
-});
+beforeAll(() => ({ ctx } = suite));
 
 it('a machine killed mid-item: the item fails with a clear message, is retried elsewhere, and every item ends final', async () => {
   const ws = await seedWorkspace(ctx.sql);

@@ -1,6 +1,5 @@
 import { createSql } from '@svc/core';
-import { createTestContext, type TestContext } from '@svc/core/testing';
-import { Children, freePort, itemStatusCounts, seedWorkspace, waitFor, waitForHttp } from './support';
+import { testSuite, freePort, itemStatusCounts, seedWorkspace, waitFor, waitForHttp } from '@svc/testing';
 
 /**
  * Fault: a process dies between its commit and the publish of what the commit causes
@@ -9,18 +8,10 @@ import { Children, freePort, itemStatusCounts, seedWorkspace, waitFor, waitForHt
  * machine and starts the queue's consumers.
  */
 jest.setTimeout(60_000);
-let ctx: TestContext;
-const children = new Children();
-
-beforeAll(async () => {
-  ctx = await createTestContext();
-});
-afterAll(async () => {
-  await children.stopAll();
-  await ctx.close();
-});
+const suite = testSuite();
 
 it('API killed after its commits, relay killed mid-publish: every job and item still runs', async () => {
+  const { ctx, children } = suite;
   const ws = await seedWorkspace(ctx.sql);
   const proc = await ws.process();
   const machine = await ws.machine({ slots: 4 });

@@ -1,8 +1,7 @@
-import { seedApiKey, type TestContext } from '@svc/core/testing';
-import { clearStaleSessionErrors, privateTestContext, startPrivatePostgres, type PrivatePostgres } from './private-postgres';
 import {
-  Children, assertNoItemProcessedTwiceAtOnce, freePort, itemStatusCounts, readJournal, seedWorkspace, sleep, tempFile, waitFor, waitForHttp,
-} from './support';
+  Children, assertNoItemProcessedTwiceAtOnce, clearStaleSessionErrors, freePort, itemStatusCounts, privateTestContext, readJournal, seedApiKey, seedWorkspace, sleep,
+  startPrivatePostgres, tempFile, waitFor, waitForHttp, type PrivatePostgres, type TestContext,
+} from '@svc/testing';
 
 /**
  * Fault: Postgres goes away under load — a fast restart (every session terminated, the server

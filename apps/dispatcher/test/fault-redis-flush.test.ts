@@ -1,9 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createRedis, type Redis } from '@svc/core';
-import { createTestContext, type TestContext } from '@svc/core/testing';
+import type { Redis } from '@svc/core';
 import {
-  Children, assertNoItemProcessedTwiceAtOnce, freePort, itemStatusCounts, readJournal, seedWorkspace, sleep, tempFile, waitFor, waitForHttp,
-} from './support';
+  assertNoItemProcessedTwiceAtOnce, freePort, itemStatusCounts, readJournal, seedWorkspace, sleep, startPrivateRedis, tempFile, testSuite, waitFor, waitForHttp,
+  type PrivateRedis, type TestContext,
+} from '@svc/testing';
 
 /**
  * Fault: Redis loses everything (FLUSHALL) mid-load. Postgres is the truth: the dispatchers
@@ -12,25 +11,21 @@ import {
  * with the API, the dispatcher and the agents as separate processes.
  */
 jest.setTimeout(60_000);
+const suite = testSuite();
+const { children } = suite;
 let ctx: TestContext;
-let redisProc: ChildProcess;
+let redis: PrivateRedis;
 let redisUrl: string;
 let admin: Redis;
-const children = new Children();
 
 beforeAll(async () => {
-  ctx = await createTestContext();
-  const port = await freePort();
-  redisProc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  redisUrl = `redis://127.0.0.1:${port}`;
-  admin = createRedis(redisUrl);
-  await waitFor('the private redis', async () => (await admin.ping()) === 'PONG');
+  ({ ctx } = suite);
+  redis = await startPrivateRedis();
+  ({ url: redisUrl, admin } = redis);
 });
 afterAll(async () => {
   await children.stopAll();
-  admin?.disconnect();
-  redisProc?.kill('SIGKILL');
-  await ctx.close();
+  redis?.destroy();
 });
 
 it('FLUSHALL mid-load loses no item and no job, and runs none twice', async () => {

@@ -1,5 +1,5 @@
-import { createApiTestContext, type ApiTestContext } from '../../api/test/helpers';
-import { Children, assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJournal, seedWorkspace, tempFile, waitFor } from './support';
+import { apiSuite, type ApiTestContext } from '@svc/testing/api';
+import { assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJournal, seedWorkspace, tempFile, waitFor } from '@svc/testing';
 
 /**
  * Fault: a run stops making progress inside an agent that stays alive (its robot is stuck, or a
@@ -9,17 +9,11 @@ import { Children, assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJourn
  * the work goes on elsewhere. Machines go offline after 2 s here, which is also the lease.
  */
 jest.setTimeout(60_000);
+const suite = apiSuite({ dispatcher: true });
+const { children } = suite;
 let ctx: ApiTestContext;
-const children = new Children();
 
-beforeAll(async () => {
-  ctx = await createApiTestContext();
-  children.dispatcher(ctx);
-});
-afterAll(async () => {
-  await children.stopAll();
-  await ctx.close();
-});
+beforeAll(() => ({ ctx } = suite));
 
 it('a consumer stuck on an item is ended when its lease lapses, its items are handed back and the queue completes', async () => {
   const ws = await seedWorkspace(ctx.sql);

@@ -1,6 +1,5 @@
 import { IDEMPOTENCY_PURGE_EVERY_MS, type BullDispatch } from '@svc/core';
-import { seedTenant, type TestContext } from '@svc/core/testing';
-import { processSuite, waitFor } from './support';
+import { seedTenant, type TestContext, processSuite, waitFor } from '@svc/testing';
 
 /**
  * Housekeeping that the dispatcher schedules as a BullMQ job scheduler (one replica runs each

@@ -1,5 +1,5 @@
-import { createApiTestContext, type ApiTestContext } from '../../api/test/helpers';
-import { Children, seedWorkspace, waitFor, sleep } from './support';
+import { apiSuite, type ApiTestContext } from '@svc/testing/api';
+import { seedWorkspace, waitFor, sleep } from '@svc/testing';
 
 /**
  * Jobs end to end: the in-process API (its DispatchPort is BullMQ), a real dispatcher and real
@@ -7,19 +7,14 @@ import { Children, seedWorkspace, waitFor, sleep } from './support';
  * with delay, chaining, SLA.
  */
 jest.setTimeout(60_000);
+const suite = apiSuite({ dispatcher: true });
+const { children } = suite;
 let ctx: ApiTestContext;
 let ws: Awaited<ReturnType<typeof seedWorkspace>>;
-const children = new Children();
 
 beforeAll(async () => {
-  ctx = await createApiTestContext();
+  ({ ctx } = suite);
   ws = await seedWorkspace(ctx.sql);
-  children.dispatcher(ctx);
-});
-
-afterAll(async () => {
-  await children.stopAll();
-  await ctx.close();
 });
 
 async function trigger(processId: string, machineId: string, input: Record<string, unknown> | null = null) {

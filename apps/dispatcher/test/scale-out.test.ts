@@ -1,7 +1,6 @@
-import { createTestContext, type TestContext } from '@svc/core/testing';
 import {
-  Children, assertNoItemProcessedTwiceAtOnce, freePort, itemStatusCounts, readJournal, seedWorkspace, tempFile, waitFor, waitForHttp,
-} from './support';
+  assertNoItemProcessedTwiceAtOnce, freePort, itemStatusCounts, readJournal, seedWorkspace, tempFile, testSuite, waitFor, waitForHttp, type TestContext,
+} from '@svc/testing';
 
 /**
  * Two dispatchers and two API processes at once (plus two agent processes): every item and job
@@ -9,16 +8,11 @@ import {
  * the queue's max_consumers holds although both dispatchers decide.
  */
 jest.setTimeout(60_000);
+const suite = testSuite();
+const { children } = suite;
 let ctx: TestContext;
-const children = new Children();
 
-beforeAll(async () => {
-  ctx = await createTestContext();
-});
-afterAll(async () => {
-  await children.stopAll();
-  await ctx.close();
-});
+beforeAll(() => ({ ctx } = suite));
 
 it('two dispatchers and two APIs share the work without losing or doubling any of it', async () => {
   const ws = await seedWorkspace(ctx.sql);

@@ -1,24 +1,17 @@
 import { createBullDispatch } from '@svc/core';
-import { createTestContext, seedJob, type TestContext } from '@svc/core/testing';
-import { Children, freePort, seedWorkspace, waitFor, type Child } from './support';
+import { freePort, seedJob, seedWorkspace, testSuite, waitFor, type Child, type TestContext } from '@svc/testing';
 
 /**
  * The three long-running processes stop on SIGTERM/SIGINT through core's onShutdownSignals: they
  * drain, log it and exit 0; the agent's drain marks its machine offline at once.
  */
 jest.setTimeout(60_000);
+const suite = testSuite();
+const { children } = suite;
 let ctx: TestContext;
-const children = new Children();
 const INFO = { LOG_LEVEL: 'info' };
 
-beforeAll(async () => {
-  ctx = await createTestContext();
-});
-
-afterAll(async () => {
-  await children.stopAll();
-  await ctx?.close();
-});
+beforeAll(() => ({ ctx } = suite));
 
 /**
  * Resolves the moment a process writes its readiness line, so the signal that follows comes as

@@ -3,8 +3,8 @@ import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createSql, sha256, verifyPassword } from '@svc/core';
-import { databaseUrl, testEnv } from '@svc/core/testing';
-import { createApiTestContext, type ApiTestContext } from '../../../apps/api/test/helpers';
+import { databaseUrl, testEnv } from '@svc/testing';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
 /**
  * The real compiled CLI (`node packages/cli/bin/svc.js`, built by `npm test` before jest) against

@@ -1,4 +1,4 @@
-import { createTestContext, TEST_ENCRYPTION_KEY, type TestContext } from '@svc/core/testing';
+import { createTestContext, TEST_ENCRYPTION_KEY, type TestContext } from '@svc/testing';
 import { sha256 } from '@svc/core';
 import { setUpDemo } from '../src/commands/demo';
 

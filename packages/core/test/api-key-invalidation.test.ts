@@ -1,5 +1,5 @@
 import { acknowledgeApiKeyInvalidation, createRedis, decodeApiKeyInvalidation, publishApiKeyInvalidation } from '@svc/core';
-import { createTestContext, type TestContext } from '@svc/core/testing';
+import { createTestContext, type TestContext } from '@svc/testing';
 
 describe('API key invalidation messages', () => {
   let ctx: TestContext;

@@ -1,8 +1,7 @@
 import {
   AppError, ValidationError, createAsset, deactivateAsset, readAssetWithKey, readStoredCredentials, type AssetReader, type Environment,
 } from '@svc/core';
-import { seedTenant } from '@svc/core/testing';
-import { databaseSuite } from './support';
+import { databaseSuite, seedTenant } from '@svc/testing';
 
 /** The asset environment policy and the credential-read audit (docs/decisions/assets-read.md). */
 const db = databaseSuite();

@@ -2,8 +2,7 @@ import {
   AppError, ForbiddenError,
   authenticateAccessToken, authenticateBearer, bearerToken, deactivateUser, requireAdminRole, revokeAccessToken,
 } from '@svc/core';
-import { seedTenant, seedUser } from '@svc/core/testing';
-import { databaseSuite } from './support';
+import { databaseSuite, seedTenant, seedUser } from '@svc/testing';
 
 /** The one access-token check behind the API's Bearer guard and the queues board. */
 const db = databaseSuite();

@@ -2,8 +2,7 @@ import {
   Batcher, ITEM_COLUMNS, NotFoundError, ValidationError, addItem, addItemToQueueNamed, getActiveQueueByName, noopDispatch, toQueueItemResponse,
   type QueueItemRow,
 } from '@svc/core';
-import { seedQueue, seedTenant } from '@svc/core/testing';
-import { databaseSuite } from './support';
+import { seedQueue, seedTenant, databaseSuite } from '@svc/testing';
 
 /**
  * Concurrent `POST …/items` share their Postgres round trips (queue-items/batched.ts): the

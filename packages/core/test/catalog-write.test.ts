@@ -2,8 +2,7 @@ import {
   CLI_ACTOR, ConflictError, createFolder, createMachine, createProcess, createQueue, drainOutbox, rotateMachineKey,
   updateQueue, writeCatalogEntity, noopDispatch, type AuditActor, type CatalogEffect, type DispatchPort, type Tx,
 } from '@svc/core';
-import { seedTenant } from '@svc/core/testing';
-import { databaseSuite } from './support';
+import { databaseSuite, seedTenant } from '@svc/testing';
 
 /** The one catalogue write: the change and its audit row together, for the settings API and `svc apply`. */
 const db = databaseSuite();

@@ -1,5 +1,5 @@
 import { createSql, pingDatabase } from '@svc/core';
-import { databaseSuite } from './support';
+import { databaseSuite } from '@svc/testing';
 
 /** The readiness probe's one statement (the API's /ready). */
 const db = databaseSuite();

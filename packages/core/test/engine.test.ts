@@ -1,6 +1,5 @@
 import { CLI_ACTOR, createEngine, createLogger, createQueue, noopDispatch, type DispatchJobRef, type DispatchPort } from '@svc/core';
-import { seedApiKey, seedMachine, seedTenant } from '@svc/core/testing';
-import { databaseSuite } from './support';
+import { databaseSuite, seedApiKey, seedMachine, seedTenant } from '@svc/testing';
 
 /**
  * The engine facade: its commands are the core's own, bound to one pool, and a command's effects

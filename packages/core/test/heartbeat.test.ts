@@ -1,5 +1,5 @@
 import { recordHeartbeat, type Sql } from '@svc/core';
-import { createTestContext, seedMachine, seedTenant, type TestContext } from '@svc/core/testing';
+import { createTestContext, seedMachine, seedTenant, type TestContext } from '@svc/testing';
 
 /**
  * A heartbeat says which status it found (`previous`): an agent that finds `offline` tells the

@@ -1,5 +1,5 @@
 import { purgeExpiredIdempotencyKeys, sweepExpiredIdempotencyKeys } from '../src';
-import { createTestContext, seedTenant, type TestContext } from '../src/testing';
+import { createTestContext, seedTenant, type TestContext } from '@svc/testing';
 
 /** Idempotency-Keys past their 24 hours are deleted in batches, oldest first; live ones stay. */
 describe('expired Idempotency-Keys purge', () => {

@@ -10,7 +10,7 @@ import {
   sweepExpiredIdempotencyKeys, sweepOfflineMachines, timeOutJobs, touchApiKeys, transitionJob, triggerJobByApi, triggerJobByWebhook,
   type Queryable, type Sql,
 } from '../src';
-import { createTestContext, type TestContext } from '../src/testing';
+import { createTestContext, type TestContext } from '@svc/testing';
 
 /**
  * Every statement the API runs per request, and the hot statements of the dispatcher and the

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { renewJobLeases, startJob, sweepOfflineMachines, type Sql } from '@svc/core';
-import { seedJob, seedMachine, seedProcess, seedQueue, seedTenant } from '@svc/core/testing';
-import { databaseSuite } from './support';
+import { seedJob, seedMachine, seedProcess, seedQueue, seedTenant, databaseSuite } from '@svc/testing';
 
 /**
  * A run's lease and its start's fencing (docs/decisions/postgres-outages.md), on a real Postgres;

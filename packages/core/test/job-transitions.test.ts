@@ -1,7 +1,7 @@
 import {
   canTransition, findJobWithNames, requestRunningJobStop, transitionJob, JOB_STATUSES, JOB_TRANSITIONS, type JobStatus,
 } from '../src';
-import { createTestContext, seedJob, seedMachine, seedProcess, seedTenant, type TestContext } from '../src/testing';
+import { createTestContext, seedJob, seedMachine, seedProcess, seedTenant, type TestContext } from '@svc/testing';
 
 describe('job transitions', () => {
   let t: TestContext;

@@ -1,5 +1,5 @@
 import { asStoredJsonb, compareJsonbKeys } from '@svc/core';
-import { databaseSuite } from './support';
+import { databaseSuite } from '@svc/testing';
 
 /**
  * `asStoredJsonb` stands in for a round trip through a jsonb column (the hot insert answers with

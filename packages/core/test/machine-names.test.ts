@@ -1,6 +1,5 @@
 import { createMachine, deactivateMachine, listMachineNames } from '@svc/core';
-import { seedTenant } from '@svc/core/testing';
-import { databaseSuite } from './support';
+import { databaseSuite, seedTenant } from '@svc/testing';
 
 /** The queues board's list of a workspace's machines. */
 const db = databaseSuite();

@@ -1,4 +1,4 @@
-import { createTestContext, seedApiKey, seedTenant, type TestContext } from '@svc/core/testing';
+import { createTestContext, seedApiKey, seedTenant, type TestContext } from '@svc/testing';
 import { loadMigrations, migrate, touchApiKeys } from '@svc/core';
 
 describe('migrations', () => {

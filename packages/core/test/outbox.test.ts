@@ -3,9 +3,8 @@ import {
   relayOnce, startJob, stopJob, timeOutJobs, triggerJobByApi, updateQueue, writeCatalogEntity, CLI_ACTOR,
   type DispatchJobRef, type DispatchPort, type Effect, type Sql,
 } from '@svc/core';
+import { databaseSuite, seedApiKey, seedJob, seedMachine, seedProcess, seedQueue, seedTenant } from '@svc/testing';
 import { createLogger } from '@svc/core';
-import { seedApiKey, seedJob, seedMachine, seedProcess, seedQueue, seedTenant } from '@svc/core/testing';
-import { databaseSuite } from './support';
 
 /**
  * The transactional outbox (docs/decisions/outbox.md): commands write their effects in their own

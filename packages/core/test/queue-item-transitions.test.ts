@@ -5,7 +5,7 @@ import {
   QUEUE_ITEM_TRANSITIONS, applyItemRetryPolicy, approveQueueItem, canTransitionItem, compareTakeOrder, failItemsOfJobs,
   failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, releaseQueueItems, releaseUnknownClaims, settleAndClaimItems, type Sql,
 } from '@svc/core';
-import { createTestContext, seedMachine, seedProcess, seedQueue, seedTenant, type TestContext } from '@svc/core/testing';
+import { createTestContext, seedMachine, seedProcess, seedQueue, seedTenant, type TestContext } from '@svc/testing';
 
 /**
  * Every public queue item transition through the guarded statements of

@@ -1,5 +1,5 @@
 import { consumeExecution, quotaResetsAt, readQuotaUsage, isSubscriptionActive } from '../src';
-import { createTestContext, seedTenant, type TestContext } from '../src/testing';
+import { createTestContext, seedTenant, type TestContext } from '@svc/testing';
 
 describe('monthly execution quota', () => {
   let t: TestContext;

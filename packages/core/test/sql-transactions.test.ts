@@ -1,5 +1,5 @@
 import { createSql, isConnectionError, type Sql } from '@svc/core';
-import { createTestContext, type TestContext } from '@svc/core/testing';
+import { createTestContext, type TestContext } from '@svc/testing';
 
 describe('transactions through createSql', () => {
   let ctx: TestContext;

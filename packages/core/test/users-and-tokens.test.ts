@@ -5,7 +5,7 @@ import {
   resolveTenant, resolveUser, revokeAccessToken, setPassword, sha256, toTenantResponse, toUserResponse, updateTenant,
   verifyPassword,
 } from '../src';
-import { createTestContext, type TestContext } from '../src/testing';
+import { createTestContext, type TestContext } from '@svc/testing';
 
 let t: TestContext;
 beforeAll(async () => {

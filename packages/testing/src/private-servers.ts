@@ -1,11 +1,11 @@
-import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createRedis, createSql, migrate, parseConfig, type Sql } from '@svc/core';
-import { TEST_ENCRYPTION_KEY, testEnv, type TestContext } from '@svc/core/testing';
-import { freePort } from './support';
+import { createRedis, createSql, migrate, type Redis, type Sql } from '@svc/core';
+import { contextOn, testEnv, type TestContext } from './context';
+import { freePort, waitFor } from './wait';
 
 /**
  * A private Postgres server for tests that restart or stop it (never the shared one): its own
@@ -114,31 +114,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
  * prefix on the run's Redis. The test's own pool reconnects by itself after a restart.
  */
 export function privateTestContext(pg: PrivatePostgres): TestContext {
-  const env = testEnv();
-  const redisPrefix = `${env.redisPrefix}:${randomBytes(4).toString('hex')}`;
-  const childEnv = {
-    DATABASE_URL: pg.url,
-    REDIS_URL: env.redisUrl,
-    REDIS_PREFIX: redisPrefix,
-    ASSET_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
-    LOG_LEVEL: process.env.SVC_TEST_LOG_LEVEL ?? 'warn',
-    NODE_ENV: 'test',
-  };
-  const sql = createSql(pg.url, { max: 4 });
-  const redis = createRedis(env.redisUrl);
-  return {
-    sql,
-    databaseUrl: pg.url,
-    redis,
-    redisUrl: env.redisUrl,
-    redisPrefix,
-    config: parseConfig(childEnv),
-    childEnv,
-    async close() {
-      await sql.end({ timeout: 5 });
-      redis.disconnect();
-    },
-  };
+  return contextOn(pg.url, `${testEnv().redisPrefix}:${randomBytes(4).toString('hex')}`, { max: 4 });
 }
 
 /**
@@ -152,4 +128,33 @@ export async function clearStaleSessionErrors(sql: Sql, connections = 4): Promis
     const res = await Promise.allSettled(Array.from({ length: connections * 2 }, () => sql`select 1`));
     if (res.every((r) => r.status === 'fulfilled')) return;
   }
+}
+
+/**
+ * A private redis-server for tests that flush or stop it (never the shared one): its own port,
+ * no persistence. `admin` is a client of it for the test's own commands.
+ */
+export interface PrivateRedis {
+  url: string;
+  port: number;
+  admin: Redis;
+  destroy(): void;
+}
+
+export async function startPrivateRedis(): Promise<PrivateRedis> {
+  const port = await freePort();
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const url = `redis://127.0.0.1:${port}`;
+  const admin = createRedis(url);
+  const destroy = () => {
+    admin.disconnect();
+    proc.kill('SIGKILL');
+  };
+  try {
+    await waitFor('the private redis', async () => (await admin.ping()) === 'PONG');
+  } catch (err) {
+    destroy();
+    throw err;
+  }
+  return { url, port, admin, destroy };
 }

@@ -1,5 +1,5 @@
 import Transport from 'winston-transport';
-import type { Logger } from '../logger';
+import type { Logger } from '@svc/core';
 
 export interface CapturedLog {
   /** What was logged at the captured level or above, oldest first (winston's info objects). */

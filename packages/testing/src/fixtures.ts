@@ -1,9 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { Queryable } from '../db/sql';
-import { issueSecret, API_KEY_PREFIX, ACCESS_TOKEN_PREFIX, MACHINE_KEY_PREFIX } from '../security/secrets';
-import { SCOPE_NAMES } from '../scopes';
-import type { TenantRow } from '../tenants/repo';
-import type { ApiKeyRow } from '../api-keys/repo';
+import {
+  issueSecret, API_KEY_PREFIX, ACCESS_TOKEN_PREFIX, MACHINE_KEY_PREFIX, SCOPE_NAMES, type ApiKeyRow, type Queryable, type Sql, type TenantRow,
+} from '@svc/core';
 
 /**
  * Direct-SQL fixtures for tests: they set up a state without going through the services under
@@ -104,4 +102,26 @@ export async function seedJob(sql: Queryable, tenantId: string, fields: Row & { 
             ${fields.started_at ?? started}, ${fields.finished_at ?? finished}, ${fields.source ?? 'api'})
     returning *`;
   return row!;
+}
+
+/** A tenant with an admin, an API key with every scope, and helpers to add the rest. */
+export async function seedWorkspace(sql: Sql) {
+  const tenant = await seedTenant(sql);
+  const admin = await seedUser(sql, tenant.id, { role: 'admin' });
+  const apiKey = await seedApiKey(sql, tenant.id);
+  return {
+    tenant,
+    adminToken: admin.token,
+    adminEmail: admin.user.email as string,
+    key: apiKey.key,
+    process: (fields: Record<string, unknown> = {}) => seedProcess(sql, tenant.id, fields),
+    machine: (fields: Record<string, unknown> = {}) => seedMachine(sql, tenant.id, fields),
+    queue: (fields: Record<string, unknown> = {}) => seedQueue(sql, tenant.id, fields),
+  };
+}
+
+/** Status counts of a queue's items, from the table itself. */
+export async function itemStatusCounts(sql: Sql, queueId: string): Promise<Record<string, number>> {
+  const rows = await sql<{ status: string; n: number }[]>`select status, count(*)::int as n from queue_items where queue_id = ${queueId} group by status`;
+  return Object.fromEntries(rows.map((r) => [r.status, r.n]));
 }

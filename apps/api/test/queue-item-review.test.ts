@@ -1,24 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { seedUser } from '@svc/core/testing';
-import { createApiTestContext, type ApiTestContext } from '../../../apps/api/test/helpers';
-import { Children, seedWorkspace, waitFor } from '../../../apps/dispatcher/test/support';
+import { seedUser, seedWorkspace, waitFor } from '@svc/testing';
+import { apiSuite, type ApiTestContext } from '@svc/testing/api';
 
 /**
  * Review and re-drive through the management API (admin access token), with a real dispatcher
  * applying the retry policy after a rejection.
  */
+const suite = apiSuite({ dispatcher: true });
 let ctx: ApiTestContext;
 let ws: Awaited<ReturnType<typeof seedWorkspace>>;
-const children = new Children();
 
 beforeAll(async () => {
-  ctx = await createApiTestContext();
+  ({ ctx } = suite);
   ws = await seedWorkspace(ctx.sql);
-  children.dispatcher(ctx);
-});
-afterAll(async () => {
-  await children.stopAll();
-  await ctx.close();
 });
 
 async function itemIn(queueId: string, status: string, extra: Record<string, unknown> = {}) {

@@ -1,9 +1,13 @@
 import request from 'supertest';
-import { createBullDispatch, createLogger, drainOutbox, type DispatchPort } from '@svc/core';
-import { createTestContext, type TestContext } from '@svc/core/testing';
+import { createBullDispatch, createLogger, drainOutbox, type Config, type DispatchPort } from '@svc/core';
 import { createApp, buildDeps, type ApiDeps } from '@svc/api';
-import type { Config } from '@svc/core';
+import { createTestContext, type TestContext } from './context';
+import { testSuite, type SuiteOptions, type TestSuite } from './suites';
 
+/**
+ * The API app in-process: the one entry of this package that imports an app
+ * (`@svc/testing/api`; tests of packages/core must not use it: docs/decisions/test-layers.md).
+ */
 export interface ApiTestContext extends TestContext {
   /**
    * `dispatch` receives, after every request, the effects the request's commands recorded in the
@@ -41,4 +45,10 @@ export async function createApiTestContext(overrides: Partial<Config> = {}): Pro
     await ctx.close();
   };
   return { ...ctx, deps: testDeps, app, http: request(server), close };
+}
+
+/** A test file's in-process API (see testSuite), optionally with a real dispatcher on its context. */
+export function apiSuite(options: Omit<SuiteOptions<ApiTestContext>, 'context'> & { config?: Partial<Config> } = {}): TestSuite<ApiTestContext> {
+  const { config, ...rest } = options;
+  return testSuite({ ...rest, context: () => createApiTestContext(config) });
 }

@@ -1,7 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createSql, type Sql } from '../db/sql';
-import { createRedis, type Redis } from '../redis';
-import { parseConfig, type Config } from '../config';
+import { createRedis, createSql, parseConfig, type Config, type Redis, type Sql } from '@svc/core';
 
 /**
  * Test isolation: the global setup migrates one template database per run;
@@ -61,8 +59,15 @@ export async function createTestContext(configOverrides: Partial<Config> = {}): 
   } finally {
     await admin.end();
   }
-  const url = databaseUrl(env.adminUrl, dbName);
-  const redisPrefix = `${env.redisPrefix}:${suffix}`;
+  return contextOn(databaseUrl(env.adminUrl, dbName), `${env.redisPrefix}:${suffix}`, { max: 10, configOverrides });
+}
+
+/**
+ * A test context on database `url` and Redis prefix `redisPrefix` of the run's Redis (a private
+ * Postgres server's context is one too: packages/testing/src/private-servers.ts).
+ */
+export function contextOn(url: string, redisPrefix: string, options: { max: number; configOverrides?: Partial<Config> }): TestContext {
+  const env = testEnv();
   const childEnv = {
     DATABASE_URL: url,
     REDIS_URL: env.redisUrl,
@@ -71,8 +76,8 @@ export async function createTestContext(configOverrides: Partial<Config> = {}): 
     LOG_LEVEL: process.env.SVC_TEST_LOG_LEVEL ?? 'warn',
     NODE_ENV: 'test',
   };
-  const config = { ...parseConfig(childEnv), ...configOverrides };
-  const sql = createSql(url, { max: 10 });
+  const config = { ...parseConfig(childEnv), ...options.configOverrides };
+  const sql = createSql(url, { max: options.max });
   const redis = createRedis(env.redisUrl);
   return {
     sql,

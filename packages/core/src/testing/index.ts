@@ -1,3 +1,0 @@
-export * from './harness';
-export * from './fixtures';
-export * from './log-capture';

@@ -1,0 +1,12 @@
+/**
+ * Shared test helpers for every workspace's tests, from the bottom layer up; the in-process API
+ * is the separate entry `@svc/testing/api` (docs/decisions/test-layers.md).
+ */
+export * from './context';
+export * from './fixtures';
+export * from './log-capture';
+export * from './wait';
+export * from './journal';
+export * from './suites';
+export * from './processes';
+export * from './private-servers';

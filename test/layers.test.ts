@@ -1,0 +1,104 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+
+/**
+ * Tests by layer (docs/decisions/test-layers.md): a test imports helpers from its own folder or
+ * from @svc/testing, never from another workspace's test folder; a workspace's tests reach other
+ * workspaces through their package names only; core's tests start no app in-process; and the
+ * shared helpers import no test folder.
+ */
+const ROOT = path.resolve(__dirname, '..');
+const WORKSPACES = ['packages/core', 'packages/cli', 'packages/testing', 'apps/api', 'apps/dispatcher', 'apps/agent-sim'];
+/** the package names by which one layer reaches an app */
+const APP_MODULES = ['@svc/api', '@svc/testing/api'];
+
+/** Every module specifier a TypeScript file names: import/export ... from, bare import, require() and import(). */
+export function specifiers(source: string): string[] {
+  const found: string[] = [];
+  const patterns = [
+    /(?:^|[\n;])\s*(?:import|export)\s[^'";]*?\sfrom\s*['"]([^'"]+)['"]/g,
+    /(?:^|[\n;])\s*import\s*['"]([^'"]+)['"]/g,
+    /\b(?:require|import|jest\.(?:mock|doMock|requireActual))\(\s*['"]([^'"]+)['"]/g,
+  ];
+  for (const re of patterns) for (const m of source.matchAll(re)) found.push(m[1]!);
+  return found;
+}
+
+/** The folder `test/` (or for the shared helpers `src/`) whose files may import each other, and the file's workspace. */
+function homeOf(rel: string): { workspace: string | null; folder: string } {
+  const workspace = WORKSPACES.find((w) => rel.startsWith(`${w}/`)) ?? null;
+  const at = rel.split('/').indexOf('test');
+  const folder = at >= 0 ? rel.split('/').slice(0, at + 1).join('/') : path.posix.dirname(rel);
+  return { workspace, folder };
+}
+
+const isTestFolder = (rel: string) => rel.split('/').includes('test');
+const inside = (rel: string, folder: string) => rel === folder || rel.startsWith(`${folder}/`);
+
+/** What is wrong with the imports of the file at `rel` (a path from the repository root). */
+export function violations(rel: string, source: string): string[] {
+  const { workspace, folder } = homeOf(rel);
+  const found: string[] = [];
+  for (const spec of specifiers(source)) {
+    if (workspace === 'packages/core' && APP_MODULES.includes(spec)) {
+      found.push(`${rel}: core's tests start no app, but it imports ${spec}`);
+    }
+    if (!spec.startsWith('.')) continue;
+    const target = path.posix.normalize(path.posix.join(path.posix.dirname(rel), spec));
+    if (isTestFolder(target) && !inside(target, folder)) {
+      found.push(`${rel}: imports another test folder's ${target} (shared helpers belong in packages/testing)`);
+    } else if (workspace && !inside(target, workspace)) {
+      found.push(`${rel}: reaches into ${target} outside ${workspace} (import it by its package name)`);
+    }
+  }
+  return found;
+}
+
+/** The files under the test folders of the repository, and the shared helpers' sources. */
+function checkedFiles(): string[] {
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    for (const name of readdirSync(path.join(ROOT, dir))) {
+      if (name === 'node_modules' || name === 'dist' || name.startsWith('.')) continue;
+      const rel = dir ? `${dir}/${name}` : name;
+      if (statSync(path.join(ROOT, rel)).isDirectory()) walk(rel);
+      else if (/\.(?:ts|mts|cts|js|mjs)$/.test(name) && (isTestFolder(rel) || inside(rel, 'packages/testing/src'))) out.push(rel);
+    }
+  };
+  for (const top of ['apps', 'packages', 'test', 'bench']) walk(top);
+  return out;
+}
+
+describe('test layers', () => {
+  it('finds the test files (a scan that saw none would pass on anything)', () => {
+    const files = checkedFiles();
+    expect(files).toEqual(expect.arrayContaining([
+      'packages/core/test/jsonb.test.ts', 'apps/api/test/auth.test.ts', 'apps/dispatcher/test/scale-out.test.ts',
+      'apps/agent-sim/test/options.test.ts', 'packages/cli/test/cli.test.ts', 'packages/testing/src/index.ts', 'test/layers.test.ts',
+    ]));
+  });
+
+  it('every test imports helpers from its own folder or @svc/testing, and core tests start no app', () => {
+    const found = checkedFiles().flatMap((rel) => violations(rel, readFileSync(path.join(ROOT, rel), 'utf8')));
+    expect(found).toEqual([]);
+  });
+
+  it('flags an import of another workspace test folder, a reach into another workspace, and an app in core tests', () => {
+    expect(violations('apps/dispatcher/test/x.test.ts', "import { createApiTestContext } from '../../api/test/helpers';\n")).toHaveLength(1);
+    expect(violations('packages/core/test/x.test.ts', "import {\n  Children,\n} from '../../../apps/dispatcher/test/support';\n")).toHaveLength(1);
+    expect(violations('packages/cli/test/x.test.ts', "const h = require('../../core/src/index');\n")).toHaveLength(1);
+    expect(violations('packages/core/test/x.test.ts', "import { apiSuite } from '@svc/testing/api';\n")).toHaveLength(1);
+    expect(violations('packages/testing/src/x.ts', "export * from '../../../apps/api/test/jobs-support';\n")).toHaveLength(1);
+    expect(violations('test/x.test.ts', "import { seedTenant } from '../packages/core/test/support';\n")).toHaveLength(1);
+  });
+
+  it('lets a test import its own folder, its own sources and @svc/testing', () => {
+    const ok = [
+      "import { bearer } from './settings-fixtures';",
+      "import { routeCatalog } from '../src/http/route';",
+      "import { seedTenant, testSuite } from '@svc/testing';",
+      "import { apiSuite } from '@svc/testing/api';",
+    ].join('\n');
+    expect(violations('apps/api/test/x.test.ts', ok)).toEqual([]);
+  });
+});
