@@ -102,3 +102,25 @@ describe('test layers', () => {
     expect(violations('apps/api/test/x.test.ts', ok)).toEqual([]);
   });
 });
+
+describe('the core surface', () => {
+  const index = readFileSync(path.join(ROOT, 'packages/core/src/index.ts'), 'utf8');
+
+  it('names every export of @svc/core (no `export *`: a reader sees what is public)', () => {
+    expect(index).toMatch(/export \{ createEngine \} from '\.\/engine';/);
+    expect(index.match(/export \*/g) ?? []).toEqual([]);
+  });
+
+  it('keeps SQL out of the transports: no statement in apps/*/src', () => {
+    const offenders: string[] = [];
+    const walk = (dir: string): void => {
+      for (const name of readdirSync(dir)) {
+        const p = path.join(dir, name);
+        if (statSync(p).isDirectory()) walk(p);
+        else if (p.endsWith('.ts') && /\b(sql|tx|q)`|\.unsafe\(|\.begin\(/.test(readFileSync(p, 'utf8'))) offenders.push(path.relative(ROOT, p));
+      }
+    };
+    for (const app of ['apps/api/src', 'apps/dispatcher/src', 'apps/agent-sim/src']) walk(path.join(ROOT, app));
+    expect(offenders).toEqual([]);
+  });
+});

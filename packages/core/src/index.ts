@@ -1,71 +1,172 @@
-export * from './errors';
-export * from './ids';
-export * from './config';
-export * from './logger';
-export * from './shutdown';
-export * from './redis';
-export * from './scopes';
-export * from './rate-limits';
-export * from './db/sql';
-export * from './db/migrate';
-export * from './db/batcher';
-export * from './db/outage';
-export * from './db/jsonb';
-export * from './db/health';
-export * from './validation/validate';
-export * from './validation/formats';
-export * from './validation/json-input';
-export * from './security/hash';
-export * from './security/secrets';
-export * from './security/password';
-export * from './security/secret-box';
-export * from './security/ip-allow';
-export * from './audit/audit';
-export * from './audit/catalog-changes';
-export * from './tenants/repo';
-export * from './api-keys/repo';
-export * from './api-keys/schemas';
-export * from './api-keys/serialize';
-export * from './api-keys/invalidation';
-export * from './api-keys/service';
-export * from './access-tokens/repo';
-export * from './dispatch/port';
-export * from './tenants/schemas';
-export * from './tenants/service';
-export * from './users/schemas';
-export * from './users/repo';
-export * from './users/service';
-export * from './access-tokens/service';
-export * from './access-tokens/authenticate';
-export * from './idempotency/key';
-export * from './idempotency/repo';
-export * from './idempotency/service';
-export * from './tenants/quota';
-export * from './jobs/transitions';
-export * from './jobs/repo';
-export * from './jobs/schemas';
-export * from './jobs/serialize';
-export * from './jobs/input-schema';
-export * from './jobs/service';
-export * from './catalog';
-export * from './queue-items/schemas';
-export * from './queue-items/repo';
-export * from './queue-items/serialize';
-export * from './queue-items/service';
-export * from './queue-items/batched';
-export * from './queue-items/transitions';
-export * from './machines/heartbeat';
-export * from './dispatch/catalog';
-export * from './dispatch/stops';
-export * from './dispatch/bull-dispatch';
-export * from './dispatch/job-run';
-export * from './dispatch/follow-ups';
-export * from './dispatch/sweeps';
-export * from './dispatch/consumers';
-export * from './dispatch/reconcile';
-export * from './dispatch/review';
-export * from './dispatch/job-end';
-export * from './outbox/effects';
-export * from './outbox/relay';
-export * from './engine';
-export * from './access-tokens/sessions';
+/**
+ * The public surface of @svc/core, named on purpose: what the transports (apps/*, packages/cli),
+ * the test helpers, the benchmarks and the tests use. Anything not listed here is internal to core.
+ */
+
+// The engine: the domain's commands, grouped and bound to one pool (docs/architecture.md).
+export { createEngine } from './engine';
+export type { Engine } from './engine';
+
+// Shared vocabulary: errors, configuration, logging, scopes, limits.
+export {
+  AppError, ConflictError, DEFAULT_MESSAGES, ForbiddenError, HttpError, NotFoundError, PayloadTooLargeError, RateLimitError,
+  UnauthorizedError, ValidationError, isAppError,
+} from './errors';
+export type { ErrorCode, FieldIssue } from './errors';
+export { ConfigError, parseConfig, parseEncryptionKey } from './config';
+export type { Config } from './config';
+export { createLogger } from './logger';
+export type { Logger } from './logger';
+export { onShutdownSignals } from './shutdown';
+export type { SignalTarget } from './shutdown';
+export { ENVIRONMENTS, PLAN_FEATURES, SCOPES, SCOPE_NAMES, hasScope } from './scopes';
+export type { Environment, PlanFeature, Scope } from './scopes';
+export { DEFAULT_RATE_LIMIT, RATE_LIMIT_WINDOW_SECONDS, rateLimitFor } from './rate-limits';
+
+// Postgres and Redis.
+export { createRedis, redisKeys } from './redis';
+export type { Redis, RedisKeys } from './redis';
+export { createSql } from './db/sql';
+export type { Queryable, Sql, Tx } from './db/sql';
+export { loadMigrations, migrate } from './db/migrate';
+export { Batcher } from './db/batcher';
+export { DbOutage, isConnectionError, retryOnConnectionLoss } from './db/outage';
+export { asStoredJsonb, compareJsonbKeys } from './db/jsonb';
+export { pingDatabase } from './db/health';
+
+// Request validation and security.
+export { validate } from './validation/validate';
+export { Nullable, PageQuery, Uuid } from './validation/formats';
+export type { PageMeta } from './validation/formats';
+export {
+  MAX_JSON_DEPTH, assertJsonInput, jsonInputIssue, jsonTextMayHoldUnstorable, printableText, textIssue, textProblem,
+} from './validation/json-input';
+export { sha256, sha256Hex } from './security/hash';
+export { ACCESS_TOKEN_PREFIX, API_KEY_PREFIX, MACHINE_KEY_PREFIX, issueSecret } from './security/secrets';
+export { hashPassword, verifyPassword } from './security/password';
+export { decrypt } from './security/secret-box';
+export { buildAllowList, checkIpEntry, clientIp, ipAllowed } from './security/ip-allow';
+
+// Effects: written with each change, published by the dispatcher's relay (docs/decisions/outbox.md).
+export { recordEffect } from './outbox/effects';
+export type { Effect } from './outbox/effects';
+export { createOutboxRelay, drainOutbox, relayOnce } from './outbox/relay';
+export type { OutboxRelay } from './outbox/relay';
+
+// Dispatch: the BullMQ catalogue, the port effects are published through, a job's life on its machine, sweeps.
+export { noopDispatch } from './dispatch/port';
+export type { DispatchJobRef, DispatchPort } from './dispatch/port';
+export { findMachineByKey, pickMachineForFollowUp, recordGoodbye, recordHeartbeat } from './machines/heartbeat';
+export type { AgentMachine } from './machines/heartbeat';
+export {
+  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, IDEMPOTENCY_PURGE_EVERY_MS, machineQueueName, queueDisplayName,
+} from './dispatch/catalog';
+export type { DispatchJobName, DispatchPayloads, MachineJobPayload } from './dispatch/catalog';
+export { decodeAbort } from './dispatch/stops';
+export type { JobAbortMessage } from './dispatch/stops';
+export { createBullDispatch } from './dispatch/bull-dispatch';
+export type { BullDispatch } from './dispatch/bull-dispatch';
+export { findRunEndedAs, finishJob, renewJobLeases, reportJobProgress, startJob } from './dispatch/job-run';
+export type { FinishResult, JobEnd, StartedJob } from './dispatch/job-run';
+export { giveUpMachineJobs, markSlaBreaches, pendingStops, sweepOfflineMachines, timeOutJobs } from './dispatch/sweeps';
+export { queuesNeedingConsumers, startQueueConsumers } from './dispatch/consumers';
+export { reconcilePendingJobs } from './dispatch/reconcile';
+export {
+  ApproveItemBody, QueueItemPathParams, QueuePathParams, RedriveBody, RedriveResponse, RejectItemBody, getTenantQueue,
+  reviewQueueItem,
+} from './dispatch/review';
+export type { ReviewActor } from './dispatch/review';
+
+// Resources: their schemas and responses (the transports render them), and the commands and queries
+// behind the engine's groups (the CLI's workspace apply and the tests call some of them directly).
+export { recordAudit } from './audit/audit';
+export { CLI_ACTOR } from './audit/catalog-changes';
+export type { AuditActor, CatalogChange, CatalogResource } from './audit/catalog-changes';
+export type { TenantRow } from './tenants/repo';
+export {
+  deactivateApiKey, findApiKey, findApiKeyByHash, findApiKeysByHashes, listApiKeyRows, replaceApiKeySecret, touchApiKeys,
+} from './api-keys/repo';
+export type { ApiKeyRow } from './api-keys/repo';
+export {
+  ApiKeyIdParams, ApiKeyListQuery, ApiKeyResponse, ApiKeyWithSecretResponse, AvailableScopeResponse, CreateApiKeyBody,
+} from './api-keys/schemas';
+export { acknowledgeApiKeyInvalidation, decodeApiKeyInvalidation, publishApiKeyInvalidation } from './api-keys/invalidation';
+export type { ApiKeyChangeListener, ApiKeyInvalidation } from './api-keys/invalidation';
+export { availableScopes, createApiKey } from './api-keys/service';
+export type { ApiKeyActor } from './api-keys/service';
+export { findAccessTokenByHash } from './access-tokens/repo';
+export { SUBSCRIPTION_STATUSES } from './tenants/schemas';
+export type { TenantCreateInput, TenantUpdateInput } from './tenants/schemas';
+export {
+  createTenant, findTenantByName, getTenant, listTenants, resolveTenant, toTenantResponse, updateTenant,
+} from './tenants/service';
+export type { TenantResponseBody } from './tenants/service';
+export { LoginBody, LoginResponse, LogoutResponse, MeResponse, USER_ROLES } from './users/schemas';
+export type { UserRole } from './users/schemas';
+export { deactivateUserRow, findUserByEmail, listUsersOfTenant } from './users/repo';
+export { createUser, deactivateUser, resolveUser, setPassword, toUserResponse } from './users/service';
+export type { UserResponseBody } from './users/service';
+export {
+  findAccessTokens, getSession, issueAccessToken, login, revokeAccessToken, toAccessTokenResponse,
+} from './access-tokens/service';
+export type { AccessTokenResponseBody, IssuedAccessToken } from './access-tokens/service';
+export { authenticateAccessToken, authenticateBearer, bearerToken, requireAdminRole } from './access-tokens/authenticate';
+export type { AccessTokenPrincipal } from './access-tokens/authenticate';
+export { IDEMPOTENCY_HEADER, canonicalJson, idempotencyRequestHash, parseIdempotencyKey } from './idempotency/key';
+export {
+  findIdempotencyKey, purgeExpiredIdempotencyKeys, releaseLostClaim, sweepExpiredIdempotencyKeys,
+} from './idempotency/repo';
+export { beginIdempotent, runIdempotent } from './idempotency/service';
+export type { IdempotencyClaim, IdempotentResult } from './idempotency/service';
+export { consumeExecution, isSubscriptionActive, quotaResetsAt, readQuotaUsage } from './tenants/quota';
+export { JOB_STATUSES, JOB_TRANSITIONS, canTransition, requestRunningJobStop, transitionJob } from './jobs/transitions';
+export type { JobStatus } from './jobs/transitions';
+export { findJobWithNames } from './jobs/repo';
+export type { JobWithNames } from './jobs/repo';
+export {
+  JobIdParams, JobResponse, StopJobResponse, TriggerJobBody, WebhookTriggerBody, WebhookTriggerParams,
+} from './jobs/schemas';
+export { toJobResponse, toStopJobResponse } from './jobs/serialize';
+export { stopJob, triggerJobByApi, triggerJobByWebhook } from './jobs/service';
+export type { OnJobCreated } from './jobs/service';
+export {
+  ASSET_TYPES, AssetCreate, AssetResponse, AssetUpdate, CatalogListQuery, CatalogName, FolderCreate, FolderResponse,
+  FolderUpdate, IdParams, MACHINE_STATUSES, MachineCreate, MachineListQuery, MachineResponse, MachineUpdate,
+  MachineWithKeyResponse, ProcessCreate, ProcessListQuery, ProcessResponse, ProcessUpdate, QueueCreate, QueueResponse,
+  QueueUpdate,
+} from './catalog/schemas';
+export type { AssetType, MachineStatus } from './catalog/schemas';
+export {
+  createFolder, deactivateFolder, findFolderByName, getFolder, listFolders, toFolderResponse, updateFolder,
+} from './catalog/folders';
+export {
+  createProcess, deactivateProcess, findProcessByName, getProcess, listProcesses, toProcessResponse, updateProcess,
+} from './catalog/processes';
+export {
+  createMachine, deactivateMachine, findMachineByName, getMachine, listMachineNames, listMachines, rotateMachineKey,
+  toMachineResponse, updateMachine,
+} from './catalog/machines';
+export {
+  createQueue, deactivateQueue, findQueueByName, getQueue, listQueues, loadQueueItemCounts, toQueueResponse, updateQueue,
+} from './catalog/queues';
+export {
+  createAsset, deactivateAsset, findAssetByName, getAsset, listAssets, readAssetValue, readStoredCredentials, toAssetResponse,
+  updateAsset,
+} from './catalog/assets';
+export type { AssetRecord } from './catalog/assets';
+export { readAssetWithKey } from './catalog/asset-read';
+export type { AssetReader } from './catalog/asset-read';
+export { writeCatalogEntity } from './catalog/write';
+export type { CatalogEffect } from './catalog/write';
+export {
+  AddQueueItemBody, AddQueueItemsBulkBody, BulkAddedResponse, QueueItemListQuery, QueueItemResponse, QueueNameParams,
+} from './queue-items/schemas';
+export { ITEM_COLUMNS } from './queue-items/repo';
+export type { QueueItemRow } from './queue-items/repo';
+export { toQueueItemResponse } from './queue-items/serialize';
+export { addItem, addItemToQueueNamed, addItemsBulk, getActiveQueueByName, listItems } from './queue-items/service';
+export {
+  QUEUE_ITEM_TRANSITIONS, applyItemRetryPolicy, approveQueueItem, canTransitionItem, compareTakeOrder, failItemsOfJobs,
+  failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, releaseQueueItems, releaseUnknownClaims, settleAndClaimItems,
+} from './queue-items/transitions';
+export type { ClaimedItem, ItemOutcome, SettleAndClaimResult } from './queue-items/transitions';
