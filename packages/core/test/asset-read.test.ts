@@ -1,7 +1,7 @@
 import {
-  AppError, ValidationError, createAsset, deactivateAsset, readAssetWithKey, readStoredCredentials, type AssetReader, type Environment,
+  ValidationError, createAsset, deactivateAsset, readAssetWithKey, readStoredCredentials, type AssetReader, type Environment,
 } from '@svc/core';
-import { databaseSuite, seedTenant } from '@svc/testing';
+import { databaseSuite, seedTenant, refusal } from '@svc/testing';
 
 /** The asset environment policy and the credential-read audit (docs/decisions/assets-read.md). */
 const db = databaseSuite();
@@ -19,12 +19,6 @@ async function workspace() {
     ({ tenantId: tenant.id, keyId: '00000000-0000-4000-8000-000000000001', environments, requestId: 'req-1', ip: '10.0.0.9' });
   const audits = () => db.sql`select * from audit_log where tenant_id = ${tenant.id} and action = 'read_asset' order by id`;
   return { tenant, text, cred, reader, audits };
-}
-
-async function refusal(p: Promise<unknown>): Promise<{ status: number; message: string }> {
-  const err = await p.then(() => null, (e: unknown) => e);
-  expect(err).toBeInstanceOf(AppError);
-  return { status: (err as AppError).status, message: (err as AppError).message };
 }
 
 describe('readAssetWithKey', () => {

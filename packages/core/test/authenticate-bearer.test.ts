@@ -1,17 +1,11 @@
 import {
-  AppError, ForbiddenError,
+  ForbiddenError,
   authenticateAccessToken, authenticateBearer, bearerToken, deactivateUser, requireAdminRole, revokeAccessToken,
 } from '@svc/core';
-import { databaseSuite, seedTenant, seedUser } from '@svc/testing';
+import { databaseSuite, seedTenant, seedUser, refusal } from '@svc/testing';
 
 /** The one access-token check behind the API's Bearer guard and the queues board. */
 const db = databaseSuite();
-
-async function refusal(p: Promise<unknown>): Promise<{ status: number; message: string }> {
-  const err = await p.then(() => null, (e: unknown) => e);
-  expect(err).toBeInstanceOf(AppError);
-  return { status: (err as AppError).status, message: (err as AppError).message };
-}
 
 describe('authenticateBearer', () => {
   it('answers the active user behind a valid token, with the tenant of the token', async () => {

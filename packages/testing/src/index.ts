@@ -10,3 +10,4 @@ export * from './journal';
 export * from './suites';
 export * from './processes';
 export * from './private-servers';
+export * from './refusal';
