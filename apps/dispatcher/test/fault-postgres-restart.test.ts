@@ -1,3 +1,4 @@
+import { createSql, isConnectionError, type Sql } from '@svc/core';
 import {
   Children, assertNoItemProcessedTwiceAtOnce, clearStaleSessionErrors, freePort, itemStatusCounts, privateTestContext, readJournal, seedApiKey, seedWorkspace, sleep,
   startPrivatePostgres, tempFile, waitFor, waitForHttp, type PrivatePostgres, type TestContext,
@@ -151,3 +152,117 @@ it('a restart during a stream of bulk adds: every add answered 200 exactly once,
   expect(refused).toBeGreaterThan(0);
   await expectRecovered(q, batches * size);
 });
+
+/** 'hung' when `p` neither resolves nor rejects within `ms` (a liveness bound, not a timing assert). */
+async function settleWithin<T>(p: Promise<T>, ms: number): Promise<{ ok: true; value: T } | { ok: false; error: unknown } | 'hung'> {
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<'hung'>((r) => (timer = setTimeout(() => r('hung'), ms)));
+  try {
+    return await Promise.race([p.then((value) => ({ ok: true as const, value }), (error: unknown) => ({ ok: false as const, error })), hung]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Whether all the pool's `max` connections answered within `boundMs` (null), else what went
+ * wrong: `max` transactions at once, each holding its connection until all have answered, so
+ * every connection takes one (told apart by their server process). Connection errors are retried: the first statements after a
+ * restart may still meet the old session's.
+ */
+async function connectionsNotAnswering(sql: Sql, max: number, boundMs: number): Promise<string | null> {
+  const backends = new Set<number>();
+  let allAnswered!: () => void;
+  const barrier = new Promise<void>((r) => (allAnswered = r));
+  const until = Date.now() + boundMs;
+  const one = async () => {
+    for (;;) {
+      try {
+        return await sql.begin(async (tx) => {
+          const [{ pid }] = await tx`select pg_backend_pid() as pid`;
+          backends.add(pid as number);
+          if (backends.size === max) allAnswered();
+          await Promise.race([barrier, sleep(boundMs)]);
+        });
+      } catch (err) {
+        if (!isConnectionError(err) || Date.now() > until) throw err;
+        await sleep(50);
+      }
+    }
+  };
+  const done = Promise.allSettled(Array.from({ length: max }, one));
+  const settled = await settleWithin(done, boundMs + 1_000);
+  allAnswered();
+  if (backends.size === max) return null;
+  const failures = settled !== 'hung' && settled.ok ? settled.value.filter((r) => r.status === 'rejected').map((r) => String(r.reason)) : [];
+  return `${max - backends.size} of ${max} connections did not answer within ${boundMs / 1000} s${failures.length ? ` (${failures.join('; ')})` : ''}`;
+}
+
+/**
+ * A pool whose busy connections lose their session again and again: each connection must come
+ * back after every restart. postgres.js 3.4.9 left a connection that lost its socket with a write
+ * still waiting for its flush unable to send its next startup message; it never answered again
+ * (see docs/decisions/postgres-outages.md, "A connection that never reconnects").
+ */
+it('a connection pool under load survives repeated fast restarts', async () => {
+  // its own pool, busy on every connection: statements pipelined behind others and transactions
+  // (reserved connections) are in flight whenever the server ends the sessions
+  const max = 10;
+  const sql = createSql(pg.url, { max });
+  let stopped = false;
+  let paused = false;
+  let answered = 0;
+  const unexpected: unknown[] = [];
+  const worker = async (w: number) => {
+    for (let i = 0; !stopped; i++) {
+      while (paused && !stopped) await sleep(20);
+      try {
+        if (i % 2 === 0) {
+          const [{ n }] = await sql`select ${w}::int + ${i}::int as n`;
+          expect(n).toBe(w + i);
+        } else {
+          await sql.begin(async (tx) => {
+            const [{ v }] = await tx`select ${w}::int as v`;
+            expect(v).toBe(w);
+            await tx`select pg_backend_pid() as pid`;
+          });
+        }
+        answered++;
+      } catch (err) {
+        if (!isConnectionError(err)) unexpected.push(err);
+        await sleep(10);
+      }
+    }
+  };
+  const workers = Array.from({ length: 3 * max }, (_, w) => worker(w));
+  const stalls: string[] = [];
+  const progressed = async (what: string) => {
+    const from = answered;
+    await waitFor(what, async () => answered >= from + 200, 15_000).catch(() => stalls.push(`${what}: stuck at ${answered - from} answers`));
+  };
+  let restarting: Promise<void> = Promise.resolve();
+  try {
+    for (let n = 1; n <= 5 && stalls.length === 0; n++) {
+      await progressed(`the load before restart ${n}`);
+      restarting = pg.restartFast();
+      // pg_ctl restart takes well under a second; the server waits for every session it started
+      // to end, including one whose client never sends its startup message
+      if ((await settleWithin(restarting, 20_000)) === 'hung') stalls.push(`restart ${n}: the server did not restart within 20 s`);
+      await restarting;
+      paused = true;
+      // a connection may still wait out its reconnect back-off (up to 2 s) on a loaded machine; the
+      // defect this guards against never answers at all
+      const silent = await connectionsNotAnswering(sql, max, 25_000);
+      if (silent) stalls.push(`after restart ${n}: ${silent}`);
+      paused = false;
+      await progressed(`the load after restart ${n}`);
+    }
+  } finally {
+    stopped = true;
+    await restarting.catch(() => undefined);
+    await settleWithin(Promise.allSettled(workers), 5_000);
+    await sql.end({ timeout: 1 });
+  }
+  expect(stalls).toEqual([]);
+  expect(unexpected).toEqual([]);
+}, 240_000);

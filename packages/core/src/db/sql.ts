@@ -1,3 +1,4 @@
+import net from 'node:net';
 import postgres from 'postgres';
 import { isConnectionError } from './outage';
 
@@ -23,14 +24,86 @@ export function createSql(url: string, options: SqlOptions = {}): Sql {
       bigint: { to: 20, from: [20], parse: (value: string) => Number(value), serialize: (value: number) => String(value) },
     },
     transform: { undefined: null },
-    connection: { application_name: 'svc' },
+    connection: { application_name: 'svc', ...STARTUP_PADDING },
     // How long a connection waits before it tries to reconnect after a failed attempt. postgres.js
     // grows it to 10–20 s while Postgres is down (3^n / 100 s) and keeps it until a connection
     // succeeds, so after a 10-second outage queries waited up to 20 s more for a server that was
     // already back. Capped at 2 s like the processes' own retries (db/outage.ts).
     backoff: reconnectDelaySeconds,
-  }) as unknown as Sql;
+    socket: connectSocket,
+  } as postgres.Options<Record<string, postgres.PostgresType>>) as unknown as Sql;
   return withReservedTransactions(sql);
+}
+
+/**
+ * postgres.js 3.4.9 loses track of a connection whose socket fails while statements are still
+ * being sent on it (a restart or failover under load), in two ways:
+ *
+ * - The socket reports its error first (postgres.js fails the statements it has sent) and its
+ *   close only later in the event loop. Meanwhile the pool still counts the connection as busy and
+ *   sends more statements on it; at the close (an error close) postgres.js fails none of them,
+ *   keeps them as "sent" into the next session and waits there for their answers: the connection
+ *   and every statement given to it hang for good.
+ * - It batches small writes behind one `setImmediate` flush and arms it only when none is armed.
+ *   A close that comes before the flush cancels it but keeps the cancelled handle and the unsent
+ *   bytes: the next startup message is appended behind them and never sent, and the connection
+ *   waits for an answer to it (30 s, then again on every later attempt; a fast shutdown of the
+ *   server waits for it too).
+ *
+ * So each connection gets a socket that reports an error only together with its close (nothing can
+ * be sent in between, and what was sent is failed), and a startup message of over 1 KiB (a write
+ * that large is sent at once and clears the stale flush); any stale bytes written ahead of the
+ * startup message belong to statements already failed and are dropped.
+ * See docs/decisions/postgres-outages.md, "A connection that never reconnects".
+ */
+const STARTUP_PADDING = { 'svc.startup_padding': '.'.repeat(1024) };
+/** protocol 3.0, the second field of a startup message */
+const PROTOCOL_VERSION = 196608;
+
+class PromptCloseSocket extends net.Socket {
+  private failure: unknown = null;
+  private closeEmitted = false;
+  private started = false;
+
+  override emit(event: string | symbol, ...args: unknown[]): boolean {
+    // a destroyed socket's close is on its way (Node emits the error first, the close a phase later)
+    if (event === 'error' && this.destroyed && !this.closeEmitted) {
+      this.failure ??= args[0];
+      return true;
+    }
+    if (event === 'close') {
+      this.closeEmitted = true;
+      if (this.failure !== null && this.listenerCount('error') > 0) super.emit('error', this.failure);
+    }
+    return super.emit(event, ...args);
+  }
+
+  override write(data: unknown, ...rest: never[]): boolean {
+    if (!this.started && Buffer.isBuffer(data)) {
+      this.started = true;
+      const at = startupMessageOffset(data);
+      if (at > 0) data = data.subarray(at);
+    }
+    return super.write(data as Buffer, ...rest);
+  }
+}
+
+/** Where the startup message that ends `buf` begins (0 when it is all of it or not found). */
+function startupMessageOffset(buf: Buffer): number {
+  for (let at = 0; at + 8 <= buf.length; at++) {
+    if (buf.readUInt32BE(at) === buf.length - at && buf.readUInt32BE(at + 4) === PROTOCOL_VERSION) return at;
+  }
+  return 0;
+}
+
+/** postgres.js's `socket` option: connects to the URL's host (the platform names one) or Unix socket. */
+function connectSocket(options: { host: string[]; port: number[]; path?: string | false }): net.Socket {
+  const socket = new PromptCloseSocket();
+  if (options.path) return socket.connect(options.path);
+  const [host, port] = [options.host[0], options.port[0]];
+  // postgres.js names the server in its connection errors from these
+  Object.assign(socket, { host, port });
+  return socket.connect(port, host);
 }
 
 /** Seconds before the next attempt to connect after `failures` failed ones: 0.1 s doubling up to 2 s, jittered. */
@@ -68,14 +141,15 @@ function withReservedTransactions(sql: Sql): Sql {
     const options = typeof optionsOrFn === 'string' ? optionsOrFn.replace(/[^a-z ]/gi, '') : '';
     const conn = await sql.reserve();
     const link: Link = { connection: null, lost: null };
+    const onclose = (err: Error) => {
+      link.lost = err;
+    };
     let dead = false;
     try {
       const hook = {
         onexecute: (c: PgConnection) => {
           link.connection = c;
-          c.onclose = (err) => {
-            link.lost = err;
-          };
+          c.onclose = onclose;
           return true;
         },
       } as never;
@@ -101,7 +175,9 @@ function withReservedTransactions(sql: Sql): Sql {
       dead = await sessionEnded(link, err);
       throw err;
     } finally {
-      if (link.connection) link.connection.onclose = null;
+      // once the session ended the pool reconnects the connection by itself, and another
+      // transaction may already hold it with its own close callback
+      if (link.connection?.onclose === onclose) link.connection.onclose = null;
       if (!dead) conn.release();
     }
   };
