@@ -12,11 +12,18 @@ create table outbox (
 
 -- Wakes the relay (LISTEN outbox) once per statement that wrote effects; Postgres delivers the
 -- notification at commit, and folds repeats of one transaction into one. A statement-level
--- trigger costs one call per batch, not one per row, on the batched hot paths.
+-- trigger costs one call per batch, not one per row, on the batched hot paths. The payload names
+-- what was written (`queue-ready:<queue id>` for nudges, the kind for the rest) so that a relay
+-- holding a queue's nudges back for its window is not woken by each batch of that queue's items;
+-- a payload too long for NOTIFY is sent empty, which wakes every relay.
 create function outbox_notify() returns trigger language plpgsql as $$
+declare
+  what text;
 begin
-  if exists (select 1 from inserted) then
-    perform pg_notify('outbox', '');
+  select string_agg(distinct case when kind in ('queue-ready', 'items-failed') then kind || ':' || (payload->>'queue_id') else kind end, ',')
+    into what from inserted;
+  if what is not null then
+    perform pg_notify('outbox', case when length(what) > 7000 then '' else what end);
   end if;
   return null;
 end $$;

@@ -218,9 +218,27 @@ export function createOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
     });
   }
 
+  /**
+   * A notification names what its statement wrote (migration 0005): nudges of queues inside their
+   * window wait for the window's end (already scheduled), so they wake nothing now.
+   */
+  function notified(payload: string): void {
+    if (payload !== '') {
+      const now = Date.now();
+      const waiting = payload.split(',').every((entry) => {
+        const at = entry.indexOf(':');
+        const queueId = at > 0 ? entry.slice(at + 1) : null;
+        const last = queueId ? lastNudge.get(queueId) : undefined;
+        return last !== undefined && now - last < windowMs && windowTimer !== null;
+      });
+      if (waiting) return;
+    }
+    wake();
+  }
+
   async function listen(): Promise<void> {
     try {
-      const sub = await sql.listen(OUTBOX_CHANNEL, () => wake(), () => wake());
+      const sub = await sql.listen(OUTBOX_CHANNEL, (payload) => notified(payload), () => wake());
       unlisten = () => sub.unlisten();
     } catch (err) {
       // Postgres away at start: polling covers it, and the poll tries to listen again
