@@ -34,12 +34,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const bull = createBullDispatch({ redis: connection, prefix: config.redisPrefix, logger });
   const engine = createEngine({ sql, logger });
   const { sweeps } = engine;
-  const relay = engine.outbox.relay(bull);
   let worker: Worker | null = null;
   let epochTimer: NodeJS.Timeout | null = null;
   let closing = false;
   // every tick and nudge talks to Postgres: a restart is one line when it starts, one when it ends
   const outage = new DbOutage(logger);
+  const relay = engine.outbox.relay(bull, outage);
 
   // the jobs a sweep ends carry their effects (aborts, follow-ups, retry hand-offs) in the outbox
   async function startConsumers(queueId: string): Promise<number> {

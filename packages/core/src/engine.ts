@@ -33,6 +33,7 @@ import { pingDatabase } from './db/health';
 import { sweepExpiredIdempotencyKeys } from './idempotency/repo';
 import { createOutboxRelay, drainOutbox } from './outbox/relay';
 import type { DispatchPort } from './dispatch/port';
+import type { DbOutage } from './db/outage';
 
 /**
  * The engine (docs/architecture.md, "Where to add things"): the domain's commands, grouped, bound
@@ -118,7 +119,7 @@ export function createEngine(deps: EngineDeps) {
     ping: () => pingDatabase(sql),
     /** Effects recorded by the commands, published through a DispatchPort. */
     outbox: {
-      relay: (port: DispatchPort) => createOutboxRelay({ sql, port, logger: deps.logger }),
+      relay: (port: DispatchPort, outage?: DbOutage) => createOutboxRelay({ sql, port, logger: deps.logger, outage }),
       drain: (port: DispatchPort) => drainOutbox(sql, port),
     },
   };

@@ -21,7 +21,7 @@ export interface DispatchPort {
   /** Items became ready in a queue (added, re-driven, approved). */
   queueItemsReady(queue: { id: string; tenant_id: string }): Promise<void>;
   /** Items of a queue became `failed` outside a robot (a rejected review): apply the retry policy now. */
-  queueItemsFailed(queue: { id: string; tenant_id: string }): Promise<void>;
+  queueItemsFailed(queue: { id: string }): Promise<void>;
   /** A running job's stop was requested: its agent must abort it now. */
   jobStopRequested(job: { id: string; machine_id: string }): Promise<void>;
   /** The engine ended a running job (timed out, given up): its agent must stop working on it. */

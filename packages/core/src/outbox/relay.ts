@@ -44,7 +44,7 @@ function asEffect(row: OutboxRow): Effect {
 async function publish(port: DispatchPort, effects: Effect[]): Promise<void> {
   const jobs: DispatchJobRef[] = [];
   const ready = new Map<string, { id: string; tenant_id: string }>();
-  const failed = new Map<string, { id: string; tenant_id: string }>();
+  const failed = new Set<string>();
   const rest: Array<() => Promise<void>> = [];
   for (const e of effects) {
     switch (e.kind) {
@@ -55,7 +55,7 @@ async function publish(port: DispatchPort, effects: Effect[]): Promise<void> {
         ready.set(e.queue_id, { id: e.queue_id, tenant_id: e.tenant_id });
         break;
       case 'items-failed':
-        failed.set(e.queue_id, { id: e.queue_id, tenant_id: '' });
+        failed.add(e.queue_id);
         break;
       case 'job-stop':
         rest.push(() => port.jobStopRequested({ id: e.job_id, machine_id: e.machine_id }));
@@ -75,7 +75,7 @@ async function publish(port: DispatchPort, effects: Effect[]): Promise<void> {
   await Promise.all([
     jobs.length ? port.jobsCreated(jobs) : undefined,
     ...[...ready.values()].map((q) => port.queueItemsReady(q)),
-    ...[...failed.values()].map((q) => port.queueItemsFailed(q)),
+    ...[...failed].map((id) => port.queueItemsFailed({ id })),
     ...rest.map((fn) => fn()),
   ]);
 }
@@ -124,6 +124,8 @@ export interface OutboxRelayOptions {
   sql: Sql;
   port: DispatchPort;
   logger: Logger;
+  /** the process's view of Postgres outages, shared so that one outage is one log line per process */
+  outage?: DbOutage;
   /** Passes happen at least this often without a notification (missed NOTIFYs, a LISTEN reconnecting). */
   pollMs?: number;
   /**
@@ -151,7 +153,7 @@ export function createOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
   const { sql, port, logger } = opts;
   const pollMs = opts.pollMs ?? OUTBOX_POLL_MS;
   const windowMs = opts.nudgeWindowMs ?? NUDGE_WINDOW_MS;
-  const outage = new DbOutage(logger);
+  const outage = opts.outage ?? new DbOutage(logger);
   /** queue id → when its last nudge went out */
   const lastNudge = new Map<string, number>();
   let running: Promise<void> | null = null;
