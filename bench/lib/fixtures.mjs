@@ -70,12 +70,26 @@ export function itemPayload(i) {
  * statuses in fixed shares so the filtered list has a known total too (no `failed`: the running
  * dispatcher would send those back to `new`).
  */
+const REF_PREFIX = 'REF-';
+/** Seeded items carry references `REF-0` … `REF-(n-1)`, ten items each (a business key names a few items). */
+export function referenceCount(total) {
+  return Math.max(1, Math.floor(total / 10));
+}
+/** The seeded items that carry `REF-k` (g ≡ k mod n, for g in 1..total). */
+export function itemsWithReference(total, k) {
+  const n = referenceCount(total);
+  if (k === 0) return Math.floor(total / n);
+  return k > total ? 0 : Math.floor((total - k) / n) + 1;
+}
+export const referenceOf = (k) => `${REF_PREFIX}${k}`;
+
 export async function seedItems(sql, queue, total) {
   await sql`
-    insert into queue_items (tenant_id, queue_id, status, priority, data, created_at, processed_at)
+    insert into queue_items (tenant_id, queue_id, status, priority, reference, data, created_at, processed_at)
     select ${queue.tenant_id}, ${queue.id},
            case when g % 10 < 7 then 'completed' when g % 10 < 9 then 'new' else 'dead_letter' end,
            1 + g % 5,
+           ${REF_PREFIX} || (g % ${referenceCount(total)}),
            jsonb_build_object('invoice', 'INV-' || g, 'amount', g % 1000, 'lines', jsonb_build_array(1, 2, 3)),
            now() - make_interval(secs => (${total} - g) / 1000.0),
            case when g % 10 < 7 then now() end

@@ -1,6 +1,7 @@
 // Baseline of B5: the page and total of the item list straight through the `postgres` client,
 // `connections` concurrent readers for `durationSec`, pages rotated like the load generator's.
-// Input: {databaseUrl, queueId, status?, pages: [..], limit, connections, durationSec}.
+// Input: {databaseUrl, queueId, status?, pages: [..], limit, connections, durationSec}, or
+// {references: [..]} instead of pages: one reference's items (first page) and their count.
 import { readFileSync } from 'node:fs';
 import postgres from 'postgres';
 
@@ -10,6 +11,15 @@ const cols = ['id', 'tenant_id', 'queue_id', 'status', 'priority', 'reference', 
   'retry_count', 'error_message', 'processed_by', 'created_at', 'processed_at', 'reviewed_by', 'reviewed_at'];
 let p = 0;
 async function one() {
+  if (input.references) {
+    const reference = input.references[p++ % input.references.length];
+    await Promise.all([
+      sql`select ${sql(cols)} from queue_items where queue_id = ${input.queueId} and reference = ${reference}
+          order by created_at desc, id desc limit ${input.limit}`,
+      sql`select count(*)::bigint as total from queue_items where queue_id = ${input.queueId} and reference = ${reference}`,
+    ]);
+    return;
+  }
   const offset = (input.pages[p++ % input.pages.length] - 1) * input.limit;
   const status = input.status;
   await Promise.all([

@@ -1,8 +1,9 @@
 // B5: GET …/items?page=…&limit=100, with and without `status`, on a queue of 1,000,000 items,
-// pages spread over the whole allowed range (1..500); p99, and meta.total checked exact.
+// pages spread over the whole allowed range (1..500); and `?reference=` look-ups (ten items per
+// reference); p99, and meta.total checked exact.
 // Baseline: the same page and total queries straight through the `postgres` client, measured
 // in alternating rounds with the API.
-import { seedApiKeys, seedItems, seedQueue, seedTenant } from '../lib/fixtures.mjs';
+import { itemsWithReference, referenceCount, referenceOf, seedApiKeys, seedItems, seedQueue, seedTenant } from '../lib/fixtures.mjs';
 import { platformCpuMeter, startPlatform } from '../lib/platform.mjs';
 import { alternate, checkLoad, load, raw, round, withScenario } from '../lib/scenario.mjs';
 
@@ -34,9 +35,12 @@ export async function b5(run) {
     // 60 list requests per minute per key (the public rate-limit table)
     const keys = await seedApiKeys(s.sql, tenant.id, Math.max(40, Math.ceil(1000 * run.scale)));
     const itemsPath = `/api/v1/queues/by-name/${queue.name}/items`;
+    // references looked up in a fixed spread order, like the pages
+    const refs = pages(referenceCount(total), 200).map((k) => k - 1);
     const variants = [
       { name: 'without status', status: undefined, total },
       { name: 'status=new', status: 'new', total: byStatus.new },
+      { name: 'reference=…', references: refs.map(referenceOf), total: itemsWithReference(total, refs[0]) },
     ];
 
     const platform = s.track(await startPlatform(run, { databaseUrl: s.databaseUrl, redisPrefix: s.redisPrefix, parts: ['api', 'dispatcher'], profile: run.profile }));
@@ -48,20 +52,21 @@ export async function b5(run) {
       for (const v of variants) {
         const maxPage = Math.min(500, Math.ceil(v.total / LIMIT));
         const q = (page) => `${itemsPath}?page=${page}&limit=${LIMIT}${v.status ? `&status=${v.status}` : ''}`;
+        const paths = v.references ? v.references.map((r) => `${itemsPath}?reference=${encodeURIComponent(r)}&limit=${LIMIT}`) : pages(maxPage).map(q);
         // meta.total must be the exact count, not an estimate
-        const check = await fetch(`${platform.baseUrl}${q(maxPage)}`, { headers: { 'x-api-key': keys[0] } }).then((r) => r.json());
+        const check = await fetch(`${platform.baseUrl}${v.references ? paths[0] : q(maxPage)}`, { headers: { 'x-api-key': keys[0] } }).then((r) => r.json());
         const totalExact = check.meta?.total === v.total && check.data?.length === Math.min(LIMIT, v.total - (maxPage - 1) * LIMIT);
-        const tag = `${v.status ?? 'all'}-c${connections}`;
+        const tag = `${v.references ? 'ref' : v.status ?? 'all'}-c${connections}`;
         const res = await alternate(rounds, {
           baseline: {
             run: (i) => raw(run, `b5-raw-list-${tag}-${i}`, 'pg-list.mjs', {
-              databaseUrl: s.databaseUrl, queueId: queue.id, status: v.status, pages: pages(maxPage), limit: LIMIT, connections, durationSec,
+              databaseUrl: s.databaseUrl, queueId: queue.id, status: v.status, pages: pages(maxPage), references: v.references, limit: LIMIT, connections, durationSec,
             }),
           },
           platform: {
             meter: () => platformCpuMeter(s.sql, platform, run.redisPid),
             run: (i) => load(run, `b5-load-api-${tag}-${i}`, {
-              url: platform.baseUrl, method: 'GET', paths: pages(maxPage).map(q), keys, connections, durationSec,
+              url: platform.baseUrl, method: 'GET', paths, keys, connections, durationSec,
             }),
           },
         });

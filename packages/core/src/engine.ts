@@ -19,7 +19,7 @@ import {
   updateProcess, updateQueue, listMachineNames, readAssetWithKey,
 } from './catalog';
 import { writeCatalogEntity } from './catalog/write';
-import { getJob, stopJob, triggerJobByApi, triggerJobByWebhook } from './jobs/service';
+import { getJob, listJobs, stopJob, triggerJobByApi, triggerJobByWebhook } from './jobs/service';
 import { addItem, addItemToQueueNamed, addItemsBulk, getActiveQueueByName, listItems } from './queue-items/service';
 import { releaseQueueItems, releaseUnknownClaims, settleAndClaimItems, applyItemRetryPolicy } from './queue-items/transitions';
 import { redriveQueueItems, reviewQueueItem } from './dispatch/review';
@@ -95,7 +95,7 @@ export function createEngine(deps: EngineDeps) {
     },
     jobs: {
       ...bind(services, { triggerByApi: triggerJobByApi, triggerByWebhook: triggerJobByWebhook, stop: stopJob }),
-      ...bind(sql, { get: getJob }),
+      ...bind(sql, { get: getJob, list: listJobs }),
     },
     items: {
       ...bind(services, { add: addItem, addToQueueNamed: addItemToQueueNamed, addBulk: addItemsBulk }),

@@ -124,7 +124,7 @@ export type { JobStatus } from './jobs/transitions';
 export { findJobWithNames } from './jobs/repo';
 export type { JobWithNames } from './jobs/repo';
 export {
-  JobIdParams, JobResponse, StopJobResponse, TriggerJobBody, WebhookTriggerBody, WebhookTriggerParams,
+  JobIdParams, JobListQuery, JobResponse, StopJobResponse, TriggerJobBody, WebhookTriggerBody, WebhookTriggerParams,
 } from './jobs/schemas';
 export { toJobResponse, toStopJobResponse } from './jobs/serialize';
 export { stopJob, triggerJobByApi, triggerJobByWebhook } from './jobs/service';

@@ -6,6 +6,7 @@ export const RATE_LIMIT_WINDOW_SECONDS = 60;
 export const DEFAULT_RATE_LIMIT = 120;
 
 export const ROUTE_RATE_LIMITS: Readonly<Record<string, number>> = {
+  'GET /jobs/list': 60,
   'GET /jobs/:job_id': 60,
   'POST /jobs/trigger': 30,
   'POST /jobs/:job_id/stop': 30,

@@ -16,6 +16,7 @@ import { machineSettingsRoutes } from './settings/machines';
 import { queueSettingsRoutes } from './settings/queues';
 import { assetSettingsRoutes } from './settings/assets';
 import { queueItemReviewRoutes } from './settings/queue-item-review';
+import { workSettingsRoutes } from './settings/work';
 
 type ResourceRoutes = (rc: RouteContext) => AppRouter;
 
@@ -30,6 +31,7 @@ const RESOURCES: ResourceRoutes[] = [
   queueSettingsRoutes,
   assetSettingsRoutes,
   queueItemReviewRoutes,
+  workSettingsRoutes,
   queueItemRoutes,
   jobRoutes,
   webhookRoutes,

@@ -1,16 +1,16 @@
 import {
-  toJobResponse, toStopJobResponse, JobIdParams, JobResponse, StopJobResponse, TriggerJobBody, type IdempotencyClaim, type JobWithNames, type OnJobCreated,
+  toJobResponse, toStopJobResponse, JobIdParams, JobListQuery, JobResponse, StopJobResponse, TriggerJobBody, type IdempotencyClaim, type JobWithNames, type OnJobCreated,
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
-import { ok } from '../http/respond';
+import { ok, paged } from '../http/respond';
 import { idempotencyHeaderDoc, withIdempotency, type IdempotentResult } from '../http/idempotency';
 import type { AppState } from '../http/state';
 
 export const JOB_TRIGGER_SUCCESS_STATUS = 201;
 
 /**
- * Jobs through an API key: the generic trigger, read one job, stop one job.
+ * Jobs through an API key: the generic trigger, list jobs, read one job, stop one job.
  * The rules (check order, quota, machine choice, transitions) are in core's jobs/service.
  */
 export function jobRoutes(rc: RouteContext): AppRouter {
@@ -48,6 +48,31 @@ export function jobRoutes(rc: RouteContext): AppRouter {
         }, recordIn(claim));
         return created(job);
       });
+    },
+  );
+
+  // declared before /jobs/:job_id, which would take `list` for a malformed id
+  addRoute(
+    router,
+    rc,
+    {
+      method: 'get',
+      path: '/jobs/list',
+      summary: 'List jobs, newest first',
+      description:
+        'The workspace\'s jobs ordered by created_at desc, id desc, paged like /processes/list (meta.total exact). ' +
+        'Filters combine: status, process_id, machine_id; an id the workspace does not have (another workspace\'s ' +
+        'included) → 422 naming the filter. Each element is the whole JobResponse, as GET /jobs/{job_id} answers it.',
+      tags: ['jobs'],
+      auth: { kind: 'api_key', scope: 'jobs:read' },
+      query: JobListQuery,
+      response: JobResponse,
+      paged: true,
+      errors: [422],
+    },
+    async (ctx, input) => {
+      const { rows, meta } = await deps.engine.jobs.list(ctx.state.apiKey!.tenantId, input.query());
+      paged(ctx, rows.map(toJobResponse), meta);
     },
   );
 

@@ -56,6 +56,52 @@ export async function findJobWithNames(sql: Queryable, tenantId: string, id: str
   return row ?? null;
 }
 
+export interface JobFilter {
+  status?: string;
+  process_id?: string;
+  machine_id?: string;
+}
+
+/**
+ * One page of a tenant's jobs, newest first (created_at desc, id desc), with the names a
+ * JobResponse carries. The page's ids come from jobs_tenant_list_idx (or the filter's own index,
+ * migration 0006); only the page's rows are read.
+ */
+export async function listJobsWithNames(sql: Queryable, tenantId: string, filter: JobFilter, limit: number, offset: number): Promise<JobWithNames[]> {
+  return sql<JobWithNames[]>`
+    with page as (
+      select id, created_at from jobs
+      where tenant_id = ${tenantId} ${jobFilterSql(sql, filter)}
+      order by created_at desc, id desc limit ${limit} offset ${offset})
+    select j.*, p.name as process_name, m.name as machine_name
+    from page
+    join jobs j on j.id = page.id
+    left join processes p on p.id = j.process_id
+    left join machines m on m.id = j.machine_id
+    order by page.created_at desc, page.id desc`;
+}
+
+/** The exact number of a tenant's jobs that pass the filter (an index-only count). */
+export async function countJobs(sql: Queryable, tenantId: string, filter: JobFilter): Promise<number> {
+  const [row] = await sql<{ total: number }[]>`
+    select count(*)::bigint as total from jobs where tenant_id = ${tenantId} ${jobFilterSql(sql, filter)}`;
+  return row!.total;
+}
+
+function jobFilterSql(sql: Queryable, f: JobFilter) {
+  return sql`${f.status !== undefined ? sql`and status = ${f.status}` : sql``}
+    ${f.process_id !== undefined ? sql`and process_id = ${f.process_id}` : sql``}
+    ${f.machine_id !== undefined ? sql`and machine_id = ${f.machine_id}` : sql``}`;
+}
+
+/** Which of a process id and a machine id name a process / machine of the tenant (active or not). */
+export async function tenantHasProcessAndMachine(sql: Queryable, tenantId: string, processId: string | null, machineId: string | null) {
+  const [row] = await sql<Array<{ process: boolean; machine: boolean }>>`
+    select exists (select 1 from processes where id = ${processId} and tenant_id = ${tenantId}) as process,
+           exists (select 1 from machines where id = ${machineId} and tenant_id = ${tenantId}) as machine`;
+  return row!;
+}
+
 /** The tenant's process as a trigger needs it (only the columns used to create a job). */
 export interface TriggerProcess {
   id: string;

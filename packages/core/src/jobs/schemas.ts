@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { DateTime, Nullable, Uuid } from '../validation/formats';
+import { DateTime, Nullable, PageQuery, Uuid } from '../validation/formats';
 import { JOB_STATUSES, type JobStatus } from './transitions';
 
 /**
@@ -37,6 +37,18 @@ export type WebhookTriggerInput = Static<typeof WebhookTriggerBody>;
 
 export const WebhookTriggerParams = Type.Object({ process_id: Uuid() });
 export const JobIdParams = Type.Object({ job_id: Uuid() });
+
+/** GET /jobs/list and its settings twin: newest first, paged; each filter narrows the list. */
+export const JobListQuery = Type.Object(
+  {
+    ...PageQuery,
+    status: Type.Optional(JobStatusName),
+    process_id: Type.Optional(Uuid({ description: 'Only jobs of this process of the workspace (an id it does not have → 422)' })),
+    machine_id: Type.Optional(Uuid({ description: 'Only jobs of this machine of the workspace (an id it does not have → 422)' })),
+  },
+  { additionalProperties: false },
+);
+export type JobListQuery = Static<typeof JobListQuery>;
 
 export const ResourceMetrics = Type.Object({
   cpu_percent_avg: Type.Number(),

@@ -4,9 +4,12 @@ import { recordEffect } from '../outbox/effects';
 import { ConflictError, NoMachineAvailableError, NotFoundError, ValidationError, type AppError } from '../errors';
 import { isUuid } from '../ids';
 import { recordAudit } from '../audit/audit';
+import type { AuditActor } from '../audit/catalog-changes';
 import { assertQuotaAvailable, assertSubscriptionActive, consumeExecution, quotaExceeded } from '../tenants/quota';
 import { checkInputAgainstSchema } from './input-schema';
-import { findJobWithNames, insertJob, loadTriggerContext, type JobWithNames } from './repo';
+import { countJobs, findJobWithNames, insertJob, listJobsWithNames, loadTriggerContext, tenantHasProcessAndMachine, type JobWithNames } from './repo';
+import type { JobListQuery } from './schemas';
+import { pageMeta, type PageMeta } from '../validation/formats';
 import { isFinalJobStatus, requestRunningJobStop, transitionJob } from './transitions';
 
 export interface JobServiceDeps {
@@ -146,28 +149,57 @@ export async function getJob(sql: Sql, tenantId: string, id: string): Promise<Jo
 }
 
 /**
+ * GET /jobs/list: a page of the tenant's jobs, newest first, each the full JobResponse. A
+ * process_id or machine_id the workspace does not have is a 422 naming the filter (a list that
+ * is merely empty would hide a typo); another tenant's id is just as unknown
+ * (docs/decisions/operator-reads.md).
+ */
+export async function listJobs(sql: Sql, tenantId: string, query: JobListQuery): Promise<{ rows: JobWithNames[]; meta: PageMeta }> {
+  const page = query.page ?? 1;
+  const limit = query.limit ?? 20;
+  const filter = { status: query.status, process_id: query.process_id, machine_id: query.machine_id };
+  if (filter.process_id !== undefined || filter.machine_id !== undefined) {
+    const known = await tenantHasProcessAndMachine(sql, tenantId, filter.process_id ?? null, filter.machine_id ?? null);
+    if (filter.process_id !== undefined && !known.process) {
+      throw ValidationError.single(['query', 'process_id'], 'no es un proceso de este espacio de trabajo', 'unknown_id');
+    }
+    if (filter.machine_id !== undefined && !known.machine) {
+      throw ValidationError.single(['query', 'machine_id'], 'no es una máquina de este espacio de trabajo', 'unknown_id');
+    }
+  }
+  const [rows, total] = await Promise.all([
+    listJobsWithNames(sql, tenantId, filter, limit, (page - 1) * limit),
+    countJobs(sql, tenantId, filter),
+  ]);
+  return { rows, meta: pageMeta(page, limit, total) };
+}
+
+/**
  * POST /jobs/{job_id}/stop: pending → stopped at once; running → stop_requested (the engine
  * aborts it and ends it `stopped`); finished → 409. Each write is guarded, and a job that moved
  * under us is read again (statuses only move forward, so this ends within three rounds).
  */
-export async function stopJob(deps: JobServiceDeps, tenantId: string, id: string): Promise<JobWithNames> {
+export async function stopJob(deps: JobServiceDeps, tenantId: string, id: string, actor?: AuditActor): Promise<JobWithNames> {
   for (let round = 0; round < 3; round++) {
     const job = await getJob(deps.sql, tenantId, id);
     if (isFinalJobStatus(job.status)) {
       throw new ConflictError(`El job ya ha finalizado (estado: ${job.status})`, { status: job.status });
     }
     const names = { process_name: job.process_name, machine_name: job.machine_name };
-    if (job.status === 'pending') {
-      const row = await transitionJob(deps.sql, { id, tenantId, from: 'pending', to: 'stopped', set: { stop_requested: true } });
-      if (row) return { ...row, ...names };
-    } else {
-      const row = await deps.sql.begin(async (tx) => {
-        const stopping = await requestRunningJobStop(tx, id, tenantId);
-        if (stopping) await recordEffect(tx, { kind: 'job-stop', job_id: stopping.id, machine_id: stopping.machine_id });
-        return stopping;
-      });
-      if (row) return { ...row, ...names };
-    }
+    const row = await deps.sql.begin(async (tx) => {
+      const stopped = job.status === 'pending'
+        ? await transitionJob(tx, { id, tenantId, from: 'pending', to: 'stopped', set: { stop_requested: true } })
+        : await requestRunningJobStop(tx, id, tenantId);
+      if (!stopped) return null;
+      if (job.status !== 'pending') await recordEffect(tx, { kind: 'job-stop', job_id: stopped.id, machine_id: stopped.machine_id });
+      if (actor) {
+        await recordAudit(tx, {
+          ...actor, tenantId, action: 'stop_job', resourceType: 'job', resourceId: id, details: { from: job.status, to: stopped.status },
+        });
+      }
+      return stopped;
+    });
+    if (row) return { ...row, ...names };
   }
   throw new ConflictError('El job cambió de estado durante la solicitud; inténtalo de nuevo');
 }

@@ -112,24 +112,36 @@ export async function insertQueueItemsBulk(sql: Queryable, queue: QueueRef, payl
 /**
  * One page of a queue, newest first. The page's ids come from an index-only scan of
  * queue_items_list_idx / queue_items_status_list_idx (deep offsets skip index entries, not heap
- * rows); only the page's own rows are then read.
+ * rows), or of queue_items_reference_list_idx for one reference; only the page's own rows are
+ * then read.
  */
 export async function listQueueItems(
   sql: Queryable,
   queue: QueueRef,
-  opts: { status?: QueueItemStatus; limit: number; offset: number },
+  opts: { status?: QueueItemStatus; reference?: string; limit: number; offset: number },
 ): Promise<QueueItemRow[]> {
-  const ids = opts.status
-    ? sql`select id, created_at from queue_items where queue_id = ${queue.id} and status = ${opts.status}
-          order by created_at desc, id desc limit ${opts.limit} offset ${opts.offset}`
-    : sql`select id, created_at from queue_items where queue_id = ${queue.id}
-          order by created_at desc, id desc limit ${opts.limit} offset ${opts.offset}`;
+  const ids = sql`select id, created_at from queue_items where queue_id = ${queue.id}
+        ${opts.reference !== undefined ? sql`and reference = ${opts.reference}` : sql``}
+        ${opts.status ? sql`and status = ${opts.status}` : sql``}
+        order by created_at desc, id desc limit ${opts.limit} offset ${opts.offset}`;
   return sql<QueueItemRow[]>`
     with page as (${ids})
     select ${sql(QI_COLUMNS)}
     from page join queue_items qi on qi.id = page.id
     where qi.tenant_id = ${queue.tenant_id}
     order by page.created_at desc, page.id desc`;
+}
+
+/**
+ * Exact number of a queue's items with one reference (optionally of one status): a count over
+ * queue_items_reference_list_idx, as many entries as items carry that reference — a business
+ * key names a handful of items, not a queue's worth (docs/decisions/operator-reads.md).
+ */
+export async function countQueueItemsWithReference(sql: Queryable, queueId: string, reference: string, status?: QueueItemStatus): Promise<number> {
+  const [row] = await sql<{ total: number }[]>`
+    select count(*)::bigint as total from queue_items
+    where queue_id = ${queueId} and reference = ${reference} ${status ? sql`and status = ${status}` : sql``}`;
+  return row!.total;
 }
 
 /**

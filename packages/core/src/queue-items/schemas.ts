@@ -51,7 +51,13 @@ export const BulkAddedResponse = Type.Object({ added: Type.Integer({ minimum: 1 
 export type BulkAddedResponse = Static<typeof BulkAddedResponse>;
 
 export const QueueItemListQuery = Type.Object(
-  { ...PageQuery, status: Type.Optional(QueueItemStatusSchema) },
+  {
+    ...PageQuery,
+    status: Type.Optional(QueueItemStatusSchema),
+    reference: Type.Optional(
+      Type.String({ minLength: 1, maxLength: REFERENCE_MAX_LENGTH, description: 'Only items with exactly this reference (case-sensitive)' }),
+    ),
+  },
   { additionalProperties: false },
 );
 export type QueueItemListQuery = Static<typeof QueueItemListQuery>;

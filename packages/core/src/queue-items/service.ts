@@ -4,7 +4,7 @@ import type { Logger } from '../logger';
 import { NotFoundError, ValidationError } from '../errors';
 import { pageMeta, type PageMeta } from '../validation/formats';
 import {
-  countQueueItems, insertQueueItem, insertQueueItemsBulk, listQueueItems,
+  countQueueItems, countQueueItemsWithReference, insertQueueItem, insertQueueItemsBulk, listQueueItems,
   type QueueItemRow, type QueueRef,
 } from './repo';
 import type { AddQueueItemInput, AddQueueItemsBulkInput, QueueItemListQuery } from './schemas';
@@ -144,9 +144,10 @@ export async function addItemsBulk(
 export async function listItems(sql: Sql, queue: QueueRef, query: QueueItemListQuery): Promise<{ rows: QueueItemRow[]; meta: PageMeta }> {
   const page = query.page ?? 1;
   const limit = query.limit ?? 20;
+  const filter = { status: query.status, reference: query.reference };
   const [rows, total] = await Promise.all([
-    listQueueItems(sql, queue, { status: query.status, limit, offset: (page - 1) * limit }),
-    countQueueItems(sql, queue.id, query.status),
+    listQueueItems(sql, queue, { ...filter, limit, offset: (page - 1) * limit }),
+    query.reference === undefined ? countQueueItems(sql, queue.id, query.status) : countQueueItemsWithReference(sql, queue.id, query.reference, query.status),
   ]);
   return { rows, meta: pageMeta(page, limit, total) };
 }

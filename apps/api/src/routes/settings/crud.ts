@@ -12,13 +12,15 @@ import type { AppState } from '../../http/state';
 
 export type Ctx = Context & { state: AppState };
 export const ADMIN = { kind: 'user', admin: true } as const;
+/** Any member of the workspace (admin or not): the reads of the console (docs/decisions/operator-reads.md). */
+export const MEMBER = { kind: 'user', admin: false } as const;
 
 export function tenantOf(ctx: Ctx): string {
   return ctx.state.user!.tenantId;
 }
 
-/** The admin making a management request, as the audit log records them. */
-function actorOf(ctx: Ctx): AuditActor {
+/** The user making a management request, as the audit log records them. */
+export function userActorOf(ctx: Ctx): AuditActor {
   return { actorType: 'user', actorId: ctx.state.user!.userId, source: 'api', requestId: ctx.state.requestId, ip: ctx.state.clientIp };
 }
 
@@ -29,7 +31,7 @@ export async function writeCatalog<T extends { id: string }>(
   change: CatalogChange,
   work: (tx: Queryable) => Promise<T>,
 ): Promise<T> {
-  return (await deps.engine.catalog.write(actorOf(ctx), tenantOf(ctx), change, work)).row;
+  return (await deps.engine.catalog.write(userActorOf(ctx), tenantOf(ctx), change, work)).row;
 }
 
 /**
@@ -47,6 +49,8 @@ export interface CrudSpec<Row extends { id: string; name: string }> {
   tag: string;
   schemas: { create: TObject; update: TObject; list: TObject; response: TSchema };
   notes?: { create?: string; update?: string; deactivate?: string; list?: string };
+  /** Who may list and get the records: admins only (default), or every member of the workspace. */
+  readers?: 'admins' | 'members';
   /** Leave a route out when the resource declares its own (machines' create returns the key). */
   skip?: Array<'create'>;
   create(tx: Queryable, tenantId: string, body: unknown): Promise<Row>;
@@ -63,6 +67,7 @@ export function addCrudRoutes<Row extends { id: string; name: string }>(router: 
   const base = `/settings/${spec.plural}`;
   const tags = [spec.tag];
   const one = async (row: Row) => (await spec.present(sql, [row]))[0];
+  const readAuth = spec.readers === 'members' ? MEMBER : ADMIN;
 
   if (!spec.skip?.includes('create')) {
     addRoute(router, rc, {
@@ -90,7 +95,7 @@ export function addCrudRoutes<Row extends { id: string; name: string }>(router: 
     summary: `List the ${spec.plural} of the workspace`,
     description: `Ordered by name; inactive records included unless \`is_active\` filters them. ${spec.notes?.list ?? ''}`.trim(),
     tags,
-    auth: ADMIN,
+    auth: readAuth,
     query: spec.schemas.list,
     response: spec.schemas.response,
     paged: true,
@@ -106,7 +111,7 @@ export function addCrudRoutes<Row extends { id: string; name: string }>(router: 
     summary: `Get a ${spec.noun}`,
     description: 'Another workspace\'s record answers 404, like a missing one.',
     tags,
-    auth: ADMIN,
+    auth: readAuth,
     params: IdParams,
     response: spec.schemas.response,
     errors: [404, 422],

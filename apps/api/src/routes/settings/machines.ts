@@ -63,6 +63,7 @@ export function machineSettingsRoutes(rc: RouteContext): AppRouter {
     plural: 'machines',
     noun: 'machine',
     tag: tags[0]!,
+    readers: 'members',
     skip: ['create'],
     schemas: { create: MachineCreate, update: MachineUpdate, list: MachineListQuery, response: MachineResponse },
     notes: {

@@ -14,6 +14,7 @@ export function queueSettingsRoutes(rc: RouteContext): AppRouter {
     plural: 'queues',
     noun: 'queue',
     tag: 'settings: queues',
+    readers: 'members',
     schemas: { create: QueueCreate, update: QueueUpdate, list: CatalogListQuery, response: QueueResponse },
     notes: {
       create: '`max_retries` 0..10 (default 3), `max_consumers` 1..100 (default 1); `consumer_process_id` must be a process of the same workspace (else 422).',

@@ -1,0 +1,87 @@
+import {
+  JobIdParams, JobListQuery, JobResponse, QueueItemListQuery, QueueItemResponse, QueuePathParams, StopJobResponse,
+  toJobResponse, toQueueItemResponse, toStopJobResponse,
+} from '@svc/core';
+import { createRouter, type AppRouter } from '../../http/router';
+import { addRoute, type RouteContext } from '../../http/route';
+import { ok, paged } from '../../http/respond';
+import { ADMIN, MEMBER, tenantOf, userActorOf } from './crud';
+
+/**
+ * The work itself for people signed in to the workspace (the console): a queue's items and the
+ * jobs, with the same filters, order and bodies as the public routes. Every member may read; only
+ * an admin may stop a job (docs/decisions/operator-reads.md).
+ */
+export function workSettingsRoutes(rc: RouteContext): AppRouter {
+  const router = createRouter();
+  const { deps } = rc;
+
+  addRoute(router, rc, {
+    method: 'get',
+    path: '/settings/queues/:queue_id/items',
+    summary: 'List the items of a queue, newest first',
+    description:
+      'As GET /queues/by-name/{name}/items, for a queue of the workspace by id (active or not): ordered by created_at ' +
+      'desc, id desc; filters status and reference (exact); meta.total exact. Any member of the workspace.',
+    tags: ['settings: queue items'],
+    auth: MEMBER,
+    params: QueuePathParams,
+    query: QueueItemListQuery,
+    response: QueueItemResponse,
+    paged: true,
+    errors: [404, 422],
+  }, async (ctx, input) => {
+    const queue = await deps.engine.catalog.queues.get(tenantOf(ctx), input.params().queue_id);
+    const { rows, meta } = await deps.engine.items.list(queue, input.query());
+    paged(ctx, rows.map(toQueueItemResponse), meta);
+  });
+
+  addRoute(router, rc, {
+    method: 'get',
+    path: '/settings/jobs',
+    summary: 'List jobs, newest first',
+    description: 'As GET /jobs/list: filters status, process_id, machine_id (an id the workspace does not have → 422). Any member of the workspace.',
+    tags: ['settings: jobs'],
+    auth: MEMBER,
+    query: JobListQuery,
+    response: JobResponse,
+    paged: true,
+    errors: [422],
+  }, async (ctx, input) => {
+    const { rows, meta } = await deps.engine.jobs.list(tenantOf(ctx), input.query());
+    paged(ctx, rows.map(toJobResponse), meta);
+  });
+
+  addRoute(router, rc, {
+    method: 'get',
+    path: '/settings/jobs/:job_id',
+    summary: 'Read a job',
+    description: 'The whole JobResponse, as GET /jobs/{job_id}. Another workspace\'s job answers 404. Any member of the workspace.',
+    tags: ['settings: jobs'],
+    auth: MEMBER,
+    params: JobIdParams,
+    response: JobResponse,
+    errors: [404, 422],
+  }, async (ctx, input) => {
+    ok(ctx, toJobResponse(await deps.engine.jobs.get(tenantOf(ctx), input.params().job_id)));
+  });
+
+  addRoute(router, rc, {
+    method: 'post',
+    path: '/settings/jobs/:job_id/stop',
+    summary: 'Stop a job',
+    description:
+      'As POST /jobs/{job_id}/stop: a pending job ends `stopped` at once, a running one gets `stop_requested` and its ' +
+      'machine aborts it, a finished one answers 409. No body. Audited as `stop_job`.',
+    tags: ['settings: jobs'],
+    auth: ADMIN,
+    params: JobIdParams,
+    response: StopJobResponse,
+    errors: [404, 409, 422],
+  }, async (ctx, input) => {
+    const { job_id } = input.params();
+    ok(ctx, toStopJobResponse(await deps.engine.jobs.stop(tenantOf(ctx), job_id, userActorOf(ctx))));
+  });
+
+  return router;
+}
