@@ -19,6 +19,7 @@ import {
   updateProcess, updateQueue, listMachineNames, readAssetWithKey,
 } from './catalog';
 import { writeCatalogEntity } from './catalog/write';
+import { listAuditLog } from './audit/read';
 import { getJob, listJobs, stopJob, triggerJobByApi, triggerJobByWebhook } from './jobs/service';
 import { addItem, addItemToQueueNamed, addItemsBulk, getActiveQueueByName, listItems } from './queue-items/service';
 import { releaseQueueItems, releaseUnknownClaims, settleAndClaimItems, applyItemRetryPolicy } from './queue-items/transitions';
@@ -101,6 +102,8 @@ export function createEngine(deps: EngineDeps) {
       ...bind(services, { add: addItem, addToQueueNamed: addItemToQueueNamed, addBulk: addItemsBulk }),
       ...bind(sql, { list: listItems, activeQueueByName: getActiveQueueByName }),
     },
+    /** The workspace's audit log, as its admins read it. */
+    audit: bind(sql, { list: listAuditLog }),
     review: bind(services, { decide: reviewQueueItem, redrive: redriveQueueItems }),
     /** A machine's agent: its heartbeat, its runs and the items its consumers take. */
     machines: bind(sql, {

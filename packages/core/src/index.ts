@@ -80,6 +80,8 @@ export type { ReviewActor } from './dispatch/review';
 // Resources: their schemas and responses (the transports render them), and the commands and queries
 // behind the engine's groups (the CLI's workspace apply and the tests call some of them directly).
 export { recordAudit } from './audit/audit';
+export { AUDIT_ACTOR_TYPES, AuditEntryResponse, AuditLogQuery, listAuditLog } from './audit/read';
+export type { CursorMeta } from './audit/read';
 export { CLI_ACTOR } from './audit/catalog-changes';
 export type { AuditActor, CatalogChange, CatalogResource } from './audit/catalog-changes';
 export type { TenantRow } from './tenants/repo';

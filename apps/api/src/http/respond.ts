@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import type { PageMeta } from '@svc/core';
+import type { CursorMeta, PageMeta } from '@svc/core';
 
 /** The contract's success wrapper: `{success: true, data}` (paged lists add `meta`). */
 export function ok(ctx: Context, data: unknown, status = 200): void {
@@ -7,7 +7,7 @@ export function ok(ctx: Context, data: unknown, status = 200): void {
   ctx.body = { success: true, data };
 }
 
-export function paged(ctx: Context, data: unknown[], meta: PageMeta): void {
+export function paged(ctx: Context, data: unknown[], meta: PageMeta | CursorMeta): void {
   ctx.status = 200;
   ctx.body = { success: true, data, meta };
 }

@@ -39,7 +39,8 @@ export interface RouteSpec<P extends TObject | undefined = TObject | undefined, 
   body?: B;
   /** Schema of `data` in the success wrapper (or of each element when `paged`). */
   response?: TSchema;
-  paged?: boolean;
+  /** A list: `true` pages by number (PageMeta), `'cursor'` by keyset (CursorMeta). */
+  paged?: boolean | 'cursor';
   successStatus?: number;
   /** Error statuses this route can answer besides the ones implied by `auth`. */
   errors?: number[];

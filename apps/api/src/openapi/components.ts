@@ -70,6 +70,15 @@ export const COMPONENT_SCHEMAS: Record<string, JsonSchema> = {
       pages: { type: 'integer', minimum: 0 },
     },
   },
+  CursorMeta: {
+    type: 'object',
+    required: ['limit', 'next_cursor'],
+    description: 'Keyset paging: send `next_cursor` as `cursor` for the next (older) page; null on the last page.',
+    properties: {
+      limit: { type: 'integer', minimum: 1 },
+      next_cursor: { type: ['string', 'null'] },
+    },
+  },
 };
 
 export const ERROR_DESCRIPTIONS: Record<number, string> = {

@@ -105,7 +105,7 @@ function successSchema(reg: SchemaRegistry, spec: RouteSpec, key: string): JsonS
       properties: {
         success: { const: true },
         data: { type: 'array', items: data },
-        meta: { $ref: '#/components/schemas/PageMeta' },
+        meta: { $ref: spec.paged === 'cursor' ? '#/components/schemas/CursorMeta' : '#/components/schemas/PageMeta' },
       },
     };
   }

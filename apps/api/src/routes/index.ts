@@ -17,6 +17,7 @@ import { queueSettingsRoutes } from './settings/queues';
 import { assetSettingsRoutes } from './settings/assets';
 import { queueItemReviewRoutes } from './settings/queue-item-review';
 import { workSettingsRoutes } from './settings/work';
+import { auditLogRoutes } from './settings/audit-log';
 
 type ResourceRoutes = (rc: RouteContext) => AppRouter;
 
@@ -32,6 +33,7 @@ const RESOURCES: ResourceRoutes[] = [
   assetSettingsRoutes,
   queueItemReviewRoutes,
   workSettingsRoutes,
+  auditLogRoutes,
   queueItemRoutes,
   jobRoutes,
   webhookRoutes,

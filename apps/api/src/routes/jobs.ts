@@ -115,7 +115,9 @@ export function jobRoutes(rc: RouteContext): AppRouter {
     },
     async (ctx, input) => {
       const { job_id } = input.params();
-      ok(ctx, toStopJobResponse(await deps.engine.jobs.stop(ctx.state.apiKey!.tenantId, job_id)));
+      const key = ctx.state.apiKey!;
+      const actor = { actorType: 'api_key', actorId: key.keyId, source: 'api', requestId: ctx.state.requestId, ip: ctx.state.clientIp } as const;
+      ok(ctx, toStopJobResponse(await deps.engine.jobs.stop(key.tenantId, job_id, actor)));
     },
   );
 
