@@ -7,6 +7,7 @@ const MISSING = '00000000-0000-4000-8000-000000000000';
 
 /** The public rate-limit table, written out here so the test does not trust the table in core. */
 const CONTRACT: Record<string, number> = {
+  'GET /jobs/list': 60,
   'GET /jobs/:job_id': 60,
   'POST /jobs/trigger': 30,
   'POST /jobs/:job_id/stop': 30,

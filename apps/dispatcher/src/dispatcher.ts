@@ -119,9 +119,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       case 'reconcile':
         return sweeps.reconcile(bull, { logger });
       case 'purge-idempotency-keys': {
+        // the periodic housekeeping: expired Idempotency-Keys, and queue-stat buckets past their hour
         const purged = await sweeps.expiredIdempotencyKeys();
         if (purged) logger.info('expired Idempotency-Keys purged', { purged });
-        return { purged };
+        const statBuckets = await sweeps.oldQueueStatBuckets();
+        return { purged, statBuckets };
       }
       default: {
         const unknown: never = name;

@@ -20,6 +20,7 @@ import {
 } from './catalog';
 import { writeCatalogEntity } from './catalog/write';
 import { listAuditLog } from './audit/read';
+import { purgeQueueStatBuckets, readQueueStats } from './catalog/queue-stats';
 import { getJob, listJobs, stopJob, triggerJobByApi, triggerJobByWebhook } from './jobs/service';
 import { addItem, addItemToQueueNamed, addItemsBulk, getActiveQueueByName, listItems } from './queue-items/service';
 import { releaseQueueItems, releaseUnknownClaims, settleAndClaimItems, applyItemRetryPolicy } from './queue-items/transitions';
@@ -89,7 +90,7 @@ export function createEngine(deps: EngineDeps) {
       write: <T extends { id: string }>(actor: AuditActor, tenantId: string, change: CatalogChange, work: (tx: Queryable) => Promise<T>) =>
         writeCatalogEntity(sql, actor, tenantId, change, work),
       processes: bind(sql, { create: createProcess, list: listProcesses, get: getProcess, update: updateProcess, deactivate: deactivateProcess }),
-      queues: bind(sql, { create: createQueue, list: listQueues, get: getQueue, update: updateQueue, deactivate: deactivateQueue, itemCounts: loadQueueItemCounts }),
+      queues: bind(sql, { create: createQueue, list: listQueues, get: getQueue, update: updateQueue, deactivate: deactivateQueue, itemCounts: loadQueueItemCounts, stats: readQueueStats }),
       machines: bind(sql, { create: createMachine, list: listMachines, get: getMachine, update: updateMachine, deactivate: deactivateMachine, rotateKey: rotateMachineKey, names: listMachineNames }),
       folders: bind(sql, { create: createFolder, list: listFolders, get: getFolder, update: updateFolder, deactivate: deactivateFolder }),
       assets: bind(sql, { create: createAsset, list: listAssets, get: getAsset, update: updateAsset, deactivate: deactivateAsset, readValue: readAssetValue, readWithKey: readAssetWithKey }),
@@ -114,7 +115,7 @@ export function createEngine(deps: EngineDeps) {
     /** The dispatcher's periodic work and what nudges start. */
     sweeps: bind(sql, {
       timeOutJobs, offlineMachines: sweepOfflineMachines, failOrphans, retryItems: applyItemRetryPolicy, slaBreaches: markSlaBreaches,
-      expiredIdempotencyKeys: sweepExpiredIdempotencyKeys, startConsumers: startQueueConsumers, queuesNeedingConsumers,
+      expiredIdempotencyKeys: sweepExpiredIdempotencyKeys, oldQueueStatBuckets: purgeQueueStatBuckets, startConsumers: startQueueConsumers, queuesNeedingConsumers,
       reconcile: reconcilePendingJobs,
     }),
     idempotency: bind(sql, { run: runIdempotent }),

@@ -81,6 +81,7 @@ export type { ReviewActor } from './dispatch/review';
 // behind the engine's groups (the CLI's workspace apply and the tests call some of them directly).
 export { recordAudit } from './audit/audit';
 export { AUDIT_ACTOR_TYPES, AuditEntryResponse, AuditLogQuery, listAuditLog } from './audit/read';
+export { DEADLINE_RISK_MINUTES, QueueStatsResponse, purgeQueueStatBuckets, readQueueStats } from './catalog/queue-stats';
 export type { CursorMeta } from './audit/read';
 export { CLI_ACTOR } from './audit/catalog-changes';
 export type { AuditActor, CatalogChange, CatalogResource } from './audit/catalog-changes';

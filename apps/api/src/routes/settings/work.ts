@@ -1,5 +1,5 @@
 import {
-  JobIdParams, JobListQuery, JobResponse, QueueItemListQuery, QueueItemResponse, QueuePathParams, StopJobResponse,
+  DEADLINE_RISK_MINUTES, JobIdParams, JobListQuery, JobResponse, QueueItemListQuery, QueueItemResponse, QueuePathParams, QueueStatsResponse, StopJobResponse,
   toJobResponse, toQueueItemResponse, toStopJobResponse,
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../../http/router';
@@ -34,6 +34,25 @@ export function workSettingsRoutes(rc: RouteContext): AppRouter {
     const queue = await deps.engine.catalog.queues.get(tenantOf(ctx), input.params().queue_id);
     const { rows, meta } = await deps.engine.items.list(queue, input.query());
     paged(ctx, rows.map(toQueueItemResponse), meta);
+  });
+
+  addRoute(router, rc, {
+    method: 'get',
+    path: '/settings/queues/:queue_id/stats',
+    summary: 'How a queue is doing',
+    description:
+      'Counts per status (exact, from counters), ready and postponed items, the oldest ready item, items at risk of ' +
+      `missing their deadline (${DEADLINE_RISK_MINUTES} minutes or past), completions, failures and mean processing time ` +
+      'over the last hour (per-minute buckets), and running consumers; each field is described in the schema. None of ' +
+      'them is a count over the queue. Any member of the workspace; another workspace\'s queue → 404.',
+    tags: ['settings: queues'],
+    auth: MEMBER,
+    params: QueuePathParams,
+    response: QueueStatsResponse,
+    errors: [404, 422],
+  }, async (ctx, input) => {
+    const queue = await deps.engine.catalog.queues.get(tenantOf(ctx), input.params().queue_id);
+    ok(ctx, await deps.engine.catalog.queues.stats(queue));
   });
 
   addRoute(router, rc, {
