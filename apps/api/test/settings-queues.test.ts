@@ -17,12 +17,12 @@ describe('settings: queues', () => {
     expect(res.status).toBe(201);
     const q = res.body.data;
     expect(Object.keys(q).sort()).toEqual([
-      'consumer_process_id', 'created_at', 'description', 'id', 'is_active', 'item_counts', 'max_consumers', 'max_retries',
+      'consumer_process_id', 'created_at', 'description', 'id', 'is_active', 'is_paused', 'item_counts', 'max_consumers', 'max_retries',
       'name', 'tenant_id', 'updated_at',
     ]);
     expect(q).toMatchObject({
       tenant_id: w.tenantA, name: 'facturas-entrada', description: null, max_retries: 3, consumer_process_id: null,
-      max_consumers: 1, is_active: true, item_counts: zero,
+      max_consumers: 1, is_active: true, is_paused: false, item_counts: zero,
     });
     expect(q.id).toMatch(UUID);
     expect(q.created_at).toMatch(ISO);

@@ -18,6 +18,7 @@ import {
   listProcesses, listQueues, loadQueueItemCounts, readAssetValue, rotateMachineKey, updateAsset, updateFolder, updateMachine,
   updateProcess, updateQueue, listMachineNames, readAssetWithKey,
 } from './catalog';
+import { setQueuePaused } from './catalog/queues';
 import { writeCatalogEntity } from './catalog/write';
 import { listAuditLog } from './audit/read';
 import { purgeQueueStatBuckets, readQueueStats } from './catalog/queue-stats';
@@ -90,7 +91,7 @@ export function createEngine(deps: EngineDeps) {
       write: <T extends { id: string }>(actor: AuditActor, tenantId: string, change: CatalogChange, work: (tx: Queryable) => Promise<T>) =>
         writeCatalogEntity(sql, actor, tenantId, change, work),
       processes: bind(sql, { create: createProcess, list: listProcesses, get: getProcess, update: updateProcess, deactivate: deactivateProcess }),
-      queues: bind(sql, { create: createQueue, list: listQueues, get: getQueue, update: updateQueue, deactivate: deactivateQueue, itemCounts: loadQueueItemCounts, stats: readQueueStats }),
+      queues: bind(sql, { create: createQueue, list: listQueues, get: getQueue, update: updateQueue, deactivate: deactivateQueue, itemCounts: loadQueueItemCounts, stats: readQueueStats, setPaused: setQueuePaused }),
       machines: bind(sql, { create: createMachine, list: listMachines, get: getMachine, update: updateMachine, deactivate: deactivateMachine, rotateKey: rotateMachineKey, names: listMachineNames }),
       folders: bind(sql, { create: createFolder, list: listFolders, get: getFolder, update: updateFolder, deactivate: deactivateFolder }),
       assets: bind(sql, { create: createAsset, list: listAssets, get: getAsset, update: updateAsset, deactivate: deactivateAsset, readValue: readAssetValue, readWithKey: readAssetWithKey }),

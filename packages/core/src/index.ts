@@ -150,8 +150,9 @@ export {
   toMachineResponse, updateMachine,
 } from './catalog/machines';
 export {
-  createQueue, deactivateQueue, findQueueByName, getQueue, listQueues, loadQueueItemCounts, toQueueResponse, updateQueue,
+  createQueue, deactivateQueue, findQueueByName, getQueue, listQueues, loadQueueItemCounts, setQueuePaused, toQueueResponse, updateQueue,
 } from './catalog/queues';
+export type { QueueRow } from './catalog/queues';
 export {
   createAsset, deactivateAsset, findAssetByName, getAsset, listAssets, readAssetValue, readStoredCredentials, toAssetResponse,
   updateAsset,

@@ -240,7 +240,7 @@ async function applyMachines(ctx: Ctx, file: WorkspaceFile, dryRun: boolean): Pr
 async function applyQueues(ctx: Ctx, file: WorkspaceFile): Promise<void> {
   for (const [i, entry] of (file.queues ?? []).entries()) {
     await atEntry('queues', i, async () => {
-      const desired = given(entry, ['description', 'max_retries', 'max_consumers', 'is_active']);
+      const desired = given(entry, ['description', 'max_retries', 'max_consumers', 'is_active', 'is_paused']);
       if (entry.consumer !== undefined) desired.consumer_process_id = await processId(ctx, entry.consumer, 'consumer');
       const current = await findQueueByName(ctx.tx, ctx.tenantId, entry.name);
       if (!current) {

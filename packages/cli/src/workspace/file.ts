@@ -72,6 +72,7 @@ export interface QueueEntry {
   consumer?: Nullable<string>;
   max_consumers?: number;
   is_active?: boolean;
+  is_paused?: boolean;
 }
 export interface AssetEntry {
   name: string;

@@ -20,7 +20,9 @@ export type CatalogChange =
   | { change: 'update'; resource: CatalogResource; fields: readonly string[] }
   | { change: 'deactivate'; resource: CatalogResource }
   /** A machine's new key (action `rotate_machine_key`); the key itself is never in the row. */
-  | { change: 'rotate-key'; resource: 'machine' };
+  | { change: 'rotate-key'; resource: 'machine' }
+  /** A queue paused or resumed (actions `pause_queue`, `resume_queue`). */
+  | { change: 'pause' | 'resume'; resource: 'queue' };
 
 /** Who changed it, and through what. */
 export type AuditActor = Pick<AuditEntry, 'actorType' | 'actorId' | 'source' | 'requestId' | 'ip'>;

@@ -25,6 +25,7 @@ export const QueueStatsResponse = Type.Object({
   failed_last_hour: count('Times an item became failed in the last 60 minutes (an item retried and failed twice counts twice)'),
   avg_processing_ms_last_hour: Nullable(Type.Integer({ minimum: 0, description: 'Mean time from a robot taking an item to completing it, over the items completed in the last 60 minutes; null when none' })),
   consumers_running: count('Consumer jobs of the queue running now'),
+  is_paused: Type.Boolean({ description: 'Paused: items are accepted, no consumer takes them (POST …/resume)' }),
 });
 export type QueueStatsResponse = Static<typeof QueueStatsResponse>;
 
@@ -32,7 +33,7 @@ export type QueueStatsResponse = Static<typeof QueueStatsResponse>;
  * A queue's figures in one round trip, each from a counter, a per-minute bucket or a small
  * index (docs/decisions/queue-stats.md): none grows with the queue's size.
  */
-export async function readQueueStats(sql: Queryable, queue: Pick<QueueRow, 'id'>): Promise<QueueStatsResponse> {
+export async function readQueueStats(sql: Queryable, queue: Pick<QueueRow, 'id' | 'is_paused'>): Promise<QueueStatsResponse> {
   const [counts, [row]] = await Promise.all([
     loadQueueItemCounts(sql, [queue.id]),
     sql<Array<{
@@ -64,6 +65,7 @@ export async function readQueueStats(sql: Queryable, queue: Pick<QueueRow, 'id'>
     failed_last_hour: r.failed,
     avg_processing_ms_last_hour: r.timed > 0 ? Math.round(r.processing_ms / r.timed) : null,
     consumers_running: r.consumers_running,
+    is_paused: queue.is_paused,
   };
 }
 

@@ -14,6 +14,7 @@ export interface QueueRow {
   consumer_process_id: string | null;
   max_consumers: number;
   is_active: boolean;
+  is_paused: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -53,6 +54,7 @@ export function toQueueResponse(row: QueueRow, counts: QueueItemCounts = emptyIt
     consumer_process_id: row.consumer_process_id,
     max_consumers: row.max_consumers,
     is_active: row.is_active,
+    is_paused: row.is_paused,
     item_counts: counts,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
@@ -64,9 +66,9 @@ export async function createQueue(sql: Queryable, tenantId: string, input: unkno
   await assertSameTenant(sql, 'processes', tenantId, body.consumer_process_id, 'consumer_process_id');
   return uniqueName(sql, 'queue', body.name, async (q) => {
     const [row] = await q<QueueRow[]>`
-      insert into queues (tenant_id, name, description, max_retries, consumer_process_id, max_consumers, is_active)
+      insert into queues (tenant_id, name, description, max_retries, consumer_process_id, max_consumers, is_active, is_paused)
       values (${tenantId}, ${body.name}, ${body.description ?? null}, ${body.max_retries ?? 3},
-              ${body.consumer_process_id ?? null}, ${body.max_consumers ?? 1}, ${body.is_active ?? true})
+              ${body.consumer_process_id ?? null}, ${body.max_consumers ?? 1}, ${body.is_active ?? true}, ${body.is_paused ?? false})
       returning *`;
     return row!;
   });
@@ -105,7 +107,7 @@ export async function updateQueue(sql: Queryable, tenantId: string, id: string, 
   if ('consumer_process_id' in body) {
     await assertSameTenant(sql, 'processes', tenantId, body.consumer_process_id, 'consumer_process_id');
   }
-  const cols = presentColumns(body, ['name', 'description', 'max_retries', 'consumer_process_id', 'max_consumers', 'is_active']);
+  const cols = presentColumns(body, ['name', 'description', 'max_retries', 'consumer_process_id', 'max_consumers', 'is_active', 'is_paused']);
   return uniqueName(sql, 'queue', body.name, async (q) => {
     const [row] = await q<QueueRow[]>`
       update queues set ${q(cols)}, updated_at = now()
@@ -113,6 +115,15 @@ export async function updateQueue(sql: Queryable, tenantId: string, id: string, 
     if (!row) throw new NotFoundError();
     return row;
   });
+}
+
+/** POST …/pause and …/resume: sets `is_paused` (a queue already so is answered as it is). */
+export async function setQueuePaused(sql: Queryable, tenantId: string, id: string, paused: boolean): Promise<QueueRow> {
+  const [row] = await sql<QueueRow[]>`
+    update queues set is_paused = ${paused}, updated_at = case when is_paused = ${paused} then updated_at else now() end
+    where id = ${id} and tenant_id = ${tenantId} returning *`;
+  if (!row) throw new NotFoundError();
+  return row;
 }
 
 /** An inactive queue keeps its items (readable, never lost); whether it still accepts items is the item API's call. */

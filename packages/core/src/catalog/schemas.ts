@@ -138,6 +138,7 @@ const queueProps = {
   consumer_process_id: Type.Optional(Nullable(Uuid({ description: 'Process whose jobs take this queue\'s items' }))),
   max_consumers: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 1, description: 'Most consumer jobs at once' })),
   is_active: Type.Optional(Type.Boolean({ default: true })),
+  is_paused: Type.Optional(Type.Boolean({ default: false, description: 'Paused: items are accepted, no consumer takes them' })),
 };
 export const QueueCreate = Type.Object(queueProps, strict);
 export type QueueCreate = Static<typeof QueueCreate>;
@@ -156,6 +157,7 @@ export const QueueResponse = Type.Object({
   consumer_process_id: Nullable(Uuid()),
   max_consumers: Type.Integer(),
   is_active: Type.Boolean(),
+  is_paused: Type.Boolean({ description: 'No consumer is started and running ones take nothing more (POST …/pause, …/resume)' }),
   item_counts: QueueItemCountsSchema,
   created_at: DateTime(),
   updated_at: DateTime(),

@@ -11,8 +11,8 @@ import { inTransaction } from './shared';
  */
 
 /**
- * What a catalogue write causes: an active queue with a consumer process (new, or changed) may
- * start consumers for its waiting items now.
+ * What a catalogue write causes: an active, unpaused queue with a consumer process (new, changed
+ * or resumed) may start consumers for its waiting items now.
  */
 export type CatalogEffect = Extract<Effect, { kind: 'queue-ready' }>;
 
@@ -22,9 +22,9 @@ export interface CatalogWrite<T> {
 }
 
 function effectsOf(change: CatalogChange, row: { id: string }): CatalogEffect[] {
-  if (change.resource !== 'queue' || (change.change !== 'create' && change.change !== 'update')) return [];
-  const queue = row as unknown as Pick<QueueRow, 'id' | 'tenant_id' | 'is_active' | 'consumer_process_id'>;
-  return queue.is_active && queue.consumer_process_id ? [{ kind: 'queue-ready', queue_id: queue.id, tenant_id: queue.tenant_id }] : [];
+  if (change.resource !== 'queue' || !['create', 'update', 'resume'].includes(change.change)) return [];
+  const queue = row as unknown as Pick<QueueRow, 'id' | 'tenant_id' | 'is_active' | 'is_paused' | 'consumer_process_id'>;
+  return queue.is_active && !queue.is_paused && queue.consumer_process_id ? [{ kind: 'queue-ready', queue_id: queue.id, tenant_id: queue.tenant_id }] : [];
 }
 
 /**

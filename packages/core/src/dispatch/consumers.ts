@@ -49,7 +49,7 @@ async function queueState(sql: Sql, queueId: string, lock: boolean): Promise<Que
            (select count(*) from jobs j where j.queue_id = q.id and j.status in ('pending', 'running'))::int as active,
            ${readyExists(sql, sql`q.id`)} as ready
     from queues q join processes p on p.id = q.consumer_process_id and p.is_active
-    where q.id = ${queueId} and q.is_active`;
+    where q.id = ${queueId} and q.is_active and not q.is_paused`;
   return row ?? null;
 }
 
@@ -102,7 +102,7 @@ export async function startQueueConsumers(sql: Sql, queueId: string): Promise<Di
 export async function queuesNeedingConsumers(sql: Sql, tenantId: string | null = null): Promise<string[]> {
   const rows = await sql<Array<{ id: string }>>`
     select q.id from queues q join processes p on p.id = q.consumer_process_id and p.is_active
-    where q.is_active ${tenantId ? sql`and q.tenant_id = ${tenantId}` : sql``}
+    where q.is_active and not q.is_paused ${tenantId ? sql`and q.tenant_id = ${tenantId}` : sql``}
       and (select count(*) from jobs j where j.queue_id = q.id and j.status in ('pending', 'running')) < q.max_consumers
       and ${readyExists(sql, sql`q.id`)}`;
   return rows.map((r) => r.id);

@@ -191,6 +191,8 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim): 
       select id from queue_items
        where queue_id = ${req.queueId} and status = ${statusSql(sql, T.take.from)} and (postpone is null or postpone <= now())
          and exists (select 1 from jobs where id = ${req.jobId} and status = 'running' and attempt = ${req.jobAttempt})
+         -- a paused queue hands out nothing: its consumers finish what they hold and end
+         and not exists (select 1 from queues where id = ${req.queueId} and is_paused)
        order by priority desc, deadline asc nulls last, created_at asc, id
        limit ${req.take}
        for update skip locked

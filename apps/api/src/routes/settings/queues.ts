@@ -1,14 +1,20 @@
 import {
-  CatalogListQuery, QueueCreate, QueueResponse, QueueUpdate,
-  createQueue, deactivateQueue, getQueue, listQueues, loadQueueItemCounts, toQueueResponse, updateQueue,
+  CatalogListQuery, QueuePathParams, QueueCreate, QueueResponse, QueueUpdate,
+  createQueue, deactivateQueue, getQueue, listQueues, loadQueueItemCounts, setQueuePaused, toQueueResponse, updateQueue,
+  type Queryable, type QueueRow,
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../../http/router';
-import type { RouteContext } from '../../http/route';
-import { addCrudRoutes } from './crud';
+import { addRoute, type RouteContext } from '../../http/route';
+import { ok } from '../../http/respond';
+import { ADMIN, addCrudRoutes, tenantOf, writeCatalog } from './crud';
 
 /** /api/v1/settings/queues: work queues, their retry policy and their consumer process. */
 export function queueSettingsRoutes(rc: RouteContext): AppRouter {
   const router = createRouter();
+  const present = async (sql: Queryable, rows: QueueRow[]) => {
+    const counts = await loadQueueItemCounts(sql, rows.map((r) => r.id));
+    return rows.map((r) => toQueueResponse(r, counts.get(r.id)));
+  };
   addCrudRoutes(router, rc, {
     resource: 'queue',
     plural: 'queues',
@@ -25,10 +31,32 @@ export function queueSettingsRoutes(rc: RouteContext): AppRouter {
     get: getQueue,
     update: updateQueue,
     deactivate: deactivateQueue,
-    present: async (sql, rows) => {
-      const counts = await loadQueueItemCounts(sql, rows.map((r) => r.id));
-      return rows.map((r) => toQueueResponse(r, counts.get(r.id)));
-    },
+    present,
   });
+
+  for (const change of ['pause', 'resume'] as const) {
+    addRoute(router, rc, {
+      method: 'post',
+      path: `/settings/queues/:queue_id/${change}`,
+      summary: change === 'pause' ? 'Pause a queue' : 'Resume a paused queue',
+      description: change === 'pause'
+        ? 'The queue keeps accepting items, but no consumer job is started for it, and its running consumers take ' +
+          'nothing more: they finish the items they hold (at most their prefetch) and end, leaving nothing in progress. ' +
+          'No body. Pausing a paused queue answers the record as it is. Audited as `pause_queue`.'
+        : 'Consumers start again for its ready items within a second (the same nudge as a new item). No body. Resuming ' +
+          'a queue that is not paused answers the record as it is. Audited as `resume_queue`.',
+      tags: ['settings: queues'],
+      auth: ADMIN,
+      params: QueuePathParams,
+      response: QueueResponse,
+      errors: [404, 422],
+    }, async (ctx, input) => {
+      const { queue_id } = input.params();
+      await rc.deps.engine.catalog.queues.get(tenantOf(ctx), queue_id);
+      const row = await writeCatalog(ctx, rc.deps, { change, resource: 'queue' },
+        (tx) => setQueuePaused(tx, tenantOf(ctx), queue_id, change === 'pause'));
+      ok(ctx, (await present(rc.deps.sql, [row]))[0]);
+    });
+  }
   return router;
 }
