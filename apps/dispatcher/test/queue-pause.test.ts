@@ -1,0 +1,62 @@
+import { apiSuite, type ApiTestContext } from '@svc/testing/api';
+import { itemStatusCounts, seedWorkspace, waitFor } from '@svc/testing';
+
+/**
+ * Pausing a queue end to end (docs/decisions/queue-pause.md): the in-process API, a real
+ * dispatcher and a real agent. Consumers finish what they hold and end, nothing stays in
+ * progress, items keep arriving as `new`, no consumer starts while paused; resume starts them.
+ */
+jest.setTimeout(60_000);
+const suite = apiSuite({ dispatcher: true });
+const { children } = suite;
+let ctx: ApiTestContext;
+
+beforeAll(() => ({ ctx } = suite));
+
+it('a paused queue keeps its items waiting with nothing in progress, and resume finishes them', async () => {
+  const ws = await seedWorkspace(ctx.sql);
+  const proc = await ws.process();
+  const queue = await ws.queue({ consumer_process_id: proc.id, max_consumers: 2 });
+  const machine = await ws.machine({ slots: 2 });
+  children.agent(ctx, ['--machine-key', machine.machineKey, '--item-duration', '100ms', '--prefetch', '1']);
+  const admin = { Authorization: `Bearer ${ws.adminToken}` };
+  const add = async (n: number, from: number) => {
+    const res = await ctx.http.post(`/api/v1/queues/by-name/${queue.name}/items/bulk`).set('X-API-Key', ws.key)
+      .send({ items: Array.from({ length: n }, (_, i) => ({ n: from + i })) });
+    expect(res.status).toBe(200);
+  };
+
+  await add(40, 0);
+  await waitFor('some items completed', async () => ((await itemStatusCounts(ctx.sql, queue.id)).completed ?? 0) >= 3, 20_000);
+  const paused = await ctx.http.post(`/api/v1/settings/queues/${queue.id}/pause`).set(admin);
+  expect([paused.status, paused.body.data.is_paused]).toEqual([200, true]);
+
+  // the consumers finish what they hold and end: no running consumer, nothing in progress
+  await waitFor('the consumers ended', async () => {
+    const [{ n }] = await ctx.sql`select count(*)::int as n from jobs where queue_id = ${queue.id} and status in ('pending', 'running')`;
+    return n === 0;
+  }, 20_000);
+  const atPause = await itemStatusCounts(ctx.sql, queue.id);
+  expect(atPause.in_progress ?? 0).toBe(0);
+  expect(atPause.new ?? 0).toBeGreaterThan(0);
+  const consumersAtPause = (await ctx.sql`select count(*)::int as n from jobs where queue_id = ${queue.id}`)[0]!.n as number;
+
+  // items are still accepted, and nothing starts for them (nudges and sweeps alike)
+  await add(5, 100);
+  await new Promise((r) => setTimeout(r, 1_500));
+  const stillPaused = await itemStatusCounts(ctx.sql, queue.id);
+  expect(stillPaused.new).toBe((atPause.new ?? 0) + 5);
+  expect(stillPaused.completed).toBe(atPause.completed);
+  expect((await ctx.sql`select count(*)::int as n from jobs where queue_id = ${queue.id}`)[0]!.n).toBe(consumersAtPause);
+  const stats = await ctx.http.get(`/api/v1/settings/queues/${queue.id}/stats`).set(admin);
+  expect(stats.body.data).toMatchObject({ is_paused: true, consumers_running: 0, ready: stillPaused.new });
+
+  const resumed = await ctx.http.post(`/api/v1/settings/queues/${queue.id}/resume`).set(admin);
+  expect(resumed.status).toBe(200);
+  await waitFor('a consumer running again', async () => {
+    const [{ n }] = await ctx.sql`select count(*)::int as n from jobs where queue_id = ${queue.id} and status in ('pending', 'running')`;
+    return n > 0;
+  }, 5_000);
+  await waitFor('every item completed', async () => ((await itemStatusCounts(ctx.sql, queue.id)).completed ?? 0) === 45, 30_000);
+  expect(await itemStatusCounts(ctx.sql, queue.id)).toEqual({ completed: 45 });
+});
