@@ -186,13 +186,34 @@ describe('the relay', () => {
   it('several relays at once publish each effect exactly once', async () => {
     for (let i = 0; i < 20; i++) await recordEffect(db.sql, effect(i));
     const { port, seen } = recorder();
-    const slow: DispatchPort = { ...port, jobStopRequested: async (j) => { await new Promise((r) => setTimeout(r, 5)); await port.jobStopRequested(j); } };
+    // Each relay's first publish waits until all three hold a pass of their own, so they are
+    // certain to interleave over the same rows however the host schedules them.
+    const relays = 3;
+    let arrived = 0;
+    let release!: () => void;
+    const together = new Promise<void>((r) => { release = r; });
+    const relayPort = (): DispatchPort => {
+      let first = true;
+      return {
+        ...port,
+        jobStopRequested: async (j) => {
+          if (first) {
+            first = false;
+            if (++arrived === relays) release();
+            let timer: NodeJS.Timeout | undefined;
+            await Promise.race([together, new Promise((r) => { timer = setTimeout(r, 10_000); })]);
+            clearTimeout(timer);
+          }
+          await port.jobStopRequested(j);
+        },
+      };
+    };
     const others = [createSql(db.ctx.config.databaseUrl, { max: 2 }), createSql(db.ctx.config.databaseUrl, { max: 2 })];
     try {
-      // small passes, so the three relays interleave over the same rows
-      const drained = await Promise.all([db.sql, ...others].map((sql) => drainOutbox(sql, slow, { limit: 3 })));
+      const drained = await Promise.all([db.sql, ...others].map((sql) => drainOutbox(sql, relayPort(), { limit: 3 })));
+      expect(arrived).toBe(relays);
       expect(drained.reduce((a, b) => a + b, 0)).toBe(20);
-      expect(drained.filter((n) => n > 0).length).toBeGreaterThan(1);
+      expect(drained.every((n) => n > 0)).toBe(true);
     } finally {
       await Promise.all(others.map((s) => s.end()));
     }
