@@ -1,14 +1,23 @@
+import { DatabaseSettingsError, parseDatabaseSettings, type PoolerMode } from './db/pooler';
+
 /**
  * Configuration is parsed once, at start-up, from an environment-like record passed in by the
  * app (core never reads process.env itself), and fails fast with one clear sentence.
  */
+
+import type { RedisTarget } from './redis';
 
 export interface Config {
   nodeEnv: string;
   host: string;
   port: number;
   databaseUrl: string;
-  redisUrl: string;
+  /** Postgres itself for LISTEN and migrations (DATABASE_DIRECT_URL, else DATABASE_URL; db/pooler.ts). */
+  databaseDirectUrl: string;
+  /** DATABASE_POOLER: `transaction` when DATABASE_URL is PgBouncer in transaction mode. */
+  databasePooler: PoolerMode;
+  /** One Redis server (`REDIS_URL`) or the seed nodes of a Redis Cluster (`REDIS_CLUSTER_NODES`); `createRedis(config.redis)`. */
+  redis: RedisTarget;
   /** Namespace for every Redis key and BullMQ queue of this deployment (or test run). */
   redisPrefix: string;
   /** 32-byte key for AES-256-GCM encryption of asset credentials. */
@@ -29,9 +38,42 @@ export interface Config {
   dispatchSweepMs: number;
   /** Dispatcher: period of the reconciler that re-adds pending jobs to BullMQ from Postgres. */
   dispatchReconcileMs: number;
+  /** Dispatcher: how late a schedule's tick may still fire; older ticks were missed (docs/decisions/schedules.md). */
+  scheduleMisfireGraceSeconds: number;
+  /** Dispatcher: days after a job ends before its log moves to the archive (fractions allowed; 0 = at once). */
+  logRetentionDays: number;
+  /** Days the event feed keeps events (docs/decisions/events.md). */
+  eventRetentionDays: number;
+  /** Webhooks to http:// URLs accepted (local development). */
+  webhookAllowInsecure: boolean;
+  /** Webhooks to loopback, private, link-local and metadata addresses accepted (tests, local development). */
+  webhookAllowPrivateNetworks: boolean;
+  /** Dispatcher: first webhook retry after about this long, doubling up to an hour. */
+  webhookRetryBaseMs: number;
+  /** Dispatcher: a webhook delivery failing this long is given up, a subscription failing this long disabled. */
+  webhookGiveUpSeconds: number;
+  /** Dispatcher: how often webhook subscriptions are looked at. */
+  webhookPollMs: number;
+  /** Dispatcher and agent: serve GET /metrics on this port (unset: no metrics server). The API serves /metrics on its own port. */
+  metricsPort?: number;
+  /** When set, /metrics asks for `Authorization: Bearer <token>`. */
+  metricsToken?: string;
+  /** API: how long one read of the platform's state gauges from Postgres answers scrapes. */
+  metricsStateTtlMs: number;
+  /** API: queues with their own series in the queue gauges; the rest are summed into `_other`. */
+  metricsMaxQueues: number;
 }
 
 export class ConfigError extends Error {}
+
+function database(env: Env): Pick<Config, 'databaseUrl' | 'databaseDirectUrl' | 'databasePooler'> {
+  try {
+    const s = parseDatabaseSettings(env);
+    return { databaseUrl: s.url, databaseDirectUrl: s.directUrl, databasePooler: s.pooler };
+  } catch (err) {
+    throw err instanceof DatabaseSettingsError ? new ConfigError(err.message) : err;
+  }
+}
 
 type Env = Record<string, string | undefined>;
 
@@ -43,6 +85,23 @@ function int(env: Env, name: string, fallback: number, min = 0, max = Number.MAX
     throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got "${raw}".`);
   }
   return value;
+}
+
+function num(env: Env, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be a number between ${min} and ${max}, got "${raw}".`);
+  }
+  return value;
+}
+
+function bool(env: Env, name: string): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '' || raw === '0' || raw === 'false') return false;
+  if (raw === '1' || raw === 'true') return true;
+  throw new ConfigError(`${name} must be true or false, got "${raw}".`);
 }
 
 function str(env: Env, name: string, fallback: string): string {
@@ -63,13 +122,32 @@ export function parseEncryptionKey(raw: string | undefined): Buffer {
   return key;
 }
 
+/**
+ * `REDIS_CLUSTER_NODES=host:port,host:port,…` (seed nodes; the client discovers the rest) selects a
+ * Redis Cluster and then `REDIS_URL` is not used; `REDIS_PASSWORD` applies to either.
+ */
+export function parseRedisTarget(env: Env): RedisTarget {
+  const password = env.REDIS_PASSWORD ? { password: env.REDIS_PASSWORD } : {};
+  const seeds = (env.REDIS_CLUSTER_NODES ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  if (seeds.length === 0) return { mode: 'single', url: str(env, 'REDIS_URL', 'redis://127.0.0.1:6379'), ...password };
+  const nodes = seeds.map((seed) => {
+    const m = /^(\[[0-9a-f:]+\]|[^\s:]+):(\d{1,5})$/i.exec(seed);
+    const port = m ? Number(m[2]) : NaN;
+    if (!m || port < 1 || port > 65535) {
+      throw new ConfigError(`REDIS_CLUSTER_NODES must be host:port pairs separated by commas (got "${seed}").`);
+    }
+    return { host: m[1]!.replace(/^\[|\]$/g, ''), port };
+  });
+  return { mode: 'cluster', nodes, ...password };
+}
+
 export function parseConfig(env: Env): Config {
   return {
     nodeEnv: str(env, 'NODE_ENV', 'development'),
     host: str(env, 'HOST', '127.0.0.1'),
     port: int(env, 'PORT', 3000, 0, 65535),
-    databaseUrl: str(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/svc'),
-    redisUrl: str(env, 'REDIS_URL', 'redis://127.0.0.1:6379'),
+    ...database(env),
+    redis: parseRedisTarget(env),
     redisPrefix: str(env, 'REDIS_PREFIX', 'svc'),
     assetEncryptionKey: parseEncryptionKey(env.ASSET_ENCRYPTION_KEY),
     trustedProxyCount: int(env, 'TRUST_PROXY_COUNT', 0, 0, 10),
@@ -81,5 +159,17 @@ export function parseConfig(env: Env): Config {
     defaultMonthlyQuota: int(env, 'DEFAULT_MONTHLY_QUOTA', 10_000, 0),
     dispatchSweepMs: int(env, 'DISPATCH_SWEEP_MS', 1000, 50, 60_000),
     dispatchReconcileMs: int(env, 'DISPATCH_RECONCILE_MS', 5000, 100, 600_000),
+    scheduleMisfireGraceSeconds: int(env, 'SCHEDULE_MISFIRE_GRACE_SECONDS', 60, 1, 86_400),
+    logRetentionDays: num(env, 'LOG_RETENTION_DAYS', 30, 0, 36_500),
+    eventRetentionDays: num(env, 'EVENT_RETENTION_DAYS', 7, 0, 3650),
+    webhookAllowInsecure: bool(env, 'WEBHOOK_ALLOW_INSECURE'),
+    webhookAllowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'),
+    webhookRetryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 10_000, 10, 3_600_000),
+    webhookGiveUpSeconds: int(env, 'WEBHOOK_GIVE_UP_SECONDS', 86_400, 1, 30 * 86_400),
+    webhookPollMs: int(env, 'WEBHOOK_POLL_MS', 1000, 10, 60_000),
+    metricsPort: env.METRICS_PORT ? int(env, 'METRICS_PORT', 0, 0, 65535) : undefined,
+    metricsToken: env.METRICS_TOKEN || undefined,
+    metricsStateTtlMs: int(env, 'METRICS_STATE_TTL_MS', 5000, 0, 600_000),
+    metricsMaxQueues: int(env, 'METRICS_MAX_QUEUES', 200, 1, 10_000),
   };
 }

@@ -19,10 +19,14 @@ import {
   updateProcess, updateQueue, listMachineNames, readAssetWithKey,
 } from './catalog';
 import { setQueuePaused } from './catalog/queues';
+import { createTrigger, deactivateTrigger, getTrigger, listTriggers, updateTrigger } from './catalog/triggers';
 import { writeCatalogEntity } from './catalog/write';
 import { listAuditLog } from './audit/read';
 import { purgeQueueStatBuckets, readQueueStats } from './catalog/queue-stats';
+import { createSchedule, deactivateSchedule, getSchedule, listSchedules, previewSchedule, updateSchedule } from './schedules/catalog';
+import { fireDueSchedules } from './schedules/fire';
 import { getJob, listJobs, stopJob, triggerJobByApi, triggerJobByWebhook } from './jobs/service';
+import { answerJobInput, askJobInput, readJobInput } from './jobs/input';
 import { addItem, addItemToQueueNamed, addItemsBulk, getActiveQueueByName, listItems } from './queue-items/service';
 import { releaseQueueItems, releaseUnknownClaims, settleAndClaimItems, applyItemRetryPolicy } from './queue-items/transitions';
 import { redriveQueueItems, reviewQueueItem } from './dispatch/review';
@@ -37,6 +41,15 @@ import { sweepExpiredIdempotencyKeys } from './idempotency/repo';
 import { createOutboxRelay, drainOutbox } from './outbox/relay';
 import type { DispatchPort } from './dispatch/port';
 import type { DbOutage } from './db/outage';
+import { appendJobLogs } from './jobs/logs';
+import { archiveJobLogs, pgLogArchive, readJobLogs, type LogArchive } from './jobs/log-archive';
+import {
+  createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, redeliver, rotateWebhookSecret, sendTestEvent, updateWebhook,
+  type WebhookSettings,
+} from './webhooks/subscriptions';
+import { purgeOldEvents, readEventFeed } from './webhooks/feed';
+import type { EventFeedQuery } from './webhooks/schemas';
+import { createWebhookDeliverer, type DelivererOptions } from './webhooks/deliver';
 
 /**
  * The engine (docs/architecture.md, "Where to add things"): the domain's commands, grouped, bound
@@ -45,9 +58,15 @@ import type { DbOutage } from './db/outage';
  */
 export interface EngineDeps {
   sql: Sql;
+  /** Postgres itself, for the outbox relay's LISTEN when `sql` is a transaction pooler (db/pooler.ts); default `sql` */
+  directSql?: Sql;
   logger: Logger;
   /** told after an API key changes, so every API process drops it from its cache */
   apiKeyChanges?: ApiKeyChangeListener;
+  /** where finished jobs' logs are archived (default: the Postgres table, jobs/log-archive.ts) */
+  logArchive?: LogArchive;
+  /** webhook secrets' key and target policy (docs/decisions/events.md); without it webhook writes refuse */
+  webhooks?: WebhookSettings;
 }
 
 /** `f(sql, …rest)` → `(…rest)`: a command bound to the engine's pool. */
@@ -69,6 +88,11 @@ export function createEngine(deps: EngineDeps) {
   const { sql } = deps;
   const services = { sql, logger: deps.logger };
   const keyChanges = deps.apiKeyChanges ?? NO_KEY_LISTENER;
+  const logArchive = deps.logArchive ?? pgLogArchive;
+  const hooks = (): WebhookSettings => {
+    if (!deps.webhooks) throw new Error('createEngine: webhooks settings are missing');
+    return deps.webhooks;
+  };
   return {
     sql,
     /** Who is calling: API keys and access tokens by their hash, sessions, sign-in. */
@@ -92,13 +116,17 @@ export function createEngine(deps: EngineDeps) {
         writeCatalogEntity(sql, actor, tenantId, change, work),
       processes: bind(sql, { create: createProcess, list: listProcesses, get: getProcess, update: updateProcess, deactivate: deactivateProcess }),
       queues: bind(sql, { create: createQueue, list: listQueues, get: getQueue, update: updateQueue, deactivate: deactivateQueue, itemCounts: loadQueueItemCounts, stats: readQueueStats, setPaused: setQueuePaused }),
+      triggers: bind(sql, { create: createTrigger, list: listTriggers, get: getTrigger, update: updateTrigger, deactivate: deactivateTrigger }),
       machines: bind(sql, { create: createMachine, list: listMachines, get: getMachine, update: updateMachine, deactivate: deactivateMachine, rotateKey: rotateMachineKey, names: listMachineNames }),
       folders: bind(sql, { create: createFolder, list: listFolders, get: getFolder, update: updateFolder, deactivate: deactivateFolder }),
+      schedules: bind(sql, { create: createSchedule, list: listSchedules, get: getSchedule, update: updateSchedule, deactivate: deactivateSchedule, preview: previewSchedule }),
       assets: bind(sql, { create: createAsset, list: listAssets, get: getAsset, update: updateAsset, deactivate: deactivateAsset, readValue: readAssetValue, readWithKey: readAssetWithKey }),
     },
     jobs: {
-      ...bind(services, { triggerByApi: triggerJobByApi, triggerByWebhook: triggerJobByWebhook, stop: stopJob }),
+      ...bind(services, { triggerByApi: triggerJobByApi, triggerByWebhook: triggerJobByWebhook, stop: stopJob, answerInput: answerJobInput }),
       ...bind(sql, { get: getJob, list: listJobs }),
+      /** a job's whole log, inline or archived */
+      logs: (tenantId: string, jobId: string) => readJobLogs(sql, logArchive, tenantId, jobId),
     },
     items: {
       ...bind(services, { add: addItem, addToQueueNamed: addItemToQueueNamed, addBulk: addItemsBulk }),
@@ -111,20 +139,39 @@ export function createEngine(deps: EngineDeps) {
     machines: bind(sql, {
       findByKey: findMachineByKey, heartbeat: recordHeartbeat, goodbye: recordGoodbye, giveUpJobs: giveUpMachineJobs,
       startJob, renewLeases: renewJobLeases, reportProgress: reportJobProgress, finishJob, findRunEndedAs, pendingStops,
+      askInput: askJobInput, readInput: readJobInput, appendLogs: appendJobLogs,
       settleAndClaim: settleAndClaimItems, releaseItems: releaseQueueItems, releaseUnknownClaims, hasWaitingJobs: machineHasWaitingJobs,
     }),
     /** The dispatcher's periodic work and what nudges start. */
-    sweeps: bind(sql, {
-      timeOutJobs, offlineMachines: sweepOfflineMachines, failOrphans, retryItems: applyItemRetryPolicy, slaBreaches: markSlaBreaches,
-      expiredIdempotencyKeys: sweepExpiredIdempotencyKeys, oldQueueStatBuckets: purgeQueueStatBuckets, startConsumers: startQueueConsumers, queuesNeedingConsumers,
-      reconcile: reconcilePendingJobs,
-    }),
+    sweeps: {
+      ...bind(sql, {
+        timeOutJobs, offlineMachines: sweepOfflineMachines, failOrphans, retryItems: applyItemRetryPolicy, slaBreaches: markSlaBreaches,
+        expiredIdempotencyKeys: sweepExpiredIdempotencyKeys, oldQueueStatBuckets: purgeQueueStatBuckets, startConsumers: startQueueConsumers, queuesNeedingConsumers,
+        reconcile: reconcilePendingJobs, fireSchedules: fireDueSchedules,
+      }),
+      /** finished jobs' logs past the retention, into the archive */
+      archiveLogs: (retentionDays: number) => archiveJobLogs(sql, logArchive, retentionDays),
+      /** events (and finished webhook deliveries) past the retention */
+      oldEvents: (retentionDays: number) => purgeOldEvents(sql, retentionDays),
+    },
+    /** The event feed and webhook subscriptions of a tenant, and their delivery (docs/decisions/events.md). */
+    events: {
+      feed: (tenantId: string, query: EventFeedQuery) => readEventFeed(sql, tenantId, query),
+      webhooks: {
+        create: (actor: AuditActor, tenantId: string, body: unknown) => createWebhook(sql, hooks(), actor, tenantId, body),
+        update: (actor: AuditActor, tenantId: string, id: string, body: unknown) => updateWebhook(sql, hooks(), actor, tenantId, id, body),
+        rotateSecret: (actor: AuditActor, tenantId: string, id: string) => rotateWebhookSecret(sql, hooks(), actor, tenantId, id),
+        ...bind(sql, { list: listWebhooks, get: getWebhook, delete: deleteWebhook, deliveries: listDeliveries, redeliver, test: sendTestEvent }),
+      },
+      deliverer: (opts: Omit<DelivererOptions, 'sql' | 'logger' | 'settings'> = {}) =>
+        createWebhookDeliverer({ sql, logger: deps.logger, settings: hooks(), ...opts }),
+    },
     idempotency: bind(sql, { run: runIdempotent }),
     /** Readiness: Postgres answers. */
     ping: () => pingDatabase(sql),
     /** Effects recorded by the commands, published through a DispatchPort. */
     outbox: {
-      relay: (port: DispatchPort, outage?: DbOutage) => createOutboxRelay({ sql, port, logger: deps.logger, outage }),
+      relay: (port: DispatchPort, outage?: DbOutage) => createOutboxRelay({ sql, listenSql: deps.directSql, port, logger: deps.logger, outage }),
       drain: (port: DispatchPort) => drainOutbox(sql, port),
     },
   };

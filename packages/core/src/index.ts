@@ -13,7 +13,7 @@ export {
   UnauthorizedError, ValidationError, isAppError,
 } from './errors';
 export type { ErrorCode, FieldIssue } from './errors';
-export { ConfigError, parseConfig, parseEncryptionKey } from './config';
+export { ConfigError, parseConfig, parseEncryptionKey, parseRedisTarget } from './config';
 export type { Config } from './config';
 export { createLogger } from './logger';
 export type { Logger } from './logger';
@@ -24,9 +24,11 @@ export type { Environment, PlanFeature, Scope } from './scopes';
 export { DEFAULT_RATE_LIMIT, RATE_LIMIT_WINDOW_SECONDS, rateLimitFor } from './rate-limits';
 
 // Postgres and Redis.
-export { createRedis, redisKeys } from './redis';
-export type { Redis, RedisKeys } from './redis';
+export { Cluster, allNodes, createRedis, duplicateRedis, existsMany, isCluster, isRedisClient, primaries, redisKeys } from './redis';
+export type { CreateRedisOptions, Redis, RedisClient, RedisKeys, RedisTarget } from './redis';
 export { createSql } from './db/sql';
+export { DEFAULT_DATABASE_URL, DatabaseSettingsError, POOLER_MODES, createDirectSql, createPooledSql, databaseSettings, parseDatabaseSettings } from './db/pooler';
+export type { DatabaseSettings, PoolerMode } from './db/pooler';
 export type { Queryable, Sql, Tx } from './db/sql';
 export { loadMigrations, migrate } from './db/migrate';
 export { Batcher } from './db/batcher';
@@ -62,9 +64,10 @@ export {
   DISPATCH_QUEUE, DISPATCH_SCHEDULERS, IDEMPOTENCY_PURGE_EVERY_MS, machineQueueName, queueDisplayName,
 } from './dispatch/catalog';
 export type { DispatchJobName, DispatchPayloads, MachineJobPayload } from './dispatch/catalog';
-export { decodeAbort } from './dispatch/stops';
-export type { JobAbortMessage } from './dispatch/stops';
+export { decodeAbort, decodeInputAnswered } from './dispatch/stops';
+export type { JobAbortMessage, JobInputMessage } from './dispatch/stops';
 export { createBullDispatch } from './dispatch/bull-dispatch';
+export { epochKeys, keySlot, renewEpoch } from './dispatch/epoch';
 export type { BullDispatch } from './dispatch/bull-dispatch';
 export { findRunEndedAs, finishJob, renewJobLeases, reportJobProgress, startJob } from './dispatch/job-run';
 export type { FinishResult, JobEnd, StartedJob } from './dispatch/job-run';
@@ -93,7 +96,7 @@ export type { ApiKeyRow } from './api-keys/repo';
 export {
   ApiKeyIdParams, ApiKeyListQuery, ApiKeyResponse, ApiKeyWithSecretResponse, AvailableScopeResponse, CreateApiKeyBody,
 } from './api-keys/schemas';
-export { acknowledgeApiKeyInvalidation, decodeApiKeyInvalidation, publishApiKeyInvalidation } from './api-keys/invalidation';
+export { acknowledgeApiKeyInvalidation, decodeApiKeyInvalidation, publishApiKeyInvalidation, redisApiKeyPublisher } from './api-keys/invalidation';
 export type { ApiKeyChangeListener, ApiKeyInvalidation } from './api-keys/invalidation';
 export { availableScopes, createApiKey } from './api-keys/service';
 export type { ApiKeyActor } from './api-keys/service';
@@ -130,7 +133,17 @@ export {
   JobIdParams, JobListQuery, JobResponse, StopJobResponse, TriggerJobBody, WebhookTriggerBody, WebhookTriggerParams,
 } from './jobs/schemas';
 export { toJobResponse, toStopJobResponse } from './jobs/serialize';
+export {
+  LOG_APPEND_MAX_BYTES, LOG_INLINE_MAX_BYTES, LOG_TOTAL_MAX_BYTES, LOG_TRUNCATED_MARKER, appendJobLogs, inlineLogs,
+} from './jobs/logs';
+export type { LogAppend } from './jobs/logs';
+export { JobLogsResponse, archiveJobLogs, pgLogArchive, readJobLogs } from './jobs/log-archive';
+export type { LogArchive } from './jobs/log-archive';
 export { stopJob, triggerJobByApi, triggerJobByWebhook } from './jobs/service';
+export {
+  JobInputBody, MAX_INPUT_CHOICES, MAX_INPUT_PROMPT_LENGTH, answerJobInput, askJobInput, checkInputRequest, checkInputValue, readJobInput,
+} from './jobs/input';
+export type { AskResult, InputOptions, InputRequest, InputState } from './jobs/input';
 export type { OnJobCreated } from './jobs/service';
 export {
   ASSET_TYPES, AssetCreate, AssetResponse, AssetUpdate, CatalogListQuery, CatalogName, FolderCreate, FolderResponse,
@@ -138,7 +151,7 @@ export {
   MachineWithKeyResponse, ProcessCreate, ProcessListQuery, ProcessResponse, ProcessUpdate, QueueCreate, QueueResponse,
   QueueUpdate,
 } from './catalog/schemas';
-export type { AssetType, MachineStatus } from './catalog/schemas';
+export type { AssetType, MachineKind, MachineStatus } from './catalog/schemas';
 export {
   createFolder, deactivateFolder, findFolderByName, getFolder, listFolders, toFolderResponse, updateFolder,
 } from './catalog/folders';
@@ -154,6 +167,11 @@ export {
 } from './catalog/queues';
 export type { QueueRow } from './catalog/queues';
 export {
+  MAX_MIN_ITEMS_TO_START, TriggerCreate, TriggerListQuery, TriggerResponse, TriggerUpdate, createTrigger, deactivateTrigger, findTrigger,
+  getTrigger, listTriggers, toTriggerResponse, updateTrigger,
+} from './catalog/triggers';
+export type { TriggerRow } from './catalog/triggers';
+export {
   createAsset, deactivateAsset, findAssetByName, getAsset, listAssets, readAssetValue, readStoredCredentials, toAssetResponse,
   updateAsset,
 } from './catalog/assets';
@@ -162,6 +180,17 @@ export { readAssetWithKey } from './catalog/asset-read';
 export type { AssetReader } from './catalog/asset-read';
 export { writeCatalogEntity } from './catalog/write';
 export type { CatalogEffect } from './catalog/write';
+export {
+  MISSED_RUNS, ScheduleCreate, ScheduleListQuery, SchedulePreviewQuery, SchedulePreviewResponse, ScheduleResponse, ScheduleUpdate,
+} from './schedules/schemas';
+export type { MissedRuns } from './schedules/schemas';
+export {
+  createSchedule, deactivateSchedule, findScheduleByName, getSchedule, listSchedules, previewSchedule, toScheduleResponse, updateSchedule,
+} from './schedules/catalog';
+export type { ScheduleRow } from './schedules/catalog';
+export { assertValidCron, isValidTimeZone, nextTick, nextTicks, ticksBetween } from './schedules/cron';
+export { fireDueSchedules } from './schedules/fire';
+export type { FireOptions, FireResult, RefusalReason } from './schedules/fire';
 export {
   AddQueueItemBody, AddQueueItemsBulkBody, BulkAddedResponse, QueueItemListQuery, QueueItemResponse, QueueNameParams,
 } from './queue-items/schemas';
@@ -174,3 +203,30 @@ export {
   failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, releaseQueueItems, releaseUnknownClaims, settleAndClaimItems,
 } from './queue-items/transitions';
 export type { ClaimedItem, ItemOutcome, SettleAndClaimResult } from './queue-items/transitions';
+
+// Events out: the feed and signed webhooks (docs/decisions/events.md).
+export {
+  DeliveryListQuery, DeliveryParams, DeliveryResponse, EVENT_TYPES, EventFeedQuery, EventResponse, EventStreamQuery, TEST_EVENT_TYPE,
+  WebhookCreate, WebhookListQuery, WebhookResponse, WebhookUpdate, WebhookWithSecretResponse,
+} from './webhooks/schemas';
+export type { EventType } from './webhooks/schemas';
+export { decodeEventCursor, parseEventTypes, purgeOldEvents, readEventFeed, readEventsAfter } from './webhooks/feed';
+export type { EventRow, FeedPage, FeedPosition } from './webhooks/feed';
+export { SIGNATURE_TOLERANCE_SECONDS, signWebhook, verifyWebhookSignature } from './webhooks/sign';
+export { checkWebhookUrl, isRefusedAddress } from './webhooks/target';
+export type { TargetPolicy } from './webhooks/target';
+export { createWebhookDeliverer, postWebhook, retryDelayMs } from './webhooks/deliver';
+export type { DelivererOptions, WebhookDeliverer } from './webhooks/deliver';
+export { webhookSettingsOf } from './webhooks/subscriptions';
+export type { WebhookSettings } from './webhooks/subscriptions';
+// Observability: Prometheus metrics (docs/decisions/observability.md).
+export {
+  metricsRegistry, renderMetrics, observeHttpRequest, rateLimitRejections, apiKeyCacheLookups, UNMATCHED_ROUTE,
+  registerPlatformGauges, OTHER_LABEL, startMetricsServer, metricsAuthorized, dispatcherPassSeconds,
+} from './metrics';
+export type { MetricsServer, PlatformGaugeOptions } from './metrics';
+// Traces: OpenTelemetry, off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/decisions/observability.md).
+export {
+  startTracing, stopTracing, tracingEnabled, withSpan, withTraceCarrier, currentTraceCarrier, describeActiveSpan, activeTraceIds, SpanKind,
+} from './tracing';
+export type { TraceCarrier } from './tracing';

@@ -1,6 +1,7 @@
 import { writeSync } from 'node:fs';
 import winston from 'winston';
 import Transport from 'winston-transport';
+import { activeTraceIds, tracingEnabled } from './tracing';
 
 export type Logger = winston.Logger;
 
@@ -85,13 +86,22 @@ const fastJson = winston.format((info) => {
   }
 });
 
+/** With tracing on: the active span's `trace_id` and `span_id` on every line logged inside one. */
+const traceFields = winston.format((info) => {
+  const ids = activeTraceIds();
+  if (ids) Object.assign(info, ids);
+  return info;
+});
+
 /** Structured JSON logs; children carry `request_id`, `service`, … on every line. */
 export function createLogger(options: { level?: string; service: string; silent?: boolean }): Logger {
   return winston.createLogger({
     level: options.level ?? 'info',
     silent: options.silent ?? false,
     defaultMeta: { service: options.service },
-    format: winston.format.combine(winston.format.timestamp(), winston.format.errors({ stack: true }), fastJson()),
+    format: tracingEnabled()
+      ? winston.format.combine(winston.format.timestamp(), winston.format.errors({ stack: true }), traceFields(), fastJson())
+      : winston.format.combine(winston.format.timestamp(), winston.format.errors({ stack: true }), fastJson()),
     transports: [new BufferedStdoutTransport()],
   });
 }

@@ -1,6 +1,6 @@
 import {
-  CLI_ACTOR, ConflictError, createFolder, createMachine, createProcess, createQueue, drainOutbox, rotateMachineKey,
-  updateQueue, writeCatalogEntity, noopDispatch, type AuditActor, type CatalogEffect, type DispatchPort, type Tx,
+  CLI_ACTOR, ConflictError, createFolder, createMachine, createProcess, createQueue, createTrigger, deactivateTrigger, drainOutbox,
+  rotateMachineKey, setQueuePaused, updateQueue, updateTrigger, writeCatalogEntity, noopDispatch, type AuditActor, type CatalogEffect, type DispatchPort, type Tx,
 } from '@svc/core';
 import { databaseSuite, seedTenant } from '@svc/testing';
 
@@ -90,5 +90,27 @@ describe('writeCatalogEntity', () => {
       ['update_queue', { fields: ['consumer_process_id'] }],
       ['update_queue', { fields: ['is_active'] }],
     ]);
+  });
+
+  it('nudges the queue of a created or changed active trigger, and a queue fed only by such a trigger when it resumes', async () => {
+    const tenant = await seedTenant(db.sql);
+    const proc = await createProcess(db.sql, tenant.id, { name: 'worker' });
+    const queue = await createQueue(db.sql, tenant.id, { name: 'fed-by-trigger' });
+    const ready: CatalogEffect[] = [{ kind: 'queue-ready', queue_id: queue.id, tenant_id: tenant.id }];
+    const made = await writeCatalogEntity(db.sql, API_ACTOR, tenant.id, { change: 'create', resource: 'trigger', name: `queue:${queue.id}` },
+      (tx) => createTrigger(tx, tenant.id, { type: 'queue', queue_id: queue.id, process_id: proc.id }));
+    expect(made.effects).toEqual(ready);
+    const changed = await writeCatalogEntity(db.sql, API_ACTOR, tenant.id, { change: 'update', resource: 'trigger', fields: ['min_items_to_start'] },
+      (tx) => updateTrigger(tx, tenant.id, made.row.id, { min_items_to_start: 3 }));
+    expect(changed.effects).toEqual(ready);
+    const resumed = await writeCatalogEntity(db.sql, API_ACTOR, tenant.id, { change: 'resume', resource: 'queue' },
+      (tx) => setQueuePaused(tx, tenant.id, queue.id, false));
+    expect(resumed.effects).toEqual(ready);
+    const off = await writeCatalogEntity(db.sql, API_ACTOR, tenant.id, { change: 'deactivate', resource: 'trigger' },
+      (tx) => deactivateTrigger(tx, tenant.id, made.row.id));
+    expect(off.effects).toEqual([]);
+    const idle = await writeCatalogEntity(db.sql, API_ACTOR, tenant.id, { change: 'resume', resource: 'queue' },
+      (tx) => setQueuePaused(tx, tenant.id, queue.id, false));
+    expect(idle.effects).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import {
-  addItem, addItemsBulk, applyItemRetryPolicy, createApiKey, createBullDispatch, deactivateApiKey, deactivateUserRow,
+  addItem, addItemsBulk, appendJobLogs, applyItemRetryPolicy, archiveJobLogs, pgLogArchive, readJobLogs, createApiKey, createBullDispatch, deactivateApiKey, deactivateUserRow,
   failItemsOfJobs, failOrphanedItems, findAccessTokenByHash, findApiKey, findApiKeyByHash, findIdempotencyKey,
   findJobWithNames, findMachineByKey, findRunEndedAs, findUserByEmail, finishJob, getActiveQueueByName, getSession, getTenantQueue,
   giveUpMachineJobs, listApiKeyRows, listItems, listMachines, listProcesses, listQueues, loadQueueItemCounts,
@@ -144,13 +144,18 @@ async function loadDataSet(sql: Sql): Promise<Fixture> {
   try {
     // Foreign-key checks cost more than the rows themselves; skip them while loading when the
     // role may (the rows are consistent by construction). The item counters' trigger is skipped
-    // with them, so the counters are then filled in once.
+    // with them, so the counters are then filled in once; so are the queues' default triggers
+    // (migration 0011), which their consumer jobs carry.
     const fast = await conn.unsafe('set session_replication_role = replica').then(() => true, () => false);
     await conn.unsafe(SEED);
     if (fast) {
       await conn.unsafe(`reset session_replication_role;
-        insert into queue_item_counts (queue_id, status, shard, n) select queue_id, status, 0, count(*) from queue_items group by 1, 2`);
+        insert into queue_item_counts (queue_id, status, shard, n) select queue_id, status, 0, count(*) from queue_items group by 1, 2;
+        insert into triggers (tenant_id, queue_id, process_id, max_concurrent_jobs, is_queue_default)
+          select tenant_id, id, consumer_process_id, max_consumers, true from queues where consumer_process_id is not null`);
     }
+    await conn.unsafe(`update jobs j set trigger_id = t.id from triggers t
+      where t.is_queue_default and t.queue_id = j.queue_id and j.source = 'queue' and j.trigger_id is null`);
     // the scenarios below need: a running consumer job holding items, and a chain + retry process
     const [t1] = await conn<Array<{ id: string }>>`select id from tenants where name = 'idx-tenant-001'`;
     const running = await conn<Array<{ id: string; machine_id: string }>>`
@@ -160,7 +165,8 @@ async function loadDataSet(sql: Sql): Promise<Fixture> {
     const [queue] = await conn<Array<{ id: string; tenant_id: string; name: string }>>`
       select id, tenant_id, name from queues where tenant_id = ${t1!.id} and name = 'queue-1'`;
     const consumer = running[2]!;
-    await conn`update jobs set source = 'queue', queue_id = ${queue!.id} where id = ${consumer.id}`;
+    await conn`update jobs set source = 'queue', queue_id = ${queue!.id},
+                 trigger_id = (select id from triggers where queue_id = ${queue!.id} and is_queue_default) where id = ${consumer.id}`;
     // process-2 retries automatically and chains to process-3
     await conn`
       update jobs set process_id = (select id from processes where tenant_id = ${t1!.id} and name = 'process-2')
@@ -441,6 +447,7 @@ const API_PROBES: Probe[] = [
       }),
   },
   { name: 'GET /jobs/{job_id} (findJobWithNames)', indexes: ['jobs_pkey'], tx: (q, f) => findJobWithNames(q, f.tenant, f.pendingJobs[0]!) },
+  { name: 'GET /settings/jobs/{job_id}/logs (readJobLogs)', indexes: ['jobs_pkey'], sql: (s, f) => readJobLogs(s, pgLogArchive, f.tenant, f.pendingJobs[0]!) },
   {
     name: 'POST /jobs/{job_id}/stop of a pending job (stopJob)',
     indexes: ['jobs_pkey'],
@@ -596,7 +603,17 @@ const ENGINE_PROBES: Probe[] = [
   {
     name: 'job progress (reportJobProgress)',
     indexes: ['jobs_pkey'],
-    tx: (q, f) => reportJobProgress(q, f.runningJobs[3]!.id, 1, { progress_percent: 50, logs: 'half', resource_metrics: { cpu: 1 } }),
+    tx: (q, f) => reportJobProgress(q, f.runningJobs[3]!.id, 1, { progress_percent: 50, logs_append: { text: 'half\n', seq: 1 }, resource_metrics: { cpu: 1 } }),
+  },
+  {
+    name: 'job log append (appendJobLogs)',
+    indexes: ['jobs_pkey'],
+    tx: (q, f) => appendJobLogs(q, f.runningJobs[3]!.id, 1, { text: 'line\n', seq: 7 }),
+  },
+  {
+    name: 'finished jobs\' logs into the archive, the dispatcher\'s sweep (archiveJobLogs)',
+    indexes: ['jobs_logs_to_archive_idx'],
+    sql: (s) => archiveJobLogs(s, pgLogArchive, 30),
   },
   {
     name: 'job completed with a chained process (finishJob)',
@@ -651,12 +668,12 @@ const ENGINE_PROBES: Probe[] = [
   { name: 'item retry policy of every queue (applyItemRetryPolicy)', indexes: ['queue_items_failed_idx'], tx: (q) => applyItemRetryPolicy(q, null) },
   {
     name: 'consumer start decision (startQueueConsumers)',
-    indexes: ['jobs_queue_consumers_idx', 'queue_items_ready_idx', 'jobs_active_machine_idx'],
+    indexes: ['jobs_trigger_active_idx', 'queue_items_ready_idx', 'jobs_active_machine_idx'],
     sql: (s, f) => startQueueConsumers(s, f.idleQueue),
   },
   {
     name: 'queues needing consumers (queuesNeedingConsumers)',
-    indexes: ['jobs_queue_consumers_idx', 'queue_items_ready_idx'],
+    indexes: ['jobs_trigger_active_idx', 'queue_items_ready_idx'],
     sql: async (s, f) => {
       await queuesNeedingConsumers(s);
       await queuesNeedingConsumers(s, f.tenant);

@@ -24,7 +24,8 @@ describe('job transitions', () => {
     for (const from of JOB_STATUSES) for (const to of JOB_STATUSES) if (canTransition(from, to)) legal.push([from, to]);
     expect(legal).toEqual([
       ['pending', 'running'], ['pending', 'failed'], ['pending', 'stopped'],
-      ['running', 'completed'], ['running', 'failed'], ['running', 'stopped'], ['running', 'timed_out'],
+      ['running', 'waiting_input'], ['running', 'completed'], ['running', 'failed'], ['running', 'stopped'], ['running', 'timed_out'],
+      ['waiting_input', 'running'], ['waiting_input', 'failed'], ['waiting_input', 'stopped'],
     ]);
     for (const final of ['completed', 'failed', 'stopped', 'timed_out'] as const) expect(JOB_TRANSITIONS[final]).toEqual([]);
   });

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { createSql, isConnectionError, type Sql } from '@svc/core';
 import { createTestContext, type TestContext } from '@svc/testing';
 
@@ -59,6 +60,74 @@ describe('transactions through createSql', () => {
     });
     const tags = (await ctx.sql`select tag from tx_probe where tag not like 'r%' order by id`).map((r) => r.tag);
     expect(tags).toEqual(['kept', 'inner-kept']);
+  });
+
+  it('transactions waiting for a connection survive a refused connection attempt', async () => {
+    // a server starting up refuses connections (FATAL 57P03); postgres.js 3.4.9 then rejected
+    // the waiting reservation yet kept it queued (the next connection ready was handed to it
+    // and lost), and a reconnecting connection dropped the reservation it reconnected for (it
+    // never settled): see createSql, withSettledReserves
+    const target = new URL(ctx.databaseUrl);
+    let accepted = 0;
+    const proxy = net.createServer((client) => {
+      const n = accepted++;
+      client.on('error', () => undefined);
+      if (n === 1) {
+        const fields = Buffer.from('SFATAL\0VFATAL\0C57P03\0Mthe database system is starting up\0\0');
+        const message = Buffer.concat([Buffer.from('E'), Buffer.alloc(4), fields]);
+        message.writeUInt32BE(4 + fields.length, 1);
+        client.once('data', () => client.end(message));
+        return;
+      }
+      // the first attempt answers late, after the second was refused
+      setTimeout(() => {
+        const server = net.connect(Number(target.port || 5432), target.hostname);
+        server.on('error', () => client.destroy());
+        client.on('close', () => server.destroy());
+        server.on('close', () => client.destroy());
+        client.pipe(server).pipe(client);
+      }, n === 0 ? 300 : 0);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const url = new URL(ctx.databaseUrl);
+    url.host = `127.0.0.1:${(proxy.address() as net.AddressInfo).port}`;
+    const sql = createSql(url.toString(), { max: 2 });
+    /** two transactions holding both connections at once, each answering within 5 s */
+    const both = async () => {
+      let inside = 0;
+      let allIn!: () => void;
+      const barrier = new Promise<void>((r) => (allIn = r));
+      // a refused attempt may fail a transaction with a connection error (callers try again),
+      // but none may hang
+      const tx = async (): Promise<void> => {
+        try {
+          await sql.begin(async (t) => {
+            await t`select 1`;
+            if (++inside === 2) allIn();
+            await barrier;
+          });
+        } catch (err) {
+          if (!isConnectionError(err)) throw err;
+          return tx();
+        }
+      };
+      let timer: NodeJS.Timeout | undefined;
+      const hung = new Promise<string>((r) => (timer = setTimeout(() => r('hung'), 5000)));
+      try {
+        return await Promise.race([Promise.all([tx(), tx()]).then(() => 'ok', (e: unknown) => String(e)), hung]);
+      } finally {
+        clearTimeout(timer);
+        allIn();
+      }
+    };
+    try {
+      expect(await both()).toBe('ok');
+      expect(await both()).toBe('ok');
+      expect(accepted).toBeGreaterThanOrEqual(3);
+    } finally {
+      await sql.end({ timeout: 1 });
+      proxy.close();
+    }
   });
 
   describe('when the server ends the session of a transaction (a restart, a failover)', () => {

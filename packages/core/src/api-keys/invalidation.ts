@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from '../redis';
+import { allNodes, isCluster, type RedisClient } from '../redis';
 
 /**
  * Pub/sub message telling every API process to drop what it cached about a key: all entries of
@@ -44,15 +44,20 @@ export const INVALIDATION_ACK_TIMEOUT_MS = 1000;
  * list after dropping its entries. So when a rotation or revocation answers, no API replica can
  * still serve the old key from its cache (a replica that does not answer within the timeout is
  * logged by the caller). Returns how many received and how many acknowledged.
+ *
+ * On a Redis Cluster a PUBLISH reaches the subscribers of every node (over the cluster bus) but
+ * answers only its own node's count, so the receivers are counted first with PUBSUB NUMSUB on
+ * every node (one that subscribes in between receives the message too and acknowledges it).
  */
 export async function publishApiKeyInvalidation(
-  redis: Redis,
+  redis: RedisClient,
   channel: string,
   message: ApiKeyInvalidation,
   timeoutMs = INVALIDATION_ACK_TIMEOUT_MS,
 ): Promise<{ receivers: number; acked: number }> {
   const ack = `${channel}:ack:${randomUUID()}`;
-  const receivers = await redis.publish(channel, encodeApiKeyInvalidation({ ...message, ack }));
+  const subscribed = isCluster(redis) ? await clusterSubscribers(redis, channel) : 0;
+  const receivers = Math.max(subscribed, await redis.publish(channel, encodeApiKeyInvalidation({ ...message, ack })));
   let acked = 0;
   const until = Date.now() + timeoutMs;
   while (receivers > 0) {
@@ -64,14 +69,21 @@ export async function publishApiKeyInvalidation(
   return { receivers, acked };
 }
 
+async function clusterSubscribers(redis: RedisClient, channel: string): Promise<number> {
+  const counts = await Promise.all(
+    allNodes(redis).map((node) => node.pubsub('NUMSUB', channel).then((r) => Number((r as [string, number])[1] ?? 0), () => 0)),
+  );
+  return counts.reduce((a, b) => a + b, 0);
+}
+
 /** The receiving side: tell the publisher this process has applied the message. */
-export async function acknowledgeApiKeyInvalidation(redis: Redis, message: ApiKeyInvalidation): Promise<void> {
+export async function acknowledgeApiKeyInvalidation(redis: RedisClient, message: ApiKeyInvalidation): Promise<void> {
   if (!message.ack) return;
   await redis.multi().rpush(message.ack, '1').expire(message.ack, 30).exec();
 }
 
 /** A listener that only publishes, for processes without a key cache of their own (CLI, scripts). */
-export function redisApiKeyPublisher(redis: Redis, channel: string): ApiKeyChangeListener {
+export function redisApiKeyPublisher(redis: RedisClient, channel: string): ApiKeyChangeListener {
   return {
     async invalidate(message) {
       await publishApiKeyInvalidation(redis, channel, message);

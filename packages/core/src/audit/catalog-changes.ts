@@ -13,7 +13,7 @@ import { recordAudit, type AuditEntry } from './audit';
  * value: `{name}` on create, `{fields}` (field names) on update, nothing on deactivate or key
  * rotation. Asset values may be secrets, so the shape leaves no room for one.
  */
-export type CatalogResource = 'folder' | 'process' | 'machine' | 'queue' | 'asset';
+export type CatalogResource = 'folder' | 'process' | 'machine' | 'queue' | 'asset' | 'schedule' | 'trigger';
 
 export type CatalogChange =
   | { change: 'create'; resource: CatalogResource; name: string }

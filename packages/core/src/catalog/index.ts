@@ -3,6 +3,7 @@ export * from './folders';
 export * from './processes';
 export * from './machines';
 export * from './queues';
+export * from './triggers';
 export * from './assets';
 export * from './asset-read';
 export * from './write';

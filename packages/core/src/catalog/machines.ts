@@ -2,7 +2,7 @@ import type { Queryable } from '../db/sql';
 import { NotFoundError } from '../errors';
 import { issueSecret, MACHINE_KEY_PREFIX } from '../security/secrets';
 import { validate } from '../validation/validate';
-import { MachineCreate, MachineUpdate, type MachineListQuery, type MachineStatus } from './schemas';
+import { MachineCreate, MachineUpdate, type MachineKind, type MachineListQuery, type MachineStatus } from './schemas';
 import { iso, pageWindow, presentColumns, toPage, uniqueName, type Page } from './shared';
 
 /** A machine (robot host) of a tenant. Its agent authenticates with a machine key kept only as SHA-256. */
@@ -14,6 +14,7 @@ export interface MachineRow {
   machine_key_hash: Buffer;
   machine_key_prefix: string;
   slots: number;
+  kind: MachineKind;
   is_active: boolean;
   status: MachineStatus;
   running_jobs: number;
@@ -36,6 +37,7 @@ export function toMachineResponse(row: MachineRow) {
     description: row.description,
     status: row.status,
     slots: row.slots,
+    kind: row.kind,
     running_jobs: row.running_jobs,
     is_active: row.is_active,
     last_heartbeat_at: iso(row.last_heartbeat_at),
@@ -56,8 +58,8 @@ export async function createMachine(sql: Queryable, tenantId: string, input: unk
   const secret = issueSecret(MACHINE_KEY_PREFIX);
   const row = await uniqueName(sql, 'machine', body.name, async (q) => {
     const [r] = await q<MachineRow[]>`
-      insert into machines (tenant_id, name, description, slots, is_active, machine_key_hash, machine_key_prefix)
-      values (${tenantId}, ${body.name}, ${body.description ?? null}, ${body.slots ?? 1}, ${body.is_active ?? true},
+      insert into machines (tenant_id, name, description, slots, kind, is_active, machine_key_hash, machine_key_prefix)
+      values (${tenantId}, ${body.name}, ${body.description ?? null}, ${body.slots ?? 1}, ${body.kind ?? 'unattended'}, ${body.is_active ?? true},
               ${secret.hash}, ${secret.prefix})
       returning *`;
     return r!;
@@ -115,7 +117,7 @@ export async function listMachines(sql: Queryable, tenantId: string, query: Part
 
 export async function updateMachine(sql: Queryable, tenantId: string, id: string, patch: unknown): Promise<MachineRow> {
   const body = validate(MachineUpdate, patch);
-  const cols = presentColumns(body, ['name', 'description', 'slots', 'is_active']);
+  const cols = presentColumns(body, ['name', 'description', 'slots', 'kind', 'is_active']);
   return uniqueName(sql, 'machine', body.name, async (q) => {
     const [row] = await q<MachineRow[]>`
       update machines set ${q(cols)}, updated_at = now()

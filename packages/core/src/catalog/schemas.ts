@@ -19,7 +19,7 @@ export const Description = Nullable(Type.String({ maxLength: 2000 }));
 const strict = { additionalProperties: false } as const;
 
 /** A partial version of a create body: every field optional, no defaults, at least one field. */
-function patchOf<T extends TProperties>(props: T): TObject<{ [K in keyof T]: TOptional<T[K]> }> {
+export function patchOf<T extends TProperties>(props: T): TObject<{ [K in keyof T]: TOptional<T[K]> }> {
   const optional: TProperties = {};
   for (const [k, v] of Object.entries(props)) {
     const copy = { ...v } as Record<string, unknown>;
@@ -99,10 +99,18 @@ export type ProcessListQuery = Static<typeof ProcessListQuery>;
 export const MACHINE_STATUSES = ['online', 'offline', 'busy'] as const;
 export type MachineStatus = (typeof MACHINE_STATUSES)[number];
 export const MachineStatusSchema = Type.Union(MACHINE_STATUSES.map((s) => Type.Literal(s)));
+/** An attended machine is a person's desktop robot: never auto-selected, only named (docs/decisions/triggers.md). */
+export const MACHINE_KINDS = ['unattended', 'attended'] as const;
+export type MachineKind = (typeof MACHINE_KINDS)[number];
+export const MachineKindSchema = Type.Union(MACHINE_KINDS.map((k) => Type.Literal(k)), {
+  default: 'unattended',
+  description: '`attended`: a person\'s desktop robot, never chosen by auto-selection (a trigger or job may name it); its jobs have `is_attended: true`',
+});
 const machineProps = {
   name: CatalogName,
   description: Type.Optional(Description),
   slots: Type.Optional(Type.Integer({ minimum: 1, maximum: 64, default: 1, description: 'Jobs the machine runs at once' })),
+  kind: Type.Optional(MachineKindSchema),
   is_active: Type.Optional(Type.Boolean({ default: true })),
 };
 export const MachineCreate = Type.Object(machineProps, strict);
@@ -116,6 +124,7 @@ export const MachineResponse = Type.Object({
   description: Nullable(Type.String()),
   status: MachineStatusSchema,
   slots: Type.Integer(),
+  kind: MachineKindSchema,
   running_jobs: Type.Integer(),
   is_active: Type.Boolean(),
   last_heartbeat_at: Nullable(DateTime()),

@@ -61,18 +61,24 @@ export async function uniqueName<T>(sql: Queryable, resource: string, name: stri
 }
 
 /** Tables a catalogue record may point at; the reference must be a row of the same tenant. */
-type RefTable = 'folders' | 'processes';
+type RefTable = 'folders' | 'processes' | 'queues' | 'machines';
 
 const REF_MESSAGES: Record<RefTable, string> = {
   folders: 'La carpeta no existe en este workspace',
   processes: 'El proceso no existe en este workspace',
+  queues: 'La cola no existe en este workspace',
+  machines: 'La máquina no existe en este workspace',
 };
 
 export async function assertSameTenant(sql: Queryable, table: RefTable, tenantId: string, id: string | null | undefined, field: string): Promise<void> {
   if (id === null || id === undefined) return;
   const rows = table === 'folders'
     ? await sql`select 1 from folders where id = ${id} and tenant_id = ${tenantId}`
-    : await sql`select 1 from processes where id = ${id} and tenant_id = ${tenantId}`;
+    : table === 'processes'
+      ? await sql`select 1 from processes where id = ${id} and tenant_id = ${tenantId}`
+      : table === 'queues'
+        ? await sql`select 1 from queues where id = ${id} and tenant_id = ${tenantId}`
+        : await sql`select 1 from machines where id = ${id} and tenant_id = ${tenantId}`;
   if (rows.length === 0) throw ValidationError.single(['body', field], REF_MESSAGES[table], 'reference');
 }
 

@@ -2,6 +2,7 @@ import { recordCatalogChange, type AuditActor, type CatalogChange } from '../aud
 import type { Queryable } from '../db/sql';
 import { recordEffects, type Effect } from '../outbox/effects';
 import type { QueueRow } from './queues';
+import type { TriggerRow } from './triggers';
 import { inTransaction } from './shared';
 
 /**
@@ -11,8 +12,9 @@ import { inTransaction } from './shared';
  */
 
 /**
- * What a catalogue write causes: an active, unpaused queue with a consumer process (new, changed
- * or resumed) may start consumers for its waiting items now.
+ * What a catalogue write causes: an active, unpaused queue with an active trigger (its consumer
+ * settings, or a queue trigger; new, changed or resumed) may start consumers for its waiting
+ * items now; so may the queue of a created or changed active trigger.
  */
 export type CatalogEffect = Extract<Effect, { kind: 'queue-ready' }>;
 
@@ -21,10 +23,17 @@ export interface CatalogWrite<T> {
   effects: CatalogEffect[];
 }
 
-function effectsOf(change: CatalogChange, row: { id: string }): CatalogEffect[] {
-  if (change.resource !== 'queue' || !['create', 'update', 'resume'].includes(change.change)) return [];
-  const queue = row as unknown as Pick<QueueRow, 'id' | 'tenant_id' | 'is_active' | 'is_paused' | 'consumer_process_id'>;
-  return queue.is_active && !queue.is_paused && queue.consumer_process_id ? [{ kind: 'queue-ready', queue_id: queue.id, tenant_id: queue.tenant_id }] : [];
+async function effectsOf(tx: Queryable, change: CatalogChange, row: { id: string }): Promise<CatalogEffect[]> {
+  if (!['create', 'update', 'resume'].includes(change.change)) return [];
+  if (change.resource === 'trigger') {
+    const trigger = row as unknown as Pick<TriggerRow, 'queue_id' | 'tenant_id' | 'is_active'>;
+    return trigger.is_active ? [{ kind: 'queue-ready', queue_id: trigger.queue_id, tenant_id: trigger.tenant_id }] : [];
+  }
+  if (change.resource !== 'queue') return [];
+  const queue = row as unknown as Pick<QueueRow, 'id' | 'tenant_id' | 'is_active' | 'is_paused'>;
+  if (!queue.is_active || queue.is_paused) return [];
+  const [fed] = await tx`select 1 from triggers where queue_id = ${queue.id} and is_active limit 1`;
+  return fed ? [{ kind: 'queue-ready', queue_id: queue.id, tenant_id: queue.tenant_id }] : [];
 }
 
 /**
@@ -42,7 +51,7 @@ export async function writeCatalogEntity<T extends { id: string }>(
   return inTransaction(db, async (tx) => {
     const row = await work(tx);
     await recordCatalogChange(tx, actor, { tenantId, resourceId: row.id }, change);
-    const effects = effectsOf(change, row);
+    const effects = await effectsOf(tx, change, row);
     await recordEffects(tx, effects);
     return { row, effects };
   });

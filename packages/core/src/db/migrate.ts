@@ -28,6 +28,8 @@ export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
 /**
  * Applies pending migrations, each in its own transaction, under an advisory lock so that
  * several processes starting at once migrate exactly once. Returns the names applied.
+ * The lock is a session's: `sql` must reach Postgres itself, never a pooler in transaction mode
+ * (DATABASE_DIRECT_URL, docs/decisions/pgbouncer.md).
  */
 export async function migrate(sql: Sql, dir = MIGRATIONS_DIR): Promise<string[]> {
   const migrations = loadMigrations(dir);

@@ -1,16 +1,16 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Logger } from '../logger';
-import { createRedis, redisKeys, type Redis, type RedisKeys } from '../redis';
+import { createRedis, isRedisClient, redisKeys, type RedisClient, type RedisKeys, type RedisTarget } from '../redis';
 import type { DispatchJobRef, DispatchPort } from './port';
 import {
   DISPATCH_JOB_OPTIONS, DISPATCH_QUEUE, MACHINE_JOB_OPTIONS, bullJobId, bullPriority, machineQueueName,
   type DispatchJobName, type DispatchPayloads, type MachineJobPayload,
 } from './catalog';
-import { encodeAbort, type AbortReason } from './stops';
+import { encodeAbort, encodeInputAnswered, type AbortReason } from './stops';
 
 export interface BullDispatchOptions {
-  /** A shared connection (not closed by close()) or a URL (a connection of its own). */
-  redis: Redis | string;
+  /** A shared connection (not closed by close()), or where Redis is (a connection of its own). */
+  redis: RedisClient | RedisTarget | string;
   prefix: string;
   logger?: Logger;
   /** Machine Queue objects kept open (least recently used are closed beyond it). */
@@ -23,7 +23,7 @@ export interface BullDispatchOptions {
  */
 export interface BullDispatch extends DispatchPort {
   readonly keys: RedisKeys;
-  readonly connection: Redis;
+  readonly connection: RedisClient;
   /** The `{dispatch}` queue (sweeps and nudges). */
   readonly dispatchQueue: Queue;
   machineQueue(machineId: string): Queue;
@@ -33,8 +33,8 @@ export interface BullDispatch extends DispatchPort {
 }
 
 export function createBullDispatch(opts: BullDispatchOptions): BullDispatch {
-  const ownConnection = typeof opts.redis === 'string';
-  const connection = typeof opts.redis === 'string' ? createRedis(opts.redis) : opts.redis;
+  const ownConnection = !isRedisClient(opts.redis);
+  const connection = isRedisClient(opts.redis) ? opts.redis : createRedis(opts.redis);
   const keys = redisKeys(opts.prefix);
   const log = opts.logger;
   const maxQueues = opts.maxMachineQueues ?? 500;
@@ -85,7 +85,7 @@ export function createBullDispatch(opts: BullDispatchOptions): BullDispatch {
       [...byMachine].map(([machineId, list]) =>
         machineQueue(machineId).addBulk(
           list.map((j) => {
-            const data: MachineJobPayload = { job_id: j.id, tenant_id: j.tenant_id, machine_id: j.machine_id };
+            const data: MachineJobPayload = { job_id: j.id, tenant_id: j.tenant_id, machine_id: j.machine_id, ...(j.trace ? { trace: j.trace } : {}) };
             const delay = j.not_before ? Math.max(0, j.not_before.getTime() - now) : 0;
             return {
               name: 'run',
@@ -116,6 +116,9 @@ export function createBullDispatch(opts: BullDispatchOptions): BullDispatch {
     queueItemsFailed: (queue) => addDispatch('items-failed', { queue_id: queue.id }),
     jobStopRequested: (job) => publishAbort(job.id, job.machine_id, 'stop'),
     runEnded: (job, reason) => publishAbort(job.id, job.machine_id, reason),
+    jobInputAnswered: async (job) => {
+      await connection.publish(keys.jobInputs, encodeInputAnswered({ job_id: job.id, machine_id: job.machine_id }));
+    },
     machineOnline: (machine) => addDispatch('machine-online', { tenant_id: machine.tenant_id, machine_id: machine.id }),
     async close() {
       await Promise.allSettled([...(dispatchQueueInstance ? [dispatchQueueInstance.close()] : []), ...[...machineQueues.values()].map((q) => q.close())]);

@@ -44,6 +44,8 @@ export interface MachineJobPayload {
   job_id: string;
   tenant_id: string;
   machine_id: string;
+  /** W3C trace context of the dispatcher's span that published it (tracing on only) */
+  trace?: Record<string, string>;
 }
 
 /** Job names and payloads of the `{dispatch}` queue. */
@@ -62,11 +64,13 @@ export interface DispatchPayloads {
   reconcile: Record<string, never>;
   /** Periodic: delete Idempotency-Keys past their 24 hours (docs/decisions/idempotency.md). */
   'purge-idempotency-keys': Record<string, never>;
+  /** Periodic (every second): start the jobs of due schedules (docs/decisions/schedules.md). */
+  schedules: Record<string, never>;
 }
 export type DispatchJobName = keyof DispatchPayloads;
 
 /** Scheduler ids of the periodic dispatcher jobs (upsertJobScheduler is idempotent). */
-export const DISPATCH_SCHEDULERS = ['sweep', 'consumers', 'reconcile', 'purge-idempotency-keys'] as const satisfies readonly DispatchJobName[];
+export const DISPATCH_SCHEDULERS = ['sweep', 'consumers', 'reconcile', 'purge-idempotency-keys', 'schedules'] as const satisfies readonly DispatchJobName[];
 
 /**
  * How often the Idempotency-Key purge runs. Keys live 24 hours and an expired one is already

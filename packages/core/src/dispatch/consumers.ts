@@ -4,107 +4,139 @@ import type { DispatchJobRef } from './port';
 import { jobsCreatedEffects, recordEffects } from '../outbox/effects';
 
 /**
- * Queue → jobs (docs/decisions/dispatch.md "Queue consumers"): a queue names the process that consumes it
- * (`consumer_process_id`) and the most consumer jobs at once (`max_consumers`). When it has
- * ready items and fewer active (pending or running) consumer jobs than that, consumer jobs of the
- * process are created on online machines with free slots, spread by free capacity.
+ * Queue → jobs (docs/decisions/triggers.md): a queue's active triggers each name a process, the
+ * most jobs of theirs at once (`max_concurrent_jobs`), the fewest ready items worth a start
+ * (`min_items_to_start`) and optionally a machine. While the queue has at least that many ready
+ * items and the trigger fewer active (pending or running) jobs than its maximum, consumer jobs of
+ * the process are created: on the trigger's machine when it names one, else on online unattended
+ * machines with free slots, spread by free capacity. A queue's own consumer settings are its
+ * default trigger (migration 0011 keeps them in step).
  *
  * Two dispatchers (or a nudge and a sweep) may decide at once: the decision and the inserts run
- * under a row lock on the queue, so max_consumers is never exceeded.
+ * under a row lock on the queue, so no trigger's maximum is ever exceeded.
  */
-interface QueueState {
+interface TriggerState {
   id: string;
   tenant_id: string;
-  name: string;
-  consumer_process_id: string;
-  max_consumers: number;
+  queue_id: string;
+  queue_name: string;
+  process_id: string;
+  machine_id: string | null;
+  max_concurrent_jobs: number;
+  min_items_to_start: number;
   sla_deadline_minutes: number | null;
   active: number;
-  ready: boolean;
 }
 
 /**
- * Whether the queue has an item ready now, asked as "the first ready item in take order" rather
- * than `exists (…)`: EXISTS drops any ORDER BY, and for a queue whose waiting items are a large
- * share of the table the planner then expects a sequential scan to meet one at once, while the
- * heap holds the finished history first. Ordered like the take, only `queue_items_ready_idx`
- * answers it cheaply (index-only: postpone is included), whatever the values.
+ * Whether the queue has at least `n` items ready now, asked as "the first n ready items in take
+ * order" rather than `exists (…)` or a bare count: EXISTS drops any ORDER BY, and for a queue whose
+ * waiting items are a large share of the table the planner then expects a sequential scan to meet
+ * them at once, while the heap holds the finished history first. Ordered like the take, only
+ * `queue_items_ready_idx` answers it cheaply (index-only: postpone is included), whatever the values.
  */
-function readyExists(sql: Sql, queueIdColumn: ReturnType<Sql>) {
-  return sql`((select true from queue_items i where i.queue_id = ${queueIdColumn} and i.status = 'new'
+function readyAtLeast(sql: Sql, queueIdColumn: ReturnType<Sql>, n: ReturnType<Sql>) {
+  return sql`((select count(*) from (select 1 from queue_items i where i.queue_id = ${queueIdColumn} and i.status = 'new'
                  and (i.postpone is null or i.postpone <= now())
                order by i.priority desc, i.deadline asc nulls last, i.created_at asc, i.id
-               limit 1) is not null)`;
+               limit ${n}) r) >= ${n})`;
 }
 
-async function queueState(sql: Sql, queueId: string, lock: boolean): Promise<QueueState | null> {
+/** The active job count of a trigger (jobs_trigger_active_idx). */
+function activeOf(sql: Sql, triggerIdColumn: ReturnType<Sql>) {
+  return sql`(select count(*) from jobs j where j.trigger_id = ${triggerIdColumn} and j.status in ('pending', 'running', 'waiting_input'))`;
+}
+
+/**
+ * The queue's triggers that may start a job now: active, of an active process, on an active
+ * unpaused queue, with room under their maximum and enough ready items.
+ */
+async function triggersWithWork(sql: Sql, queueId: string, lock: boolean): Promise<TriggerState[]> {
   if (lock) {
     // lock first, count after, in separate statements: under READ COMMITTED a statement that
     // waited for the lock would still count with the snapshot taken before the wait
     const [locked] = await sql`select id from queues where id = ${queueId} for no key update`;
-    if (!locked) return null;
+    if (!locked) return [];
   }
-  const [row] = await sql<QueueState[]>`
-    select q.id, q.tenant_id, q.name, q.consumer_process_id, q.max_consumers, p.sla_deadline_minutes,
-           (select count(*) from jobs j where j.queue_id = q.id and j.status in ('pending', 'running'))::int as active,
-           ${readyExists(sql, sql`q.id`)} as ready
-    from queues q join processes p on p.id = q.consumer_process_id and p.is_active
-    where q.id = ${queueId} and q.is_active and not q.is_paused`;
-  return row ?? null;
+  return sql<TriggerState[]>`
+    select * from (
+      select t.id, t.tenant_id, t.queue_id, q.name as queue_name, t.process_id, t.machine_id, t.max_concurrent_jobs,
+             t.min_items_to_start, p.sla_deadline_minutes, ${activeOf(sql, sql`t.id`)}::int as active,
+             t.is_queue_default, t.created_at
+      from triggers t
+      join queues q on q.id = t.queue_id and q.is_active and not q.is_paused
+      join processes p on p.id = t.process_id and p.is_active
+      where t.queue_id = ${queueId} and t.is_active and ${readyAtLeast(sql, sql`t.queue_id`, sql`t.min_items_to_start`)}
+    ) s
+    where s.active < s.max_concurrent_jobs
+    -- when ready items or machines run short, the queue's own consumer goes first, then the oldest
+    order by s.is_queue_default desc, s.created_at, s.id`;
 }
 
-/** Creates the consumer jobs a queue needs now, with their jobs-created effect; returns them. */
+/** Creates the consumer jobs a queue's triggers need now, with their jobs-created effect; returns them. */
 export async function startQueueConsumers(sql: Sql, queueId: string): Promise<DispatchJobRef[]> {
   // cheap look without a lock first: most nudges find the queue already fully consumed
-  const peek = await queueState(sql, queueId, false);
-  if (!peek || !peek.ready || peek.active >= peek.max_consumers) return [];
+  if ((await triggersWithWork(sql, queueId, false)).length === 0) return [];
   return sql.begin(async (txn) => {
     const tx = txn as unknown as Sql;
-    const q = await queueState(tx, queueId, true);
-    if (!q || !q.ready || q.active >= q.max_consumers) return [];
-    const wanted = q.max_consumers - q.active;
+    const triggers = await triggersWithWork(tx, queueId, true);
+    if (triggers.length === 0) return [];
+    const t0 = triggers[0]!;
+    // one count serves every trigger: enough to tell each one's minimum and all their room
+    const enough = Math.max(...triggers.map((t) => t.min_items_to_start), triggers.reduce((n, t) => n + t.max_concurrent_jobs - t.active, 0));
     const [counted] = await tx<Array<{ ready: number }>>`
       select count(*)::int as ready from (
-        select 1 from queue_items where queue_id = ${q.id} and status = 'new' and (postpone is null or postpone <= now())
-        limit ${wanted}) r`;
-    const ready = counted!.ready;
-    const machines = await tx<Array<{ id: string; free: number }>>`
-      select m.id, (m.slots - (select count(*) from jobs a where a.machine_id = m.id and a.status in ('pending', 'running')))::int as free
+        select 1 from queue_items where queue_id = ${queueId} and status = 'new' and (postpone is null or postpone <= now())
+        limit ${enough}) r`;
+    let ready = counted!.ready;
+    const named = triggers.map((t) => t.machine_id).filter((id): id is string => id !== null);
+    // auto-selection never picks an attended machine (a person's desktop); a trigger may name one
+    const machines = await tx<Array<{ id: string; free: number; kind: string }>>`
+      select m.id, m.kind, (m.slots - (select count(*) from jobs a where a.machine_id = m.id and a.status in ('pending', 'running', 'waiting_input')))::int as free
       from machines m
-      where m.tenant_id = ${q.tenant_id} and m.is_active and m.status = 'online'`;
-    const free = machines.filter((m) => m.free > 0).sort((a, b) => b.free - a.free || (a.id < b.id ? -1 : 1));
+      where m.tenant_id = ${t0.tenant_id} and m.is_active and m.status = 'online'
+        and (m.kind = 'unattended' or m.id = any(${named}::uuid[]))`;
+    const free = machines.filter((m) => m.free > 0);
     const created: DispatchJobRef[] = [];
-    let n = Math.min(wanted, ready);
-    while (n > 0 && free.length > 0) {
-      free.sort((a, b) => b.free - a.free);
-      const m = free[0]!;
-      const job = await insertJob(tx, {
-        tenantId: q.tenant_id,
-        processId: q.consumer_process_id,
-        machineId: m.id,
-        priority: 3,
-        inputData: { queue_id: q.id, queue_name: q.name },
-        source: 'queue',
-        slaDeadlineMinutes: q.sla_deadline_minutes,
-        queueId: q.id,
-      });
-      if (job) created.push({ id: job.id, tenant_id: job.tenant_id, machine_id: job.machine_id, priority: job.priority, sla_due_at: job.sla_due_at });
-      m.free -= 1;
-      if (m.free <= 0) free.shift();
-      n -= 1;
+    for (const t of triggers) {
+      if (ready < t.min_items_to_start) continue;
+      let n = Math.min(t.max_concurrent_jobs - t.active, ready);
+      while (n > 0) {
+        const candidates = free.filter((m) => m.free > 0 && (t.machine_id === null ? m.kind === 'unattended' : m.id === t.machine_id));
+        if (candidates.length === 0) break;
+        candidates.sort((a, b) => b.free - a.free || (a.id < b.id ? -1 : 1));
+        const m = candidates[0]!;
+        const job = await insertJob(tx, {
+          tenantId: t.tenant_id,
+          processId: t.process_id,
+          machineId: m.id,
+          priority: 3,
+          inputData: { queue_id: t.queue_id, queue_name: t.queue_name },
+          source: 'queue',
+          slaDeadlineMinutes: t.sla_deadline_minutes,
+          queueId: t.queue_id,
+          triggerId: t.id,
+        });
+        if (job) created.push({ id: job.id, tenant_id: job.tenant_id, machine_id: job.machine_id, priority: job.priority, sla_due_at: job.sla_due_at });
+        m.free -= 1;
+        ready -= 1;
+        n -= 1;
+      }
     }
     await recordEffects(tx, jobsCreatedEffects(created));
     return created;
   });
 }
 
-/** Queues (optionally of one tenant) that have ready items and room for more consumers. */
+/** Queues (optionally of one tenant) with a trigger that has ready items enough and room for more jobs. */
 export async function queuesNeedingConsumers(sql: Sql, tenantId: string | null = null): Promise<string[]> {
   const rows = await sql<Array<{ id: string }>>`
-    select q.id from queues q join processes p on p.id = q.consumer_process_id and p.is_active
-    where q.is_active and not q.is_paused ${tenantId ? sql`and q.tenant_id = ${tenantId}` : sql``}
-      and (select count(*) from jobs j where j.queue_id = q.id and j.status in ('pending', 'running')) < q.max_consumers
-      and ${readyExists(sql, sql`q.id`)}`;
+    select distinct t.queue_id as id from triggers t
+    join queues q on q.id = t.queue_id and q.is_active and not q.is_paused
+    join processes p on p.id = t.process_id and p.is_active
+    where t.is_active ${tenantId ? sql`and t.tenant_id = ${tenantId}` : sql``}
+      and ${activeOf(sql, sql`t.id`)} < t.max_concurrent_jobs
+      and ${readyAtLeast(sql, sql`t.queue_id`, sql`t.min_items_to_start`)}`;
   return rows.map((r) => r.id);
 }
 

@@ -5,6 +5,7 @@ import { failItemsOfJobs } from '../queue-items/transitions';
 import { jobsCreatedEffects, recordEffects, type Effect } from '../outbox/effects';
 import { createFollowUps } from './follow-ups';
 import type { DispatchJobRef } from './port';
+import { observeJobsEnded } from '../metrics/jobs';
 
 export interface EndedJobs {
   /** running jobs the engine ended: their agents must stop working on them */
@@ -53,5 +54,6 @@ export async function endJobs(tx: Queryable, rows: readonly JobRow[], opts: JobE
     ...(opts.abort ? ended.map((j): Effect => ({ kind: 'run-ended', job_id: j.id, machine_id: j.machine_id, reason: opts.abort! })) : []),
   ];
   await recordEffects(tx, effects);
+  observeJobsEnded(rows);
   return { ended, followUps, failedItemQueues: [...failedItemQueues] };
 }

@@ -1,6 +1,8 @@
 import type { Queryable, Sql } from '../db/sql';
+import { jobStartLatencySeconds } from '../metrics/domain';
 import type { JobRow } from '../jobs/repo';
 import { canTransition, transitionJob, type JobStatus } from '../jobs/transitions';
+import { appendJobLogs, checkAppend, logAppendSet, type LogAppend } from '../jobs/logs';
 import { endJobs } from './job-end';
 import type { DispatchJobRef } from './port';
 
@@ -48,6 +50,9 @@ export interface StartOptions {
   leaseSeconds?: number;
 }
 
+/** The last attempt of each job whose start this process observed (bounded), for the start latency. */
+const startsSeen = new Map<string, number>();
+
 /**
  * `pending → running` on this machine, as one statement: bumps `attempt` (the new fencing
  * token), stamps `started_at`, `timeout_at` and the lease (database clock) and returns what the
@@ -69,8 +74,18 @@ export async function startJob(sql: Queryable, jobId: string, machineId: string,
        and ((j.status = 'pending' and (j.not_before is null or j.not_before <= now()))
             or (j.status = 'running' and j.lease_holder = ${holder}::uuid))
     returning j.id, j.tenant_id, j.process_id, p.name as process_name, j.machine_id, j.attempt, j.input_data, j.queue_id,
-              j.source, j.priority, j.retry_count, p.timeout_seconds, j.started_at, j.timeout_at`;
-  if (row) return { started: row };
+              j.source, j.priority, j.retry_count, p.timeout_seconds, j.started_at, j.timeout_at,
+              extract(epoch from j.started_at - j.created_at)::float8 as start_latency_s`;
+  if (row) {
+    const { start_latency_s: latency, ...started } = row as StartedJob & { start_latency_s: number };
+    // a repeat by the same holder returns the run it started: observed once, at its first start
+    if (started.attempt !== startsSeen.get(started.id)) {
+      startsSeen.set(started.id, started.attempt);
+      if (startsSeen.size > 10_000) startsSeen.delete(startsSeen.keys().next().value!);
+      jobStartLatencySeconds.observe(Math.max(0, latency));
+    }
+    return { started };
+  }
   const [cur] = await sql<Array<{ status: JobStatus; not_before: Date | null }>>`
     select status, not_before from jobs where id = ${jobId}`;
   if (cur?.status === 'pending' && cur.not_before && cur.not_before.getTime() > Date.now() - 5) {
@@ -88,7 +103,7 @@ export interface LeaseRenewal {
 }
 
 /**
- * The agent's heartbeat for its runs: extends the lease of every run that still shows signs of
+ * The agent's heartbeat for its runs (a run waiting for a person's input included): extends the lease of every run that still shows signs of
  * life (by `leaseSeconds` from now, database clock) and answers, for every run this agent still
  * owns, whether a stop was requested. A run absent from the answer no longer owns its job.
  */
@@ -104,15 +119,15 @@ export async function renewJobLeases(
        set lease_expires_at = case when j.id = any(${runs.filter((r) => r.alive).map((r) => r.id)}::uuid[])
                                    then now() + make_interval(secs => ${leaseSeconds}::float8) else j.lease_expires_at end
       from unnest(${runs.map((r) => r.id)}::uuid[], ${runs.map((r) => r.attempt)}::int[]) as r(id, attempt)
-     where j.id = r.id and j.attempt = r.attempt and j.status = 'running' and j.machine_id = ${machineId}
+     where j.id = r.id and j.attempt = r.attempt and j.status in ('running', 'waiting_input') and j.machine_id = ${machineId}
     returning j.id, j.stop_requested`;
 }
 
 export interface JobProgress {
   progress_percent?: number | null;
   progress_message?: string | null;
-  /** the whole log so far (the agent is the only writer of a running job's log) */
-  logs?: string | null;
+  /** text to append to the job's log (at most LOG_APPEND_MAX_BYTES, numbered; jobs/logs.ts) */
+  logs_append?: LogAppend;
   resource_metrics?: Record<string, unknown> | null;
 }
 
@@ -124,10 +139,12 @@ export async function reportJobProgress(sql: Queryable, jobId: string, attempt: 
   const set: Record<string, unknown> = { updated_at: sql`now()` };
   if (p.progress_percent !== undefined) set.progress_percent = p.progress_percent;
   if (p.progress_message !== undefined) set.progress_message = p.progress_message;
-  if (p.logs !== undefined) set.logs = p.logs;
   if (p.resource_metrics !== undefined) set.resource_metrics = p.resource_metrics === null ? null : sql.json(p.resource_metrics as never);
+  if (p.logs_append) checkAppend(p.logs_append);
+  // the log's append rides on the progress statement: no extra round trip per report
+  const append = p.logs_append ? sql`, ${logAppendSet(sql, p.logs_append)}` : sql``;
   const [row] = await sql<Array<{ stop_requested: boolean }>>`
-    update jobs set ${sql(set, Object.keys(set))}
+    update jobs set ${sql(set, Object.keys(set))}${append}
     where id = ${jobId} and status = 'running' and attempt = ${attempt}
     returning stop_requested`;
   return row ?? null;
@@ -152,21 +169,26 @@ export interface FinishResult {
 }
 
 /**
- * `running → completed | failed | stopped | timed_out` for this run (attempt), with what follows
+ * `running → completed | failed | stopped | timed_out` (and `waiting_input → failed | stopped`) for this run (attempt), with what follows
  * it (endJobs), in one transaction. Null when the guard refused it (a stale run, or the
  * dispatcher already ended the job): the caller's result is then simply dropped.
  */
 export async function finishJob(sql: Sql, jobId: string, attempt: number, end: JobEnd): Promise<FinishResult | null> {
+  // a robot that gives up while it waits for input (its agent shutting down) ends the wait too
+  const giveUpWait = end.to === 'failed' || end.to === 'stopped';
+  if (end.logs_append) checkAppend(end.logs_append);
   return sql.begin(async (tx) => {
+    // the last lines first, fenced like the transition (a stale run appends nothing)
+    if (end.logs_append && !(await appendJobLogs(tx, jobId, attempt, end.logs_append))) return null;
     const job = await transitionJob(tx, {
       id: jobId,
-      from: 'running',
+      from: giveUpWait ? ['running', 'waiting_input'] : 'running',
       to: end.to,
       attempt,
       set: {
+        ...(giveUpWait ? { pending_input_prompt: null, pending_input_options: null } : {}),
         output_data: end.output_data,
         error_message: end.error_message,
-        logs: end.logs,
         resource_metrics: end.resource_metrics,
         progress_percent: end.progress_percent,
         progress_message: end.progress_message,

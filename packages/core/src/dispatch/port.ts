@@ -10,6 +10,8 @@ export interface DispatchJobRef {
   priority: number;
   sla_due_at?: Date | null;
   not_before?: Date | null;
+  /** W3C trace context the job's run continues (tracing on only; docs/decisions/observability.md) */
+  trace?: Record<string, string>;
 }
 
 export interface DispatchPort {
@@ -24,6 +26,8 @@ export interface DispatchPort {
   queueItemsFailed(queue: { id: string }): Promise<void>;
   /** A running job's stop was requested: its agent must abort it now. */
   jobStopRequested(job: { id: string; machine_id: string }): Promise<void>;
+  /** A job waiting for input was answered: its agent must read the answer now. */
+  jobInputAnswered(job: { id: string; machine_id: string }): Promise<void>;
   /** The engine ended a running job (timed out, given up): its agent must stop working on it. */
   runEnded(job: { id: string; machine_id: string }, reason: 'timeout' | 'lost'): Promise<void>;
   /** A machine came back online: its tenant's queues may get consumers now. */
@@ -37,6 +41,7 @@ export const noopDispatch: DispatchPort = {
   queueItemsReady: async () => undefined,
   queueItemsFailed: async () => undefined,
   jobStopRequested: async () => undefined,
+  jobInputAnswered: async () => undefined,
   runEnded: async () => undefined,
   machineOnline: async () => undefined,
   close: async () => undefined,

@@ -1,5 +1,6 @@
 import type { Sql } from '../db/sql';
 import type { Logger } from '../logger';
+import { existsMany } from '../redis';
 import type { BullDispatch } from './bull-dispatch';
 import { bullJobId } from './catalog';
 import type { DispatchJobRef } from './port';
@@ -43,9 +44,8 @@ export async function reconcilePendingJobs(sql: Sql, dispatch: BullDispatch, opt
     limit ${opts.limit ?? 5000}`;
   if (rows.length === 0) return { readded: 0, replaced: 0 };
 
-  const pipeline = dispatch.connection.pipeline();
-  for (const r of rows) pipeline.exists(dispatch.machineQueue(r.machine_id).toKey(bullJobId(r.id, 0)));
-  const exists = ((await pipeline.exec()) ?? []).map(([err, n]) => !err && Number(n) === 1);
+  // machine queues hash to different cluster slots: existsMany groups what one node can answer
+  const exists = await existsMany(dispatch.connection, rows.map((r) => dispatch.machineQueue(r.machine_id).toKey(bullJobId(r.id, 0))));
 
   const missing = rows.filter((_, i) => !exists[i]);
   if (missing.length) await dispatch.jobsCreated(missing);

@@ -22,6 +22,25 @@ export function encodeAbort(m: JobAbortMessage): string {
   return JSON.stringify(m);
 }
 
+/** "The job waiting for input was answered": its agent reads the answer (jobs/input.ts). */
+export interface JobInputMessage {
+  job_id: string;
+  machine_id: string;
+}
+
+export function encodeInputAnswered(m: JobInputMessage): string {
+  return JSON.stringify(m);
+}
+
+export function decodeInputAnswered(raw: string): JobInputMessage | null {
+  try {
+    const m = JSON.parse(raw) as Partial<JobInputMessage>;
+    return typeof m.job_id === 'string' && typeof m.machine_id === 'string' ? { job_id: m.job_id, machine_id: m.machine_id } : null;
+  } catch {
+    return null;
+  }
+}
+
 export function decodeAbort(raw: string): JobAbortMessage | null {
   try {
     const m = JSON.parse(raw) as Partial<JobAbortMessage>;

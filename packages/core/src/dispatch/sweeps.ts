@@ -13,6 +13,7 @@ import { endJobs, type EndedJobs, type JobEndOptions } from './job-end';
  */
 const USED: Array<[JobStatus, JobStatus]> = [
   ['running', 'timed_out'], ['running', 'failed'], ['running', 'stopped'], ['pending', 'stopped'],
+  ['waiting_input', 'failed'], ['waiting_input', 'stopped'],
 ];
 for (const [from, to] of USED) if (!canTransition(from, to)) throw new Error(`job table lost ${from} → ${to}`);
 
@@ -32,7 +33,10 @@ function endedBySweep(sql: Sql, abort: JobEndOptions['abort'], run: (tx: Sql) =>
   }) as Promise<EndedJobs>;
 }
 
-/** `running → timed_out` for jobs past `timeout_at` (database clock). */
+/**
+ * `running → timed_out` for jobs past `timeout_at` (database clock). A job waiting for a
+ * person's input is not timed out: its timeout is paused while it waits (docs/decisions/human-input.md).
+ */
 export function timeOutJobs(sql: Sql): Promise<EndedJobs> {
   return endedBySweep(sql, 'timeout', async (tx) => {
     const rows = await tx<Array<JobRow & { timeout_seconds: number }>>`
@@ -62,8 +66,8 @@ export async function sweepOfflineMachines(sql: Sql, offlineAfterSeconds: number
   const ended = await endedBySweep(sql, 'lost', async (tx) => {
     const rows = await tx<Array<JobRow & { machine_name: string; lease_lapsed: boolean }>>`
       update jobs j
-         set status = case when j.status = 'running' and not j.stop_requested then 'failed' else 'stopped' end,
-             finished_at = now(), updated_at = now(),
+         set status = case when j.status in ('running', 'waiting_input') and not j.stop_requested then 'failed' else 'stopped' end,
+             finished_at = now(), updated_at = now(), pending_input_prompt = null, pending_input_options = null,
              error_message = case
                when j.status = 'pending' then 'La máquina ' || m.name || ' quedó fuera de línea antes de iniciar el consumidor de la cola'
                when j.stop_requested then j.error_message
@@ -71,9 +75,10 @@ export async function sweepOfflineMachines(sql: Sql, offlineAfterSeconds: number
                else 'El job dejó de avanzar en la máquina ' || m.name || ': su agente no renovó la concesión a tiempo' end
         from machines m
        where m.id = j.machine_id
-         and ((m.status = 'offline' and (j.status = 'running' or (j.status = 'pending' and j.source = 'queue')))
+         and ((m.status = 'offline' and (j.status in ('running', 'waiting_input') or (j.status = 'pending' and j.source = 'queue')))
               -- the agent heartbeated after the lease ran out: alive, but it let the run go
-              or (j.status = 'running' and j.lease_expires_at < now() and m.last_heartbeat_at > j.lease_expires_at
+              -- (a job waiting for input keeps its lease renewed by its agent like a running one)
+              or (j.status in ('running', 'waiting_input') and j.lease_expires_at < now() and m.last_heartbeat_at > j.lease_expires_at
                   and pg_postmaster_start_time() < now() - make_interval(secs => ${offlineAfterSeconds})))
       returning j.*, m.name as machine_name, m.status <> 'offline' as lease_lapsed`;
     return {
@@ -97,11 +102,11 @@ export function giveUpMachineJobs(sql: Sql, machineId: string): Promise<EndedJob
     const rows = await tx<Array<JobRow & { machine_name: string }>>`
       update jobs j
          set status = case when j.stop_requested then 'stopped' else 'failed' end,
-             finished_at = now(), updated_at = now(),
+             finished_at = now(), updated_at = now(), pending_input_prompt = null, pending_input_options = null,
              error_message = case when j.stop_requested then j.error_message
                else 'El agente de la máquina ' || m.name || ' se reinició mientras ejecutaba el job' end
         from machines m
-       where m.id = j.machine_id and j.machine_id = ${machineId} and j.status = 'running'
+       where m.id = j.machine_id and j.machine_id = ${machineId} and j.status in ('running', 'waiting_input')
       returning j.*, m.name as machine_name`;
     return { rows, itemMessage: (r) => DISPATCH_ITEM_MESSAGES.machineLost((r as JobRow & { machine_name: string }).machine_name) };
   });
@@ -128,7 +133,7 @@ export async function markSlaBreaches(sql: Sql): Promise<Array<{ id: string; ten
   return sql.begin(async (tx) => {
     const rows = await tx<Array<{ id: string; tenant_id: string; process_id: string; sla_due_at: Date; status: string }>>`
       update jobs set sla_breached_at = now()
-      where status in ('pending', 'running') and sla_due_at <= now() and sla_breached_at is null
+      where status in ('pending', 'running', 'waiting_input') and sla_due_at <= now() and sla_breached_at is null
       returning id, tenant_id, process_id, sla_due_at, status`;
     for (const r of rows) {
       await recordAudit(tx, {

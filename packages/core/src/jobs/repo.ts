@@ -16,6 +16,8 @@ export interface JobRow {
   error_message: string | null;
   started_at: Date | null;
   finished_at: Date | null;
+  /** when a stop of the running job was first requested (migration 0015) */
+  stop_requested_at?: Date | null;
   retry_count: number;
   stop_requested: boolean;
   logs_archived: boolean;
@@ -158,19 +160,26 @@ export interface NewJob {
   machineId: string | null;
   priority: number;
   inputData: Record<string, unknown> | null;
-  source: 'api' | 'webhook' | 'chain' | 'retry' | 'queue' | 'manual';
+  source: 'api' | 'webhook' | 'chain' | 'retry' | 'queue' | 'manual' | 'schedule';
   slaDeadlineMinutes: number | null;
   queueId?: string | null;
+  /** The queue trigger that started it (a consumer job). */
+  triggerId?: string | null;
   parentJobId?: string | null;
   retryCount?: number;
   notBefore?: Date | null;
+  /** A scheduled run: its schedule and the tick it was created for (one job per tick, migration 0010). */
+  scheduleId?: string | null;
+  scheduledFor?: Date | null;
 }
 
 /**
  * Inserts a pending job on the named machine (which must be an active machine of the tenant; it
  * may be offline — the job waits for it) or, without one, on the least-loaded machine of the
- * tenant that is active and `online` (has a free slot). Load = the machine's pending and running
- * jobs per slot; ties go to the freshest heartbeat. Returns null when no machine qualifies.
+ * tenant that is active, `online` (has a free slot) and unattended: an attended machine (a person's
+ * desktop robot) runs only what names it. Load = the machine's pending and running jobs per slot;
+ * ties go to the freshest heartbeat. Returns null when no machine qualifies. A job on an attended
+ * machine is `is_attended`.
  *
  * The machine choice and the insert are one statement, so a machine deactivated in between is
  * never chosen. Concurrent auto-selections read the same load and may pick the same machine:
@@ -179,20 +188,23 @@ export interface NewJob {
  */
 export async function insertJob(sql: Queryable, j: NewJob): Promise<JobWithNames | null> {
   const machine = j.machineId !== null
-    ? sql`select m.id, m.name from machines m where m.id = ${j.machineId} and m.tenant_id = ${j.tenantId} and m.is_active`
+    ? sql`select m.id, m.name, m.kind from machines m where m.id = ${j.machineId} and m.tenant_id = ${j.tenantId} and m.is_active`
     : sql`
-        select m.id, m.name from machines m
-        where m.tenant_id = ${j.tenantId} and m.is_active and m.status = 'online'
-        order by (select count(*) from jobs a where a.machine_id = m.id and a.status in ('pending', 'running'))::float8 / m.slots,
+        select m.id, m.name, m.kind from machines m
+        where m.tenant_id = ${j.tenantId} and m.is_active and m.status = 'online' and m.kind = 'unattended'
+        order by (select count(*) from jobs a where a.machine_id = m.id and a.status in ('pending', 'running', 'waiting_input'))::float8 / m.slots,
                  m.last_heartbeat_at desc nulls last, m.id
         limit 1`;
   const [row] = await sql<JobWithNames[]>`
     with m as (${machine})
     insert into jobs (tenant_id, process_id, machine_id, priority, input_data, source, sla_due_at, queue_id, parent_job_id,
-                      retry_count, not_before)
+                      retry_count, not_before, trigger_id, is_attended,
+                      schedule_id, scheduled_for)
     select ${j.tenantId}, ${j.processId}, m.id, ${j.priority}, ${j.inputData === null ? null : sql.json(j.inputData as never)},
            ${j.source}, case when ${j.slaDeadlineMinutes}::int is null then null else now() + make_interval(mins => ${j.slaDeadlineMinutes}::int) end,
-           ${j.queueId ?? null}, ${j.parentJobId ?? null}, ${j.retryCount ?? 0}, ${j.notBefore ?? null}
+           ${j.queueId ?? null}, ${j.parentJobId ?? null}, ${j.retryCount ?? 0}, ${j.notBefore ?? null},
+           ${j.triggerId ?? null}, m.kind = 'attended',
+           ${j.scheduleId ?? null}, ${j.scheduledFor ?? null}
     from m
     returning jobs.*, (select name from processes where id = jobs.process_id) as process_name, (select m.name from m) as machine_name`;
   return row ?? null;

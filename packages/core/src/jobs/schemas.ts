@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { DateTime, Nullable, PageQuery, Uuid } from '../validation/formats';
 import { JOB_STATUSES, type JobStatus } from './transitions';
+import { LOGS_FIELD_DESCRIPTION } from './logs';
 
 /**
  * Request and response schemas of the job endpoints. One source for
@@ -74,17 +75,22 @@ export const JobResponse = Type.Object({
   priority: Type.Integer({ minimum: 1, maximum: 5 }),
   input_data: Nullable(JsonObject),
   output_data: Nullable(JsonObject),
-  logs: Nullable(Type.String()),
+  logs: Nullable(Type.String({ description: LOGS_FIELD_DESCRIPTION })),
   error_message: Nullable(Type.String()),
   started_at: Nullable(DateTime()),
   finished_at: Nullable(DateTime()),
   retry_count: Type.Integer(),
   stop_requested: Type.Boolean(),
-  logs_archived: Type.Boolean(),
-  logs_archive_key: Nullable(Type.String()),
-  is_attended: Type.Boolean(),
-  pending_input_prompt: Nullable(Type.String()),
-  pending_input_options: Nullable(JsonObject),
+  logs_archived: Type.Boolean({ description: 'true once the log moved to the archive (LOG_RETENTION_DAYS after the job ended); `logs` is then null.' }),
+  logs_archive_key: Nullable(Type.String({ description: 'Where the archived log lives; read it through GET /api/v1/settings/jobs/{job_id}/logs.' })),
+  is_attended: Type.Boolean({ description: 'The job runs on an attended machine (a person\'s desktop robot): set when the job is created' }),
+  pending_input_prompt: Nullable(Type.String({
+    description: 'While the job is `waiting_input`: what its robot asks a person (answer with POST /settings/jobs/{job_id}/input); null otherwise.',
+  })),
+  pending_input_options: Nullable(Type.Object({}, {
+    additionalProperties: true,
+    description: 'While the job is `waiting_input`: `{"choices": [...]}` (the answer must be one of them) or `{"schema": <JSON Schema>}` (the answer must satisfy it); null otherwise.',
+  })),
   progress_percent: Nullable(Type.Integer({ minimum: 0, maximum: 100 })),
   progress_message: Nullable(Type.String()),
   created_at: DateTime(),
@@ -92,7 +98,7 @@ export const JobResponse = Type.Object({
   process_name: Nullable(Type.String()),
   machine_name: Nullable(Type.String()),
   resource_metrics: Nullable(ResourceMetrics),
-  trigger_id: Nullable(Uuid()),
+  trigger_id: Nullable(Uuid({ description: 'The queue trigger that started this consumer job (GET /settings/triggers/{id}); null otherwise' })),
   schedule_id: Nullable(Uuid()),
 });
 export type JobResponse = Static<typeof JobResponse>;

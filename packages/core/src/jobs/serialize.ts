@@ -1,4 +1,5 @@
 import type { JobWithNames } from './repo';
+import { inlineLogs } from './logs';
 import { STOP_JOB_FIELDS, type JobResponse, type ResourceMetricsValue, type StopJobResponse } from './schemas';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
@@ -14,7 +15,7 @@ export function toJobResponse(row: JobWithNames): JobResponse {
     priority: row.priority,
     input_data: row.input_data,
     output_data: row.output_data,
-    logs: row.logs,
+    logs: inlineLogs(row.logs),
     error_message: row.error_message,
     started_at: iso(row.started_at),
     finished_at: iso(row.finished_at),

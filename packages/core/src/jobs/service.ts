@@ -11,6 +11,10 @@ import { countJobs, findJobWithNames, insertJob, listJobsWithNames, loadTriggerC
 import type { JobListQuery } from './schemas';
 import { pageMeta, type PageMeta } from '../validation/formats';
 import { isFinalJobStatus, requestRunningJobStop, transitionJob } from './transitions';
+import { endJobs } from '../dispatch/job-end';
+
+/** Items a consumer job still held when it was stopped while waiting for input. */
+export const STOPPED_WHILE_WAITING_ITEM_MESSAGE = 'El job se detuvo mientras esperaba una respuesta';
 
 export interface JobServiceDeps {
   sql: Sql;
@@ -176,7 +180,8 @@ export async function listJobs(sql: Sql, tenantId: string, query: JobListQuery):
 
 /**
  * POST /jobs/{job_id}/stop: pending → stopped at once; running → stop_requested (the engine
- * aborts it and ends it `stopped`); finished → 409. Each write is guarded, and a job that moved
+ * aborts it and ends it `stopped`); waiting_input → stopped at once, with what follows an end
+ * (endJobs) and a `job-stop` effect so its robot stops waiting; finished → 409. Each write is guarded, and a job that moved
  * under us is read again (statuses only move forward, so this ends within three rounds).
  */
 export async function stopJob(deps: JobServiceDeps, tenantId: string, id: string, actor?: AuditActor): Promise<JobWithNames> {
@@ -189,8 +194,14 @@ export async function stopJob(deps: JobServiceDeps, tenantId: string, id: string
     const row = await deps.sql.begin(async (tx) => {
       const stopped = job.status === 'pending'
         ? await transitionJob(tx, { id, tenantId, from: 'pending', to: 'stopped', set: { stop_requested: true } })
-        : await requestRunningJobStop(tx, id, tenantId);
+        : job.status === 'waiting_input'
+          ? await transitionJob(tx, {
+            id, tenantId, from: 'waiting_input', to: 'stopped',
+            set: { stop_requested: true, pending_input_prompt: null, pending_input_options: null },
+          })
+          : await requestRunningJobStop(tx, id, tenantId);
       if (!stopped) return null;
+      if (job.status === 'waiting_input') await endJobs(tx, [stopped], { itemMessage: () => STOPPED_WHILE_WAITING_ITEM_MESSAGE });
       if (job.status !== 'pending') await recordEffect(tx, { kind: 'job-stop', job_id: stopped.id, machine_id: stopped.machine_id });
       if (actor) {
         await recordAudit(tx, {

@@ -7,11 +7,11 @@ import type { JobRow } from './repo';
  * `transitionJob`, which refuses a pair that is not in it and turns the rest into one guarded
  * `UPDATE … WHERE id = $id AND status = $from [AND attempt = $token] RETURNING *`.
  */
-export const JOB_STATUSES = ['pending', 'running', 'completed', 'failed', 'stopped', 'timed_out'] as const;
+export const JOB_STATUSES = ['pending', 'running', 'waiting_input', 'completed', 'failed', 'stopped', 'timed_out'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
 export const FINAL_JOB_STATUSES: readonly JobStatus[] = ['completed', 'failed', 'stopped', 'timed_out'];
-export const ACTIVE_JOB_STATUSES: readonly JobStatus[] = ['pending', 'running'];
+export const ACTIVE_JOB_STATUSES: readonly JobStatus[] = ['pending', 'running', 'waiting_input'];
 
 export function isFinalJobStatus(status: string): boolean {
   return (FINAL_JOB_STATUSES as readonly string[]).includes(status);
@@ -21,7 +21,10 @@ export function isFinalJobStatus(status: string): boolean {
 export const JOB_TRANSITIONS: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
   // start on a machine; stop before it ran; the engine gives up on it (machine or process gone)
   pending: ['running', 'stopped', 'failed'],
-  running: ['completed', 'failed', 'stopped', 'timed_out'],
+  // waiting_input: the robot asked a person for a value (docs/decisions/human-input.md)
+  running: ['waiting_input', 'completed', 'failed', 'stopped', 'timed_out'],
+  // answered; stopped at once by a person; failed when its machine or its lease is lost
+  waiting_input: ['running', 'stopped', 'failed'],
   completed: [],
   failed: [],
   stopped: [],
@@ -112,7 +115,7 @@ export async function transitionJob(sql: Queryable, t: JobTransition): Promise<J
  */
 export async function requestRunningJobStop(sql: Queryable, id: string, tenantId?: string): Promise<JobRow | null> {
   const [row] = await sql<JobRow[]>`
-    update jobs set stop_requested = true, updated_at = now()
+    update jobs set stop_requested = true, stop_requested_at = coalesce(stop_requested_at, now()), updated_at = now()
     where id = ${id} and status = 'running'
       ${tenantId !== undefined ? sql`and tenant_id = ${tenantId}` : sql``}
     returning *`;

@@ -105,12 +105,14 @@ export async function pickMachineForFollowUp(sql: Queryable, tenantId: string, p
   const [row] = await sql<{ id: string }[]>`
     select m.id from machines m
     where m.tenant_id = ${tenantId} and m.is_active
+      -- an attended machine keeps a job that was already on it, and is never picked for another
+      and (m.kind = 'unattended' or m.id = ${preferMachineId}::uuid)
     order by case when m.id = ${preferMachineId}::uuid and m.status <> 'offline' then 0
                   when m.status = 'online' then 1
                   when m.status = 'busy' then 2
                   when m.id = ${preferMachineId}::uuid then 3
                   else 4 end,
-             (select count(*) from jobs a where a.machine_id = m.id and a.status in ('pending', 'running'))::float8 / m.slots,
+             (select count(*) from jobs a where a.machine_id = m.id and a.status in ('pending', 'running', 'waiting_input'))::float8 / m.slots,
              m.id
     limit 1`;
   return row?.id ?? null;

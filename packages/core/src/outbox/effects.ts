@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/sql';
 import type { DispatchJobRef } from '../dispatch/port';
+import { currentTraceCarrier } from '../tracing';
 
 /**
  * What a command causes outside Postgres, written to the `outbox` table in the command's own
@@ -16,6 +17,8 @@ export type Effect =
   | { kind: 'items-failed'; queue_id: string }
   /** a person asked a running job to stop: its agent aborts the run */
   | { kind: 'job-stop'; job_id: string; machine_id: string }
+  /** a person answered a job waiting for input: its agent reads the answer now (docs/decisions/human-input.md) */
+  | { kind: 'job-input'; job_id: string; machine_id: string }
   /** the engine ended a running job (timed out, or given up): its agent stops working on it */
   | { kind: 'run-ended'; job_id: string; machine_id: string; reason: 'timeout' | 'lost' }
   /** a machine came back online: its tenant's queues may get consumers now */
@@ -31,7 +34,9 @@ function payloadOf(effect: Effect): Record<string, unknown> {
 /** Writes effects in the caller's transaction (one statement, whatever their number). */
 export async function recordEffects(tx: Queryable, effects: readonly Effect[]): Promise<void> {
   if (effects.length === 0) return;
-  const rows = effects.map((e) => ({ kind: e.kind, payload: payloadOf(e) }));
+  // tracing on: each effect carries the recording span's context to the relay that publishes it
+  const trace = currentTraceCarrier();
+  const rows = effects.map((e) => ({ kind: e.kind, payload: trace ? { ...payloadOf(e), trace } : payloadOf(e) }));
   await tx`
     insert into outbox (kind, payload)
     select e.value->>'kind', e.value->'payload'

@@ -1,4 +1,6 @@
 import type { Sql } from '../db/sql';
+import { startChildSpan, tracingEnabled, type ChildSpan, type TraceCarrier } from '../tracing';
+import { outboxPublished } from '../metrics/domain';
 import { DbOutage, isConnectionError } from '../db/outage';
 import type { DispatchJobRef, DispatchPort } from '../dispatch/port';
 import type { Logger } from '../logger';
@@ -40,6 +42,24 @@ function asEffect(row: OutboxRow): Effect {
   return { kind: row.kind, ...p } as Effect;
 }
 
+/**
+ * Tracing on: the publication of each effect that carries its command's trace context is a span
+ * of this dispatcher under it, and the jobs an effect creates continue from that span (their
+ * BullMQ data carries it to the agent).
+ */
+function traceEffects(rows: OutboxRow[], effects: Effect[]): ChildSpan[] {
+  const spans: ChildSpan[] = [];
+  rows.forEach((row, i) => {
+    const carrier = (row.payload as { trace?: TraceCarrier }).trace;
+    const span = carrier && startChildSpan(`outbox publish ${row.kind}`, carrier, { 'svc.outbox.kind': row.kind, 'svc.outbox.id': row.id });
+    if (!span) return;
+    spans.push(span);
+    const e = effects[i]!;
+    if (e.kind === 'jobs-created') for (const j of e.jobs) j.trace = span.carrier;
+  });
+  return spans;
+}
+
 /** Nudges of one queue are folded into one per pass (they re-read Postgres anyway). */
 async function publish(port: DispatchPort, effects: Effect[]): Promise<void> {
   const jobs: DispatchJobRef[] = [];
@@ -59,6 +79,9 @@ async function publish(port: DispatchPort, effects: Effect[]): Promise<void> {
         break;
       case 'job-stop':
         rest.push(() => port.jobStopRequested({ id: e.job_id, machine_id: e.machine_id }));
+        break;
+      case 'job-input':
+        rest.push(() => port.jobInputAnswered({ id: e.job_id, machine_id: e.machine_id }));
         break;
       case 'run-ended':
         rest.push(() => port.runEnded({ id: e.job_id, machine_id: e.machine_id }, e.reason));
@@ -105,7 +128,17 @@ export async function relayOnce(sql: Sql, port: DispatchPort, opts: PassOptions 
       returning id, kind, payload`;
     rows.sort((a, b) => a.id - b.id);
     const effects = rows.map(asEffect);
-    await publish(port, effects);
+    const spans = tracingEnabled() ? traceEffects(rows, effects) : null;
+    try {
+      await publish(port, effects);
+    } catch (err) {
+      spans?.forEach((s) => s.end(err as Error));
+      throw err;
+    }
+    spans?.forEach((s) => s.end());
+    return effects;
+  }).then((effects) => {
+    for (const e of effects as Effect[]) outboxPublished.inc({ kind: e.kind });
     return effects;
   }) as Promise<Effect[]>;
 }
@@ -122,6 +155,11 @@ export async function drainOutbox(sql: Sql, port: DispatchPort, opts: Pick<PassO
 
 export interface OutboxRelayOptions {
   sql: Sql;
+  /**
+   * Where LISTEN runs (default `sql`): a session of its own on Postgres itself. Through a pooler in
+   * transaction mode the LISTEN would stay on a server session the pooler lends to others.
+   */
+  listenSql?: Sql;
   port: DispatchPort;
   logger: Logger;
   /** the process's view of Postgres outages, shared so that one outage is one log line per process */
@@ -240,7 +278,7 @@ export function createOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
 
   async function listen(): Promise<void> {
     try {
-      const sub = await sql.listen(OUTBOX_CHANNEL, (payload) => notified(payload), () => wake());
+      const sub = await (opts.listenSql ?? sql).listen(OUTBOX_CHANNEL, (payload) => notified(payload), () => wake());
       unlisten = () => sub.unlisten();
     } catch (err) {
       // Postgres away at start: polling covers it, and the poll tries to listen again

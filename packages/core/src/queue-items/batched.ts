@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Queryable, Sql } from '../db/sql';
 import { Batcher } from '../db/batcher';
 import { queueReadyEffectOfInserted } from '../outbox/effects';
+import { itemAddedEventsOfInserted } from '../events/item-added';
 import { findQueueByName, type QueueRow } from '../catalog/queues';
 import {
   CHOSEN_ON_INSERT, freshItemRow, insertQueueItem, ITEM_COLUMNS, type ChosenOnInsert, type NewQueueItem, type QueueItemRow, type QueueRef,
@@ -121,6 +122,7 @@ async function insertQueueItemsBatch(sql: Sql, inputs: Array<{ queue: QueueRef; 
       from jsonb_array_elements(${JSON.stringify(records)}::text::jsonb) with ordinality as e(value, n)
       order by e.n
       returning ${sql(CHOSEN_ON_INSERT)}, tenant_id),
+    ${itemAddedEventsOfInserted(sql, 'item')},
     ${queueReadyEffectOfInserted(sql)}
     select ${sql(CHOSEN_ON_INSERT)} from ins`;
   // every row is inserted (the queues were checked); a missing one fails the batch (Batcher)
@@ -147,6 +149,7 @@ async function insertQueueItemsByNameBatch(sql: Sql, inputs: ByName[]): Promise<
       join queues q on q.tenant_id = (e.value->>'tenant_id')::uuid and q.name = e.value->>'queue_name' and q.is_active
       order by e.n
       returning ${sql(CHOSEN_ON_INSERT)}, tenant_id),
+    ${itemAddedEventsOfInserted(sql, 'item')},
     ${queueReadyEffectOfInserted(sql)}
     select ${sql(CHOSEN_ON_INSERT)} from ins`;
   return freshRows(records, inputs, rows);
@@ -173,6 +176,7 @@ async function insertQueueItemByName(sql: Sql, { tenantId, queueName, item }: By
              ${item.deadline}::text::timestamptz, ${item.postpone}::text::timestamptz, ${sql.json(item.data as never)}
       from queues q where q.tenant_id = ${tenantId} and q.name = ${queueName} and q.is_active
       returning ${sql(ITEM_COLUMNS)}),
+    ${itemAddedEventsOfInserted(sql, 'item')},
     ${queueReadyEffectOfInserted(sql)}
     select * from ins`;
   return row ?? null;

@@ -1,4 +1,5 @@
 import { queueReadyEffectOfInserted } from '../outbox/effects';
+import { itemAddedEventsOfInserted } from '../events/item-added';
 import type { Queryable } from '../db/sql';
 import { asStoredJsonb } from '../db/jsonb';
 import type { QueueItemStatus } from './schemas';
@@ -86,6 +87,7 @@ export async function insertQueueItem(sql: Queryable, queue: QueueRef, item: New
       values (${queue.tenant_id}, ${queue.id}, ${item.priority}, ${item.reference},
               ${item.deadline}::text::timestamptz, ${item.postpone}::text::timestamptz, ${sql.json(item.data as never)})
       returning ${sql(ITEM_COLUMNS)}),
+    ${itemAddedEventsOfInserted(sql, 'item')},
     ${queueReadyEffectOfInserted(sql)}
     select * from ins`;
   return row!;
@@ -104,6 +106,7 @@ export async function insertQueueItemsBulk(sql: Queryable, queue: QueueRef, payl
       from jsonb_array_elements(${JSON.stringify(payloads)}::text::jsonb) with ordinality as e(value, n)
       order by e.n
       returning queue_id, tenant_id),
+    ${itemAddedEventsOfInserted(sql, 'bulk')},
     ${queueReadyEffectOfInserted(sql)}
     select count(*)::int as n from ins`;
   return row!.n;

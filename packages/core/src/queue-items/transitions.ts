@@ -1,4 +1,6 @@
 import type { Queryable } from '../db/sql';
+import { itemRetryOutcomes } from '../metrics/domain';
+import { observeSettleAndClaim } from '../metrics/items';
 import { QUEUE_ITEM_STATUSES, type QueueItemStatus } from './schemas';
 import type { QueueItemRow } from './repo';
 
@@ -170,7 +172,7 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim): 
     result: o.result ?? null,
     error_message: o.error_message ?? null,
   }));
-  const [row] = await sql<Array<{ settled: SettleAndClaimResult['settled']; claimed: ClaimedItem[] }>>`
+  const [row] = await sql<Array<{ settled: SettleAndClaimResult['settled']; claimed: ClaimedItem[]; completed_ages: number[] }>>`
     with outcome as (
       select * from jsonb_to_recordset(${sql.json(outcomes as never)}::jsonb)
         as o(id uuid, attempt int, status text, result jsonb, error_message text)
@@ -186,7 +188,7 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim): 
        where qi.id = o.id and qi.job_id = ${req.jobId} and qi.attempt = o.attempt
          -- or already settled so by this very outcome: a repeat after a lost answer is accepted again
          and (qi.status = ${statusSql(sql, T.complete.from)} or qi.status = o.status)
-      returning qi.id, qi.status
+      returning qi.id, qi.status, extract(epoch from now() - qi.created_at)::float8 as age_s
     ), picked as (
       select id from queue_items
        where queue_id = ${req.queueId} and status = ${statusSql(sql, T.take.from)} and (postpone is null or postpone <= now())
@@ -207,9 +209,11 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim): 
                 (extract(epoch from qi.created_at) * 1000000)::bigint as created_us
     )
     select (select coalesce(jsonb_agg(jsonb_build_object('id', id, 'status', status)), '[]'::jsonb) from settled) as settled,
-           (select coalesce(jsonb_agg(to_jsonb(claimed)), '[]'::jsonb) from claimed) as claimed`;
+           (select coalesce(jsonb_agg(to_jsonb(claimed)), '[]'::jsonb) from claimed) as claimed,
+           (select coalesce(jsonb_agg(age_s), '[]'::jsonb) from settled where status = ${statusSql(sql, T.complete.to)}) as completed_ages`;
   const claimed = row!.claimed.map((c) => ({ ...c, deadline_us: c.deadline_us === null ? null : Number(c.deadline_us), created_us: Number(c.created_us) }));
   claimed.sort(compareTakeOrder);
+  observeSettleAndClaim(row!.settled, row!.completed_ages, claimed.length);
   return { settled: row!.settled, claimed };
 }
 
@@ -257,7 +261,7 @@ export async function failOrphanedItems(sql: Queryable, message: string): Promis
   const rows = await sql<{ queue_id: string }[]>`
     update queue_items qi set status = ${statusSql(sql, T.fail.to)}, error_message = ${message}, updated_at = now()
     where qi.status = ${statusSql(sql, T.fail.from)}
-      and not exists (select 1 from jobs j where j.id = qi.job_id and j.status in ('pending', 'running'))
+      and not exists (select 1 from jobs j where j.id = qi.job_id and j.status in ('pending', 'running', 'waiting_input'))
     returning qi.queue_id`;
   return [...new Set(rows.map((r) => r.queue_id))];
 }
@@ -278,6 +282,8 @@ export async function applyItemRetryPolicy(sql: Queryable, queueId: string | nul
        ${queueId ? sql`and qi.queue_id = ${queueId}` : sql``}
     returning qi.queue_id, qi.status`;
   const retried = rows.filter((r) => r.status === T.retry.to);
+  if (retried.length) itemRetryOutcomes.inc({ outcome: 'retried' }, retried.length);
+  if (rows.length > retried.length) itemRetryOutcomes.inc({ outcome: 'dead_letter' }, rows.length - retried.length);
   return {
     retried: retried.length,
     deadLettered: rows.length - retried.length,

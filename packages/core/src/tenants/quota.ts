@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/sql';
+import { quotaRejections } from '../metrics/domain';
 import { ForbiddenError, QuotaExceededError } from '../errors';
 
 /**
@@ -34,6 +35,7 @@ export function quotaResetsAt(periodStart: Date): Date {
 }
 
 export function quotaExceeded(usage: QuotaUsage): QuotaExceededError {
+  quotaRejections.inc();
   return new QuotaExceededError({
     monthly_quota: usage.monthly_quota,
     quota_used: usage.quota_used,

@@ -1,0 +1,349 @@
+import http from 'node:http';
+import https from 'node:https';
+import { randomUUID } from 'node:crypto';
+import type { LookupFunction } from 'node:net';
+import type { Sql } from '../db/sql';
+import type { Logger } from '../logger';
+import { DbOutage } from '../db/outage';
+import { recordAudit } from '../audit/audit';
+import { readEventsAfter } from './feed';
+import { signWebhook } from './sign';
+import { openSecret, type WebhookSettings } from './subscriptions';
+import { RefusedTarget, resolveTarget } from './target';
+import { webhookDeliveries } from '../metrics/domain';
+
+/**
+ * Webhook delivery, run by every dispatcher replica (docs/decisions/events.md). A replica takes a
+ * subscription with work by a lease (a row update, committed: no transaction stays open during
+ * the HTTP calls, which would hold the feed's horizon back), hands the events after its cursor to
+ * delivery rows, and sends them in order: the first one not yet delivered blocks the ones after
+ * it until it is delivered or given up. Another replica takes the subscription only once the
+ * lease has lapsed, so each event is sent once unless a replica dies mid-send (at least once).
+ */
+
+export interface DelivererOptions {
+  sql: Sql;
+  logger: Logger;
+  settings: WebhookSettings;
+  /** first retry after about this long, doubling up to an hour, with jitter (10 s) */
+  retryBaseMs?: number;
+  /** a delivery failing for this long is given up; a subscription failing this long is disabled (24 h) */
+  giveUpAfterMs?: number;
+  /** how often subscriptions are looked at (1 s) */
+  pollMs?: number;
+  /** per request (10 s) */
+  timeoutMs?: number;
+  /** how long a replica holds a subscription (60 s) */
+  leaseMs?: number;
+  /** the process's view of Postgres outages, shared so that one outage is one log line per process */
+  outage?: DbOutage;
+}
+
+export interface WebhookDeliverer {
+  start(): void;
+  /** One pass over the subscriptions with work (tests). */
+  passOnce(): Promise<number>;
+  close(): Promise<void>;
+}
+
+interface ClaimedSubscription {
+  id: string;
+  tenant_id: string;
+  url: string;
+  event_types: string[];
+  secret_sealed: Buffer;
+  cursor_xid: string;
+  cursor_seq: string;
+  failing_since: Date | null;
+}
+
+interface PendingDelivery {
+  id: string;
+  event_id: string;
+  event_type: string;
+  body: string;
+  attempts: number;
+  first_attempt_at: Date | null;
+  next_attempt_at: Date;
+}
+
+export interface AttemptResult {
+  ok: boolean;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+const EVENTS_PER_READ = 500;
+/** In-order deliveries read at once: one query per page instead of one per event. */
+const DELIVERIES_PER_READ = 100;
+const MAX_BACKOFF_MS = 3_600_000;
+
+/** The wait before attempt n+1 after n failures: exponential, capped at an hour, half of it jitter. */
+export function retryDelayMs(baseMs: number, failures: number): number {
+  const full = Math.min(baseMs * 2 ** Math.max(0, failures - 1), MAX_BACKOFF_MS);
+  return Math.round(full / 2 + Math.random() * (full / 2));
+}
+
+/** One POST to the subscription's URL: the address checked first, no redirect followed, a hard timeout. */
+export async function postWebhook(
+  target: string,
+  settings: WebhookSettings,
+  headers: Record<string, string>,
+  body: string,
+  timeoutMs: number,
+  agents?: { http: http.Agent; https: https.Agent },
+): Promise<AttemptResult> {
+  const started = Date.now();
+  const done = (r: Omit<AttemptResult, 'durationMs'>): AttemptResult => ({ ...r, durationMs: Date.now() - started });
+  let url: URL;
+  let address: { address: string; family: number };
+  try {
+    url = new URL(target);
+    address = await resolveTarget(url, settings);
+  } catch (err) {
+    return done({ ok: false, statusCode: null, error: err instanceof RefusedTarget ? err.message : `DNS: ${(err as Error).message}` });
+  }
+  // the connection goes to the address just checked, whatever a second resolution would say
+  const lookup: LookupFunction = (_host, opts, cb) => {
+    if ((opts as { all?: boolean }).all) (cb as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [address]);
+    else cb(null, address.address, address.family);
+  };
+  return new Promise<AttemptResult>((resolve) => {
+    const secure = url.protocol === 'https:';
+    const lib = secure ? https : http;
+    const req = lib.request(url, {
+      method: 'POST',
+      lookup,
+      // a deliverer's keep-alive agents: a subscription's next event reuses the connection, which
+      // goes to an address checked when it was opened (the lookup above is used for new ones only)
+      ...(agents ? { agent: secure ? agents.https : agents.http } : {}),
+      headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': 'svc-webhooks/1' },
+      timeout: timeoutMs,
+    }, (res) => {
+      const code = res.statusCode ?? 0;
+      // the answer's body is read and dropped, so that the connection can carry the next request
+      res.on('error', () => undefined);
+      res.on('close', () => resolve(done({ ok: code >= 200 && code < 300, statusCode: code, error: code >= 300 && code < 400 ? 'redirect not followed' : null })));
+      res.resume();
+    });
+    const deadline = setTimeout(() => req.destroy(new Error(`timeout after ${timeoutMs} ms`)), timeoutMs);
+    req.on('timeout', () => req.destroy(new Error(`timeout after ${timeoutMs} ms`)));
+    req.on('error', (err) => resolve(done({ ok: false, statusCode: null, error: err.message.slice(0, 500) })));
+    req.on('close', () => clearTimeout(deadline));
+    req.end(body);
+  });
+}
+
+export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer {
+  const { sql, logger, settings } = opts;
+  const retryBaseMs = opts.retryBaseMs ?? 10_000;
+  const giveUpAfterMs = opts.giveUpAfterMs ?? 24 * 3_600_000;
+  const pollMs = opts.pollMs ?? 1000;
+  const timeoutMs = opts.timeoutMs ?? 10_000;
+  const leaseMs = opts.leaseMs ?? 60_000;
+  const owner = randomUUID();
+  const agents = { http: new http.Agent({ keepAlive: true, maxSockets: 4 }), https: new https.Agent({ keepAlive: true, maxSockets: 4 }) };
+  const outage = opts.outage ?? new DbOutage(logger);
+  let timer: NodeJS.Timeout | null = null;
+  let running: Promise<number> | null = null;
+  let closed = false;
+
+  async function claim(): Promise<ClaimedSubscription[]> {
+    return sql<ClaimedSubscription[]>`
+      update webhook_subscriptions s set lease_owner = ${owner}, lease_until = now() + make_interval(secs => ${leaseMs / 1000})
+      where s.id in (
+        select c.id from webhook_subscriptions c
+        where c.is_active and (c.lease_until is null or c.lease_until < now())
+          and (exists (select 1 from webhook_deliveries d where d.subscription_id = c.id and d.status = 'pending' and d.next_attempt_at <= now())
+            or exists (select 1 from events e where e.tenant_id = c.tenant_id and (e.xid, e.seq) > (c.cursor_xid, c.cursor_seq)
+                         and e.xid < pg_snapshot_xmin(pg_current_snapshot())))
+        order by c.lease_until nulls first, c.id
+        limit 20
+        for update skip locked)
+      returning s.id, s.tenant_id, s.url, s.event_types, s.secret_sealed, s.cursor_xid::text as cursor_xid, s.cursor_seq::text as cursor_seq, s.failing_since`;
+  }
+
+  /** The events after the cursor become delivery rows (those of the subscribed types) and the cursor moves past them. */
+  async function enqueue(sub: ClaimedSubscription): Promise<void> {
+    const all = sub.event_types.includes('*');
+    for (let reads = 0; reads < 20; reads++) {
+      const events = await readEventsAfter(sql, sub.tenant_id, { xid: sub.cursor_xid, seq: sub.cursor_seq }, { types: null, limit: EVENTS_PER_READ });
+      if (events.length === 0) return;
+      const wanted = events.filter((e) => all || sub.event_types.includes(e.type));
+      const last = events[events.length - 1]!;
+      const rows = wanted.map((e) => ({
+        event_id: e.id, event_type: e.type, xid: e.xid, seq: e.seq,
+        body: JSON.stringify({ id: e.id, type: e.type, occurred_at: e.occurred_at, tenant_id: e.tenant_id, data: e.data }),
+      }));
+      const moved = await sql.begin(async (tx) => {
+        const res = await tx`
+          update webhook_subscriptions set cursor_xid = ${last.xid}::text::xid8, cursor_seq = ${last.seq}::bigint
+          where id = ${sub.id} and lease_owner = ${owner}`;
+        if (res.count === 0) return false;
+        if (rows.length) {
+          await tx`
+            insert into webhook_deliveries (tenant_id, subscription_id, event_id, event_type, event_xid, event_seq, body)
+            select ${sub.tenant_id}, ${sub.id}, r.event_id, r.event_type, r.xid::xid8, r.seq, r.body
+            from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) as r(event_id text, event_type text, xid text, seq bigint, body text)
+            on conflict (subscription_id, event_xid, event_seq) where in_order do nothing`;
+        }
+        return true;
+      });
+      if (!moved) return;
+      sub.cursor_xid = last.xid;
+      sub.cursor_seq = last.seq;
+      if (events.length < EVENTS_PER_READ) return;
+    }
+  }
+
+  /** Successes not yet written (one statement per page instead of one per event). */
+  interface Delivered { id: string; status_code: number | null; duration_ms: number }
+
+  async function recordDelivered(done: Delivered[]): Promise<void> {
+    if (done.length === 0) return;
+    const rows = done.splice(0);
+    await sql`
+      update webhook_deliveries d set status = 'delivered', attempts = d.attempts + 1, first_attempt_at = coalesce(d.first_attempt_at, now()),
+        last_attempt_at = now(), last_status_code = r.status_code, last_error = null, last_duration_ms = r.duration_ms, updated_at = now()
+      from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) as r(id uuid, status_code int, duration_ms int)
+      where d.id = r.id and d.status = 'pending'`;
+    webhookDeliveries.inc({ outcome: 'delivered' }, rows.length);
+  }
+
+  /**
+   * Sends one delivery and records its outcome. With `batch`, a success of a subscription that is
+   * not failing is only noted there, to be written with the page's others (a crash before that
+   * sends them again: at least once); anything else is written at once, after the batch.
+   */
+  async function attempt(sub: ClaimedSubscription, d: PendingDelivery, secret: string = openSecret(settings.sealKey, sub), batch?: Delivered[]): Promise<boolean> {
+    const timestamp = Math.floor(Date.now() / 1000);
+    const result = await postWebhook(sub.url, settings, {
+      'svc-event-id': d.event_id,
+      'svc-event-type': d.event_type,
+      'svc-timestamp': String(timestamp),
+      'svc-signature': signWebhook(secret, timestamp, d.body),
+    }, d.body, timeoutMs, agents);
+    const firstAt = d.first_attempt_at ?? new Date();
+    const givenUp = !result.ok && Date.now() - firstAt.getTime() >= giveUpAfterMs;
+    const status = result.ok ? 'delivered' : givenUp ? 'failed' : 'pending';
+    const next = new Date(Date.now() + retryDelayMs(retryBaseMs, d.attempts + 1));
+    if (result.ok && sub.failing_since === null && batch) {
+      batch.push({ id: d.id, status_code: result.statusCode, duration_ms: result.durationMs });
+      return true;
+    }
+    if (batch) await recordDelivered(batch);
+    if (result.ok && sub.failing_since === null) {
+      // delivered, and the subscription was not failing: one statement
+      await sql`
+        update webhook_deliveries set status = 'delivered', attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
+          last_attempt_at = now(), last_status_code = ${result.statusCode}, last_error = null,
+          last_duration_ms = ${result.durationMs}, next_attempt_at = ${next}, updated_at = now()
+        where id = ${d.id} and status = 'pending'`;
+      webhookDeliveries.inc({ outcome: 'delivered' });
+      return true;
+    }
+    const outcome = await sql.begin(async (tx) => {
+      await tx`
+        update webhook_deliveries set status = ${status}, attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
+          last_attempt_at = now(), last_status_code = ${result.statusCode}, last_error = ${result.error},
+          last_duration_ms = ${result.durationMs}, next_attempt_at = ${next}, updated_at = now()
+        where id = ${d.id} and status = 'pending'`;
+      if (result.ok) {
+        await tx`update webhook_subscriptions set failing_since = null where id = ${sub.id} and failing_since is not null`;
+        sub.failing_since = null;
+        return 'delivered';
+      }
+      const [s] = await tx<Array<{ failing_since: Date; is_active: boolean; too_long: boolean }>>`
+        update webhook_subscriptions set failing_since = coalesce(failing_since, now()) where id = ${sub.id}
+        returning failing_since, is_active, failing_since <= now() - make_interval(secs => ${giveUpAfterMs / 1000}) as too_long`;
+      // a later success in this pass must clear it (not the one-statement path above)
+      if (s) sub.failing_since = s.failing_since;
+      if (!s?.is_active || !s.too_long) return 'failed';
+      await tx`update webhook_subscriptions set is_active = false, disabled_reason = 'failing_24h', updated_at = now() where id = ${sub.id}`;
+      await recordAudit(tx, {
+        tenantId: sub.tenant_id, actorType: 'system', action: 'disable_webhook', source: 'dispatcher', resourceType: 'webhook',
+        resourceId: sub.id, details: { reason: 'failing_24h', since: s.failing_since.toISOString() },
+      });
+      return 'disabled';
+    });
+    webhookDeliveries.inc({ outcome: outcome === 'disabled' ? 'subscription_disabled' : result.ok ? 'delivered' : givenUp ? 'given_up' : 'retry' });
+    if (outcome === 'disabled') {
+      logger.warn('webhook subscription disabled after failing too long', { subscription_id: sub.id, tenant_id: sub.tenant_id });
+      return false;
+    }
+    return result.ok || givenUp;
+  }
+
+  async function deliverFor(sub: ClaimedSubscription, until: number): Promise<void> {
+    try {
+      await enqueue(sub);
+      // tests and redeliveries: no order to keep
+      const loose = await sql<PendingDelivery[]>`
+        select id, event_id, event_type, body, attempts, first_attempt_at, next_attempt_at from webhook_deliveries
+        where subscription_id = ${sub.id} and status = 'pending' and not in_order and next_attempt_at <= now()
+        order by created_at limit 20`;
+      await Promise.all(loose.map((d) => attempt(sub, d)));
+      // in order, a page at a time: the first one not delivered (nor given up) stops the rest
+      const secret = openSecret(settings.sealKey, sub);
+      const batch: Delivered[] = [];
+      sending: while (!closed && Date.now() < until) {
+        const page = await sql<PendingDelivery[]>`
+          select id, event_id, event_type, body, attempts, first_attempt_at, next_attempt_at from webhook_deliveries
+          where subscription_id = ${sub.id} and status = 'pending' and in_order
+          order by event_xid, event_seq limit ${DELIVERIES_PER_READ}`;
+        for (const d of page) {
+          if (closed || Date.now() >= until || d.next_attempt_at.getTime() > Date.now()) break sending;
+          if (!(await attempt(sub, d, secret, batch))) break sending;
+        }
+        await recordDelivered(batch);
+        if (page.length < DELIVERIES_PER_READ) break;
+      }
+      await recordDelivered(batch);
+    } finally {
+      await sql`update webhook_subscriptions set lease_owner = null, lease_until = null where id = ${sub.id} and lease_owner = ${owner}`
+        .catch(() => undefined);
+    }
+  }
+
+  async function pass(): Promise<number> {
+    const subs = await claim();
+    // room for one more request before the lease ends
+    const until = Date.now() + leaseMs - timeoutMs - 5000;
+    await Promise.all(subs.map((s) => deliverFor(s, until)));
+    return subs.length;
+  }
+
+  function schedule(): void {
+    if (closed) return;
+    timer = setTimeout(() => {
+      timer = null;
+      running = pass()
+        .then((n) => {
+          outage.ok();
+          return n;
+        })
+        .catch((err) => {
+          if (!outage.failed(err, 'webhook delivery')) logger.warn('webhook delivery pass failed', { err: (err as Error).message });
+          return 0;
+        })
+        .finally(() => {
+          running = null;
+          schedule();
+        });
+    }, pollMs);
+    timer.unref?.();
+  }
+
+  return {
+    start: schedule,
+    passOnce: pass,
+    async close() {
+      closed = true;
+      if (timer) clearTimeout(timer);
+      if (running) await running.catch(() => undefined);
+      agents.http.destroy();
+      agents.https.destroy();
+    },
+  };
+}

@@ -1,0 +1,84 @@
+import type { Queryable } from '../db/sql';
+import { ValidationError } from '../errors';
+import { EVENT_TYPES, type EventFeedQuery, type EventResponse } from './schemas';
+
+/**
+ * The tenant's event feed (docs/decisions/events.md). Events are read in (xid, seq) order and only
+ * below the horizon of the oldest transaction still running, so an event that commits late
+ * always sorts after the cursor a client already holds: keeping the last cursor misses nothing.
+ */
+
+export interface FeedPosition {
+  xid: string;
+  seq: string;
+}
+
+/** The position an event id (32 hex digits) stands for; the start of the feed for none. */
+export function decodeEventCursor(cursor: string | undefined): FeedPosition {
+  if (cursor === undefined) return { xid: '0', seq: '0' };
+  if (!/^[0-9a-f]{32}$/.test(cursor)) {
+    throw ValidationError.single(['query', 'after'], 'no es un id de evento (usa el id de un evento o meta.next_cursor)', 'invalid_cursor');
+  }
+  return { xid: BigInt(`0x${cursor.slice(0, 16)}`).toString(), seq: BigInt(`0x${cursor.slice(16)}`).toString() };
+}
+
+export function parseEventTypes(types: string | undefined): string[] | null {
+  if (types === undefined) return null;
+  const list = [...new Set(types.split(','))];
+  const unknown = list.filter((t) => !(EVENT_TYPES as readonly string[]).includes(t));
+  if (unknown.length) throw ValidationError.single(['query', 'types'], `tipo de evento desconocido: ${unknown[0]}`, 'enum');
+  return list;
+}
+
+export interface EventRow extends EventResponse {
+  xid: string;
+  seq: string;
+}
+
+/**
+ * Events of the tenant after `after`, oldest first, committed and below the horizon. The same
+ * statement serves the feed, the stream and the webhook deliveries.
+ */
+export async function readEventsAfter(
+  sql: Queryable,
+  tenantId: string,
+  after: FeedPosition,
+  opts: { types: string[] | null; limit: number },
+): Promise<EventRow[]> {
+  return sql<EventRow[]>`
+    select event_cursor(xid, seq) as id, type, event_iso(occurred_at) as occurred_at, tenant_id, data,
+           xid::text as xid, seq::text as seq
+    from events
+    where tenant_id = ${tenantId}
+      and (xid, seq) > (${after.xid}::text::xid8, ${after.seq}::bigint)
+      and xid < pg_snapshot_xmin(pg_current_snapshot())
+      ${opts.types ? sql`and type = any(${opts.types}::text[])` : sql``}
+    order by xid, seq
+    limit ${opts.limit}`;
+}
+
+export interface FeedPage {
+  rows: EventResponse[];
+  meta: { limit: number; next_cursor: string | null };
+}
+
+const publicEvent = ({ xid: _x, seq: _s, ...event }: EventRow): EventResponse => event;
+
+/**
+ * One page of the feed. `next_cursor` is the last event's id, or the cursor given when there is
+ * nothing new (so a client always has a cursor to come back with).
+ */
+export async function readEventFeed(sql: Queryable, tenantId: string, query: EventFeedQuery): Promise<FeedPage> {
+  const limit = query.limit ?? 100;
+  const rows = await readEventsAfter(sql, tenantId, decodeEventCursor(query.after), { types: parseEventTypes(query.types), limit });
+  const last = rows[rows.length - 1];
+  return { rows: rows.map(publicEvent), meta: { limit, next_cursor: last ? last.id : query.after ?? null } };
+}
+
+/** Events older than the retention go (the engine's sweep), with the deliveries finished with them. */
+export async function purgeOldEvents(sql: Queryable, retentionDays: number): Promise<number> {
+  const cutoff = sql`now() - make_interval(secs => ${retentionDays * 86400})`;
+  const res = await sql`delete from events where occurred_at < ${cutoff}`;
+  await sql`delete from webhook_deliveries where created_at < ${cutoff} and status <> 'pending'`;
+  return res.count;
+}

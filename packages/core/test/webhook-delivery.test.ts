@@ -1,0 +1,172 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createEngine, createLogger, isRefusedAddress, postWebhook, renderMetrics, retryDelayMs, type Engine, type Sql } from '@svc/core';
+import { TEST_ENCRYPTION_KEY, databaseSuite, sampleValue, seedJob, seedMachine, seedProcess, seedTenant, waitFor } from '@svc/testing';
+
+/**
+ * Webhook delivery in-process (docs/decisions/events.md): the SSRF guard checks the addresses a
+ * host resolves to at every delivery, redirects are not followed, a delivery failing past the
+ * give-up time is marked failed and its subscription disabled and audited. End to end with real
+ * dispatchers: apps/dispatcher/test/webhooks.test.ts.
+ */
+const db = databaseSuite();
+let sql: Sql;
+const key = Buffer.from(TEST_ENCRYPTION_KEY, 'base64');
+const logger = createLogger({ level: 'error', service: 'test' });
+const open = { sealKey: key, allowInsecure: true, allowPrivateNetworks: true };
+const strict = { sealKey: key, allowInsecure: true, allowPrivateNetworks: false };
+let lenient: Engine;
+let guarded: Engine;
+let tenantId: string;
+let processId: string;
+let machineId: string;
+
+/** Answers every request with `status` (and a Location for redirects), recording what came. */
+function receiver(status: number, location?: string) {
+  const got: string[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => { body += c; });
+    req.on('end', () => {
+      got.push(body);
+      res.writeHead(status, location ? { Location: location } : {}).end();
+    });
+  });
+  return {
+    got,
+    async start() {
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      return (server.address() as AddressInfo).port;
+    },
+    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); }),
+  };
+}
+
+const actor = { actorType: 'user' as const, actorId: null, source: 'api' };
+
+beforeAll(async () => {
+  sql = db.sql;
+  lenient = createEngine({ sql, logger, webhooks: open });
+  guarded = createEngine({ sql, logger, webhooks: strict });
+  tenantId = (await seedTenant(sql)).id;
+  processId = (await seedProcess(sql, tenantId)).id;
+  machineId = (await seedMachine(sql, tenantId)).row.id as string;
+});
+
+const jobCreated = () => seedJob(sql, tenantId, { process_id: processId, machine_id: machineId });
+const deliveriesOf = (subscriptionId: string) =>
+  sql<Array<{ status: string; attempts: number; last_status_code: number | null; last_error: string | null }>>`
+    select status, attempts, last_status_code, last_error from webhook_deliveries where subscription_id = ${subscriptionId} order by event_xid, event_seq`;
+
+describe('the SSRF guard', () => {
+  it('refuses loopback, private, link-local, metadata and reserved addresses, and accepts public ones', () => {
+    for (const a of ['127.0.0.1', '127.9.9.9', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1',
+      '::1', '::', 'fe80::1', 'fc00::1', 'fd12::1', '::ffff:10.0.0.1', '::ffff:127.0.0.1', 'not-an-ip']) {
+      expect([a, isRefusedAddress(a)]).toEqual([a, true]);
+    }
+    for (const a of ['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111']) expect([a, isRefusedAddress(a)]).toEqual([a, false]);
+  });
+
+  it('checks what a name resolves to at delivery: localhost is refused and nothing is sent', async () => {
+    const r = receiver(204);
+    const port = await r.start();
+    try {
+      const res = await postWebhook(`http://localhost:${port}/x`, strict, {}, '{}', 5000);
+      expect(res).toMatchObject({ ok: false, statusCode: null });
+      expect(res.error).toMatch(/refused address/);
+      const direct = await postWebhook(`http://127.0.0.1:${port}/x`, strict, {}, '{}', 5000);
+      expect(direct.ok).toBe(false);
+      expect(r.got).toEqual([]);
+      // allowed when the server says so (tests, local development)
+      expect((await postWebhook(`http://localhost:${port}/x`, open, {}, '{}', 5000)).ok).toBe(true);
+      expect(r.got).toHaveLength(1);
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('a subscription saved while private networks were allowed is refused at delivery once they are not', async () => {
+    const r = receiver(204);
+    const port = await r.start();
+    try {
+      const sub = await lenient.events.webhooks.create(actor, tenantId, { url: `http://127.0.0.1:${port}/hook`, event_types: ['job.created'] });
+      await jobCreated();
+      const deliverer = guarded.events.deliverer({ retryBaseMs: 60_000 });
+      await waitFor('an attempt', async () => {
+        await deliverer.passOnce();
+        return (await deliveriesOf(sub.id)).some((d) => d.attempts > 0);
+      });
+      const [d] = await deliveriesOf(sub.id);
+      expect(d).toMatchObject({ status: 'pending', attempts: 1, last_status_code: null });
+      expect(d!.last_error).toMatch(/refused address 127\.0\.0\.1/);
+      expect(r.got).toEqual([]);
+      await lenient.events.webhooks.delete(actor, tenantId, sub.id);
+    } finally {
+      await r.close();
+    }
+  });
+});
+
+it('does not follow a redirect', async () => {
+  const elsewhere = receiver(204);
+  const elsewherePort = await elsewhere.start();
+  const r = receiver(302, `http://127.0.0.1:${elsewherePort}/stolen`);
+  const port = await r.start();
+  try {
+    const res = await postWebhook(`http://127.0.0.1:${port}/hook`, open, {}, '{"a":1}', 5000);
+    expect(res).toMatchObject({ ok: false, statusCode: 302, error: 'redirect not followed' });
+    expect(r.got).toEqual(['{"a":1}']);
+    expect(elsewhere.got).toEqual([]);
+  } finally {
+    await r.close();
+    await elsewhere.close();
+  }
+});
+
+it('gives a failing delivery up after the give-up time, and disables and audits its subscription', async () => {
+  const r = receiver(500);
+  const port = await r.start();
+  try {
+    const sub = await lenient.events.webhooks.create(actor, tenantId, { url: `http://127.0.0.1:${port}/hook`, event_types: ['job.created'] });
+    await jobCreated();
+    await jobCreated();
+    const counted = async (outcome: string) => sampleValue((await renderMetrics()).body, 'svc_webhook_deliveries_total', { outcome }) ?? 0;
+    const before = { retry: await counted('retry'), disabled: await counted('subscription_disabled') };
+    const deliverer = lenient.events.deliverer({ retryBaseMs: 20, giveUpAfterMs: 600 });
+    await waitFor('the subscription disabled', async () => {
+      await deliverer.passOnce();
+      return !(await lenient.events.webhooks.get(tenantId, sub.id)).is_active;
+    }, 30_000);
+    const ds = await deliveriesOf(sub.id);
+    // in order: the first was retried until given up; the second never went before it
+    expect(ds[0]).toMatchObject({ status: 'failed', last_status_code: 500 });
+    expect(ds[0]!.attempts).toBeGreaterThan(1);
+    expect(ds[1]!.status).not.toBe('delivered');
+    const read = await lenient.events.webhooks.get(tenantId, sub.id);
+    expect(read).toMatchObject({ is_active: false, disabled_reason: 'failing_24h' });
+    const audit = await sql`select actor_type, action, source from audit_log where resource_id = ${sub.id} order by id`;
+    expect(audit.map((a) => a.action)).toEqual(['create_webhook', 'disable_webhook']);
+    expect(audit[1]).toMatchObject({ actor_type: 'system', source: 'dispatcher' });
+    // the attempts are counted by outcome (svc_webhook_deliveries_total)
+    expect(await counted('retry')).toBeGreaterThan(before.retry);
+    expect(await counted('subscription_disabled')).toBe(before.disabled + 1);
+    // disabled: nothing more is attempted
+    const attempts = r.got.length;
+    await deliverer.passOnce();
+    expect(r.got.length).toBe(attempts);
+    // an admin turns it back on: the rest goes out once the receiver answers
+    await lenient.events.webhooks.update(actor, tenantId, sub.id, { is_active: true });
+    expect((await lenient.events.webhooks.get(tenantId, sub.id)).failing_since).toBeNull();
+  } finally {
+    await r.close();
+  }
+});
+
+it('backs off exponentially with jitter, capped at an hour', () => {
+  for (let n = 1; n <= 30; n++) {
+    const full = Math.min(10_000 * 2 ** (n - 1), 3_600_000);
+    const d = retryDelayMs(10_000, n);
+    expect(d).toBeGreaterThanOrEqual(full / 2);
+    expect(d).toBeLessThanOrEqual(full);
+  }
+});
