@@ -4,7 +4,9 @@ import type { AppState } from './http/state';
 import { requestContext } from './middleware/request-context';
 import { errorEnvelope } from './middleware/errors';
 import { queuesBoard } from './admin/queues-board';
+import { consoleFiles } from './console/serve';
 import { healthRoutes } from './routes/health';
+import { metricsRoute } from './routes/metrics';
 import { apiRoutes } from './routes';
 
 /** Builds the Koa app from its dependencies; tests drive `app.callback()` with supertest. */
@@ -13,9 +15,11 @@ export function createApp(deps: ApiDeps): Koa<AppState> {
   app.silent = true;
   app.use(requestContext(deps));
   app.use(errorEnvelope());
+  app.use(consoleFiles(deps.consoleDir));
   app.use(queuesBoard(deps));
   const health = healthRoutes(deps);
   app.use(health.routes());
+  app.use(metricsRoute(deps).routes());
   const api = apiRoutes(deps);
   app.use(api.routes());
   // sets 405/501 with an Allow header; the error envelope turns them into HTTP_ERROR bodies

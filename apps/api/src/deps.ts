@@ -1,5 +1,5 @@
 import { createApiKeyStore, type ApiKeyStore } from './auth/api-key-store';
-import { createEngine, type Engine, createLogger, createRedis, createSql, redisKeys, type Config, type Logger, type Redis, type RedisKeys, type Sql } from '@svc/core';
+import { createEngine, webhookSettingsOf, type Engine, createLogger, createRedis, createPooledSql, databaseSettings, redisKeys, type Config, type Logger, type RedisClient, type RedisKeys, type Sql } from '@svc/core';
 
 /**
  * Everything a request handler may use; built once in main.ts (or by a test) and passed in. No
@@ -9,18 +9,20 @@ import { createEngine, type Engine, createLogger, createRedis, createSql, redisK
 export interface ApiDeps {
   config: Config;
   sql: Sql;
-  redis: Redis;
+  redis: RedisClient;
   keys: RedisKeys;
   logger: Logger;
   /** X-API-Key look-ups (cached, invalidated across processes) and last_used_at buffering; start()/close() it. */
   apiKeys: ApiKeyStore;
   /** The domain's commands (packages/core/src/engine.ts): handlers parse, call one and render. */
   engine: Engine;
+  /** The console's built files (apps/console/dist when absent), served at /console. */
+  consoleDir?: string;
 }
 
 export function buildDeps(config: Config, overrides: Partial<ApiDeps> = {}): ApiDeps {
-  const sql = overrides.sql ?? createSql(config.databaseUrl, { max: 20 });
-  const redis = overrides.redis ?? createRedis(config.redisUrl);
+  const sql = overrides.sql ?? createPooledSql(databaseSettings(config), { max: 20 });
+  const redis = overrides.redis ?? createRedis(config.redis);
   const keys = redisKeys(config.redisPrefix);
   const logger = overrides.logger ?? createLogger({ level: config.logLevel, service: 'api' });
   const apiKeys =
@@ -36,6 +38,7 @@ export function buildDeps(config: Config, overrides: Partial<ApiDeps> = {}): Api
     logger,
     apiKeys,
     // a key revoked or rotated here leaves every API process's cache at once
-    engine: overrides.engine ?? createEngine({ sql, logger, apiKeyChanges: apiKeys }),
+    engine: overrides.engine ?? createEngine({ sql, logger, apiKeyChanges: apiKeys, webhooks: webhookSettingsOf(config) }),
+    consoleDir: overrides.consoleDir,
   };
 }

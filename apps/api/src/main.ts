@@ -1,10 +1,13 @@
 import http from 'node:http';
-import { ConfigError, onShutdownSignals, parseConfig } from '@svc/core';
+import { ConfigError, onShutdownSignals, parseConfig, startTracing, stopTracing } from '@svc/core';
 import { createApp } from './app';
 import { buildDeps } from './deps';
+import { endEventStreams } from './routes/settings/events';
 
 async function main(): Promise<void> {
   const config = parseConfig(process.env);
+  // before the pool, the logger and the server exist: they are traced only when it is on
+  startTracing(process.env, 'api');
   const deps = buildDeps(config);
   await deps.apiKeys.start();
   const app = createApp(deps);
@@ -14,6 +17,8 @@ async function main(): Promise<void> {
   // handlers before "api listening": a signal from then on always drains
   onShutdownSignals(deps.logger, async () => {
     await listening;
+    // open event streams never finish by themselves
+    endEventStreams();
     // stop accepting, let in-flight requests finish, then close connections
     await new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
@@ -21,6 +26,7 @@ async function main(): Promise<void> {
     await deps.apiKeys.close();
     await deps.sql.end({ timeout: 5 });
     deps.redis.disconnect();
+    await stopTracing();
   });
   await listening;
   deps.logger.info('api listening', { url: `http://${config.host}:${config.port}` });

@@ -32,6 +32,7 @@ describe('GET /api/v1/machines/list', () => {
           description: 'Rack 3',
           status: 'busy',
           slots: 4,
+          kind: 'unattended',
           running_jobs: 4,
           is_active: true,
           last_heartbeat_at: m!.last_heartbeat_at.toISOString(),

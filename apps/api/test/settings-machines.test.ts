@@ -3,7 +3,7 @@ import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { bearer, fieldsOf, ISO, settingsSuite, settingsWorld, UUID, type SettingsWorld } from './settings-fixtures';
 
 const MACHINE_FIELDS = [
-  'agent_version', 'created_at', 'description', 'id', 'is_active', 'last_heartbeat_at', 'name', 'running_jobs', 'slots',
+  'agent_version', 'created_at', 'description', 'id', 'is_active', 'kind', 'last_heartbeat_at', 'name', 'running_jobs', 'slots',
   'status', 'tenant_id', 'updated_at',
 ];
 
@@ -22,7 +22,7 @@ describe('settings: machines', () => {
     const m = res.body.data;
     expect(Object.keys(m).sort()).toEqual([...MACHINE_FIELDS, 'machine_key'].sort());
     expect(m).toMatchObject({
-      tenant_id: w.tenantA, name: 'robot-01', description: 'Sala 2', status: 'offline', slots: 4, running_jobs: 0,
+      tenant_id: w.tenantA, name: 'robot-01', description: 'Sala 2', status: 'offline', slots: 4, kind: 'unattended', running_jobs: 0,
       is_active: true, last_heartbeat_at: null, agent_version: null,
     });
     expect(m.id).toMatch(UUID);
@@ -74,6 +74,16 @@ describe('settings: machines', () => {
     expect((await t.http.post(`/api/v1/settings/machines/${foreign.id}/rotate-key`)).status).toBe(401);
   });
 
+  it('records the machine kind: unattended by default, attended when told, changed by PATCH', async () => {
+    expect((await post({ name: `m-${++n}` })).body.data.kind).toBe('unattended');
+    const desk = (await post({ name: `m-${++n}`, kind: 'attended' })).body.data;
+    expect(desk.kind).toBe('attended');
+    const [stored] = await t.sql`select kind from machines where id = ${desk.id}`;
+    expect(stored!.kind).toBe('attended');
+    const back = await t.http.patch(`/api/v1/settings/machines/${desk.id}`).set(bearer(w.admin)).send({ kind: 'unattended' });
+    expect([back.status, back.body.data.kind]).toEqual([200, 'unattended']);
+  });
+
   it('defaults slots to 1', async () => {
     const res = await post({ name: `m-${++n}` });
     expect(res.body.data.slots).toBe(1);
@@ -89,6 +99,8 @@ describe('settings: machines', () => {
     ['a string is_active', { name: 'x', is_active: 'false' }, 'body → is_active'],
     ['a status (set by heartbeats, not by hand)', { name: 'x', status: 'online' }, 'body → status'],
     ['a machine_key', { name: 'x', machine_key: 'svc_mk_mine' }, 'body → machine_key'],
+    ['an unknown kind', { name: 'x', kind: 'desktop' }, 'body → kind'],
+    ['a null kind', { name: 'x', kind: null }, 'body → kind'],
   ])('refuses %s with 422 naming the field', async (_label, body, field) => {
     const res = await post(body);
     expect(res.status).toBe(422);

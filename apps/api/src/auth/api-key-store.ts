@@ -1,7 +1,7 @@
 import {
   acknowledgeApiKeyInvalidation, Batcher, DbOutage, decodeApiKeyInvalidation, findApiKeyByHash, findApiKeysByHashes, publishApiKeyInvalidation,
-  touchApiKeys,
-  type ApiKeyChangeListener, type ApiKeyInvalidation, type ApiKeyRow, type Logger, type Redis, type Sql,
+  duplicateRedis, isCluster, touchApiKeys,
+  type ApiKeyChangeListener, type ApiKeyInvalidation, type ApiKeyRow, type Logger, type RedisClient, type Sql,
 } from '@svc/core';
 
 /**
@@ -46,7 +46,7 @@ export interface ApiKeyStore extends ApiKeyChangeListener {
 export interface ApiKeyStoreOptions {
   sql: Sql;
   /** Publishes invalidations; duplicated for the subscriber connection. */
-  redis: Redis;
+  redis: RedisClient;
   channel: string;
   logger: Logger;
   /** 0 disables the cache (every look-up reads Postgres). */
@@ -76,7 +76,7 @@ export function createApiKeyStore(options: ApiKeyStoreOptions): ApiKeyStore {
 
 class CachedApiKeyStore implements ApiKeyStore {
   private readonly sql: Sql;
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly channel: string;
   private readonly log: Logger;
   /** a Postgres outage is logged once by its background writes and reads, not once per attempt */
@@ -96,7 +96,7 @@ class CachedApiKeyStore implements ApiKeyStore {
   private readonly reads: Batcher<string, ApiKeyRow | null>;
   private generation = 0;
   private live = false;
-  private subscriber: Redis | null = null;
+  private subscriber: RedisClient | null = null;
 
   /** key id → last use (epoch ms) */
   private pending = new Map<string, number>();
@@ -197,7 +197,7 @@ class CachedApiKeyStore implements ApiKeyStore {
 
   async start(): Promise<void> {
     if (this.ttlMs <= 0 || this.subscriber || this.closed) return;
-    const sub = this.redis.duplicate({ connectionName: this.subscriberName });
+    const sub = duplicateRedis(this.redis, { connectionName: this.subscriberName });
     this.subscriber = sub;
     sub.on('error', (err: Error) => this.log.warn('api key invalidation subscriber error', { err: err.message }));
     sub.on('message', (channel: string, raw: string) => {
@@ -216,6 +216,9 @@ class CachedApiKeyStore implements ApiKeyStore {
       this.live = false;
       this.dropAll();
     });
+    // a cluster client moves its subscription to another node by itself when its node leaves,
+    // without a 'close': what was published meanwhile is lost, so start from empty then too
+    if (isCluster(sub)) sub.on('-node', () => this.dropAll());
     await sub.subscribe(this.channel);
     this.dropAll();
     this.live = true;

@@ -1,5 +1,5 @@
 import {
-  UnauthorizedError, ForbiddenError, hasScope, buildAllowList, checkIpEntry, ipAllowed, sha256Hex, API_KEY_PREFIX,
+  UnauthorizedError, ForbiddenError, apiKeyCacheLookups, hasScope, buildAllowList, checkIpEntry, ipAllowed, sha256Hex, API_KEY_PREFIX,
   type ApiKeyRow, type Environment, type PlanFeature, type Scope,
 } from '@svc/core';
 import type { ApiDeps } from '../deps';
@@ -27,9 +27,17 @@ export function authenticateApiKey(store: ApiKeyStore): Guard {
       ctx.state.apiKey = principalOf(key, hashHex);
     };
     const cached = store.peek(hashHex);
-    return cached !== undefined ? admit(cached) : store.lookup(hashHex).then(admit);
+    if (cached !== undefined) {
+      cacheHits.inc();
+      return admit(cached);
+    }
+    cacheMisses.inc();
+    return store.lookup(hashHex).then(admit);
   };
 }
+
+const cacheHits = apiKeyCacheLookups.labels({ result: 'hit' });
+const cacheMisses = apiKeyCacheLookups.labels({ result: 'miss' });
 
 /**
  * The caller a cached key row stands for, made once per row (the store hands out the same row

@@ -44,7 +44,11 @@ export function errorEnvelope(): Middleware<AppState> {
         code = codeForStatus(status);
         message = status < 500 && err.expose ? err.message : DEFAULT_MESSAGES[code];
       }
-      if (status >= 500) {
+      // a typed 5xx (the console not built, a dependency down) is an expected answer: one line
+      // without a stack; anything else reaching here is a defect, logged with its stack
+      if (status >= 500 && err instanceof AppError) {
+        ctx.state.log?.warn('answered with a server error', { code, status });
+      } else if (status >= 500) {
         ctx.state.log?.error('unhandled error', { err: { message: err.message, stack: err.stack, name: err.name } });
       }
       for (const [name, value] of Object.entries(err.headers ?? {})) ctx.set(name, value);

@@ -1,4 +1,4 @@
-import { Batcher, type Redis } from '@svc/core';
+import { Batcher, type RedisClient } from '@svc/core';
 
 /**
  * rate-limiter-flexible's counting step, per key: add the points, read the window's time to live,
@@ -33,7 +33,7 @@ interface Count {
   points: string;
 }
 
-type ScriptClient = Redis & { svcIncrWindows(numKeys: number, ...args: string[]): Promise<number[]> };
+type ScriptClient = RedisClient & { svcIncrWindows(numKeys: number, ...args: string[]): Promise<number[]> };
 
 /**
  * The store client a RateLimiterRedis is given: it answers the limiter's one command,
@@ -54,7 +54,7 @@ export class BatchedWindowStore {
   private readonly counts: Batcher<Count, IncrResult>;
 
   /** `windowSeconds`: the limiter's duration, the only window it ever asks this store to count. */
-  constructor(private readonly client: Redis, windowSeconds: number) {
+  constructor(private readonly client: RedisClient, windowSeconds: number) {
     if (!('svcIncrWindows' in client)) {
       client.defineCommand('svcIncrWindows', { lua: INCR_WINDOWS_LUA });
     }
@@ -67,7 +67,7 @@ export class BatchedWindowStore {
   defineCommand(): void {}
 
   /** rate-limiter-flexible's other operations (get, set, delete) go to the real client. */
-  multi(...args: Parameters<Redis['multi']>): ReturnType<Redis['multi']> {
+  multi(...args: Parameters<RedisClient['multi']>): ReturnType<RedisClient['multi']> {
     return this.client.multi(...args);
   }
 

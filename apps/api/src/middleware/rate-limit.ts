@@ -1,5 +1,5 @@
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { RATE_LIMIT_WINDOW_SECONDS, RateLimitError, sha256Hex, type Redis } from '@svc/core';
+import { RATE_LIMIT_WINDOW_SECONDS, RateLimitError, duplicateRedis, rateLimitRejections, sha256Hex, type RedisClient } from '@svc/core';
 import type { ApiDeps } from '../deps';
 import { BatchedWindowStore } from './rate-limit-store';
 import type { Guard } from '../http/guard';
@@ -29,6 +29,8 @@ export function rateLimit(deps: ApiDeps, routeId: string, points: number): Guard
     insuranceLimiter: new RateLimiterMemory({ points, duration: RATE_LIMIT_WINDOW_SECONDS }),
   });
   const limitHeader = String(points);
+  const [method, path] = routeId.split(' ');
+  const rejections = rateLimitRejections.labels({ route: `/api/v1${path}`, method: method! });
   return async (ctx) => {
     const s = ctx.state;
     const identity = s.apiKey
@@ -48,6 +50,7 @@ export function rateLimit(deps: ApiDeps, routeId: string, points: number): Guard
     const remaining = String(Math.max(0, res.remainingPoints));
     const reset = String(Math.ceil((Date.now() + res.msBeforeNext) / 1000));
     if (limited) {
+      rejections.inc();
       throw new RateLimitError(Math.max(1, Math.ceil(res.msBeforeNext / 1000)), {
         'X-RateLimit-Limit': limitHeader, 'X-RateLimit-Remaining': remaining, 'X-RateLimit-Reset': reset,
       });
@@ -59,7 +62,7 @@ export function rateLimit(deps: ApiDeps, routeId: string, points: number): Guard
   };
 }
 
-const limiterClients = new WeakMap<Redis, Redis>();
+const limiterClients = new WeakMap<RedisClient, RedisClient>();
 
 /**
  * The counters' own connection, auto-pipelined: the scripts of the limiters of every route of
@@ -67,10 +70,10 @@ const limiterClients = new WeakMap<Redis, Redis>();
  * `deps.redis` itself because BullMQ shares that one and must not be auto-pipelined. It lives
  * and ends with `deps.redis`.
  */
-function limiterClient(redis: Redis): Redis {
+function limiterClient(redis: RedisClient): RedisClient {
   let client = limiterClients.get(redis);
   if (!client) {
-    const c = redis.duplicate({ enableAutoPipelining: true });
+    const c = duplicateRedis(redis, { enableAutoPipelining: true });
     c.on('error', () => undefined); // the limiter's insurance takes over; the base connection logs
     redis.once('end', () => c.disconnect());
     limiterClients.set(redis, c);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
-import { clientIp, type Logger } from '@svc/core';
+import { clientIp, describeActiveSpan, observeHttpRequest, tracingEnabled, UNMATCHED_ROUTE, type Logger } from '@svc/core';
+import { BOARD_PATH } from '../admin/queues-board';
 import type { ApiDeps } from '../deps';
 import type { AppState } from '../http/state';
 import { settleUnreadBody } from '../http/unread-body';
@@ -47,14 +48,31 @@ export function requestContext(deps: ApiDeps): Middleware<AppState> {
     } finally {
       const settling = settleUnreadBody(ctx.req, ctx.res);
       if (settling) await settling;
+      const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
+      const route = routeLabel(ctx);
+      observeHttpRequest(route, ctx.method, ctx.status, durationMs / 1000);
+      if (tracingEnabled()) describeActiveSpan(`${ctx.method} ${route}`, { 'http.route': route, 'svc.request_id': requestId });
       logger.info('request', {
         request_id: requestId,
         method: ctx.method,
         path: ctx.path,
         status: ctx.status,
-        duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
+        duration_ms: durationMs,
         ip,
       });
     }
   };
+}
+
+/**
+ * The route template a request matched (`/api/v1/jobs/:job_id`), never its raw path: the console's
+ * and the queues board's files count as their prefix, and every path no route matched (a 404, a
+ * 405) as one label, so random paths add no series.
+ */
+function routeLabel(ctx: { _matchedRoute?: string | RegExp; path: string }): string {
+  const matched = ctx._matchedRoute;
+  if (typeof matched === 'string') return matched;
+  if (ctx.path === '/console' || ctx.path.startsWith('/console/')) return '/console';
+  if (ctx.path === BOARD_PATH || ctx.path.startsWith(`${BOARD_PATH}/`)) return BOARD_PATH;
+  return UNMATCHED_ROUTE;
 }

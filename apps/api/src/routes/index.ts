@@ -14,10 +14,13 @@ import { folderSettingsRoutes } from './settings/folders';
 import { processSettingsRoutes } from './settings/processes';
 import { machineSettingsRoutes } from './settings/machines';
 import { queueSettingsRoutes } from './settings/queues';
+import { triggerSettingsRoutes } from './settings/triggers';
 import { assetSettingsRoutes } from './settings/assets';
+import { scheduleSettingsRoutes } from './settings/schedules';
 import { queueItemReviewRoutes } from './settings/queue-item-review';
 import { workSettingsRoutes } from './settings/work';
 import { auditLogRoutes } from './settings/audit-log';
+import { eventRoutes } from './settings/events';
 
 type ResourceRoutes = (rc: RouteContext) => AppRouter;
 
@@ -30,10 +33,13 @@ const RESOURCES: ResourceRoutes[] = [
   processSettingsRoutes,
   machineSettingsRoutes,
   queueSettingsRoutes,
+  triggerSettingsRoutes,
   assetSettingsRoutes,
+  scheduleSettingsRoutes,
   queueItemReviewRoutes,
   workSettingsRoutes,
   auditLogRoutes,
+  eventRoutes,
   queueItemRoutes,
   jobRoutes,
   webhookRoutes,

@@ -105,7 +105,8 @@ export function jobRoutes(rc: RouteContext): AppRouter {
       summary: 'Stop a job',
       description:
         'No body. A pending job ends `stopped` at once (finished_at set); a running job gets `stop_requested: true` ' +
-        'and stays `running` until its machine aborts it (it then ends `stopped`); a finished job (completed, ' +
+        'and stays `running` until its machine aborts it (it then ends `stopped`); a job waiting for input ' +
+        '(`waiting_input`) ends `stopped` at once; a finished job (completed, ' +
         'failed, stopped, timed_out) answers 409. The response documents the contract\'s subset of job fields.',
       tags: ['jobs'],
       auth: { kind: 'api_key', scope: 'jobs:stop' },

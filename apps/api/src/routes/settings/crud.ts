@@ -39,7 +39,7 @@ export async function writeCatalog<T extends { id: string }>(
  * (paged), get, partial update, deactivate (DELETE, 200 with the record). Existence (404) is
  * established before the body is validated (422), as the contract's error order asks.
  */
-export interface CrudSpec<Row extends { id: string; name: string }> {
+export interface CrudSpec<Row extends { id: string }> {
   /** Singular, for audit actions and resource types: `folder` → `create_folder`. */
   resource: CatalogResource;
   /** URL segment: `/settings/<plural>`. */
@@ -53,6 +53,11 @@ export interface CrudSpec<Row extends { id: string; name: string }> {
   readers?: 'admins' | 'members';
   /** Leave a route out when the resource declares its own (machines' create returns the key). */
   skip?: Array<'create'>;
+  /**
+   * A resource without a `name` field (triggers): its create's audit row records this name instead,
+   * and its routes promise no 409 and no order by name.
+   */
+  unnamed?: { auditName(body: unknown): string };
   create(tx: Queryable, tenantId: string, body: unknown): Promise<Row>;
   list(sql: Sql, tenantId: string, query: Record<string, unknown>): Promise<{ rows: Row[]; meta: PageMeta }>;
   get(sql: Queryable, tenantId: string, id: string): Promise<Row>;
@@ -62,7 +67,7 @@ export interface CrudSpec<Row extends { id: string; name: string }> {
   present(sql: Queryable, rows: Row[]): Promise<unknown[]>;
 }
 
-export function addCrudRoutes<Row extends { id: string; name: string }>(router: AppRouter, rc: RouteContext, spec: CrudSpec<Row>): void {
+export function addCrudRoutes<Row extends { id: string }>(router: AppRouter, rc: RouteContext, spec: CrudSpec<Row>): void {
   const { sql } = rc.deps;
   const base = `/settings/${spec.plural}`;
   const tags = [spec.tag];
@@ -74,16 +79,19 @@ export function addCrudRoutes<Row extends { id: string; name: string }>(router: 
       method: 'post',
       path: base,
       summary: `Create a ${spec.noun}`,
-      description: `Unknown body fields or invalid values → 422; a name already used in the workspace → 409. ${spec.notes?.create ?? ''}`.trim(),
+      description: (spec.unnamed
+        ? `Unknown body fields or invalid values → 422. ${spec.notes?.create ?? ''}`
+        : `Unknown body fields or invalid values → 422; a name already used in the workspace → 409. ${spec.notes?.create ?? ''}`).trim(),
       tags,
       auth: ADMIN,
       body: spec.schemas.create,
       response: spec.schemas.response,
       successStatus: 201,
-      errors: [409, 422],
+      errors: spec.unnamed ? [422] : [409, 422],
     }, async (ctx, input) => {
       const body = input.body();
-      const row = await writeCatalog(ctx, rc.deps, { change: 'create', resource: spec.resource, name: (body as { name: string }).name },
+      const name = spec.unnamed ? spec.unnamed.auditName(body) : (body as { name: string }).name;
+      const row = await writeCatalog(ctx, rc.deps, { change: 'create', resource: spec.resource, name },
         (tx) => spec.create(tx, tenantOf(ctx), body));
       ok(ctx, await one(row), 201);
     });
@@ -93,7 +101,7 @@ export function addCrudRoutes<Row extends { id: string; name: string }>(router: 
     method: 'get',
     path: base,
     summary: `List the ${spec.plural} of the workspace`,
-    description: `Ordered by name; inactive records included unless \`is_active\` filters them. ${spec.notes?.list ?? ''}`.trim(),
+    description: `${spec.unnamed ? 'Inactive' : 'Ordered by name; inactive'} records included unless \`is_active\` filters them. ${spec.notes?.list ?? ''}`.trim(),
     tags,
     auth: readAuth,
     query: spec.schemas.list,
@@ -129,7 +137,7 @@ export function addCrudRoutes<Row extends { id: string; name: string }>(router: 
     params: IdParams,
     body: spec.schemas.update,
     response: spec.schemas.response,
-    errors: [404, 409, 422],
+    errors: spec.unnamed ? [404, 422] : [404, 409, 422],
   }, async (ctx, input) => {
     const { id } = input.params();
     await spec.get(sql, tenantOf(ctx), id);

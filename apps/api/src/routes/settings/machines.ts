@@ -22,7 +22,7 @@ export function machineSettingsRoutes(rc: RouteContext): AppRouter {
     summary: 'Create a machine',
     description:
       'Returns the machine record with `machine_key`, the secret its agent authenticates with, shown this once. ' +
-      '`slots` 1..64 (default 1). Unknown body fields or invalid values → 422; a name already used → 409. Audited as `create_machine`.',
+      '`slots` 1..64 (default 1); `kind` `unattended` (default) or `attended` (never auto-selected). Unknown body fields or invalid values → 422; a name already used → 409. Audited as `create_machine`.',
     tags,
     auth: ADMIN,
     // widened: inferring this schema's static type through addRoute's generics is too deep for tsc
@@ -68,6 +68,7 @@ export function machineSettingsRoutes(rc: RouteContext): AppRouter {
     schemas: { create: MachineCreate, update: MachineUpdate, list: MachineListQuery, response: MachineResponse },
     notes: {
       list: 'Filter by `status` (online, offline, busy) and `is_active`.',
+      update: '`kind`: `unattended` or `attended` (a person\'s desktop robot, never auto-selected; only a job, trigger or schedule naming it runs there).',
       deactivate: 'An inactive machine is never auto-selected for a job.',
     },
     create: async (tx, tenantId, body) => (await createMachine(tx, tenantId, body)).row,

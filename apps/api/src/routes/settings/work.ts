@@ -1,5 +1,5 @@
 import {
-  DEADLINE_RISK_MINUTES, JobIdParams, JobListQuery, JobResponse, QueueItemListQuery, QueueItemResponse, QueuePathParams, QueueStatsResponse, StopJobResponse,
+  DEADLINE_RISK_MINUTES, JobIdParams, JobInputBody, JobListQuery, JobLogsResponse, JobResponse, QueueItemListQuery, QueueItemResponse, QueuePathParams, QueueStatsResponse, StopJobResponse,
   toJobResponse, toQueueItemResponse, toStopJobResponse,
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../../http/router';
@@ -86,12 +86,30 @@ export function workSettingsRoutes(rc: RouteContext): AppRouter {
   });
 
   addRoute(router, rc, {
+    method: 'get',
+    path: '/settings/jobs/:job_id/logs',
+    summary: 'Read a job\'s whole log',
+    description:
+      'The full text of the job\'s log, wherever it lives: inline while the job runs and until LOG_RETENTION_DAYS after ' +
+      'it ended, then from the archive (`archived: true`, the JobResponse then has `logs: null`). Not capped like the ' +
+      'JobResponse\'s `logs`; a log keeps at most its first 1 MiB (`dropped_bytes` counts what came after). Any member ' +
+      'of the workspace; another workspace\'s job answers 404.',
+    tags: ['settings: jobs'],
+    auth: MEMBER,
+    params: JobIdParams,
+    response: JobLogsResponse,
+    errors: [404, 422],
+  }, async (ctx, input) => {
+    ok(ctx, await deps.engine.jobs.logs(tenantOf(ctx), input.params().job_id));
+  });
+
+  addRoute(router, rc, {
     method: 'post',
     path: '/settings/jobs/:job_id/stop',
     summary: 'Stop a job',
     description:
       'As POST /jobs/{job_id}/stop: a pending job ends `stopped` at once, a running one gets `stop_requested` and its ' +
-      'machine aborts it, a finished one answers 409. No body. Audited as `stop_job`.',
+      'machine aborts it, one waiting for input ends `stopped` at once, a finished one answers 409. No body. Audited as `stop_job`.',
     tags: ['settings: jobs'],
     auth: ADMIN,
     params: JobIdParams,
@@ -100,6 +118,27 @@ export function workSettingsRoutes(rc: RouteContext): AppRouter {
   }, async (ctx, input) => {
     const { job_id } = input.params();
     ok(ctx, toStopJobResponse(await deps.engine.jobs.stop(tenantOf(ctx), job_id, userActorOf(ctx))));
+  });
+
+  addRoute(router, rc, {
+    method: 'post',
+    path: '/settings/jobs/:job_id/input',
+    summary: 'Answer a job waiting for input',
+    description:
+      'A job in `waiting_input` asked a person for a value (`pending_input_prompt`, `pending_input_options`). The value ' +
+      'must be one of `pending_input_options.choices` (compared as JSON) or valid against `pending_input_options.schema`, ' +
+      'else 422 naming `value`; a job that is not waiting answers 409 (checked after the body\'s shape). The job runs ' +
+      'again (`running`, prompt and options cleared, its timeout running again with the time it had left) and its robot ' +
+      'receives the value at once. Audited as `answer_job_input` (without the value). Another workspace\'s job → 404.',
+    tags: ['settings: jobs'],
+    auth: ADMIN,
+    params: JobIdParams,
+    body: JobInputBody,
+    response: JobResponse,
+    errors: [404, 409, 422],
+  }, async (ctx, input) => {
+    const { job_id } = input.params();
+    ok(ctx, toJobResponse(await deps.engine.jobs.answerInput(tenantOf(ctx), job_id, () => input.body(), userActorOf(ctx))));
   });
 
   return router;

@@ -1,0 +1,275 @@
+import { PassThrough } from 'node:stream';
+import {
+  DeliveryListQuery, DeliveryParams, DeliveryResponse, EVENT_TYPES, EventFeedQuery, EventResponse, EventStreamQuery, IdParams,
+  ValidationError, WebhookCreate, WebhookListQuery, WebhookResponse, WebhookUpdate, WebhookWithSecretResponse,
+} from '@svc/core';
+import { createRouter, type AppRouter } from '../../http/router';
+import { addRoute, type RouteContext } from '../../http/route';
+import { ok, paged } from '../../http/respond';
+import { ADMIN, tenantOf, userActorOf } from './crud';
+
+const tags = ['settings: events and webhooks'];
+const TYPES = `Event types: ${EVENT_TYPES.map((t) => `\`${t}\``).join(', ')}.`;
+
+/** How often the stream looks for new events, and sends a comment to keep proxies from closing it. */
+const STREAM_POLL_MS = 1000;
+const STREAM_KEEPALIVE_MS = 15_000;
+
+const openStreams = new Set<() => void>();
+
+/**
+ * Ends every open event stream: the API's shutdown calls it before it drains, since a stream
+ * would otherwise hold its connection (and the drain) open for ever. Clients reconnect with
+ * their Last-Event-ID.
+ */
+export function endEventStreams(): void {
+  for (const end of [...openStreams]) end();
+}
+
+/**
+ * /api/v1/settings/webhooks and /settings/events (docs/decisions/events.md): signed webhooks and
+ * the replayable event feed, for the workspace's admins.
+ */
+export function eventRoutes(rc: RouteContext): AppRouter {
+  const router = createRouter();
+  const { engine } = rc.deps;
+  const hooks = engine.events.webhooks;
+
+  addRoute(router, rc, {
+    method: 'get',
+    path: '/settings/events',
+    summary: 'Read the event feed of the workspace',
+    description:
+      'The workspace\'s events in order, oldest first: `after` = an event `id` or the `meta.next_cursor` of the previous ' +
+      'page (from the oldest kept event when absent), `types` = comma-separated types, `limit` 1..500 (default 100). ' +
+      '`meta.next_cursor` is the last event\'s id (or `after` when there is nothing new): a client that keeps it never ' +
+      `misses an event. Events are kept EVENT_RETENTION_DAYS days (default 7). ${TYPES}`,
+    tags,
+    auth: ADMIN,
+    query: EventFeedQuery,
+    response: EventResponse,
+    paged: 'cursor',
+    errors: [422],
+  }, async (ctx, input) => {
+    const { rows, meta } = await engine.events.feed(tenantOf(ctx), input.query());
+    paged(ctx, rows, meta);
+  });
+
+  addRoute(router, rc, {
+    method: 'get',
+    path: '/settings/events/stream',
+    summary: 'Stream the event feed (Server-Sent Events)',
+    description:
+      'The same events as `GET /settings/events`, as `text/event-stream`: each message has `id` (the event id), `event` ' +
+      '(its type) and `data` (the event as JSON). Resumes after `Last-Event-ID` (or `after`); a comment every 15 s keeps ' +
+      'the connection open.',
+    tags,
+    auth: ADMIN,
+    query: EventStreamQuery,
+    headers: [{ name: 'Last-Event-ID', description: 'The id of the last event received: the stream resumes after it' }],
+    errors: [422],
+  }, async (ctx, input) => {
+    const query = input.query();
+    const lastId = ctx.get('last-event-id');
+    if (lastId !== '' && !/^[0-9a-f]{32}$/.test(lastId)) {
+      throw ValidationError.single(['header', 'Last-Event-ID'], 'no es un id de evento', 'invalid_cursor');
+    }
+    let after = lastId || query.after;
+    const tenantId = tenantOf(ctx);
+    // the first read answers a bad cursor or type with a 422 before the stream starts
+    const first = await engine.events.feed(tenantId, { after, types: query.types, limit: 500 });
+    const stream = new PassThrough();
+    let closed = false;
+    const end = () => {
+      closed = true;
+      openStreams.delete(end);
+      stream.end();
+    };
+    openStreams.add(end);
+    ctx.req.socket.setTimeout(0);
+    // the response's close: the client went away (the request's own close comes once its body is read)
+    ctx.res.on('close', end);
+    ctx.status = 200;
+    ctx.set('content-type', 'text/event-stream; charset=utf-8');
+    ctx.set('cache-control', 'no-cache');
+    ctx.set('x-accel-buffering', 'no');
+    // the socket closes with the stream, so a shutdown's drain does not wait for a keep-alive
+    ctx.set('connection', 'close');
+    ctx.body = stream;
+    const send = (rows: typeof first.rows) => {
+      for (const e of rows) stream.write(`id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
+    };
+    stream.write(': events\n\n');
+    send(first.rows);
+    after = first.meta.next_cursor ?? undefined;
+    void (async () => {
+      let quietSince = Date.now();
+      while (!closed) {
+        await new Promise((r) => setTimeout(r, STREAM_POLL_MS));
+        if (closed) break;
+        try {
+          const page = await engine.events.feed(tenantId, { after, types: query.types, limit: 500 });
+          if (page.rows.length) {
+            send(page.rows);
+            after = page.meta.next_cursor ?? undefined;
+            quietSince = Date.now();
+          } else if (Date.now() - quietSince >= STREAM_KEEPALIVE_MS) {
+            stream.write(': keep-alive\n\n');
+            quietSince = Date.now();
+          }
+        } catch (err) {
+          // Postgres away: the client reconnects with its Last-Event-ID
+          rc.deps.logger.warn('event stream ended', { err: (err as Error).message });
+          end();
+          break;
+        }
+      }
+    })();
+  });
+
+  addRoute(router, rc, {
+    method: 'post',
+    path: '/settings/webhooks',
+    summary: 'Subscribe a URL to events',
+    description:
+      '`url`: https (http only when the server sets WEBHOOK_ALLOW_INSECURE), no credentials, not a private or local ' +
+      'address; `event_types`: a list or `["*"]`. The answer holds the signing `secret`, shown this once. Each event is ' +
+      'POSTed as JSON with `Svc-Event-Id`, `Svc-Event-Type`, `Svc-Timestamp` and `Svc-Signature: v1=<hex HMAC-SHA256 of ' +
+      '"<timestamp>.<body>">` (README "Webhooks"); at least once, in order, retried with back-off for 24 h. Audited as ' +
+      `\`create_webhook\`. ${TYPES}`,
+    tags,
+    auth: ADMIN,
+    body: WebhookCreate,
+    response: WebhookWithSecretResponse,
+    successStatus: 201,
+    errors: [422],
+  }, async (ctx, input) => {
+    ok(ctx, await hooks.create(userActorOf(ctx), tenantOf(ctx), input.body()), 201);
+  });
+
+  addRoute(router, rc, {
+    method: 'get',
+    path: '/settings/webhooks',
+    summary: 'List the webhook subscriptions of the workspace',
+    description: 'Oldest first; the secrets are never shown again (only `secret_prefix`).',
+    tags,
+    auth: ADMIN,
+    query: WebhookListQuery,
+    response: WebhookResponse,
+    paged: true,
+    errors: [422],
+  }, async (ctx, input) => {
+    const { rows, meta } = await hooks.list(tenantOf(ctx), input.query());
+    paged(ctx, rows, meta);
+  });
+
+  addRoute(router, rc, {
+    method: 'get',
+    path: '/settings/webhooks/:id',
+    summary: 'Get a webhook subscription',
+    description: 'Another workspace\'s subscription answers 404, like a missing one.',
+    tags,
+    auth: ADMIN,
+    params: IdParams,
+    response: WebhookResponse,
+    errors: [404, 422],
+  }, async (ctx, input) => {
+    ok(ctx, await hooks.get(tenantOf(ctx), input.params().id));
+  });
+
+  addRoute(router, rc, {
+    method: 'patch',
+    path: '/settings/webhooks/:id',
+    summary: 'Change a webhook subscription',
+    description: 'Partial update (at least one field). `is_active: true` re-enables a subscription disabled after 24 h of failures. Audited as `update_webhook`.',
+    tags,
+    auth: ADMIN,
+    params: IdParams,
+    body: WebhookUpdate,
+    response: WebhookResponse,
+    errors: [404, 422],
+  }, async (ctx, input) => {
+    const { id } = input.params();
+    await hooks.get(tenantOf(ctx), id);
+    ok(ctx, await hooks.update(userActorOf(ctx), tenantOf(ctx), id, input.body()));
+  });
+
+  addRoute(router, rc, {
+    method: 'delete',
+    path: '/settings/webhooks/:id',
+    summary: 'Delete a webhook subscription',
+    description: 'Deletes it with its deliveries and returns the record. Audited as `delete_webhook`.',
+    tags,
+    auth: ADMIN,
+    params: IdParams,
+    response: WebhookResponse,
+    errors: [404, 422],
+  }, async (ctx, input) => {
+    ok(ctx, await hooks.delete(userActorOf(ctx), tenantOf(ctx), input.params().id));
+  });
+
+  addRoute(router, rc, {
+    method: 'post',
+    path: '/settings/webhooks/:id/rotate-secret',
+    summary: 'Rotate the signing secret of a webhook subscription',
+    description: 'The new `secret` is shown this once and signs every delivery from now on. Audited as `rotate_webhook_secret`.',
+    tags,
+    auth: ADMIN,
+    params: IdParams,
+    response: WebhookWithSecretResponse,
+    errors: [404, 422],
+  }, async (ctx, input) => {
+    ok(ctx, await hooks.rotateSecret(userActorOf(ctx), tenantOf(ctx), input.params().id));
+  });
+
+  addRoute(router, rc, {
+    method: 'post',
+    path: '/settings/webhooks/:id/test',
+    summary: 'Send a test event to a webhook subscription',
+    description: 'Queues a `webhook.test` event (signed like any other, not in the feed) for this subscription; its delivery is returned (202).',
+    tags,
+    auth: ADMIN,
+    params: IdParams,
+    response: DeliveryResponse,
+    successStatus: 202,
+    errors: [404, 422],
+  }, async (ctx, input) => {
+    ok(ctx, await hooks.test(tenantOf(ctx), input.params().id), 202);
+  });
+
+  addRoute(router, rc, {
+    method: 'get',
+    path: '/settings/webhooks/:id/deliveries',
+    summary: 'List the deliveries of a webhook subscription',
+    description: 'Newest first: status (`pending`, `delivered`, `failed`), attempts, last response code, time and duration; filter by `status`.',
+    tags,
+    auth: ADMIN,
+    params: IdParams,
+    query: DeliveryListQuery,
+    response: DeliveryResponse,
+    paged: true,
+    errors: [404, 422],
+  }, async (ctx, input) => {
+    const { rows, meta } = await hooks.deliveries(tenantOf(ctx), input.params().id, input.query());
+    paged(ctx, rows, meta);
+  });
+
+  addRoute(router, rc, {
+    method: 'post',
+    path: '/settings/webhooks/:id/deliveries/:delivery_id/redeliver',
+    summary: 'Deliver an event again',
+    description: 'Sends the delivery\'s event again as a new delivery (returned, 202), outside the subscription\'s order. Audited as `redeliver_webhook`.',
+    tags,
+    auth: ADMIN,
+    params: DeliveryParams,
+    response: DeliveryResponse,
+    successStatus: 202,
+    errors: [404, 422],
+  }, async (ctx, input) => {
+    const { id, delivery_id } = input.params();
+    ok(ctx, await hooks.redeliver(userActorOf(ctx), tenantOf(ctx), id, delivery_id), 202);
+  });
+
+  return router;
+}
+
