@@ -45,6 +45,15 @@ export interface Behaviour {
   failure_message: string;
   /** merged into every job's output_data */
   output: Record<string, unknown>;
+  /**
+   * probability that a job (not a queue consumer) asks a person for input halfway through and
+   * waits for the answer, which it puts in output_data.input_value (docs/decisions/human-input.md)
+   */
+  input_rate: number;
+  /** what it asks */
+  input_prompt: string;
+  /** `{"choices": [...]}` or `{"schema": {...}}` */
+  input_options: Record<string, unknown>;
 }
 
 export const DEFAULT_BEHAVIOUR: Behaviour = {
@@ -65,6 +74,9 @@ export const DEFAULT_BEHAVIOUR: Behaviour = {
   crash_after_items: 0,
   failure_message: 'Error simulado del robot',
   output: {},
+  input_rate: 0,
+  input_prompt: '¿Continuar con el proceso?',
+  input_options: { choices: ['continuar', 'cancelar'] },
 };
 
 /** "250ms", "2s", "1.5s", "100-500ms", "1s-3s" → a distribution; objects pass through. */
@@ -181,6 +193,8 @@ export interface SimDirective {
   /** on its first try (retry_count 0) the robot gets stuck, silent, until its run is taken away */
   stall?: boolean;
   output?: Record<string, unknown>;
+  /** ask a person for input (true: the behaviour's question) whatever input_rate says */
+  input?: boolean | { prompt?: string; options?: Record<string, unknown> };
 }
 
 export function directiveOf(payload: Record<string, unknown> | null | undefined): SimDirective {
@@ -200,6 +214,7 @@ export function mergeBehaviour(base: Behaviour, patch: Record<string, unknown> |
         break;
       case 'failure_rate':
       case 'review_rate':
+      case 'input_rate':
         out[k] = probability(k, v);
         break;
       case 'progress_steps':
@@ -219,6 +234,13 @@ export function mergeBehaviour(base: Behaviour, patch: Record<string, unknown> |
         break;
       case 'output':
         out.output = (v ?? {}) as Record<string, unknown>;
+        break;
+      case 'input_prompt':
+        out.input_prompt = String(v);
+        break;
+      case 'input_options':
+        if (!v || typeof v !== 'object' || Array.isArray(v)) throw new Error('input_options must be {"choices": [...]} or {"schema": {...}}');
+        out.input_options = v as Record<string, unknown>;
         break;
       case 'metrics':
         for (const [mk, mv] of Object.entries((v ?? {}) as Record<string, unknown>)) {

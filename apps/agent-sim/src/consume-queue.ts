@@ -130,16 +130,16 @@ export async function consumeQueue(ctx: RunContext, run: StartedJob): Promise<Jo
   const reason = hardAbort ? hardAbort.reason : ctx.signal.aborted ? reasonOf(ctx.signal) : null;
   if (reason === 'stop') {
     log.line('Detenido a petición del usuario');
-    return { to: 'stopped', output_data: output, logs: log.value, progress_message: summary };
+    return log.end(ctx, run, { to: 'stopped', output_data: output, progress_message: summary });
   }
   if (reason === 'local-timeout') {
-    return { to: 'timed_out', error_message: `Tiempo de ejecución agotado: superó timeout_seconds (${run.timeout_seconds} s)`, output_data: output, logs: log.value };
+    return log.end(ctx, run, { to: 'timed_out', error_message: `Tiempo de ejecución agotado: superó timeout_seconds (${run.timeout_seconds} s)`, output_data: output });
   }
   if (reason === 'timeout' || reason === 'lost') {
-    return { to: 'failed', error_message: 'El job ya no pertenece a esta ejecución', output_data: output, logs: log.value };
+    return log.end(ctx, run, { to: 'failed', error_message: 'El job ya no pertenece a esta ejecución', output_data: output });
   }
   // drained, or the agent is shutting down: the consumer did its part either way
-  return { to: 'completed', output_data: output, logs: log.value, progress_percent: 100, progress_message: summary };
+  return log.end(ctx, run, { to: 'completed', output_data: output, progress_percent: 100, progress_message: summary });
 }
 
 async function processItem(ctx: RunContext, run: StartedJob, item: ClaimedItem, signal: AbortSignal): Promise<ItemOutcome> {
@@ -178,7 +178,7 @@ async function processItem(ctx: RunContext, run: StartedJob, item: ClaimedItem, 
 
 async function progress(ctx: RunContext, run: StartedJob, counts: { completed: number; pending_review: number; failed: number }, unsettled: number, log: JobLog): Promise<void> {
   const done = counts.completed + counts.pending_review + counts.failed + unsettled;
-  const progress = { progress_message: `${done} elementos procesados`, logs: log.value };
+  const progress = { progress_message: `${done} elementos procesados`, logs_append: await log.flush(ctx, run) };
   const res = await ctx.life.db('reporting job progress', () => ctx.machines.reportProgress(run.id, run.attempt, progress));
   if (!res) ctx.abort('lost');
   else if (res.stop_requested) ctx.abort('stop');

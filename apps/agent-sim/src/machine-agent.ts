@@ -4,7 +4,7 @@ import { DelayedError, Worker, type Job } from 'bullmq';
 import {
   createEngine, createRedis, machineQueueName, retryOnConnectionLoss,
   type AgentMachine, type Engine, type BullDispatch, type DbOutage, type FinishResult, type JobAbortMessage, type JobEnd, type Logger,
-  type MachineJobPayload, type Sql, type StartedJob,
+  type JobInputMessage, type MachineJobPayload, type RedisTarget, type Sql, type StartedJob, SpanKind, withSpan, withTraceCarrier,
 } from '@svc/core';
 import { createRandom } from './behaviour';
 import { behaviourFor, type AgentOptions } from './options';
@@ -12,12 +12,13 @@ import { consumeQueue } from './consume-queue';
 import { runSimulatedJob, type RunContext } from './run-job';
 import type { Journal } from './journal';
 import { RunLife } from './run-life';
+import { AbortedError, reasonOf } from './abort';
 
 export const AGENT_VERSION = 'agent-sim/0.1.0';
 
 export interface AgentDeps {
   sql: Sql;
-  redisUrl: string;
+  redis: RedisTarget;
   bull: BullDispatch;
   logger: Logger;
   options: AgentOptions;
@@ -49,6 +50,10 @@ export class MachineAgent {
   private worker: Worker | null = null;
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private readonly running = new Map<string, ActiveRun>();
+  /** runs waiting for input: wakes the wait when their answer is announced */
+  private readonly inputWaiters = new Map<string, () => void>();
+  /** news that came while its run was not yet (or not any more) listening */
+  private readonly inputNews = new Set<string>();
   private readonly random: () => number;
   private loadReport: Promise<void> | null = null;
   private beating: Promise<void> | null = null;
@@ -85,9 +90,11 @@ export class MachineAgent {
     await this.heartbeat().catch((err) => this.failed('heartbeat', err));
     this.worker = new Worker<MachineJobPayload>(
       machineQueueName(this.machine.id),
-      (job, token, signal) => this.process(job, token, signal),
+      // tracing on: the run is a span under the dispatcher's that published the job (its data carries it)
+      (job, token, signal) => withTraceCarrier(job.data.trace, () =>
+        withSpan('job run', { 'svc.job.id': job.data.job_id, 'svc.machine.id': this.machine.id }, () => this.process(job, token, signal), SpanKind.CONSUMER)),
       {
-        connection: createRedis(this.deps.redisUrl, { blocking: true }),
+        connection: createRedis(this.deps.redis, { blocking: true }),
         prefix: this.deps.bull.keys.bull,
         concurrency: this.machine.slots,
       },
@@ -113,6 +120,40 @@ export class MachineAgent {
     if (msg.machine_id !== this.machine.id) return;
     const run = this.running.get(msg.job_id);
     if (run && this.worker) this.worker.cancelJob(run.bullId, msg.reason);
+  }
+
+  /** A job of ours waiting for input was answered: its run reads the answer now. */
+  onInput(msg: JobInputMessage): void {
+    if (msg.machine_id !== this.machine.id || !this.running.has(msg.job_id)) return;
+    const wake = this.inputWaiters.get(msg.job_id);
+    if (wake) wake();
+    else this.inputNews.add(msg.job_id);
+  }
+
+  /** See RunContext.inputNews. */
+  private waitForInputNews(jobId: string, ms: number, signal: AbortSignal): Promise<void> {
+    if (this.inputNews.delete(jobId)) return Promise.resolve();
+    if (signal.aborted) return Promise.reject(new AbortedError(reasonOf(signal)));
+    return new Promise((resolve, reject) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        this.inputWaiters.delete(jobId);
+      };
+      const onAbort = () => {
+        done();
+        reject(new AbortedError(reasonOf(signal)));
+      };
+      const timer = setTimeout(() => {
+        done();
+        resolve();
+      }, ms);
+      this.inputWaiters.set(jobId, () => {
+        done();
+        resolve();
+      });
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
   }
 
   private async heartbeat(): Promise<void> {
@@ -210,7 +251,12 @@ export class MachineAgent {
     const ctrl = new AbortController();
     const forward = () => ctrl.abort(signal?.reason);
     signal?.addEventListener('abort', forward, { once: true });
-    const timeoutTimer = setTimeout(() => ctrl.abort('local-timeout'), Math.max(0, run.timeout_at.getTime() - Date.now()));
+    let timeoutTimer: NodeJS.Timeout | undefined;
+    const armTimeout = (at: Date | null) => {
+      clearTimeout(timeoutTimer);
+      timeoutTimer = at ? setTimeout(() => ctrl.abort('local-timeout'), Math.max(0, at.getTime() - Date.now())) : undefined;
+    };
+    armTimeout(run.timeout_at);
     try {
       const ctx: RunContext = {
         machines: this.engine,
@@ -226,6 +272,9 @@ export class MachineAgent {
         },
         itemsProcessed: this.deps.itemsProcessed,
         life,
+        inputNews: (ms) => this.waitForInputNews(run.id, ms, ctrl.signal),
+        pauseTimeout: () => armTimeout(null),
+        resumeTimeout: (at) => armTimeout(at),
       };
       let end: JobEnd;
       try {
@@ -241,6 +290,7 @@ export class MachineAgent {
       clearTimeout(timeoutTimer);
       signal?.removeEventListener('abort', forward);
       this.running.delete(run.id);
+      this.inputNews.delete(run.id);
       this.reportLoad();
     }
   }
@@ -254,7 +304,8 @@ export class MachineAgent {
     let uncertain = false;
     const fin = await life.db('finishing a job', async (): Promise<FinishResult | null> => {
       const done = await this.engine.finishJob(run.id, run.attempt, end);
-      if (done || !uncertain) return done;
+      // a job stopped while it waited for input was ended `stopped` by the stop itself
+      if (done || (!uncertain && end.to !== 'stopped')) return done;
       const job = await this.engine.findRunEndedAs(run.id, run.attempt, end.to);
       return job ? { job, followUps: [], failedItemQueues: [] } : null;
     }, () => {

@@ -1,6 +1,6 @@
 import {
-  ConfigError, DbOutage, createBullDispatch, createLogger, createRedis, createEngine, createSql, decodeAbort, onShutdownSignals, parseConfig,
-  retryOnConnectionLoss,
+  ConfigError, DbOutage, createBullDispatch, createLogger, createRedis, createEngine, createPooledSql, databaseSettings, decodeAbort, decodeInputAnswered, onShutdownSignals, parseConfig,
+  retryOnConnectionLoss, startMetricsServer, startTracing, stopTracing,
 } from '@svc/core';
 import { parseOptions, UsageError } from './options';
 import { Journal } from './journal';
@@ -9,10 +9,11 @@ import { MachineAgent } from './machine-agent';
 /** `node apps/agent-sim/dist/main.js --machine-key svc_mk_…` (docs/agent-sim.md). */
 async function main(): Promise<void> {
   const config = parseConfig(process.env);
+  startTracing(process.env, 'agent-sim');
   const options = parseOptions(process.argv.slice(2), process.env);
   const logger = createLogger({ level: config.logLevel, service: 'agent-sim' });
-  const sql = createSql(config.databaseUrl, { max: 10 });
-  const redis = createRedis(config.redisUrl);
+  const sql = createPooledSql(databaseSettings(config), { max: 10 });
+  const redis = createRedis(config.redis);
   const bull = createBullDispatch({ redis, prefix: config.redisPrefix, logger });
   const journal = new Journal(options.journal);
   const heartbeatMs = options.heartbeatMs ?? Math.max(200, Math.min(5000, Math.floor((config.machineOfflineAfterSeconds * 1000) / 3)));
@@ -27,31 +28,42 @@ async function main(): Promise<void> {
     // started while Postgres is away: wait for it rather than exit
     const machine = await retryOnConnectionLoss(() => machines.findByKey(key), { outage, context: 'looking up a machine key' });
     if (!machine) throw new UsageError(`The machine key ${key.slice(0, 12)}… does not belong to an active machine.`);
-    agents.push(new MachineAgent({ sql, redisUrl: config.redisUrl, bull, logger, options, journal, heartbeatMs, itemsProcessed, outage, leaseSeconds }, machine));
+    agents.push(new MachineAgent({ sql, redis: config.redis, bull, logger, options, journal, heartbeatMs, itemsProcessed, outage, leaseSeconds }, machine));
   }
 
-  // one subscriber for every machine of this process: aborts reach the agent running the job
-  const sub = createRedis(config.redisUrl, { blocking: true });
-  sub.on('message', (_channel: string, raw: string) => {
+  // one subscriber for every machine of this process: aborts and answers to a job's question
+  // reach the agent running the job
+  const sub = createRedis(config.redis, { blocking: true });
+  sub.on('message', (channel: string, raw: string) => {
+    if (channel === bull.keys.jobInputs) {
+      const news = decodeInputAnswered(raw);
+      if (news) for (const a of agents) a.onInput(news);
+      return;
+    }
     const msg = decodeAbort(raw);
     if (msg) for (const a of agents) a.onAbort(msg);
   });
   const started = (async () => {
-    await sub.subscribe(bull.keys.jobStops);
+    await sub.subscribe(bull.keys.jobStops, bull.keys.jobInputs);
     for (const a of agents) await a.start();
   })();
   // handlers before the start (and its "agent-sim running" line): a signal meanwhile drains once
   // the start is done instead of killing the process with jobs half taken
+  const metrics = config.metricsPort === undefined
+    ? null
+    : startMetricsServer({ port: config.metricsPort, host: config.host, token: config.metricsToken, logger });
   onShutdownSignals(logger, async () => {
     await started.catch(() => undefined);
+    await (await metrics?.catch(() => null))?.close();
     await Promise.all(agents.map((a) => a.close(10_000)));
     sub.disconnect();
     await bull.close();
     redis.disconnect();
     await sql.end({ timeout: 5 });
     journal.close();
+    await stopTracing();
   });
-  await started;
+  await Promise.all([started, metrics]);
   logger.info('agent-sim running', { machines: agents.map((a) => a.machine.name), heartbeat_ms: heartbeatMs });
 }
 

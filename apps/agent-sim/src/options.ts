@@ -7,7 +7,7 @@ import { DEFAULT_BEHAVIOUR, mergeBehaviour, type Behaviour } from './behaviour';
  *   node apps/agent-sim/dist/main.js --machine-key svc_mk_… [--machine-key svc_mk_…]
  *        [--config agent.json] [--duration 1s | 200-800ms] [--item-duration 10-50ms]
  *        [--failure-rate 0.1] [--review-rate 0.05] [--progress-steps 4] [--log-lines 3]
- *        [--prefetch auto|N] [--crash none|job-start|mid-job|mid-item] [--crash-after-items N]
+ *        [--input-rate 0.2] [--prefetch auto|N] [--crash none|job-start|mid-job|mid-item] [--crash-after-items N]
  *        [--seed N] [--heartbeat-ms N] [--journal file.jsonl]
  *
  * Keys also come from AGENT_MACHINE_KEYS (comma-separated) and the config file; the config file
@@ -37,6 +37,7 @@ const FLAG_TO_SETTING: Record<string, string> = {
   '--crash': 'crash',
   '--crash-after-items': 'crash_after_items',
   '--failure-message': 'failure_message',
+  '--input-rate': 'input_rate',
 };
 
 interface ConfigFile {
@@ -101,7 +102,7 @@ export function behaviourFor(opts: AgentOptions, process: { id: string; name: st
 export const HELP = `Usage: agent-sim --machine-key svc_mk_… [--machine-key …] [options]
 
 Runs one simulated robot per machine key: heartbeats, runs jobs, consumes queues.
-Environment: DATABASE_URL, REDIS_URL, REDIS_PREFIX, MACHINE_OFFLINE_AFTER_SECONDS,
+Environment: DATABASE_URL, DATABASE_POOLER, REDIS_URL or REDIS_CLUSTER_NODES (+ REDIS_PASSWORD), REDIS_PREFIX, MACHINE_OFFLINE_AFTER_SECONDS,
              AGENT_MACHINE_KEYS (comma-separated), AGENT_CONFIG (config file path).
 
 Options (defaults for every process; the config file can set them per process):
@@ -110,6 +111,8 @@ Options (defaults for every process; the config file can set them per process):
   --item-duration D        duration of one queue item                        [5-30ms]
   --failure-rate P         probability a job or item fails (0..1)             [0]
   --review-rate P          probability an item asks for human review (0..1)   [0]
+  --input-rate P           probability a job asks a person for input halfway and waits
+                           for the answer (0..1; output_data.input_value)     [0]
   --progress-steps N       progress updates per job                          [4]
   --log-lines N            log lines per job                                 [3]
   --prefetch auto|N        items a consumer holds at once: 1..100, or auto (one

@@ -14,6 +14,15 @@ describe('command line and config file', () => {
     expect(() => parseDistribution('soon')).toThrow(/not a duration/);
   });
 
+  it('reads --input-rate and the question per process, and refuses a rate outside 0..1', () => {
+    const config = tempFile('input.json');
+    writeFileSync(config, JSON.stringify({ processes: { approvals: { input_rate: 1, input_options: { schema: { type: 'number' } } } } }));
+    const opts = parseOptions(['--machine-key', 'svc_mk_x', '--input-rate', '0.25', '--config', config], {});
+    expect(opts.defaults).toMatchObject({ input_rate: 0.25, input_options: { choices: ['continuar', 'cancelar'] } });
+    expect(behaviourFor(opts, { id: 'p1', name: 'approvals' })).toMatchObject({ input_rate: 1, input_options: { schema: { type: 'number' } } });
+    expect(() => parseOptions(['--machine-key', 'svc_mk_x', '--input-rate', '2'], {})).toThrow(/input_rate must be between 0 and 1/);
+  });
+
   it('samples every distribution within its bounds, repeatably with a seed', () => {
     const r1 = createRandom(5);
     const r2 = createRandom(5);

@@ -1,12 +1,14 @@
 import { Worker, type Job } from 'bullmq';
 import {
-  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, DbOutage, IDEMPOTENCY_PURGE_EVERY_MS, createBullDispatch, createEngine, createRedis, isConnectionError,
-  type BullDispatch, type Config, type DispatchJobName, type DispatchPayloads, type Logger, type OutboxRelay, type Redis, type Sql,
+  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, webhookSettingsOf, DbOutage, dispatcherPassSeconds, IDEMPOTENCY_PURGE_EVERY_MS, createBullDispatch, createEngine, createRedis, isConnectionError, primaries, renewEpoch,
+  type BullDispatch, type Config, type DispatchJobName, type DispatchPayloads, type Logger, type OutboxRelay, type RedisClient, type Sql,
 } from '@svc/core';
 
 export interface DispatcherDeps {
   config: Config;
   sql: Sql;
+  /** Postgres itself for the relay's LISTEN when the query pool goes through a transaction pooler (default: that pool) */
+  directSql?: Sql;
   logger: Logger;
   /** worker concurrency on the `{dispatch}` queue */
   concurrency?: number;
@@ -30,9 +32,9 @@ export interface Dispatcher {
  */
 export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const { config, sql, logger } = deps;
-  const connection: Redis = createRedis(config.redisUrl);
+  const connection: RedisClient = createRedis(config.redis);
   const bull = createBullDispatch({ redis: connection, prefix: config.redisPrefix, logger });
-  const engine = createEngine({ sql, logger });
+  const engine = createEngine({ sql, directSql: deps.directSql, logger, webhooks: webhookSettingsOf(config) });
   const { sweeps } = engine;
   let worker: Worker | null = null;
   let epochTimer: NodeJS.Timeout | null = null;
@@ -40,6 +42,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   // every tick and nudge talks to Postgres: a restart is one line when it starts, one when it ends
   const outage = new DbOutage(logger);
   const relay = engine.outbox.relay(bull, outage);
+  // webhook deliveries (docs/decisions/events.md): every replica delivers, a lease per subscription
+  const deliverer = engine.events.deliverer({
+    retryBaseMs: config.webhookRetryBaseMs, giveUpAfterMs: config.webhookGiveUpSeconds * 1000, pollMs: config.webhookPollMs, outage,
+  });
 
   // the jobs a sweep ends carry their effects (aborts, follow-ups, retry hand-offs) in the outbox
   async function startConsumers(queueId: string): Promise<number> {
@@ -73,6 +79,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
 
     const breaches = await sweeps.slaBreaches();
     for (const b of breaches) logger.warn('job SLA breached', { job_id: b.id, tenant_id: b.tenant_id, sla_due_at: b.sla_due_at.toISOString() });
+
+    // one batch per tick (an indexed look-up when there is nothing to do); a backlog drains tick by tick
+    const archived = await sweeps.archiveLogs(config.logRetentionDays);
+    if (archived.length) logger.info('job logs archived', { jobs: archived.length });
   }
 
   /**
@@ -108,22 +118,37 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         for (const q of await sweeps.queuesNeedingConsumers(tenant_id)) started += await startConsumers(q);
         return { started };
       }
-      case 'sweep':
+      case 'sweep': {
+        const end = dispatcherPassSeconds.startTimer({ pass: 'sweep' });
         await sweep();
+        end();
         return null;
+      }
       case 'consumers': {
         let started = 0;
         for (const q of await sweeps.queuesNeedingConsumers()) started += await startConsumers(q);
         return { started };
       }
-      case 'reconcile':
-        return sweeps.reconcile(bull, { logger });
+      case 'reconcile': {
+        const end = dispatcherPassSeconds.startTimer({ pass: 'reconcile' });
+        const r = await sweeps.reconcile(bull, { logger });
+        end();
+        return r;
+      }
       case 'purge-idempotency-keys': {
         // the periodic housekeeping: expired Idempotency-Keys, and queue-stat buckets past their hour
         const purged = await sweeps.expiredIdempotencyKeys();
         if (purged) logger.info('expired Idempotency-Keys purged', { purged });
         const statBuckets = await sweeps.oldQueueStatBuckets();
-        return { purged, statBuckets };
+        const events = await sweeps.oldEvents(config.eventRetentionDays);
+        return { purged, statBuckets, events };
+      }
+      case 'schedules': {
+        const r = await sweeps.fireSchedules({ graceSeconds: config.scheduleMisfireGraceSeconds });
+        if (r.fired.length) logger.info('scheduled jobs started', { jobs: r.fired.map((f) => f.job_id) });
+        for (const x of r.refused) logger.warn('scheduled run refused', { schedule_id: x.schedule_id, tick: x.tick.toISOString(), reason: x.reason });
+        for (const x of r.skipped) logger.info('missed schedule ticks skipped', { schedule_id: x.schedule_id, from: x.from.toISOString() });
+        return { fired: r.fired.length, refused: r.refused.length, skipped: r.skipped.length };
       }
       default: {
         const unknown: never = name;
@@ -139,6 +164,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       consumers: config.dispatchSweepMs,
       reconcile: config.dispatchReconcileMs,
       'purge-idempotency-keys': IDEMPOTENCY_PURGE_EVERY_MS,
+      // a schedule may tick every second: never slower than that, faster when the sweeps are
+      schedules: Math.min(1000, config.dispatchSweepMs),
     };
     for (const id of DISPATCH_SCHEDULERS) {
       await bull.dispatchQueue.upsertJobScheduler(id, { every: every[id] }, {
@@ -150,16 +177,24 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   /**
-   * Redis may lose everything (a flush, a failover without persistence). A key written NX by
-   * the dispatchers tells: when it is missing, rebuild schedulers and re-add pending jobs now.
+   * Redis may lose everything (a flush, a failover without persistence), and on a cluster any
+   * one primary may. Keys written NX by the dispatchers, one per primary, tell: when one is
+   * missing, rebuild schedulers and re-add pending jobs now. The rebuild is the whole one (every
+   * re-add is a no-op for what is still there), so it restores what the lost primary held.
    */
   async function checkEpoch(): Promise<void> {
-    const fresh = await connection.set(bull.keys.dispatchEpoch, String(Date.now()), 'NX');
-    if (fresh === 'OK') {
-      logger.info('dispatch state (re)built from Postgres');
-      await upsertSchedulers();
-      await sweeps.reconcile(bull, { logger, minAgeMs: 0 });
-      await bull.addDispatch('consumers', {});
+    const { lost } = await renewEpoch(connection, bull.keys.dispatchEpoch);
+    if (lost.length) {
+      try {
+        await upsertSchedulers();
+        await sweeps.reconcile(bull, { logger, minAgeMs: 0 });
+        await bull.addDispatch('consumers', {});
+        logger.info('dispatch state (re)built from Postgres', { markers: lost });
+      } catch (err) {
+        // not rebuilt (Postgres or a primary away): the next check finds the markers missing again
+        await Promise.allSettled(lost.map((k) => connection.del(k)));
+        throw err;
+      }
     }
   }
 
@@ -168,14 +203,17 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   async function checkEvictionPolicy(): Promise<void> {
-    try {
-      const res = (await connection.call('CONFIG', 'GET', 'maxmemory-policy')) as string[];
-      const policy = res?.[1];
-      if (policy && policy !== 'noeviction') {
-        logger.error('Redis maxmemory-policy is not noeviction: BullMQ keys may be evicted (set maxmemory-policy noeviction)', { policy });
+    await connection.ping().catch(() => undefined); // a cluster client knows its primaries once connected
+    for (const node of primaries(connection)) {
+      try {
+        const res = (await node.call('CONFIG', 'GET', 'maxmemory-policy')) as string[];
+        const policy = res?.[1];
+        if (policy && policy !== 'noeviction') {
+          logger.error('Redis maxmemory-policy is not noeviction: BullMQ keys may be evicted (set maxmemory-policy noeviction)', { policy });
+        }
+      } catch {
+        // managed Redis may refuse CONFIG; BullMQ warns on its own then
       }
-    } catch {
-      // managed Redis may refuse CONFIG; BullMQ warns on its own then
     }
   }
 
@@ -189,7 +227,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       // Postgres away at start: the periodic reconcile and consumers ticks catch up once it answers
       await checkEpoch().catch(epochFailed);
       worker = new Worker(DISPATCH_QUEUE, handle, {
-        connection: createRedis(config.redisUrl, { blocking: true }),
+        connection: createRedis(config.redis, { blocking: true }),
         prefix: bull.keys.bull,
         concurrency: deps.concurrency ?? 4,
       });
@@ -208,12 +246,14 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       };
       epochTimer = setTimeout(() => void tick(), Math.max(250, Math.min(2000, config.dispatchSweepMs)));
       await relay.start();
+      deliverer.start();
       logger.info('dispatcher started', { prefix: config.redisPrefix });
     },
     async close() {
       closing = true;
       if (epochTimer) clearTimeout(epochTimer);
       await relay.close();
+      await deliverer.close();
       if (worker) {
         const w = worker;
         worker = null;

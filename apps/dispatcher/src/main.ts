@@ -1,21 +1,30 @@
-import { ConfigError, createLogger, createSql, onShutdownSignals, parseConfig } from '@svc/core';
+import { ConfigError, createDirectSql, createLogger, createPooledSql, databaseSettings, onShutdownSignals, parseConfig, startMetricsServer, startTracing, stopTracing } from '@svc/core';
 import { createDispatcher } from './dispatcher';
 
 /** `node apps/dispatcher/dist/main.js`: configuration from the environment (see README). */
 async function main(): Promise<void> {
   const config = parseConfig(process.env);
+  startTracing(process.env, 'dispatcher');
   const logger = createLogger({ level: config.logLevel, service: 'dispatcher' });
-  const sql = createSql(config.databaseUrl, { max: 10 });
-  const dispatcher = createDispatcher({ config, sql, logger });
+  const sql = createPooledSql(databaseSettings(config), { max: 10 });
+  // the outbox relay's LISTEN needs a session of its own (docs/decisions/pgbouncer.md)
+  const directSql = createDirectSql(databaseSettings(config), sql);
+  const dispatcher = createDispatcher({ config, sql, directSql, logger });
   // handlers before the start (and its "dispatcher started" line): a signal meanwhile drains once
   // the start is done instead of killing the process
   const started = dispatcher.start();
+  const metrics = config.metricsPort === undefined
+    ? null
+    : startMetricsServer({ port: config.metricsPort, host: config.host, token: config.metricsToken, logger });
   onShutdownSignals(logger, async () => {
     await started.catch(() => undefined);
+    await (await metrics?.catch(() => null))?.close();
     await dispatcher.close();
     await sql.end({ timeout: 5 });
+    if (directSql !== sql) await directSql.end({ timeout: 5 });
+    await stopTracing();
   });
-  await started;
+  await Promise.all([started, metrics]);
 }
 
 main().catch((err) => {

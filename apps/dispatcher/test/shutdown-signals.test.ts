@@ -93,4 +93,19 @@ describe('a signalled process', () => {
       await drainedBy(api, 'SIGTERM');
     }
   });
+
+  it('the API drains on SIGTERM while an event stream is open, ending the stream', async () => {
+    const ws = await seedWorkspace(ctx.sql);
+    const port = await freePort();
+    const api = children.api(ctx, port, INFO);
+    await ready(api, 'api listening');
+    const res = await fetch(`http://127.0.0.1:${port}/api/v1/settings/events/stream`, { headers: { Authorization: `Bearer ${ws.adminToken}` } });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    await reader.read();
+    await drainedBy(api, 'SIGTERM');
+    // the stream ended (the client would reconnect with its Last-Event-ID)
+    const rest = await waitFor('the stream to end', async () => ((await reader.read().catch(() => ({ done: true }))).done ? true : null));
+    expect(rest).toBe(true);
+  });
 });

@@ -1,0 +1,104 @@
+import { writeFileSync } from 'node:fs';
+import { apiSuite, type ApiTestContext } from '@svc/testing/api';
+import { readJournal, seedWorkspace, sleep, tempFile, waitFor } from '@svc/testing';
+
+/**
+ * Human input end to end (docs/decisions/human-input.md): the in-process API, a real dispatcher
+ * and a real agent-sim process. A robot asks (per process in the agent's config, or forced by a
+ * job's `_sim.input`), the job waits in `waiting_input`, an admin answers through the API and
+ * the robot goes on with the value; stop works while waiting; the timeout is paused meanwhile.
+ */
+jest.setTimeout(60_000);
+const suite = apiSuite({ dispatcher: true });
+const { children } = suite;
+let ctx: ApiTestContext;
+let ws: Awaited<ReturnType<typeof seedWorkspace>>;
+let machineId: string;
+let journal: string;
+let asking: { id: string; name: string };
+let quiet: { id: string };
+let short: { id: string };
+
+beforeAll(async () => {
+  ({ ctx } = suite);
+  ws = await seedWorkspace(ctx.sql);
+  asking = (await ws.process()) as { id: string; name: string };
+  quiet = (await ws.process()) as { id: string };
+  short = (await ws.process({ timeout_seconds: 2 })) as { id: string };
+  const machine = await ws.machine({ slots: 3 });
+  machineId = machine.row.id as string;
+  journal = tempFile('journal.jsonl');
+  const config = tempFile('agent.json');
+  // the per-process setting: every job of `asking` asks; the others only when a job says so
+  writeFileSync(config, JSON.stringify({ processes: { [asking.name]: { input_rate: 1, input_prompt: '¿Aprobar el pago?', input_options: { choices: ['aprobar', 'rechazar'] } } } }));
+  children.agent(ctx, ['--machine-key', machine.machineKey, '--config', config, '--duration', '400ms', '--journal', journal]);
+});
+
+const admin = () => ({ Authorization: `Bearer ${ws.adminToken}` });
+
+async function trigger(processId: string, inputData: Record<string, unknown> | null = null): Promise<string> {
+  const res = await ctx.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key).send({ process_id: processId, machine_id: machineId, input_data: inputData });
+  expect(res.status).toBe(201);
+  return res.body.data.id as string;
+}
+
+const readJob = async (id: string) => (await ctx.http.get(`/api/v1/settings/jobs/${id}`).set(admin())).body.data;
+const statusIs = (id: string, status: string) => waitFor(`job ${id} ${status}`, async () => {
+  const job = await readJob(id);
+  return job.status === status ? job : null;
+}, 20_000);
+
+it('a robot asks, an admin answers through the API, and the job resumes and completes with the value', async () => {
+  const id = await trigger(asking.id);
+  const waiting = await statusIs(id, 'waiting_input');
+  expect(waiting).toMatchObject({ pending_input_prompt: '¿Aprobar el pago?', pending_input_options: { choices: ['aprobar', 'rechazar'] }, progress_percent: 50 });
+
+  const wrong = await ctx.http.post(`/api/v1/settings/jobs/${id}/input`).set(admin()).send({ value: 'tal vez' });
+  expect(wrong.status).toBe(422);
+  const res = await ctx.http.post(`/api/v1/settings/jobs/${id}/input`).set(admin()).send({ value: 'rechazar' });
+  expect([res.status, res.body.data.status, res.body.data.pending_input_prompt]).toEqual([200, 'running', null]);
+
+  const done = await statusIs(id, 'completed');
+  expect(done.output_data).toMatchObject({ input_value: 'rechazar', simulated: true });
+  expect(done.logs).toContain('Respuesta recibida: "rechazar"');
+  const events = readJournal(journal).filter((e) => e.job_id === id).map((e) => e.event);
+  expect(events).toEqual(['job-start', 'input-asked', 'input-answered', 'job-end']);
+});
+
+it('a job whose input_data asks for a schema answer gets the value the schema accepts', async () => {
+  const schema = { type: 'object', required: ['amount'], properties: { amount: { type: 'number', minimum: 0 } } };
+  const id = await trigger(quiet.id, { _sim: { input: { prompt: 'Importe a pagar', options: { schema } } } });
+  await statusIs(id, 'waiting_input');
+  expect((await ctx.http.post(`/api/v1/settings/jobs/${id}/input`).set(admin()).send({ value: { amount: -5 } })).status).toBe(422);
+  expect((await ctx.http.post(`/api/v1/settings/jobs/${id}/input`).set(admin()).send({ value: { amount: 42.5 } })).status).toBe(200);
+  const done = await statusIs(id, 'completed');
+  expect(done.output_data.input_value).toEqual({ amount: 42.5 });
+});
+
+it('stop ends a waiting job `stopped` at once, and its robot stops waiting', async () => {
+  const id = await trigger(quiet.id, { _sim: { input: true } });
+  await statusIs(id, 'waiting_input');
+  const res = await ctx.http.post(`/api/v1/settings/jobs/${id}/stop`).set(admin());
+  expect([res.status, res.body.data.status]).toEqual([200, 'stopped']);
+  // the robot stopped waiting and ended its run without an answer: as `stopped` when the stop
+  // message came first, as `refused` (the job was no longer its own) when its lease renewal did
+  const end = await waitFor('the robot ended its run', async () => readJournal(journal).find((e) => e.job_id === id && e.event === 'job-end'), 10_000);
+  expect(['stopped', 'refused']).toContain(end.status);
+  expect(readJournal(journal).some((e) => e.job_id === id && e.event === 'input-answered')).toBe(false);
+  const job = await readJob(id);
+  expect(job).toMatchObject({ status: 'stopped', pending_input_prompt: null, pending_input_options: null });
+  expect(job.logs === null || !job.logs.includes('Terminado correctamente')).toBe(true);
+});
+
+it('a job waiting longer than its timeout is not timed out, and completes once answered', async () => {
+  // timeout_seconds 2: it asks after about 200 ms and then waits well past the 2 s
+  const id = await trigger(short.id, { _sim: { input: true } });
+  await statusIs(id, 'waiting_input');
+  await sleep(3_500);
+  const still = await readJob(id);
+  expect([still.status, still.error_message]).toEqual(['waiting_input', null]);
+  const res = await ctx.http.post(`/api/v1/settings/jobs/${id}/input`).set(admin()).send({ value: 'continuar' });
+  expect(res.status).toBe(200);
+  const done = await statusIs(id, 'completed');
+  expect(done.output_data.input_value).toBe('continuar');
+});

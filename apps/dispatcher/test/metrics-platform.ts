@@ -1,0 +1,33 @@
+import { randomUUID } from 'node:crypto';
+import { freePort, scrape, seedWorkspace, startApiProcess, waitFor, type ApiProcess, type Children, type TestContext } from '@svc/testing';
+
+export const METRICS_TOKEN = `scrape-${randomUUID()}`;
+
+/**
+ * A running platform for the metrics tests: an API process (its /metrics), a dispatcher and an
+ * agent-sim each serving /metrics on METRICS_PORT, all asking for METRICS_TOKEN; the API's state
+ * gauges are read afresh on each scrape (METRICS_STATE_TTL_MS=0).
+ */
+export async function startMetricsPlatform(ctx: TestContext, children: Children) {
+  const ws = await seedWorkspace(ctx.sql);
+  const env = { METRICS_TOKEN, METRICS_STATE_TTL_MS: '0', HOST: '127.0.0.1' };
+  const api: ApiProcess = await startApiProcess(ctx.childEnv, env);
+  const [dispatcherPort, agentPort] = [await freePort(), await freePort()];
+  children.dispatcher(ctx, { ...env, METRICS_PORT: String(dispatcherPort) });
+  const machine = await ws.machine({ slots: 2 });
+  children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '200ms'], { ...env, METRICS_PORT: String(agentPort) });
+  const urls = {
+    api: `${api.url}/metrics`,
+    dispatcher: `http://127.0.0.1:${dispatcherPort}/metrics`,
+    agent: `http://127.0.0.1:${agentPort}/metrics`,
+  };
+  await waitFor('the dispatcher and agent metrics servers', async () => {
+    try {
+      await Promise.all([scrape(urls.dispatcher, METRICS_TOKEN), scrape(urls.agent, METRICS_TOKEN)]);
+      return true;
+    } catch {
+      return false;
+    }
+  }, 45_000, 200);
+  return { ws, api, machine, urls };
+}

@@ -1,0 +1,153 @@
+import { apiSuite, type ApiTestContext } from '@svc/testing/api';
+import { itemStatusCounts, seedWorkspace, sleep, waitFor } from '@svc/testing';
+
+/**
+ * Queue triggers and attended machines end to end (docs/decisions/triggers.md): the in-process
+ * API, a real dispatcher and real agent-sim processes. A trigger's consumer jobs carry its id and
+ * wait for `min_items_to_start`; nothing auto-selects an attended machine, while a trigger or a job
+ * naming one runs there with `is_attended: true`.
+ */
+jest.setTimeout(90_000);
+const suite = apiSuite({ dispatcher: true });
+const { children } = suite;
+let ctx: ApiTestContext;
+let ws: Awaited<ReturnType<typeof seedWorkspace>>;
+let admin: { Authorization: string };
+
+beforeAll(async () => {
+  ({ ctx } = suite);
+  ws = await seedWorkspace(ctx.sql);
+  admin = { Authorization: `Bearer ${ws.adminToken}` };
+});
+
+async function addItems(queueName: string, n: number, from = 0) {
+  const res = await ctx.http.post(`/api/v1/queues/by-name/${queueName}/items/bulk`).set('X-API-Key', ws.key)
+    .send({ items: Array.from({ length: n }, (_, i) => ({ n: from + i })) });
+  expect(res.status).toBe(200);
+}
+
+async function createTrigger(body: Record<string, unknown>) {
+  const res = await ctx.http.post('/api/v1/settings/triggers').set(admin).send({ type: 'queue', ...body });
+  expect(res.status).toBe(201);
+  return res.body.data as { id: string };
+}
+
+/** The job as GET /jobs/{id} shows it (rate limited: read once per job, never polled). */
+async function getJob(id: string) {
+  const res = await ctx.http.get(`/api/v1/jobs/${id}`).set('X-API-Key', ws.key);
+  expect(res.status).toBe(200);
+  return res.body.data as Record<string, any>;
+}
+
+const jobsOfQueue = (queueId: string) =>
+  ctx.sql<Array<{ id: string; trigger_id: string | null; machine_id: string; is_attended: boolean; status: string }>>`
+    select id, trigger_id, machine_id, is_attended, status from jobs where queue_id = ${queueId} order by created_at`;
+
+it("starts a queue trigger's consumers only from min_items_to_start ready items, and its jobs carry trigger_id", async () => {
+  const proc = await ws.process();
+  const queue = await ws.queue();
+  const machine = await ws.machine({ slots: 3 });
+  children.agent(ctx, ['--machine-key', machine.machineKey, '--item-duration', '20ms', '--prefetch', '1']);
+  const trigger = await createTrigger({ queue_id: queue.id, process_id: proc.id, min_items_to_start: 5, max_concurrent_jobs: 2 });
+
+  // four ready items are fewer than the minimum: nudges and sweeps start nothing
+  await addItems(queue.name, 4);
+  await sleep(1_500);
+  expect(await jobsOfQueue(queue.id)).toEqual([]);
+  expect(await itemStatusCounts(ctx.sql, queue.id)).toEqual({ new: 4 });
+
+  // the fifth makes it: consumers start and take every item
+  await addItems(queue.name, 1, 4);
+  await waitFor('every item completed', async () => ((await itemStatusCounts(ctx.sql, queue.id)).completed ?? 0) === 5, 30_000);
+  const jobs = await jobsOfQueue(queue.id);
+  expect(jobs.length).toBeGreaterThan(0);
+  expect(jobs.length).toBeLessThanOrEqual(2);
+  for (const j of jobs) expect(j).toMatchObject({ trigger_id: trigger.id, machine_id: machine.row.id, is_attended: false });
+  const shown = await getJob(jobs[0]!.id);
+  expect(shown).toMatchObject({ trigger_id: trigger.id, is_attended: false, schedule_id: null });
+});
+
+it("gives a queue's consumer settings' jobs the default trigger's id", async () => {
+  const proc = await ws.process();
+  const queue = await ws.queue({ consumer_process_id: proc.id, max_consumers: 1 });
+  const machine = await ws.machine({ slots: 1 });
+  children.agent(ctx, ['--machine-key', machine.machineKey, '--item-duration', '20ms']);
+  const [def] = await ctx.sql`select id from triggers where queue_id = ${queue.id} and is_queue_default`;
+  await addItems(queue.name, 3);
+  await waitFor('every item completed', async () => ((await itemStatusCounts(ctx.sql, queue.id)).completed ?? 0) === 3, 30_000);
+  const jobs = await jobsOfQueue(queue.id);
+  expect(jobs.length).toBeGreaterThan(0);
+  for (const j of jobs) expect(j.trigger_id).toBe(def!.id);
+  const stats = await ctx.http.get(`/api/v1/settings/queues/${queue.id}/stats`).set(admin);
+  expect(stats.body.data.consumers_running).toBe(0);
+});
+
+describe('an attended machine', () => {
+  let unattended: { row: Record<string, any>; machineKey: string };
+  let attended: { row: Record<string, any>; machineKey: string };
+
+  beforeAll(async () => {
+    // a workspace of its own: the machines above (still online) must not be candidates
+    ws = await seedWorkspace(ctx.sql);
+    admin = { Authorization: `Bearer ${ws.adminToken}` };
+    // room for every job below on either machine (a full machine is `busy`, never auto-selected);
+    // the attended one has more free slots: load alone would pick it
+    unattended = await ws.machine({ slots: 8 });
+    attended = await ws.machine({ slots: 16 });
+    const res = await ctx.http.patch(`/api/v1/settings/machines/${attended.row.id}`).set(admin).send({ kind: 'attended' });
+    expect([res.status, res.body.data.kind]).toEqual([200, 'attended']);
+    children.agent(ctx, ['--machine-key', unattended.machineKey, '--machine-key', attended.machineKey, '--duration', '100ms', '--item-duration', '20ms']);
+    await waitFor('both agents heartbeating', async () => {
+      const rows = await ctx.sql`select 1 from machines where id in (${unattended.row.id}, ${attended.row.id}) and status = 'online' and agent_version is not null`;
+      return rows.length === 2;
+    }, 20_000);
+  });
+
+  it('is never auto-selected: jobs triggered without a machine all land on the unattended one', async () => {
+    const proc = await ws.process();
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await ctx.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key).send({ process_id: proc.id });
+      expect(res.status).toBe(201);
+      expect(res.body.data).toMatchObject({ machine_id: unattended.row.id, is_attended: false });
+      ids.push(res.body.data.id);
+    }
+    await waitFor('every job completed', async () => {
+      const rows = await ctx.sql`select 1 from jobs where id = any(${ids}::uuid[]) and status = 'completed'`;
+      return rows.length === ids.length;
+    }, 30_000);
+    const rows = await ctx.sql`select distinct machine_id, is_attended from jobs where id = any(${ids}::uuid[])`;
+    expect(rows).toEqual([{ machine_id: unattended.row.id, is_attended: false }]);
+  });
+
+  it("is never chosen for a queue trigger's consumers without a machine", async () => {
+    const proc = await ws.process();
+    const queue = await ws.queue();
+    const trigger = await createTrigger({ queue_id: queue.id, process_id: proc.id, max_concurrent_jobs: 4 });
+    await addItems(queue.name, 20);
+    await waitFor('every item completed', async () => ((await itemStatusCounts(ctx.sql, queue.id)).completed ?? 0) === 20, 30_000);
+    const jobs = await jobsOfQueue(queue.id);
+    expect(jobs.length).toBeGreaterThan(0);
+    for (const j of jobs) expect(j).toMatchObject({ trigger_id: trigger.id, machine_id: unattended.row.id, is_attended: false });
+  });
+
+  it('runs what names it: a triggered job and a queue trigger on it, with is_attended true', async () => {
+    const proc = await ws.process();
+    const res = await ctx.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key).send({ process_id: proc.id, machine_id: attended.row.id });
+    expect(res.status).toBe(201);
+    expect(res.body.data).toMatchObject({ machine_id: attended.row.id, is_attended: true });
+    await waitFor('the job completed', async () => {
+      const [row] = await ctx.sql`select status from jobs where id = ${res.body.data.id}`;
+      return row?.status === 'completed';
+    }, 20_000);
+    expect(await getJob(res.body.data.id)).toMatchObject({ status: 'completed', machine_id: attended.row.id, is_attended: true });
+
+    const queue = await ws.queue();
+    const trigger = await createTrigger({ queue_id: queue.id, process_id: proc.id, machine_id: attended.row.id, max_concurrent_jobs: 2 });
+    await addItems(queue.name, 6);
+    await waitFor('every item completed', async () => ((await itemStatusCounts(ctx.sql, queue.id)).completed ?? 0) === 6, 30_000);
+    const jobs = await jobsOfQueue(queue.id);
+    expect(jobs.length).toBeGreaterThan(0);
+    for (const j of jobs) expect(j).toMatchObject({ trigger_id: trigger.id, machine_id: attended.row.id, is_attended: true });
+  });
+});

@@ -1,0 +1,228 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { verifyWebhookSignature } from '@svc/core';
+import { apiSuite, type ApiTestContext } from '@svc/testing/api';
+import { seedWorkspace, waitFor } from '@svc/testing';
+
+/**
+ * Webhooks end to end (docs/decisions/events.md): the in-process API, two real dispatcher
+ * processes and a real HTTP receiver on loopback. Every event reaches the receiver once, in feed
+ * order, signed; a receiver that is down gets everything, in order, once it is back; the test
+ * event and a redelivery arrive; the feed and its stream replay from any cursor.
+ */
+jest.setTimeout(90_000);
+const suite = apiSuite();
+const { children } = suite;
+let ctx: ApiTestContext;
+let ws: Awaited<ReturnType<typeof seedWorkspace>>;
+let queueName: string;
+
+interface Received {
+  headers: http.IncomingHttpHeaders;
+  body: string;
+  event: { id: string; type: string; data: Record<string, unknown> };
+}
+
+/** A webhook receiver on loopback that can go down and come back on the same port. */
+class Receiver {
+  received: Received[] = [];
+  private server: http.Server | null = null;
+  port = 0;
+
+  async start(): Promise<void> {
+    this.server = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        this.received.push({ headers: req.headers, body, event: JSON.parse(body) });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
+    this.port = (this.server.address() as AddressInfo).port;
+  }
+
+  async stop(): Promise<void> {
+    const s = this.server;
+    this.server = null;
+    if (!s) return;
+    s.closeAllConnections();
+    await new Promise((resolve) => s.close(resolve));
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}/hook`;
+  }
+
+  ofType(type: string): Received[] {
+    return this.received.filter((r) => r.event.type === type);
+  }
+}
+
+const receiver = new Receiver();
+const admin = () => ({ Authorization: `Bearer ${ws.adminToken}` });
+
+beforeAll(async () => {
+  ({ ctx } = suite);
+  ws = await seedWorkspace(ctx.sql);
+  queueName = (await ws.queue()).name as string;
+  await receiver.start();
+  // two replicas: each event is still delivered once
+  const env = { WEBHOOK_RETRY_BASE_MS: '200', WEBHOOK_POLL_MS: '100' };
+  children.dispatcher(ctx, env);
+  children.dispatcher(ctx, env);
+});
+
+afterAll(async () => {
+  await receiver.stop();
+});
+
+async function addItems(n: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const res = await ctx.http.post(`/api/v1/queues/by-name/${queueName}/items`).set('X-API-Key', ws.key).send({ data: { i } });
+    expect(res.status).toBe(200);
+    ids.push(res.body.data.id as string);
+  }
+  return ids;
+}
+
+/** The ids of the item.added events of these items, as the receiver got them. */
+const addedIds = (items: string[]) =>
+  receiver.ofType('item.added').map((r) => (r.event.data.item_ids as string[])[0]!).filter((id) => items.includes(id));
+
+let secret = '';
+let subscriptionId = '';
+
+it('a subscription gets every event once, in feed order, signed, from two dispatchers', async () => {
+  const created = await ctx.http.post('/api/v1/settings/webhooks').set(admin())
+    .send({ url: receiver.url, event_types: ['item.added', 'api_key.created'], description: 'pruebas' });
+  expect(created.status).toBe(201);
+  secret = created.body.data.secret as string;
+  subscriptionId = created.body.data.id as string;
+  expect(secret).toMatch(/^whsec_/);
+  const read = await ctx.http.get(`/api/v1/settings/webhooks/${subscriptionId}`).set(admin());
+  expect(read.body.data).not.toHaveProperty('secret');
+  expect(read.body.data.secret_prefix).toBe(secret.slice(0, 12));
+
+  const items = await addItems(20);
+  const key = await ctx.http.post('/api/v1/settings/api-keys').set(admin()).send({ name: 'webhook-key', scopes: ['jobs:read'] });
+  expect(key.status).toBe(201);
+  await waitFor('every event at the receiver', async () => addedIds(items).length === 20 && receiver.ofType('api_key.created').length === 1, 45_000);
+
+  // in the order of the feed, which is the order these adds committed
+  expect(addedIds(items)).toEqual(items);
+  const feed = await ctx.http.get('/api/v1/settings/events').query({ types: 'item.added,api_key.created', limit: 500 }).set(admin());
+  // (the feed also holds the workspace's first key, created before the subscription)
+  const feedIds = feed.body.data.map((e: { id: string }) => e.id) as string[];
+  expect(receiver.received.map((r) => r.event.id)).toEqual(feedIds.slice(-receiver.received.length));
+  // no secret in the event
+  expect(JSON.stringify(receiver.ofType('api_key.created')[0]!.event)).not.toContain(key.body.data.key);
+
+  for (const r of receiver.received) {
+    expect(r.headers['svc-event-id']).toBe(r.event.id);
+    expect(r.headers['svc-event-type']).toBe(r.event.type);
+    expect(verifyWebhookSignature(secret, { timestamp: r.headers['svc-timestamp'] as string, signature: r.headers['svc-signature'] as string }, r.body)).toBe(true);
+    // a tampered body or another secret does not verify
+    expect(verifyWebhookSignature(secret, { timestamp: r.headers['svc-timestamp'] as string, signature: r.headers['svc-signature'] as string }, `${r.body} `)).toBe(false);
+    expect(verifyWebhookSignature('whsec_other', { timestamp: r.headers['svc-timestamp'] as string, signature: r.headers['svc-signature'] as string }, r.body)).toBe(false);
+  }
+
+  const deliveries = await waitFor('deliveries recorded', async () => {
+    const res = await ctx.http.get(`/api/v1/settings/webhooks/${subscriptionId}/deliveries`).query({ limit: 100 }).set(admin());
+    return res.body.meta.total === 21 && res.body.data.every((d: { status: string }) => d.status === 'delivered') ? res.body.data : null;
+  });
+  expect(deliveries[0]).toMatchObject({ status: 'delivered', attempts: 1, last_status_code: 204, next_attempt_at: null });
+  // once each, though two dispatchers deliver
+  const ids = receiver.received.map((r) => r.event.id);
+  expect(new Set(ids).size).toBe(ids.length);
+});
+
+it('a receiver that is down gets every event, in order, once it is back', async () => {
+  await receiver.stop();
+  const before = receiver.received.length;
+  const items = await addItems(8);
+  const failing = await waitFor('a failed attempt', async () => {
+    const res = await ctx.http.get(`/api/v1/settings/webhooks/${subscriptionId}/deliveries`).query({ status: 'pending' }).set(admin());
+    return res.body.data.find((d: { attempts: number }) => d.attempts >= 2) ?? null;
+  }, 45_000);
+  expect(failing.last_status_code).toBeNull();
+  expect(failing.last_error).toEqual(expect.any(String));
+  const sub = await ctx.http.get(`/api/v1/settings/webhooks/${subscriptionId}`).set(admin());
+  expect(sub.body.data.failing_since).not.toBeNull();
+
+  await receiver.start();
+  await waitFor('the backlog delivered', async () => addedIds(items).length === 8, 60_000);
+  expect(addedIds(items)).toEqual(items);
+  expect(receiver.received.length - before).toBe(8);
+  await waitFor('the subscription healthy again', async () =>
+    (await ctx.http.get(`/api/v1/settings/webhooks/${subscriptionId}`).set(admin())).body.data.failing_since === null);
+});
+
+it('sends a test event and redelivers a delivery on request, signed', async () => {
+  const test = await ctx.http.post(`/api/v1/settings/webhooks/${subscriptionId}/test`).set(admin());
+  expect(test.status).toBe(202);
+  const got = await waitFor('the test event', async () => receiver.ofType('webhook.test')[0] ?? null);
+  expect(got.event.data).toEqual({ subscription_id: subscriptionId });
+  expect(verifyWebhookSignature(secret, { timestamp: got.headers['svc-timestamp'] as string, signature: got.headers['svc-signature'] as string }, got.body)).toBe(true);
+
+  const list = await ctx.http.get(`/api/v1/settings/webhooks/${subscriptionId}/deliveries`).query({ status: 'delivered', limit: 100 }).set(admin());
+  const target = list.body.data.find((d: { event_type: string }) => d.event_type === 'api_key.created');
+  const again = await ctx.http.post(`/api/v1/settings/webhooks/${subscriptionId}/deliveries/${target.id}/redeliver`).set(admin());
+  expect(again.status).toBe(202);
+  await waitFor('the redelivery', async () => receiver.ofType('api_key.created').length === 2);
+  const [first, second] = receiver.ofType('api_key.created');
+  expect(second!.event).toEqual(first!.event);
+
+  // rotating the secret: later deliveries are signed with the new one
+  const rotated = await ctx.http.post(`/api/v1/settings/webhooks/${subscriptionId}/rotate-secret`).set(admin());
+  expect(rotated.status).toBe(200);
+  const fresh = rotated.body.data.secret as string;
+  expect(fresh).not.toBe(secret);
+  const [item] = await addItems(1);
+  const newest = await waitFor('the next event', async () => receiver.ofType('item.added').find((r) => (r.event.data.item_ids as string[])[0] === item) ?? null);
+  const sig = { timestamp: newest.headers['svc-timestamp'] as string, signature: newest.headers['svc-signature'] as string };
+  expect([verifyWebhookSignature(fresh, sig, newest.body), verifyWebhookSignature(secret, sig, newest.body)]).toEqual([true, false]);
+});
+
+it('the feed replays from any cursor, and its stream resumes after Last-Event-ID', async () => {
+  const all = (await ctx.http.get('/api/v1/settings/events').query({ limit: 500 }).set(admin())).body.data as Array<{ id: string; type: string }>;
+  expect(all.length).toBeGreaterThan(25);
+  const mid = all[10]!.id;
+  const rest = await ctx.http.get('/api/v1/settings/events').query({ after: mid, limit: 5 }).set(admin());
+  expect(rest.body.data.map((e: { id: string }) => e.id)).toEqual(all.slice(11, 16).map((e) => e.id));
+  expect(rest.body.meta.next_cursor).toBe(all[15]!.id);
+
+  const server = ctx.app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  try {
+    const port = (server.address() as AddressInfo).port;
+    const abort = new AbortController();
+    const res = await fetch(`http://127.0.0.1:${port}/api/v1/settings/events/stream`, {
+      headers: { ...admin(), 'Last-Event-ID': all[all.length - 3]!.id }, signal: abort.signal,
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    const reader = res.body!.getReader();
+    let text = '';
+    await waitFor('the last two events on the stream', async () => {
+      const { value } = await reader.read();
+      text += Buffer.from(value ?? new Uint8Array()).toString('utf8');
+      return (text.match(/^id: /gm) ?? []).length >= 2;
+    });
+    const ids = [...text.matchAll(/^id: ([0-9a-f]{32})$/gm)].map((m) => m[1]);
+    expect(ids.slice(0, 2)).toEqual(all.slice(-2).map((e) => e.id));
+    // and what happens next comes down the open stream
+    const [item] = await addItems(1);
+    await waitFor('the new event on the stream', async () => {
+      const { value } = await reader.read();
+      text += Buffer.from(value ?? new Uint8Array()).toString('utf8');
+      return text.includes(item!);
+    });
+    abort.abort();
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
