@@ -1,0 +1,42 @@
+import { Navigate, Route, Routes, useLocation } from 'react-router';
+import { Layout } from './components/Layout';
+import { NotFound } from './components/States';
+import { OverviewPage } from './pages/Overview';
+import { QueuePage } from './pages/Queue';
+import { SignInPage } from './pages/SignIn';
+import { JobDetailPage } from './pages/JobDetail';
+import { JobsPage } from './pages/Jobs';
+import { MachinesPage } from './pages/Machines';
+import { useSession } from './session-context';
+import { AdminOnly } from './components/AdminOnly';
+import { ApiKeysPage } from './pages/ApiKeys';
+import { AuditLogPage } from './pages/AuditLog';
+import { SchedulesPage } from './pages/Schedules';
+import { TriggersPage } from './pages/Triggers';
+
+export function App() {
+  const { session } = useSession();
+  const location = useLocation();
+  if (!session) {
+    // every page but sign-in needs a session; come back to where the user was going afterwards
+    if (location.pathname !== '/sign-in') return <Navigate to="/sign-in" replace state={{ from: location.pathname + location.search }} />;
+    return <SignInPage />;
+  }
+  return (
+    <Routes>
+      <Route path="/sign-in" element={<Navigate to={(location.state as { from?: string } | null)?.from ?? '/'} replace />} />
+      <Route element={<Layout />}>
+        <Route index element={<OverviewPage />} />
+        <Route path="queues/:queueId" element={<QueuePage />} />
+        <Route path="jobs" element={<JobsPage />} />
+        <Route path="jobs/:jobId" element={<JobDetailPage />} />
+        <Route path="machines" element={<MachinesPage />} />
+        <Route path="api-keys" element={<AdminOnly><ApiKeysPage /></AdminOnly>} />
+        <Route path="audit-log" element={<AdminOnly><AuditLogPage /></AdminOnly>} />
+        <Route path="schedules" element={<SchedulesPage />} />
+        <Route path="triggers" element={<TriggersPage />} />
+        <Route path="*" element={<NotFound />} />
+      </Route>
+    </Routes>
+  );
+}

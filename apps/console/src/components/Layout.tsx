@@ -1,0 +1,35 @@
+import { useEffect, useRef } from 'react';
+import { NavLink, Outlet, useLocation } from 'react-router';
+import { t } from '../i18n';
+import { useIsAdmin, useSession } from '../session-context';
+
+export function Layout() {
+  const { session, signOut } = useSession();
+  const location = useLocation();
+  const isAdmin = useIsAdmin();
+  const main = useRef<HTMLElement>(null);
+  // a new page moves the focus to its content, as a page load would for a screen reader
+  useEffect(() => main.current?.focus(), [location.pathname]);
+  return (
+    <>
+      <a className="skip-link" href="#content">{t.app.skipToContent}</a>
+      <header className="top">
+        <span className="brand">{t.app.name}</span>
+        <span className="who">{session && t.app.signedInAs(session.user.email, session.user.role)}</span>
+        <button type="button" className="secondary" onClick={() => void signOut()}>{t.app.signOut}</button>
+        <nav aria-label={t.app.mainNav}>
+          <NavLink to="/" end>{t.nav.overview}</NavLink>
+          <NavLink to="/jobs">{t.jobs.nav}</NavLink>
+          <NavLink to="/machines">{t.machines.nav}</NavLink>
+          <NavLink to="/schedules">{t.adminNav.schedules}</NavLink>
+          <NavLink to="/triggers">{t.adminNav.triggers}</NavLink>
+          {isAdmin && <NavLink to="/api-keys">{t.adminNav.apiKeys}</NavLink>}
+          {isAdmin && <NavLink to="/audit-log">{t.adminNav.auditLog}</NavLink>}
+        </nav>
+      </header>
+      <main id="content" ref={main} tabIndex={-1}>
+        <Outlet />
+      </main>
+    </>
+  );
+}

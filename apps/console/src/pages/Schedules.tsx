@@ -1,0 +1,241 @@
+import { useState, type FormEvent } from 'react';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { ConfirmDialog } from '../components/ConfirmDialog';
+import { Field } from '../components/Field';
+import { SchedulePreview } from '../components/SchedulePreview';
+import { Empty, ErrorState, Loading } from '../components/States';
+import { Time } from '../components/Time';
+import { t } from '../i18n';
+import { browserTimeZone, parseJsonObject, topLevelErrors } from '../lib/admin';
+import { ApiError, type FormErrors } from '../lib/errors';
+import { MISSED_RUNS, type Schedule } from '../lib/types';
+import { useIsAdmin, useSession } from '../session-context';
+import { useCatalogueOptions } from './catalogue-options';
+
+const FIELDS = ['name', 'description', 'process_id', 'cron', 'timezone', 'machine_id', 'input_data', 'priority', 'missed_runs', 'is_active'] as const;
+const NO_ERRORS: FormErrors = { fields: {}, general: null };
+const describedBy = (id: string, hint: boolean, error: boolean) => [hint && `${id}-hint`, error && `${id}-error`].filter(Boolean).join(' ') || undefined;
+
+/** Schedules: every member sees them and their next runs; admins create, edit and deactivate. */
+export function SchedulesPage() {
+  const { request } = useSession();
+  const isAdmin = useIsAdmin();
+  const queryClient = useQueryClient();
+  const options = useCatalogueOptions();
+  const [editing, setEditing] = useState<Schedule | 'new' | null>(null);
+  const [previewing, setPreviewing] = useState<Schedule | null>(null);
+  const [pending, setPending] = useState<Schedule | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const [dialogError, setDialogError] = useState<string | null>(null);
+
+  const schedules = useQuery({ queryKey: ['schedules'], queryFn: () => request<Schedule[]>('/settings/schedules?limit=100') });
+  const refresh = () => queryClient.invalidateQueries({ queryKey: ['schedules'] });
+
+  const deactivate = useMutation({
+    mutationFn: (s: Schedule) => request<Schedule>(`/settings/schedules/${s.id}`, { method: 'DELETE' }),
+    onSuccess: ({ data }) => { setPending(null); setNotice(t.schedules.deactivated(data.name)); if (previewing?.id === data.id) setPreviewing(data); void refresh(); },
+    onError: (err) => setDialogError(err instanceof ApiError ? err.message : t.common.unexpectedError),
+  });
+
+  const list = schedules.data?.data;
+  return (
+    <>
+      <div className="title-row">
+        <h1>{t.schedules.title}</h1>
+        {isAdmin && editing === null && <button type="button" onClick={() => { setEditing('new'); setNotice(null); }}>{t.schedules.newSchedule}</button>}
+      </div>
+      <p className="muted">{t.schedules.intro}</p>
+      <div role="status" aria-live="polite" className="live">{notice && <p className="notice ok">{notice}</p>}</div>
+
+      {editing !== null && (
+        <ScheduleForm
+          key={editing === 'new' ? 'new' : editing.id}
+          schedule={editing === 'new' ? null : editing}
+          options={options}
+          onCancel={() => setEditing(null)}
+          onSaved={(saved) => { setEditing(null); setNotice(t.schedules.saved(saved.name)); setPreviewing(saved); void refresh(); }}
+        />
+      )}
+      {previewing && (
+        <div className="card wide">
+          <SchedulePreview schedule={previewing} />
+          <button type="button" className="secondary" onClick={() => setPreviewing(null)}>{t.common.close}</button>
+        </div>
+      )}
+
+      {schedules.isPending ? <Loading />
+        : schedules.isError ? <ErrorState error={schedules.error} onRetry={() => void schedules.refetch()} />
+        : !list || list.length === 0 ? <Empty>{t.schedules.empty}</Empty>
+        : (
+          <div className="table-wrap" role="region" aria-label={t.schedules.caption} tabIndex={0}>
+            <table className="schedules">
+              <caption className="visually-hidden">{t.schedules.caption}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">{t.admin.name}</th>
+                  <th scope="col">{t.admin.process}</th>
+                  <th scope="col">{t.schedules.cron}</th>
+                  <th scope="col">{t.admin.machine}</th>
+                  <th scope="col">{t.schedules.nextRun}</th>
+                  <th scope="col">{t.schedules.lastRun}</th>
+                  <th scope="col">{t.admin.status}</th>
+                  <th scope="col"><span className="visually-hidden">{t.admin.confirm}</span></th>
+                </tr>
+              </thead>
+              <tbody>
+                {list.map((s) => (
+                  <tr key={s.id} data-schedule={s.name}>
+                    <th scope="row">{s.name}{s.last_error && <p className="error-text small">{t.schedules.lastError}: {s.last_error}</p>}</th>
+                    <td>{options.processName(s.process_id)}</td>
+                    <td><code>{s.cron}</code><br /><span className="muted small">{s.timezone}</span></td>
+                    <td>{options.machineName(s.machine_id) ?? <span className="muted">{t.admin.automaticMachine}</span>}</td>
+                    <td><Time iso={s.next_run_at} /></td>
+                    <td><Time iso={s.last_run_at} /></td>
+                    <td><span className={`badge ${s.is_active ? 'badge-completed' : ''}`}>{s.is_active ? t.admin.active : t.admin.inactive}</span></td>
+                    <td><div className="row-actions">
+                      <button type="button" className="secondary" aria-label={t.schedules.previewLabel(s.name)} onClick={() => setPreviewing(s)}>{t.schedules.preview}</button>
+                      {isAdmin && <button type="button" className="secondary" aria-label={t.schedules.editLabel(s.name)} onClick={() => { setEditing(s); setNotice(null); }}>{t.admin.edit}</button>}
+                      {isAdmin && s.is_active && (
+                        <button type="button" className="danger" aria-label={t.schedules.deactivateLabel(s.name)}
+                          onClick={() => { setDialogError(null); setPending(s); }}>{t.admin.deactivate}</button>
+                      )}
+                    </div></td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+
+      {schedules.data?.meta && schedules.data.meta.total > schedules.data.data.length && <p className="muted">{t.admin.moreRows(schedules.data.data.length, schedules.data.meta.total)}</p>}
+
+      <ConfirmDialog
+        open={pending !== null}
+        title={pending ? t.schedules.deactivateTitle(pending.name) : ''}
+        confirmLabel={t.admin.deactivate}
+        danger
+        busy={deactivate.isPending}
+        error={dialogError}
+        onConfirm={() => pending && deactivate.mutate(pending)}
+        onCancel={() => setPending(null)}
+      >
+        <p>{t.schedules.deactivateBody}</p>
+      </ConfirmDialog>
+    </>
+  );
+}
+
+function ScheduleForm({ schedule, options, onCancel, onSaved }: {
+  schedule: Schedule | null;
+  options: ReturnType<typeof useCatalogueOptions>;
+  onCancel(): void;
+  onSaved(s: Schedule): void;
+}) {
+  const { request } = useSession();
+  const [form, setForm] = useState({
+    name: schedule?.name ?? '',
+    description: schedule?.description ?? '',
+    process_id: schedule?.process_id ?? '',
+    cron: schedule?.cron ?? '',
+    timezone: schedule?.timezone ?? browserTimeZone(),
+    machine_id: schedule?.machine_id ?? '',
+    input_data: schedule?.input_data ? JSON.stringify(schedule.input_data, null, 2) : '',
+    priority: String(schedule?.priority ?? 3),
+    missed_runs: schedule?.missed_runs ?? 'skip',
+    is_active: schedule?.is_active ?? true,
+  });
+  const [errors, setErrors] = useState<FormErrors>(NO_ERRORS);
+
+  const save = useMutation({
+    mutationFn: (body: Record<string, unknown>) => schedule
+      ? request<Schedule>(`/settings/schedules/${schedule.id}`, { method: 'PATCH', body })
+      : request<Schedule>('/settings/schedules', { method: 'POST', body }),
+    onSuccess: ({ data }) => onSaved(data),
+    onError: (err) => setErrors(topLevelErrors(err, FIELDS, t.common.unexpectedError)),
+  });
+
+  function submit(e: FormEvent) {
+    e.preventDefault();
+    const input = parseJsonObject(form.input_data);
+    if (!input.ok) {
+      // a JSON typing mistake is caught here: the API would only see a string
+      setErrors({ fields: { input_data: input.reason === 'syntax' ? t.schedules.badJson : t.schedules.notObject }, general: null });
+      return;
+    }
+    setErrors(NO_ERRORS);
+    save.mutate({
+      name: form.name.trim(),
+      description: form.description.trim() || null,
+      process_id: form.process_id,
+      cron: form.cron.trim(),
+      timezone: form.timezone.trim(),
+      machine_id: form.machine_id || null,
+      input_data: input.value,
+      priority: Number(form.priority),
+      missed_runs: form.missed_runs,
+      is_active: form.is_active,
+    });
+  }
+
+  const set = (k: keyof typeof form) => (e: { target: { value: string } }) => setForm((f) => ({ ...f, [k]: e.target.value }));
+  const fe = errors.fields;
+  const input = (id: keyof typeof form, hint = false) => ({
+    id, 'aria-invalid': !!fe[id], 'aria-describedby': describedBy(id, hint, !!fe[id]),
+  });
+  return (
+    <form className="card wide admin-form" onSubmit={submit} noValidate aria-labelledby="schedule-form-title">
+      <h2 id="schedule-form-title">{schedule ? t.schedules.editTitle(schedule.name) : t.schedules.createTitle}</h2>
+      {errors.general && <p className="form-error" role="alert">{errors.general}</p>}
+      {options.failed && <p className="form-error" role="alert">{t.admin.cannotLoadOptions}</p>}
+      <div className="form-grid">
+        <Field id="name" label={t.admin.name} error={fe.name}>
+          <input {...input('name')} value={form.name} maxLength={255} onChange={set('name')} autoFocus />
+        </Field>
+        <Field id="process_id" label={t.admin.process} error={fe.process_id}>
+          <select {...input('process_id')} value={form.process_id} onChange={set('process_id')}>
+            <option value="">{t.admin.choose}</option>
+            {options.processes.map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}
+          </select>
+        </Field>
+        <Field id="cron" label={t.schedules.cron} hint={t.schedules.cronHint} error={fe.cron}>
+          <input {...input('cron', true)} value={form.cron} maxLength={120} spellCheck={false} onChange={set('cron')} />
+        </Field>
+        <Field id="timezone" label={t.schedules.timezone} hint={t.schedules.timezoneHint} error={fe.timezone}>
+          <input {...input('timezone', true)} value={form.timezone} maxLength={64} spellCheck={false} onChange={set('timezone')} />
+        </Field>
+        <Field id="machine_id" label={t.admin.machine} error={fe.machine_id}>
+          <select {...input('machine_id')} value={form.machine_id} onChange={set('machine_id')}>
+            <option value="">{t.admin.automaticMachine}</option>
+            {options.machines.map((m) => <option key={m.id} value={m.id}>{m.name}</option>)}
+          </select>
+        </Field>
+        <Field id="priority" label={t.schedules.priority} error={fe.priority}>
+          <select {...input('priority')} value={form.priority} onChange={set('priority')}>
+            {[1, 2, 3, 4, 5].map((p) => <option key={p} value={p}>{p} · {t.queue.priorities[p]}</option>)}
+          </select>
+        </Field>
+        <Field id="missed_runs" label={t.schedules.missedRuns} error={fe.missed_runs}>
+          <select {...input('missed_runs')} value={form.missed_runs} onChange={set('missed_runs')}>
+            {MISSED_RUNS.map((m) => <option key={m} value={m}>{t.schedules.missedRunsNames[m]}</option>)}
+          </select>
+        </Field>
+        <Field id="description" label={t.schedules.description} error={fe.description}>
+          <input {...input('description')} value={form.description} maxLength={1000} onChange={set('description')} />
+        </Field>
+      </div>
+      <Field id="input_data" label={t.schedules.inputData} hint={t.schedules.inputDataHint} error={fe.input_data}>
+        <textarea {...input('input_data', true)} rows={4} spellCheck={false} value={form.input_data} onChange={set('input_data')} />
+      </Field>
+      <label className="check">
+        <input type="checkbox" checked={form.is_active} onChange={(e) => setForm((f) => ({ ...f, is_active: e.target.checked }))} />
+        <span>{t.schedules.isActive}</span>
+      </label>
+      {fe.is_active && <span className="field-error">{fe.is_active}</span>}
+      {!schedule && <p className="muted small">{t.schedules.previewAfterSave}</p>}
+      <div className="form-actions">
+        <button type="submit" disabled={save.isPending}>{save.isPending ? t.admin.saving : t.admin.save}</button>
+        <button type="button" className="secondary" onClick={onCancel}>{t.common.cancel}</button>
+      </div>
+    </form>
+  );
+}

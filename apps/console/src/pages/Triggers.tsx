@@ -1,0 +1,203 @@
+import { useState, type FormEvent } from 'react';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { ConfirmDialog } from '../components/ConfirmDialog';
+import { Field } from '../components/Field';
+import { Empty, ErrorState, Loading } from '../components/States';
+import { t } from '../i18n';
+import { topLevelErrors } from '../lib/admin';
+import { ApiError, type FormErrors } from '../lib/errors';
+import { formatCount } from '../lib/format';
+import type { Trigger } from '../lib/types';
+import { useIsAdmin, useSession } from '../session-context';
+import { useCatalogueOptions } from './catalogue-options';
+
+const FIELDS = ['queue_id', 'process_id', 'max_concurrent_jobs', 'min_items_to_start', 'machine_id', 'is_active'] as const;
+const NO_ERRORS: FormErrors = { fields: {}, general: null };
+const describedBy = (id: string, hint: boolean, error: boolean) => [hint && `${id}-hint`, error && `${id}-error`].filter(Boolean).join(' ') || undefined;
+
+/** Queue triggers: every member sees them; admins create, edit and deactivate. */
+export function TriggersPage() {
+  const { request } = useSession();
+  const isAdmin = useIsAdmin();
+  const queryClient = useQueryClient();
+  const options = useCatalogueOptions({ queues: true });
+  const [editing, setEditing] = useState<Trigger | 'new' | null>(null);
+  const [pending, setPending] = useState<Trigger | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const [dialogError, setDialogError] = useState<string | null>(null);
+
+  const triggers = useQuery({ queryKey: ['triggers'], queryFn: () => request<Trigger[]>('/settings/triggers?limit=100') });
+  const refresh = () => queryClient.invalidateQueries({ queryKey: ['triggers'] });
+
+  const deactivate = useMutation({
+    mutationFn: (tr: Trigger) => request<Trigger>(`/settings/triggers/${tr.id}`, { method: 'DELETE' }),
+    onSuccess: () => { setPending(null); setNotice(t.triggers.deactivated); void refresh(); },
+    onError: (err) => setDialogError(err instanceof ApiError ? err.message : t.common.unexpectedError),
+  });
+
+  const list = triggers.data?.data;
+  return (
+    <>
+      <div className="title-row">
+        <h1>{t.triggers.title}</h1>
+        {isAdmin && editing === null && <button type="button" onClick={() => { setEditing('new'); setNotice(null); }}>{t.triggers.newTrigger}</button>}
+      </div>
+      <p className="muted">{t.triggers.intro}</p>
+      <div role="status" aria-live="polite" className="live">{notice && <p className="notice ok">{notice}</p>}</div>
+
+      {editing !== null && (
+        <TriggerForm
+          key={editing === 'new' ? 'new' : editing.id}
+          trigger={editing === 'new' ? null : editing}
+          options={options}
+          onCancel={() => setEditing(null)}
+          onSaved={() => { setEditing(null); setNotice(t.triggers.saved); void refresh(); }}
+        />
+      )}
+
+      {triggers.isPending ? <Loading />
+        : triggers.isError ? <ErrorState error={triggers.error} onRetry={() => void triggers.refetch()} />
+        : !list || list.length === 0 ? <Empty>{t.triggers.empty}</Empty>
+        : (
+          <div className="table-wrap" role="region" aria-label={t.triggers.caption} tabIndex={0}>
+            <table className="triggers">
+              <caption className="visually-hidden">{t.triggers.caption}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">{t.admin.queue}</th>
+                  <th scope="col">{t.admin.process}</th>
+                  <th scope="col">{t.admin.machine}</th>
+                  <th scope="col" className="num">{t.triggers.maxConcurrent}</th>
+                  <th scope="col" className="num">{t.triggers.minItems}</th>
+                  <th scope="col">{t.admin.status}</th>
+                  <th scope="col"><span className="visually-hidden">{t.admin.confirm}</span></th>
+                </tr>
+              </thead>
+              <tbody>
+                {list.map((tr) => {
+                  const queue = options.queueName(tr.queue_id);
+                  return (
+                    <tr key={tr.id} data-trigger={queue}>
+                      <th scope="row">{queue}{tr.is_queue_default && <><br /><span className="muted small">{t.triggers.isDefault}</span></>}</th>
+                      <td>{options.processName(tr.process_id)}</td>
+                      <td>{options.machineName(tr.machine_id) ?? <span className="muted">{t.admin.automaticMachine}</span>}</td>
+                      <td className="num">{tr.max_concurrent_jobs}</td>
+                      <td className="num">{formatCount(tr.min_items_to_start, t.locale)}</td>
+                      <td><span className={`badge ${tr.is_active ? 'badge-completed' : ''}`}>{tr.is_active ? t.admin.active : t.admin.inactive}</span></td>
+                      <td><div className="row-actions">
+                        {isAdmin && <button type="button" className="secondary" aria-label={t.triggers.editLabel(queue)} onClick={() => { setEditing(tr); setNotice(null); }}>{t.admin.edit}</button>}
+                        {isAdmin && tr.is_active && (
+                          <button type="button" className="danger" aria-label={t.triggers.deactivateLabel(queue)}
+                            onClick={() => { setDialogError(null); setPending(tr); }}>{t.admin.deactivate}</button>
+                        )}
+                      </div></td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+          </div>
+        )}
+
+      {triggers.data?.meta && triggers.data.meta.total > triggers.data.data.length && <p className="muted">{t.admin.moreRows(triggers.data.data.length, triggers.data.meta.total)}</p>}
+
+      <ConfirmDialog
+        open={pending !== null}
+        title={pending ? t.triggers.deactivateTitle(options.queueName(pending.queue_id)) : ''}
+        confirmLabel={t.admin.deactivate}
+        danger
+        busy={deactivate.isPending}
+        error={dialogError}
+        onConfirm={() => pending && deactivate.mutate(pending)}
+        onCancel={() => setPending(null)}
+      >
+        <p>{t.triggers.deactivateBody}</p>
+      </ConfirmDialog>
+    </>
+  );
+}
+
+function TriggerForm({ trigger, options, onCancel, onSaved }: {
+  trigger: Trigger | null;
+  options: ReturnType<typeof useCatalogueOptions>;
+  onCancel(): void;
+  onSaved(tr: Trigger): void;
+}) {
+  const { request } = useSession();
+  const [form, setForm] = useState({
+    queue_id: trigger?.queue_id ?? '',
+    process_id: trigger?.process_id ?? '',
+    machine_id: trigger?.machine_id ?? '',
+    max_concurrent_jobs: String(trigger?.max_concurrent_jobs ?? 1),
+    min_items_to_start: String(trigger?.min_items_to_start ?? 1),
+    is_active: trigger?.is_active ?? true,
+  });
+  const [errors, setErrors] = useState<FormErrors>(NO_ERRORS);
+
+  const save = useMutation({
+    mutationFn: (body: Record<string, unknown>) => trigger
+      ? request<Trigger>(`/settings/triggers/${trigger.id}`, { method: 'PATCH', body })
+      : request<Trigger>('/settings/triggers', { method: 'POST', body: { type: 'queue', queue_id: form.queue_id, ...body } }),
+    onSuccess: ({ data }) => onSaved(data),
+    onError: (err) => setErrors(topLevelErrors(err, FIELDS, t.common.unexpectedError)),
+  });
+
+  function submit(e: FormEvent) {
+    e.preventDefault();
+    // a number field left empty or with a fraction goes as typed: the API's message says what it needs
+    const num = (v: string) => (/^\d+$/.test(v.trim()) ? Number(v) : v);
+    setErrors(NO_ERRORS);
+    save.mutate({
+      process_id: form.process_id,
+      machine_id: form.machine_id || null,
+      max_concurrent_jobs: num(form.max_concurrent_jobs),
+      min_items_to_start: num(form.min_items_to_start),
+      is_active: form.is_active,
+    });
+  }
+
+  const set = (k: keyof typeof form) => (e: { target: { value: string } }) => setForm((f) => ({ ...f, [k]: e.target.value }));
+  const fe = errors.fields;
+  const input = (id: keyof typeof form, hint = false) => ({ id, 'aria-invalid': !!fe[id], 'aria-describedby': describedBy(id, hint, !!fe[id]) });
+  return (
+    <form className="card wide admin-form" onSubmit={submit} noValidate aria-labelledby="trigger-form-title">
+      <h2 id="trigger-form-title">{trigger ? t.triggers.editTitle : t.triggers.createTitle}</h2>
+      {errors.general && <p className="form-error" role="alert">{errors.general}</p>}
+      {options.failed && <p className="form-error" role="alert">{t.admin.cannotLoadOptions}</p>}
+      <div className="form-grid">
+        <Field id="queue_id" label={t.admin.queue} hint={trigger ? t.triggers.queueFixed : undefined} error={fe.queue_id}>
+          <select {...input('queue_id', !!trigger)} value={form.queue_id} onChange={set('queue_id')} disabled={!!trigger} autoFocus>
+            <option value="">{t.admin.choose}</option>
+            {options.queues.map((q) => <option key={q.id} value={q.id}>{q.name}</option>)}
+          </select>
+        </Field>
+        <Field id="process_id" label={t.admin.process} error={fe.process_id}>
+          <select {...input('process_id')} value={form.process_id} onChange={set('process_id')}>
+            <option value="">{t.admin.choose}</option>
+            {options.processes.map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}
+          </select>
+        </Field>
+        <Field id="machine_id" label={t.admin.machine} error={fe.machine_id}>
+          <select {...input('machine_id')} value={form.machine_id} onChange={set('machine_id')}>
+            <option value="">{t.admin.automaticMachine}</option>
+            {options.machines.map((m) => <option key={m.id} value={m.id}>{m.name}</option>)}
+          </select>
+        </Field>
+        <Field id="max_concurrent_jobs" label={t.triggers.maxConcurrent} hint={t.triggers.maxConcurrentHint} error={fe.max_concurrent_jobs}>
+          <input {...input('max_concurrent_jobs', true)} type="number" inputMode="numeric" min={1} max={100} value={form.max_concurrent_jobs} onChange={set('max_concurrent_jobs')} />
+        </Field>
+        <Field id="min_items_to_start" label={t.triggers.minItems} hint={t.triggers.minItemsHint} error={fe.min_items_to_start}>
+          <input {...input('min_items_to_start', true)} type="number" inputMode="numeric" min={1} max={10000} value={form.min_items_to_start} onChange={set('min_items_to_start')} />
+        </Field>
+      </div>
+      <label className="check">
+        <input type="checkbox" checked={form.is_active} onChange={(e) => setForm((f) => ({ ...f, is_active: e.target.checked }))} />
+        <span>{t.triggers.isActive}</span>
+      </label>
+      <div className="form-actions">
+        <button type="submit" disabled={save.isPending}>{save.isPending ? t.admin.saving : t.admin.save}</button>
+        <button type="button" className="secondary" onClick={onCancel}>{t.common.cancel}</button>
+      </div>
+    </form>
+  );
+}
