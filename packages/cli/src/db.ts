@@ -1,6 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { createSql, migrate, parseEncryptionKey, type Sql } from '@svc/core';
+import {
+  DatabaseSettingsError, createDirectSql, createPooledSql, createSql, migrate, parseDatabaseSettings, parseEncryptionKey, type DatabaseSettings, type Sql,
+} from '@svc/core';
 import { CliError } from './errors';
 
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/svc';
@@ -40,24 +42,42 @@ async function createDatabase(url: string): Promise<void> {
   }
 }
 
+function settingsOf(env: Record<string, string | undefined>): DatabaseSettings {
+  let settings: DatabaseSettings;
+  try {
+    settings = parseDatabaseSettings(env);
+  } catch (err) {
+    throw err instanceof DatabaseSettingsError ? new CliError(err.message) : err;
+  }
+  for (const [name, value] of [['DATABASE_URL', settings.url], ['DATABASE_DIRECT_URL', settings.directUrl]]) {
+    try {
+      new URL(value!);
+    } catch {
+      throw new CliError(`${name} is not a valid URL (expected postgres://user@host:port/database)`);
+    }
+  }
+  return settings;
+}
+
 /**
  * Connects to DATABASE_URL (default: local `svc` database), creates the database when it does
  * not exist yet, and applies pending migrations, so every command works on a fresh machine.
+ * Behind a transaction pooler (DATABASE_POOLER=transaction) creating and migrating go through
+ * DATABASE_DIRECT_URL: the migrations' advisory lock belongs to one session (docs/decisions/pgbouncer.md).
  */
 export async function openDatabase(env: Record<string, string | undefined>): Promise<Sql> {
-  const url = env.DATABASE_URL || DEFAULT_DATABASE_URL;
-  try {
-    new URL(url);
-  } catch {
-    throw new CliError('DATABASE_URL is not a valid URL (expected postgres://user@host:port/database)');
-  }
+  const settings = settingsOf(env);
+  const url = settings.directUrl;
   for (let attempt = 0; ; attempt++) {
-    const sql = createSql(url, { max: 4 });
+    const sql = createPooledSql(settings, { max: 4 });
+    const direct = createDirectSql(settings, sql, { max: 1 });
     try {
-      await migrate(sql);
+      await migrate(direct);
+      if (direct !== sql) await direct.end({ timeout: 5 });
       return sql;
     } catch (err) {
       await sql.end({ timeout: 5 }).catch(() => undefined);
+      if (direct !== sql) await direct.end({ timeout: 5 }).catch(() => undefined);
       const cause = (err as { cause?: unknown }).cause ?? err;
       if ((cause as { code?: string }).code === '3D000' && attempt === 0) {
         await createDatabase(url).catch((e) => {

@@ -31,7 +31,8 @@ function usage(): string {
     '',
     ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`),
     '',
-    'Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/svc); ASSET_ENCRYPTION_KEY for assets.',
+    'Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/svc); behind PgBouncer in transaction mode also',
+    'DATABASE_POOLER=transaction and DATABASE_DIRECT_URL (migrations); ASSET_ENCRYPTION_KEY for assets.',
     'Exit codes: 0 done, 1 failed, 2 usage or invalid input, 3 not found, 4 conflict.',
   ].join('\n');
 }

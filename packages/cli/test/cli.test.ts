@@ -322,6 +322,7 @@ describe('svc apply', () => {
       queues: await t.sql`select * from queues where tenant_id = ${tenantId} order by name`,
       assets: await t.sql`select * from assets where tenant_id = ${tenantId} order by name`,
       values: await t.sql`select v.* from asset_values v join assets a on a.id = v.asset_id where a.tenant_id = ${tenantId} order by a.name, v.environment`,
+      schedules: await t.sql`select * from schedules where tenant_id = ${tenantId} order by name`,
     };
   }
 
@@ -331,7 +332,7 @@ describe('svc apply', () => {
     const report = json(r);
     expect(report.tenant).toEqual({ id: tenantId, name: 'cli-apply' });
     expect(report.dry_run).toBe(false);
-    expect(report.summary).toEqual({ created: 9, updated: 0, unchanged: 0 });
+    expect(report.summary).toEqual({ created: 10, updated: 0, unchanged: 0 });
     expect(report.resources.map((x: { kind: string; name: string; action: string }) => `${x.kind}:${x.name}:${x.action}`)).toEqual([
       'folder:Finance:created',
       'process:invoice-processing:created',
@@ -342,6 +343,7 @@ describe('svc apply', () => {
       'asset:erp-url:created',
       'asset:max-invoice-amount:created',
       'asset:erp-credentials:created',
+      'schedule:month-end-archive:created',
     ]);
     const machines = report.resources.filter((x: { kind: string }) => x.kind === 'machine');
     for (const m of machines) {
@@ -362,6 +364,11 @@ describe('svc apply', () => {
     expect(invoice.input_schema).toMatchObject({ required: ['invoice'] });
     expect(s.queues[0]).toMatchObject({ name: 'invoices', consumer_process_id: invoice.id, max_consumers: 2, max_retries: 3 });
     expect(s.machines.map((m) => [m.name, m.slots])).toEqual([['robot-01', 2], ['robot-02', 1]]);
+    expect(s.schedules[0]).toMatchObject({
+      name: 'month-end-archive', process_id: archive.id, machine_id: s.machines[1]!.id, cron: '0 19 * * 1-5', timezone: 'Europe/Madrid',
+      input_data: { older_than_days: 30 }, priority: 3, is_active: true, missed_runs: 'run_once',
+    });
+    expect((s.schedules[0]!.next_run_at as Date).getTime()).toBeGreaterThan(Date.now());
     const cred = s.values.find((v) => v.secret !== null)!;
     expect(cred.value).toBeNull();
     expect((cred.secret as Buffer).toString('latin1')).not.toContain('dev-only-password');
@@ -372,7 +379,7 @@ describe('svc apply', () => {
     const r = await svc(['apply', EXAMPLE, '--tenant', tenantId, '--json']);
     expect(r.code).toBe(0);
     const report = json(r);
-    expect(report.summary).toEqual({ created: 0, updated: 0, unchanged: 9 });
+    expect(report.summary).toEqual({ created: 0, updated: 0, unchanged: 10 });
     expect(report.resources.every((x: { action: string; machine_key?: string }) => x.action === 'unchanged' && !x.machine_key)).toBe(true);
     expect(await snapshot()).toEqual(before);
   });
@@ -383,21 +390,25 @@ describe('svc apply', () => {
     doc.processes[0].input_schema.required = ['invoice', 'amount'];
     doc.processes[0].on_success = null;
     doc.machines[1].slots = 4;
+    doc.machines[1].kind = 'attended';
     doc.queues[0].consumer = 'archive-invoices';
     doc.assets[2].values.dev.password = { $env: 'CLI_TEST_ERP_PASSWORD' };
     doc.assets[1].values.production = { $env: 'CLI_TEST_MAX' };
     doc.folders.push({ name: 'Archive' });
+    doc.schedules[0].cron = '0 20 * * 1-5';
+    doc.schedules[0].machine = null;
     const file = writeFile('changed.json', doc);
     const env = { CLI_TEST_ERP_PASSWORD: 'rotated-password', CLI_TEST_MAX: '50000' };
     const r = await svc(['apply', file, '--tenant', 'cli-apply', '--json'], { env });
     expect(r.code).toBe(0);
     const report = json(r);
     const byName = Object.fromEntries(report.resources.map((x: { name: string }) => [x.name, x]));
-    expect(report.summary).toEqual({ created: 1, updated: 4, unchanged: 5 });
+    expect(report.summary).toEqual({ created: 1, updated: 5, unchanged: 5 });
     expect(byName['Archive'].action).toBe('created');
     expect(byName['invoice-processing'].changed.sort()).toEqual(['input_schema', 'on_success', 'timeout_seconds']);
-    expect(byName['robot-02'].changed).toEqual(['slots']);
+    expect(byName['robot-02'].changed.sort()).toEqual(['kind', 'slots']);
     expect(byName['invoices'].changed).toEqual(['consumer']);
+    expect(byName['month-end-archive'].changed.sort()).toEqual(['cron', 'machine']);
     expect(byName['erp-credentials'].changed).toEqual(['values.dev']);
     // an env value spelling the same integer is the same value
     expect(byName['max-invoice-amount'].action).toBe('unchanged');
@@ -405,8 +416,15 @@ describe('svc apply', () => {
     const s = await snapshot();
     const invoice = s.processes.find((p) => p.name === 'invoice-processing')!;
     expect(invoice).toMatchObject({ timeout_seconds: 900, on_success_trigger_process_id: null, max_retries: 2 });
+    const [robot02] = await t.sql`select kind from machines where tenant_id = ${tenantId} and name = 'robot-02'`;
+    expect(robot02!.kind).toBe('attended');
+    // the queue's consumer is its default trigger (docs/decisions/triggers.md)
+    const archive = s.processes.find((p) => p.name === 'archive-invoices')!;
+    const defaults = await t.sql`select t.process_id, t.is_active from triggers t join queues q on q.id = t.queue_id
+      where q.tenant_id = ${tenantId} and q.name = 'invoices' and t.is_queue_default`;
+    expect(defaults).toEqual([{ process_id: archive.id, is_active: true }]);
     const third = json(await svc(['apply', file, '--tenant', 'cli-apply', '--json'], { env }));
-    expect(third.summary).toEqual({ created: 0, updated: 0, unchanged: 10 });
+    expect(third.summary).toEqual({ created: 0, updated: 0, unchanged: 11 });
     expect(await snapshot()).toEqual(s);
   });
 

@@ -75,10 +75,13 @@ export function contextOn(url: string, redisPrefix: string, options: { max: numb
     ASSET_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
     LOG_LEVEL: process.env.SVC_TEST_LOG_LEVEL ?? 'warn',
     NODE_ENV: 'test',
+    // webhook receivers of tests listen on loopback over http (docs/decisions/events.md)
+    WEBHOOK_ALLOW_INSECURE: 'true',
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
   };
   const config = { ...parseConfig(childEnv), ...options.configOverrides };
   const sql = createSql(url, { max: options.max });
-  const redis = createRedis(env.redisUrl);
+  const redis = createRedis(env.redisUrl) as Redis;
   return {
     sql,
     databaseUrl: url,

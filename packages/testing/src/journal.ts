@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 export interface JournalEntry {
   t: number;
   pid: number;
-  event: 'job-start' | 'job-end' | 'item-start' | 'item-end';
+  event: 'job-start' | 'job-end' | 'item-start' | 'item-end' | 'input-asked' | 'input-answered';
   job_id: string;
   machine_id: string;
   attempt: number;

@@ -1,9 +1,10 @@
 import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { createRedis, createSql, migrate, type Redis, type Sql } from '@svc/core';
+import { createRedis, createSql, keySlot, migrate, type Cluster, type Redis, type RedisTarget, type Sql } from '@svc/core';
 import { contextOn, testEnv, type TestContext } from './context';
 import { freePort, waitFor } from './wait';
 
@@ -145,7 +146,7 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   const port = await freePort();
   const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
   const url = `redis://127.0.0.1:${port}`;
-  const admin = createRedis(url);
+  const admin = createRedis(url) as Redis;
   const destroy = () => {
     admin.disconnect();
     proc.kill('SIGKILL');
@@ -157,4 +158,145 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     throw err;
   }
   return { url, port, admin, destroy };
+}
+
+/**
+ * A private local Redis Cluster (never the shared Redis): `primaries` primaries with `replicas`
+ * replicas each, started from the installed redis-server with no persistence, joined with
+ * `redis-cli --cluster create`, ready once every node says `cluster_state:ok`.
+ */
+export interface PrivateRedisCluster {
+  /** `REDIS_CLUSTER_NODES` for the platform's processes */
+  seeds: string;
+  target: RedisTarget;
+  /** environment for a child process: the cluster, `REDIS_URL` unused */
+  env: Record<string, string>;
+  /** a cluster client for the test's own commands */
+  admin: Cluster;
+  ports: number[];
+  /** a direct connection to the primary that holds `key`'s slot */
+  primaryOf(key: string): Promise<Redis>;
+  /** SIGKILLs the node of that connection (a failover test) */
+  kill(node: Redis): void;
+  /** waits until every live node says `cluster_state:ok` again */
+  waitUntilOk(timeoutMs?: number): Promise<void>;
+  destroy(): void;
+}
+
+/**
+ * A port p with p + 10000 (its cluster bus) also free, chosen at random in 20000–29999 so the two
+ * jest workers (and ephemeral ports, above 32768) rarely meet; a clash shows as a node that does
+ * not start, and startPrivateRedisCluster tries again on other ports.
+ */
+async function clusterPort(taken: Set<number>): Promise<number> {
+  for (;;) {
+    const port = 20000 + Math.floor(Math.random() * 10000);
+    if (taken.has(port)) continue;
+    if ((await portIsFree(port)) && (await portIsFree(port + 10000))) return port;
+  }
+}
+
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+export async function startPrivateRedisCluster(options: { primaries?: number; replicas?: number } = {}): Promise<PrivateRedisCluster> {
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      return await startClusterOnce(options.primaries ?? 3, options.replicas ?? 0);
+    } catch (err) {
+      lastError = err;
+    }
+  }
+  throw lastError;
+}
+
+async function startClusterOnce(primaryCount: number, replicas: number): Promise<PrivateRedisCluster> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'svc-redis-cluster-'));
+  const taken = new Set<number>();
+  const ports: number[] = [];
+  for (let i = 0; i < primaryCount * (1 + replicas); i++) {
+    const p = await clusterPort(taken);
+    taken.add(p);
+    ports.push(p);
+  }
+  const procs = ports.map((port) =>
+    spawn('redis-server', [
+      '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir,
+      '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '2000',
+      // a replica starved of CPU on a loaded host may lose its link long enough to count as too stale
+      // to take over (validity factor × node timeout): here any replica may always fail over
+      '--cluster-replica-validity-factor', '0',
+    ], { stdio: 'ignore' }),
+  );
+  const direct = ports.map((port) => createRedis(`redis://127.0.0.1:${port}`, { lazyConnect: true, maxRetriesPerRequest: 1 }) as Redis);
+  let admin: Cluster | null = null;
+  const destroy = () => {
+    admin?.disconnect();
+    for (const d of direct) d.disconnect();
+    for (const p of procs) p.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const exited = new Promise<never>((_, reject) => {
+      for (const p of procs) p.once('exit', (code) => reject(new Error(`a redis-server of the cluster exited (${code}): its port was taken?`)));
+    });
+    exited.catch(() => undefined);
+    await Promise.race([exited, waitFor('the cluster nodes', async () => (await Promise.all(direct.map((d) => d.ping().catch(() => null)))).every((r) => r === 'PONG'), 20_000)]);
+    await new Promise<void>((resolve, reject) => {
+      execFile('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(replicas), '--cluster-yes'],
+        { timeout: 60_000 }, (err, stdout, stderr) => (err ? reject(new Error(`redis-cli --cluster create failed: ${stderr || stdout}`)) : resolve()));
+    });
+    await Promise.race([exited, waitFor('the cluster to be ok on every node', async () => {
+      const infos = await Promise.all(direct.map((d) => d.cluster('INFO').catch(() => '') as Promise<string>));
+      return infos.every((i) => /cluster_state:ok/.test(i) && new RegExp(`cluster_known_nodes:${ports.length}\\b`).test(i));
+    }, 30_000, 100)]);
+    const killed = new Set<number>();
+    const live = () => direct.filter((_, i) => !killed.has(i));
+    const slotMap = async () => (await live()[0]!.cluster('SLOTS')) as unknown as Array<[number, number, [string, number]]>;
+    const seeds = ports.map((p) => `127.0.0.1:${p}`).join(',');
+    const target: RedisTarget = { mode: 'cluster', nodes: ports.map((port) => ({ host: '127.0.0.1', port })) };
+    admin = createRedis(target) as Cluster;
+    const a = admin;
+    await waitFor('the cluster client', async () => (await a.ping().catch(() => null)) === 'PONG');
+    return {
+      seeds,
+      target,
+      env: { REDIS_CLUSTER_NODES: seeds },
+      admin: a,
+      ports,
+      async primaryOf(key: string) {
+        const slot = keySlot(key);
+        const ranges = await slotMap();
+        const owner = ranges.find(([from, to]) => slot >= from && slot <= to);
+        if (!owner) throw new Error(`no node holds slot ${slot}`);
+        return direct[ports.indexOf(owner[2][1])]!;
+      },
+      kill(node: Redis) {
+        const i = direct.indexOf(node);
+        killed.add(i);
+        procs[i]!.removeAllListeners('exit');
+        procs[i]!.kill('SIGKILL');
+      },
+      async waitUntilOk(timeoutMs = 60_000) {
+        // a dead primary is still in the slot map until the others agree it failed (node timeout)
+        const dead = new Set([...killed].map((i) => ports[i]));
+        await waitFor('the cluster to be ok again', async () => {
+          const infos = await Promise.all(live().map((d) => d.cluster('INFO').catch(() => '') as Promise<string>));
+          const maps = await Promise.all(live().map((d) => (d.cluster('SLOTS') as Promise<unknown>).catch(() => null)));
+          return infos.every((info) => /cluster_state:ok/.test(info))
+            && maps.every((m) => Array.isArray(m) && (m as Array<[number, number, [string, number]]>).every(([, , primary]) => !dead.has(primary[1])));
+        }, timeoutMs, 100);
+      },
+      destroy,
+    };
+  } catch (err) {
+    destroy();
+    throw err;
+  }
 }

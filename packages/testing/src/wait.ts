@@ -44,7 +44,12 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export async function waitForHttp(url: string, timeoutMs = 20_000): Promise<void> {
+/**
+ * Waits for a server's health route. 45 s: six processes starting at once on two busy cores (a
+ * test of several replicas) took over 20 s to answer once; a server that never comes up still
+ * fails the test.
+ */
+export async function waitForHttp(url: string, timeoutMs = 45_000): Promise<void> {
   await waitFor(`${url} to answer`, async () => {
     const res = await fetch(url).catch(() => null);
     return res?.ok ?? false;

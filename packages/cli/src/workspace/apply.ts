@@ -2,6 +2,7 @@ import {
   CLI_ACTOR, createAsset, createFolder, createMachine, createProcess, createQueue, findAssetByName, findFolderByName,
   findMachineByName, findProcessByName, findQueueByName, getTenant, readStoredCredentials, toFolderResponse, toMachineResponse,
   toProcessResponse, toQueueResponse, updateAsset, updateFolder, updateMachine, updateProcess, updateQueue, writeCatalogEntity,
+  createSchedule, findScheduleByName, toScheduleResponse, updateSchedule,
   ValidationError, type AssetType, type CatalogChange, type FieldIssue, type Queryable, type Sql,
 } from '@svc/core';
 import { checkWorkspace, resolveEnvRefs, type AssetEntry, type Kind, type WorkspaceFile } from './file';
@@ -19,7 +20,7 @@ import { checkWorkspace, resolveEnvRefs, type AssetEntry, type Kind, type Worksp
  */
 
 export type Action = 'created' | 'updated' | 'unchanged';
-export type ResourceKind = 'folder' | 'process' | 'machine' | 'queue' | 'asset';
+export type ResourceKind = 'folder' | 'process' | 'machine' | 'queue' | 'asset' | 'schedule';
 
 export interface AppliedResource {
   kind: ResourceKind;
@@ -164,7 +165,9 @@ const PROCESS_FIELDS = [
   'description', 'release_id', 'input_schema', 'timeout_seconds', 'max_retries', 'auto_retry', 'retry_delay_seconds', 'tags',
   'sla_deadline_minutes', 'required_assets', 'is_active',
 ] as const;
-const SHOWN_AS: Record<string, string> = { folder_id: 'folder', on_success_trigger_process_id: 'on_success', consumer_process_id: 'consumer' };
+const SHOWN_AS: Record<string, string> = {
+  folder_id: 'folder', on_success_trigger_process_id: 'on_success', consumer_process_id: 'consumer', process_id: 'process', machine_id: 'machine',
+};
 const shown = (fields: string[]) => fields.map((f) => SHOWN_AS[f] ?? f);
 
 /**
@@ -219,7 +222,7 @@ async function applyProcesses(ctx: Ctx, file: WorkspaceFile): Promise<void> {
 async function applyMachines(ctx: Ctx, file: WorkspaceFile, dryRun: boolean): Promise<void> {
   for (const [i, entry] of (file.machines ?? []).entries()) {
     await atEntry('machines', i, async () => {
-      const desired = given(entry, ['description', 'slots', 'is_active']);
+      const desired = given(entry, ['description', 'slots', 'kind', 'is_active']);
       const current = await findMachineByName(ctx.tx, ctx.tenantId, entry.name);
       if (!current) {
         const { row, machineKey } = await write(ctx, { change: 'create', resource: 'machine', name: entry.name }, async (tx) => {
@@ -253,6 +256,37 @@ async function applyQueues(ctx: Ctx, file: WorkspaceFile): Promise<void> {
         await write(ctx, { change: 'update', resource: 'queue', fields: Object.keys(patch) }, (tx) => updateQueue(tx, ctx.tenantId, current.id, patch));
       }
       return record(ctx, change('queue', entry.name, current.id, shown(Object.keys(patch))));
+    });
+  }
+}
+
+async function machineId(ctx: Ctx, name: string | null): Promise<string | null> {
+  if (name === null) return null;
+  const id = (await findMachineByName(ctx.tx, ctx.tenantId, name))?.id;
+  if (!id) throw entryError('machine', `La máquina "${name}" no existe en el fichero ni en el workspace`);
+  return id;
+}
+
+/** Schedules name their process and machine; both may be defined earlier in the same file. */
+async function applySchedules(ctx: Ctx, file: WorkspaceFile): Promise<void> {
+  for (const [i, entry] of (file.schedules ?? []).entries()) {
+    await atEntry('schedules', i, async () => {
+      const desired = given(entry, ['description', 'cron', 'timezone', 'input_data', 'priority', 'is_active', 'missed_runs']);
+      if (entry.process !== undefined) desired.process_id = await processId(ctx, entry.process, 'process');
+      if (entry.machine !== undefined) desired.machine_id = await machineId(ctx, entry.machine);
+      const current = await findScheduleByName(ctx.tx, ctx.tenantId, entry.name);
+      if (!current) {
+        if (entry.process === undefined) throw entryError('process', 'El proceso es obligatorio para crear una programación');
+        if (entry.cron === undefined) throw entryError('cron', 'La expresión cron es obligatoria para crear una programación');
+        const row = await write(ctx, { change: 'create', resource: 'schedule', name: entry.name },
+          (tx) => createSchedule(tx, ctx.tenantId, { name: entry.name, ...desired }));
+        return record(ctx, { kind: 'schedule', name: entry.name, id: row.id, action: 'created' });
+      }
+      const patch = differences(desired, toScheduleResponse(current));
+      if (Object.keys(patch).length) {
+        await write(ctx, { change: 'update', resource: 'schedule', fields: Object.keys(patch) }, (tx) => updateSchedule(tx, ctx.tenantId, current.id, patch));
+      }
+      return record(ctx, change('schedule', entry.name, current.id, shown(Object.keys(patch))));
     });
   }
 }
@@ -336,6 +370,7 @@ export async function applyWorkspace(sql: Sql, tenantId: string, doc: unknown, o
     await applyMachines(ctx, file, !!opts.dryRun);
     await applyQueues(ctx, file);
     await applyAssets(ctx, file, opts);
+    await applySchedules(ctx, file);
     const summary: Record<Action, number> = { created: 0, updated: 0, unchanged: 0 };
     for (const r of ctx.out) summary[r.action]++;
     return { tenant: { id: tenant.id, name: tenant.name }, dry_run: !!opts.dryRun, summary, resources: ctx.out };

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
-  AssetUpdate, CatalogName, FolderUpdate, MachineUpdate, ProcessUpdate, QueueUpdate, ValidationError, validate,
+  AssetUpdate, CatalogName, FolderUpdate, MachineUpdate, ProcessUpdate, QueueUpdate, ScheduleUpdate, ValidationError, validate,
   type AssetType, type FieldIssue,
 } from '@svc/core';
 import { CliError, EXIT, UsageError } from '../errors';
@@ -10,8 +10,9 @@ type TSchemaLike = Parameters<typeof validate>[0];
 
 /**
  * The declarative workspace file (docs/workspace-file.md): JSON with optional lists of folders,
- * processes, machines, queues and assets, each entry named. Entries take the fields of the
- * management API, except that references are by name (`folder`, `on_success`, `consumer`) so a
+ * processes, machines, queues, assets and schedules, each entry named. Entries take the fields of the
+ * management API, except that references are by name (`folder`, `on_success`, `consumer`,
+ * a schedule's `process` and `machine`) so a
  * file can be applied to any tenant. Fields a file leaves out are left as they are: the entry
  * schemas are the update schemas (no defaults), plus a required name.
  */
@@ -42,6 +43,10 @@ export const WorkspaceFileSchema = {
       consumer: { ...nullableName, description: 'Name of the process whose jobs consume this queue; null for none' },
     })),
     assets: list(entrySchema(AssetUpdate, [], {})),
+    schedules: list(entrySchema(ScheduleUpdate, ['process_id', 'machine_id'], {
+      process: { ...CatalogName, description: 'Name of the process to start (in this file or already in the tenant); required to create one' },
+      machine: { ...nullableName, description: 'Name of the machine to run on; null for the least-loaded online machine' },
+    })),
   },
 } as unknown as TSchemaLike;
 
@@ -64,7 +69,7 @@ export interface ProcessEntry {
   required_assets?: string[];
   is_active?: boolean;
 }
-export interface MachineEntry { name: string; description?: Nullable<string>; slots?: number; is_active?: boolean }
+export interface MachineEntry { name: string; description?: Nullable<string>; slots?: number; kind?: 'unattended' | 'attended'; is_active?: boolean }
 export interface QueueEntry {
   name: string;
   description?: Nullable<string>;
@@ -82,15 +87,29 @@ export interface AssetEntry {
   is_active?: boolean;
 }
 
+export interface ScheduleEntry {
+  name: string;
+  description?: Nullable<string>;
+  process?: string;
+  cron?: string;
+  timezone?: string;
+  machine?: Nullable<string>;
+  input_data?: Nullable<Record<string, unknown>>;
+  priority?: number;
+  is_active?: boolean;
+  missed_runs?: 'skip' | 'run_once';
+}
+
 export interface WorkspaceFile {
   folders?: FolderEntry[];
   processes?: ProcessEntry[];
   machines?: MachineEntry[];
   queues?: QueueEntry[];
   assets?: AssetEntry[];
+  schedules?: ScheduleEntry[];
 }
 
-export const KINDS = ['folders', 'processes', 'machines', 'queues', 'assets'] as const;
+export const KINDS = ['folders', 'processes', 'machines', 'queues', 'assets', 'schedules'] as const;
 export type Kind = (typeof KINDS)[number];
 
 function issue(loc: Array<string | number>, message: string, type = 'value_error'): FieldIssue {
