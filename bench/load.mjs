@@ -1,7 +1,7 @@
 // The load generator, in a process of its own: autocannon against one URL, with the API keys
 // taken round robin (one per request) and, optionally, paths rotated per request.
 // Input: a JSON file named by the first argument; output: one JSON line on stdout.
-//   {url, method, paths: [..], body?, keys?: [..], connections, durationSec? | amount?,
+//   {url, method, paths: [..], body?, keys?: [..] | tokens?: [..] (Bearer), connections, durationSec? | amount?,
 //    warmup?: {method, paths, body?, amount}, settleSec?}   (warm-up: JIT, pools, each key's cache entry)
 // settleSec: the same load for that long first, not counted — this process's own JIT and first
 // connections, which would otherwise land in the first few hundred ms of whatever it measures.
@@ -19,7 +19,7 @@ function run(opts) {
   });
 }
 
-function requestsFor(paths, keys, body, method) {
+function requestsFor(paths, keys, body, method, tokens) {
   let k = 0;
   let p = 0;
   return [
@@ -28,6 +28,7 @@ function requestsFor(paths, keys, body, method) {
       setupRequest(req) {
         const headers = { ...req.headers };
         if (keys?.length) headers['x-api-key'] = keys[k++ % keys.length];
+        else if (tokens?.length) headers.authorization = `Bearer ${tokens[k++ % tokens.length]}`;
         return { ...req, method, path: paths[p++ % paths.length], headers, body };
       },
     },
@@ -46,9 +47,9 @@ const body = input.body === undefined ? undefined : typeof input.body === 'strin
 if (input.warmup) {
   const w = input.warmup;
   const wBody = w.body === undefined ? undefined : JSON.stringify(w.body);
-  await run({ ...base, connections: Math.min(base.connections, w.amount), amount: w.amount, requests: requestsFor(w.paths, input.keys, wBody, w.method) });
+  await run({ ...base, connections: Math.min(base.connections, w.amount), amount: w.amount, requests: requestsFor(w.paths, input.keys, wBody, w.method, input.tokens) });
 }
-const opts = { ...base, requests: requestsFor(input.paths, input.keys, body, input.method) };
+const opts = { ...base, requests: requestsFor(input.paths, input.keys, body, input.method, input.tokens) };
 // CPU is counted from here, settling included, as the servers' meters count it (settleOk)
 const cpu0 = process.cpuUsage();
 const settled = input.settleSec ? await run({ ...opts, duration: input.settleSec }) : null;

@@ -30,6 +30,29 @@ export async function seedApiKeys(sql, tenantId, count) {
   return keys;
 }
 
+/**
+ * A member of the tenant and `count` access tokens of theirs, for the settings routes the console
+ * reads (Bearer). Like the API keys, one token per request of the load generator, round robin: the
+ * default limit of 120 requests per minute is per token.
+ */
+export async function seedAccessTokens(sql, tenantId, count, email = `bench-${tenantId}@example.com`) {
+  const [user] = await sql`
+    insert into users (tenant_id, email, name, password_hash, role)
+    values (${tenantId}, ${email}, 'bench', 'not-a-password-hash', 'member')
+    returning id`;
+  const tokens = [];
+  const rows = [];
+  for (let i = 0; i < count; i++) {
+    const s = core.issueSecret(core.ACCESS_TOKEN_PREFIX);
+    tokens.push(s.value);
+    rows.push({ tenant_id: tenantId, user_id: user.id, token_hash: s.hash, prefix: s.prefix, expires_at: new Date(Date.now() + 24 * 3600_000) });
+  }
+  for (let i = 0; i < rows.length; i += 1000) {
+    await sql`insert into access_tokens ${sql(rows.slice(i, i + 1000), 'tenant_id', 'user_id', 'token_hash', 'prefix', 'expires_at')}`;
+  }
+  return tokens;
+}
+
 export async function seedProcess(sql, tenantId, name, fields = {}) {
   const [row] = await sql`
     insert into processes (tenant_id, name, timeout_seconds, max_retries)

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { core } from './core.mjs';
 import { cpuMeter, freePort, peakRssMb, startNode, stop, waitUntil } from './proc.mjs';
 import { APPS } from '../../scripts/apps.mjs';
+import { benchRedis } from './services.mjs';
 
 /**
  * Starts what `parts` names ('api', 'dispatcher', 'agents') against the scenario's database and
@@ -58,10 +59,10 @@ export async function startPlatform(run, { databaseUrl, redisPrefix, parts, agen
     if (parts.includes('dispatcher')) {
       procs.dispatcher = startNode('dispatcher', path.join(run.root, APPS.dispatcher.script), [], { env, logDir: run.logDir, nodeArgs: nodeArgs('dispatcher', APPS.dispatcher) });
       // started: it writes the dispatch epoch once its schedulers are in place (whatever the log level)
-      const redis = core.createRedis(run.redisUrl);
+      const redis = benchRedis(run.redisUrl);
       try {
-        const epochKey = core.redisKeys(redisPrefix).dispatchEpoch;
-        await waitUntil('the dispatcher to start', async () => (await redis.exists(epochKey)) === 1, { procs: [procs.dispatcher], timeoutMs: 30_000, everyMs: 100 });
+        const epochKeys = await core.epochKeys(redis, core.redisKeys(redisPrefix).dispatchEpoch);
+        await waitUntil('the dispatcher to start', async () => (await Promise.all(epochKeys.map((k) => redis.exists(k)))).every((n) => n === 1), { procs: [procs.dispatcher], timeoutMs: 30_000, everyMs: 100 });
       } finally {
         redis.disconnect();
       }
@@ -102,7 +103,7 @@ export function platformCpuMeter(sql, platform, redisPid) {
 /** The Redis server's pid when it runs on this host (INFO server: process_id). */
 export async function redisServerPid(redisUrl, core) {
   const u = new URL(redisUrl);
-  if (!['127.0.0.1', 'localhost', '::1', '[::1]'].includes(u.hostname)) return null;
+  if (!['127.0.0.1', 'localhost', '::1', '[::1]'].includes(u.hostname) || process.env.REDIS_CLUSTER_NODES) return null;
   const redis = core.createRedis(redisUrl);
   try {
     return Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]) || null;

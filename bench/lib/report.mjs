@@ -39,7 +39,7 @@ function targetText(t, unit) {
 function fmt(v, unit) {
   if (v === null || v === undefined) return '—';
   const n = typeof v === 'number' ? (Math.abs(v) >= 100 ? Math.round(v).toLocaleString('en') : String(Math.round(v * 100) / 100)) : String(v);
-  return unit === 'ms' ? `${n} ms` : unit === 'MB' ? `${n} MB` : n;
+  return unit === 'ms' || unit === 'MB' || unit === 'KB' ? `${n} ${unit}` : n;
 }
 
 /** Table rows as arrays of cells (shared by the console and the markdown). */

@@ -42,16 +42,28 @@ export async function dropBenchDatabase(baseUrl, name) {
   }
 }
 
-/** Deletes every Redis key under `prefix` (SCAN + UNLINK, bounded batches). */
+/**
+ * A client of the Redis the platform uses: the Redis Cluster of REDIS_CLUSTER_NODES when set
+ * (as every process reads it, packages/core/src/config.ts), else `redisUrl`.
+ */
+export function benchRedis(redisUrl) {
+  return core.createRedis(process.env.REDIS_CLUSTER_NODES ? core.parseRedisTarget(process.env) : redisUrl);
+}
+
+/** Deletes every Redis key under `prefix` (SCAN + UNLINK, bounded batches; on each cluster primary, key by key). */
 export async function clearRedisPrefix(redisUrl, prefix) {
-  const redis = core.createRedis(redisUrl);
+  const redis = benchRedis(redisUrl);
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 2000);
-      cursor = next;
-      if (keys.length) await redis.unlink(...keys);
-    } while (cursor !== '0');
+    await redis.ping(); // a cluster client knows its primaries once connected
+    for (const node of core.primaries(redis)) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 2000);
+        cursor = next;
+        if (keys.length && core.isCluster(redis)) await Promise.all(keys.map((k) => node.unlink(k)));
+        else if (keys.length) await node.unlink(...keys);
+      } while (cursor !== '0');
+    }
   } finally {
     redis.disconnect();
   }

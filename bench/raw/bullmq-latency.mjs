@@ -3,16 +3,16 @@
 // Input: {redisUrl, prefix, tries}.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { rawConnection } from './connection.mjs';
 
 const require = createRequire(import.meta.url);
 const { Queue, Worker } = require('bullmq');
-const IORedis = require('ioredis');
 
 const input = JSON.parse(readFileSync(process.argv[2], 'utf8'));
-const conn = () => new IORedis(input.redisUrl, { maxRetriesPerRequest: null });
-const queue = new Queue('latency', { connection: conn(), prefix: input.prefix });
+const conn = () => rawConnection(input.redisUrl);
+const queue = new Queue('{latency}', { connection: conn(), prefix: input.prefix });
 let onStart = null;
-const worker = new Worker('latency', async (job) => {
+const worker = new Worker('{latency}', async (job) => {
   onStart?.(job.data.sent);
   return null;
 }, { connection: conn(), prefix: input.prefix, concurrency: 1 });

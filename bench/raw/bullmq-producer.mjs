@@ -4,13 +4,13 @@
 // Input: {redisUrl, prefix, queue, total, chunk, payloads: [..], timeoutMs}.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { rawConnection } from './connection.mjs';
 
 const require = createRequire(import.meta.url);
 const { Queue } = require('bullmq');
-const IORedis = require('ioredis');
 
 const input = JSON.parse(readFileSync(process.argv[2], 'utf8'));
-const connection = new IORedis(input.redisUrl, { maxRetriesPerRequest: null });
+const connection = rawConnection(input.redisUrl);
 const queue = new Queue(input.queue, { connection, prefix: input.prefix });
 await queue.waitUntilReady();
 

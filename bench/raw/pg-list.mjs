@@ -1,7 +1,9 @@
 // Baseline of B5: the page and total of the item list straight through the `postgres` client,
 // `connections` concurrent readers for `durationSec`, pages rotated like the load generator's.
 // Input: {databaseUrl, queueId, status?, pages: [..], limit, connections, durationSec}, or
-// {references: [..]} instead of pages: one reference's items (first page) and their count.
+// {references: [..]} instead of pages: one reference's items (first page) and their count; or
+// {stats: true}: the queue's row, its per-status counters and the statement of its stats (the
+// queries GET /settings/queues/{queue_id}/stats makes, without the access-token look-up).
 import { readFileSync } from 'node:fs';
 import postgres from 'postgres';
 
@@ -11,6 +13,25 @@ const cols = ['id', 'tenant_id', 'queue_id', 'status', 'priority', 'reference', 
   'retry_count', 'error_message', 'processed_by', 'created_at', 'processed_at', 'reviewed_by', 'reviewed_at'];
 let p = 0;
 async function one() {
+  if (input.stats) {
+    await sql`select * from queues where id = ${input.queueId} and tenant_id = (select tenant_id from queues where id = ${input.queueId})`;
+    await Promise.all([
+      sql`select queue_id, status, sum(n)::bigint as n from queue_item_counts where queue_id = any(${[input.queueId]}::uuid[]) group by queue_id, status`,
+      sql`select
+            (select count(*) from queue_items where queue_id = ${input.queueId} and status = 'new' and postpone > now())::bigint as postponed,
+            (select created_at from queue_items where queue_id = ${input.queueId} and status = 'new' and (postpone is null or postpone <= now())
+              order by created_at, id limit 1) as oldest_ready_at,
+            (select count(*) from queue_items where queue_id = ${input.queueId} and status in ('new', 'in_progress')
+              and deadline <= now() + make_interval(mins => 60))::bigint as deadline_at_risk,
+            m.completed, m.failed, m.processing_ms, m.timed,
+            (select count(*) from jobs where queue_id = ${input.queueId} and status = 'running')::bigint as consumers_running
+          from (
+            select coalesce(sum(completed), 0)::bigint as completed, coalesce(sum(failed), 0)::bigint as failed,
+                   coalesce(sum(processing_ms), 0)::bigint as processing_ms, coalesce(sum(timed), 0)::bigint as timed
+            from queue_item_minutes where queue_id = ${input.queueId} and minute > now() - interval '1 hour') m`,
+    ]);
+    return;
+  }
   if (input.references) {
     const reference = input.references[p++ % input.references.length];
     await Promise.all([

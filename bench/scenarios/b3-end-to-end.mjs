@@ -2,10 +2,15 @@
 // machines doing no work; completed items/s from the first add to the last `completed` in
 // Postgres. Baseline: the same N jobs through raw BullMQ (addBulk, 4 no-op Workers of
 // concurrency 1, one process each), from the first add to the last completion.
+// Then (issue 17) the same with a webhook subscription to `item.completed` whose receiver runs in
+// this process: the events delivered per second and the delay from the change to its delivery,
+// and the completed items/s next to the run without a subscription.
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { itemPayload, seedApiKeys, seedMachines, seedProcess, seedQueue, seedTenant } from '../lib/fixtures.mjs';
+import { core } from '../lib/core.mjs';
 import { platformCpuMeter, startPlatform, waitMachinesOnline } from '../lib/platform.mjs';
+import { startWebhookReceiver } from '../lib/webhook-receiver.mjs';
 import { sleep, startNode, stop, waitUntil } from '../lib/proc.mjs';
 import { checkLoad, cpuPer, load, ratio, raw, round, withScenario } from '../lib/scenario.mjs';
 import { BULK_SIZE } from './b2-bulk.mjs';
@@ -25,10 +30,24 @@ export async function b3(run) {
     shipped.rows.push({ ...strict.rows[0], figure: 'completed items/s, agents --prefetch 1', target: null });
     shipped.details.prefetch1 = strict.details;
   }
+  if (!run.prefetch) {
+    const hooked = await b3Once(run, 'B3W', null, { webhook: true });
+    const items = hooked.rows[0].platform;
+    const plain = shipped.rows[0].platform;
+    const w = hooked.details.webhook;
+    shipped.rows.push(
+      // judged against the run without a subscription (within 10 %), not against raw BullMQ
+      { figure: 'completed items/s with a webhook subscription (baseline: without)', unit: 'items/s', platform: items, baseline: plain, ratio: ratio(items, plain), target: { minRatio: 0.9 } },
+      { figure: 'item.completed webhooks delivered/s', unit: 'events/s', platform: w.perSec, baseline: null, ratio: null, target: null, note: `${w.distinct} of ${hooked.details.completed} events`, totalExact: w.distinct === hooked.details.completed },
+      { figure: 'change → webhook delivered, p50', unit: 'ms', platform: w.delayMs.p50, baseline: null, ratio: null, target: null },
+      { figure: 'change → webhook delivered, p99', unit: 'ms', platform: w.delayMs.p99, baseline: null, ratio: null, target: null },
+    );
+    shipped.details.webhook = hooked.details;
+  }
   return shipped;
 }
 
-async function b3Once(run, id, prefetch) {
+async function b3Once(run, id, prefetch, { webhook = false } = {}) {
   return withScenario(run, id, async (s) => {
     const total = Math.max(BULK_SIZE, Math.round((100_000 * run.scale) / BULK_SIZE) * BULK_SIZE);
     const timeoutMs = Math.max(120_000, Math.min(900_000, total * 10));
@@ -41,13 +60,13 @@ async function b3Once(run, id, prefetch) {
     try {
       for (let i = 0; i < MACHINES; i++) {
         workers.push(startNode(`${id.toLowerCase()}-raw-worker-${i + 1}`, path.join(run.root, 'bench', 'raw', 'bullmq-worker.mjs'), [], {
-          env: { ...process.env, REDIS_URL: run.redisUrl, BENCH_QUEUE: 'items', BENCH_PREFIX: rawPrefix },
+          env: { ...process.env, REDIS_URL: run.redisUrl, BENCH_QUEUE: '{items}', BENCH_PREFIX: rawPrefix },
           logDir: run.logDir,
         }));
       }
       await waitUntil('the raw BullMQ workers', () => workers.every((w) => /ready/.test(readFileSync(w.logFile, 'utf8'))), { procs: workers });
       baseline = await raw(run, `${id.toLowerCase()}-raw-bullmq`, 'bullmq-producer.mjs', {
-        redisUrl: run.redisUrl, prefix: rawPrefix, queue: 'items', total, chunk: BULK_SIZE, payloads, timeoutMs,
+        redisUrl: run.redisUrl, prefix: rawPrefix, queue: '{items}', total, chunk: BULK_SIZE, payloads, timeoutMs,
       }, timeoutMs + 60_000);
     } finally {
       await Promise.all(workers.map((w) => stop(w)));
@@ -59,11 +78,20 @@ async function b3Once(run, id, prefetch) {
     const consumer = await seedProcess(s.sql, tenant.id, 'bench-consumer');
     const queue = await seedQueue(s.sql, tenant.id, 'bench-b3', { consumer_process_id: consumer.id, max_consumers: MACHINES });
     const machines = await seedMachines(s.sql, tenant.id, MACHINES, { slots: 1 });
+    const receiver = webhook ? s.track(await startWebhookReceiver()) : null;
+    if (receiver) {
+      const engine = core.createEngine({
+        sql: s.sql, logger: core.createLogger({ level: 'error', service: 'bench' }),
+        webhooks: { sealKey: Buffer.from(run.encryptionKey, 'base64'), allowInsecure: true, allowPrivateNetworks: true },
+      });
+      await engine.events.webhooks.create({ actorType: 'system', actorId: null, source: 'bench' }, tenant.id, { url: receiver.url, event_types: ['item.completed'] });
+    }
     const platform = s.track(await startPlatform(run, {
       databaseUrl: s.databaseUrl,
       redisPrefix: s.redisPrefix,
       parts: ['api', 'dispatcher', 'agents'],
       profile: run.profile,
+      env: receiver ? { WEBHOOK_ALLOW_INSECURE: 'true', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } : {},
       agents: {
         machines,
         // "doing no work": items and jobs take no time, no progress or log lines
@@ -116,6 +144,12 @@ async function b3Once(run, id, prefetch) {
     const completed = counts.completed ?? 0;
     const elapsedSec = last ? (last.getTime() - added.startedAt) / 1000 : null;
     const itemsPerSec = elapsedSec ? completed / elapsedSec : null;
+    // every completion's event reaches the receiver (bounded: the time left, at least a minute)
+    if (receiver) {
+      await waitUntil('every item.completed webhook delivered', () => receiver.summary('item.completed').distinct >= completed, {
+        procs: Object.values(platform.procs), timeoutMs: Math.max(60_000, until - Date.now()),
+      }).catch(() => undefined);
+    }
 
     return {
       id: 'B3',
@@ -126,7 +160,10 @@ async function b3Once(run, id, prefetch) {
       ],
       rss: { api: rss.api, dispatcher: rss.dispatcher, agents: rss.agents },
       complete: completed === total && baseline.complete,
-      details: { total, completed, counts, elapsedSec, cpu, vacuums, addSec: (added.finishedAt - added.startedAt) / 1000, keys: keys.length, baseline },
+      details: {
+        total, completed, counts, elapsedSec, cpu, vacuums, addSec: (added.finishedAt - added.startedAt) / 1000, keys: keys.length, baseline,
+        ...(receiver ? { webhook: receiver.summary('item.completed') } : {}),
+      },
     };
   });
 }

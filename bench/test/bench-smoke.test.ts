@@ -127,9 +127,19 @@ describe('npm run bench at a tiny scale', () => {
 
   it('B3 processes every added item to completed on the simulated machines and on raw BullMQ', () => {
     const s = scenario('B3');
-    expectFigures(s);
+    const webhookRows = s.rows.filter((r) => /webhook/.test(r.figure));
+    expectFigures({ ...s, rows: s.rows.filter((r) => !webhookRows.includes(r)) });
     expect(s.complete).toBe(true);
     expect(s.details!.completed).toBe(s.details!.total);
+    // the run with a webhook subscription: every completion's event delivered once, its rate and delays
+    expect(webhookRows.map((r) => r.figure)).toEqual([
+      'completed items/s with a webhook subscription (baseline: without)', 'item.completed webhooks delivered/s',
+      'change → webhook delivered, p50', 'change → webhook delivered, p99',
+    ]);
+    const hooked = s.details!.webhook;
+    expect(hooked.completed).toBe(hooked.total);
+    expect(hooked.webhook.distinct).toBe(hooked.completed);
+    for (const r of webhookRows) expect(r.platform).toBeGreaterThanOrEqual(0);
   });
 
   it('B4 measures trigger → running and stop → stopped next to raw BullMQ and pub/sub', () => {
@@ -141,8 +151,18 @@ describe('npm run bench at a tiny scale', () => {
 
   it('B5 lists pages with and without status and meta.total is exact', () => {
     const s = scenario('B5');
-    expectFigures(s);
+    const consoleRows = s.rows.filter((r) => r.figure.startsWith('console '));
+    expectFigures({ ...s, rows: s.rows.filter((r) => !consoleRows.includes(r)) });
     expect(s.totalExact).toBe(true);
+    // the console: its gzipped JavaScript, and a cold load of the overview showing the queue's count
+    expect(consoleRows.map((r) => r.figure)).toEqual(['console JavaScript, gzipped', 'console overview rendered, median of 1 cold load']);
+    expect(consoleRows[0]!.platform).toBeGreaterThan(10);
+    if (process.env.SVC_CHROMIUM) {
+      expect(consoleRows[1]!.platform).toBeGreaterThan(0);
+      expect(s.details!.console.overview.countExact).toBe(true);
+    } else {
+      expect(consoleRows[1]!.platform).toBeNull();
+    }
     for (const v of Object.values<any>(s.details!.variants)) expect(v.metaTotal).toBe(v.expectedTotal);
   });
 
