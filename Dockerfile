@@ -4,14 +4,17 @@ WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.base.json ./
 COPY packages/core/package.json packages/core/
 COPY packages/cli/package.json packages/cli/
+COPY packages/testing/package.json packages/testing/
 COPY apps/api/package.json apps/api/
 COPY apps/dispatcher/package.json apps/dispatcher/
 COPY apps/agent-sim/package.json apps/agent-sim/
-RUN npm install --no-audit --no-fund
+COPY apps/console/package.json apps/console/
+# exactly the lock file's versions: a lock file out of step with package.json fails the build
+RUN npm ci --no-audit --no-fund
 COPY packages packages
 COPY apps apps
 COPY scripts scripts
-RUN npx tsc -b && npm prune --omit=dev
+RUN npx tsc -b && node apps/console/build.mjs --force && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production

@@ -1,3 +1,17 @@
+const { findChromium, BROWSER_TESTS } = require('./scripts/chromium.cjs');
+const { findPromtool, PROMTOOL_TESTS } = require('./scripts/promtool.cjs');
+const { findPgBouncer, PGBOUNCER_TESTS } = require('./scripts/pgbouncer.cjs');
+
+// The console's browser tests (apps/console/test/*.browser.test.ts) need a Chromium; without one
+// they are left out (scripts/test.mjs says so in one line) and everything else runs.
+const chromium = findChromium();
+if (chromium) process.env.SVC_CHROMIUM = chromium;
+// Likewise the checks of the metrics exposition and alert rules with promtool (*.promtool.test.ts).
+const promtool = findPromtool();
+// Likewise the tests through a private PgBouncer (*.pgbouncer.test.ts) need pgbouncer installed.
+const pgbouncer = findPgBouncer();
+if (pgbouncer) process.env.SVC_PGBOUNCER = pgbouncer;
+
 /** One jest run for the whole workspace; tests live in each package's `test/` folder. */
 module.exports = {
   testEnvironment: 'node',
@@ -15,4 +29,5 @@ module.exports = {
   testTimeout: 30000,
   maxWorkers: 2,
   modulePathIgnorePatterns: ['<rootDir>/.*/dist/'],
+  testPathIgnorePatterns: ['/node_modules/', ...(chromium ? [] : [BROWSER_TESTS]), ...(promtool ? [] : [PROMTOOL_TESTS]), ...(pgbouncer ? [] : [PGBOUNCER_TESTS])],
 };

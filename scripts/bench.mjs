@@ -8,6 +8,8 @@
 //   npm run bench -- --scale 0.1           every size and duration × 0.1
 //   npm run bench -- --profile api,dispatcher   --cpu-prof those processes (files in the log folder)
 //   --node-args '--trace-gc'               node flags for the platform's processes (investigations)
+//   --tracing                             the platform's processes trace (OpenTelemetry on, exporting over
+//                                         OTLP/HTTP to a sink in this process that drops the spans)
 //   --vacuum-ms 5000                      B3: vacuum the queue tables this often (what autovacuum would do)
 //   --prefetch 10                         B3: items a consumer holds at once (agent-sim; auto as shipped)
 //   other options: --out FILE, --markdown | --no-markdown, --log-level LEVEL, --log-dir DIR,
@@ -45,6 +47,7 @@ function parseArgs(argv) {
       case '--no-build': o.build = false; break;
       case '--db-name': o.dbName = value(); break;
       case '--redis-prefix': o.redisPrefix = value(); break;
+      case '--tracing': o.tracing = true; break;
       default: throw new SetupError(`unknown option ${flag} (see the top of scripts/bench.mjs)`);
     }
   }
@@ -61,7 +64,7 @@ function parseArgs(argv) {
 async function serverVersions(core, dbUrl, databaseUrl, redisUrl) {
   // the maintenance database: the configured one may not exist yet
   const sql = core.createSql(dbUrl(databaseUrl, 'postgres'), { max: 1 });
-  const redis = core.createRedis(redisUrl);
+  const redis = (await import('../bench/lib/services.mjs')).benchRedis(redisUrl);
   try {
     const [{ server_version: pg }] = await sql`show server_version`;
     const info = await redis.info('server');
@@ -70,6 +73,18 @@ async function serverVersions(core, dbUrl, databaseUrl, redisUrl) {
     await sql.end();
     redis.disconnect();
   }
+}
+
+/** Accepts OTLP/HTTP exports and drops them: the cost measured is the platform's, not a collector's. */
+async function startOtlpSink() {
+  const http = await import('node:http');
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server.unref();
+  return { endpoint: `http://127.0.0.1:${server.address().port}` };
 }
 
 async function main() {
@@ -88,6 +103,9 @@ async function main() {
     B5: (await import('../bench/scenarios/b5-list.mjs')).b5,
   };
 
+  // the platform's processes inherit this environment: with it set they trace, and pay the export
+  const sink = opts.tracing ? await startOtlpSink() : null;
+  if (sink) process.env.OTEL_EXPORTER_OTLP_ENDPOINT = sink.endpoint;
   const { databaseUrl, redisUrl, stopStarted } = await ensureServices();
   const runId = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
   const dbName = opts.dbName ?? `svc_bench_${runId}`;
@@ -177,10 +195,11 @@ async function main() {
 
   console.log(`\nBenchmarks (${results.host.cores} cores, ${results.host.memoryGiB} GiB, scale ${opts.scale}); ratio = platform ÷ raw baseline\n`);
   console.log(report.consoleTable(results));
-  const out = opts.out ?? path.join(ROOT, 'bench', 'results', 'latest.json');
+  const out = opts.out ?? path.join(ROOT, 'bench', 'results', opts.tracing ? 'latest-tracing.json' : 'latest.json');
   report.writeJson(out, results);
   console.log(`\nWrote ${path.relative(process.cwd(), out) || out}; process logs${opts.profile.length ? ' and CPU profiles' : ''} in ${run.logDir}`);
-  const fullRun = !opts.only && opts.scale === 1;
+  // a run with tracing on is reported next to the table, not into it
+  const fullRun = !opts.only && opts.scale === 1 && !opts.tracing;
   if (opts.markdown ?? fullRun) {
     report.refreshMarkdown(path.join(ROOT, 'BENCHMARKS.md'), results);
     console.log('Refreshed the results table in BENCHMARKS.md');

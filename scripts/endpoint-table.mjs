@@ -29,7 +29,7 @@ const config = parseConfig({
   // only to satisfy config parsing: nothing is encrypted here
   ASSET_ENCRYPTION_KEY: process.env.ASSET_ENCRYPTION_KEY || Buffer.alloc(32).toString('base64'),
 });
-const redis = createRedis(config.redisUrl, { lazyConnect: true });
+const redis = createRedis(config.redis, { lazyConnect: true });
 const deps = buildDeps(config, { redis });
 const app = createApp(deps);
 const doc = openApiDocumentFor(apiRouterOf(app));

@@ -3,10 +3,11 @@
 // otherwise starts private servers from installed binaries with data under .data/ (git-ignored);
 // otherwise stops with one sentence naming what to install.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, chownSync, writeFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, chownSync, statSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import os from 'node:os';
+import { buildConsole } from '../apps/console/build.mjs';
 
 export const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const DEFAULT_PG = 'postgres://postgres@127.0.0.1:5432/svc';
@@ -135,8 +136,14 @@ export async function ensureServices({ dataRoot = path.join(ROOT, '.data'), log 
     databaseUrl = local.url;
     started.push(local);
   }
+  // REDIS_CLUSTER_NODES: the processes use that Redis Cluster (REDIS_URL unused); its seeds must answer
+  const seeds = (process.env.REDIS_CLUSTER_NODES || '').split(',').map((s) => s.trim()).filter(Boolean);
+  if (seeds.length) {
+    const answering = await Promise.all(seeds.map((s) => hostPort(`redis://${s}`, 6379)).map((h) => canConnect(h.host, h.port)));
+    if (!answering.some(Boolean)) throw new SetupError(`No node of REDIS_CLUSTER_NODES (${seeds.join(', ')}) is answering: start the cluster or unset REDIS_CLUSTER_NODES.`);
+  }
   const rd = hostPort(redisUrl, 6379);
-  if (!(await canConnect(rd.host, rd.port))) {
+  if (!seeds.length && !(await canConnect(rd.host, rd.port))) {
     if (process.env.REDIS_URL) throw new SetupError(`Redis is not answering at REDIS_URL (${rd.host}:${rd.port}): start it or unset REDIS_URL.`);
     log(`Redis is not answering on ${rd.host}:${rd.port}; starting a local one with data in ${path.relative(ROOT, dataRoot)}/redis …`);
     const local = await startLocalRedis(dataRoot);
@@ -170,19 +177,25 @@ export async function ensureDatabase(url) {
   }
 }
 
-/** Installs dependencies when node_modules is missing or older than package-lock.json, then builds. */
+/**
+ * Installs dependencies exactly as the lock file says (`npm ci`) when node_modules is missing or
+ * older than package-lock.json, then builds (TypeScript, then the console). npm writes
+ * node_modules/.package-lock.json at every install, so an install made by `npm ci` beforehand (CI,
+ * the Dockerfile) is seen as current and not repeated.
+ */
 export function ensureInstalledAndBuilt({ log = console.log } = {}) {
   const lock = path.join(ROOT, 'package-lock.json');
-  const stamp = path.join(ROOT, 'node_modules', '.install-stamp');
+  const installed = path.join(ROOT, 'node_modules', '.package-lock.json');
   const { mtimeMs: lockTime } = existsSync(lock) ? statSync(lock) : { mtimeMs: 0 };
-  if (!existsSync(stamp) || statSync(stamp).mtimeMs < lockTime) {
-    log('Installing dependencies (npm install) …');
-    const res = spawnSync('npm', ['install', '--no-audit', '--no-fund'], { cwd: ROOT, stdio: 'inherit' });
-    if (res.status !== 0) throw new SetupError('npm could not install the dependencies; see the output above.');
-    writeFileSync(stamp, new Date().toISOString());
+  if (!existsSync(installed) || statSync(installed).mtimeMs < lockTime) {
+    log('Installing dependencies (npm ci) …');
+    const res = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: ROOT, stdio: 'inherit' });
+    if (res.status !== 0) throw new SetupError('npm could not install the dependencies from package-lock.json; see the output above.');
   }
   const build = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-b'], { cwd: ROOT, stdio: 'inherit' });
   if (build.status !== 0) throw new SetupError('The TypeScript build failed; see the errors above.');
+  // the operators' console the API serves at /console (skipped when its build is newer than its sources)
+  if (!buildConsole({ log })) throw new SetupError('The console build failed (apps/console); see the errors above.');
 }
 
 export const hostInfo = () => ({ cores: os.cpus().length, memoryGiB: Math.round(os.totalmem() / 2 ** 30) });

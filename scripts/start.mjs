@@ -19,16 +19,43 @@ function encryptionKey() {
   return readFileSync(file, 'utf8').trim();
 }
 
+/**
+ * The demo admin's password is shown once, when `svc demo` creates the workspace; kept in .data/
+ * (git-ignored, like the encryption key) by workspace id, so every later start against the same
+ * database prints the console's sign-in, and a start against another database (a test's) never
+ * prints a password that is not its own.
+ */
+function demoPassword(demo) {
+  const file = path.join(DATA, 'demo-admin-passwords.json');
+  let known = {};
+  try {
+    known = JSON.parse(readFileSync(file, 'utf8'));
+  } catch {}
+  if (demo.admin_password) {
+    // the newest few: each test run of npm start creates a workspace of its own
+    known = Object.fromEntries([...Object.entries(known).filter(([id]) => id !== demo.tenant_id), [demo.tenant_id, demo.admin_password]].slice(-10));
+    mkdirSync(DATA, { recursive: true });
+    writeFileSync(file, JSON.stringify(known, null, 2), { mode: 0o600 });
+    return demo.admin_password;
+  }
+  return typeof known[demo.tenant_id] === 'string' ? known[demo.tenant_id] : null;
+}
+
 function banner(demo, baseUrl) {
+  const password = demoPassword(demo);
   const key = demo.api_key ?? '<the key printed on first start, or run: npx svc demo --new-key>';
   const lines = [
     '',
     '──────────────────────────────────────────────────────────────────────────────',
     ` Platform running at ${baseUrl}   (Ctrl-C stops everything)`,
+    ` Console:           ${baseUrl}/console`,
+    password
+      ? `                    sign in as ${demo.admin_email} / ${password}`
+      : `                    sign in as ${demo.admin_email} (password shown on first start; npx svc user set-password ${demo.admin_email} --password … sets one)`,
     ` Bull Board:        ${baseUrl}/admin/queues?token=${demo.access_token}`,
     `                    (an admin access token, valid 12 h; npx svc token issue --email ${demo.admin_email} for another)`,
     ` OpenAPI:           ${baseUrl}/api/v1/openapi.json`,
-    ` Demo workspace:    ${demo.tenant_name} — admin ${demo.admin_email}${demo.admin_password ? ` / ${demo.admin_password}` : ''}`,
+    ` Demo workspace:    ${demo.tenant_name} — admin ${demo.admin_email}${password ? ` / ${password}` : ''}`,
     demo.api_key ? ` API key (shown once, every scope): ${demo.api_key}` : ' API key: printed on first start (npx svc demo --new-key issues another)',
     '',
     ' Try it:',

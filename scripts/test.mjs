@@ -4,6 +4,9 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { ensureInstalledAndBuilt, ensureServices, ROOT, SetupError } from './services.mjs';
+import chromium from './chromium.cjs';
+import promtool from './promtool.cjs';
+import pgbouncer from './pgbouncer.cjs';
 
 try {
   ensureInstalledAndBuilt();
@@ -15,6 +18,10 @@ try {
       process.exit(1);
     }
   }
+  // jest.config.js leaves the console's browser tests out without a Chromium: say so, once
+  if (!chromium.findChromium()) console.log(chromium.NOT_RUN_MESSAGE);
+  if (!promtool.findPromtool()) console.log(promtool.NOT_RUN_MESSAGE);
+  if (!pgbouncer.findPgBouncer()) console.log(pgbouncer.NOT_RUN_MESSAGE);
   const { databaseUrl, redisUrl, stopStarted } = await ensureServices();
   const res = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'), ...jestArgs], {
     cwd: ROOT,

@@ -8,7 +8,7 @@ import path from 'node:path';
  * shared helpers import no test folder.
  */
 const ROOT = path.resolve(__dirname, '..');
-const WORKSPACES = ['packages/core', 'packages/cli', 'packages/testing', 'apps/api', 'apps/dispatcher', 'apps/agent-sim'];
+const WORKSPACES = ['packages/core', 'packages/cli', 'packages/testing', 'apps/api', 'apps/dispatcher', 'apps/agent-sim', 'apps/console'];
 /** the package names by which one layer reaches an app */
 const APP_MODULES = ['@svc/api', '@svc/testing/api'];
 

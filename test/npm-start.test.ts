@@ -58,7 +58,7 @@ describe('npm start, as a newcomer uses it', () => {
     await ctx.close();
   }, 60_000);
 
-  it('starts the platform, prints three curl commands that work, completes 1,000 more items, shows Bull Board, and stops cleanly on Ctrl-C', async () => {
+  it('starts the platform, prints three curl commands that work, completes 1,000 more items, shows Bull Board and the console with a working sign-in, and stops cleanly on Ctrl-C', async () => {
     const port = await freePort();
     child = spawn(process.execPath, [path.join(ROOT, 'scripts', 'start.mjs')], {
       cwd: ROOT,
@@ -134,6 +134,17 @@ describe('npm start, as a newcomer uses it', () => {
     expect(board.status).toBe(200);
     expect(await board.text()).toMatch(/<html/i);
     expect((await fetch(`http://127.0.0.1:${port}/admin/queues`)).status).toBe(401);
+
+    // the console answers at the printed link, and the printed demo credentials sign in
+    const consoleUrl = /Console: +(\S+)/.exec(output)![1]!;
+    expect(consoleUrl).toBe(`http://127.0.0.1:${port}/console`);
+    const page = await fetch(consoleUrl);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toMatch(/<div id="root">/);
+    const [, email, password] = /sign in as (\S+) \/ (\S+)/.exec(output)!;
+    const login = await fetch(`${base}/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email, password }) });
+    expect(login.status).toBe(200);
+    expect(((await login.json()) as { data: { user: { role: string } } }).data.user.role).toBe('admin');
 
     child.kill('SIGINT');
     const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));

@@ -1,0 +1,24 @@
+// Where a Chromium for the console's browser tests is (playwright-core drives it; it downloads
+// no browser). CHROMIUM_PATH wins; else Debian's /usr/bin/chromium or one on PATH. CommonJS so
+// that jest.config.js and scripts/test.mjs share it.
+const { existsSync } = require('node:fs');
+const path = require('node:path');
+
+const NAMES = ['chromium', 'chromium-browser', 'google-chrome'];
+
+function findChromium(env = process.env) {
+  if (env.CHROMIUM_PATH) return existsSync(env.CHROMIUM_PATH) ? env.CHROMIUM_PATH : null;
+  if (existsSync('/usr/bin/chromium')) return '/usr/bin/chromium';
+  for (const dir of (env.PATH || '').split(':')) {
+    for (const name of NAMES) {
+      const candidate = path.join(dir, name);
+      if (dir && existsSync(candidate)) return candidate;
+    }
+  }
+  return null;
+}
+
+const NOT_RUN_MESSAGE =
+  'Console browser tests not run: no Chromium found (install it with `apt-get install -y chromium`, or set CHROMIUM_PATH).';
+
+module.exports = { findChromium, NOT_RUN_MESSAGE, BROWSER_TESTS: '\\.browser\\.test\\.ts$' };
