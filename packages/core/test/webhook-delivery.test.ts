@@ -162,6 +162,72 @@ it('gives a failing delivery up after the give-up time, and disables and audits 
   }
 });
 
+it('a failure stops the healthy path: the waiting events show as pending behind it and go out in order, once, after it', async () => {
+  // 204 until told to fail; every body recorded
+  let failing = false;
+  const got: string[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => { body += c; });
+    req.on('end', () => {
+      got.push(body);
+      res.writeHead(failing ? 503 : 204).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  try {
+    const sub = await lenient.events.webhooks.create(actor, tenantId, { url: `http://127.0.0.1:${port}/hook`, event_types: ['job.created'] });
+    const deliverer = lenient.events.deliverer({ retryBaseMs: 1 });
+    const idOf = (body: string) => (JSON.parse(body) as { data: { id: string } }).data.id;
+    const first = await jobCreated();
+    await waitFor('the first delivered', async () => {
+      await deliverer.passOnce();
+      return got.length === 1;
+    }, 30_000);
+    // written once, after its attempt: delivered, one attempt, with its answer
+    expect(await deliveriesOf(sub.id)).toEqual([{ status: 'delivered', attempts: 1, last_status_code: 204, last_error: null }]);
+
+    failing = true;
+    const later = [await jobCreated(), await jobCreated(), await jobCreated()];
+    await waitFor('the second attempted', async () => {
+      await deliverer.passOnce();
+      return got.length >= 2;
+    }, 30_000);
+    // the next pass finds the failure and turns the events behind it into pending deliveries
+    await waitFor('the backlog written', async () => {
+      await deliverer.passOnce();
+      return (await deliveriesOf(sub.id)).length === 4;
+    }, 30_000);
+    const blocked = await deliveriesOf(sub.id);
+    expect(blocked.map((d) => d.status)).toEqual(['delivered', 'pending', 'pending', 'pending']);
+    expect(blocked[1]!.attempts).toBeGreaterThanOrEqual(1);
+    expect(blocked[1]!.last_status_code).toBe(503);
+    expect(blocked.slice(2).every((d) => d.attempts === 0)).toBe(true);
+    // nothing after the failing one was sent
+    expect(new Set(got.slice(1).map(idOf))).toEqual(new Set([later[0]!.id]));
+    expect((await lenient.events.webhooks.get(tenantId, sub.id)).failing_since).not.toBeNull();
+
+    failing = false;
+    const last = await jobCreated();
+    await waitFor('everything delivered', async () => {
+      await deliverer.passOnce();
+      return (await deliveriesOf(sub.id)).filter((d) => d.status === 'delivered').length === 5;
+    }, 30_000);
+    const answered = got.map(idOf);
+    const delivered = [first, ...later, last].map((j) => j.id);
+    // each delivered once, in order (the failing one also had its failed attempts before)
+    expect(answered.filter((id, i) => answered.indexOf(id) === i)).toEqual(delivered);
+    expect(answered.slice(answered.lastIndexOf(later[0]!.id))).toEqual(delivered.slice(1));
+    expect((await deliveriesOf(sub.id)).map((d) => d.status)).toEqual(['delivered', 'delivered', 'delivered', 'delivered', 'delivered']);
+    expect((await lenient.events.webhooks.get(tenantId, sub.id)).failing_since).toBeNull();
+    await lenient.events.webhooks.delete(actor, tenantId, sub.id);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
 it('backs off exponentially with jitter, capped at an hour', () => {
   for (let n = 1; n <= 30; n++) {
     const full = Math.min(10_000 * 2 ** (n - 1), 3_600_000);

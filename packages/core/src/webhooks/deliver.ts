@@ -15,9 +15,10 @@ import { webhookDeliveries } from '../metrics/domain';
 /**
  * Webhook delivery, run by every dispatcher replica (docs/decisions/events.md). A replica takes a
  * subscription with work by a lease (a row update, committed: no transaction stays open during
- * the HTTP calls, which would hold the feed's horizon back), hands the events after its cursor to
- * delivery rows, and sends them in order: the first one not yet delivered blocks the ones after
- * it until it is delivered or given up. Another replica takes the subscription only once the
+ * the HTTP calls, which would hold the feed's horizon back) and sends the events after its cursor
+ * in order: straight from the feed while the receiver answers (each written once, delivered,
+ * after its attempt), as delivery rows behind a failure, where the first one not yet delivered
+ * blocks the ones after it until it is delivered or given up. Another replica takes the subscription only once the
  * lease has lapsed, so each event is sent once unless a replica dies mid-send (at least once).
  */
 
@@ -211,28 +212,38 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
     webhookDeliveries.inc({ outcome: 'delivered' }, rows.length);
   }
 
+  /** Signs and posts one event's body. */
+  function send(sub: ClaimedSubscription, eventId: string, eventType: string, body: string, secret: string): Promise<AttemptResult> {
+    const timestamp = Math.floor(Date.now() / 1000);
+    return postWebhook(sub.url, settings, {
+      'svc-event-id': eventId,
+      'svc-event-type': eventType,
+      'svc-timestamp': String(timestamp),
+      'svc-signature': signWebhook(secret, timestamp, body),
+    }, body, timeoutMs, agents);
+  }
+
   /**
    * Sends one delivery and records its outcome. With `batch`, a success of a subscription that is
    * not failing is only noted there, to be written with the page's others (a crash before that
    * sends them again: at least once); anything else is written at once, after the batch.
    */
   async function attempt(sub: ClaimedSubscription, d: PendingDelivery, secret: string = openSecret(settings.sealKey, sub), batch?: Delivered[]): Promise<boolean> {
-    const timestamp = Math.floor(Date.now() / 1000);
-    const result = await postWebhook(sub.url, settings, {
-      'svc-event-id': d.event_id,
-      'svc-event-type': d.event_type,
-      'svc-timestamp': String(timestamp),
-      'svc-signature': signWebhook(secret, timestamp, d.body),
-    }, d.body, timeoutMs, agents);
-    const firstAt = d.first_attempt_at ?? new Date();
-    const givenUp = !result.ok && Date.now() - firstAt.getTime() >= giveUpAfterMs;
-    const status = result.ok ? 'delivered' : givenUp ? 'failed' : 'pending';
-    const next = new Date(Date.now() + retryDelayMs(retryBaseMs, d.attempts + 1));
+    const result = await send(sub, d.event_id, d.event_type, d.body, secret);
     if (result.ok && sub.failing_since === null && batch) {
       batch.push({ id: d.id, status_code: result.statusCode, duration_ms: result.durationMs });
       return true;
     }
     if (batch) await recordDelivered(batch);
+    return recordOutcome(sub, d, result);
+  }
+
+  /** Writes one attempt's outcome: retry or give up, the subscription's failing state, disabling it. */
+  async function recordOutcome(sub: ClaimedSubscription, d: Pick<PendingDelivery, 'id' | 'attempts' | 'first_attempt_at'>, result: AttemptResult): Promise<boolean> {
+    const firstAt = d.first_attempt_at ?? new Date();
+    const givenUp = !result.ok && Date.now() - firstAt.getTime() >= giveUpAfterMs;
+    const status = result.ok ? 'delivered' : givenUp ? 'failed' : 'pending';
+    const next = new Date(Date.now() + retryDelayMs(retryBaseMs, d.attempts + 1));
     if (result.ok && sub.failing_since === null) {
       // delivered, and the subscription was not failing: one statement
       await sql`
@@ -275,31 +286,120 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
     return result.ok || givenUp;
   }
 
+  /**
+   * The in-order deliveries already written (those behind a failure), a page at a time: the first
+   * one not delivered (nor given up) stops the rest. True when none is left.
+   */
+  async function drainPending(sub: ClaimedSubscription, secret: string, until: number): Promise<boolean> {
+    const batch: Delivered[] = [];
+    try {
+      for (;;) {
+        if (closed || Date.now() >= until) return false;
+        const page = await sql<PendingDelivery[]>`
+          select id, event_id, event_type, body, attempts, first_attempt_at, next_attempt_at from webhook_deliveries
+          where subscription_id = ${sub.id} and status = 'pending' and in_order
+          order by event_xid, event_seq limit ${DELIVERIES_PER_READ}`;
+        for (const d of page) {
+          if (closed || Date.now() >= until || d.next_attempt_at.getTime() > Date.now()) return false;
+          if (!(await attempt(sub, d, secret, batch))) return false;
+        }
+        await recordDelivered(batch);
+        if (page.length < DELIVERIES_PER_READ) return true;
+      }
+    } finally {
+      await recordDelivered(batch);
+    }
+  }
+
+  /**
+   * The healthy path: nothing is waiting behind a failure, so the events after the cursor are sent
+   * straight from the feed and written once, after their attempt (delivered, in one statement per
+   * page, with the cursor's move). The first failure becomes a pending delivery and stops the pass;
+   * the events after it wait in the feed and are turned into deliveries at the next pass
+   * (enqueue), where an operator sees them waiting. A crash before the write sends them again.
+   */
+  async function sendFromFeed(sub: ClaimedSubscription, secret: string, until: number): Promise<void> {
+    const all = sub.event_types.includes('*');
+    while (!closed && Date.now() < until) {
+      const events = await readEventsAfter(sql, sub.tenant_id, { xid: sub.cursor_xid, seq: sub.cursor_seq }, { types: null, limit: EVENTS_PER_READ });
+      if (events.length === 0) return;
+      const delivered: Array<Record<string, unknown>> = [];
+      let failure: { row: Record<string, unknown>; result: AttemptResult } | null = null;
+      let handled = -1;
+      for (let i = 0; i < events.length; i++) {
+        const e = events[i]!;
+        if (all || sub.event_types.includes(e.type)) {
+          if (closed || Date.now() >= until) break;
+          const body = JSON.stringify({ id: e.id, type: e.type, occurred_at: e.occurred_at, tenant_id: e.tenant_id, data: e.data });
+          const result = await send(sub, e.id, e.type, body, secret);
+          const row = { event_id: e.id, event_type: e.type, xid: e.xid, seq: e.seq, body, status_code: result.statusCode, duration_ms: result.durationMs };
+          if (!result.ok) {
+            failure = { row, result };
+            handled = i;
+            break;
+          }
+          delivered.push(row);
+        }
+        handled = i;
+      }
+      if (handled < 0) return;
+      const upTo = events[handled]!;
+      const clearFailing = delivered.length > 0 && sub.failing_since !== null && !failure;
+      const failedId = await sql.begin(async (tx) => {
+        const res = await tx`
+          update webhook_subscriptions set cursor_xid = ${upTo.xid}::text::xid8, cursor_seq = ${upTo.seq}::bigint
+            ${clearFailing ? tx`, failing_since = null` : tx``}
+          where id = ${sub.id} and lease_owner = ${owner}`;
+        // the lease lapsed: whoever holds it now sends these again (at least once)
+        if (res.count === 0) return false;
+        if (delivered.length) {
+          await tx`
+            insert into webhook_deliveries (tenant_id, subscription_id, event_id, event_type, event_xid, event_seq, body,
+              status, attempts, first_attempt_at, last_attempt_at, last_status_code, last_duration_ms)
+            select ${sub.tenant_id}, ${sub.id}, r.event_id, r.event_type, r.xid::xid8, r.seq, r.body,
+              'delivered', 1, now(), now(), r.status_code, r.duration_ms
+            from jsonb_to_recordset(${JSON.stringify(delivered)}::text::jsonb)
+              as r(event_id text, event_type text, xid text, seq bigint, body text, status_code int, duration_ms int)
+            on conflict (subscription_id, event_xid, event_seq) where in_order do nothing`;
+        }
+        if (!failure) return null;
+        const f = failure.row;
+        const [row] = await tx<Array<{ id: string }>>`
+          insert into webhook_deliveries (tenant_id, subscription_id, event_id, event_type, event_xid, event_seq, body)
+          values (${sub.tenant_id}, ${sub.id}, ${f.event_id as string}, ${f.event_type as string}, ${f.xid as string}::text::xid8, ${f.seq as string}::bigint, ${f.body as string})
+          on conflict (subscription_id, event_xid, event_seq) where in_order do nothing
+          returning id`;
+        return row?.id ?? null;
+      });
+      if (failedId === false) return;
+      if (clearFailing) sub.failing_since = null;
+      sub.cursor_xid = upTo.xid;
+      sub.cursor_seq = upTo.seq;
+      if (delivered.length) webhookDeliveries.inc({ outcome: 'delivered' }, delivered.length);
+      if (failure) {
+        if (failedId) await recordOutcome(sub, { id: failedId, attempts: 0, first_attempt_at: null }, failure.result);
+        return;
+      }
+      if (handled < events.length - 1 || events.length < EVENTS_PER_READ) return;
+    }
+  }
+
   async function deliverFor(sub: ClaimedSubscription, until: number): Promise<void> {
     try {
-      await enqueue(sub);
       // tests and redeliveries: no order to keep
       const loose = await sql<PendingDelivery[]>`
         select id, event_id, event_type, body, attempts, first_attempt_at, next_attempt_at from webhook_deliveries
         where subscription_id = ${sub.id} and status = 'pending' and not in_order and next_attempt_at <= now()
         order by created_at limit 20`;
       await Promise.all(loose.map((d) => attempt(sub, d)));
-      // in order, a page at a time: the first one not delivered (nor given up) stops the rest
       const secret = openSecret(settings.sealKey, sub);
-      const batch: Delivered[] = [];
-      sending: while (!closed && Date.now() < until) {
-        const page = await sql<PendingDelivery[]>`
-          select id, event_id, event_type, body, attempts, first_attempt_at, next_attempt_at from webhook_deliveries
-          where subscription_id = ${sub.id} and status = 'pending' and in_order
-          order by event_xid, event_seq limit ${DELIVERIES_PER_READ}`;
-        for (const d of page) {
-          if (closed || Date.now() >= until || d.next_attempt_at.getTime() > Date.now()) break sending;
-          if (!(await attempt(sub, d, secret, batch))) break sending;
-        }
-        await recordDelivered(batch);
-        if (page.length < DELIVERIES_PER_READ) break;
+      const [blocked] = await sql`select 1 from webhook_deliveries where subscription_id = ${sub.id} and status = 'pending' and in_order limit 1`;
+      if (blocked) {
+        // behind a failure: the waiting events become deliveries, so the backlog shows in the list
+        await enqueue(sub);
+        if (!(await drainPending(sub, secret, until))) return;
       }
-      await recordDelivered(batch);
+      await sendFromFeed(sub, secret, until);
     } finally {
       await sql`update webhook_subscriptions set lease_owner = null, lease_until = null where id = ${sub.id} and lease_owner = ${owner}`
         .catch(() => undefined);
