@@ -1,9 +1,10 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { AdminTable } from '../components/AdminTable';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { Field } from '../components/Field';
 import { SecretOnce } from '../components/SecretOnce';
-import { Empty, ErrorState, Loading } from '../components/States';
+import { ErrorState, Loading } from '../components/States';
 import { Time } from '../components/Time';
 import { t } from '../i18n';
 import { groupScopes, keyState, localInputToIso, parseIpList, topLevelErrors, type AvailableScope } from '../lib/admin';
@@ -47,7 +48,6 @@ export function ApiKeysPage() {
     onError: (err) => setDialogError(err instanceof ApiError ? err.message : t.common.unexpectedError),
   });
 
-  const list = keys.data?.data;
   return (
     <>
       <div className="title-row">
@@ -65,58 +65,48 @@ export function ApiKeysPage() {
         />
       )}
 
-      {keys.isPending ? <Loading />
-        : keys.isError ? <ErrorState error={keys.error} onRetry={() => void keys.refetch()} />
-        : !list || list.length === 0 ? <Empty>{t.apiKeys.empty}</Empty>
-        : (
-          <div className="table-wrap" role="region" aria-label={t.apiKeys.caption} tabIndex={0}>
-            <table className="api-keys">
-              <caption className="visually-hidden">{t.apiKeys.caption}</caption>
-              <thead>
-                <tr>
-                  <th scope="col">{t.admin.name}</th>
-                  <th scope="col">{t.apiKeys.prefix}</th>
-                  <th scope="col">{t.apiKeys.scopes}</th>
-                  <th scope="col">{t.apiKeys.environments}</th>
-                  <th scope="col">{t.apiKeys.allowedIps}</th>
-                  <th scope="col">{t.apiKeys.lastUsed}</th>
-                  <th scope="col">{t.apiKeys.expires}</th>
-                  <th scope="col">{t.admin.status}</th>
-                  <th scope="col"><span className="visually-hidden">{t.admin.confirm}</span></th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.map((key) => {
-                  const state = keyState(key, new Date());
-                  return (
-                    <tr key={key.id} data-key={key.name}>
-                      <th scope="row">{key.name}</th>
-                      <td><code>{key.prefix}…</code></td>
-                      <td><ul className="chips">{key.scopes.map((s) => <li key={s}><code>{s}</code></li>)}</ul></td>
-                      <td>{key.environments ? key.environments.join(', ') : <span className="muted">{t.apiKeys.allEnvironments}</span>}</td>
-                      <td className="wrap">{key.allowed_ips ? key.allowed_ips.join(', ') : <span className="muted">{t.apiKeys.anyIp}</span>}</td>
-                      <td>{key.last_used_at ? <Time iso={key.last_used_at} /> : <span className="muted">{t.common.never}</span>}</td>
-                      <td>{key.expires_at ? <Time iso={key.expires_at} /> : <span className="muted">{t.apiKeys.neverExpires}</span>}</td>
-                      <td><span className={`badge badge-key-${state}`} data-state={state}>{t.apiKeys.state[state]}</span></td>
-                      <td><div className="row-actions">
-                        {key.is_active && (
-                          <>
-                            <button type="button" className="secondary" aria-label={t.apiKeys.rotateLabel(key.name)}
-                              onClick={() => { setDialogError(null); setPending({ kind: 'rotate', key }); }}>{t.apiKeys.rotate}</button>
-                            <button type="button" className="danger" aria-label={t.apiKeys.revokeLabel(key.name)}
-                              onClick={() => { setDialogError(null); setPending({ kind: 'revoke', key }); }}>{t.apiKeys.revoke}</button>
-                          </>
-                        )}
-                      </div></td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
-          </div>
-        )}
-
-      {keys.data?.meta && keys.data.meta.total > keys.data.data.length && <p className="muted">{t.admin.moreRows(keys.data.data.length, keys.data.meta.total)}</p>}
+      <AdminTable
+        query={keys}
+        caption={t.apiKeys.caption}
+        className="api-keys"
+        empty={t.apiKeys.empty}
+        head={<>
+          <th scope="col">{t.admin.name}</th>
+          <th scope="col">{t.apiKeys.prefix}</th>
+          <th scope="col">{t.apiKeys.scopes}</th>
+          <th scope="col">{t.apiKeys.environments}</th>
+          <th scope="col">{t.apiKeys.allowedIps}</th>
+          <th scope="col">{t.apiKeys.lastUsed}</th>
+          <th scope="col">{t.apiKeys.expires}</th>
+          <th scope="col">{t.admin.status}</th>
+          <th scope="col"><span className="visually-hidden">{t.admin.confirm}</span></th>
+        </>}
+        row={(key) => {
+            const state = keyState(key, new Date());
+            return (
+              <tr key={key.id} data-key={key.name}>
+                <th scope="row">{key.name}</th>
+                <td><code>{key.prefix}…</code></td>
+                <td><ul className="chips">{key.scopes.map((s) => <li key={s}><code>{s}</code></li>)}</ul></td>
+                <td>{key.environments ? key.environments.join(', ') : <span className="muted">{t.apiKeys.allEnvironments}</span>}</td>
+                <td className="wrap">{key.allowed_ips ? key.allowed_ips.join(', ') : <span className="muted">{t.apiKeys.anyIp}</span>}</td>
+                <td>{key.last_used_at ? <Time iso={key.last_used_at} /> : <span className="muted">{t.common.never}</span>}</td>
+                <td>{key.expires_at ? <Time iso={key.expires_at} /> : <span className="muted">{t.apiKeys.neverExpires}</span>}</td>
+                <td><span className={`badge badge-key-${state}`} data-state={state}>{t.apiKeys.state[state]}</span></td>
+                <td><div className="row-actions">
+                  {key.is_active && (
+                    <>
+                      <button type="button" className="secondary" aria-label={t.apiKeys.rotateLabel(key.name)}
+                        onClick={() => { setDialogError(null); setPending({ kind: 'rotate', key }); }}>{t.apiKeys.rotate}</button>
+                      <button type="button" className="danger" aria-label={t.apiKeys.revokeLabel(key.name)}
+                        onClick={() => { setDialogError(null); setPending({ kind: 'revoke', key }); }}>{t.apiKeys.revoke}</button>
+                    </>
+                  )}
+                </div></td>
+              </tr>
+            );
+        }}
+      />
 
       <ConfirmDialog
         open={pending !== null}

@@ -1,9 +1,10 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { AdminTable } from '../components/AdminTable';
 import { ConfirmDialog } from '../components/ConfirmDialog';
+import { MachineField, ProcessField } from '../components/CatalogueFields';
 import { Field } from '../components/Field';
 import { SchedulePreview } from '../components/SchedulePreview';
-import { Empty, ErrorState, Loading } from '../components/States';
 import { Time } from '../components/Time';
 import { t } from '../i18n';
 import { browserTimeZone, parseJsonObject, topLevelErrors } from '../lib/admin';
@@ -37,7 +38,6 @@ export function SchedulesPage() {
     onError: (err) => setDialogError(err instanceof ApiError ? err.message : t.common.unexpectedError),
   });
 
-  const list = schedules.data?.data;
   return (
     <>
       <div className="title-row">
@@ -63,51 +63,41 @@ export function SchedulesPage() {
         </div>
       )}
 
-      {schedules.isPending ? <Loading />
-        : schedules.isError ? <ErrorState error={schedules.error} onRetry={() => void schedules.refetch()} />
-        : !list || list.length === 0 ? <Empty>{t.schedules.empty}</Empty>
-        : (
-          <div className="table-wrap" role="region" aria-label={t.schedules.caption} tabIndex={0}>
-            <table className="schedules">
-              <caption className="visually-hidden">{t.schedules.caption}</caption>
-              <thead>
-                <tr>
-                  <th scope="col">{t.admin.name}</th>
-                  <th scope="col">{t.admin.process}</th>
-                  <th scope="col">{t.schedules.cron}</th>
-                  <th scope="col">{t.admin.machine}</th>
-                  <th scope="col">{t.schedules.nextRun}</th>
-                  <th scope="col">{t.schedules.lastRun}</th>
-                  <th scope="col">{t.admin.status}</th>
-                  <th scope="col"><span className="visually-hidden">{t.admin.confirm}</span></th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.map((s) => (
-                  <tr key={s.id} data-schedule={s.name}>
-                    <th scope="row">{s.name}{s.last_error && <p className="error-text small">{t.schedules.lastError}: {s.last_error}</p>}</th>
-                    <td>{options.processName(s.process_id)}</td>
-                    <td><code>{s.cron}</code><br /><span className="muted small">{s.timezone}</span></td>
-                    <td>{options.machineName(s.machine_id) ?? <span className="muted">{t.admin.automaticMachine}</span>}</td>
-                    <td><Time iso={s.next_run_at} /></td>
-                    <td><Time iso={s.last_run_at} /></td>
-                    <td><span className={`badge ${s.is_active ? 'badge-completed' : ''}`}>{s.is_active ? t.admin.active : t.admin.inactive}</span></td>
-                    <td><div className="row-actions">
-                      <button type="button" className="secondary" aria-label={t.schedules.previewLabel(s.name)} onClick={() => setPreviewing(s)}>{t.schedules.preview}</button>
-                      {isAdmin && <button type="button" className="secondary" aria-label={t.schedules.editLabel(s.name)} onClick={() => { setEditing(s); setNotice(null); }}>{t.admin.edit}</button>}
-                      {isAdmin && s.is_active && (
-                        <button type="button" className="danger" aria-label={t.schedules.deactivateLabel(s.name)}
-                          onClick={() => { setDialogError(null); setPending(s); }}>{t.admin.deactivate}</button>
-                      )}
-                    </div></td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+      <AdminTable
+        query={schedules}
+        caption={t.schedules.caption}
+        className="schedules"
+        empty={t.schedules.empty}
+        head={<>
+          <th scope="col">{t.admin.name}</th>
+          <th scope="col">{t.admin.process}</th>
+          <th scope="col">{t.schedules.cron}</th>
+          <th scope="col">{t.admin.machine}</th>
+          <th scope="col">{t.schedules.nextRun}</th>
+          <th scope="col">{t.schedules.lastRun}</th>
+          <th scope="col">{t.admin.status}</th>
+          <th scope="col"><span className="visually-hidden">{t.admin.confirm}</span></th>
+        </>}
+        row={(s) => (
+          <tr key={s.id} data-schedule={s.name}>
+            <th scope="row">{s.name}{s.last_error && <p className="error-text small">{t.schedules.lastError}: {s.last_error}</p>}</th>
+            <td>{options.processName(s.process_id)}</td>
+            <td><code>{s.cron}</code><br /><span className="muted small">{s.timezone}</span></td>
+            <td>{options.machineName(s.machine_id) ?? <span className="muted">{t.admin.automaticMachine}</span>}</td>
+            <td><Time iso={s.next_run_at} /></td>
+            <td><Time iso={s.last_run_at} /></td>
+            <td><span className={`badge ${s.is_active ? 'badge-completed' : ''}`}>{s.is_active ? t.admin.active : t.admin.inactive}</span></td>
+            <td><div className="row-actions">
+              <button type="button" className="secondary" aria-label={t.schedules.previewLabel(s.name)} onClick={() => setPreviewing(s)}>{t.schedules.preview}</button>
+              {isAdmin && <button type="button" className="secondary" aria-label={t.schedules.editLabel(s.name)} onClick={() => { setEditing(s); setNotice(null); }}>{t.admin.edit}</button>}
+              {isAdmin && s.is_active && (
+                <button type="button" className="danger" aria-label={t.schedules.deactivateLabel(s.name)}
+                  onClick={() => { setDialogError(null); setPending(s); }}>{t.admin.deactivate}</button>
+              )}
+            </div></td>
+          </tr>
         )}
-
-      {schedules.data?.meta && schedules.data.meta.total > schedules.data.data.length && <p className="muted">{t.admin.moreRows(schedules.data.data.length, schedules.data.meta.total)}</p>}
+      />
 
       <ConfirmDialog
         open={pending !== null}
@@ -191,24 +181,14 @@ function ScheduleForm({ schedule, options, onCancel, onSaved }: {
         <Field id="name" label={t.admin.name} error={fe.name}>
           <input {...input('name')} value={form.name} maxLength={255} onChange={set('name')} autoFocus />
         </Field>
-        <Field id="process_id" label={t.admin.process} error={fe.process_id}>
-          <select {...input('process_id')} value={form.process_id} onChange={set('process_id')}>
-            <option value="">{t.admin.choose}</option>
-            {options.processes.map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}
-          </select>
-        </Field>
+        <ProcessField processes={options.processes} value={form.process_id} error={fe.process_id} describedBy={input('process_id')['aria-describedby']} onChange={set('process_id')} />
         <Field id="cron" label={t.schedules.cron} hint={t.schedules.cronHint} error={fe.cron}>
           <input {...input('cron', true)} value={form.cron} maxLength={120} spellCheck={false} onChange={set('cron')} />
         </Field>
         <Field id="timezone" label={t.schedules.timezone} hint={t.schedules.timezoneHint} error={fe.timezone}>
           <input {...input('timezone', true)} value={form.timezone} maxLength={64} spellCheck={false} onChange={set('timezone')} />
         </Field>
-        <Field id="machine_id" label={t.admin.machine} error={fe.machine_id}>
-          <select {...input('machine_id')} value={form.machine_id} onChange={set('machine_id')}>
-            <option value="">{t.admin.automaticMachine}</option>
-            {options.machines.map((m) => <option key={m.id} value={m.id}>{m.name}</option>)}
-          </select>
-        </Field>
+        <MachineField machines={options.machines} value={form.machine_id} error={fe.machine_id} describedBy={input('machine_id')['aria-describedby']} onChange={set('machine_id')} />
         <Field id="priority" label={t.schedules.priority} error={fe.priority}>
           <select {...input('priority')} value={form.priority} onChange={set('priority')}>
             {[1, 2, 3, 4, 5].map((p) => <option key={p} value={p}>{p} · {t.queue.priorities[p]}</option>)}

@@ -1,8 +1,9 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { AdminTable } from '../components/AdminTable';
 import { ConfirmDialog } from '../components/ConfirmDialog';
+import { MachineField, ProcessField } from '../components/CatalogueFields';
 import { Field } from '../components/Field';
-import { Empty, ErrorState, Loading } from '../components/States';
 import { t } from '../i18n';
 import { topLevelErrors } from '../lib/admin';
 import { ApiError, type FormErrors } from '../lib/errors';
@@ -35,7 +36,6 @@ export function TriggersPage() {
     onError: (err) => setDialogError(err instanceof ApiError ? err.message : t.common.unexpectedError),
   });
 
-  const list = triggers.data?.data;
   return (
     <>
       <div className="title-row">
@@ -55,51 +55,41 @@ export function TriggersPage() {
         />
       )}
 
-      {triggers.isPending ? <Loading />
-        : triggers.isError ? <ErrorState error={triggers.error} onRetry={() => void triggers.refetch()} />
-        : !list || list.length === 0 ? <Empty>{t.triggers.empty}</Empty>
-        : (
-          <div className="table-wrap" role="region" aria-label={t.triggers.caption} tabIndex={0}>
-            <table className="triggers">
-              <caption className="visually-hidden">{t.triggers.caption}</caption>
-              <thead>
-                <tr>
-                  <th scope="col">{t.admin.queue}</th>
-                  <th scope="col">{t.admin.process}</th>
-                  <th scope="col">{t.admin.machine}</th>
-                  <th scope="col" className="num">{t.triggers.maxConcurrent}</th>
-                  <th scope="col" className="num">{t.triggers.minItems}</th>
-                  <th scope="col">{t.admin.status}</th>
-                  <th scope="col"><span className="visually-hidden">{t.admin.confirm}</span></th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.map((tr) => {
-                  const queue = options.queueName(tr.queue_id);
-                  return (
-                    <tr key={tr.id} data-trigger={queue}>
-                      <th scope="row">{queue}{tr.is_queue_default && <><br /><span className="muted small">{t.triggers.isDefault}</span></>}</th>
-                      <td>{options.processName(tr.process_id)}</td>
-                      <td>{options.machineName(tr.machine_id) ?? <span className="muted">{t.admin.automaticMachine}</span>}</td>
-                      <td className="num">{tr.max_concurrent_jobs}</td>
-                      <td className="num">{formatCount(tr.min_items_to_start, t.locale)}</td>
-                      <td><span className={`badge ${tr.is_active ? 'badge-completed' : ''}`}>{tr.is_active ? t.admin.active : t.admin.inactive}</span></td>
-                      <td><div className="row-actions">
-                        {isAdmin && <button type="button" className="secondary" aria-label={t.triggers.editLabel(queue)} onClick={() => { setEditing(tr); setNotice(null); }}>{t.admin.edit}</button>}
-                        {isAdmin && tr.is_active && (
-                          <button type="button" className="danger" aria-label={t.triggers.deactivateLabel(queue)}
-                            onClick={() => { setDialogError(null); setPending(tr); }}>{t.admin.deactivate}</button>
-                        )}
-                      </div></td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
-          </div>
-        )}
-
-      {triggers.data?.meta && triggers.data.meta.total > triggers.data.data.length && <p className="muted">{t.admin.moreRows(triggers.data.data.length, triggers.data.meta.total)}</p>}
+      <AdminTable
+        query={triggers}
+        caption={t.triggers.caption}
+        className="triggers"
+        empty={t.triggers.empty}
+        head={<>
+          <th scope="col">{t.admin.queue}</th>
+          <th scope="col">{t.admin.process}</th>
+          <th scope="col">{t.admin.machine}</th>
+          <th scope="col" className="num">{t.triggers.maxConcurrent}</th>
+          <th scope="col" className="num">{t.triggers.minItems}</th>
+          <th scope="col">{t.admin.status}</th>
+          <th scope="col"><span className="visually-hidden">{t.admin.confirm}</span></th>
+        </>}
+        row={(tr) => {
+          const queue = options.queueName(tr.queue_id);
+          return (
+            <tr key={tr.id} data-trigger={queue}>
+              <th scope="row">{queue}{tr.is_queue_default && <><br /><span className="muted small">{t.triggers.isDefault}</span></>}</th>
+              <td>{options.processName(tr.process_id)}</td>
+              <td>{options.machineName(tr.machine_id) ?? <span className="muted">{t.admin.automaticMachine}</span>}</td>
+              <td className="num">{tr.max_concurrent_jobs}</td>
+              <td className="num">{formatCount(tr.min_items_to_start, t.locale)}</td>
+              <td><span className={`badge ${tr.is_active ? 'badge-completed' : ''}`}>{tr.is_active ? t.admin.active : t.admin.inactive}</span></td>
+              <td><div className="row-actions">
+                {isAdmin && <button type="button" className="secondary" aria-label={t.triggers.editLabel(queue)} onClick={() => { setEditing(tr); setNotice(null); }}>{t.admin.edit}</button>}
+                {isAdmin && tr.is_active && (
+                  <button type="button" className="danger" aria-label={t.triggers.deactivateLabel(queue)}
+                    onClick={() => { setDialogError(null); setPending(tr); }}>{t.admin.deactivate}</button>
+                )}
+              </div></td>
+            </tr>
+          );
+        }}
+      />
 
       <ConfirmDialog
         open={pending !== null}
@@ -171,18 +161,8 @@ function TriggerForm({ trigger, options, onCancel, onSaved }: {
             {options.queues.map((q) => <option key={q.id} value={q.id}>{q.name}</option>)}
           </select>
         </Field>
-        <Field id="process_id" label={t.admin.process} error={fe.process_id}>
-          <select {...input('process_id')} value={form.process_id} onChange={set('process_id')}>
-            <option value="">{t.admin.choose}</option>
-            {options.processes.map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}
-          </select>
-        </Field>
-        <Field id="machine_id" label={t.admin.machine} error={fe.machine_id}>
-          <select {...input('machine_id')} value={form.machine_id} onChange={set('machine_id')}>
-            <option value="">{t.admin.automaticMachine}</option>
-            {options.machines.map((m) => <option key={m.id} value={m.id}>{m.name}</option>)}
-          </select>
-        </Field>
+        <ProcessField processes={options.processes} value={form.process_id} error={fe.process_id} describedBy={input('process_id')['aria-describedby']} onChange={set('process_id')} />
+        <MachineField machines={options.machines} value={form.machine_id} error={fe.machine_id} describedBy={input('machine_id')['aria-describedby']} onChange={set('machine_id')} />
         <Field id="max_concurrent_jobs" label={t.triggers.maxConcurrent} hint={t.triggers.maxConcurrentHint} error={fe.max_concurrent_jobs}>
           <input {...input('max_concurrent_jobs', true)} type="number" inputMode="numeric" min={1} max={100} value={form.max_concurrent_jobs} onChange={set('max_concurrent_jobs')} />
         </Field>

@@ -1,0 +1,39 @@
+import type { ReactNode } from 'react';
+import type { UseQueryResult } from '@tanstack/react-query';
+import { t } from '../i18n';
+import type { Answer } from '../lib/api';
+import { Empty, ErrorState, Loading } from './States';
+
+/**
+ * A settings list read in one page (up to 100 rows): its loading, error and empty states, the
+ * table with a caption for screen readers, and a line saying how many rows were left out.
+ */
+export function AdminTable<T>({ query, caption, className, empty, head, row }: {
+  query: UseQueryResult<Answer<T[]>>;
+  caption: string;
+  className: string;
+  empty: string;
+  /** the header cells */
+  head: ReactNode;
+  row(item: T): ReactNode;
+}) {
+  const list = query.data?.data;
+  const meta = query.data?.meta;
+  return (
+    <>
+      {query.isPending ? <Loading />
+        : query.isError ? <ErrorState error={query.error} onRetry={() => void query.refetch()} />
+        : !list || list.length === 0 ? <Empty>{empty}</Empty>
+        : (
+          <div className="table-wrap" role="region" aria-label={caption} tabIndex={0}>
+            <table className={className}>
+              <caption className="visually-hidden">{caption}</caption>
+              <thead><tr>{head}</tr></thead>
+              <tbody>{list.map(row)}</tbody>
+            </table>
+          </div>
+        )}
+      {list && meta && meta.total > list.length && <p className="muted">{t.admin.moreRows(list.length, meta.total)}</p>}
+    </>
+  );
+}
