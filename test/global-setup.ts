@@ -1,8 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { createSql, migrate } from '../packages/core/src';
 import { databaseUrl } from '../packages/testing/src/context';
+import { startPrivateRedisCluster, type PrivateRedisCluster } from '../packages/testing/src/private-servers';
 
-/** Migrates one template database for the whole run; each test file clones it. */
+/** The run's Redis Cluster, for the global teardown (the only reader of globals set here). */
+export const RUN_CLUSTER = Symbol.for('svc.test.runRedisCluster');
+
+/**
+ * Migrates one template database for the whole run; each test file clones it. With redis-server
+ * installed (jest.config.js says so), also starts the run's three-primary Redis Cluster: the
+ * `*.cluster.test.ts` files run existing tests on it, each with its own key prefix
+ * (packages/testing/src/context.ts, `useRedisCluster`).
+ */
 export default async function globalSetup(): Promise<void> {
   const base = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc';
   const adminUrl = databaseUrl(base, 'postgres');
@@ -23,4 +32,9 @@ export default async function globalSetup(): Promise<void> {
   process.env.SVC_TEST_RUN_ID = runId;
   process.env.SVC_TEST_ADMIN_URL = adminUrl;
   process.env.SVC_TEST_TEMPLATE_DB = templateDb;
+  if (process.env.SVC_TEST_START_REDIS_CLUSTER === '1') {
+    const cluster = await startPrivateRedisCluster({ primaries: 3 });
+    (globalThis as Record<symbol, PrivateRedisCluster>)[RUN_CLUSTER] = cluster;
+    process.env.SVC_TEST_REDIS_CLUSTER_NODES = cluster.seeds;
+  }
 }
