@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createRedis, createSql, parseConfig, type Config, type RedisClient, type RedisTarget, type Sql } from '@svc/core';
+import { createRedis, createSql, parseConfig, parseRedisTarget, type Config, type RedisClient, type RedisTarget, type Sql } from '@svc/core';
 
 /**
  * Test isolation: the global setup migrates one template database per run;
@@ -39,7 +39,7 @@ function runClusterTarget(): RedisTarget {
   if (!seeds) {
     throw new Error('This test file runs on the run\'s Redis Cluster, which is not up: install redis-server (with redis-cli) and run it through jest (test/global-setup.ts starts the cluster).');
   }
-  return parseConfig({ REDIS_CLUSTER_NODES: seeds }).redis;
+  return parseRedisTarget({ REDIS_CLUSTER_NODES: seeds });
 }
 
 export function testEnv(): TestEnv {

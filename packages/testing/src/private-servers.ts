@@ -257,6 +257,8 @@ async function startClusterOnce(primaryCount: number, replicas: number): Promise
     ], { stdio: 'ignore' }),
   );
   const direct = ports.map((port) => createRedis(`redis://127.0.0.1:${port}`, { lazyConnect: true, maxRetriesPerRequest: 1 }) as Redis);
+  // refused until the node listens, gone once a test kills it: the commands' own errors say so
+  for (const d of direct) d.on('error', () => undefined);
   let admin: Cluster | null = null;
   const destroy = () => {
     admin?.disconnect();
