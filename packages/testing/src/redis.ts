@@ -1,4 +1,4 @@
-import { allNodes, epochKeys, primaries, type RedisClient } from '@svc/core';
+import { allNodes, epochKeys, isCluster, primaries, type RedisClient } from '@svc/core';
 
 /**
  * Redis commands of tests that act on a whole server, made to act on every node of a cluster
@@ -37,16 +37,17 @@ export async function flushEveryPrimary(client: RedisClient): Promise<number> {
 }
 
 /**
- * CLIENT KILL of the connections named `name` on every node (a cluster client's subscriber is
- * named `ioredis-cluster(subscriber):<name>` and lives on any node); resolves to how many.
+ * CLIENT KILL of the subscriber connection of a client made with `connectionName: name`, on
+ * whichever node it is: on a cluster it is named `ioredis-cluster(subscriber):<name>` (the
+ * client's other connections carry `name` itself); resolves to how many were killed.
  */
-export async function killClientsNamed(client: RedisClient, name: string): Promise<number> {
+export async function killSubscriberNamed(client: RedisClient, name: string): Promise<number> {
+  const wanted = isCluster(client) ? `ioredis-cluster(subscriber):${name}` : name;
   let killed = 0;
   for (const node of allNodes(client)) {
     const list = (await node.client('LIST')) as string;
     for (const line of list.split('\n')) {
-      const connName = line.match(/\bname=(\S*)/)?.[1];
-      if (connName !== name && connName !== `ioredis-cluster(subscriber):${name}`) continue;
+      if (line.match(/\bname=(\S*)/)?.[1] !== wanted) continue;
       const id = line.match(/\bid=(\d+)/)?.[1];
       if (id) killed += Number(await node.call('CLIENT', 'KILL', 'ID', id));
     }
