@@ -37,7 +37,10 @@ export function onRedisCluster(): boolean {
 function runClusterTarget(): RedisTarget {
   const seeds = process.env.SVC_TEST_REDIS_CLUSTER_NODES;
   if (!seeds) {
-    throw new Error('This test file runs on the run\'s Redis Cluster, which is not up: install redis-server (with redis-cli) and run it through jest (test/global-setup.ts starts the cluster).');
+    const why = process.env.SVC_TEST_REDIS_CLUSTER_ERROR;
+    throw new Error(why
+      ? `This test file runs on the run's Redis Cluster, which did not start: ${why}`
+      : 'This test file runs on the run\'s Redis Cluster, which is not up: install redis-server (with redis-cli) and run it through jest (test/global-setup.ts starts the cluster).');
   }
   return parseRedisTarget({ REDIS_CLUSTER_NODES: seeds });
 }
