@@ -1,6 +1,7 @@
 const { findChromium, BROWSER_TESTS } = require('./scripts/chromium.cjs');
 const { findPromtool, PROMTOOL_TESTS } = require('./scripts/promtool.cjs');
 const { findPgBouncer, PGBOUNCER_TESTS } = require('./scripts/pgbouncer.cjs');
+const { findRedisClusterTools, CLUSTER_TESTS } = require('./scripts/redis-cluster.cjs');
 
 // The console's browser tests (apps/console/test/*.browser.test.ts) need a Chromium; without one
 // they are left out (scripts/test.mjs says so in one line) and everything else runs.
@@ -11,6 +12,11 @@ const promtool = findPromtool();
 // Likewise the tests through a private PgBouncer (*.pgbouncer.test.ts) need pgbouncer installed.
 const pgbouncer = findPgBouncer();
 if (pgbouncer) process.env.SVC_PGBOUNCER = pgbouncer;
+// Likewise the tests on a Redis Cluster need redis-server and redis-cli: the `*.cluster.test.ts`
+// variants run existing test files on the cluster test/global-setup.ts starts (only when this
+// says so), the redis-cluster*.test.ts files start private ones.
+const redisCluster = findRedisClusterTools();
+if (redisCluster) process.env.SVC_TEST_START_REDIS_CLUSTER = '1';
 
 /** One jest run for the whole workspace; tests live in each package's `test/` folder. */
 module.exports = {
@@ -29,5 +35,5 @@ module.exports = {
   testTimeout: 30000,
   maxWorkers: 2,
   modulePathIgnorePatterns: ['<rootDir>/.*/dist/'],
-  testPathIgnorePatterns: ['/node_modules/', ...(chromium ? [] : [BROWSER_TESTS]), ...(promtool ? [] : [PROMTOOL_TESTS]), ...(pgbouncer ? [] : [PGBOUNCER_TESTS])],
+  testPathIgnorePatterns: ['/node_modules/', ...(chromium ? [] : [BROWSER_TESTS]), ...(promtool ? [] : [PROMTOOL_TESTS]), ...(pgbouncer ? [] : [PGBOUNCER_TESTS]), ...(redisCluster ? [] : [CLUSTER_TESTS])],
 };

@@ -7,6 +7,7 @@ import { ensureInstalledAndBuilt, ensureServices, ROOT, SetupError } from './ser
 import chromium from './chromium.cjs';
 import promtool from './promtool.cjs';
 import pgbouncer from './pgbouncer.cjs';
+import redisCluster from './redis-cluster.cjs';
 
 try {
   ensureInstalledAndBuilt();
@@ -22,6 +23,7 @@ try {
   if (!chromium.findChromium()) console.log(chromium.NOT_RUN_MESSAGE);
   if (!promtool.findPromtool()) console.log(promtool.NOT_RUN_MESSAGE);
   if (!pgbouncer.findPgBouncer()) console.log(pgbouncer.NOT_RUN_MESSAGE);
+  if (!redisCluster.findRedisClusterTools()) console.log(redisCluster.NOT_RUN_MESSAGE);
   const { databaseUrl, redisUrl, stopStarted } = await ensureServices();
   const res = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'), ...jestArgs], {
     cwd: ROOT,

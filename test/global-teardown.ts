@@ -1,7 +1,11 @@
 import { createRedis, createSql } from '../packages/core/src';
+import type { PrivateRedisCluster } from '../packages/testing/src/private-servers';
+import { RUN_CLUSTER } from './global-setup';
 
-/** Drops every database and Redis key this run created. */
+/** Drops every database and Redis key this run created, and stops the run's Redis Cluster. */
 export default async function globalTeardown(): Promise<void> {
+  // the cluster is the run's own: nothing in it to clean, it goes whole
+  (globalThis as Record<symbol, PrivateRedisCluster | undefined>)[RUN_CLUSTER]?.destroy();
   const runId = process.env.SVC_TEST_RUN_ID;
   const adminUrl = process.env.SVC_TEST_ADMIN_URL;
   if (!runId || !adminUrl) return;

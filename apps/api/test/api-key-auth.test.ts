@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { API_KEY_PREFIX, clientIp, createLogger, issueSecret, sha256, touchApiKeys } from '@svc/core';
-import { seedApiKey, seedTenant, seedUser, startApiProcesses, type ApiProcess } from '@svc/testing';
+import { killSubscriberNamed, seedApiKey, seedTenant, seedUser, startApiProcesses, type ApiProcess } from '@svc/testing';
 import { createApp } from '@svc/api';
 import { createApiKeyStore } from '../src/auth/api-key-store';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
@@ -368,10 +368,7 @@ describe('X-API-Key authentication', () => {
         expect((await mine.lookup(hash))!.scopes).toEqual(['jobs:read']);
         await t.sql`update api_keys set scopes = ${['jobs:write']} where id = ${row.id}`;
         expect((await mine.lookup(hash))!.scopes).toEqual(['jobs:read']); // cached
-        const clients = (await t.redis.client('LIST')) as string;
-        const id = clients.split('\n').find((line) => line.includes(` name=${name} `))?.match(/\bid=(\d+)/)?.[1];
-        expect(id).toBeDefined();
-        await t.redis.call('CLIENT', 'KILL', 'ID', id!);
+        expect(await killSubscriberNamed(t.redis, name)).toBe(1);
         // the cached entry is gone with the connection (an invalidation may have been missed)
         await eventually(() => mine.lookup(hash), (r) => r!.scopes[0] === 'jobs:write', 'cache dropped on disconnect');
         // back and subscribed: entries are cached again, and invalidations reach it again

@@ -1,5 +1,5 @@
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { createRedis, type Redis } from '@svc/core';
+import { createRedis, duplicateRedis, type RedisClient } from '@svc/core';
 import { createTestContext, type TestContext } from '@svc/testing';
 import { BatchedWindowStore } from '../src/middleware/rate-limit-store';
 
@@ -15,11 +15,11 @@ async function outcome(p: Promise<RateLimiterRes>): Promise<string> {
 
 describe('BatchedWindowStore (rate-limit counts of one turn in one script)', () => {
   let t: TestContext;
-  let client: Redis;
+  let client: RedisClient;
   let scripts: number[];
   beforeAll(async () => {
     t = await createTestContext();
-    client = t.redis.duplicate();
+    client = duplicateRedis(t.redis);
     // count the scripts that reach Redis (each still runs there)
     const script = (client as unknown as { svcIncrWindows?: unknown }).svcIncrWindows;
     expect(script).toBeUndefined();

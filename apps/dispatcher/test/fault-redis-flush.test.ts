@@ -1,27 +1,24 @@
-import type { Redis } from '@svc/core';
 import {
-  assertNoItemProcessedTwiceAtOnce, freePort, itemStatusCounts, readJournal, seedWorkspace, sleep, startPrivateRedis, tempFile, testSuite, waitFor, waitForHttp,
-  type PrivateRedis, type TestContext,
+  assertNoItemProcessedTwiceAtOnce, flushEveryPrimary, freePort, itemStatusCounts, keysOnEveryPrimary, readJournal, seedWorkspace, sleep, startPrivateRedisLikeFile,
+  tempFile, testSuite, waitFor, waitForHttp, type PrivateRedisLikeFile, type TestContext,
 } from '@svc/testing';
 
 /**
  * Fault: Redis loses everything (FLUSHALL) mid-load. Postgres is the truth: the dispatchers
  * notice the loss, re-create their schedulers and re-add every pending job from Postgres; the
  * running consumers never needed Redis. Runs on a PRIVATE redis-server (never the shared one),
- * with the API, the dispatcher and the agents as separate processes.
+ * with the API, the dispatcher and the agents as separate processes; its cluster variant
+ * (fault-redis-flush.cluster.test.ts) on a private three-primary cluster, every primary flushed.
  */
 jest.setTimeout(60_000);
 const suite = testSuite();
 const { children } = suite;
 let ctx: TestContext;
-let redis: PrivateRedis;
-let redisUrl: string;
-let admin: Redis;
+let redis: PrivateRedisLikeFile;
 
 beforeAll(async () => {
   ({ ctx } = suite);
-  redis = await startPrivateRedis();
-  ({ url: redisUrl, admin } = redis);
+  redis = await startPrivateRedisLikeFile();
 });
 afterAll(async () => {
   await children.stopAll();
@@ -29,7 +26,7 @@ afterAll(async () => {
 });
 
 it('FLUSHALL mid-load loses no item and no job, and runs none twice', async () => {
-  const env = { REDIS_URL: redisUrl };
+  const { env, admin } = redis;
   const ws = await seedWorkspace(ctx.sql);
   const proc = await ws.process();
   const queue = await ws.queue({ consumer_process_id: proc.id, max_consumers: 2, max_retries: 3 });
@@ -62,11 +59,8 @@ it('FLUSHALL mid-load loses no item and no job, and runs none twice', async () =
   }
   await waitFor('processing under way', async () => ((await itemStatusCounts(ctx.sql, queue.id)).completed ?? 0) >= 40);
 
-  // a key nobody re-creates shows the flush happened (a count of keys does not: the running
-  // processes start writing theirs again at once)
-  await admin.set('flush-sentinel', '1');
-  expect(await admin.flushall()).toBe('OK');
-  expect(await admin.exists('flush-sentinel')).toBe(0);
+  // every primary (the one server, or each of the cluster's), checked by a sentinel on each
+  expect(await flushEveryPrimary(admin)).toBe(ctx.redisTarget.mode === 'cluster' ? 3 : 1);
 
   expect((await bulk(100, 300)).status).toBe(200);
   expect((await trigger(m1.row.id)).status).toBe(201);
@@ -92,6 +86,6 @@ it('FLUSHALL mid-load loses no item and no job, and runs none twice', async () =
   for (const e of entries.filter((x) => x.event === 'job-start')) starts.set(e.job_id, (starts.get(e.job_id) ?? 0) + 1);
   expect([...starts.values()].every((n) => n === 1)).toBe(true);
   // the dispatcher rebuilt its schedulers in the flushed Redis
-  const schedulerKeys = await admin.keys(`${ctx.redisPrefix}:bull:{dispatch}:repeat*`);
+  const schedulerKeys = await keysOnEveryPrimary(admin, `${ctx.redisPrefix}:bull:{dispatch}:repeat*`);
   expect(schedulerKeys.length).toBeGreaterThan(0);
 });

@@ -68,7 +68,7 @@ describe('a signalled process', () => {
     const ws = await seedWorkspace(ctx.sql);
     const machine = await ws.machine({ slots: 1 });
     const proc = await ws.process();
-    const bull = createBullDispatch({ redis: ctx.redisUrl, prefix: ctx.redisPrefix });
+    const bull = createBullDispatch({ redis: ctx.redisTarget, prefix: ctx.redisPrefix });
     try {
       for (let i = 0; i < TIMES; i++) {
         const a = children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '300ms'], INFO);

@@ -24,7 +24,7 @@ export type { Environment, PlanFeature, Scope } from './scopes';
 export { DEFAULT_RATE_LIMIT, RATE_LIMIT_WINDOW_SECONDS, rateLimitFor } from './rate-limits';
 
 // Postgres and Redis.
-export { Cluster, allNodes, createRedis, duplicateRedis, existsMany, isCluster, isRedisClient, primaries, redisKeys } from './redis';
+export { Cluster, allNodes, createRedis, duplicateRedis, existsMany, isCluster, isRedisClient, primaries, redisKeys, watchClusterSubscriber } from './redis';
 export type { CreateRedisOptions, Redis, RedisClient, RedisKeys, RedisTarget } from './redis';
 export { createSql } from './db/sql';
 export { DEFAULT_DATABASE_URL, DatabaseSettingsError, POOLER_MODES, createDirectSql, createPooledSql, databaseSettings, parseDatabaseSettings } from './db/pooler';

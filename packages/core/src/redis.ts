@@ -105,6 +105,43 @@ export function duplicateRedis(client: RedisClient, options: RedisOptions = {}):
   });
 }
 
+/** What a cluster client keeps of its subscriber (ioredis' ClusterSubscriber, not in its types). */
+interface ClusterSubscriberHolder {
+  subscriber?: { getInstance(): Redis | null };
+}
+
+/**
+ * Follows a cluster client's subscriber connection, which the client itself does not report on:
+ * when that connection ends (killed, its node gone) ioredis subscribes again on a node it picks,
+ * and what was published in between is lost without a word. `lost` is called when it ends,
+ * `back` when the one picked next is ready. Returns the function that stops following.
+ */
+export function watchClusterSubscriber(cluster: Cluster, events: { lost(): void; back(): void }): () => void {
+  const holder = (cluster as unknown as ClusterSubscriberHolder).subscriber;
+  const watched = new WeakSet<Redis>();
+  let stopped = false;
+  const watch = (fresh: boolean) => {
+    const conn = stopped ? null : holder?.getInstance();
+    if (!conn || watched.has(conn)) return;
+    watched.add(conn);
+    if (fresh) conn.once('ready', () => !stopped && events.back());
+    conn.once('end', () => {
+      if (stopped) return;
+      events.lost();
+      // ioredis' own 'end' listener (added first) has already picked the next one
+      watch(true);
+    });
+  };
+  // the next one may only be picked once a node is known again
+  const onNode = () => setImmediate(() => watch(true));
+  watch(false);
+  cluster.on('+node', onNode);
+  return () => {
+    stopped = true;
+    cluster.off('+node', onNode);
+  };
+}
+
 /**
  * The primaries of a cluster (a single server is its own only primary), each with a connection
  * for node-local commands (FLUSHALL, SCAN, PUBSUB NUMSUB, CONFIG GET).

@@ -1,5 +1,5 @@
 import { acknowledgeApiKeyInvalidation, createRedis, decodeApiKeyInvalidation, publishApiKeyInvalidation } from '@svc/core';
-import { createTestContext, type TestContext } from '@svc/testing';
+import { createTestContext, keysOnEveryPrimary, type TestContext } from '@svc/testing';
 
 describe('API key invalidation messages', () => {
   let ctx: TestContext;
@@ -12,7 +12,7 @@ describe('API key invalidation messages', () => {
     const channel = `${ctx.redisPrefix}:apikey:invalidate`;
     const applied: string[] = [];
     const subscribers = [0, 1].map((i) => {
-      const sub = createRedis(ctx.redisUrl, { blocking: true });
+      const sub = createRedis(ctx.redisTarget, { blocking: true });
       sub.on('message', (_c: string, raw: string) => {
         const msg = decodeApiKeyInvalidation(raw)!;
         // the second process is slow to apply it
@@ -28,7 +28,7 @@ describe('API key invalidation messages', () => {
       const result = await publishApiKeyInvalidation(ctx.redis, channel, { id: 'k1', hashes: [] });
       expect(result).toEqual({ receivers: 2, acked: 2 });
       expect(applied.sort()).toEqual(['p0:k1', 'p1:k1']);
-      expect(await ctx.redis.keys(`${channel}:ack:*`)).toEqual([]);
+      expect(await keysOnEveryPrimary(ctx.redis, `${channel}:ack:*`)).toEqual([]);
     } finally {
       subscribers.forEach((s) => s.disconnect());
     }
@@ -36,7 +36,7 @@ describe('API key invalidation messages', () => {
 
   it('gives up waiting after the timeout when a process never answers', async () => {
     const channel = `${ctx.redisPrefix}:apikey:silent`;
-    const silent = createRedis(ctx.redisUrl, { blocking: true });
+    const silent = createRedis(ctx.redisTarget, { blocking: true });
     try {
       await silent.subscribe(channel);
       const result = await publishApiKeyInvalidation(ctx.redis, channel, { id: 'k2', hashes: [] }, 100);

@@ -759,7 +759,7 @@ describe('indexes serve the hot statements on a realistic data set', () => {
     }
 
     it('reconciler walks pending jobs oldest first through jobs_active_idx (reconcilePendingJobs)', async () => {
-      const bull = createBullDispatch({ redis: t.redisUrl, prefix: t.redisPrefix });
+      const bull = createBullDispatch({ redis: t.redisTarget, prefix: t.redisPrefix });
       try {
         await check({ name: 'reconciler (reconcilePendingJobs)', indexes: ['jobs_active_idx'], sql: (s) => reconcilePendingJobs(s, bull) });
       } finally {

@@ -148,8 +148,8 @@ describe('a waiting job and the sweeps', () => {
 
 describe('the answer reaches the agents', () => {
   it('is published on the job-input channel that agents subscribe to', async () => {
-    const bull = createBullDispatch({ redis: db.ctx.redisUrl, prefix: db.ctx.redisPrefix });
-    const sub = createRedis(db.ctx.redisUrl, { blocking: true });
+    const bull = createBullDispatch({ redis: db.ctx.redisTarget, prefix: db.ctx.redisPrefix });
+    const sub = createRedis(db.ctx.redisTarget, { blocking: true });
     try {
       const heard = new Promise<string>((resolve) => sub.on('message', (_channel: string, raw: string) => resolve(raw)));
       await sub.subscribe(bull.keys.jobInputs);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createRedis, createSql, parseConfig, type Config, type Redis, type Sql } from '@svc/core';
+import { createRedis, createSql, parseConfig, parseRedisTarget, type Config, type RedisClient, type RedisTarget, type Sql } from '@svc/core';
 
 /**
  * Test isolation: the global setup migrates one template database per run;
@@ -10,8 +10,39 @@ export interface TestEnv {
   runId: string;
   adminUrl: string;
   templateDb: string;
+  /** the run's single Redis server */
   redisUrl: string;
+  /** where this test file's Redis is: the single server, or the run's cluster (useRedisCluster) */
+  redisTarget: RedisTarget;
   redisPrefix: string;
+}
+
+/**
+ * Runs the rest of this test file on the run's Redis Cluster (three primaries, started by
+ * test/global-setup.ts) instead of the single server: every context, child process and private
+ * Redis the file makes from then on. A `*.cluster.test.ts` file calls it and then requires the
+ * test file it runs again, so the test bodies exist once (docs/decisions/redis-cluster.md).
+ * jest gives each test file its own process.env, so the choice ends with the file.
+ */
+export function useRedisCluster(): void {
+  process.env.SVC_TEST_REDIS = 'cluster';
+}
+
+/** Whether this test file runs on the run's Redis Cluster (useRedisCluster). */
+export function onRedisCluster(): boolean {
+  return process.env.SVC_TEST_REDIS === 'cluster';
+}
+
+/** The run's cluster as a target (its seed nodes come from the global setup). */
+function runClusterTarget(): RedisTarget {
+  const seeds = process.env.SVC_TEST_REDIS_CLUSTER_NODES;
+  if (!seeds) {
+    const why = process.env.SVC_TEST_REDIS_CLUSTER_ERROR;
+    throw new Error(why
+      ? `This test file runs on the run's Redis Cluster, which did not start: ${why}`
+      : 'This test file runs on the run\'s Redis Cluster, which is not up: install redis-server (with redis-cli) and run it through jest (test/global-setup.ts starts the cluster).');
+  }
+  return parseRedisTarget({ REDIS_CLUSTER_NODES: seeds });
 }
 
 export function testEnv(): TestEnv {
@@ -19,13 +50,24 @@ export function testEnv(): TestEnv {
   if (!SVC_TEST_RUN_ID || !SVC_TEST_ADMIN_URL || !SVC_TEST_TEMPLATE_DB) {
     throw new Error('The test harness is not set up: run the suite with `npm test` (jest globalSetup prepares it).');
   }
+  const redisUrl = REDIS_URL ?? 'redis://127.0.0.1:6379';
   return {
     runId: SVC_TEST_RUN_ID,
     adminUrl: SVC_TEST_ADMIN_URL,
     templateDb: SVC_TEST_TEMPLATE_DB,
-    redisUrl: REDIS_URL ?? 'redis://127.0.0.1:6379',
+    redisUrl,
+    redisTarget: onRedisCluster() ? runClusterTarget() : { mode: 'single', url: redisUrl },
     redisPrefix: `svc-test-${SVC_TEST_RUN_ID}`,
   };
+}
+
+/**
+ * The environment that points a child process at `target`. For a cluster, REDIS_URL names
+ * nothing that answers: a process that used it instead of the cluster would fail.
+ */
+export function redisChildEnv(target: RedisTarget): Record<string, string> {
+  if (target.mode === 'single') return { REDIS_URL: target.url };
+  return { REDIS_CLUSTER_NODES: target.nodes.map((n) => `${n.host}:${n.port}`).join(','), REDIS_URL: 'redis://127.0.0.1:9' };
 }
 
 export function databaseUrl(adminUrl: string, database: string): string {
@@ -37,8 +79,9 @@ export function databaseUrl(adminUrl: string, database: string): string {
 export interface TestContext {
   sql: Sql;
   databaseUrl: string;
-  redis: Redis;
-  redisUrl: string;
+  /** a client of the file's Redis: a `Cluster` on the run's cluster (useRedisCluster) */
+  redis: RedisClient;
+  redisTarget: RedisTarget;
   redisPrefix: string;
   config: Config;
   /** Environment for a child process (api, dispatcher, agent-sim) that must share this context. */
@@ -70,7 +113,7 @@ export function contextOn(url: string, redisPrefix: string, options: { max: numb
   const env = testEnv();
   const childEnv = {
     DATABASE_URL: url,
-    REDIS_URL: env.redisUrl,
+    ...redisChildEnv(env.redisTarget),
     REDIS_PREFIX: redisPrefix,
     ASSET_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
     LOG_LEVEL: process.env.SVC_TEST_LOG_LEVEL ?? 'warn',
@@ -81,12 +124,12 @@ export function contextOn(url: string, redisPrefix: string, options: { max: numb
   };
   const config = { ...parseConfig(childEnv), ...options.configOverrides };
   const sql = createSql(url, { max: options.max });
-  const redis = createRedis(env.redisUrl) as Redis;
+  const redis = createRedis(env.redisTarget);
   return {
     sql,
     databaseUrl: url,
     redis,
-    redisUrl: env.redisUrl,
+    redisTarget: env.redisTarget,
     redisPrefix,
     config,
     childEnv,

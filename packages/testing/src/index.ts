@@ -10,6 +10,7 @@ export * from './journal';
 export * from './suites';
 export * from './processes';
 export * from './private-servers';
+export * from './redis';
 export * from './pgbouncer';
 export * from './refusal';
 export * from './metrics';

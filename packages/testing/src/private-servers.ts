@@ -4,8 +4,8 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, 
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { createRedis, createSql, keySlot, migrate, type Cluster, type Redis, type RedisTarget, type Sql } from '@svc/core';
-import { contextOn, testEnv, type TestContext } from './context';
+import { createRedis, createSql, keySlot, migrate, type Cluster, type Redis, type RedisClient, type RedisTarget, type Sql } from '@svc/core';
+import { contextOn, onRedisCluster, redisChildEnv, testEnv, type TestContext } from './context';
 import { freePort, waitFor } from './wait';
 
 /**
@@ -161,6 +161,28 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
 }
 
 /**
+ * A private Redis of the test file's kind, for tests that flush or stop it: a redis-server, or a
+ * private three-primary cluster when the file runs on the run's cluster (useRedisCluster). `env`
+ * points a child process at it; flush it with flushEveryPrimary (packages/testing/src/redis.ts).
+ */
+export interface PrivateRedisLikeFile {
+  target: RedisTarget;
+  env: Record<string, string>;
+  admin: RedisClient;
+  destroy(): void;
+}
+
+export async function startPrivateRedisLikeFile(): Promise<PrivateRedisLikeFile> {
+  if (onRedisCluster()) {
+    const cluster = await startPrivateRedisCluster();
+    return { target: cluster.target, env: redisChildEnv(cluster.target), admin: cluster.admin, destroy: cluster.destroy };
+  }
+  const server = await startPrivateRedis();
+  const target: RedisTarget = { mode: 'single', url: server.url };
+  return { target, env: redisChildEnv(target), admin: server.admin, destroy: server.destroy };
+}
+
+/**
  * A private local Redis Cluster (never the shared Redis): `primaries` primaries with `replicas`
  * replicas each, started from the installed redis-server with no persistence, joined with
  * `redis-cli --cluster create`, ready once every node says `cluster_state:ok`.
@@ -235,6 +257,8 @@ async function startClusterOnce(primaryCount: number, replicas: number): Promise
     ], { stdio: 'ignore' }),
   );
   const direct = ports.map((port) => createRedis(`redis://127.0.0.1:${port}`, { lazyConnect: true, maxRetriesPerRequest: 1 }) as Redis);
+  // refused until the node listens, gone once a test kills it: the commands' own errors say so
+  for (const d of direct) d.on('error', () => undefined);
   let admin: Cluster | null = null;
   const destroy = () => {
     admin?.disconnect();

@@ -29,7 +29,7 @@ export function testSuite<C extends TestContext = TestContext>(options: SuiteOpt
   let bull: BullDispatch | undefined;
   beforeAll(async () => {
     ctx = options.context ? await options.context() : ((await createTestContext()) as C);
-    if (options.bull) bull = createBullDispatch({ redis: ctx.redisUrl, prefix: ctx.redisPrefix });
+    if (options.bull) bull = createBullDispatch({ redis: ctx.redisTarget, prefix: ctx.redisPrefix });
     if (options.dispatcher) children.dispatcher(ctx);
   });
   afterAll(async () => {

@@ -1,6 +1,6 @@
 import {
   acknowledgeApiKeyInvalidation, Batcher, DbOutage, decodeApiKeyInvalidation, findApiKeyByHash, findApiKeysByHashes, publishApiKeyInvalidation,
-  duplicateRedis, isCluster, touchApiKeys,
+  duplicateRedis, isCluster, touchApiKeys, watchClusterSubscriber,
   type ApiKeyChangeListener, type ApiKeyInvalidation, type ApiKeyRow, type Logger, type RedisClient, type Sql,
 } from '@svc/core';
 
@@ -97,6 +97,7 @@ class CachedApiKeyStore implements ApiKeyStore {
   private generation = 0;
   private live = false;
   private subscriber: RedisClient | null = null;
+  private unwatchSubscriber: (() => void) | null = null;
 
   /** key id → last use (epoch ms) */
   private pending = new Map<string, number>();
@@ -211,20 +212,14 @@ class CachedApiKeyStore implements ApiKeyStore {
         );
       }
     });
-    sub.on('close', () => {
+    const lost = () => {
       if (!this.live) return;
       this.live = false;
       this.dropAll();
-    });
-    // a cluster client moves its subscription to another node by itself when its node leaves,
-    // without a 'close': what was published meanwhile is lost, so start from empty then too
-    if (isCluster(sub)) sub.on('-node', () => this.dropAll());
-    await sub.subscribe(this.channel);
-    this.dropAll();
-    this.live = true;
-    sub.on('ready', () => {
-      // a reconnect: invalidations sent while we were away are lost, so start from empty once
-      // the subscription is confirmed (ioredis re-subscribes too; one more SUBSCRIBE is harmless)
+    };
+    // a reconnect: invalidations sent while we were away are lost, so start from empty once
+    // the subscription is confirmed (ioredis re-subscribes too; one more SUBSCRIBE is harmless)
+    const back = () => {
       sub.subscribe(this.channel).then(
         () => {
           if (this.closed) return;
@@ -233,7 +228,17 @@ class CachedApiKeyStore implements ApiKeyStore {
         },
         (err: Error) => this.log.warn('api key invalidation re-subscribe failed', { err: err.message }),
       );
-    });
+    };
+    sub.on('close', lost);
+    // a cluster client moves its subscription to another node by itself, without a 'close' or
+    // a 'ready' of its own: when its node leaves, and when its subscriber connection drops
+    if (isCluster(sub)) sub.on('-node', () => this.dropAll());
+    await sub.subscribe(this.channel);
+    // its subscriber connection exists once a subscription went through it
+    if (isCluster(sub)) this.unwatchSubscriber = watchClusterSubscriber(sub, { lost, back });
+    this.dropAll();
+    this.live = true;
+    sub.on('ready', back);
   }
 
   async close(): Promise<void> {
@@ -247,6 +252,7 @@ class CachedApiKeyStore implements ApiKeyStore {
     await this.flush();
     const sub = this.subscriber;
     this.subscriber = null;
+    this.unwatchSubscriber?.();
     if (sub) {
       sub.removeAllListeners('ready');
       await sub.quit().catch(() => sub.disconnect());
