@@ -1,11 +1,5 @@
-import { mkdirSync, readFileSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { createUser } from '@svc/core';
-import { seedMachine, seedProcess, seedQueue, seedTenant, waitFor } from '@svc/testing';
-import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import { seedMachine, seedProcess, seedQueue, waitFor } from '@svc/testing';
+import { DESKTOP, PHONE, base, memberEmail, page, seriousViolations, shot, signIn, t, tenantId, useConsoleBrowser } from './browser-harness';
 
 /**
  * The console's admin pages (API keys, audit log, schedules, triggers) in a real browser (Debian's
@@ -15,68 +9,8 @@ import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
  */
 jest.setTimeout(120_000);
 
-const ROOT = path.resolve(__dirname, '../../..');
-const SHOTS = path.join(ROOT, 'test-output', 'console');
-const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
-const PASSWORD = 'una-clave-larga-1';
-const DESKTOP = { width: 1280, height: 900 };
-const PHONE = { width: 390, height: 844 };
-
-let t: ApiTestContext;
-let server: http.Server;
-let base: string;
-let browser: Browser;
-let tenantId: string;
-let adminEmail: string;
-let memberEmail: string;
-let page: Page;
-
-beforeAll(async () => {
-  mkdirSync(SHOTS, { recursive: true });
-  t = await createApiTestContext();
-  server = http.createServer(t.app.callback());
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  tenantId = (await seedTenant(t.sql)).id;
-  adminEmail = `admin-${Date.now()}@console-admin.test`;
-  memberEmail = `member-${Date.now()}@console-admin.test`;
-  await createUser(t.sql, tenantId, { email: adminEmail, password: PASSWORD, role: 'admin', name: 'Ana Admin' });
-  await createUser(t.sql, tenantId, { email: memberEmail, password: PASSWORD, role: 'member', name: 'Mario Miembro' });
-  browser = await chromium.launch({ executablePath: process.env.SVC_CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await new Promise((resolve) => server?.close(resolve));
-  await t?.close();
-});
-
-beforeEach(async () => {
-  page = await browser.newPage({ viewport: DESKTOP, locale: 'es-ES', timezoneId: 'Europe/Madrid', permissions: ['clipboard-read', 'clipboard-write'] });
-});
-
-afterEach(async () => {
-  await page.close();
-});
-
-const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+useConsoleBrowser('console-admin.test', { permissions: ['clipboard-read', 'clipboard-write'] });
 const nav = (name: string) => page.getByRole('navigation', { name: 'Navegación principal' }).getByRole('link', { name, exact: true });
-
-async function signIn(email = adminEmail): Promise<void> {
-  await page.goto(`${base}/console/`);
-  await page.getByLabel('Correo electrónico').fill(email);
-  await page.getByLabel('Contraseña').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Entrar' }).click();
-  await page.getByRole('heading', { name: 'Resumen' }).waitFor();
-}
-
-/** axe-core's serious and critical violations on the page as it is now. */
-async function seriousViolations(): Promise<Array<{ id: string; nodes: string[] }>> {
-  await page.addScriptTag({ content: AXE_SOURCE });
-  return (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')) })))`)) as Array<{ id: string; nodes: string[] }>;
-}
 
 /** Creates a key through the page (on the API keys page) and returns the secret it shows once. */
 async function createKeyInPage(name: string, scopeLabel: RegExp): Promise<string> {

@@ -1,11 +1,5 @@
-import { mkdirSync, readFileSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { createUser } from '@svc/core';
-import { seedApiKey, seedQueue, seedTenant, waitFor } from '@svc/testing';
-import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import { seedApiKey, seedQueue, waitFor } from '@svc/testing';
+import { DESKTOP, PASSWORD, PHONE, adminEmail, base, memberEmail, page, seriousViolations, shot, signIn, t, tenantId, useConsoleBrowser, waitForText } from './browser-harness';
 
 /**
  * The console in a real browser (Debian's Chromium through playwright-core) against the real
@@ -15,61 +9,12 @@ import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
  */
 jest.setTimeout(90_000);
 
-const ROOT = path.resolve(__dirname, '../../..');
-const SHOTS = path.join(ROOT, 'test-output', 'console');
-const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
-const PASSWORD = 'una-clave-larga-1';
-const DESKTOP = { width: 1280, height: 900 };
-const PHONE = { width: 390, height: 844 };
-
-let t: ApiTestContext;
-let server: http.Server;
-let base: string;
-let browser: Browser;
-let tenantId: string;
+useConsoleBrowser('console.test');
 let apiKey: string;
-let adminEmail: string;
-let memberEmail: string;
-let page: Page;
 
 beforeAll(async () => {
-  mkdirSync(SHOTS, { recursive: true });
-  t = await createApiTestContext();
-  server = http.createServer(t.app.callback());
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  tenantId = (await seedTenant(t.sql)).id;
-  adminEmail = `admin-${Date.now()}@console.test`;
-  memberEmail = `member-${Date.now()}@console.test`;
-  await createUser(t.sql, tenantId, { email: adminEmail, password: PASSWORD, role: 'admin', name: 'Ana Admin' });
-  await createUser(t.sql, tenantId, { email: memberEmail, password: PASSWORD, role: 'member', name: 'Mario Miembro' });
   apiKey = (await seedApiKey(t.sql, tenantId, { scopes: ['queues:read', 'queues:write'] })).key;
-  browser = await chromium.launch({ executablePath: process.env.SVC_CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
 });
-
-afterAll(async () => {
-  await browser?.close();
-  await new Promise((resolve) => server?.close(resolve));
-  await t?.close();
-});
-
-beforeEach(async () => {
-  page = await browser.newPage({ viewport: DESKTOP, locale: 'es-ES', timezoneId: 'Europe/Madrid' });
-});
-
-afterEach(async () => {
-  await page.close();
-});
-
-const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
-
-async function signIn(email = adminEmail, password = PASSWORD): Promise<void> {
-  await page.goto(`${base}/console/`);
-  await page.getByLabel('Correo electrónico').fill(email);
-  await page.getByLabel('Contraseña').fill(password);
-  await page.getByRole('button', { name: 'Entrar' }).click();
-  await page.getByRole('heading', { name: 'Resumen' }).waitFor();
-}
 
 /** Adds items through the public API, as a producer does. */
 async function addItems(queueName: string, items: Array<Record<string, unknown>>): Promise<void> {
@@ -86,23 +31,6 @@ async function insertItem(queueId: string, status: string, reference: string): P
             ${status === 'dead_letter' ? 3 : 0}, ${status === 'dead_letter' ? 'ERP caído' : null}, now())
     returning id`;
   return row!.id as string;
-}
-
-/** Waits until the text of the first element matching `selector` is `expected` (the page refreshes by itself). */
-async function waitForText(selector: string, expected: string, timeout = 20_000): Promise<void> {
-  await page.waitForFunction(
-    `(() => { const el = document.querySelector(${JSON.stringify(selector)}); return !!el && el.textContent.trim() === ${JSON.stringify(expected)}; })()`,
-    undefined,
-    { timeout },
-  );
-}
-
-/** axe-core's serious and critical violations on the page as it is now. */
-async function seriousViolations(): Promise<Array<{ id: string; nodes: string[] }>> {
-  await page.addScriptTag({ content: AXE_SOURCE });
-  return (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')) })))`)) as Array<{ id: string; nodes: string[] }>;
 }
 
 async function itemRow(id: string) {
