@@ -78,6 +78,8 @@ async function startOnce(cluster, count) {
     ...(cluster ? ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '5000'] : []),
   ], { stdio: 'ignore' }));
   const direct = ports.map((port) => core.createRedis(`redis://127.0.0.1:${port}`, { lazyConnect: true, maxRetriesPerRequest: 1 }));
+  // refused until the server listens: the waits below retry, the event need not be reported
+  for (const d of direct) d.on('error', () => undefined);
   let stopped = false;
   const stop = () => {
     if (stopped) return;

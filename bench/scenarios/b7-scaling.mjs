@@ -115,7 +115,7 @@ function pool(details) {
 async function doorbellMemory(run, redis) {
   return withScenario(run, 'B7_memory', async (s) => {
     const itemCount = Math.max(BULK_SIZE, Math.round((20_000 * run.scale) / BULK_SIZE) * BULK_SIZE);
-    const jobCount = Math.max(100, Math.round(2_000 * run.scale));
+    const jobCount = Math.max(300, Math.round(2_000 * run.scale));
     const tenant = await seedTenant(s.sql);
     // the contract's limits per key and minute: 30 triggers, 20 bulk adds
     const keys = await seedApiKeys(s.sql, tenant.id, Math.ceil(jobCount / 25) + Math.ceil(itemCount / BULK_SIZE));
