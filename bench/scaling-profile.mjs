@@ -50,6 +50,38 @@ function runBench(env, resultFile, logDir) {
   });
 }
 
+/**
+ * Postgres bytes per stored item: `count` items of B5's shape (bench/lib/fixtures.mjs seedItems:
+ * 70 % completed, 20 % new, 10 % dead_letter, a reference each) added to a new queue of a kept B7
+ * database, and the growth of queue_items (heap, TOAST, every index) measured after VACUUM ANALYZE.
+ */
+async function storagePerItem(url, count) {
+  const { seedItems, seedQueue, seedTenant } = await import('./lib/fixtures.mjs');
+  const sql = core.createSql(url, { max: 1 });
+  const sizes = async () => Object.fromEntries((await sql`
+    select c.relname as name, pg_total_relation_size(c.oid)::bigint as total, pg_relation_size(c.oid)::bigint as main
+    from pg_class c where c.relname = 'queue_items'
+       or c.oid in (select indexrelid from pg_index where indrelid = 'queue_items'::regclass)`).map((r) => [r.name, { total: Number(r.total), main: Number(r.main) }]));
+  try {
+    await sql`vacuum analyze queue_items`;
+    const before = await sizes();
+    const tenant = await seedTenant(sql, 'storage');
+    const queue = await seedQueue(sql, tenant.id, 'storage');
+    await seedItems(sql, queue, count);
+    const after = await sizes();
+    const per = (k, f) => (after[k][f] - (before[k]?.[f] ?? 0)) / count;
+    const indexes = Object.keys(after).filter((k) => k !== 'queue_items');
+    return {
+      items: count,
+      totalBytesPerItem: per('queue_items', 'total'),
+      heapBytesPerItem: per('queue_items', 'main'),
+      indexBytesPerItem: Object.fromEntries(indexes.map((k) => [k, per(k, 'main')])),
+    };
+  } finally {
+    await sql.end();
+  }
+}
+
 const fmt = (n, d = 0) => (n === null || n === undefined ? '—' : Number(n).toLocaleString('en', { maximumFractionDigits: d, minimumFractionDigits: d }));
 
 async function main() {
@@ -104,6 +136,7 @@ async function main() {
         },
       };
     }
+    profile.storage = await storagePerItem(pg.url.replace(/\/svc$/, `/${profile.setups.single1.databases[0]}`), Math.max(100_000, Math.round(1_000_000 * scale)));
     profile.memory = b7.details.memory;
     profile.rows = b7.rows;
     mkdirSync(path.dirname(out), { recursive: true });
@@ -120,6 +153,8 @@ async function main() {
     console.log('| # | Statement | calls/item | ms per 1,000 items | share | rows/call |');
     main.postgres.top.forEach((t, i) => console.log(`| ${i + 1} | \`${t.query.replace(/\|/g, '\\|')}\` | ${fmt(t.callsPerItem, 3)} | ${fmt(t.msPer1000Items, 1)} | ${fmt(t.share * 100, 1)} % | ${fmt(t.rowsPerCall, 1)} |`));
     console.log(`\nRedis used_memory: ${fmt(profile.memory.items.bytesPerUnit, 1)} bytes per waiting item (${fmt(profile.memory.items.count)} items), ${fmt(profile.memory.jobs.bytesPerUnit)} bytes per waiting job (${fmt(profile.memory.jobs.count)} jobs)`);
+    const st = profile.storage;
+    console.log(`\nPostgres storage per item (${fmt(st.items)} items of B5's shape): ${fmt(st.totalBytesPerItem)} bytes in all (heap ${fmt(st.heapBytesPerItem)}; ${Object.entries(st.indexBytesPerItem).map(([k, v]) => `${k} ${fmt(v)}`).join(', ')})`);
     console.log(`\nWrote ${path.relative(process.cwd(), out) || out}`);
   } finally {
     await admin.end().catch(() => undefined);

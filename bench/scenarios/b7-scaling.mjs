@@ -12,7 +12,7 @@
 // with.
 import { seedApiKeys, seedMachines, seedProcess, seedQueue, seedTenant, itemPayload } from '../lib/fixtures.mjs';
 import { startPlatform } from '../lib/platform.mjs';
-import { startBenchRedis } from '../lib/redis-servers.mjs';
+import { commandDelta, startBenchRedis } from '../lib/redis-servers.mjs';
 import { sleep, waitUntil } from '../lib/proc.mjs';
 import { checkLoad, load, ratio, round, withScenario } from '../lib/scenario.mjs';
 import { b3Once } from './b3-end-to-end.mjs';
@@ -62,6 +62,10 @@ export async function b7(run) {
       {
         figure: 'Redis commands per completed item: 2 dispatchers (baseline column: 1 dispatcher)',
         unit: 'commands', platform: round(two.commandsPerItem, 2), baseline: round(one.commandsPerItem, 2), ratio: ratio(two.commandsPerItem, one.commandsPerItem), target: null,
+      },
+      {
+        figure: 'Redis commands per second, idle platform (API and 1 dispatcher, single Redis)',
+        unit: 'commands/s', platform: round(memory.idleCommandsPerSec, 1), baseline: null, ratio: null, target: null,
       },
       {
         figure: `Redis used_memory per waiting item, bytes (${memory.items.count.toLocaleString('en')} items, consumer's machines offline)`,
@@ -133,6 +137,11 @@ async function doorbellMemory(run, redis) {
     const payloads = Array.from({ length: BULK_SIZE }, (_, i) => itemPayload(i));
     const itemsPath = `/api/v1/queues/by-name/${queue.name}/items`;
     const before = await settled();
+    // what an idle platform (API, one dispatcher, no agents) sends: its timers, not its work
+    const idleSec = run.tiny ? 2 : 10;
+    const idle0 = await redis.commandStats();
+    await sleep(idleSec * 1000);
+    const idle = commandDelta(idle0, await redis.commandStats());
     const added = await load(run, 'b7-memory-items', { url: platform.baseUrl, method: 'POST', paths: [`${itemsPath}/bulk`], body: { items: payloads }, keys, connections: 2, amount: itemCount / BULK_SIZE });
     checkLoad('B7 memory, items', added);
     const afterItems = await settled();
@@ -144,6 +153,8 @@ async function doorbellMemory(run, redis) {
     const afterJobs = await settled();
     const [{ n: waitingJobs }] = await s.sql`select count(*)::int as n from jobs where process_id = ${jobProcess.id} and status = 'pending'`;
     return {
+      idleCommandsPerSec: idle.total / idleSec,
+      idleCommandsPerSecBy: Object.fromEntries(Object.entries(idle.by).map(([k, v]) => [k, round(v / idleSec, 1)])),
       baselineBytes: before,
       items: { count: waitingItems, deltaBytes: afterItems - before, bytesPerUnit: waitingItems ? (afterItems - before) / waitingItems : null },
       jobs: { count: waitingJobs, deltaBytes: afterJobs - afterItems, bytesPerUnit: waitingJobs ? (afterJobs - afterItems) / waitingJobs : null },
