@@ -108,7 +108,7 @@ async function main() {
       const completed = runs.reduce((a, r) => a + r.completed, 0);
       const dbs = runs.map((r) => r.database);
       const rows = await admin`
-        select s.queryid, min(s.query) as query, sum(s.calls)::bigint as calls, sum(s.total_exec_time) as ms, sum(s.rows)::bigint as rows
+        select s.queryid, min(s.query) as query, sum(s.calls)::bigint as calls, sum(s.total_exec_time) as ms, sum(s.rows)::bigint as rows, sum(s.wal_bytes)::bigint as wal
         from pg_stat_statements s join pg_database d on d.oid = s.dbid
         where d.datname = any(${dbs})
         group by s.queryid order by 4 desc`;
@@ -124,6 +124,7 @@ async function main() {
         postgres: {
           execMsPer1000Items: (totalMs * 1000) / completed,
           statementsPerItem: platform.reduce((a, r) => a + Number(r.calls), 0) / completed,
+          walBytesPerItem: platform.reduce((a, r) => a + Number(r.wal), 0) / completed,
           top: platform.slice(0, 15).map((r) => ({
             query: r.query.replace(/\s+/g, ' ').slice(0, 160),
             calls: Number(r.calls),
@@ -131,6 +132,7 @@ async function main() {
             msPer1000Items: (r.ms * 1000) / completed,
             share: totalMs ? r.ms / totalMs : null,
             rowsPerCall: Number(r.calls) ? Number(r.rows) / Number(r.calls) : null,
+            walBytesPerItem: Number(r.wal) / completed,
           })),
           benchOwnMs: rows.filter((r) => BENCH_OWN.some((re) => re.test(r.query))).reduce((a, r) => a + r.ms, 0),
         },
@@ -145,13 +147,14 @@ async function main() {
     const main = profile.setups.single1;
     console.log(`\nScaling profile (scale ${scale}; ${results.host.cores} cores, ${results.host.cpu}); B3 set-up: single Redis, 1 dispatcher, ${fmt(main.completed)} items, ${fmt(main.itemsPerSec)} items/s\n`);
     console.log('CPU ms per 1,000 completed items, by process:');
-    console.log(`| Set-up | ${Object.keys(main.cpuMsPer1000Items).join(' | ')} | Postgres exec ms (pg_stat_statements) | statements/item | Redis commands/item |`);
+    console.log(`| Set-up | ${Object.keys(main.cpuMsPer1000Items).join(' | ')} | Postgres exec ms (pg_stat_statements) | statements/item | WAL bytes/item | Redis commands/item |`);
     for (const [key, s] of Object.entries(profile.setups)) {
-      console.log(`| ${key} | ${Object.keys(main.cpuMsPer1000Items).map((k) => fmt(s.cpuMsPer1000Items[k])).join(' | ')}${s.cpuMsPer1000Items['dispatcher-2'] !== undefined ? ` (+ dispatcher-2 ${fmt(s.cpuMsPer1000Items['dispatcher-2'])})` : ''} | ${fmt(s.postgres.execMsPer1000Items)} | ${fmt(s.postgres.statementsPerItem, 2)} | ${fmt(s.redisCommandsPerItem, 3)} |`);
+      console.log(`| ${key} | ${Object.keys(main.cpuMsPer1000Items).map((k) => fmt(s.cpuMsPer1000Items[k])).join(' | ')}${s.cpuMsPer1000Items['dispatcher-2'] !== undefined ? ` (+ dispatcher-2 ${fmt(s.cpuMsPer1000Items['dispatcher-2'])})` : ''} | ${fmt(s.postgres.execMsPer1000Items)} | ${fmt(s.postgres.statementsPerItem, 2)} | ${fmt(s.postgres.walBytesPerItem)} | ${fmt(s.redisCommandsPerItem, 3)} |`);
     }
     console.log('\nPostgres statements by total execution time (B3 set-up), per 1,000 completed items:');
     console.log('| # | Statement | calls/item | ms per 1,000 items | share | rows/call |');
     main.postgres.top.forEach((t, i) => console.log(`| ${i + 1} | \`${t.query.replace(/\|/g, '\\|')}\` | ${fmt(t.callsPerItem, 3)} | ${fmt(t.msPer1000Items, 1)} | ${fmt(t.share * 100, 1)} % | ${fmt(t.rowsPerCall, 1)} |`));
+    console.log(`\nRedis commands per second, idle platform (API, 1 dispatcher): ${fmt(profile.memory.idleCommandsPerSec, 1)}`);
     console.log(`\nRedis used_memory: ${fmt(profile.memory.items.bytesPerUnit, 1)} bytes per waiting item (${fmt(profile.memory.items.count)} items), ${fmt(profile.memory.jobs.bytesPerUnit)} bytes per waiting job (${fmt(profile.memory.jobs.count)} jobs)`);
     const st = profile.storage;
     console.log(`\nPostgres storage per item (${fmt(st.items)} items of B5's shape): ${fmt(st.totalBytesPerItem)} bytes in all (heap ${fmt(st.heapBytesPerItem)}; ${Object.entries(st.indexBytesPerItem).map(([k, v]) => `${k} ${fmt(v)}`).join(', ')})`);
