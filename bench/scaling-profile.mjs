@@ -92,6 +92,16 @@ async function main() {
   const pg = await startLocalPostgres(path.join(tmp, 'pg'), port, {
     settings: { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'top', 'pg_stat_statements.max': 10000 },
   });
+  // Ctrl-C reaches the bench too (same process group), which cleans up after itself
+  const onSignal = () => {
+    try {
+      pg.stop();
+    } catch {}
+    rmSync(tmp, { recursive: true, force: true });
+    process.exit(130);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   const admin = core.createSql(pg.url.replace(/\/svc$/, '/postgres'), { max: 1 });
   try {
     await admin.unsafe('create extension if not exists pg_stat_statements');

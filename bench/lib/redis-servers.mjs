@@ -84,10 +84,13 @@ async function startOnce(cluster, count) {
   const stop = () => {
     if (stopped) return;
     stopped = true;
+    process.removeListener('exit', stop);
     for (const d of direct) d.disconnect();
     for (const p of procs) p.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   };
+  // an interrupted bench leaves by process.exit (scripts/bench.mjs): the servers go with it
+  process.once('exit', stop);
   try {
     const exited = new Promise((_, reject) => {
       for (const p of procs) p.once('exit', (code) => { if (!stopped) reject(new Error(`a private redis-server exited (${code}): its port was taken?`)); });
