@@ -5,6 +5,8 @@
 //
 //   npm run bench                          all scenarios, full size
 //   npm run bench -- --only B1,B5          some scenarios (B6 comes from B1 and B3)
+//   npm run bench -- --only B7 --scale 0.1 B3 on 1 vs 2 dispatchers and on a single Redis vs a local
+//                                         3-primary Redis Cluster (docs/scaling.md)
 //   npm run bench -- --scale 0.1           every size and duration × 0.1
 //   npm run bench -- --profile api,dispatcher   --cpu-prof those processes (files in the log folder)
 //   --node-args '--trace-gc'               node flags for the platform's processes (investigations)
@@ -20,7 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ensureInstalledAndBuilt, ensureServices, hostInfo, ROOT, SetupError } from './services.mjs';
 
-const SCENARIOS = ['B1', 'B2', 'B3', 'B4', 'B5'];
+const SCENARIOS = ['B1', 'B2', 'B3', 'B4', 'B5', 'B7'];
 
 function parseArgs(argv) {
   const o = { prefetch: 0, vacuumMs: 0, nodeArgs: [], only: null, scale: 1, out: null, markdown: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
@@ -75,6 +77,17 @@ async function serverVersions(core, dbUrl, databaseUrl, redisUrl) {
   }
 }
 
+/** The databases of this run's scenarios (the template is dropped on its own). */
+async function benchDatabases(core, dbUrl, databaseUrl, dbName) {
+  const sql = core.createSql(dbUrl(databaseUrl, 'postgres'), { max: 1 });
+  try {
+    const like = `${dbName.replace(/_/g, '\\_')}\\_%`;
+    return (await sql`select datname from pg_database where datname like ${like} and datname <> ${`${dbName}_tpl`}`).map((r) => r.datname);
+  } finally {
+    await sql.end();
+  }
+}
+
 /** Accepts OTLP/HTTP exports and drops them: the cost measured is the platform's, not a collector's. */
 async function startOtlpSink() {
   const http = await import('node:http');
@@ -101,6 +114,7 @@ async function main() {
     B3: (await import('../bench/scenarios/b3-end-to-end.mjs')).b3,
     B4: (await import('../bench/scenarios/b4-latency.mjs')).b4,
     B5: (await import('../bench/scenarios/b5-list.mjs')).b5,
+    B7: (await import('../bench/scenarios/b7-scaling.mjs')).b7,
   };
 
   // the platform's processes inherit this environment: with it set they trace, and pay the export
@@ -138,7 +152,8 @@ async function main() {
     cleaned = true;
     killAll();
     if (!run.keep) {
-      for (const id of [...SCENARIOS, 'B3P']) await dropBenchDatabase(databaseUrl, `${dbName}_${id.toLowerCase()}`).catch(() => undefined);
+      // every scenario's database is named `<dbName>_<id>` (B3 and B7 make several)
+      for (const name of await benchDatabases(core, dbUrl, databaseUrl, dbName).catch(() => [])) await dropBenchDatabase(databaseUrl, name).catch(() => undefined);
       await dropBenchDatabase(databaseUrl, run.templateDb).catch(() => undefined);
       await clearRedisPrefix(redisUrl, run.redisPrefix).catch(() => undefined);
     }

@@ -62,7 +62,8 @@ async function waitFor(host, port, what, ms = 15000) {
   throw new SetupError(`${what} did not start on ${host}:${port} within ${ms / 1000} s.`);
 }
 
-export async function startLocalPostgres(dataRoot, port = LOCAL_PG_PORT) {
+/** `settings`: extra server settings (`-c name=value`), e.g. bench/scaling-profile.mjs's pg_stat_statements. */
+export async function startLocalPostgres(dataRoot, port = LOCAL_PG_PORT, { settings = {} } = {}) {
   const dirs = pgBinDirs();
   const initdb = which('initdb', dirs);
   const pgCtl = which('pg_ctl', dirs);
@@ -81,7 +82,8 @@ export async function startLocalPostgres(dataRoot, port = LOCAL_PG_PORT) {
   if (!(await canConnect('127.0.0.1', port, 300))) {
     const socketDir = isRoot() ? '/tmp' : dataDir;
     runPg(pgCtl, ['-D', dataDir, '-l', path.join(dataDir, 'server.log'), '-w', '-o',
-      `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${socketDir} -c max_connections=300 -c fsync=off`, 'start']);
+      `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${socketDir} -c max_connections=300 -c fsync=off` +
+        Object.entries(settings).map(([k, v]) => ` -c ${k}=${v}`).join(''), 'start']);
     await waitFor('127.0.0.1', port, 'Postgres');
   }
   return { url: `postgres://postgres@127.0.0.1:${port}/svc`, stop: () => runPg(pgCtl, ['-D', dataDir, '-m', 'fast', 'stop']) };

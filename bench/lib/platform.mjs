@@ -11,12 +11,16 @@ import { benchRedis } from './services.mjs';
  * Starts what `parts` names ('api', 'dispatcher', 'agents') against the scenario's database and
  * Redis prefix. `agents`: {machines: [{machineKey}], config: {...agent-sim config file}}.
  * `profile`: names of parts to run with --cpu-prof (profiles land in `<logDir>/profiles`).
+ * `dispatchers`: how many dispatcher processes (`dispatcher`, `dispatcher-2`, …: replicas, as
+ * docs/decisions/replicas.md runs them). `redis`: a private Redis of B7 (bench/lib/redis-servers.mjs)
+ * instead of the run's.
  */
-export async function startPlatform(run, { databaseUrl, redisPrefix, parts, agents, profile = [], env: extraEnv = {} }) {
+export async function startPlatform(run, { databaseUrl, redisPrefix, parts, agents, profile = [], env: extraEnv = {}, dispatchers = 1, redis = null }) {
   const env = {
     ...process.env,
     DATABASE_URL: databaseUrl,
     REDIS_URL: run.redisUrl,
+    ...(redis ? redis.env : {}),
     REDIS_PREFIX: redisPrefix,
     ASSET_ENCRYPTION_KEY: run.encryptionKey,
     LOG_LEVEL: run.logLevel,
@@ -39,8 +43,9 @@ export async function startPlatform(run, { databaseUrl, redisPrefix, parts, agen
       return out;
     },
     async stop() {
-      // agents first (they hold work), then the dispatcher, then the API
-      for (const name of ['agents', 'dispatcher', 'api']) if (procs[name]) await stop(procs[name]);
+      // agents first (they hold work), then the dispatchers, then the API
+      const order = ['agents', ...Object.keys(procs).filter((n) => n.startsWith('dispatcher')), 'api'];
+      for (const name of order) if (procs[name]) await stop(procs[name]);
     },
   };
   try {
@@ -59,12 +64,27 @@ export async function startPlatform(run, { databaseUrl, redisPrefix, parts, agen
     if (parts.includes('dispatcher')) {
       procs.dispatcher = startNode('dispatcher', path.join(run.root, APPS.dispatcher.script), [], { env, logDir: run.logDir, nodeArgs: nodeArgs('dispatcher', APPS.dispatcher) });
       // started: it writes the dispatch epoch once its schedulers are in place (whatever the log level)
-      const redis = benchRedis(run.redisUrl);
+      const client = benchRedis(redis?.target ?? run.redisUrl);
       try {
-        const epochKeys = await core.epochKeys(redis, core.redisKeys(redisPrefix).dispatchEpoch);
-        await waitUntil('the dispatcher to start', async () => (await Promise.all(epochKeys.map((k) => redis.exists(k)))).every((n) => n === 1), { procs: [procs.dispatcher], timeoutMs: 30_000, everyMs: 100 });
+        const epochKeys = await core.epochKeys(client, core.redisKeys(redisPrefix).dispatchEpoch);
+        await waitUntil('the dispatcher to start', async () => (await Promise.all(epochKeys.map((k) => client.exists(k)))).every((n) => n === 1), { procs: [procs.dispatcher], timeoutMs: 30_000, everyMs: 100 });
       } finally {
-        redis.disconnect();
+        client.disconnect();
+      }
+      // the markers are written already: a further replica is started once its metrics answer
+      // (served from its first moments, packages/core/src/metrics/)
+      for (let i = 2; i <= dispatchers; i++) {
+        const metricsPort = await freePort();
+        const name = `dispatcher-${i}`;
+        procs[name] = startNode(name, path.join(run.root, APPS.dispatcher.script), [], { env: { ...env, METRICS_PORT: String(metricsPort) }, logDir: run.logDir, nodeArgs: nodeArgs('dispatcher', APPS.dispatcher) });
+        await waitUntil(`${name} to start`, async () => {
+          try {
+            await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+            return true;
+          } catch {
+            return false;
+          }
+        }, { procs: [procs[name]], timeoutMs: 30_000, everyMs: 100 });
       }
     }
     if (parts.includes('agents')) {
@@ -96,7 +116,9 @@ export function platformCpuMeter(sql, platform, redisPid) {
   const groups = {};
   for (const [name, p] of Object.entries(platform.procs)) groups[name] = () => [p.pid];
   groups.postgres = async () => (await sql`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`).map((r) => r.pid);
-  if (redisPid) groups.redis = () => [redisPid];
+  // several pids: the primaries of a Redis Cluster
+  const redisPids = [redisPid].flat().filter(Boolean);
+  if (redisPids.length) groups.redis = () => redisPids;
   return cpuMeter(groups);
 }
 

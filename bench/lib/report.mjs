@@ -32,7 +32,7 @@ export function b6Rows(scenarios) {
 
 function targetText(t, unit) {
   if (!t) return '';
-  if ('minRatio' in t) return `≥ ${t.minRatio} × raw`;
+  if ('minRatio' in t) return `≥ ${t.minRatio} × ${t.of ?? 'raw'}`;
   return `≤ ${t.max} ${unit}`;
 }
 

@@ -5,7 +5,11 @@ import { core } from './core.mjs';
 import { createBenchDatabase, dropBenchDatabase, clearRedisPrefix } from './services.mjs';
 import { runJson } from './proc.mjs';
 
-export async function withScenario(run, id, fn) {
+/**
+ * `redis`: a private Redis of B7 (bench/lib/redis-servers.mjs) instead of the run's; its keys are
+ * cleared the same way at the end.
+ */
+export async function withScenario(run, id, fn, { redis = null } = {}) {
   const lower = id.toLowerCase();
   const dbName = `${run.dbName}_${lower}`;
   const databaseUrl = await createBenchDatabase(run.baseDbUrl, dbName, { template: run.templateDb });
@@ -16,6 +20,7 @@ export async function withScenario(run, id, fn) {
     id,
     databaseUrl,
     redisPrefix,
+    redis,
     sql,
     /** Remembers a started platform so it is stopped even when the scenario throws. */
     track(p) {
@@ -30,7 +35,7 @@ export async function withScenario(run, id, fn) {
     await sql.end({ timeout: 5 }).catch(() => undefined);
     if (!run.keep) {
       await dropBenchDatabase(run.baseDbUrl, dbName).catch((err) => run.log(`could not drop ${dbName}: ${err.message}`));
-      await clearRedisPrefix(run.redisUrl, redisPrefix).catch(() => undefined);
+      await clearRedisPrefix(redis?.target ?? run.redisUrl, redisPrefix).catch(() => undefined);
     }
   }
 }

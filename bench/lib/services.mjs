@@ -44,9 +44,11 @@ export async function dropBenchDatabase(baseUrl, name) {
 
 /**
  * A client of the Redis the platform uses: the Redis Cluster of REDIS_CLUSTER_NODES when set
- * (as every process reads it, packages/core/src/config.ts), else `redisUrl`.
+ * (as every process reads it, packages/core/src/config.ts), else `redisUrl`; a target object
+ * (a private server of B7, bench/lib/redis-servers.mjs) is used as it is.
  */
 export function benchRedis(redisUrl) {
+  if (typeof redisUrl === 'object') return core.createRedis(redisUrl);
   return core.createRedis(process.env.REDIS_CLUSTER_NODES ? core.parseRedisTarget(process.env) : redisUrl);
 }
 

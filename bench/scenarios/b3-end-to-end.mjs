@@ -14,6 +14,7 @@ import { startWebhookReceiver } from '../lib/webhook-receiver.mjs';
 import { sleep, startNode, stop, waitUntil } from '../lib/proc.mjs';
 import { checkLoad, cpuPer, load, ratio, raw, round, withScenario } from '../lib/scenario.mjs';
 import { BULK_SIZE } from './b2-bulk.mjs';
+import { commandDelta } from '../lib/redis-servers.mjs';
 
 const MACHINES = 4;
 
@@ -47,7 +48,14 @@ export async function b3(run) {
   return shipped;
 }
 
-async function b3Once(run, id, prefetch, { webhook = false } = {}) {
+/**
+ * One end-to-end run in a database of its own. B7 (bench/scenarios/b7-scaling.mjs) runs it
+ * without the raw baseline (`raw: false`), with `dispatchers` dispatcher processes and on a
+ * private Redis (`redis`, bench/lib/redis-servers.mjs): then the details also carry the Redis
+ * commands sent (INFO commandstats, summed over every primary) and used_memory, read around the
+ * same measured phase as the CPU.
+ */
+export async function b3Once(run, id, prefetch, { webhook = false, raw: withRaw = true, dispatchers = 1, redis = null } = {}) {
   return withScenario(run, id, async (s) => {
     const total = Math.max(BULK_SIZE, Math.round((100_000 * run.scale) / BULK_SIZE) * BULK_SIZE);
     const timeoutMs = Math.max(120_000, Math.min(900_000, total * 10));
@@ -56,8 +64,8 @@ async function b3Once(run, id, prefetch, { webhook = false } = {}) {
     // the baseline: raw BullMQ
     const rawPrefix = `${s.redisPrefix}:raw`;
     const workers = [];
-    let baseline;
-    try {
+    let baseline = null;
+    if (withRaw) try {
       for (let i = 0; i < MACHINES; i++) {
         workers.push(startNode(`${id.toLowerCase()}-raw-worker-${i + 1}`, path.join(run.root, 'bench', 'raw', 'bullmq-worker.mjs'), [], {
           env: { ...process.env, REDIS_URL: run.redisUrl, BENCH_QUEUE: '{items}', BENCH_PREFIX: rawPrefix },
@@ -89,6 +97,8 @@ async function b3Once(run, id, prefetch, { webhook = false } = {}) {
     const platform = s.track(await startPlatform(run, {
       databaseUrl: s.databaseUrl,
       redisPrefix: s.redisPrefix,
+      dispatchers,
+      redis,
       parts: ['api', 'dispatcher', 'agents'],
       profile: run.profile,
       env: receiver ? { WEBHOOK_ALLOW_INSECURE: 'true', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } : {},
@@ -103,7 +113,8 @@ async function b3Once(run, id, prefetch, { webhook = false } = {}) {
     const itemsPath = `/api/v1/queues/by-name/${queue.name}/items`;
     // fills the API key cache before the clock starts
     if (!run.tiny) await load(run, `${id.toLowerCase()}-warm-api`, { url: platform.baseUrl, method: 'GET', paths: [`${itemsPath}?limit=1`], keys, connections: MACHINES, amount: keys.length });
-    const meter = platformCpuMeter(s.sql, platform, run.redisPid);
+    const meter = platformCpuMeter(s.sql, platform, redis ? redis.pids : run.redisPid);
+    const redisBefore = redis ? { commands: await redis.commandStats(), memory: await redis.usedMemory() } : null;
     await meter.start();
     // --vacuum-ms N (investigations only): what autovacuum with tight per-table thresholds would
     // do on a server where it runs; the CI server of this project runs with autovacuum = off
@@ -139,6 +150,7 @@ async function b3Once(run, id, prefetch, { webhook = false } = {}) {
     if (!added) added = await adding;
     checkLoad('B3 API', added);
     const cpu = cpuPer({ ...(await meter.stop()), load: added.cpuMs }, counts.completed ?? 0);
+    const redisAfter = redis ? { commands: await redis.commandStats(), memory: await redis.usedMemory() } : null;
     const rss = platform.peakRss();
     const [{ last }] = await s.sql`select max(processed_at) as last from queue_items where queue_id = ${queue.id} and status = 'completed'`;
     const completed = counts.completed ?? 0;
@@ -156,14 +168,22 @@ async function b3Once(run, id, prefetch, { webhook = false } = {}) {
       title: `end to end: ${total.toLocaleString('en')} items in bulk, ${MACHINES} machines doing no work`,
       prefetch: prefetch ?? 'auto',
       rows: [
-        { figure: 'completed items/s', unit: 'items/s', platform: round(itemsPerSec, 0), baseline: round(baseline.itemsPerSec, 0), ratio: ratio(itemsPerSec, baseline.itemsPerSec), target: { minRatio: 0.25 } },
+        { figure: 'completed items/s', unit: 'items/s', platform: round(itemsPerSec, 0), baseline: round(baseline?.itemsPerSec, 0), ratio: ratio(itemsPerSec, baseline?.itemsPerSec), target: { minRatio: 0.25 } },
       ],
       rss: { api: rss.api, dispatcher: rss.dispatcher, agents: rss.agents },
-      complete: completed === total && baseline.complete,
+      complete: completed === total && (baseline?.complete ?? true),
       details: {
-        total, completed, counts, elapsedSec, cpu, vacuums, addSec: (added.finishedAt - added.startedAt) / 1000, keys: keys.length, baseline,
+        total, completed, counts, elapsedSec, itemsPerSec, cpu, vacuums, addSec: (added.finishedAt - added.startedAt) / 1000, keys: keys.length, baseline,
+        database: s.databaseUrl.slice(s.databaseUrl.lastIndexOf('/') + 1), dispatchers,
+        ...(redis ? {
+          redis: {
+            kind: redis.kind,
+            commands: commandDelta(redisBefore.commands, redisAfter.commands),
+            usedMemoryDeltaBytes: redisAfter.memory - redisBefore.memory,
+          },
+        } : {}),
         ...(receiver ? { webhook: receiver.summary('item.completed') } : {}),
       },
     };
-  });
+  }, { redis });
 }

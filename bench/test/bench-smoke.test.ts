@@ -166,6 +166,34 @@ describe('npm run bench at a tiny scale', () => {
     for (const v of Object.values<any>(s.details!.variants)) expect(v.metaTotal).toBe(v.expectedTotal);
   });
 
+  it('B7 runs B3 on one and two dispatchers and on a single Redis and a 3-primary Redis Cluster, every item completed', () => {
+    const s = scenario('B7');
+    expect(s.complete).toBe(true);
+    const [cluster, twoDispatchers, clusterCommands, twoCommands, idleCommands, itemMemory, jobMemory] = s.rows;
+    for (const r of [cluster, twoDispatchers, clusterCommands, twoCommands]) {
+      expect(r!.platform).toBeGreaterThan(0);
+      expect(r!.baseline).toBeGreaterThan(0);
+      expect(r!.ratio).toBeGreaterThan(0);
+    }
+    expect(cluster!.figure).toMatch(/Redis Cluster of 3 primaries/);
+    expect(twoDispatchers!.figure).toMatch(/2 dispatcher processes/);
+    // each set-up ran on the Redis it names, and that Redis counted the platform's commands
+    const runs = s.details!.runs as Record<string, Array<{ completed: number; total: number; dispatchers: number; redis: { kind: string; commands: { total: number } } }>>;
+    expect(runs.cluster1![0]!.redis.kind).toBe('Redis Cluster, 3 primaries');
+    expect(runs.single1![0]!.redis.kind).toBe('single Redis');
+    expect(runs.single2![0]!.dispatchers).toBe(2);
+    for (const r of Object.values(runs).flat()) {
+      expect(r.completed).toBe(r.total);
+      expect(r.redis.commands.total).toBeGreaterThan(0);
+    }
+    // an idle dispatcher still polls its BullMQ queue and renews its epoch marker
+    expect(idleCommands!.platform).toBeGreaterThan(0);
+    // a job waiting on an offline machine holds its BullMQ entry in Redis
+    expect(s.details!.memory.jobs.count).toBeGreaterThan(0);
+    expect(jobMemory!.platform).toBeGreaterThan(0);
+    expect(itemMemory!.figure).toMatch(/per waiting item/);
+  });
+
   it('B6 reports the peak memory of the API and the dispatcher during B1 and B3', () => {
     const s = scenario('B6');
     expect(s.rows.map((r) => r.figure)).toEqual([
