@@ -10,7 +10,8 @@ import {
  * Queue consumers end to end: items added through the API, consumer jobs started by a real
  * dispatcher on machines run by real agent-sim processes.
  */
-jest.setTimeout(60_000);
+// waits are liveness bounds for a loaded host; an offline verdict alone takes 10 s (FAST_ENGINE_ENV)
+jest.setTimeout(180_000);
 /** the suite's own children are the engine (its dispatcher); each test's agents are `children` */
 const suite = apiSuite({ dispatcher: true });
 let ctx: ApiTestContext;
@@ -41,7 +42,7 @@ function allFinal(queueId: string, total: number, finals = ['completed', 'dead_l
     const counts = await itemStatusCounts(ctx.sql, queueId);
     const done = finals.reduce((n, s) => n + (counts[s] ?? 0), 0);
     return done === total ? counts : null;
-  }, 25_000);
+  }, 60_000);
 }
 
 async function consumerQueue(fields: Record<string, unknown> = {}) {
@@ -311,7 +312,7 @@ describe('a queue with a consumer process', () => {
     const ended = await waitFor('it ended when the machine went offline', async () => {
       const [r] = await ctx.sql`select * from jobs where id = ${pending.id}`;
       return r!.status === 'stopped' ? r : null;
-    }, 10_000);
+    }, 60_000);
     expect(ended.error_message).toMatch(/silent quedó fuera de línea antes de iniciar/);
     expect(ended.started_at).toBeNull();
     const live = await ws.machine({ slots: 1 });
