@@ -282,7 +282,8 @@ describe('a queue with a consumer process', () => {
     const m = await ws.machine({ slots: 1 });
     const { proc, queue } = await consumerQueue();
     children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '30ms', '--duration', '100ms']);
-    await addBulk(queue.name, Array.from({ length: 100 }, (_, i) => ({ n: i })));
+    // 400 items of 30 ms: a backlog of 12 s, still there after the yield however slow the host
+    await addBulk(queue.name, Array.from({ length: 400 }, (_, i) => ({ n: i })));
     await waitFor('the consumer running', async () => ((await itemStatusCounts(ctx.sql, queue.id)).completed ?? 0) > 0);
     const other = await ws.process();
     const res = await ctx.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key).send({ process_id: other.id, machine_id: m.row.id });
@@ -290,13 +291,13 @@ describe('a queue with a consumer process', () => {
     const job = await waitFor('the waiting job completed', async () => {
       const [r] = await ctx.sql`select * from jobs where id = ${res.body.data.id}`;
       return r!.status === 'completed' ? r : null;
-    }, 15_000);
+    }, 60_000);
     const before = await itemStatusCounts(ctx.sql, queue.id);
     expect(before.new ?? 0).toBeGreaterThan(0);
     const [yielded] = await ctx.sql`select output_data from jobs where queue_id = ${queue.id} and process_id = ${proc.id} and status = 'completed' order by finished_at limit 1`;
     expect(yielded!.output_data).toMatchObject({ yielded: true });
     expect(job.finished_at).toBeInstanceOf(Date);
-    await allFinal(queue.id, 100, ['completed']);
+    await allFinal(queue.id, 400, ['completed']);
   });
 
   it('stops a consumer job still pending on a machine that went offline, and another machine takes the queue', async () => {
