@@ -252,7 +252,8 @@ describe('a queue with a consumer process', () => {
     const { queue } = await consumerQueue();
     const journal = tempFile('journal.jsonl');
     children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '400ms', '--prefetch', '3', '--journal', journal]);
-    await addBulk(queue.name, Array.from({ length: 8 }, (_, i) => ({ n: i })));
+    // 30 items of 400 ms: 12 s of work, so the stop lands mid-queue however slow the host
+    await addBulk(queue.name, Array.from({ length: 30 }, (_, i) => ({ n: i })));
     const job = await waitFor('the consumer running an item', async () => {
       const [r] = await ctx.sql`select j.id from jobs j join queue_items i on i.job_id = j.id and i.status = 'in_progress'
                                 where j.queue_id = ${queue.id} and j.status = 'running' limit 1`;
@@ -274,7 +275,7 @@ describe('a queue with a consumer process', () => {
     expect(ended).toEqual(started);
     const counts = await itemStatusCounts(ctx.sql, queue.id);
     expect(counts.completed).toBe(started.length);
-    expect(counts.new).toBe(8 - started.length);
+    expect(counts.new).toBe(30 - started.length);
     expect(stopped.output_data).toMatchObject({ items_completed: started.length });
   });
 
