@@ -10,7 +10,8 @@ import {
  * Queue consumers end to end: items added through the API, consumer jobs started by a real
  * dispatcher on machines run by real agent-sim processes.
  */
-jest.setTimeout(60_000);
+// waits are liveness bounds for a loaded host; an offline verdict alone takes 10 s (FAST_ENGINE_ENV)
+jest.setTimeout(180_000);
 /** the suite's own children are the engine (its dispatcher); each test's agents are `children` */
 const suite = apiSuite({ dispatcher: true });
 let ctx: ApiTestContext;
@@ -41,7 +42,7 @@ function allFinal(queueId: string, total: number, finals = ['completed', 'dead_l
     const counts = await itemStatusCounts(ctx.sql, queueId);
     const done = finals.reduce((n, s) => n + (counts[s] ?? 0), 0);
     return done === total ? counts : null;
-  }, 25_000);
+  }, 60_000);
 }
 
 async function consumerQueue(fields: Record<string, unknown> = {}) {
@@ -251,7 +252,8 @@ describe('a queue with a consumer process', () => {
     const { queue } = await consumerQueue();
     const journal = tempFile('journal.jsonl');
     children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '400ms', '--prefetch', '3', '--journal', journal]);
-    await addBulk(queue.name, Array.from({ length: 8 }, (_, i) => ({ n: i })));
+    // 30 items of 400 ms: 12 s of work, so the stop lands mid-queue however slow the host
+    await addBulk(queue.name, Array.from({ length: 30 }, (_, i) => ({ n: i })));
     const job = await waitFor('the consumer running an item', async () => {
       const [r] = await ctx.sql`select j.id from jobs j join queue_items i on i.job_id = j.id and i.status = 'in_progress'
                                 where j.queue_id = ${queue.id} and j.status = 'running' limit 1`;
@@ -273,7 +275,7 @@ describe('a queue with a consumer process', () => {
     expect(ended).toEqual(started);
     const counts = await itemStatusCounts(ctx.sql, queue.id);
     expect(counts.completed).toBe(started.length);
-    expect(counts.new).toBe(8 - started.length);
+    expect(counts.new).toBe(30 - started.length);
     expect(stopped.output_data).toMatchObject({ items_completed: started.length });
   });
 
@@ -281,7 +283,8 @@ describe('a queue with a consumer process', () => {
     const m = await ws.machine({ slots: 1 });
     const { proc, queue } = await consumerQueue();
     children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '30ms', '--duration', '100ms']);
-    await addBulk(queue.name, Array.from({ length: 100 }, (_, i) => ({ n: i })));
+    // 400 items of 30 ms: a backlog of 12 s, still there after the yield however slow the host
+    await addBulk(queue.name, Array.from({ length: 400 }, (_, i) => ({ n: i })));
     await waitFor('the consumer running', async () => ((await itemStatusCounts(ctx.sql, queue.id)).completed ?? 0) > 0);
     const other = await ws.process();
     const res = await ctx.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key).send({ process_id: other.id, machine_id: m.row.id });
@@ -289,13 +292,13 @@ describe('a queue with a consumer process', () => {
     const job = await waitFor('the waiting job completed', async () => {
       const [r] = await ctx.sql`select * from jobs where id = ${res.body.data.id}`;
       return r!.status === 'completed' ? r : null;
-    }, 15_000);
+    }, 60_000);
     const before = await itemStatusCounts(ctx.sql, queue.id);
     expect(before.new ?? 0).toBeGreaterThan(0);
     const [yielded] = await ctx.sql`select output_data from jobs where queue_id = ${queue.id} and process_id = ${proc.id} and status = 'completed' order by finished_at limit 1`;
     expect(yielded!.output_data).toMatchObject({ yielded: true });
     expect(job.finished_at).toBeInstanceOf(Date);
-    await allFinal(queue.id, 100, ['completed']);
+    await allFinal(queue.id, 400, ['completed']);
   });
 
   it('stops a consumer job still pending on a machine that went offline, and another machine takes the queue', async () => {
@@ -311,7 +314,7 @@ describe('a queue with a consumer process', () => {
     const ended = await waitFor('it ended when the machine went offline', async () => {
       const [r] = await ctx.sql`select * from jobs where id = ${pending.id}`;
       return r!.status === 'stopped' ? r : null;
-    }, 10_000);
+    }, 60_000);
     expect(ended.error_message).toMatch(/silent quedó fuera de línea antes de iniciar/);
     expect(ended.started_at).toBeNull();
     const live = await ws.machine({ slots: 1 });

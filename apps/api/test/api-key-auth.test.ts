@@ -9,7 +9,23 @@ import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 const MISSING = '00000000-0000-4000-8000-000000000000';
 const past = () => new Date(Date.now() - 60_000);
 
-async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, ms = 3000): Promise<T> {
+/**
+ * The cache's expiry and refresh-ahead read Date.now(): the tests of those windows move that clock
+ * themselves (everything else, timers included, stays real), so a slow host cannot stretch a
+ * window past its end.
+ */
+function withOwnClock(): { at: (ms: number) => void; restore: () => void } {
+  const start = Date.now();
+  jest.useFakeTimers({
+    now: start,
+    doNotFake: ['hrtime', 'nextTick', 'performance', 'queueMicrotask', 'setImmediate', 'clearImmediate', 'setInterval', 'clearInterval', 'setTimeout', 'clearTimeout'],
+  });
+  return { at: (ms) => jest.setSystemTime(start + ms), restore: () => jest.useRealTimers() };
+}
+const realPause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls until `ok`; the deadline is a liveness bound for a loaded host, it returns as soon as `ok` holds. */
+async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, ms = 30_000): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = await read();
@@ -229,7 +245,6 @@ describe('X-API-Key authentication', () => {
         () => t.sql`select last_used_at from api_keys where id = ${row.id}`,
         (rows) => rows[0]!.last_used_at !== null,
         'last_used_at written',
-        2000,
       );
       expect(used!.last_used_at.getTime()).toBeGreaterThanOrEqual(before - 1000);
       const listed = await t.http.get('/api/v1/settings/api-keys?limit=100').set('Authorization', `Bearer ${admin}`);
@@ -393,33 +408,55 @@ describe('X-API-Key authentication', () => {
     });
 
     it('reads a key in use again before its entry expires, answering from memory all along', async () => {
+      const clock = withOwnClock();
       const store = createApiKeyStore({
         sql: t.sql, redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: quiet, ttlMs: 3_000, refreshAheadMs: 1_000, flushMs: 100,
       });
       await store.start();
       try {
-        const { row, key } = await seedApiKey(t.sql, tenant, { scopes: ['jobs:read'] });
+        // each read of Postgres shows the next scope, changed behind the store's back (no announcement)
+        const scopes = ['jobs:read', 'jobs:write', 'jobs:stop', 'processes:read'];
+        const { row, key } = await seedApiKey(t.sql, tenant, { scopes: [scopes[0]!] });
         const hex = sha256(key).toString('hex');
         const first = await store.lookup(hex);
         expect(first!.id).toBe(row.id);
-        // changed behind the store's back (no announcement): only a read of Postgres can show it
-        await t.sql`update api_keys set scopes = ${['jobs:write']} where id = ${row.id}`;
+        let held = 0; // the scope the entry answers with
+        let heldSince = 0; // the clock when it first answered so (its entry was made at most a step earlier)
+        await t.sql`update api_keys set scopes = ${[scopes[1]!]} where id = ${row.id}`;
         const seen: Array<string | null> = [];
-        const until = Date.now() + 7_000; // over two TTLs of steady use
-        while (Date.now() < until) {
-          const answer = store.peek(hex);
+        // steady use, a look every 20 ms of the store's clock, over two TTLs
+        for (let now = 20; now <= 7_000; now += 20) {
+          clock.at(now);
+          let answer = store.peek(hex);
+          /*
+           * An entry made at heldSince - 20 or later starts its read ahead by heldSince + 2,000 and
+           * expires after heldSince + 2,980: past that point the clock waits for the read (real
+           * time, however slow the host), as a key in use would keep answering from memory.
+           */
+          for (let waited = 0; answer?.scopes[0] === scopes[held] && now >= heldSince + 2_000 && waited < 1_000; waited++) {
+            await realPause(20);
+            answer = store.peek(hex);
+          }
           seen.push(answer === undefined ? null : answer!.scopes[0]!);
-          await new Promise((r) => setTimeout(r, 20));
+          if (answer?.scopes[0] === scopes[held + 1]) {
+            held++;
+            heldSince = now;
+            if (held + 1 < scopes.length) await t.sql`update api_keys set scopes = ${[scopes[held + 1]!]} where id = ${row.id}`;
+          }
         }
         expect(seen).not.toContain(null); // never a miss: the busy key never waits for Postgres
         expect(seen[0]).toBe('jobs:read'); // the fresh entry answers from memory
-        expect(seen[seen.length - 1]).toBe('jobs:write'); // read again before it expired
+        // read again before each expiry: every change shows, in order
+        expect([...new Set(seen)]).toEqual(scopes.slice(0, held + 1));
+        expect(held).toBeGreaterThanOrEqual(2);
       } finally {
         await store.close();
+        clock.restore();
       }
     });
 
     it('lets an unused entry expire, and does not read a cached miss ahead', async () => {
+      const clock = withOwnClock();
       const store = createApiKeyStore({
         sql: t.sql, redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: quiet, ttlMs: 1_000, negativeTtlMs: 1_000, refreshAheadMs: 500, flushMs: 100,
       });
@@ -430,13 +467,14 @@ describe('X-API-Key authentication', () => {
         const missing = issueSecret(API_KEY_PREFIX).hash.toString('hex');
         await store.lookup(hex);
         expect(await store.lookup(missing)).toBeNull();
-        await new Promise((r) => setTimeout(r, 700)); // inside both entries' refresh windows
+        clock.at(700); // inside both entries' refresh windows
         expect(store.peek(missing)).toBeNull();
-        await new Promise((r) => setTimeout(r, 500));
+        clock.at(1_200);
         expect(store.peek(missing)).toBeUndefined(); // expired, not renewed
         expect(store.peek(hex)).toBeUndefined(); // never used in its window: expired too
       } finally {
         await store.close();
+        clock.restore();
       }
     });
 

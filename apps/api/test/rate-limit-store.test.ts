@@ -44,12 +44,14 @@ describe('BatchedWindowStore (rate-limit counts of one turn in one script)', () 
   it('counts the requests of one turn, of any keys, with one script, each exactly as alone', async () => {
     const rl = limiter('turn', 3);
     const keys = ['a', 'b', 'a', 'a', 'c', 'a', 'b'];
+    const started = Date.now();
     const got = await Promise.all(keys.map((k) => outcome(rl.consume(k))));
     expect(scripts).toEqual([7]);
     expect(got).toEqual(['ok 1', 'ok 1', 'ok 2', 'ok 3', 'ok 1', '429 4', 'ok 2']);
     // the windows exist in Redis with the limiter's duration
     const ttl = await client.pttl(`${t.redisPrefix}:rl:{turn}:a`);
-    expect(ttl).toBeGreaterThan(55_000);
+    // 60 s less what has passed since (however long a loaded host took)
+    expect(ttl).toBeGreaterThanOrEqual(60_000 - (Date.now() - started) - 5);
     expect(ttl).toBeLessThanOrEqual(60_000);
     expect(await client.get(`${t.redisPrefix}:rl:{turn}:a`)).toBe('4');
   });

@@ -17,9 +17,9 @@ interface Exchange {
 /**
  * One TCP connection to the server: `send` writes raw HTTP/1.1; resolves when the server closes
  * the connection, when what it sent satisfies `until`, or after `waitMs` with `closed: false`
- * (the connection was left hanging).
+ * (the connection was left hanging; 25 s: a liveness bound, the server answers in well under a second)
  */
-function exchange(port: number, send: (socket: net.Socket) => void, until?: (text: string) => boolean, waitMs = 10_000): Promise<Exchange> {
+function exchange(port: number, send: (socket: net.Socket) => void, until?: (text: string) => boolean, waitMs = 25_000): Promise<Exchange> {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1');
     let text = '';

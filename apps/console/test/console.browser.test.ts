@@ -80,7 +80,7 @@ describe('the operators\' console in a browser', () => {
     const token = (await page.evaluate('JSON.parse(sessionStorage.getItem("svc.console.session")).token')) as string;
     expect((await t.http.post('/api/v1/auth/logout').set('Authorization', `Bearer ${token}`)).status).toBe(200);
     // the overview refreshes by itself; its next read gets 401
-    await page.getByText('Su sesión ha caducado. Vuelva a iniciar sesión.').waitFor({ timeout: 20_000 });
+    await page.getByText('Su sesión ha caducado. Vuelva a iniciar sesión.').waitFor({ timeout: 60_000 });
     expect(page.url()).toMatch(/\/console\/sign-in$/);
     await shot('session-expired');
   });

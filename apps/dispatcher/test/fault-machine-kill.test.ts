@@ -7,7 +7,9 @@ import { assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJournal, seedWo
  * message, the item fails with a clear message and follows the retry policy, and another
  * machine finishes the queue. No item is processed by two machines at the same time.
  */
-jest.setTimeout(60_000);
+// the waits are liveness bounds: the offline verdict takes MACHINE_OFFLINE_AFTER_SECONDS (10 s in
+// tests) plus a sweep, more on a loaded host
+jest.setTimeout(180_000);
 const suite = apiSuite({ dispatcher: true });
 const { children } = suite;
 let ctx: ApiTestContext;
@@ -37,11 +39,11 @@ it('a machine killed mid-item: the item fails with a clear message, is retried e
   await agentV.exited;
   const deathAt = Date.now();
 
-  await waitFor('the victim offline', async () => (await ctx.sql`select status from machines where id = ${victim.row.id}`)[0]!.status === 'offline', 10_000);
+  await waitFor('the victim offline', async () => (await ctx.sql`select status from machines where id = ${victim.row.id}`)[0]!.status === 'offline', 60_000);
   const counts = await waitFor('every item final', async () => {
     const c = await itemStatusCounts(ctx.sql, queue.id);
     return (c.completed ?? 0) + (c.dead_letter ?? 0) === 16 ? c : null;
-  }, 25_000);
+  }, 60_000);
   expect(counts.completed).toBe(16);
 
   const [item] = await ctx.sql`select * from queue_items where id = ${held.id}`;
@@ -78,7 +80,7 @@ it('a restarted agent gives up the jobs its previous process was running, and it
   const job = await waitFor('the lost job ended', async () => {
     const [row] = await ctx.sql`select * from jobs where id = ${jobId}`;
     return row!.status === 'failed' ? row : null;
-  });
+  }, 60_000);
   expect(job.error_message).toMatch(/phoenix se reinició mientras ejecutaba el job|phoenix dejó de enviar latidos/);
-  await waitFor('online', async () => (await ctx.sql`select status from machines where id = ${m.row.id}`)[0]!.status === 'online');
+  await waitFor('online', async () => (await ctx.sql`select status from machines where id = ${m.row.id}`)[0]!.status === 'online', 60_000);
 });

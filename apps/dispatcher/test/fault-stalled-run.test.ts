@@ -6,9 +6,10 @@ import { assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJournal, seedWo
  * database call never answers) while its machine keeps heartbeating, so the machine-offline
  * sweep never rescues it. The run's lease is no longer renewed; the dispatcher ends the job once
  * it lapses, under the retry policy (the process's for a job, the queue's for its items), and
- * the work goes on elsewhere. Machines go offline after 2 s here, which is also the lease.
+ * the work goes on elsewhere. Machines go offline after 10 s here (FAST_ENGINE_ENV), which is also
+ * the lease: the waits below are liveness bounds well beyond it.
  */
-jest.setTimeout(60_000);
+jest.setTimeout(180_000);
 const suite = apiSuite({ dispatcher: true });
 const { children } = suite;
 let ctx: ApiTestContext;
@@ -35,7 +36,7 @@ it('a consumer stuck on an item is ended when its lease lapses, its items are ha
   const counts = await waitFor('every item final', async () => {
     const c = await itemStatusCounts(ctx.sql, queue.id);
     return (c.completed ?? 0) + (c.dead_letter ?? 0) === 21 ? c : null;
-  }, 40_000);
+  }, 90_000);
   // the robot got stuck on the item's first try only: the retry completed it, and a success keeps
   // the message of the failure that made it retry
   expect(counts).toEqual({ completed: 21 });
@@ -66,13 +67,13 @@ it('a job whose robot gets stuck is ended when its lease lapses and retried unde
   const first = await waitFor('the stuck job ended', async () => {
     const [j] = await ctx.sql`select status, error_message from jobs where id = ${jobId}`;
     return j!.status === 'running' || j!.status === 'pending' ? null : j;
-  }, 20_000);
+  }, 60_000);
   expect(first).toEqual({ status: 'failed', error_message: 'El job dejó de avanzar en la máquina frozen: su agente no renovó la concesión a tiempo' });
   // the retry policy applies as to any failure: a retry job, which runs normally
   const retry = await waitFor('its retry ended', async () => {
     const [j] = await ctx.sql`select status, retry_count from jobs where parent_job_id = ${jobId}`;
     return j && j.status !== 'running' && j.status !== 'pending' ? j : null;
-  }, 20_000);
+  }, 60_000);
   expect(retry).toEqual({ status: 'completed', retry_count: 1 });
   const [machine] = await ctx.sql`select status from machines where id = ${m.row.id}`;
   expect(machine!.status).not.toBe('offline');

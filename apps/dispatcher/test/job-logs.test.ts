@@ -7,7 +7,8 @@ import { seedUser, seedWorkspace, waitFor } from '@svc/testing';
  * job runs (each progress report appends its lines), and once the job ended the dispatcher's
  * sweep archives it: the JobResponse shows `logs: null` and the route reads it back whole.
  */
-jest.setTimeout(60_000);
+// the waits are liveness bounds for a loaded host: they return as soon as the work is done
+jest.setTimeout(180_000);
 const suite = apiSuite();
 const { children } = suite;
 let ctx: ApiTestContext;
@@ -19,7 +20,9 @@ it('a running job\'s log grows report by report, and once it ends it is archived
   const ws = await seedWorkspace(ctx.sql);
   const proc = await ws.process();
   const machine = await ws.machine({ slots: 1 });
-  children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '3s', '--progress-steps', '6', '--log-lines', '12']);
+  // a second per report: a poll held up by a loaded host still sees most of them, and the run is
+  // still going when the route is read
+  children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '6s', '--progress-steps', '6', '--log-lines', '12']);
   const member = { Authorization: `Bearer ${(await seedUser(ctx.sql, ws.tenant.id, { role: 'member' })).token}` };
 
   const res = await ctx.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key).send({ process_id: proc.id, machine_id: machine.row.id });
@@ -36,7 +39,7 @@ it('a running job\'s log grows report by report, and once it ends it is archived
       if (!readWhileRunning && seen.length >= 2) readWhileRunning = (await ctx.http.get(`/api/v1/settings/jobs/${id}/logs`).set(member)).body.data;
     }
     return row!.status !== 'pending' && row!.status !== 'running';
-  }, 20_000, 40);
+  }, 60_000, 40);
 
   // appended, never rewritten: each value seen starts with the one before, and more lines came each time
   expect(seen.length).toBeGreaterThanOrEqual(3);
@@ -51,7 +54,7 @@ it('a running job\'s log grows report by report, and once it ends it is archived
   await waitFor('the log archived', async () => {
     const [row] = await ctx.sql`select logs_archived from jobs where id = ${id}`;
     return row!.logs_archived === true;
-  }, 15_000);
+  }, 60_000);
   const job = (await ctx.http.get(`/api/v1/jobs/${id}`).set('X-API-Key', ws.key)).body.data;
   expect(job).toMatchObject({ status: 'completed', logs: null, logs_archived: true, logs_archive_key: `pg:job-logs/${ws.tenant.id}/${id}` });
 

@@ -6,7 +6,8 @@ import { seedWorkspace, waitFor, sleep } from '@svc/testing';
  * agent-sim processes. pending → running → completed / failed / stopped / timed_out, retries
  * with delay, chaining, SLA.
  */
-jest.setTimeout(60_000);
+// the waits are liveness bounds for a loaded host: they return as soon as the status shows
+jest.setTimeout(180_000);
 const suite = apiSuite({ dispatcher: true });
 const { children } = suite;
 let ctx: ApiTestContext;
@@ -32,7 +33,7 @@ async function getJob(id: string) {
 }
 
 /** Polls Postgres (not the rate-limited API) for the status, then reads the job through the API. */
-async function waitStatus(id: string, status: string, timeoutMs = 20_000) {
+async function waitStatus(id: string, status: string, timeoutMs = 60_000) {
   await waitFor(`job ${id} ${status}`, async () => {
     const [row] = await ctx.sql`select status from jobs where id = ${id}`;
     return row?.status === status;
@@ -85,7 +86,7 @@ describe('a job on a simulated machine', () => {
     const jobs = await waitFor('three failed attempts', async () => {
       const rows = await ctx.sql`select * from jobs where process_id = ${proc.id} order by retry_count`;
       return rows.length === 3 && rows.every((r) => r.status === 'failed') ? rows : null;
-    }, 25_000);
+    }, 60_000);
     expect(jobs.map((j) => j.retry_count)).toEqual([0, 1, 2]);
     expect(jobs[0]!.id).toBe(first.id);
     expect(jobs[1]!.parent_job_id).toBe(jobs[0]!.id);
@@ -112,8 +113,9 @@ describe('a job on a simulated machine', () => {
 
   it('ends a job that runs past timeout_seconds as timed_out', async () => {
     const proc = await ws.process({ timeout_seconds: 1 });
-    const job = await trigger(proc.id, machine.row.id, { _sim: { duration_ms: 8000 } });
-    const out = await waitStatus(job.id, 'timed_out', 10_000);
+    // a run far longer than the wait: however late the timeout sweep comes, the run cannot end first
+    const job = await trigger(proc.id, machine.row.id, { _sim: { duration_ms: 120_000 } });
+    const out = await waitStatus(job.id, 'timed_out');
     expect(out.error_message).toMatch(/timeout_seconds \(1 s\)/);
     expect(out.finished_at).not.toBeNull();
   });
@@ -145,12 +147,13 @@ describe('a job on a simulated machine', () => {
 
   it('stops a running job on its machine: it ends stopped', async () => {
     const proc = await ws.process();
-    const job = await trigger(proc.id, machine.row.id, { _sim: { duration_ms: 20_000 } });
+    // a run far longer than the waits: only the stop can end it
+    const job = await trigger(proc.id, machine.row.id, { _sim: { duration_ms: 120_000 } });
     await waitStatus(job.id, 'running');
     const res = await ctx.http.post(`/api/v1/jobs/${job.id}/stop`).set('X-API-Key', ws.key);
     expect(res.status).toBe(200);
     expect(res.body.data.stop_requested).toBe(true);
-    const stopped = await waitStatus(job.id, 'stopped', 5000);
+    const stopped = await waitStatus(job.id, 'stopped');
     expect(stopped.logs).toMatch(/Detenido a petición/);
     expect(stopped.finished_at).not.toBeNull();
   });

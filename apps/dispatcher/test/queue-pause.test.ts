@@ -6,7 +6,8 @@ import { itemStatusCounts, seedWorkspace, waitFor } from '@svc/testing';
  * dispatcher and a real agent. Consumers finish what they hold and end, nothing stays in
  * progress, items keep arriving as `new`, no consumer starts while paused; resume starts them.
  */
-jest.setTimeout(60_000);
+// the waits are liveness bounds for a loaded host: they return as soon as the work is done
+jest.setTimeout(240_000);
 const suite = apiSuite({ dispatcher: true });
 const { children } = suite;
 let ctx: ApiTestContext;
@@ -18,7 +19,9 @@ it('a paused queue keeps its items waiting with nothing in progress, and resume 
   const proc = await ws.process();
   const queue = await ws.queue({ consumer_process_id: proc.id, max_consumers: 2 });
   const machine = await ws.machine({ slots: 2 });
-  children.agent(ctx, ['--machine-key', machine.machineKey, '--item-duration', '100ms', '--prefetch', '1']);
+  // 60 items of 300 ms on two consumers: ~9 s of work, so items are still waiting when the pause
+  // arrives however late a loaded host sends it
+  children.agent(ctx, ['--machine-key', machine.machineKey, '--item-duration', '300ms', '--prefetch', '1']);
   const admin = { Authorization: `Bearer ${ws.adminToken}` };
   const add = async (n: number, from: number) => {
     const res = await ctx.http.post(`/api/v1/queues/by-name/${queue.name}/items/bulk`).set('X-API-Key', ws.key)
@@ -26,8 +29,8 @@ it('a paused queue keeps its items waiting with nothing in progress, and resume 
     expect(res.status).toBe(200);
   };
 
-  await add(40, 0);
-  await waitFor('some items completed', async () => ((await itemStatusCounts(ctx.sql, queue.id)).completed ?? 0) >= 3, 20_000);
+  await add(60, 0);
+  await waitFor('some items completed', async () => ((await itemStatusCounts(ctx.sql, queue.id)).completed ?? 0) >= 3, 60_000);
   const paused = await ctx.http.post(`/api/v1/settings/queues/${queue.id}/pause`).set(admin);
   expect([paused.status, paused.body.data.is_paused]).toEqual([200, true]);
 
@@ -35,7 +38,7 @@ it('a paused queue keeps its items waiting with nothing in progress, and resume 
   await waitFor('the consumers ended', async () => {
     const [{ n }] = await ctx.sql`select count(*)::int as n from jobs where queue_id = ${queue.id} and status in ('pending', 'running')`;
     return n === 0;
-  }, 20_000);
+  }, 60_000);
   const atPause = await itemStatusCounts(ctx.sql, queue.id);
   expect(atPause.in_progress ?? 0).toBe(0);
   expect(atPause.new ?? 0).toBeGreaterThan(0);
@@ -56,7 +59,7 @@ it('a paused queue keeps its items waiting with nothing in progress, and resume 
   await waitFor('a consumer running again', async () => {
     const [{ n }] = await ctx.sql`select count(*)::int as n from jobs where queue_id = ${queue.id} and status in ('pending', 'running')`;
     return n > 0;
-  }, 5_000);
-  await waitFor('every item completed', async () => ((await itemStatusCounts(ctx.sql, queue.id)).completed ?? 0) === 45, 30_000);
-  expect(await itemStatusCounts(ctx.sql, queue.id)).toEqual({ completed: 45 });
+  }, 60_000);
+  await waitFor('every item completed', async () => ((await itemStatusCounts(ctx.sql, queue.id)).completed ?? 0) === 65, 90_000);
+  expect(await itemStatusCounts(ctx.sql, queue.id)).toEqual({ completed: 65 });
 });

@@ -7,7 +7,8 @@ import { seedWorkspace, waitFor } from '@svc/testing';
  * and no tick lost; dispatchers stopped across a tick then restarted skip it (`skip`) or run it
  * once (`run_once`); a run refused by the quota is recorded.
  */
-jest.setTimeout(90_000);
+// the waits are liveness bounds sized for a loaded host (several processes starting on two cores)
+jest.setTimeout(240_000);
 const suite = apiSuite();
 const { children } = suite;
 let ctx: ApiTestContext;
@@ -41,7 +42,7 @@ it('two dispatchers start exactly one job per tick of a seconds cron, none lost,
   const admin = { Authorization: `Bearer ${ws.adminToken}` };
   const sched = await createSchedule(ws.adminToken, { name: 'every-second', process_id: proc.id, cron: '* * * * * *', machine_id: machine.row.id, input_data: { from: 'schedule' } });
 
-  await waitFor('eight scheduled jobs', async () => (await jobsOf(sched.id)).length >= 8, 30_000);
+  await waitFor('eight scheduled jobs', async () => (await jobsOf(sched.id)).length >= 8, 60_000);
   const off = await ctx.http.delete(`/api/v1/settings/schedules/${sched.id}`).set(admin);
   expect(off.body.data).toMatchObject({ is_active: false, next_run_at: null });
 
@@ -57,7 +58,7 @@ it('two dispatchers start exactly one job per tick of a seconds cron, none lost,
   expect(jobs.every((j) => j.source === 'schedule')).toBe(true);
 
   // the jobs run, and the JobResponse shows their schedule
-  await waitFor('the first scheduled job completed', async () => (await jobsOf(sched.id))[0]!.status === 'completed', 20_000);
+  await waitFor('the first scheduled job completed', async () => (await jobsOf(sched.id))[0]!.status === 'completed', 60_000);
   const read = await ctx.http.get(`/api/v1/settings/jobs/${jobs[0]!.id}`).set(admin);
   expect(read.body.data).toMatchObject({ schedule_id: sched.id, process_id: proc.id, machine_id: machine.row.id, input_data: { from: 'schedule' } });
   const record = (await ctx.http.get(`/api/v1/settings/schedules/${sched.id}`).set(admin)).body.data;
@@ -81,7 +82,7 @@ it('across a tick missed while every dispatcher was down, skip starts nothing an
   const every2s = { process_id: proc.id, cron: '*/2 * * * * *', machine_id: machine.row.id };
   const skip = await createSchedule(ws.adminToken, { name: 'skips', ...every2s, missed_runs: 'skip' });
   const once = await createSchedule(ws.adminToken, { name: 'runs-once', ...every2s, missed_runs: 'run_once' });
-  await waitFor('both schedules fired', async () => (await jobsOf(skip.id)).length > 0 && (await jobsOf(once.id)).length > 0, 20_000);
+  await waitFor('both schedules fired', async () => (await jobsOf(skip.id)).length > 0 && (await jobsOf(once.id)).length > 0, 60_000);
 
   await dispatcher.stop('SIGTERM');
   const [pending] = await ctx.sql<Array<{ skip: Date; once: Date }>>`
@@ -97,23 +98,26 @@ it('across a tick missed while every dispatcher was down, skip starts nothing an
   await waitFor('both schedules advanced past the restart', async () => {
     const rows = await ctx.sql<Array<{ next_run_at: Date }>>`select next_run_at from schedules where id in (${skip.id}, ${once.id})`;
     return rows.every((r) => r.next_run_at.getTime() > restartedAt.getTime());
-  }, 20_000);
+  }, 60_000);
 
   const missedWindow = (jobs: ScheduledJob[], from: Date) => jobs.filter((j) => j.scheduled_for >= from && j.scheduled_for < restartedAt);
   expect(missedWindow(await jobsOf(skip.id), pending!.skip)).toHaveLength(0);
   const caughtUp = missedWindow(await jobsOf(once.id), pending!.once);
   expect(caughtUp).toHaveLength(1);
   expect(caughtUp[0]!.scheduled_for.getTime()).toBe(pending!.once.getTime());
-  // the skip is audited (once for the restart; a tick late beyond the grace at start-up may have its own row)
+  // the skip is audited once for the ticks missed while down (with a 2 s grace, a dispatcher that a
+  // loaded host holds up may skip a later tick too, with its own row: not counted here)
   const skipped = await ctx.sql<Array<{ details: { first_missed: string } }>>`
     select details from audit_log where resource_id = ${skip.id} and action = 'skip_scheduled_runs'`;
-  expect(skipped.filter((a) => Date.parse(a.details.first_missed) >= pending!.skip.getTime())).toHaveLength(1);
+  const missedWhileDown = (a: { details: { first_missed: string } }) =>
+    Date.parse(a.details.first_missed) >= pending!.skip.getTime() && Date.parse(a.details.first_missed) < restartedAt.getTime();
+  expect(skipped.filter(missedWhileDown)).toHaveLength(1);
 
   // and both go on ticking after the restart
   await waitFor('a tick after the restart for both', async () => {
     const after = (jobs: ScheduledJob[]) => jobs.some((j) => j.scheduled_for > restartedAt);
     return after(await jobsOf(skip.id)) && after(await jobsOf(once.id));
-  }, 20_000);
+  }, 60_000);
   await children.stopAll();
 });
 
@@ -128,7 +132,7 @@ it('records a scheduled run refused by the monthly quota, starting nothing', asy
   const refused = await waitFor('a refused run recorded', async () => {
     const r = (await ctx.http.get(`/api/v1/settings/schedules/${sched.id}`).set(admin)).body.data;
     return r.last_error ? r : null;
-  }, 20_000);
+  }, 60_000);
   expect(refused.last_error).toBe('Cuota mensual de ejecuciones agotada');
   expect(refused.last_error_at).toEqual(expect.any(String));
   // the one execution the quota allowed ran, nothing after it

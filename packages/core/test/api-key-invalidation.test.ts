@@ -25,7 +25,8 @@ describe('API key invalidation messages', () => {
     });
     try {
       await Promise.all(subscribers.map((s) => s.subscribe(channel)));
-      const result = await publishApiKeyInvalidation(ctx.redis, channel, { id: 'k1', hashes: [] });
+      // a generous wait (the default is 1 s): it returns once both acknowledged, however slow the host
+      const result = await publishApiKeyInvalidation(ctx.redis, channel, { id: 'k1', hashes: [] }, 20_000);
       expect(result).toEqual({ receivers: 2, acked: 2 });
       expect(applied.sort()).toEqual(['p0:k1', 'p1:k1']);
       expect(await keysOnEveryPrimary(ctx.redis, `${channel}:ack:*`)).toEqual([]);

@@ -37,10 +37,13 @@ describe('isConnectionError', () => {
 describe('DbOutage and retryOnConnectionLoss', () => {
   it('logs an outage once when it starts and once when it ends, however many attempts fail', async () => {
     const { lines, logger } = recordingLogger();
-    const outage = new DbOutage(logger);
+    // the outage's own clock, so how long ago it recovered is exact however slow the host is
+    let now = 10_000;
+    const outage = new DbOutage(logger, () => now);
     let calls = 0;
     const value = await retryOnConnectionLoss(async () => {
       calls++;
+      now += 100;
       if (calls < 6) throw sockError('ECONNREFUSED');
       return 'answered';
     }, { outage, context: 'test', minDelayMs: 1, maxDelayMs: 4 });
@@ -50,8 +53,10 @@ describe('DbOutage and retryOnConnectionLoss', () => {
       ['warn', 'Postgres unreachable: retrying with back-off until it answers'],
       ['info', 'Postgres reachable again'],
     ]);
+    expect(lines[1]!.meta.down_ms).toBe(500);
     expect(outage.down).toBe(false);
-    expect(outage.msSinceRecovery()).toBeLessThan(1000);
+    now += 250;
+    expect(outage.msSinceRecovery()).toBe(250);
   });
 
   it('throws any other error at once, and gives up when its signal is aborted', async () => {

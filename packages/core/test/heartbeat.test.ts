@@ -24,7 +24,7 @@ describe('recordHeartbeat', () => {
     await sql.begin(async (tx) => {
       await tx`update machines set status = 'offline', running_jobs = 0 where id = ${row.id}`;
       beat = recordHeartbeat(sql, row.id as string, { running: 0 });
-      for (const until = Date.now() + 10_000; ; ) {
+      for (const until = Date.now() + 30_000; ; ) {
         if (Date.now() > until) throw new Error('the heartbeat never waited for the row');
         const [waiting] = await sql`select count(*)::int as n from pg_stat_activity
           where datname = current_database() and wait_event_type = 'Lock' and query like '%update machines m%'`;

@@ -27,6 +27,8 @@ describe('startJob', () => {
     const m = (await seedMachine(sql, tenantId)).row.id;
     const pending = await seedJob(sql, tenantId, { process_id: processId, machine_id: m });
     const holder = randomUUID();
+    // leases are compared with the clock before the writes: the test may run slowly after them
+    const writtenAfter = Date.now();
     const first = await startJob(sql, pending.id, m, { holder, leaseSeconds: 30 });
     const again = await startJob(sql, pending.id, m, { holder, leaseSeconds: 30 });
     expect('started' in first && 'started' in again).toBe(true);
@@ -39,7 +41,7 @@ describe('startJob', () => {
     const row = await job(pending.id);
     expect(row.attempt).toBe(first.started.attempt);
     expect(row.lease_holder).toBe(holder);
-    expect(row.lease_expires_at.getTime()).toBeGreaterThan(Date.now() + 20_000);
+    expect(row.lease_expires_at.getTime()).toBeGreaterThanOrEqual(writtenAfter + 30_000 - 1000);
   });
 });
 
@@ -55,13 +57,14 @@ describe('renewJobLeases', () => {
     await sql`update jobs set stop_requested = true where id = ${alive.id}`;
     await sql`update jobs set status = 'failed', finished_at = now() where id = ${ended.id}`;
     const before = (await job(silent.id)).lease_expires_at.getTime();
+    const renewedAfter = Date.now();
     const owned = await renewJobLeases(sql, m, [
       { id: alive.id, attempt: alive.attempt, alive: true },
       { id: silent.id, attempt: silent.attempt, alive: false },
       { id: ended.id, attempt: ended.attempt, alive: true },
     ], 60);
     expect(owned.sort((a, b) => (a.id < b.id ? -1 : 1))).toEqual([{ id: alive.id, stop_requested: true }, { id: silent.id, stop_requested: false }].sort((a, b) => (a.id < b.id ? -1 : 1)));
-    expect((await job(alive.id)).lease_expires_at.getTime()).toBeGreaterThan(Date.now() + 50_000);
+    expect((await job(alive.id)).lease_expires_at.getTime()).toBeGreaterThanOrEqual(renewedAfter + 60_000 - 1000);
     expect((await job(silent.id)).lease_expires_at.getTime()).toBe(before);
     // a stale token renews nothing
     expect(await renewJobLeases(sql, m, [{ id: alive.id, attempt: alive.attempt + 1, alive: true }], 60)).toEqual([]);

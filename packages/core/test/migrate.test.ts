@@ -51,8 +51,28 @@ describe('migrations', () => {
   });
 
   it('keeps the last-use writes of API keys on their pages (HOT updates, no new index entries)', async () => {
+    /*
+     * What makes the write HOT is fixed by the schema: last_used_at is in no index (nor in an
+     * index's expression or predicate) and pages keep room for the new version (fillfactor 70).
+     */
+    const [table] = await ctx.sql<{ options: string[] | null }[]>`select reloptions as options from pg_class where relname = 'api_keys' and relkind = 'r'`;
+    expect(table!.options).toContain('fillfactor=70');
+    const indexes = await ctx.sql<{ name: string; def: string }[]>`
+      select c.relname as name, pg_get_indexdef(i.indexrelid) as def
+      from pg_index i join pg_class c on c.oid = i.indexrelid where i.indrelid = 'api_keys'::regclass`;
+    expect(indexes.length).toBeGreaterThan(0);
+    expect(indexes.filter((ix) => ix.def.includes('last_used_at'))).toEqual([]);
+
+    /*
+     * And the write uses that room. One round over freshly written pages needs no pruning, so its
+     * share of HOT updates does not depend on what else the cluster is doing (after that round,
+     * staying HOT needs Postgres to prune the page, which it skips while a busy cluster's
+     * checkpoint has the page pinned: a count of later rounds measures the host, not the schema).
+     * Measured: 136 of 300 stay on their page with fillfactor 70; none with full pages (fillfactor 100).
+     */
     const tenant = await seedTenant(ctx.sql);
-    const keys = await Promise.all(Array.from({ length: 300 }, () => seedApiKey(ctx.sql, tenant.id)));
+    const keys = [];
+    for (let i = 0; i < 300; i++) keys.push(await seedApiKey(ctx.sql, tenant.id));
     // the writes on one connection, whose statistics are sent on demand (else up to a second later)
     const conn = await ctx.sql.reserve();
     const stats = async () => {
@@ -62,28 +82,15 @@ describe('migrations', () => {
         select n_tup_upd::int as upd, n_tup_hot_upd::int as hot from pg_stat_user_tables where relname = 'api_keys'`;
       return row!;
     };
-    /*
-     * A write stays on its page when the page was pruned of the previous round's versions, and
-     * pruning skips a page someone else has pinned at that moment (on a busy cluster: the
-     * checkpoints the suite's CREATE DATABASEs force write every dirty page). Interference only
-     * lowers the count, so the property is the best of a few tries.
-     */
-    let best = 0;
     try {
-      for (let attempt = 0; attempt < 3 && best < 1200; attempt++) {
-        const before = await stats();
-        for (let second = 1; second <= 6; second++) {
-          const at = new Date(Date.UTC(2030, 0, 1, 0, attempt, second));
-          expect(await touchApiKeys(conn, keys.map((k) => ({ id: k.row.id, at })))).toBe(300);
-        }
-        const after = await stats();
-        expect(after.upd - before.upd).toBe(1800);
-        best = Math.max(best, after.hot - before.hot);
-      }
+      const before = await stats();
+      const at = new Date(Date.UTC(2030, 0, 1));
+      expect(await touchApiKeys(conn, keys.map((k) => ({ id: k.row.id, at })))).toBe(300);
+      const after = await stats();
+      expect(after.upd - before.upd).toBe(300);
+      expect(after.hot - before.hot).toBeGreaterThanOrEqual(90);
     } finally {
       conn.release();
     }
-    // measured: ~80 % stay on their page; with full pages (fillfactor 100) ~15 %
-    expect(best).toBeGreaterThanOrEqual(1200);
   });
 });

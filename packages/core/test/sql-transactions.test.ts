@@ -92,7 +92,7 @@ describe('transactions through createSql', () => {
     const url = new URL(ctx.databaseUrl);
     url.host = `127.0.0.1:${(proxy.address() as net.AddressInfo).port}`;
     const sql = createSql(url.toString(), { max: 2 });
-    /** two transactions holding both connections at once, each answering within 5 s */
+    /** two transactions holding both connections at once, neither hanging (a liveness bound of 20 s) */
     const both = async () => {
       let inside = 0;
       let allIn!: () => void;
@@ -112,7 +112,7 @@ describe('transactions through createSql', () => {
         }
       };
       let timer: NodeJS.Timeout | undefined;
-      const hung = new Promise<string>((r) => (timer = setTimeout(() => r('hung'), 5000)));
+      const hung = new Promise<string>((r) => (timer = setTimeout(() => r('hung'), 20_000)));
       try {
         return await Promise.race([Promise.all([tx(), tx()]).then(() => 'ok', (e: unknown) => String(e)), hung]);
       } finally {
@@ -149,8 +149,8 @@ describe('transactions through createSql', () => {
       await Promise.all([sql.end({ timeout: 1 }), admin.end({ timeout: 1 })]);
     });
 
-    /** settles within `ms`, or says it hung */
-    async function within<T>(p: Promise<T>, ms = 3000): Promise<{ value: T } | { error: unknown } | { hung: true }> {
+    /** settles within `ms` (a liveness bound for a loaded host), or says it hung */
+    async function within<T>(p: Promise<T>, ms = 20_000): Promise<{ value: T } | { error: unknown } | { hung: true }> {
       let timer: NodeJS.Timeout | undefined;
       const hung = new Promise<{ hung: true }>((r) => {
         timer = setTimeout(() => r({ hung: true }), ms);
@@ -162,7 +162,9 @@ describe('transactions through createSql', () => {
       }
     }
 
-    const terminate = (pid: number) => admin`select pg_terminate_backend(${pid})`;
+    // waits (up to 10 s) until the session is gone: on a busy host the signalled backend may not run
+    // for a while, and the test's next statement must meet a dead session, not a dying one
+    const terminate = (pid: number) => admin`select pg_terminate_backend(${pid}, 10000)`;
 
     async function expectPoolWorks(): Promise<void> {
       // more queries than connections: every one of them must be answered (one that lands on a
@@ -194,7 +196,8 @@ describe('transactions through createSql', () => {
         const [{ pid }] = await tx`select pg_backend_pid() as pid`;
         await tx`insert into tx_probe (tag) values ('terminated-mid-way')`;
         setTimeout(() => void terminate(pid).catch(() => undefined), 100);
-        await tx`select pg_sleep(2)`;
+        // far longer than the terminate can be late: the statement ends only by the session's end
+        await tx`select pg_sleep(15)`;
       }));
       expect('error' in res && isConnectionError(res.error)).toBe(true);
       await expectPoolWorks();
@@ -207,7 +210,7 @@ describe('transactions through createSql', () => {
         const [{ pid }] = await tx`select pg_backend_pid() as pid`;
         await tx`insert into tx_probe (tag) values ('first-half')`;
         setTimeout(() => void terminate(pid).catch(() => undefined), 100);
-        await tx`select pg_sleep(2)`.catch(() => undefined);
+        await tx`select pg_sleep(15)`.catch(() => undefined);
         await tx`insert into tx_probe (tag) values ('second-half')`;
       }));
       expect('error' in res && isConnectionError(res.error)).toBe(true);
