@@ -1,9 +1,12 @@
 import { createRedis, createSql } from '../packages/core/src';
+import type { PrivatePgBouncer } from '../packages/testing/src/pgbouncer';
 import type { PrivateRedisCluster } from '../packages/testing/src/private-servers';
-import { RUN_CLUSTER } from './global-setup';
+import { RUN_CLUSTER, RUN_PGBOUNCER } from './global-setup';
 
-/** Drops every database and Redis key this run created, and stops the run's Redis Cluster. */
+/** Drops every database and Redis key this run created, and stops the run's Redis Cluster and PgBouncer. */
 export default async function globalTeardown(): Promise<void> {
+  // first: its server sessions would hold the run's databases open
+  await (globalThis as Record<symbol, PrivatePgBouncer | undefined>)[RUN_PGBOUNCER]?.stop();
   // the cluster is the run's own: nothing in it to clean, it goes whole
   (globalThis as Record<symbol, PrivateRedisCluster | undefined>)[RUN_CLUSTER]?.destroy();
   const runId = process.env.SVC_TEST_RUN_ID;

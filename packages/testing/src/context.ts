@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createRedis, createSql, parseConfig, parseRedisTarget, type Config, type RedisClient, type RedisTarget, type Sql } from '@svc/core';
 
@@ -43,6 +44,55 @@ function runClusterTarget(): RedisTarget {
       : 'This test file runs on the run\'s Redis Cluster, which is not up: install redis-server (with redis-cli) and run it through jest (test/global-setup.ts starts the cluster).');
   }
   return parseRedisTarget({ REDIS_CLUSTER_NODES: seeds });
+}
+
+/**
+ * Makes this test file's child processes (api, dispatcher, agent-sim, cli) reach Postgres through
+ * the run's PgBouncer in transaction mode, as a deployment behind a pooler does
+ * (docs/decisions/pgbouncer.md): queries pooled, LISTEN and migrations on DATABASE_DIRECT_URL.
+ * Called by the `*.pgbouncer.test.ts` variants before they require the original test file. The
+ * test's own connection (`ctx.sql`: seeding and inspection) stays direct.
+ */
+export function usePgBouncer(): void {
+  process.env.SVC_TEST_PG = 'pgbouncer';
+  afterAll(() => {
+    // proof that the processes did go through it: PgBouncer counted transactions on this file's databases
+    expect(pooledTransactions([...pooledDatabases])).toBeGreaterThan(0);
+  });
+}
+
+/** The databases this file reached through the run's PgBouncer. */
+const pooledDatabases = new Set<string>();
+
+/** Transactions PgBouncer has run on `databases` (its admin console's SHOW STATS, through psql). */
+function pooledTransactions(databases: string[]): number {
+  const out = execFileSync('psql', ['-h', '127.0.0.1', '-p', process.env.SVC_TEST_PGBOUNCER_PORT!, '-U', 'postgres', '-d', 'pgbouncer', '-A', '-F', '\t', '-c', 'SHOW STATS'], { encoding: 'utf8' });
+  const [header, ...rows] = out.trim().split('\n');
+  const cols = header!.split('\t');
+  const db = cols.indexOf('database');
+  const xacts = cols.indexOf('total_xact_count');
+  return rows.map((r) => r.split('\t')).filter((r) => databases.includes(r[db]!)).reduce((n, r) => n + Number(r[xacts]), 0);
+}
+
+/** Whether this test file's processes go through the run's PgBouncer (usePgBouncer). */
+export function onPgBouncer(): boolean {
+  return process.env.SVC_TEST_PG === 'pgbouncer';
+}
+
+/** Database `url` as reached through the run's PgBouncer (its port comes from the global setup). */
+function throughRunPgBouncer(url: string): string {
+  pooledDatabases.add(new URL(url).pathname.slice(1));
+  const port = process.env.SVC_TEST_PGBOUNCER_PORT;
+  if (!port) {
+    const why = process.env.SVC_TEST_PGBOUNCER_ERROR;
+    throw new Error(why
+      ? `This test file runs behind the run's PgBouncer, which did not start: ${why}`
+      : 'This test file runs behind the run\'s PgBouncer, which is not up: install pgbouncer and run it through jest (test/global-setup.ts starts it).');
+  }
+  const pooled = new URL(url);
+  pooled.hostname = '127.0.0.1';
+  pooled.port = port;
+  return pooled.toString();
 }
 
 export function testEnv(): TestEnv {
@@ -113,6 +163,7 @@ export function contextOn(url: string, redisPrefix: string, options: { max: numb
   const env = testEnv();
   const childEnv = {
     DATABASE_URL: url,
+    ...(onPgBouncer() ? { DATABASE_URL: throughRunPgBouncer(url), DATABASE_DIRECT_URL: url, DATABASE_POOLER: 'transaction' } : {}),
     ...redisChildEnv(env.redisTarget),
     REDIS_PREFIX: redisPrefix,
     ASSET_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,

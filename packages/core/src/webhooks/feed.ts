@@ -53,7 +53,7 @@ export async function readEventsAfter(
       and (xid, seq) > (${after.xid}::text::xid8, ${after.seq}::bigint)
       and xid < pg_snapshot_xmin(pg_current_snapshot())
       ${opts.types ? sql`and type = any(${opts.types}::text[])` : sql``}
-    order by xid, seq
+    order by events.xid, events.seq
     limit ${opts.limit}`;
 }
 

@@ -1,0 +1,5 @@
+import { usePgBouncer } from '@svc/testing';
+
+// schedules.test.ts again, its processes behind the run's PgBouncer in transaction mode (docs/decisions/pgbouncer.md)
+usePgBouncer();
+require('./schedules.test');
