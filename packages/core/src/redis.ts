@@ -124,7 +124,11 @@ export function watchClusterSubscriber(cluster: Cluster, events: { lost(): void;
     const conn = stopped ? null : holder?.getInstance();
     if (!conn || watched.has(conn)) return;
     watched.add(conn);
-    if (fresh) conn.once('ready', () => !stopped && events.back());
+    if (fresh) {
+      // the next connection may be ready before the old one's 'end' reaches us
+      if (conn.status === 'ready') events.back();
+      else conn.once('ready', () => !stopped && events.back());
+    }
     conn.once('end', () => {
       if (stopped) return;
       events.lost();

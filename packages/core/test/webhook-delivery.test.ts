@@ -229,6 +229,37 @@ it('a failure stops the healthy path: the waiting events show as pending behind 
   }
 });
 
+it('a success ends a failing spell even when the same pass then fails: the failure starts a new clock, nothing is disabled', async () => {
+  // 204 for the first request, 503 after
+  let answered = 0;
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(answered++ === 0 ? 204 : 503).end());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  try {
+    const sub = await lenient.events.webhooks.create(actor, tenantId, { url: `http://127.0.0.1:${port}/hook`, event_types: ['job.created'] });
+    // failing for longer than the give-up time already (say, a test event that kept failing)
+    await sql`update webhook_subscriptions set failing_since = now() - interval '10 minutes' where id = ${sub.id}`;
+    await jobCreated();
+    await jobCreated();
+    const deliverer = lenient.events.deliverer({ retryBaseMs: 60_000, giveUpAfterMs: 60_000 });
+    await waitFor('both attempted', async () => {
+      await deliverer.passOnce();
+      return answered >= 2;
+    }, 30_000);
+    const [read] = await sql<Array<{ is_active: boolean; recent: boolean }>>`
+      select is_active, failing_since > now() - interval '1 minute' as recent from webhook_subscriptions where id = ${sub.id}`;
+    expect(read).toEqual({ is_active: true, recent: true });
+    expect((await deliveriesOf(sub.id)).map((d) => [d.status, d.attempts])).toEqual([['delivered', 1], ['pending', 1]]);
+    await lenient.events.webhooks.delete(actor, tenantId, sub.id);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
 it('backs off exponentially with jitter, capped at an hour', () => {
   for (let n = 1; n <= 30; n++) {
     const full = Math.min(10_000 * 2 ** (n - 1), 3_600_000);

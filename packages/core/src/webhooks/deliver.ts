@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { randomUUID } from 'node:crypto';
 import type { LookupFunction } from 'node:net';
-import type { Sql } from '../db/sql';
+import type { Sql, Tx } from '../db/sql';
 import type { Logger } from '../logger';
 import { DbOutage } from '../db/outage';
 import { recordAudit } from '../audit/audit';
@@ -240,50 +240,60 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
 
   /** Writes one attempt's outcome: retry or give up, the subscription's failing state, disabling it. */
   async function recordOutcome(sub: ClaimedSubscription, d: Pick<PendingDelivery, 'id' | 'attempts' | 'first_attempt_at'>, result: AttemptResult): Promise<boolean> {
-    const firstAt = d.first_attempt_at ?? new Date();
-    const givenUp = !result.ok && Date.now() - firstAt.getTime() >= giveUpAfterMs;
-    const status = result.ok ? 'delivered' : givenUp ? 'failed' : 'pending';
-    const next = new Date(Date.now() + retryDelayMs(retryBaseMs, d.attempts + 1));
     if (result.ok && sub.failing_since === null) {
       // delivered, and the subscription was not failing: one statement
       await sql`
         update webhook_deliveries set status = 'delivered', attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
           last_attempt_at = now(), last_status_code = ${result.statusCode}, last_error = null,
-          last_duration_ms = ${result.durationMs}, next_attempt_at = ${next}, updated_at = now()
+          last_duration_ms = ${result.durationMs}, updated_at = now()
         where id = ${d.id} and status = 'pending'`;
       webhookDeliveries.inc({ outcome: 'delivered' });
       return true;
     }
-    const outcome = await sql.begin(async (tx) => {
-      await tx`
-        update webhook_deliveries set status = ${status}, attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
-          last_attempt_at = now(), last_status_code = ${result.statusCode}, last_error = ${result.error},
-          last_duration_ms = ${result.durationMs}, next_attempt_at = ${next}, updated_at = now()
-        where id = ${d.id} and status = 'pending'`;
-      if (result.ok) {
-        await tx`update webhook_subscriptions set failing_since = null where id = ${sub.id} and failing_since is not null`;
-        sub.failing_since = null;
-        return 'delivered';
-      }
-      const [s] = await tx<Array<{ failing_since: Date; is_active: boolean; too_long: boolean }>>`
-        update webhook_subscriptions set failing_since = coalesce(failing_since, now()) where id = ${sub.id}
-        returning failing_since, is_active, failing_since <= now() - make_interval(secs => ${giveUpAfterMs / 1000}) as too_long`;
-      // a later success in this pass must clear it (not the one-statement path above)
-      if (s) sub.failing_since = s.failing_since;
-      if (!s?.is_active || !s.too_long) return 'failed';
-      await tx`update webhook_subscriptions set is_active = false, disabled_reason = 'failing_24h', updated_at = now() where id = ${sub.id}`;
-      await recordAudit(tx, {
-        tenantId: sub.tenant_id, actorType: 'system', action: 'disable_webhook', source: 'dispatcher', resourceType: 'webhook',
-        resourceId: sub.id, details: { reason: 'failing_24h', since: s.failing_since.toISOString() },
-      });
-      return 'disabled';
+    const outcome = await sql.begin((tx) => writeOutcome(tx, sub, d, result)) as Outcome;
+    return reportOutcome(sub, outcome);
+  }
+
+  type Outcome = 'delivered' | 'retry' | 'given_up' | 'disabled';
+
+  /** The statements of an outcome, in the caller's transaction (metrics and logs after its commit: reportOutcome). */
+  async function writeOutcome(tx: Tx, sub: ClaimedSubscription, d: Pick<PendingDelivery, 'id' | 'attempts' | 'first_attempt_at'>, result: AttemptResult): Promise<Outcome> {
+    const firstAt = d.first_attempt_at ?? new Date();
+    const givenUp = !result.ok && Date.now() - firstAt.getTime() >= giveUpAfterMs;
+    const status = result.ok ? 'delivered' : givenUp ? 'failed' : 'pending';
+    const next = new Date(Date.now() + retryDelayMs(retryBaseMs, d.attempts + 1));
+    await tx`
+      update webhook_deliveries set status = ${status}, attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
+        last_attempt_at = now(), last_status_code = ${result.statusCode}, last_error = ${result.error},
+        last_duration_ms = ${result.durationMs}, next_attempt_at = ${next}, updated_at = now()
+      where id = ${d.id} and status = 'pending'`;
+    if (result.ok) {
+      await tx`update webhook_subscriptions set failing_since = null where id = ${sub.id} and failing_since is not null`;
+      sub.failing_since = null;
+      return 'delivered';
+    }
+    const [s] = await tx<Array<{ failing_since: Date; is_active: boolean; too_long: boolean }>>`
+      update webhook_subscriptions set failing_since = coalesce(failing_since, now()) where id = ${sub.id}
+      returning failing_since, is_active, failing_since <= now() - make_interval(secs => ${giveUpAfterMs / 1000}) as too_long`;
+    // a later success in this pass must clear it (not the one-statement path above)
+    if (s) sub.failing_since = s.failing_since;
+    if (!s?.is_active || !s.too_long) return givenUp ? 'given_up' : 'retry';
+    await tx`update webhook_subscriptions set is_active = false, disabled_reason = 'failing_24h', updated_at = now() where id = ${sub.id}`;
+    await recordAudit(tx, {
+      tenantId: sub.tenant_id, actorType: 'system', action: 'disable_webhook', source: 'dispatcher', resourceType: 'webhook',
+      resourceId: sub.id, details: { reason: 'failing_24h', since: s.failing_since.toISOString() },
     });
-    webhookDeliveries.inc({ outcome: outcome === 'disabled' ? 'subscription_disabled' : result.ok ? 'delivered' : givenUp ? 'given_up' : 'retry' });
+    return 'disabled';
+  }
+
+  /** Counts a committed outcome; true when the deliveries after it may go. */
+  function reportOutcome(sub: ClaimedSubscription, outcome: Outcome): boolean {
+    webhookDeliveries.inc({ outcome: outcome === 'disabled' ? 'subscription_disabled' : outcome });
     if (outcome === 'disabled') {
       logger.warn('webhook subscription disabled after failing too long', { subscription_id: sub.id, tenant_id: sub.tenant_id });
       return false;
     }
-    return result.ok || givenUp;
+    return outcome !== 'retry';
   }
 
   /**
@@ -344,8 +354,10 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
       }
       if (handled < 0) return;
       const upTo = events[handled]!;
-      const clearFailing = delivered.length > 0 && sub.failing_since !== null && !failure;
-      const failedId = await sql.begin(async (tx) => {
+      // a success ends a failing spell, even if this page then fails again: that failure starts a new one
+      const clearFailing = delivered.length > 0 && sub.failing_since !== null;
+      if (clearFailing) sub.failing_since = null;
+      const failed = await sql.begin(async (tx) => {
         const res = await tx`
           update webhook_subscriptions set cursor_xid = ${upTo.xid}::text::xid8, cursor_seq = ${upTo.seq}::bigint
             ${clearFailing ? tx`, failing_since = null` : tx``}
@@ -363,21 +375,22 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
             on conflict (subscription_id, event_xid, event_seq) where in_order do nothing`;
         }
         if (!failure) return null;
+        // the failed event becomes a pending delivery with this attempt on it, in the same transaction
         const f = failure.row;
         const [row] = await tx<Array<{ id: string }>>`
           insert into webhook_deliveries (tenant_id, subscription_id, event_id, event_type, event_xid, event_seq, body)
           values (${sub.tenant_id}, ${sub.id}, ${f.event_id as string}, ${f.event_type as string}, ${f.xid as string}::text::xid8, ${f.seq as string}::bigint, ${f.body as string})
           on conflict (subscription_id, event_xid, event_seq) where in_order do nothing
           returning id`;
-        return row?.id ?? null;
-      });
-      if (failedId === false) return;
-      if (clearFailing) sub.failing_since = null;
+        // (a conflict cannot happen here: this path runs only while no in-order delivery is pending)
+        return row ? writeOutcome(tx, sub, { id: row.id, attempts: 0, first_attempt_at: null }, failure.result) : null;
+      }) as Outcome | null | false;
+      if (failed === false) return;
       sub.cursor_xid = upTo.xid;
       sub.cursor_seq = upTo.seq;
       if (delivered.length) webhookDeliveries.inc({ outcome: 'delivered' }, delivered.length);
       if (failure) {
-        if (failedId) await recordOutcome(sub, { id: failedId, attempts: 0, first_attempt_at: null }, failure.result);
+        if (failed) reportOutcome(sub, failed);
         return;
       }
       if (handled < events.length - 1 || events.length < EVENTS_PER_READ) return;
