@@ -15,3 +15,4 @@ export * from './pgbouncer';
 export * from './refusal';
 export * from './metrics';
 export * from './otlp-receiver';
+export * from './http-once';
