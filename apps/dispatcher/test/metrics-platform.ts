@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { freePort, scrape, seedWorkspace, startApiProcess, waitFor, type ApiProcess, type Children, type TestContext } from '@svc/testing';
+import { freePort, scrape, seedWorkspace, startApiProcess, waitFor, type ApiProcess, type Children, type TestContext, type TestSuite } from '@svc/testing';
 
 export const METRICS_TOKEN = `scrape-${randomUUID()}`;
 
@@ -8,7 +8,7 @@ export const METRICS_TOKEN = `scrape-${randomUUID()}`;
  * agent-sim each serving /metrics on METRICS_PORT, all asking for METRICS_TOKEN; the API's state
  * gauges are read afresh on each scrape (METRICS_STATE_TTL_MS=0).
  */
-export async function startMetricsPlatform(ctx: TestContext, children: Children) {
+async function startMetricsPlatform(ctx: TestContext, children: Children) {
   const ws = await seedWorkspace(ctx.sql);
   const env = { METRICS_TOKEN, METRICS_STATE_TTL_MS: '0', HOST: '127.0.0.1' };
   const api: ApiProcess = await startApiProcess(ctx.childEnv, env);
@@ -30,4 +30,27 @@ export async function startMetricsPlatform(ctx: TestContext, children: Children)
     }
   }, 45_000, 200);
   return { ws, api, machine, urls };
+}
+
+export type MetricsPlatform = Awaited<ReturnType<typeof startMetricsPlatform>>;
+
+/**
+ * Starts the platform before the file's tests and stops it after. Its parts are read inside the
+ * tests (they exist from `beforeAll` on).
+ */
+export function useMetricsPlatform(suite: TestSuite): MetricsPlatform {
+  let p: MetricsPlatform | undefined;
+  beforeAll(async () => {
+    p = await startMetricsPlatform(suite.ctx, suite.children);
+  });
+  afterAll(async () => {
+    await suite.children.stopAll();
+    await p?.api.stop();
+  });
+  return {
+    get ws() { return p!.ws; },
+    get api() { return p!.api; },
+    get machine() { return p!.machine; },
+    get urls() { return p!.urls; },
+  };
 }

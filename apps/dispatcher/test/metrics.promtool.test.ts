@@ -1,5 +1,5 @@
 import { promtool, scrape, testSuite, waitFor, sampleValue } from '@svc/testing';
-import { METRICS_TOKEN, startMetricsPlatform } from './metrics-platform';
+import { METRICS_TOKEN, useMetricsPlatform } from './metrics-platform';
 
 /**
  * The exposition of every process of a running platform passes `promtool check metrics`
@@ -10,16 +10,7 @@ jest.setTimeout(120_000);
 const PROM_CLIENT_FINDINGS = new Set(['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']
   .map((m) => `${m} non-counter metrics should not have "_total" suffix`));
 const suite = testSuite();
-const { children } = suite;
-let p: Awaited<ReturnType<typeof startMetricsPlatform>>;
-
-beforeAll(async () => {
-  p = await startMetricsPlatform(suite.ctx, children);
-});
-afterAll(async () => {
-  await children.stopAll();
-  await p?.api.stop();
-});
+const p = useMetricsPlatform(suite);
 
 it('the API, dispatcher and agent expositions pass promtool check metrics', async () => {
   const proc = await p.ws.process();

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { labelValues, sampleValue, scrape, testSuite, waitFor } from '@svc/testing';
-import { METRICS_TOKEN, startMetricsPlatform } from './metrics-platform';
+import { METRICS_TOKEN, useMetricsPlatform } from './metrics-platform';
 
 /**
  * Prometheus metrics of a running platform (docs/decisions/observability.md): the API's
@@ -10,16 +10,7 @@ import { METRICS_TOKEN, startMetricsPlatform } from './metrics-platform';
  */
 jest.setTimeout(120_000);
 const suite = testSuite();
-const { children } = suite;
-let p: Awaited<ReturnType<typeof startMetricsPlatform>>;
-
-beforeAll(async () => {
-  p = await startMetricsPlatform(suite.ctx, children);
-});
-afterAll(async () => {
-  await children.stopAll();
-  await p?.api.stop();
-});
+const p = useMetricsPlatform(suite);
 
 const api = (path: string, init: RequestInit = {}) =>
   fetch(`${p.api.url}${path}`, { ...init, headers: { 'X-API-Key': p.ws.key, 'Content-Type': 'application/json', ...(init.headers ?? {}) } });

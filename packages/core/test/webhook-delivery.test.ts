@@ -21,15 +21,18 @@ let tenantId: string;
 let processId: string;
 let machineId: string;
 
-/** Answers every request with `status` (and a Location for redirects), recording what came. */
-function receiver(status: number, location?: string) {
+/**
+ * Answers every request with `status` — or with what `status(n)` says for the n-th (from 0) — and a
+ * Location for redirects, recording what came.
+ */
+function receiver(status: number | ((n: number) => number), location?: string) {
   const got: string[] = [];
   const server = http.createServer((req, res) => {
     let body = '';
     req.on('data', (c) => { body += c; });
     req.on('end', () => {
       got.push(body);
-      res.writeHead(status, location ? { Location: location } : {}).end();
+      res.writeHead(typeof status === 'number' ? status : status(got.length - 1), location ? { Location: location } : {}).end();
     });
   });
   return {
@@ -166,17 +169,9 @@ it('gives a failing delivery up after the give-up time, and disables and audits 
 it('a failure stops the healthy path: the waiting events show as pending behind it and go out in order, once, after it', async () => {
   // 204 until told to fail; every body recorded
   let failing = false;
-  const got: string[] = [];
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => { body += c; });
-    req.on('end', () => {
-      got.push(body);
-      res.writeHead(failing ? 503 : 204).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
+  const r = receiver(() => (failing ? 503 : 204));
+  const { got } = r;
+  const port = await r.start();
   try {
     const sub = await lenient.events.webhooks.create(actor, tenantId, { url: `http://127.0.0.1:${port}/hook`, event_types: ['job.created'] });
     const deliverer = lenient.events.deliverer({ retryBaseMs: 1 });
@@ -224,20 +219,14 @@ it('a failure stops the healthy path: the waiting events show as pending behind 
     expect((await lenient.events.webhooks.get(tenantId, sub.id)).failing_since).toBeNull();
     await lenient.events.webhooks.delete(actor, tenantId, sub.id);
   } finally {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
+    await r.close();
   }
 });
 
 it('a success ends a failing spell even when the same pass then fails: the failure starts a new clock, nothing is disabled', async () => {
   // 204 for the first request, 503 after
-  let answered = 0;
-  const server = http.createServer((req, res) => {
-    req.resume();
-    req.on('end', () => res.writeHead(answered++ === 0 ? 204 : 503).end());
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
+  const r = receiver((n) => (n === 0 ? 204 : 503));
+  const port = await r.start();
   try {
     const sub = await lenient.events.webhooks.create(actor, tenantId, { url: `http://127.0.0.1:${port}/hook`, event_types: ['job.created'] });
     // failing for longer than the give-up time already (say, a test event that kept failing)
@@ -247,7 +236,7 @@ it('a success ends a failing spell even when the same pass then fails: the failu
     const deliverer = lenient.events.deliverer({ retryBaseMs: 60_000, giveUpAfterMs: 60_000 });
     await waitFor('both attempted', async () => {
       await deliverer.passOnce();
-      return answered >= 2;
+      return r.got.length >= 2;
     }, 30_000);
     const [read] = await sql<Array<{ is_active: boolean; recent: boolean }>>`
       select is_active, failing_since > now() - interval '1 minute' as recent from webhook_subscriptions where id = ${sub.id}`;
@@ -255,8 +244,7 @@ it('a success ends a failing spell even when the same pass then fails: the failu
     expect((await deliveriesOf(sub.id)).map((d) => [d.status, d.attempts])).toEqual([['delivered', 1], ['pending', 1]]);
     await lenient.events.webhooks.delete(actor, tenantId, sub.id);
   } finally {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
+    await r.close();
   }
 });
 
