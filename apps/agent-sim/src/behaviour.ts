@@ -1,3 +1,4 @@
+import { MAX_TAKE } from '@svc/core';
 /**
  * How a simulated robot behaves for one process: durations, failures, reviews, progress and
  * log lines, resource metrics and crashes. Configured per process (docs/agent-sim.md); a job's
@@ -265,7 +266,7 @@ function probability(name: string, v: unknown): number {
 function prefetchSetting(v: unknown): number | 'auto' {
   if (v === 'auto') return 'auto';
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 1 || n > 100) throw new Error('prefetch must be auto or an integer from 1 to 100');
+  if (!Number.isInteger(n) || n < 1 || n > MAX_TAKE) throw new Error(`prefetch must be auto or an integer from 1 to ${MAX_TAKE}`);
   return n;
 }
 

@@ -199,7 +199,7 @@ export type { QueueItemRow } from './queue-items/repo';
 export { toQueueItemResponse } from './queue-items/serialize';
 export { addItem, addItemToQueueNamed, addItemsBulk, getActiveQueueByName, listItems } from './queue-items/service';
 export {
-  QUEUE_ITEM_TRANSITIONS, applyItemRetryPolicy, approveQueueItem, canTransitionItem, compareTakeOrder, failItemsOfJobs,
+  MAX_TAKE, QUEUE_ITEM_TRANSITIONS, applyItemRetryPolicy, approveQueueItem, canTransitionItem, compareTakeOrder, failItemsOfJobs,
   failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, releaseQueueItems, releaseUnknownClaims, settleAndClaimItems,
 } from './queue-items/transitions';
 export type { ClaimedItem, ItemOutcome, SettleAndClaimResult } from './queue-items/transitions';

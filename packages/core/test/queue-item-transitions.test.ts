@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
-  QUEUE_ITEM_TRANSITIONS, applyItemRetryPolicy, approveQueueItem, canTransitionItem, compareTakeOrder, failItemsOfJobs,
+  MAX_TAKE, QUEUE_ITEM_TRANSITIONS, applyItemRetryPolicy, createSql, approveQueueItem, canTransitionItem, compareTakeOrder, failItemsOfJobs,
   failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, releaseQueueItems, releaseUnknownClaims, settleAndClaimItems, type Sql,
 } from '@svc/core';
 import { createTestContext, seedMachine, seedProcess, seedQueue, seedTenant, type TestContext } from '@svc/testing';
@@ -125,6 +125,51 @@ describe('statements sent for the transitions', () => {
         .toEqual({ text: s.text, boundStatuses: [] });
       expect(s.text).toMatch(/status = '(new|in_progress|pending_review|failed|dead_letter)'/);
     }
+  });
+});
+
+describe('the round trip of a consumer', () => {
+  it('is planned once per connection: its prepared statement switches to a generic plan that walks the ready index', async () => {
+    const q = await newQueue();
+    for (let i = 0; i < 40; i++) await addItem(q.id);
+    // a table of some size, as the planner sees it: on a handful of rows any plan is cheap
+    const other = await newQueue();
+    await sql`insert into queue_items (tenant_id, queue_id, data) select ${tenantId}, ${other.id}, '{}'::jsonb from generate_series(1, 20000)`;
+    await sql`analyze queue_items`;
+    const job = randomUUID();
+    await ensureRunningJob(job);
+    // one connection, so that every round trip reuses the same prepared statement
+    const one = createSql(ctx.databaseUrl, { max: 1 });
+    try {
+      let held: Array<{ id: string; attempt: number }> = [];
+      for (let i = 0; i < 10; i++) {
+        const res = await settleAndClaimItems(one, {
+          queueId: q.id, jobId: job, jobAttempt: 1, machineId, take: 4,
+          outcomes: held.map((c) => ({ id: c.id, attempt: c.attempt, status: 'completed' as const, result: {} })),
+        });
+        expect(res.claimed.length).toBe(4);
+        held = res.claimed;
+      }
+      // with the LIMIT sent as a parameter, Postgres planned every execution afresh (custom plans only)
+      const [plans] = await one<Array<{ generic_plans: number; custom_plans: number }>>`
+        select generic_plans::int, custom_plans::int from pg_prepared_statements where statement like '%for update skip locked%'`;
+      expect(plans!.generic_plans).toBeGreaterThan(0);
+      expect(plans!.custom_plans).toBeLessThanOrEqual(5);
+    } finally {
+      await one.end();
+    }
+  });
+
+  it('refuses a take that is not a whole number from 0 to MAX_TAKE (it is written into the SQL text)', async () => {
+    const q = await newQueue();
+    const job = randomUUID();
+    await ensureRunningJob(job);
+    for (const take of [-1, 1.5, MAX_TAKE + 1, Number.NaN, '4; drop table queue_items' as unknown as number]) {
+      await expect(settleAndClaimItems(sql, { queueId: q.id, jobId: job, jobAttempt: 1, machineId, outcomes: [], take }))
+        .rejects.toThrow(/Illegal take/);
+    }
+    await addItem(q.id);
+    expect((await settleAndClaimItems(sql, { queueId: q.id, jobId: job, jobAttempt: 1, machineId, outcomes: [], take: MAX_TAKE })).claimed).toHaveLength(1);
   });
 });
 

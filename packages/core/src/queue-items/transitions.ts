@@ -124,6 +124,9 @@ const OUTCOME_TRANSITION: Record<ItemOutcomeStatus, (typeof T)[QueueItemTransiti
   failed: T.fail,
 };
 
+/** The most items one round trip may take (a consumer's `prefetch` is 1..100). */
+export const MAX_TAKE = 100;
+
 export interface SettleAndClaim {
   queueId: string;
   /** The consumer job that holds (and takes) the items. */
@@ -162,6 +165,13 @@ function checkOutcomes(outcomes: readonly ItemOutcome[]): void {
  * LOCKED` so concurrent consumers never take the same item and never wait on each other; `attempt + 1` is the new fencing token. Items are taken
  * only while the consumer job is still `running` under `jobAttempt`: a run the engine gave up on
  * (its machine was declared offline, it timed out) takes nothing more.
+ *
+ * The take runs before the settle inside the statement. The ready index still lists items that
+ * other consumers took a moment ago; when such a take committed after this statement's snapshot,
+ * `FOR UPDATE` follows the item to its new version and locks it before seeing it is no longer
+ * `new`, and that lock lasts until this statement commits, so the item's own consumer waits for
+ * it to settle the item. Taking right after the snapshot keeps that window short (Postgres's
+ * waits on such locks halved in B3, BENCHMARKS.md).
  */
 export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim): Promise<SettleAndClaimResult> {
   checkOutcomes(req.outcomes);
@@ -196,7 +206,7 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim): 
          -- a paused queue hands out nothing: its consumers finish what they hold and end
          and not exists (select 1 from queues where id = ${req.queueId} and is_paused)
        order by priority desc, deadline asc nulls last, created_at asc, id
-       limit ${req.take}
+       limit ${takeLimitSql(sql, req.take)}
        for update skip locked
     ), claimed as (
       update queue_items qi
@@ -208,13 +218,26 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim): 
                 (extract(epoch from qi.deadline) * 1000000)::bigint as deadline_us,
                 (extract(epoch from qi.created_at) * 1000000)::bigint as created_us
     )
-    select (select coalesce(jsonb_agg(jsonb_build_object('id', id, 'status', status)), '[]'::jsonb) from settled) as settled,
-           (select coalesce(jsonb_agg(to_jsonb(claimed)), '[]'::jsonb) from claimed) as claimed,
+    -- the take runs first, right after the statement's snapshot (see above)
+    select (select coalesce(jsonb_agg(to_jsonb(claimed)), '[]'::jsonb) from claimed) as claimed,
+           (select coalesce(jsonb_agg(jsonb_build_object('id', id, 'status', status)), '[]'::jsonb) from settled) as settled,
            (select coalesce(jsonb_agg(age_s), '[]'::jsonb) from settled where status = ${statusSql(sql, T.complete.to)}) as completed_ages`;
   const claimed = row!.claimed.map((c) => ({ ...c, deadline_us: c.deadline_us === null ? null : Number(c.deadline_us), created_us: Number(c.created_us) }));
   claimed.sort(compareTakeOrder);
   observeSettleAndClaim(row!.settled, row!.completed_ages, claimed.length);
   return { settled: row!.settled, claimed };
+}
+
+/**
+ * The take's LIMIT written into the SQL text, not sent as a parameter: with a parameter, the
+ * planner cannot know how many rows `picked` yields, so the statement's generic plan hashes the
+ * whole table to join them (hundreds of ms) and Postgres must plan every round trip afresh (about
+ * a third of its cost). A literal gives each take size a prepared statement whose generic plan
+ * is the index walk. A take is at most MAX_TAKE items, so there are few such statements.
+ */
+function takeLimitSql(sql: Queryable, take: number) {
+  if (!Number.isInteger(take) || take < 0 || take > MAX_TAKE) throw new Error(`Illegal take ${String(take)}`);
+  return sql.unsafe(String(take));
 }
 
 /**
