@@ -140,32 +140,49 @@ export function cpuMs(pid) {
 
 /**
  * CPU spent by groups of processes between `start()` and `stop()`, in ms: `groups` maps a name
- * to a function returning the pids of that group (called at both ends; pids seen once count).
+ * to a function returning the pids of that group, asked at both ends and every `everyMs` between
+ * them. A pid that appears after `start()` (a Postgres backend a pool opened meanwhile) counts
+ * from zero, and one that goes away before `stop()` counts up to its last reading: the agents'
+ * pools open most of their connections during the run, and counting only the backends alive at
+ * both ends left most of Postgres's time out.
  */
-export function cpuMeter(groups) {
+export function cpuMeter(groups, { everyMs = 500 } = {}) {
   const first = new Map();
-  const read = async () => {
-    const out = {};
+  const latest = new Map();
+  let timer = null;
+  let reading = null;
+  const read = async (initial) => {
     for (const [name, pidsOf] of Object.entries(groups)) {
-      out[name] = new Map();
+      if (!first.has(name)) first.set(name, new Map());
+      if (!latest.has(name)) latest.set(name, new Map());
       for (const pid of (await pidsOf()) ?? []) {
         const v = cpuMs(pid);
-        if (v !== null) out[name].set(pid, v);
+        if (v === null) continue;
+        if (!first.get(name).has(pid)) first.get(name).set(pid, initial ? v : 0);
+        latest.get(name).set(pid, v);
       }
     }
-    return out;
   };
   return {
     async start() {
-      const s = await read();
-      for (const [k, v] of Object.entries(s)) first.set(k, v);
+      await read(true);
+      const tick = () => {
+        reading = read(false).catch(() => undefined).finally(() => {
+          reading = null;
+          if (timer) timer = setTimeout(tick, everyMs);
+        });
+      };
+      timer = setTimeout(tick, everyMs);
     },
     async stop() {
-      const end = await read();
+      clearTimeout(timer);
+      timer = null;
+      if (reading) await reading;
+      await read(false);
       const res = {};
-      for (const [name, pids] of Object.entries(end)) {
+      for (const [name, pids] of latest) {
         let total = 0;
-        for (const [pid, v] of pids) total += v - (first.get(name)?.get(pid) ?? v);
+        for (const [pid, v] of pids) total += v - first.get(name).get(pid);
         res[name] = Math.round(total);
       }
       return res;
