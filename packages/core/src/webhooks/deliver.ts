@@ -6,7 +6,7 @@ import type { Sql, Tx } from '../db/sql';
 import type { Logger } from '../logger';
 import { DbOutage } from '../db/outage';
 import { recordAudit } from '../audit/audit';
-import { readEventsAfter } from './feed';
+import { eventBody, readEventsAfter } from './feed';
 import { signWebhook } from './sign';
 import { openSecret, type WebhookSettings } from './subscriptions';
 import { RefusedTarget, resolveTarget } from './target';
@@ -175,7 +175,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
       const last = events[events.length - 1]!;
       const rows = wanted.map((e) => ({
         event_id: e.id, event_type: e.type, xid: e.xid, seq: e.seq,
-        body: JSON.stringify({ id: e.id, type: e.type, occurred_at: e.occurred_at, tenant_id: e.tenant_id, data: e.data }),
+        body: eventBody(e),
       }));
       const moved = await sql.begin(async (tx) => {
         const res = await tx`
@@ -324,7 +324,8 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
   /**
    * The healthy path: nothing is waiting behind a failure, so the events after the cursor are sent
    * straight from the feed and written once, after their attempt (delivered, in one statement per
-   * page, with the cursor's move). The first failure becomes a pending delivery and stops the pass;
+   * page, with the cursor's move; without the body, which the event in the feed still holds: a
+   * redelivery rebuilds it from there). The first failure becomes a pending delivery and stops the pass;
    * the events after it wait in the feed and are turned into deliveries at the next pass
    * (enqueue), where an operator sees them waiting. A crash before the write sends them again.
    */
@@ -340,11 +341,11 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
         const e = events[i]!;
         if (all || sub.event_types.includes(e.type)) {
           if (closed || Date.now() >= until) break;
-          const body = JSON.stringify({ id: e.id, type: e.type, occurred_at: e.occurred_at, tenant_id: e.tenant_id, data: e.data });
+          const body = eventBody(e);
           const result = await send(sub, e.id, e.type, body, secret);
-          const row = { event_id: e.id, event_type: e.type, xid: e.xid, seq: e.seq, body, status_code: result.statusCode, duration_ms: result.durationMs };
+          const row = { event_id: e.id, event_type: e.type, xid: e.xid, seq: e.seq, status_code: result.statusCode, duration_ms: result.durationMs };
           if (!result.ok) {
-            failure = { row, result };
+            failure = { row: { ...row, body }, result };
             handled = i;
             break;
           }
@@ -366,12 +367,12 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
         if (res.count === 0) return false;
         if (delivered.length) {
           await tx`
-            insert into webhook_deliveries (tenant_id, subscription_id, event_id, event_type, event_xid, event_seq, body,
+            insert into webhook_deliveries (tenant_id, subscription_id, event_id, event_type, event_xid, event_seq,
               status, attempts, first_attempt_at, last_attempt_at, last_status_code, last_duration_ms)
-            select ${sub.tenant_id}, ${sub.id}, r.event_id, r.event_type, r.xid::xid8, r.seq, r.body,
+            select ${sub.tenant_id}, ${sub.id}, r.event_id, r.event_type, r.xid::xid8, r.seq,
               'delivered', 1, now(), now(), r.status_code, r.duration_ms
             from jsonb_to_recordset(${JSON.stringify(delivered)}::text::jsonb)
-              as r(event_id text, event_type text, xid text, seq bigint, body text, status_code int, duration_ms int)
+              as r(event_id text, event_type text, xid text, seq bigint, status_code int, duration_ms int)
             on conflict (subscription_id, event_xid, event_seq) where in_order do nothing`;
         }
         if (!failure) return null;

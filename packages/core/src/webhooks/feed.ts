@@ -57,6 +57,21 @@ export async function readEventsAfter(
     limit ${opts.limit}`;
 }
 
+/** One event by its position (a redelivery rebuilds its body); null once the retention purged it. */
+export async function readEvent(sql: Queryable, tenantId: string, at: FeedPosition): Promise<EventRow | null> {
+  const [row] = await sql<EventRow[]>`
+    select event_cursor(xid, seq) as id, type, event_iso(occurred_at) as occurred_at, tenant_id, data,
+           xid::text as xid, seq::text as seq
+    from events
+    where tenant_id = ${tenantId} and xid = ${at.xid}::text::xid8 and seq = ${at.seq}::bigint`;
+  return row ?? null;
+}
+
+/** The body a webhook carries for an event: the event as the feed shows it. */
+export function eventBody(e: EventResponse): string {
+  return JSON.stringify({ id: e.id, type: e.type, occurred_at: e.occurred_at, tenant_id: e.tenant_id, data: e.data });
+}
+
 export interface FeedPage {
   rows: EventResponse[];
   meta: { limit: number; next_cursor: string | null };

@@ -9,6 +9,7 @@ import { decrypt, encrypt } from '../security/secret-box';
 import { validate } from '../validation/validate';
 import { pageMeta, type PageMeta } from '../validation/formats';
 import { checkWebhookUrl, type TargetPolicy } from './target';
+import { eventBody, readEvent } from './feed';
 import {
   DeliveryListQuery, TEST_EVENT_TYPE, WebhookCreate, WebhookUpdate, type DeliveryResponse, type WebhookListQuery,
   type WebhookResponse, type WebhookWithSecretResponse,
@@ -219,17 +220,28 @@ export async function listDeliveries(sql: Queryable, tenantId: string, id: strin
 
 /**
  * Sends the delivery's event again, now, outside the subscription's order (a new delivery row
- * with the same body, so the original keeps its history).
+ * with the same body, so the original keeps its history). A delivery that succeeded at its first
+ * attempt keeps no body of its own: it is rebuilt from the event, while the feed keeps it.
  */
 export async function redeliver(sql: Sql, actor: AuditActor, tenantId: string, id: string, deliveryId: string): Promise<DeliveryResponse> {
   await findWebhook(sql, tenantId, id);
   return sql.begin(async (tx) => {
+    const [original] = await tx<Array<{ event_id: string; event_type: string; body: string | null; event_xid: string | null; event_seq: string | null }>>`
+      select event_id, event_type, body, event_xid::text as event_xid, event_seq::text as event_seq from webhook_deliveries
+      where id = ${deliveryId} and subscription_id = ${id} and tenant_id = ${tenantId}`;
+    if (!original) throw new NotFoundError('Entrega no encontrada');
+    let body = original.body;
+    if (body === null) {
+      const event = original.event_xid !== null && original.event_seq !== null
+        ? await readEvent(tx, tenantId, { xid: original.event_xid, seq: original.event_seq })
+        : null;
+      if (!event) throw new NotFoundError('El evento de esta entrega ya no se conserva (retención de eventos)');
+      body = eventBody(event);
+    }
     const [row] = await tx<DeliveryRow[]>`
       insert into webhook_deliveries (tenant_id, subscription_id, event_id, event_type, in_order, body)
-      select tenant_id, subscription_id, event_id, event_type, false, body from webhook_deliveries
-      where id = ${deliveryId} and subscription_id = ${id} and tenant_id = ${tenantId}
+      values (${tenantId}, ${id}, ${original.event_id}, ${original.event_type}, false, ${body})
       returning ${tx(DELIVERY_COLUMNS)}`;
-    if (!row) throw new NotFoundError('Entrega no encontrada');
     await recordAudit(tx, auditOf(actor, tenantId, 'redeliver_webhook', id, { delivery_id: deliveryId, event_id: row.event_id }));
     return toDeliveryResponse(row);
   }) as Promise<DeliveryResponse>;
