@@ -258,7 +258,7 @@ export function eventRoutes(rc: RouteContext): AppRouter {
     method: 'post',
     path: '/settings/webhooks/:id/deliveries/:delivery_id/redeliver',
     summary: 'Deliver an event again',
-    description: 'Sends the delivery\'s event again as a new delivery (returned, 202), outside the subscription\'s order. Audited as `redeliver_webhook`.',
+    description: 'Sends the delivery\'s event again as a new delivery (returned, 202), outside the subscription\'s order, with the same body. Audited as `redeliver_webhook`. 404 also when the event is older than the retention (`EVENT_RETENTION_DAYS`) and the delivery kept no body of its own.',
     tags,
     auth: ADMIN,
     params: DeliveryParams,
