@@ -53,6 +53,29 @@ describe('subscriptions', () => {
     expect(JSON.stringify(audit)).not.toContain('whsec_');
   });
 
+  it('take their deliveries with them when deleted, or when their workspace is', async () => {
+    const ids: string[] = [];
+    for (const w of [ws, other]) {
+      const res = await create({ url: 'https://example.com/gone', event_types: ['*'] }, w.adminToken);
+      expect(res.status).toBe(201);
+      ids.push(res.body.data.id);
+      expect((await ctx.http.post(`/api/v1/settings/webhooks/${res.body.data.id}/test`).set(as(w.adminToken))).status).toBe(202);
+    }
+    const deliveries = async (id: string) => (await ctx.sql<Array<{ n: number }>>`
+      select count(*)::int as n from webhook_deliveries where subscription_id = ${id}`)[0]!.n;
+    expect([await deliveries(ids[0]!), await deliveries(ids[1]!)]).toEqual([1, 1]);
+    expect((await ctx.http.delete(`/api/v1/settings/webhooks/${ids[0]}`).set(admin())).status).toBe(200);
+    expect([await deliveries(ids[0]!), await deliveries(ids[1]!)]).toEqual([0, 1]);
+    // a throwaway workspace, so that the others' rows stay for the tests after this one
+    const doomed = await seedWorkspace(ctx.sql);
+    const res = await create({ url: 'https://example.com/doomed', event_types: ['*'] }, doomed.adminToken);
+    await ctx.http.post(`/api/v1/settings/webhooks/${res.body.data.id}/test`).set(as(doomed.adminToken));
+    expect(await deliveries(res.body.data.id)).toBe(1);
+    await ctx.sql`delete from tenants where id = ${doomed.tenant.id}`;
+    expect(await deliveries(res.body.data.id)).toBe(0);
+    expect(await deliveries(ids[1]!)).toBe(1);
+  });
+
   it('refuses URLs that are not https, carry credentials, or point inside (422 naming url)', async () => {
     const bad = [
       'http://example.com/hook', 'file:///etc/passwd', 'ftp://example.com/x', 'javascript:alert(1)', 'not a url at all',

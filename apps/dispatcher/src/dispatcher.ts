@@ -1,7 +1,7 @@
 import { Worker, type Job } from 'bullmq';
 import {
   DISPATCH_QUEUE, DISPATCH_SCHEDULERS, webhookSettingsOf, DbOutage, dispatcherPassSeconds, IDEMPOTENCY_PURGE_EVERY_MS, createBullDispatch, createEngine, createRedis, isConnectionError, primaries, renewEpoch,
-  type BullDispatch, type Config, type DispatchJobName, type DispatchPayloads, type Logger, type OutboxRelay, type RedisClient, type Sql,
+  type BullDispatch, type Config, type DispatchJobName, type DispatchPayloads, type Logger, type OutboxRelay, type RedisClient, type Sql, type WebhookDeliverer,
 } from '@svc/core';
 
 export interface DispatcherDeps {
@@ -12,6 +12,8 @@ export interface DispatcherDeps {
   logger: Logger;
   /** worker concurrency on the `{dispatch}` queue */
   concurrency?: number;
+  /** webhook delivery (default: in this thread; the process runs it in a thread of its own, delivery-thread.ts) */
+  deliverer?: WebhookDeliverer;
 }
 
 export interface Dispatcher {
@@ -43,7 +45,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const outage = new DbOutage(logger);
   const relay = engine.outbox.relay(bull, outage);
   // webhook deliveries (docs/decisions/events.md): every replica delivers, a lease per subscription
-  const deliverer = engine.events.deliverer({
+  const deliverer = deps.deliverer ?? engine.events.deliverer({
     retryBaseMs: config.webhookRetryBaseMs, giveUpAfterMs: config.webhookGiveUpSeconds * 1000, pollMs: config.webhookPollMs, outage,
   });
 

@@ -1,4 +1,5 @@
 import { ConfigError, createDirectSql, createLogger, createPooledSql, databaseSettings, onShutdownSignals, parseConfig, startMetricsServer, startTracing, stopTracing } from '@svc/core';
+import { createDeliveryThread } from './delivery-thread';
 import { createDispatcher } from './dispatcher';
 
 /** `node apps/dispatcher/dist/main.js`: configuration from the environment (see README). */
@@ -9,7 +10,8 @@ async function main(): Promise<void> {
   const sql = createPooledSql(databaseSettings(config), { max: 10 });
   // the outbox relay's LISTEN needs a session of its own (docs/decisions/pgbouncer.md)
   const directSql = createDirectSql(databaseSettings(config), sql);
-  const dispatcher = createDispatcher({ config, sql, directSql, logger });
+  // webhooks go out from a thread of their own that yields the CPU to the rest (delivery-thread.ts)
+  const dispatcher = createDispatcher({ config, sql, directSql, logger, deliverer: createDeliveryThread(logger) });
   // handlers before the start (and its "dispatcher started" line): a signal meanwhile drains once
   // the start is done instead of killing the process
   const started = dispatcher.start();

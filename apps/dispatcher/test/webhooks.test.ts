@@ -2,7 +2,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { verifyWebhookSignature } from '@svc/core';
 import { apiSuite, type ApiTestContext } from '@svc/testing/api';
-import { seedWorkspace, waitFor } from '@svc/testing';
+import { freePort, sampleValue, scrape, seedWorkspace, waitFor, waitForHttp, type Child } from '@svc/testing';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
 
 /**
  * Webhooks end to end (docs/decisions/events.md): the in-process API, two real dispatcher
@@ -61,6 +63,8 @@ class Receiver {
 }
 
 const receiver = new Receiver();
+const dispatchers: Array<{ child: Child; metrics: string }> = [];
+const hasChrt = spawnSync('chrt', ['--version']).status === 0;
 const admin = () => ({ Authorization: `Bearer ${ws.adminToken}` });
 
 beforeAll(async () => {
@@ -70,8 +74,11 @@ beforeAll(async () => {
   await receiver.start();
   // two replicas: each event is still delivered once
   const env = { WEBHOOK_RETRY_BASE_MS: '200', WEBHOOK_POLL_MS: '100' };
-  children.dispatcher(ctx, env);
-  children.dispatcher(ctx, env);
+  for (let i = 0; i < 2; i++) {
+    const port = await freePort();
+    dispatchers.push({ child: children.dispatcher(ctx, { ...env, METRICS_PORT: String(port) }), metrics: `http://127.0.0.1:${port}/metrics` });
+  }
+  await Promise.all(dispatchers.map((d) => waitForHttp(d.metrics)));
 });
 
 afterAll(async () => {
@@ -233,4 +240,26 @@ it('the feed replays from any cursor, and its stream resumes after Last-Event-ID
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   }
+});
+
+it('delivers from a thread of each dispatcher in the idle CPU class, and counts its attempts on the dispatcher\'s /metrics', async () => {
+  for (const d of dispatchers) {
+    const pid = d.child.proc.pid!;
+    // fields 19 and 41 of /proc/<pid>/task/<tid>/stat: the thread's nice value and scheduling policy (5: SCHED_IDLE)
+    const threads = readdirSync(`/proc/${pid}/task`).map((tid) => {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return { nice: Number(f[16]), policy: Number(f[38]) };
+    });
+    const lowered = threads.filter((t) => t.policy === 5 || t.nice === 19);
+    expect(lowered).toEqual([hasChrt ? { nice: 0, policy: 5 } : { nice: 19, policy: 0 }]);
+    expect(threads.filter((t) => t.policy === 0 && t.nice === 0).length).toBeGreaterThan(1);
+  }
+  // every attempt that succeeded is one delivered row, counted by whichever replica made it
+  const [{ n: delivered }] = await ctx.sql<Array<{ n: number }>>`select count(*)::int as n from webhook_deliveries where status = 'delivered'`;
+  expect(delivered).toBeGreaterThan(25);
+  await waitFor('the attempts counted', async () => {
+    const counted = await Promise.all(dispatchers.map(async (d) => sampleValue(await scrape(d.metrics), 'svc_webhook_deliveries_total', { outcome: 'delivered' }) ?? 0));
+    return counted[0]! + counted[1]! === delivered;
+  });
 });

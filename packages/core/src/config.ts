@@ -54,6 +54,8 @@ export interface Config {
   webhookGiveUpSeconds: number;
   /** Dispatcher: how often webhook subscriptions are looked at. */
   webhookPollMs: number;
+  /** Dispatcher: its webhook delivery thread runs only on CPU the rest leaves (`idle`), or like the rest (docs/decisions/events.md). */
+  webhookDeliveryPriority: 'idle' | 'normal';
   /** Dispatcher and agent: serve GET /metrics on this port (unset: no metrics server). The API serves /metrics on its own port. */
   metricsPort?: number;
   /** When set, /metrics asks for `Authorization: Bearer <token>`. */
@@ -102,6 +104,13 @@ function bool(env: Env, name: string): boolean {
   if (raw === undefined || raw === '' || raw === '0' || raw === 'false') return false;
   if (raw === '1' || raw === 'true') return true;
   throw new ConfigError(`${name} must be true or false, got "${raw}".`);
+}
+
+function oneOf<T extends string>(env: Env, name: string, values: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if ((values as readonly string[]).includes(raw)) return raw as T;
+  throw new ConfigError(`${name} must be one of ${values.join(', ')}, got "${raw}".`);
 }
 
 function str(env: Env, name: string, fallback: string): string {
@@ -167,6 +176,7 @@ export function parseConfig(env: Env): Config {
     webhookRetryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 10_000, 10, 3_600_000),
     webhookGiveUpSeconds: int(env, 'WEBHOOK_GIVE_UP_SECONDS', 86_400, 1, 30 * 86_400),
     webhookPollMs: int(env, 'WEBHOOK_POLL_MS', 1000, 10, 60_000),
+    webhookDeliveryPriority: oneOf(env, 'WEBHOOK_DELIVERY_PRIORITY', ['idle', 'normal'] as const, 'idle'),
     metricsPort: env.METRICS_PORT ? int(env, 'METRICS_PORT', 0, 0, 65535) : undefined,
     metricsToken: env.METRICS_TOKEN || undefined,
     metricsStateTtlMs: int(env, 'METRICS_STATE_TTL_MS', 5000, 0, 600_000),

@@ -216,13 +216,13 @@ export { SIGNATURE_TOLERANCE_SECONDS, signWebhook, verifyWebhookSignature } from
 export { checkWebhookUrl, isRefusedAddress } from './webhooks/target';
 export type { TargetPolicy } from './webhooks/target';
 export { createWebhookDeliverer, postWebhook, retryDelayMs } from './webhooks/deliver';
-export type { DelivererOptions, WebhookDeliverer } from './webhooks/deliver';
+export type { DelivererOptions, DeliveryOutcome, WebhookDeliverer } from './webhooks/deliver';
 export { webhookSettingsOf } from './webhooks/subscriptions';
 export type { WebhookSettings } from './webhooks/subscriptions';
 // Observability: Prometheus metrics (docs/decisions/observability.md).
 export {
   metricsRegistry, renderMetrics, observeHttpRequest, rateLimitRejections, apiKeyCacheLookups, UNMATCHED_ROUTE,
-  registerPlatformGauges, OTHER_LABEL, startMetricsServer, metricsAuthorized, dispatcherPassSeconds,
+  registerPlatformGauges, OTHER_LABEL, startMetricsServer, metricsAuthorized, dispatcherPassSeconds, countWebhookOutcome,
 } from './metrics';
 export type { MetricsServer, PlatformGaugeOptions } from './metrics';
 // Traces: OpenTelemetry, off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/decisions/observability.md).

@@ -91,3 +91,8 @@ export const webhookDeliveries = counter<'outcome'>({
   help: 'Webhook delivery attempts by outcome: delivered, retry (will be tried again), given_up (marked failed), subscription_disabled.',
   labelNames: ['outcome'],
 });
+
+/** Counts webhook attempts of one outcome (the dispatcher's delivery thread reports its own here). */
+export function countWebhookOutcome(outcome: 'delivered' | 'retry' | 'given_up' | 'subscription_disabled', n: number): void {
+  webhookDeliveries.inc({ outcome }, n);
+}

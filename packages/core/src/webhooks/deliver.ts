@@ -10,7 +10,7 @@ import { eventBody, readEventsAfter } from './feed';
 import { signWebhook } from './sign';
 import { openSecret, type WebhookSettings } from './subscriptions';
 import { RefusedTarget, resolveTarget } from './target';
-import { webhookDeliveries } from '../metrics/domain';
+import { countWebhookOutcome } from '../metrics/domain';
 
 /**
  * Webhook delivery, run by every dispatcher replica (docs/decisions/events.md). A replica takes a
@@ -38,7 +38,11 @@ export interface DelivererOptions {
   leaseMs?: number;
   /** the process's view of Postgres outages, shared so that one outage is one log line per process */
   outage?: DbOutage;
+  /** counts attempts by outcome (default: svc_webhook_deliveries_total of this thread's registry) */
+  countOutcome?: (outcome: DeliveryOutcome, n: number) => void;
 }
+
+export type DeliveryOutcome = 'delivered' | 'retry' | 'given_up' | 'subscription_disabled';
 
 export interface WebhookDeliverer {
   start(): void;
@@ -146,6 +150,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
   const owner = randomUUID();
   const agents = { http: new http.Agent({ keepAlive: true, maxSockets: 4 }), https: new https.Agent({ keepAlive: true, maxSockets: 4 }) };
   const outage = opts.outage ?? new DbOutage(logger);
+  const count = opts.countOutcome ?? countWebhookOutcome;
   let timer: NodeJS.Timeout | null = null;
   let running: Promise<number> | null = null;
   let closed = false;
@@ -209,7 +214,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
         last_attempt_at = now(), last_status_code = r.status_code, last_error = null, last_duration_ms = r.duration_ms, updated_at = now()
       from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) as r(id uuid, status_code int, duration_ms int)
       where d.id = r.id and d.status = 'pending'`;
-    webhookDeliveries.inc({ outcome: 'delivered' }, rows.length);
+    count('delivered', rows.length);
   }
 
   /** Signs and posts one event's body. */
@@ -247,7 +252,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
           last_attempt_at = now(), last_status_code = ${result.statusCode}, last_error = null,
           last_duration_ms = ${result.durationMs}, updated_at = now()
         where id = ${d.id} and status = 'pending'`;
-      webhookDeliveries.inc({ outcome: 'delivered' });
+      count('delivered', 1);
       return true;
     }
     const outcome = await sql.begin((tx) => writeOutcome(tx, sub, d, result)) as Outcome;
@@ -288,7 +293,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
 
   /** Counts a committed outcome; true when the deliveries after it may go. */
   function reportOutcome(sub: ClaimedSubscription, outcome: Outcome): boolean {
-    webhookDeliveries.inc({ outcome: outcome === 'disabled' ? 'subscription_disabled' : outcome });
+    count(outcome === 'disabled' ? 'subscription_disabled' : outcome, 1);
     if (outcome === 'disabled') {
       logger.warn('webhook subscription disabled after failing too long', { subscription_id: sub.id, tenant_id: sub.tenant_id });
       return false;
@@ -389,7 +394,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
       if (failed === false) return;
       sub.cursor_xid = upTo.xid;
       sub.cursor_seq = upTo.seq;
-      if (delivered.length) webhookDeliveries.inc({ outcome: 'delivered' }, delivered.length);
+      if (delivered.length) count('delivered', delivered.length);
       if (failure) {
         if (failed) reportOutcome(sub, failed);
         return;
