@@ -3,7 +3,7 @@ import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import {
-  countWebhookOutcome, createEngine, createLogger, createPooledSql, databaseSettings, parseConfig, webhookSettingsOf,
+  DbOutage, countWebhookOutcome, createEngine, createLogger, createPooledSql, databaseSettings, parseConfig, webhookSettingsOf,
   type DeliveryOutcome, type Logger, type WebhookDeliverer,
 } from '@svc/core';
 
@@ -96,8 +96,11 @@ async function runThread(): Promise<void> {
   lowerThreadPriority(config.webhookDeliveryPriority, logger);
   const sql = createPooledSql(databaseSettings(config), { max: 2 });
   const engine = createEngine({ sql, logger, webhooks: webhookSettingsOf(config) });
+  // a Postgres outage is logged once per process, by the dispatcher's main thread, whose periodic
+  // work meets it within a second or two: this thread's own view of it stays silent
+  const outage = new DbOutage(createLogger({ level: 'error', service: 'dispatcher' }));
   const deliverer = engine.events.deliverer({
-    retryBaseMs: config.webhookRetryBaseMs, giveUpAfterMs: config.webhookGiveUpSeconds * 1000, pollMs: config.webhookPollMs,
+    outage, retryBaseMs: config.webhookRetryBaseMs, giveUpAfterMs: config.webhookGiveUpSeconds * 1000, pollMs: config.webhookPollMs,
     countOutcome: (outcome, n) => parentPort!.postMessage({ type: 'count', outcome, n } satisfies CountMessage),
   });
   parentPort!.on('message', async (m: { type: string }) => {
