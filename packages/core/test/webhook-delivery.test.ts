@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createEngine, createLogger, isRefusedAddress, postWebhook, renderMetrics, retryDelayMs, type Engine, type Sql } from '@svc/core';
+import { createEngine, createLogger, isRefusedAddress, postWebhook, renderMetrics, retryDelayMs, verifyWebhookSignature, type Engine, type Sql } from '@svc/core';
 import { TEST_ENCRYPTION_KEY, databaseSuite, sampleValue, seedJob, seedMachine, seedProcess, seedTenant, waitFor } from '@svc/testing';
 
 /**
@@ -245,6 +245,49 @@ it('a success ends a failing spell even when the same pass then fails: the failu
     await lenient.events.webhooks.delete(actor, tenantId, sub.id);
   } finally {
     await r.close();
+  }
+});
+
+it('signs an event that committed after a rotation with the new secret, even inside a pass that began before it', async () => {
+  // the pass sends a full page of 500; at its last request the secret is rotated and one more
+  // event committed, which the same pass reads on its next page
+  const got: Array<{ body: string; timestamp: string; signature: string }> = [];
+  let rotated: Promise<string> | null = null;
+  let subId = '';
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => { body += c; });
+    req.on('end', async () => {
+      got.push({ body, timestamp: req.headers['svc-timestamp'] as string, signature: req.headers['svc-signature'] as string });
+      if (got.length === 500) {
+        rotated = lenient.events.webhooks.rotateSecret(actor, tenantId, subId).then(async (r) => {
+          await sql`insert into events (tenant_id, type, data) values (${tenantId}, 'webhook.rotation.probe', '{}'::jsonb)`;
+          return r.secret;
+        });
+        await rotated;
+      }
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const port = (server.address() as AddressInfo).port;
+    const sub = await lenient.events.webhooks.create(actor, tenantId, { url: `http://127.0.0.1:${port}/hook`, event_types: ['*'] });
+    subId = sub.id;
+    await sql`insert into events (tenant_id, type, data) select ${tenantId}, 'webhook.rotation.page', '{}'::jsonb from generate_series(1, 500)`;
+    const deliverer = lenient.events.deliverer({ retryBaseMs: 1 });
+    await deliverer.passOnce();
+    expect(got.length).toBe(501);
+    const fresh = await rotated!;
+    const last = got[500]!;
+    expect(JSON.parse(last.body).type).toBe('webhook.rotation.probe');
+    const sig = { timestamp: last.timestamp, signature: last.signature };
+    expect([verifyWebhookSignature(fresh, sig, last.body), verifyWebhookSignature(sub.secret, sig, last.body)]).toEqual([true, false]);
+    await deliverer.close();
+    await lenient.events.webhooks.delete(actor, tenantId, sub.id);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
   }
 });
 

@@ -334,11 +334,19 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
    * the events after it wait in the feed and are turned into deliveries at the next pass
    * (enqueue), where an operator sees them waiting. A crash before the write sends them again.
    */
-  async function sendFromFeed(sub: ClaimedSubscription, secret: string, until: number): Promise<void> {
+  async function sendFromFeed(sub: ClaimedSubscription, initialSecret: string, until: number): Promise<void> {
     const all = sub.event_types.includes('*');
+    let secret = initialSecret;
     while (!closed && Date.now() < until) {
-      const events = await readEventsAfter(sql, sub.tenant_id, { xid: sub.cursor_xid, seq: sub.cursor_seq }, { types: null, limit: EVENTS_PER_READ });
+      const events = await readEventsAfter(sql, sub.tenant_id, { xid: sub.cursor_xid, seq: sub.cursor_seq }, { types: null, limit: EVENTS_PER_READ, withSecretOf: sub.id });
       if (events.length === 0) return;
+      const sealed = events[0]!.secret_sealed;
+      // deleted meanwhile: nothing more to send; rotated meanwhile: the new secret from this page on
+      if (!sealed) return;
+      if (!sealed.equals(sub.secret_sealed)) {
+        sub.secret_sealed = sealed;
+        secret = openSecret(settings.sealKey, sub);
+      }
       const delivered: Array<Record<string, unknown>> = [];
       let failure: { row: Record<string, unknown>; result: AttemptResult } | null = null;
       let handled = -1;

@@ -43,11 +43,16 @@ export async function readEventsAfter(
   sql: Queryable,
   tenantId: string,
   after: FeedPosition,
-  opts: { types: string[] | null; limit: number },
-): Promise<EventRow[]> {
-  return sql<EventRow[]>`
+  opts: { types: string[] | null; limit: number; withSecretOf?: string },
+): Promise<Array<EventRow & { secret_sealed?: Buffer | null }>> {
+  // the deliverer's page carries its subscription's signing secret as of the same snapshot: an
+  // event that committed after a rotation is never signed with the secret it replaced
+  const secret = opts.withSecretOf
+    ? sql`, (select s.secret_sealed from webhook_subscriptions s where s.id = ${opts.withSecretOf}) as secret_sealed`
+    : sql``;
+  return sql<Array<EventRow & { secret_sealed?: Buffer | null }>>`
     select event_cursor(xid, seq) as id, type, event_iso(occurred_at) as occurred_at, tenant_id, data,
-           xid::text as xid, seq::text as seq
+           xid::text as xid, seq::text as seq ${secret}
     from events
     where tenant_id = ${tenantId}
       and (xid, seq) > (${after.xid}::text::xid8, ${after.seq}::bigint)
