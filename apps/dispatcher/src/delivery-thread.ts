@@ -3,7 +3,7 @@ import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import {
-  DbOutage, countWebhookOutcome, createEngine, createLogger, createPooledSql, databaseSettings, parseConfig, webhookSettingsOf,
+  DbOutage, countWebhookOutcome, createEngine, delivererTimingsOf, createLogger, createPooledSql, databaseSettings, parseConfig, webhookSettingsOf,
   type DeliveryOutcome, type Logger, type WebhookDeliverer,
 } from '@svc/core';
 
@@ -100,7 +100,7 @@ async function runThread(): Promise<void> {
   // work meets it within a second or two: this thread's own view of it stays silent
   const outage = new DbOutage(createLogger({ level: 'error', service: 'dispatcher' }));
   const deliverer = engine.events.deliverer({
-    outage, retryBaseMs: config.webhookRetryBaseMs, giveUpAfterMs: config.webhookGiveUpSeconds * 1000, pollMs: config.webhookPollMs,
+    ...delivererTimingsOf(config), outage,
     countOutcome: (outcome, n) => parentPort!.postMessage({ type: 'count', outcome, n } satisfies CountMessage),
   });
   parentPort!.on('message', async (m: { type: string }) => {

@@ -1,6 +1,6 @@
 import { Worker, type Job } from 'bullmq';
 import {
-  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, webhookSettingsOf, DbOutage, dispatcherPassSeconds, IDEMPOTENCY_PURGE_EVERY_MS, createBullDispatch, createEngine, createRedis, isConnectionError, primaries, renewEpoch,
+  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, delivererTimingsOf, webhookSettingsOf, DbOutage, dispatcherPassSeconds, IDEMPOTENCY_PURGE_EVERY_MS, createBullDispatch, createEngine, createRedis, isConnectionError, primaries, renewEpoch,
   type BullDispatch, type Config, type DispatchJobName, type DispatchPayloads, type Logger, type OutboxRelay, type RedisClient, type Sql, type WebhookDeliverer,
 } from '@svc/core';
 
@@ -46,7 +46,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const relay = engine.outbox.relay(bull, outage);
   // webhook deliveries (docs/decisions/events.md): every replica delivers, a lease per subscription
   const deliverer = deps.deliverer ?? engine.events.deliverer({
-    retryBaseMs: config.webhookRetryBaseMs, giveUpAfterMs: config.webhookGiveUpSeconds * 1000, pollMs: config.webhookPollMs, outage,
+    ...delivererTimingsOf(config), outage,
   });
 
   // the jobs a sweep ends carry their effects (aborts, follow-ups, retry hand-offs) in the outbox

@@ -217,7 +217,7 @@ export { checkWebhookUrl, isRefusedAddress } from './webhooks/target';
 export type { TargetPolicy } from './webhooks/target';
 export { createWebhookDeliverer, postWebhook, retryDelayMs } from './webhooks/deliver';
 export type { DelivererOptions, DeliveryOutcome, WebhookDeliverer } from './webhooks/deliver';
-export { webhookSettingsOf } from './webhooks/subscriptions';
+export { delivererTimingsOf, webhookSettingsOf } from './webhooks/subscriptions';
 export type { WebhookSettings } from './webhooks/subscriptions';
 // Observability: Prometheus metrics (docs/decisions/observability.md).
 export {

@@ -35,6 +35,11 @@ export interface EventRow extends EventResponse {
   seq: string;
 }
 
+/** An event's columns as the feed shows it, with its position (xid, seq) for cursors. */
+function eventColumns(sql: Queryable) {
+  return sql`event_cursor(xid, seq) as id, type, event_iso(occurred_at) as occurred_at, tenant_id, data, xid::text as xid, seq::text as seq`;
+}
+
 /**
  * Events of the tenant after `after`, oldest first, committed and below the horizon. The same
  * statement serves the feed, the stream and the webhook deliveries.
@@ -51,8 +56,7 @@ export async function readEventsAfter(
     ? sql`, (select s.secret_sealed from webhook_subscriptions s where s.id = ${opts.withSecretOf}) as secret_sealed`
     : sql``;
   return sql<Array<EventRow & { secret_sealed?: Buffer | null }>>`
-    select event_cursor(xid, seq) as id, type, event_iso(occurred_at) as occurred_at, tenant_id, data,
-           xid::text as xid, seq::text as seq ${secret}
+    select ${eventColumns(sql)} ${secret}
     from events
     where tenant_id = ${tenantId}
       and (xid, seq) > (${after.xid}::text::xid8, ${after.seq}::bigint)
@@ -65,8 +69,7 @@ export async function readEventsAfter(
 /** One event by its position (a redelivery rebuilds its body); null once the retention purged it. */
 export async function readEvent(sql: Queryable, tenantId: string, at: FeedPosition): Promise<EventRow | null> {
   const [row] = await sql<EventRow[]>`
-    select event_cursor(xid, seq) as id, type, event_iso(occurred_at) as occurred_at, tenant_id, data,
-           xid::text as xid, seq::text as seq
+    select ${eventColumns(sql)}
     from events
     where tenant_id = ${tenantId} and xid = ${at.xid}::text::xid8 and seq = ${at.seq}::bigint`;
   return row ?? null;

@@ -34,6 +34,11 @@ export function webhookSettingsOf(config: Pick<Config, 'assetEncryptionKey' | 'w
   };
 }
 
+/** The deliverer's timings from the configuration (every dispatcher thread that delivers uses them). */
+export function delivererTimingsOf(config: Pick<Config, 'webhookRetryBaseMs' | 'webhookGiveUpSeconds' | 'webhookPollMs'>) {
+  return { retryBaseMs: config.webhookRetryBaseMs, giveUpAfterMs: config.webhookGiveUpSeconds * 1000, pollMs: config.webhookPollMs };
+}
+
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';
 
 export interface SubscriptionRow {
