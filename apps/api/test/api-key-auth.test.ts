@@ -383,7 +383,7 @@ describe('X-API-Key authentication', () => {
         expect((await mine.lookup(hash))!.scopes).toEqual(['jobs:read']);
         await t.sql`update api_keys set scopes = ${['jobs:write']} where id = ${row.id}`;
         expect((await mine.lookup(hash))!.scopes).toEqual(['jobs:read']); // cached
-        expect(await killSubscriberNamed(t.redis, name)).toBe(1);
+        expect(await killSubscriberNamed(t.redis, name)).toBeGreaterThanOrEqual(1);
         // the cached entry is gone with the connection (an invalidation may have been missed)
         await eventually(() => mine.lookup(hash), (r) => r!.scopes[0] === 'jobs:write', 'cache dropped on disconnect');
         // back and subscribed: entries are cached again, and invalidations reach it again
