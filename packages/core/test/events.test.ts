@@ -263,3 +263,16 @@ describe('the feed', () => {
     await expect(readEventFeed(sql, tenantId, { types: 'job.nope', limit: 10 })).rejects.toMatchObject({ status: 422 });
   });
 });
+
+describe('rendering', () => {
+  it('renders dates through an expression Postgres inlines, not a call per event', async () => {
+    // declared immutable around a stable to_char, event_iso ran as a function call of its own:
+    // five per item event in the settle statement, one per event read from the feed
+    const plan = await sql.unsafe<Array<{ 'QUERY PLAN': string }>>(`explain (verbose, costs off) select event_iso(t) from (values (now())) as v(t)`);
+    const text = plan.map((r) => r['QUERY PLAN']).join('\n');
+    expect(text).toContain('to_char(');
+    expect(text).not.toContain('event_iso(');
+    const [row] = await sql<Array<{ iso: string }>>`select event_iso('2026-11-25 08:09:10.123999+00'::timestamptz) as iso`;
+    expect(row!.iso).toBe('2026-11-25T08:09:10.123Z');
+  });
+});

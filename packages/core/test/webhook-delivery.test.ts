@@ -304,3 +304,23 @@ it('backs off exponentially with jitter, capped at an hour', () => {
     expect(d).toBeLessThanOrEqual(full);
   }
 });
+
+it('keeps a pending delivery unique by its event, and a delivered one out of that key', async () => {
+  const sub = await lenient.events.webhooks.create(actor, tenantId, { url: 'http://127.0.0.1:9/hook', event_types: ['job.created'] });
+  await lenient.events.webhooks.update(actor, tenantId, sub.id, { is_active: false });
+  const row = (status: string) => sql`
+    insert into webhook_deliveries (tenant_id, subscription_id, event_id, event_type, event_xid, event_seq, status, body)
+    values (${tenantId}, ${sub.id}, 'e1', 'job.created', '42'::xid8, 7, ${status}, '{}')`;
+  await row('delivered');
+  await row('delivered');
+  await row('pending');
+  await expect(row('pending')).rejects.toMatchObject({ code: '23505' });
+  // outside the order (tests, redeliveries) a delivery has no position: any number may wait
+  const loose = () => sql`
+    insert into webhook_deliveries (tenant_id, subscription_id, event_id, event_type, in_order, body)
+    values (${tenantId}, ${sub.id}, 'e1', 'job.created', false, '{}')`;
+  await loose();
+  await loose();
+  expect((await deliveriesOf(sub.id)).map((d) => d.status).sort()).toEqual(['delivered', 'delivered', 'pending', 'pending', 'pending']);
+  await lenient.events.webhooks.delete(actor, tenantId, sub.id);
+});

@@ -192,7 +192,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
             insert into webhook_deliveries (tenant_id, subscription_id, event_id, event_type, event_xid, event_seq, body)
             select ${sub.tenant_id}, ${sub.id}, r.event_id, r.event_type, r.xid::xid8, r.seq, r.body
             from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) as r(event_id text, event_type text, xid text, seq bigint, body text)
-            on conflict (subscription_id, event_xid, event_seq) where in_order do nothing`;
+            on conflict (subscription_id, event_xid, event_seq) where status = 'pending' do nothing`;
         }
         return true;
       });
@@ -385,8 +385,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
             select ${sub.tenant_id}, ${sub.id}, r.event_id, r.event_type, r.xid::xid8, r.seq,
               'delivered', 1, now(), now(), r.status_code, r.duration_ms
             from jsonb_to_recordset(${JSON.stringify(delivered)}::text::jsonb)
-              as r(event_id text, event_type text, xid text, seq bigint, status_code int, duration_ms int)
-            on conflict (subscription_id, event_xid, event_seq) where in_order do nothing`;
+              as r(event_id text, event_type text, xid text, seq bigint, status_code int, duration_ms int)`;
         }
         if (!failure) return null;
         // the failed event becomes a pending delivery with this attempt on it, in the same transaction
@@ -394,7 +393,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
         const [row] = await tx<Array<{ id: string }>>`
           insert into webhook_deliveries (tenant_id, subscription_id, event_id, event_type, event_xid, event_seq, body)
           values (${sub.tenant_id}, ${sub.id}, ${f.event_id as string}, ${f.event_type as string}, ${f.xid as string}::text::xid8, ${f.seq as string}::bigint, ${f.body as string})
-          on conflict (subscription_id, event_xid, event_seq) where in_order do nothing
+          on conflict (subscription_id, event_xid, event_seq) where status = 'pending' do nothing
           returning id`;
         // (a conflict cannot happen here: this path runs only while no in-order delivery is pending)
         return row ? writeOutcome(tx, sub, { id: row.id, attempts: 0, first_attempt_at: null }, failure.result) : null;
