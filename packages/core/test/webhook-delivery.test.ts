@@ -110,6 +110,63 @@ describe('the SSRF guard', () => {
   });
 });
 
+it('gives up on a receiver that takes the request and never answers, at the timeout', async () => {
+  const held: http.ServerResponse[] = [];
+  const server = http.createServer((req, res) => {
+    req.resume();
+    held.push(res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const res = await postWebhook(`http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, open, {}, '{}', 300);
+    expect(res).toMatchObject({ ok: false, statusCode: null, error: 'timeout after 300 ms' });
+    expect(res.durationMs).toBeGreaterThanOrEqual(290);
+    expect(res.durationMs).toBeLessThan(5000);
+    expect(held).toHaveLength(1);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+it('a large answer still counts by its status, and a kept connection carries the next events', async () => {
+  const sockets = new Set<unknown>();
+  const bodies: string[] = [];
+  const server = http.createServer((req, res) => {
+    sockets.add(req.socket);
+    let body = '';
+    req.on('data', (c) => { body += c; });
+    req.on('end', () => {
+      bodies.push(body);
+      // the first answer is far larger than the deliverer reads: it drops that connection
+      res.writeHead(200).end(bodies.length === 1 ? 'x'.repeat(1_000_000) : '');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const sub = await lenient.events.webhooks.create(actor, tenantId, {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, event_types: ['job.created'],
+  });
+  const deliverer = lenient.events.deliverer({});
+  try {
+    const jobs = [await jobCreated(), await jobCreated(), await jobCreated()];
+    await waitFor('three delivered', async () => {
+      await deliverer.passOnce();
+      return (await deliveriesOf(sub.id)).filter((d) => d.status === 'delivered').length === 3;
+    }, 30_000);
+    expect(bodies.map((b) => (JSON.parse(b) as { data: { id: string } }).data.id)).toEqual(jobs.map((j) => j.id));
+    expect((await deliveriesOf(sub.id)).map((d) => [d.status, d.attempts, d.last_status_code])).toEqual([
+      ['delivered', 1, 200], ['delivered', 1, 200], ['delivered', 1, 200],
+    ]);
+    // the first connection was dropped with its answer; the next two events shared one
+    expect(sockets.size).toBe(2);
+  } finally {
+    await deliverer.close();
+    await lenient.events.webhooks.delete(actor, tenantId, sub.id);
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
 it('does not follow a redirect', async () => {
   const elsewhere = receiver(204);
   const elsewherePort = await elsewhere.start();

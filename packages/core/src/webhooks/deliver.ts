@@ -1,7 +1,4 @@
-import http from 'node:http';
-import https from 'node:https';
 import { randomUUID } from 'node:crypto';
-import type { LookupFunction } from 'node:net';
 import type { Sql, Tx } from '../db/sql';
 import type { Logger } from '../logger';
 import { DbOutage } from '../db/outage';
@@ -9,7 +6,7 @@ import { recordAudit } from '../audit/audit';
 import { eventBody, readEventsAfter } from './feed';
 import { signWebhook } from './sign';
 import { openSecret, type WebhookSettings } from './subscriptions';
-import { RefusedTarget, resolveTarget } from './target';
+import { postWebhook, WebhookConnections, type AttemptResult } from './post';
 import { countWebhookOutcome } from '../metrics/domain';
 
 /**
@@ -72,13 +69,6 @@ interface PendingDelivery {
   next_attempt_at: Date;
 }
 
-export interface AttemptResult {
-  ok: boolean;
-  statusCode: number | null;
-  error: string | null;
-  durationMs: number;
-}
-
 const EVENTS_PER_READ = 500;
 /** In-order deliveries read at once: one query per page instead of one per event. */
 const DELIVERIES_PER_READ = 100;
@@ -90,56 +80,6 @@ export function retryDelayMs(baseMs: number, failures: number): number {
   return Math.round(full / 2 + Math.random() * (full / 2));
 }
 
-/** One POST to the subscription's URL: the address checked first, no redirect followed, a hard timeout. */
-export async function postWebhook(
-  target: string,
-  settings: WebhookSettings,
-  headers: Record<string, string>,
-  body: string,
-  timeoutMs: number,
-  agents?: { http: http.Agent; https: https.Agent },
-): Promise<AttemptResult> {
-  const started = Date.now();
-  const done = (r: Omit<AttemptResult, 'durationMs'>): AttemptResult => ({ ...r, durationMs: Date.now() - started });
-  let url: URL;
-  let address: { address: string; family: number };
-  try {
-    url = new URL(target);
-    address = await resolveTarget(url, settings);
-  } catch (err) {
-    return done({ ok: false, statusCode: null, error: err instanceof RefusedTarget ? err.message : `DNS: ${(err as Error).message}` });
-  }
-  // the connection goes to the address just checked, whatever a second resolution would say
-  const lookup: LookupFunction = (_host, opts, cb) => {
-    if ((opts as { all?: boolean }).all) (cb as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [address]);
-    else cb(null, address.address, address.family);
-  };
-  return new Promise<AttemptResult>((resolve) => {
-    const secure = url.protocol === 'https:';
-    const lib = secure ? https : http;
-    const req = lib.request(url, {
-      method: 'POST',
-      lookup,
-      // a deliverer's keep-alive agents: a subscription's next event reuses the connection, which
-      // goes to an address checked when it was opened (the lookup above is used for new ones only)
-      ...(agents ? { agent: secure ? agents.https : agents.http } : {}),
-      headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': 'svc-webhooks/1' },
-      timeout: timeoutMs,
-    }, (res) => {
-      const code = res.statusCode ?? 0;
-      // the answer's body is read and dropped, so that the connection can carry the next request
-      res.on('error', () => undefined);
-      res.on('close', () => resolve(done({ ok: code >= 200 && code < 300, statusCode: code, error: code >= 300 && code < 400 ? 'redirect not followed' : null })));
-      res.resume();
-    });
-    const deadline = setTimeout(() => req.destroy(new Error(`timeout after ${timeoutMs} ms`)), timeoutMs);
-    req.on('timeout', () => req.destroy(new Error(`timeout after ${timeoutMs} ms`)));
-    req.on('error', (err) => resolve(done({ ok: false, statusCode: null, error: err.message.slice(0, 500) })));
-    req.on('close', () => clearTimeout(deadline));
-    req.end(body);
-  });
-}
-
 export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer {
   const { sql, logger, settings } = opts;
   const retryBaseMs = opts.retryBaseMs ?? 10_000;
@@ -148,7 +88,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
   const timeoutMs = opts.timeoutMs ?? 10_000;
   const leaseMs = opts.leaseMs ?? 60_000;
   const owner = randomUUID();
-  const agents = { http: new http.Agent({ keepAlive: true, maxSockets: 4 }), https: new https.Agent({ keepAlive: true, maxSockets: 4 }) };
+  const connections = new WebhookConnections();
   const outage = opts.outage ?? new DbOutage(logger);
   const count = opts.countOutcome ?? countWebhookOutcome;
   let timer: NodeJS.Timeout | null = null;
@@ -225,7 +165,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
       'svc-event-type': eventType,
       'svc-timestamp': String(timestamp),
       'svc-signature': signWebhook(secret, timestamp, body),
-    }, body, timeoutMs, agents);
+    }, body, timeoutMs, connections);
   }
 
   /**
@@ -468,8 +408,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
       closed = true;
       if (timer) clearTimeout(timer);
       if (running) await running.catch(() => undefined);
-      agents.http.destroy();
-      agents.https.destroy();
+      await connections.close();
     },
   };
 }
