@@ -6,13 +6,16 @@ import {
   DbOutage, countWebhookOutcome, createEngine, delivererTimingsOf, createLogger, createPooledSql, databaseSettings, parseConfig, webhookSettingsOf,
   type DeliveryOutcome, type Logger, type WebhookDeliverer,
 } from '@svc/core';
+import { createDeliveryGovernor } from './delivery-governor';
 
 /**
  * Webhook delivery in a thread of the dispatcher that runs only on CPU the rest leaves
  * (docs/decisions/events.md, "Delivery yields to the work"). One request per event, in order,
  * costs the deliverer far more CPU than the change that made the event; on a host whose cores
  * the work already fills, the thread takes what the work leaves and catches up when it is done,
- * instead of slowing the work that makes the events. On a host of its own it changes nothing.
+ * instead of slowing the work that makes the events; where the idle class is not free (a
+ * hypervisor meters the guest's CPU whatever its priority), it also holds itself to a small share
+ * of a core while the host is busy (delivery-governor.ts). On a host of its own it changes nothing.
  *
  * The thread has its own Postgres pool and reports its attempts to this thread's metrics.
  */
@@ -101,6 +104,7 @@ async function runThread(): Promise<void> {
   const outage = new DbOutage(createLogger({ level: 'error', service: 'dispatcher' }));
   const deliverer = engine.events.deliverer({
     ...delivererTimingsOf(config), outage,
+    ...(config.webhookDeliveryPriority === 'idle' ? { pace: createDeliveryGovernor(config.webhookDeliveryBusyShare) } : {}),
     countOutcome: (outcome, n) => parentPort!.postMessage({ type: 'count', outcome, n } satisfies CountMessage),
   });
   parentPort!.on('message', async (m: { type: string }) => {

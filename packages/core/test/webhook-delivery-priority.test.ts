@@ -1,6 +1,6 @@
 import { ConfigError, parseConfig } from '@svc/core';
 
-/** WEBHOOK_DELIVERY_PRIORITY (apps/dispatcher/src/delivery-thread.ts): pure parsing. */
+/** WEBHOOK_DELIVERY_PRIORITY and WEBHOOK_DELIVERY_BUSY_SHARE (apps/dispatcher/src/delivery-thread.ts): pure parsing. */
 const KEY = Buffer.alloc(32, 1).toString('base64');
 
 it('defaults to idle, takes normal, and refuses anything else in one sentence', () => {
@@ -10,5 +10,15 @@ it('defaults to idle, takes normal, and refuses anything else in one sentence', 
   for (const bad of ['IDLE', 'low', '19', 'idle ']) {
     expect(() => parseConfig({ ASSET_ENCRYPTION_KEY: KEY, WEBHOOK_DELIVERY_PRIORITY: bad }))
       .toThrow(new ConfigError(`WEBHOOK_DELIVERY_PRIORITY must be one of idle, normal, got "${bad}".`));
+  }
+});
+
+it('WEBHOOK_DELIVERY_BUSY_SHARE: defaults to a tenth of a core, takes 0.01 to 1, and refuses anything else', () => {
+  expect(parseConfig({ ASSET_ENCRYPTION_KEY: KEY }).webhookDeliveryBusyShare).toBe(0.1);
+  expect(parseConfig({ ASSET_ENCRYPTION_KEY: KEY, WEBHOOK_DELIVERY_BUSY_SHARE: '0.25' }).webhookDeliveryBusyShare).toBe(0.25);
+  expect(parseConfig({ ASSET_ENCRYPTION_KEY: KEY, WEBHOOK_DELIVERY_BUSY_SHARE: '1' }).webhookDeliveryBusyShare).toBe(1);
+  for (const bad of ['0', '1.5', '-0.1', 'half', 'NaN', 'Infinity']) {
+    expect(() => parseConfig({ ASSET_ENCRYPTION_KEY: KEY, WEBHOOK_DELIVERY_BUSY_SHARE: bad }))
+      .toThrow(new ConfigError(`WEBHOOK_DELIVERY_BUSY_SHARE must be a number between 0.01 and 1, got "${bad}".`));
   }
 });

@@ -37,6 +37,8 @@ export interface DelivererOptions {
   outage?: DbOutage;
   /** counts attempts by outcome (default: svc_webhook_deliveries_total of this thread's registry) */
   countOutcome?: (outcome: DeliveryOutcome, n: number) => void;
+  /** awaited before each request: the delivery thread's hold on its CPU share while the host is busy */
+  pace?: () => Promise<void>;
 }
 
 export type DeliveryOutcome = 'delivered' | 'retry' | 'given_up' | 'subscription_disabled';
@@ -158,7 +160,8 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
   }
 
   /** Signs and posts one event's body. */
-  function send(sub: ClaimedSubscription, eventId: string, eventType: string, body: string, secret: string): Promise<AttemptResult> {
+  async function send(sub: ClaimedSubscription, eventId: string, eventType: string, body: string, secret: string): Promise<AttemptResult> {
+    if (opts.pace) await opts.pace();
     const timestamp = Math.floor(Date.now() / 1000);
     return postWebhook(sub.url, settings, {
       'svc-event-id': eventId,

@@ -1,0 +1,79 @@
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+
+/**
+ * Holds the webhook delivery thread to a small share of one core while the rest of the host is
+ * busy (docs/decisions/events.md, "Delivery yields to the work"). The idle CPU class alone does
+ * not do it on every host: on a virtual machine whose hypervisor meters the CPU a guest uses, a
+ * thread in SCHED_IDLE that spins a fifth of the time took a tenth of B3's rate, and one that
+ * spins all the time over a third. So while the other threads of the host keep more than half
+ * of its cores busy, the thread pauses after its work for as long as keeps it to `share` of one
+ * core; on a quiet host it runs at full speed. Deliveries wait, nothing is lost.
+ */
+
+/** CPU times in milliseconds, read together. */
+export interface CpuReading {
+  /** wall clock */
+  at: number;
+  /** every core's busy time (user, nice, system, irq, softirq; not idle, I/O wait or steal) */
+  hostBusyMs: number;
+  /** this thread's own (user and system) */
+  ownMs: number;
+}
+
+/** Readings further apart than this are too long a window to judge the present by. */
+const WINDOW_MS = 500;
+const MAX_PAUSE_MS = 5000;
+
+/**
+ * How long to pause after the window from `before` to `after`: zero on a quiet host or within the
+ * share; otherwise long enough that the thread's CPU over the window and the pause is `share` of
+ * one core (at most 5 s).
+ */
+export function pauseAfter(before: CpuReading, after: CpuReading, share: number, cores: number): number {
+  const wall = after.at - before.at;
+  if (wall <= 0 || share >= 1) return 0;
+  const own = Math.max(0, after.ownMs - before.ownMs);
+  const othersCores = Math.max(0, after.hostBusyMs - before.hostBusyMs - own) / wall;
+  if (othersCores <= cores / 2) return 0;
+  return Math.min(MAX_PAUSE_MS, Math.max(0, Math.round(own / share - wall)));
+}
+
+/** Clock ticks per second of /proc's CPU times (USER_HZ: 100 on every Linux architecture Node runs on). */
+const TICKS_PER_SECOND = 100;
+
+/** The host's busy time and this thread's CPU from /proc (Linux), or null where there is none. */
+export function readCpu(): CpuReading | null {
+  try {
+    const host = readFileSync('/proc/stat', 'utf8');
+    const cpu = host.slice(0, host.indexOf('\n')).trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal …
+    const busy = cpu[0]! + cpu[1]! + cpu[2]! + cpu[5]! + cpu[6]!;
+    const own = readFileSync('/proc/thread-self/stat', 'utf8');
+    // the fields after the command name, which is in parentheses and may hold spaces
+    const fields = own.slice(own.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    if (!Number.isFinite(busy) || !Number.isFinite(ticks)) return null;
+    return { at: Date.now(), hostBusyMs: (busy * 1000) / TICKS_PER_SECOND, ownMs: (ticks * 1000) / TICKS_PER_SECOND };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A pace for the deliverer (called before each request): every half second it compares the
+ * readings and, when the host is busy and the thread took more than its share, waits.
+ */
+export function createDeliveryGovernor(share: number, read: () => CpuReading | null = readCpu, cores = availableParallelism()): () => Promise<void> {
+  let last = read();
+  if (!last || share >= 1) return () => Promise.resolve();
+  return async () => {
+    // /proc is read twice a second at most, not per request
+    if (!last || Date.now() - last.at < WINDOW_MS) return;
+    const now = read();
+    if (!now) return;
+    const pause = pauseAfter(last, now, share, cores);
+    if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
+    last = pause > 0 ? read() ?? now : now;
+  };
+}
