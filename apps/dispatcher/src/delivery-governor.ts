@@ -8,7 +8,9 @@ import { availableParallelism } from 'node:os';
  * thread in SCHED_IDLE that spins a fifth of the time took a tenth of B3's rate, and one that
  * spins all the time over a third. So while the other threads of the host keep more than half
  * of its cores busy, the thread pauses after its work for as long as keeps it to `share` of one
- * core; on a quiet host it runs at full speed. Deliveries wait, nothing is lost.
+ * core; on a quiet host it runs at full speed. Deliveries wait, nothing is lost, and not for
+ * ever: an event that has waited longer than `maxLagMs` goes at full speed, busy host or not
+ * (on a host busy for good the backlog would otherwise grow without end).
  */
 
 /** CPU times in milliseconds, read together. */
@@ -61,13 +63,30 @@ export function readCpu(): CpuReading | null {
 }
 
 /**
- * A pace for the deliverer (called before each request): every half second it compares the
- * readings and, when the host is busy and the thread took more than its share, waits.
+ * A pace for the deliverer (called before each request, with the time the event has waited
+ * since): every half second it compares the readings and, when the host is busy and the thread
+ * took more than its share, waits; never for an event that has waited longer than `maxLagMs`.
  */
-export function createDeliveryGovernor(share: number, read: () => CpuReading | null = readCpu, cores = availableParallelism()): () => Promise<void> {
+export function createDeliveryGovernor(
+  share: number,
+  maxLagMs: number,
+  read: () => CpuReading | null = readCpu,
+  cores = availableParallelism(),
+): (waitingSince: number) => Promise<void> {
   let last = read();
   if (!last || share >= 1) return () => Promise.resolve();
-  return async () => {
+  let behind = false;
+  return async (waitingSince) => {
+    if (Date.now() - waitingSince > maxLagMs) {
+      behind = true;
+      return;
+    }
+    if (behind) {
+      // back within the bound: the next window starts now, not where it was left
+      behind = false;
+      last = read() ?? last;
+      return;
+    }
     // /proc is read twice a second at most, not per request
     if (!last || Date.now() - last.at < WINDOW_MS) return;
     const now = read();

@@ -104,7 +104,7 @@ async function runThread(): Promise<void> {
   const outage = new DbOutage(createLogger({ level: 'error', service: 'dispatcher' }));
   const deliverer = engine.events.deliverer({
     ...delivererTimingsOf(config), outage,
-    ...(config.webhookDeliveryPriority === 'idle' ? { pace: createDeliveryGovernor(config.webhookDeliveryBusyShare) } : {}),
+    ...(config.webhookDeliveryPriority === 'idle' ? { pace: createDeliveryGovernor(config.webhookDeliveryBusyShare, config.webhookDeliveryMaxLagSeconds * 1000) } : {}),
     countOutcome: (outcome, n) => parentPort!.postMessage({ type: 'count', outcome, n } satisfies CountMessage),
   });
   parentPort!.on('message', async (m: { type: string }) => {

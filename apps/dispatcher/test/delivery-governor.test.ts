@@ -40,25 +40,46 @@ describe('createDeliveryGovernor', () => {
     let reads = 0;
     const read = () => readings[Math.min(reads++, readings.length - 1)]!;
     // others: (1100 - 30) / 600 ms = 1.8 cores of 2; the thread took 30 ms: 30 / 0.04 - 600 = 150 ms
-    const pace = createDeliveryGovernor(0.04, read, 2);
+    const pace = createDeliveryGovernor(0.04, 60_000, read, 2);
     const t0 = Date.now();
-    await pace();
+    await pace(Date.now());
     expect(Date.now() - t0).toBeGreaterThanOrEqual(140);
     expect(reads).toBe(3); // the first reading, the window's end, and a new start after the pause
     // within the same half second: nothing read, no wait
-    await pace();
+    await pace(Date.now());
     expect(reads).toBe(3);
   });
 
   it('is a no-op without /proc readings or with a share of a whole core', async () => {
     let reads = 0;
-    const none = createDeliveryGovernor(0.1, () => { reads++; return null; }, 2);
-    await none();
-    await none();
+    const none = createDeliveryGovernor(0.1, 60_000, () => { reads++; return null; }, 2);
+    await none(Date.now());
+    await none(Date.now());
     expect(reads).toBe(1);
-    const whole = createDeliveryGovernor(1, () => { reads++; return at(0, 0, 0); }, 2);
-    await whole();
+    const whole = createDeliveryGovernor(1, 60_000, () => { reads++; return at(0, 0, 0); }, 2);
+    await whole(Date.now());
     expect(reads).toBe(2);
+  });
+
+  it('never holds back an event that has waited longer than the bound, and starts a new window after one', async () => {
+    // a busy host and a thread far over its share: every window would call for the longest pause
+    let clock = 0;
+    let reads = 0;
+    const read = () => {
+      reads++;
+      clock += 1000;
+      return at(Date.now() - 10_000 + clock, clock * 3, clock);
+    };
+    const pace = createDeliveryGovernor(0.01, 30_000, read, 2);
+    const t0 = Date.now();
+    await pace(Date.now() - 31_000);
+    await pace(Date.now() - 45_000);
+    expect(Date.now() - t0).toBeLessThan(100);
+    expect(reads).toBe(1); // only the first reading: events past the bound do not read
+    // back within the bound: a fresh reading starts the next window, no pause for the spurt
+    await pace(Date.now());
+    expect(reads).toBe(2);
+    expect(Date.now() - t0).toBeLessThan(100);
   });
 
   it('reads this host: busy time and the thread\'s own time advance with work', () => {

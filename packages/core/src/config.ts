@@ -58,6 +58,8 @@ export interface Config {
   webhookDeliveryPriority: 'idle' | 'normal';
   /** Dispatcher, with `idle`: the share of one core the delivery thread takes while the rest of the host is busy (1: no limit). */
   webhookDeliveryBusyShare: number;
+  /** Dispatcher, with `idle`: events waiting longer than this go at full speed however busy the host is. */
+  webhookDeliveryMaxLagSeconds: number;
   /** Dispatcher and agent: serve GET /metrics on this port (unset: no metrics server). The API serves /metrics on its own port. */
   metricsPort?: number;
   /** When set, /metrics asks for `Authorization: Bearer <token>`. */
@@ -180,6 +182,7 @@ export function parseConfig(env: Env): Config {
     webhookPollMs: int(env, 'WEBHOOK_POLL_MS', 1000, 10, 60_000),
     webhookDeliveryPriority: oneOf(env, 'WEBHOOK_DELIVERY_PRIORITY', ['idle', 'normal'] as const, 'idle'),
     webhookDeliveryBusyShare: num(env, 'WEBHOOK_DELIVERY_BUSY_SHARE', 0.1, 0.01, 1),
+    webhookDeliveryMaxLagSeconds: int(env, 'WEBHOOK_DELIVERY_MAX_LAG_SECONDS', 60, 1, 86_400),
     metricsPort: env.METRICS_PORT ? int(env, 'METRICS_PORT', 0, 0, 65535) : undefined,
     metricsToken: env.METRICS_TOKEN || undefined,
     metricsStateTtlMs: int(env, 'METRICS_STATE_TTL_MS', 5000, 0, 600_000),

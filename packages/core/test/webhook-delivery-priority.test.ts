@@ -22,3 +22,11 @@ it('WEBHOOK_DELIVERY_BUSY_SHARE: defaults to a tenth of a core, takes 0.01 to 1,
       .toThrow(new ConfigError(`WEBHOOK_DELIVERY_BUSY_SHARE must be a number between 0.01 and 1, got "${bad}".`));
   }
 });
+
+it('WEBHOOK_DELIVERY_MAX_LAG_SECONDS: defaults to a minute, takes whole seconds up to a day', () => {
+  expect(parseConfig({ ASSET_ENCRYPTION_KEY: KEY }).webhookDeliveryMaxLagSeconds).toBe(60);
+  expect(parseConfig({ ASSET_ENCRYPTION_KEY: KEY, WEBHOOK_DELIVERY_MAX_LAG_SECONDS: '300' }).webhookDeliveryMaxLagSeconds).toBe(300);
+  for (const bad of ['0', '86401', '1.5', 'soon']) {
+    expect(() => parseConfig({ ASSET_ENCRYPTION_KEY: KEY, WEBHOOK_DELIVERY_MAX_LAG_SECONDS: bad })).toThrow(ConfigError);
+  }
+});

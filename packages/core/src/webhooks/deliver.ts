@@ -37,8 +37,11 @@ export interface DelivererOptions {
   outage?: DbOutage;
   /** counts attempts by outcome (default: svc_webhook_deliveries_total of this thread's registry) */
   countOutcome?: (outcome: DeliveryOutcome, n: number) => void;
-  /** awaited before each request: the delivery thread's hold on its CPU share while the host is busy */
-  pace?: () => Promise<void>;
+  /**
+   * Awaited before each request, with the time the event has waited since (its change, or its
+   * delivery row's creation): the delivery thread's hold on its CPU share while the host is busy.
+   */
+  pace?: (waitingSince: number) => Promise<void>;
 }
 
 export type DeliveryOutcome = 'delivered' | 'retry' | 'given_up' | 'subscription_disabled';
@@ -69,6 +72,7 @@ interface PendingDelivery {
   attempts: number;
   first_attempt_at: Date | null;
   next_attempt_at: Date;
+  created_at: Date;
 }
 
 const EVENTS_PER_READ = 500;
@@ -160,8 +164,8 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
   }
 
   /** Signs and posts one event's body. */
-  async function send(sub: ClaimedSubscription, eventId: string, eventType: string, body: string, secret: string): Promise<AttemptResult> {
-    if (opts.pace) await opts.pace();
+  async function send(sub: ClaimedSubscription, eventId: string, eventType: string, body: string, secret: string, waitingSince: number): Promise<AttemptResult> {
+    if (opts.pace) await opts.pace(waitingSince);
     const timestamp = Math.floor(Date.now() / 1000);
     return postWebhook(sub.url, settings, {
       'svc-event-id': eventId,
@@ -177,7 +181,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
    * sends them again: at least once); anything else is written at once, after the batch.
    */
   async function attempt(sub: ClaimedSubscription, d: PendingDelivery, secret: string = openSecret(settings.sealKey, sub), batch?: Delivered[]): Promise<boolean> {
-    const result = await send(sub, d.event_id, d.event_type, d.body, secret);
+    const result = await send(sub, d.event_id, d.event_type, d.body, secret, d.created_at.getTime());
     if (result.ok && sub.failing_since === null && batch) {
       batch.push({ id: d.id, status_code: result.statusCode, duration_ms: result.durationMs });
       return true;
@@ -254,7 +258,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
       for (;;) {
         if (closed || Date.now() >= until) return false;
         const page = await sql<PendingDelivery[]>`
-          select id, event_id, event_type, body, attempts, first_attempt_at, next_attempt_at from webhook_deliveries
+          select id, event_id, event_type, body, attempts, first_attempt_at, next_attempt_at, created_at from webhook_deliveries
           where subscription_id = ${sub.id} and status = 'pending' and in_order
           order by event_xid, event_seq limit ${DELIVERIES_PER_READ}`;
         for (const d of page) {
@@ -298,7 +302,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
         if (all || sub.event_types.includes(e.type)) {
           if (closed || Date.now() >= until) break;
           const body = eventBody(e);
-          const result = await send(sub, e.id, e.type, body, secret);
+          const result = await send(sub, e.id, e.type, body, secret, Date.parse(e.occurred_at));
           const row = { event_id: e.id, event_type: e.type, xid: e.xid, seq: e.seq, status_code: result.statusCode, duration_ms: result.durationMs };
           if (!result.ok) {
             failure = { row: { ...row, body }, result };
@@ -357,7 +361,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
     try {
       // tests and redeliveries: no order to keep
       const loose = await sql<PendingDelivery[]>`
-        select id, event_id, event_type, body, attempts, first_attempt_at, next_attempt_at from webhook_deliveries
+        select id, event_id, event_type, body, attempts, first_attempt_at, next_attempt_at, created_at from webhook_deliveries
         where subscription_id = ${sub.id} and status = 'pending' and not in_order and next_attempt_at <= now()
         order by created_at limit 20`;
       await Promise.all(loose.map((d) => attempt(sub, d)));
