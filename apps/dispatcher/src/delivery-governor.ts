@@ -23,14 +23,15 @@ export interface CpuReading {
   ownMs: number;
 }
 
-/** Readings further apart than this are too long a window to judge the present by. */
-const WINDOW_MS = 500;
-const MAX_PAUSE_MS = 5000;
+/** Short windows: the thread works in short bursts between its pauses, not half-second ones. */
+const WINDOW_MS = 100;
+/** Long enough for the smallest share (0.01) after a whole window of work. */
+const MAX_PAUSE_MS = 10_000;
 
 /**
  * How long to pause after the window from `before` to `after`: zero on a quiet host or within the
  * share; otherwise long enough that the thread's CPU over the window and the pause is `share` of
- * one core (at most 5 s).
+ * one core (at most 10 s).
  */
 export function pauseAfter(before: CpuReading, after: CpuReading, share: number, cores: number): number {
   const wall = after.at - before.at;
@@ -64,7 +65,7 @@ export function readCpu(): CpuReading | null {
 
 /**
  * A pace for the deliverer (called before each request, with the time the event has waited
- * since): every half second it compares the readings and, when the host is busy and the thread
+ * since): every tenth of a second it compares the readings and, when the host is busy and the thread
  * took more than its share, waits; never for an event that has waited longer than `maxLagMs`.
  */
 export function createDeliveryGovernor(
@@ -87,7 +88,7 @@ export function createDeliveryGovernor(
       last = read() ?? last;
       return;
     }
-    // /proc is read twice a second at most, not per request
+    // /proc is read ten times a second at most, not per request
     if (!last || Date.now() - last.at < WINDOW_MS) return;
     const now = read();
     if (!now) return;

@@ -181,7 +181,7 @@ export function parseConfig(env: Env): Config {
     webhookGiveUpSeconds: int(env, 'WEBHOOK_GIVE_UP_SECONDS', 86_400, 1, 30 * 86_400),
     webhookPollMs: int(env, 'WEBHOOK_POLL_MS', 1000, 10, 60_000),
     webhookDeliveryPriority: oneOf(env, 'WEBHOOK_DELIVERY_PRIORITY', ['idle', 'normal'] as const, 'idle'),
-    webhookDeliveryBusyShare: num(env, 'WEBHOOK_DELIVERY_BUSY_SHARE', 0.1, 0.01, 1),
+    webhookDeliveryBusyShare: num(env, 'WEBHOOK_DELIVERY_BUSY_SHARE', 0.05, 0.01, 1),
     webhookDeliveryMaxLagSeconds: int(env, 'WEBHOOK_DELIVERY_MAX_LAG_SECONDS', 60, 1, 86_400),
     metricsPort: env.METRICS_PORT ? int(env, 'METRICS_PORT', 0, 0, 65535) : undefined,
     metricsToken: env.METRICS_TOKEN || undefined,

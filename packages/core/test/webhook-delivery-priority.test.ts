@@ -13,8 +13,8 @@ it('defaults to idle, takes normal, and refuses anything else in one sentence', 
   }
 });
 
-it('WEBHOOK_DELIVERY_BUSY_SHARE: defaults to a tenth of a core, takes 0.01 to 1, and refuses anything else', () => {
-  expect(parseConfig({ ASSET_ENCRYPTION_KEY: KEY }).webhookDeliveryBusyShare).toBe(0.1);
+it('WEBHOOK_DELIVERY_BUSY_SHARE: defaults to a twentieth of a core, takes 0.01 to 1, and refuses anything else', () => {
+  expect(parseConfig({ ASSET_ENCRYPTION_KEY: KEY }).webhookDeliveryBusyShare).toBe(0.05);
   expect(parseConfig({ ASSET_ENCRYPTION_KEY: KEY, WEBHOOK_DELIVERY_BUSY_SHARE: '0.25' }).webhookDeliveryBusyShare).toBe(0.25);
   expect(parseConfig({ ASSET_ENCRYPTION_KEY: KEY, WEBHOOK_DELIVERY_BUSY_SHARE: '1' }).webhookDeliveryBusyShare).toBe(1);
   for (const bad of ['0', '1.5', '-0.1', 'half', 'NaN', 'Infinity']) {

@@ -38,8 +38,9 @@ export interface DelivererOptions {
   /** counts attempts by outcome (default: svc_webhook_deliveries_total of this thread's registry) */
   countOutcome?: (outcome: DeliveryOutcome, n: number) => void;
   /**
-   * Awaited before each request, with the time the event has waited since (its change, or its
-   * delivery row's creation): the delivery thread's hold on its CPU share while the host is busy.
+   * Awaited before each in-order request, with the time the event has waited since (its change,
+   * or its delivery row's creation): the delivery thread's hold on its CPU share while the host
+   * is busy (tests and redeliveries are few and go unpaced).
    */
   pace?: (waitingSince: number) => Promise<void>;
 }
@@ -164,8 +165,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
   }
 
   /** Signs and posts one event's body. */
-  async function send(sub: ClaimedSubscription, eventId: string, eventType: string, body: string, secret: string, waitingSince: number): Promise<AttemptResult> {
-    if (opts.pace) await opts.pace(waitingSince);
+  function send(sub: ClaimedSubscription, eventId: string, eventType: string, body: string, secret: string): Promise<AttemptResult> {
     const timestamp = Math.floor(Date.now() / 1000);
     return postWebhook(sub.url, settings, {
       'svc-event-id': eventId,
@@ -181,7 +181,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
    * sends them again: at least once); anything else is written at once, after the batch.
    */
   async function attempt(sub: ClaimedSubscription, d: PendingDelivery, secret: string = openSecret(settings.sealKey, sub), batch?: Delivered[]): Promise<boolean> {
-    const result = await send(sub, d.event_id, d.event_type, d.body, secret, d.created_at.getTime());
+    const result = await send(sub, d.event_id, d.event_type, d.body, secret);
     if (result.ok && sub.failing_since === null && batch) {
       batch.push({ id: d.id, status_code: result.statusCode, duration_ms: result.durationMs });
       return true;
@@ -262,6 +262,8 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
           where subscription_id = ${sub.id} and status = 'pending' and in_order
           order by event_xid, event_seq limit ${DELIVERIES_PER_READ}`;
         for (const d of page) {
+          // paced before the deadline is checked: a pause never runs the lease out
+          if (opts.pace) await opts.pace(d.created_at.getTime());
           if (closed || Date.now() >= until || d.next_attempt_at.getTime() > Date.now()) return false;
           if (!(await attempt(sub, d, secret, batch))) return false;
         }
@@ -300,9 +302,10 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
       for (let i = 0; i < events.length; i++) {
         const e = events[i]!;
         if (all || sub.event_types.includes(e.type)) {
+          if (opts.pace) await opts.pace(Date.parse(e.occurred_at));
           if (closed || Date.now() >= until) break;
           const body = eventBody(e);
-          const result = await send(sub, e.id, e.type, body, secret, Date.parse(e.occurred_at));
+          const result = await send(sub, e.id, e.type, body, secret);
           const row = { event_id: e.id, event_type: e.type, xid: e.xid, seq: e.seq, status_code: result.statusCode, duration_ms: result.durationMs };
           if (!result.ok) {
             failure = { row: { ...row, body }, result };
