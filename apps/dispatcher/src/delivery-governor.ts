@@ -63,21 +63,35 @@ export function readCpu(): CpuReading | null {
   }
 }
 
+export interface DeliveryGovernor {
+  /** Called before each request, with the time the event has waited since. */
+  pace(waitingSince: number): Promise<void>;
+  /** Ends the pause under way and any later one at once (the thread is closing). */
+  release(): void;
+}
+
 /**
- * A pace for the deliverer (called before each request, with the time the event has waited
- * since): every tenth of a second it compares the readings and, when the host is busy and the thread
- * took more than its share, waits; never for an event that has waited longer than `maxLagMs`.
+ * A pace for the deliverer: every tenth of a second it compares the readings and, when the host
+ * is busy and the thread took more than its share, waits; never for an event that has waited
+ * longer than `maxLagMs`.
  */
 export function createDeliveryGovernor(
   share: number,
   maxLagMs: number,
   read: () => CpuReading | null = readCpu,
   cores = availableParallelism(),
-): (waitingSince: number) => Promise<void> {
+): DeliveryGovernor {
   let last = read();
-  if (!last || share >= 1) return () => Promise.resolve();
+  let released = false;
+  let wake: (() => void) | null = null;
+  const release = () => {
+    released = true;
+    wake?.();
+  };
+  if (!last || share >= 1) return { pace: () => Promise.resolve(), release };
   let behind = false;
-  return async (waitingSince) => {
+  const pace = async (waitingSince: number) => {
+    if (released) return;
     if (Date.now() - waitingSince > maxLagMs) {
       behind = true;
       return;
@@ -93,7 +107,17 @@ export function createDeliveryGovernor(
     const now = read();
     if (!now) return;
     const pause = pauseAfter(last, now, share, cores);
-    if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
+    if (pause > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, pause);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      wake = null;
+    }
     last = pause > 0 ? read() ?? now : now;
   };
+  return { pace, release };
 }

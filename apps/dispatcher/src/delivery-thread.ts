@@ -102,13 +102,18 @@ async function runThread(): Promise<void> {
   // a Postgres outage is logged once per process, by the dispatcher's main thread, whose periodic
   // work meets it within a second or two: this thread's own view of it stays silent
   const outage = new DbOutage(createLogger({ level: 'error', service: 'dispatcher' }));
+  const governor = config.webhookDeliveryPriority === 'idle'
+    ? createDeliveryGovernor(config.webhookDeliveryBusyShare, config.webhookDeliveryMaxLagSeconds * 1000)
+    : null;
   const deliverer = engine.events.deliverer({
     ...delivererTimingsOf(config), outage,
-    ...(config.webhookDeliveryPriority === 'idle' ? { pace: createDeliveryGovernor(config.webhookDeliveryBusyShare, config.webhookDeliveryMaxLagSeconds * 1000) } : {}),
+    ...(governor ? { pace: governor.pace } : {}),
     countOutcome: (outcome, n) => parentPort!.postMessage({ type: 'count', outcome, n } satisfies CountMessage),
   });
   parentPort!.on('message', async (m: { type: string }) => {
     if (m.type !== 'close') return;
+    // a pause under way would hold the close up to ten seconds
+    governor?.release();
     await deliverer.close();
     await sql.end({ timeout: 5 });
     // ends this thread only

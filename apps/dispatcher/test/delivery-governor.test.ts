@@ -41,7 +41,7 @@ describe('createDeliveryGovernor', () => {
     // then the clock's own time, the counters still: a new window starts after the pause
     const read = () => readings[reads++] ?? at(Date.now(), 1100, 30);
     // others: (1100 - 30) / 600 ms = 1.8 cores of 2; the thread took 30 ms: 30 / 0.04 - 600 = 150 ms
-    const pace = createDeliveryGovernor(0.04, 60_000, read, 2);
+    const { pace } = createDeliveryGovernor(0.04, 60_000, read, 2);
     const t0 = Date.now();
     await pace(Date.now());
     expect(Date.now() - t0).toBeGreaterThanOrEqual(140);
@@ -51,13 +51,30 @@ describe('createDeliveryGovernor', () => {
     expect(reads).toBe(3);
   });
 
+  it('release ends a pause under way at once, and no later call pauses', async () => {
+    let reads = 0;
+    // a busy host and a thread far over its share: the longest pause every window
+    const read = () => {
+      reads++;
+      return at(Date.now() - (reads === 1 ? 1000 : 0), reads === 1 ? 0 : 3000, reads === 1 ? 0 : 1000);
+    };
+    const governor = createDeliveryGovernor(0.01, 60_000, read, 2);
+    const t0 = Date.now();
+    const paused = governor.pace(Date.now());
+    setTimeout(() => governor.release(), 50);
+    await paused;
+    expect(Date.now() - t0).toBeLessThan(2000);
+    await governor.pace(Date.now());
+    expect(Date.now() - t0).toBeLessThan(2000);
+  });
+
   it('is a no-op without /proc readings or with a share of a whole core', async () => {
     let reads = 0;
-    const none = createDeliveryGovernor(0.1, 60_000, () => { reads++; return null; }, 2);
+    const none = createDeliveryGovernor(0.1, 60_000, () => { reads++; return null; }, 2).pace;
     await none(Date.now());
     await none(Date.now());
     expect(reads).toBe(1);
-    const whole = createDeliveryGovernor(1, 60_000, () => { reads++; return at(0, 0, 0); }, 2);
+    const whole = createDeliveryGovernor(1, 60_000, () => { reads++; return at(0, 0, 0); }, 2).pace;
     await whole(Date.now());
     expect(reads).toBe(2);
   });
@@ -71,7 +88,7 @@ describe('createDeliveryGovernor', () => {
       clock += 1000;
       return at(Date.now() - 10_000 + clock, clock * 3, clock);
     };
-    const pace = createDeliveryGovernor(0.01, 30_000, read, 2);
+    const { pace } = createDeliveryGovernor(0.01, 30_000, read, 2);
     const t0 = Date.now();
     await pace(Date.now() - 31_000);
     await pace(Date.now() - 45_000);

@@ -262,9 +262,10 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
           where subscription_id = ${sub.id} and status = 'pending' and in_order
           order by event_xid, event_seq limit ${DELIVERIES_PER_READ}`;
         for (const d of page) {
+          if (d.next_attempt_at.getTime() > Date.now()) return false;
           // paced before the deadline is checked: a pause never runs the lease out
           if (opts.pace) await opts.pace(d.created_at.getTime());
-          if (closed || Date.now() >= until || d.next_attempt_at.getTime() > Date.now()) return false;
+          if (closed || Date.now() >= until) return false;
           if (!(await attempt(sub, d, secret, batch))) return false;
         }
         await recordDelivered(batch);
