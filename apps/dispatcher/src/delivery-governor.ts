@@ -81,14 +81,15 @@ export function createDeliveryGovernor(
   read: () => CpuReading | null = readCpu,
   cores = availableParallelism(),
 ): DeliveryGovernor {
-  let last = read();
   let released = false;
   let wake: (() => void) | null = null;
   const release = () => {
     released = true;
     wake?.();
   };
-  if (!last || share >= 1) return { pace: () => Promise.resolve(), release };
+  const first = read();
+  if (!first || share >= 1) return { pace: () => Promise.resolve(), release };
+  let last = first;
   let behind = false;
   const pace = async (waitingSince: number) => {
     if (released) return;
@@ -103,7 +104,7 @@ export function createDeliveryGovernor(
       return;
     }
     // /proc is read ten times a second at most, not per request
-    if (!last || Date.now() - last.at < WINDOW_MS) return;
+    if (Date.now() - last.at < WINDOW_MS) return;
     const now = read();
     if (!now) return;
     const pause = pauseAfter(last, now, share, cores);

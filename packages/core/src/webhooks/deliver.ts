@@ -45,7 +45,8 @@ export interface DelivererOptions {
   pace?: (waitingSince: number) => Promise<void>;
 }
 
-export type DeliveryOutcome = 'delivered' | 'retry' | 'given_up' | 'subscription_disabled';
+/** The outcomes the metric counts (svc_webhook_deliveries_total), defined once there. */
+export type DeliveryOutcome = Parameters<typeof countWebhookOutcome>[0];
 
 export interface WebhookDeliverer {
   start(): void;
@@ -75,6 +76,9 @@ interface PendingDelivery {
   next_attempt_at: Date;
   created_at: Date;
 }
+
+/** The columns of a PendingDelivery, for both reads of pending deliveries. */
+const PENDING_COLUMNS = ['id', 'event_id', 'event_type', 'body', 'attempts', 'first_attempt_at', 'next_attempt_at', 'created_at'];
 
 const EVENTS_PER_READ = 500;
 /** In-order deliveries read at once: one query per page instead of one per event. */
@@ -258,7 +262,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
       for (;;) {
         if (closed || Date.now() >= until) return false;
         const page = await sql<PendingDelivery[]>`
-          select id, event_id, event_type, body, attempts, first_attempt_at, next_attempt_at, created_at from webhook_deliveries
+          select ${sql(PENDING_COLUMNS)} from webhook_deliveries
           where subscription_id = ${sub.id} and status = 'pending' and in_order
           order by event_xid, event_seq limit ${DELIVERIES_PER_READ}`;
         for (const d of page) {
@@ -365,7 +369,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
     try {
       // tests and redeliveries: no order to keep
       const loose = await sql<PendingDelivery[]>`
-        select id, event_id, event_type, body, attempts, first_attempt_at, next_attempt_at, created_at from webhook_deliveries
+        select ${sql(PENDING_COLUMNS)} from webhook_deliveries
         where subscription_id = ${sub.id} and status = 'pending' and not in_order and next_attempt_at <= now()
         order by created_at limit 20`;
       await Promise.all(loose.map((d) => attempt(sub, d)));
