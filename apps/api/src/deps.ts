@@ -1,4 +1,5 @@
 import { createApiKeyStore, type ApiKeyStore } from './auth/api-key-store';
+import { createStreamRegistry, type StreamRegistry } from './http/streams';
 import { createEngine, webhookSettingsOf, type Engine, createLogger, createRedis, createPooledSql, databaseSettings, redisKeys, type Config, type Logger, type RedisClient, type RedisKeys, type Sql } from '@svc/core';
 
 /**
@@ -16,6 +17,8 @@ export interface ApiDeps {
   apiKeys: ApiKeyStore;
   /** The domain's commands (packages/core/src/engine.ts): handlers parse, call one and render. */
   engine: Engine;
+  /** The long-lived reads (event streams): capped, and ended when their credential lapses; close() ends them. */
+  streams: StreamRegistry;
   /** The console's built files (apps/console/dist when absent), served at /console. */
   consoleDir?: string;
 }
@@ -30,15 +33,10 @@ export function buildDeps(config: Config, overrides: Partial<ApiDeps> = {}): Api
     createApiKeyStore({
       sql, redis, logger, channel: keys.apiKeyInvalidations, ttlMs: config.apiKeyCacheTtlMs, flushMs: config.lastUsedFlushMs,
     });
-  return {
-    config,
-    sql,
-    redis,
-    keys,
-    logger,
-    apiKeys,
-    // a key revoked or rotated here leaves every API process's cache at once
-    engine: overrides.engine ?? createEngine({ sql, logger, apiKeyChanges: apiKeys, webhooks: webhookSettingsOf(config) }),
-    consoleDir: overrides.consoleDir,
-  };
+  // a key revoked or rotated here leaves every API process's cache at once
+  const engine = overrides.engine ?? createEngine({ sql, logger, apiKeyChanges: apiKeys, webhooks: webhookSettingsOf(config) });
+  const streams =
+    overrides.streams ??
+    createStreamRegistry({ engine, redis, keys, logger, perUser: config.eventStreamsPerUser, perWorkspace: config.eventStreamsPerWorkspace });
+  return { config, sql, redis, keys, logger, apiKeys, engine, streams, consoleDir: overrides.consoleDir };
 }

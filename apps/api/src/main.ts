@@ -2,7 +2,6 @@ import http from 'node:http';
 import { ConfigError, onShutdownSignals, parseConfig, startTracing, stopTracing } from '@svc/core';
 import { createApp } from './app';
 import { buildDeps } from './deps';
-import { endEventStreams } from './routes/settings/events';
 
 async function main(): Promise<void> {
   const config = parseConfig(process.env);
@@ -18,7 +17,7 @@ async function main(): Promise<void> {
   onShutdownSignals(deps.logger, async () => {
     await listening;
     // open event streams never finish by themselves
-    endEventStreams();
+    await deps.streams.close();
     // stop accepting, let in-flight requests finish, then close connections
     await new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();

@@ -68,6 +68,13 @@ export interface Config {
   metricsStateTtlMs: number;
   /** API: queues with their own series in the queue gauges; the rest are summed into `_other`. */
   metricsMaxQueues: number;
+  /** API: event streams open at once per user, and per workspace (across replicas). */
+  eventStreamsPerUser: number;
+  eventStreamsPerWorkspace: number;
+  /** API: failed credential checks per source address and minute before its look-ups are refused (429). */
+  authFailuresPerAddress: number;
+  /** API: password verifications running at once in one process (the rest wait their turn). */
+  passwordHashConcurrency: number;
 }
 
 export class ConfigError extends Error {}
@@ -187,5 +194,9 @@ export function parseConfig(env: Env): Config {
     metricsToken: env.METRICS_TOKEN || undefined,
     metricsStateTtlMs: int(env, 'METRICS_STATE_TTL_MS', 5000, 0, 600_000),
     metricsMaxQueues: int(env, 'METRICS_MAX_QUEUES', 200, 1, 10_000),
+    eventStreamsPerUser: int(env, 'EVENT_STREAMS_PER_USER', 5, 1, 1000),
+    eventStreamsPerWorkspace: int(env, 'EVENT_STREAMS_PER_WORKSPACE', 20, 1, 10_000),
+    authFailuresPerAddress: int(env, 'AUTH_FAILURES_PER_ADDRESS', 60, 1, 1_000_000),
+    passwordHashConcurrency: int(env, 'PASSWORD_HASH_CONCURRENCY', 2, 1, 64),
   };
 }

@@ -4,7 +4,7 @@ import type { Logger } from './logger';
 import type { ApiKeyChangeListener } from './api-keys/invalidation';
 import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey, type ApiKeyActor } from './api-keys/service';
 import { findApiKeyByHash, findApiKeysByHashes, touchApiKeys } from './api-keys/repo';
-import { findAccessTokenByHash } from './access-tokens/repo';
+import { findAccessTokenByHash, findLiveAccessTokens } from './access-tokens/repo';
 import { findAccessTokens, getSession, issueAccessToken, revokeAccessToken } from './access-tokens/service';
 import { signIn, signOut } from './access-tokens/sessions';
 import { authenticateAccessToken, authenticateBearer } from './access-tokens/authenticate';
@@ -96,7 +96,7 @@ export function createEngine(deps: EngineDeps) {
   return {
     sql,
     /** Who is calling: API keys and access tokens by their hash, sessions, sign-in. */
-    auth: bind(sql, { findApiKeyByHash, findApiKeysByHashes, touchApiKeys, findAccessTokenByHash, bearer: authenticateBearer, accessToken: authenticateAccessToken, session: getSession, signIn, signOut }),
+    auth: bind(sql, { findApiKeyByHash, findApiKeysByHashes, touchApiKeys, findAccessTokenByHash, liveTokens: findLiveAccessTokens, bearer: authenticateBearer, accessToken: authenticateAccessToken, session: getSession, signIn, signOut }),
     /** A tenant's API keys (the change listener drops revoked and rotated keys from every cache). */
     keys: {
       create: (actor: ApiKeyActor, body: unknown) => createApiKey(sql, keyChanges, actor, body),

@@ -108,8 +108,9 @@ export class ValidationError extends AppError {
 }
 
 export class RateLimitError extends AppError {
-  constructor(retryAfterSeconds: number, headers: Record<string, string> = {}) {
-    super('RATE_LIMIT_EXCEEDED', 429, undefined, {
+  constructor(retryAfterSeconds: number, headers: Record<string, string> = {}, message?: string, details?: unknown) {
+    super('RATE_LIMIT_EXCEEDED', 429, message, {
+      details,
       headers: { ...headers, 'Retry-After': String(retryAfterSeconds) },
     });
   }

@@ -36,6 +36,10 @@ export function redisKeys(prefix: string) {
     /** BullMQ's own key prefix (queue names carry a hash tag per queue; see queues catalogue). */
     bull: `${prefix}:bull`,
     rateLimit: `${prefix}:rl`,
+    /** Sorted sets of the open event streams per user and per workspace (leases; apps/api/src/http/streams.ts). */
+    streams: `${prefix}:streams`,
+    /** Failed sign-ins and credential checks, and their blocks (apps/api/src/auth/throttle.ts). */
+    authThrottle: `${prefix}:auth`,
     /** Pub/sub channel: API key ids whose cached authentication must be dropped now. */
     apiKeyInvalidations: `${prefix}:apikey:invalidate`,
     /** Pub/sub channel: job ids whose stop was requested. */

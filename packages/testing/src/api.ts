@@ -40,6 +40,7 @@ export async function createApiTestContext(overrides: Partial<Config> = {}): Pro
   });
   const server = app.callback();
   const close = async () => {
+    await deps.streams.close();
     await deps.apiKeys.close();
     await bull.close();
     await ctx.close();

@@ -19,3 +19,22 @@ export async function findAccessTokenByHash(sql: Queryable, hash: Buffer): Promi
     where t.token_hash = ${hash}`;
   return row ?? null;
 }
+
+/** A token that still grants access, with its user's current role. */
+export interface LiveAccessTokenRow {
+  token_id: string;
+  role: 'admin' | 'member';
+}
+
+/**
+ * Of `tokenIds`, the tokens that still grant access now: not revoked, not expired, their user
+ * active. Long-lived reads (event streams) ask this for all their tokens at once, so that a logout,
+ * a revocation, an expiry, a deactivation or a lost role ends them without waiting for the client.
+ */
+export async function findLiveAccessTokens(sql: Queryable, tokenIds: readonly string[]): Promise<LiveAccessTokenRow[]> {
+  if (tokenIds.length === 0) return [];
+  return sql<LiveAccessTokenRow[]>`
+    select t.id as token_id, u.role
+    from access_tokens t join users u on u.id = t.user_id
+    where t.id = any(${tokenIds as string[]}::uuid[]) and t.revoked_at is null and t.expires_at > now() and u.is_active`;
+}

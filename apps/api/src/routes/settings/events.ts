@@ -15,17 +15,6 @@ const TYPES = `Event types: ${EVENT_TYPES.map((t) => `\`${t}\``).join(', ')}.`;
 const STREAM_POLL_MS = 1000;
 const STREAM_KEEPALIVE_MS = 15_000;
 
-const openStreams = new Set<() => void>();
-
-/**
- * Ends every open event stream: the API's shutdown calls it before it drains, since a stream
- * would otherwise hold its connection (and the drain) open for ever. Clients reconnect with
- * their Last-Event-ID.
- */
-export function endEventStreams(): void {
-  for (const end of [...openStreams]) end();
-}
-
 /**
  * /api/v1/settings/webhooks and /settings/events (docs/decisions/events.md): signed webhooks and
  * the replayable event feed, for the workspace's admins.
@@ -62,12 +51,14 @@ export function eventRoutes(rc: RouteContext): AppRouter {
     description:
       'The same events as `GET /settings/events`, as `text/event-stream`: each message has `id` (the event id), `event` ' +
       '(its type) and `data` (the event as JSON). Resumes after `Last-Event-ID` (or `after`); a comment every 15 s keeps ' +
-      'the connection open.',
+      'the connection open. The stream ends within a second of its token\'s logout, revocation or expiry, or its ' +
+      'user\'s deactivation or loss of the admin role. At most EVENT_STREAMS_PER_USER (default 5) streams per user and ' +
+      'EVENT_STREAMS_PER_WORKSPACE (default 20) per workspace are open at once: past that, 429.',
     tags,
     auth: ADMIN,
     query: EventStreamQuery,
     headers: [{ name: 'Last-Event-ID', description: 'The id of the last event received: the stream resumes after it' }],
-    errors: [422],
+    errors: [422, 429],
   }, async (ctx, input) => {
     const query = input.query();
     const lastId = ctx.get('last-event-id');
@@ -80,15 +71,18 @@ export function eventRoutes(rc: RouteContext): AppRouter {
     const first = await engine.events.feed(tenantId, { after, types: query.types, limit: 500 });
     const stream = new PassThrough();
     let closed = false;
+    // ended by the registry (credential lapsed, shutdown) or by the client leaving
     const end = () => {
       closed = true;
-      openStreams.delete(end);
       stream.end();
     };
-    openStreams.add(end);
+    const release = await rc.deps.streams.open(ctx.state.user!, { admin: true }, end);
     ctx.req.socket.setTimeout(0);
     // the response's close: the client went away (the request's own close comes once its body is read)
-    ctx.res.on('close', end);
+    ctx.res.on('close', () => {
+      release();
+      end();
+    });
     ctx.status = 200;
     ctx.set('content-type', 'text/event-stream; charset=utf-8');
     ctx.set('cache-control', 'no-cache');
@@ -120,6 +114,7 @@ export function eventRoutes(rc: RouteContext): AppRouter {
         } catch (err) {
           // Postgres away: the client reconnects with its Last-Event-ID
           rc.deps.logger.warn('event stream ended', { err: (err as Error).message });
+          release();
           end();
           break;
         }
