@@ -3,6 +3,7 @@ import type { ApiDeps } from './deps';
 import type { AppState } from './http/state';
 import { requestContext } from './middleware/request-context';
 import { errorEnvelope } from './middleware/errors';
+import { securityHeaders } from './middleware/security-headers';
 import { queuesBoard } from './admin/queues-board';
 import { consoleFiles } from './console/serve';
 import { healthRoutes } from './routes/health';
@@ -14,6 +15,7 @@ export function createApp(deps: ApiDeps): Koa<AppState> {
   const app = new Koa<AppState>({ proxy: false });
   app.silent = true;
   app.use(requestContext(deps));
+  app.use(securityHeaders(deps.config.trustedProxyCount));
   app.use(errorEnvelope());
   app.use(consoleFiles(deps.consoleDir));
   app.use(queuesBoard(deps));
