@@ -52,7 +52,8 @@ function banner(demo, baseUrl) {
     password
       ? `                    sign in as ${demo.admin_email} / ${password}`
       : `                    sign in as ${demo.admin_email} (password shown on first start; npx svc user set-password ${demo.admin_email} --password … sets one)`,
-    ` Bull Board:        ${baseUrl}/admin/queues?token=${demo.access_token}`,
+    ` Bull Board:        ${baseUrl}/admin/queues   (open it from the console: "Colas (Bull Board)")`,
+    `                    scripts: -H 'Authorization: Bearer ${demo.access_token}'`,
     `                    (an admin access token, valid 12 h; npx svc token issue --email ${demo.admin_email} for another)`,
     ` OpenAPI:           ${baseUrl}/api/v1/openapi.json`,
     ` Demo workspace:    ${demo.tenant_name} — admin ${demo.admin_email}${password ? ` / ${password}` : ''}`,

@@ -128,16 +128,19 @@ describe('npm start, as a newcomer uses it', () => {
     }
     expect(completed).toBe(1001);
 
-    // Bull Board answers with the admin token the banner printed, and refuses without it
+    // Bull Board answers with the admin token the banner printed (never in the URL), and refuses without it
     const boardUrl = /Bull Board: +(\S+)/.exec(output)![1]!;
-    // a browser opens it once with ?token=…, gets an HttpOnly cookie and is redirected without it
-    const first = await fetch(boardUrl, { redirect: 'manual' });
-    expect(first.status).toBe(302);
-    const cookie = first.headers.get('set-cookie')!.split(';')[0]!;
-    const board = await fetch(new URL(first.headers.get('location')!, boardUrl), { headers: { cookie } });
+    expect(boardUrl).toBe(`http://127.0.0.1:${port}/admin/queues`);
+    const adminToken = /Authorization: Bearer (\S+?)'/.exec(output)![1]!;
+    // a browser gets in through the console's exchange: bearer token → session cookie
+    const exchange = await fetch(`${boardUrl}/session`, { method: 'POST', headers: { authorization: `Bearer ${adminToken}` } });
+    expect(exchange.status).toBe(200);
+    const cookie = exchange.headers.get('set-cookie')!.split(';')[0]!;
+    const board = await fetch(boardUrl, { headers: { cookie } });
     expect(board.status).toBe(200);
     expect(await board.text()).toMatch(/<html/i);
     expect((await fetch(`http://127.0.0.1:${port}/admin/queues`)).status).toBe(401);
+    expect((await fetch(`http://127.0.0.1:${port}/admin/queues?token=${adminToken}`)).status).toBe(401);
 
     // the console answers at the printed link, and the printed demo credentials sign in
     const consoleUrl = /Console: +(\S+)/.exec(output)![1]!;

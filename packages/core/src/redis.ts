@@ -40,6 +40,8 @@ export function redisKeys(prefix: string) {
     streams: `${prefix}:streams`,
     /** Failed sign-ins and credential checks, and their blocks (apps/api/src/auth/throttle.ts). */
     authThrottle: `${prefix}:auth`,
+    /** Bull Board's browser sessions, by SHA-256 of the cookie's id (apps/api/src/admin/queues-board.ts). */
+    boardSessions: `${prefix}:board:session`,
     /** Pub/sub channel: API key ids whose cached authentication must be dropped now. */
     apiKeyInvalidations: `${prefix}:apikey:invalidate`,
     /** Pub/sub channel: job ids whose stop was requested. */

@@ -6,7 +6,7 @@ import { findAccessTokenByHash } from './repo';
 
 /**
  * The one check of a user access token, for every way one is presented (the API's Bearer guard,
- * the queues board's header, query parameter or cookie): docs/decisions/one-place-per-rule.md.
+ * the queues board's header and the session exchange behind its cookie): docs/decisions/one-place-per-rule.md.
  */
 
 /** Who presented a valid access token. */
