@@ -1,5 +1,6 @@
 import { createApiKeyStore, type ApiKeyStore } from './auth/api-key-store';
 import { createStreamRegistry, type StreamRegistry } from './http/streams';
+import { createAuthThrottle, type AuthThrottle } from './auth/throttle';
 import { createEngine, webhookSettingsOf, type Engine, createLogger, createRedis, createPooledSql, databaseSettings, redisKeys, type Config, type Logger, type RedisClient, type RedisKeys, type Sql } from '@svc/core';
 
 /**
@@ -17,6 +18,8 @@ export interface ApiDeps {
   apiKeys: ApiKeyStore;
   /** The domain's commands (packages/core/src/engine.ts): handlers parse, call one and render. */
   engine: Engine;
+  /** Failed credential checks and sign-ins per address and account: what refuses guessing before any look-up. */
+  authThrottle: AuthThrottle;
   /** The long-lived reads (event streams): capped, and ended when their credential lapses; close() ends them. */
   streams: StreamRegistry;
   /** The console's built files (apps/console/dist when absent), served at /console. */
@@ -38,5 +41,7 @@ export function buildDeps(config: Config, overrides: Partial<ApiDeps> = {}): Api
   const streams =
     overrides.streams ??
     createStreamRegistry({ engine, redis, keys, logger, perUser: config.eventStreamsPerUser, perWorkspace: config.eventStreamsPerWorkspace });
-  return { config, sql, redis, keys, logger, apiKeys, engine, streams, consoleDir: overrides.consoleDir };
+  const authThrottle =
+    overrides.authThrottle ?? createAuthThrottle({ redis, keys, logger, failuresPerAddress: config.authFailuresPerAddress });
+  return { config, sql, redis, keys, logger, apiKeys, engine, streams, authThrottle, consoleDir: overrides.consoleDir };
 }

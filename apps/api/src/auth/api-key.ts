@@ -6,23 +6,33 @@ import type { ApiDeps } from '../deps';
 import type { ApiKeyPrincipal } from '../http/state';
 import type { Guard } from '../http/guard';
 import type { ApiKeyStore } from './api-key-store';
+import type { AuthThrottle } from './throttle';
 
 export type { ApiKeyStore } from './api-key-store';
 
 /**
  * Step 1 of the key checks (docs/decisions/api-keys.md): the key exists, is active and has not expired (else 401). Missing,
  * unknown and revoked keys all answer `Credenciales inválidas`, so a caller learns nothing about
- * which keys exist; only a real, active key past its expiry is told `API key expirada`.
+ * which keys exist; only a real, active key past its expiry is told `API key expirada`. A key not
+ * in the cache is looked up only while the source address is within its failure budget (else
+ * 429), and every failure charges the address (auth/throttle.ts).
  */
-export function authenticateApiKey(store: ApiKeyStore): Guard {
+export function authenticateApiKey(store: ApiKeyStore, throttle: AuthThrottle): Guard {
   return (ctx) => {
     const presented = ctx.get('X-API-Key');
     // not shaped like one of our keys: no need to ask the store (or fill its negative cache)
     if (!presented || !presented.startsWith(API_KEY_PREFIX) || presented.length > 256) throw new UnauthorizedError();
     const hashHex = sha256Hex(presented);
+    const ip = ctx.state.clientIp;
     const admit = (key: ApiKeyRow | null): void => {
-      if (!key || !key.is_active) throw new UnauthorizedError();
-      if (key.expires_at && key.expires_at.getTime() <= Date.now()) throw new UnauthorizedError('API key expirada');
+      if (!key || !key.is_active) {
+        throttle.failed(ip);
+        throw new UnauthorizedError();
+      }
+      if (key.expires_at && key.expires_at.getTime() <= Date.now()) {
+        throttle.failed(ip);
+        throw new UnauthorizedError('API key expirada');
+      }
       store.touch(key.id);
       ctx.state.apiKey = principalOf(key, hashHex);
     };
@@ -32,7 +42,8 @@ export function authenticateApiKey(store: ApiKeyStore): Guard {
       return admit(cached);
     }
     cacheMisses.inc();
-    return store.lookup(hashHex).then(admit);
+    // a key Postgres must be asked about: the address's failure budget answers first
+    return throttle.beforeLookup(ip).then(() => store.lookup(hashHex)).then(admit);
   };
 }
 

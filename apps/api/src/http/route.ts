@@ -80,7 +80,7 @@ function authChain(rc: RouteContext, spec: RouteSpec): Guard[] {
   const limit = rateLimit(rc.deps, routeId, points);
   switch (spec.auth.kind) {
     case 'api_key': {
-      const chain = [authenticateApiKey(rc.keyStore), limit, checkKeyIp()];
+      const chain = [authenticateApiKey(rc.keyStore, rc.deps.authThrottle), limit, checkKeyIp()];
       if (spec.auth.scope) chain.push(requireScope(spec.auth.scope));
       if (spec.auth.feature) chain.push(requirePlanFeature(rc.deps, spec.auth.feature));
       return chain;

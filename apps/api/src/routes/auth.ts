@@ -1,4 +1,5 @@
-import { toUserResponse, LoginBody, LoginResponse, LogoutResponse, MeResponse } from '@svc/core';
+import { toUserResponse, LoginBody, LoginResponse, LogoutResponse, MeResponse, UnauthorizedError } from '@svc/core';
+import { createHashGate } from '../auth/hash-gate';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
 import { ok } from '../http/respond';
@@ -9,7 +10,8 @@ import { ok } from '../http/respond';
  */
 export function authRoutes(rc: RouteContext): AppRouter {
   const router = createRouter();
-  const { engine, config } = rc.deps;
+  const { engine, config, authThrottle } = rc.deps;
+  const hashing = createHashGate(config.passwordHashConcurrency);
 
   // explicit type arguments: inferring them from a schema imported from core's declarations
   // sends the compiler into TS2589 (instantiation too deep)
@@ -22,7 +24,10 @@ export function authRoutes(rc: RouteContext): AppRouter {
       summary: 'Log in with email and password',
       description:
         'Returns an access token for `Authorization: Bearer`. Unknown email, wrong password and ' +
-        'inactive user all answer 401 `Credenciales inválidas`. Rate limited per source IP.',
+        'inactive user all answer 401 `Credenciales inválidas`, and each is audited as `login_failed` in the account\'s ' +
+        'workspace. Rate limited per source IP; after 5 failures in a row for one account from one address, each further ' +
+        'failure doubles a wait (429 with Retry-After, up to 15 minutes) that a success resets; after 20 failures in an hour ' +
+        'for one account from anywhere, addresses it has not signed in from lately wait too (at most a minute at a time).',
       tags: ['auth'],
       auth: { kind: 'none' },
       body: LoginBody,
@@ -31,7 +36,19 @@ export function authRoutes(rc: RouteContext): AppRouter {
     },
     async (ctx, input) => {
       const body = input.body();
-      ok(ctx, await engine.auth.signIn(body, config.accessTokenTtlSeconds, { requestId: ctx.state.requestId, ip: ctx.state.clientIp }));
+      const ip = ctx.state.clientIp;
+      await authThrottle.beforeSignIn(body.email, ip);
+      let session;
+      try {
+        session = await hashing.run(() =>
+          engine.auth.signIn(body, config.accessTokenTtlSeconds, { requestId: ctx.state.requestId, ip, logger: ctx.state.log }),
+        );
+      } catch (err) {
+        if (err instanceof UnauthorizedError) await authThrottle.signInFailed(body.email, ip);
+        throw err;
+      }
+      await authThrottle.signInSucceeded(body.email, ip);
+      ok(ctx, session);
     },
   );
 
