@@ -85,6 +85,8 @@ it('gives Bull Board a policy whose scripts are its own files, on the page and o
       expect(body!.trim().startsWith('{')).toBe(true);
     }
   }
+  // nothing from a third party: its Google Fonts link is taken out (the policy would refuse it)
+  expect(page.text).not.toMatch(/https?:\/\//);
   const refused = await direct.http.get('/admin/queues').set('Accept', 'text/html');
   expect(refused.status).toBe(401);
   expectCommonHeaders(refused.headers);
