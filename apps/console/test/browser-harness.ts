@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
 import { createUser } from '@svc/core';
-import { seedTenant } from '@svc/testing';
+import { seedTenant, waitFor } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
 /**
@@ -77,18 +77,27 @@ export async function signIn(email = adminEmail, password = PASSWORD, timeout = 
   await page.getByRole('heading', { name: 'Resumen' }).waitFor({ timeout });
 }
 
+/**
+ * Waits until `expression` is truthy in the page. Polled from here through page.evaluate (the
+ * DevTools protocol): page.waitForFunction with a string evals it inside the page, which the
+ * console's CSP (no 'unsafe-eval') refuses.
+ */
+export async function waitUntil(expression: string, timeout = 30_000): Promise<void> {
+  await waitFor(expression, async () => Boolean(await page.evaluate(expression)), timeout);
+}
+
 /** Waits until the text of the first element matching `selector` is `expected` (the page refreshes by itself). */
 export async function waitForText(selector: string, expected: string, timeout = 30_000): Promise<void> {
-  await page.waitForFunction(
+  await waitUntil(
     `(() => { const el = document.querySelector(${JSON.stringify(selector)}); return !!el && el.textContent.trim() === ${JSON.stringify(expected)}; })()`,
-    undefined,
-    { timeout },
+    timeout,
   );
 }
 
 /** axe-core's serious and critical violations on the page as it is now. */
 export async function seriousViolations(): Promise<Array<{ id: string; nodes: string[] }>> {
-  await page.addScriptTag({ content: AXE_SOURCE });
+  // evaluated through the DevTools protocol, not as an inline <script>: the console's CSP refuses those
+  await page.evaluate(AXE_SOURCE);
   return (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')
     .map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')) })))`)) as Array<{ id: string; nodes: string[] }>;

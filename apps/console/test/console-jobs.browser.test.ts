@@ -1,5 +1,5 @@
 import { seedApiKey, seedJob, seedMachine, seedProcess } from '@svc/testing';
-import { DESKTOP, PHONE, base, memberEmail, page, seriousViolations, shot, signIn, t, tenantId, useConsoleBrowser, waitForText } from './browser-harness';
+import { DESKTOP, PHONE, base, memberEmail, page, seriousViolations, shot, signIn, t, tenantId, useConsoleBrowser, waitForText, waitUntil } from './browser-harness';
 
 /**
  * The console's jobs, job detail and machines pages in a real browser (Debian's Chromium through
@@ -81,7 +81,7 @@ describe('the console\'s jobs and machines pages in a browser', () => {
     expect(await page.locator('table.jobs tbody tr').count()).toBe(20);
     await page.getByRole('button', { name: 'Siguiente' }).click();
     await page.getByText('Página 2 de 2 · 22 trabajos').waitFor({ timeout: WAIT });
-    await page.waitForFunction('document.querySelectorAll("table.jobs tbody tr").length === 2', undefined, { timeout: WAIT });
+    await waitUntil('document.querySelectorAll("table.jobs tbody tr").length === 2', WAIT);
     await shot('jobs-list');
 
     // another filter starts again on page 1; the filters combine
@@ -89,7 +89,7 @@ describe('the console\'s jobs and machines pages in a browser', () => {
     await page.getByLabel('Estado', { exact: true }).selectOption('failed');
     await page.waitForURL((url) => url.searchParams.get('status') === 'failed' && url.searchParams.get('process_id') === b.processId && !url.searchParams.has('page'));
     await waitForSelector(`tr[data-job="${failed.id}"]`);
-    await page.waitForFunction('document.querySelectorAll("table.jobs tbody tr").length === 1', undefined, { timeout: WAIT });
+    await waitUntil('document.querySelectorAll("table.jobs tbody tr").length === 1', WAIT);
     expect(await page.locator(`tr[data-job="${failed.id}"] [data-cell="status"]`).textContent()).toBe('Fallido');
 
     await page.getByRole('button', { name: 'Quitar filtros' }).click();
@@ -97,7 +97,7 @@ describe('the console\'s jobs and machines pages in a browser', () => {
     await page.getByLabel('Máquina', { exact: true }).selectOption({ label: b.machineName });
     await page.waitForURL((url) => url.searchParams.get('machine_id') === b.machineId && !url.searchParams.has('status'));
     await waitForSelector(`tr[data-job="${pending.id}"]`);
-    await page.waitForFunction('document.querySelectorAll("table.jobs tbody tr").length === 2', undefined, { timeout: WAIT });
+    await waitUntil('document.querySelectorAll("table.jobs tbody tr").length === 2', WAIT);
 
     // a filter nothing matches: the designed empty state
     await page.getByLabel('Estado', { exact: true }).selectOption('timed_out');
@@ -134,7 +134,7 @@ describe('the console\'s jobs and machines pages in a browser', () => {
     // the robot goes on: the page reads the job and its log again by itself
     await reportProgress(jobId, attempt, { progress_percent: 70, logs_append: { text: 'Extracto 2 de 3 descargado\n', seq: 2 } });
     await waitForText('[data-progress]', '70 %');
-    await page.waitForFunction('document.querySelector("[data-logs]")?.textContent.includes("Extracto 2 de 3")', undefined, { timeout: WAIT });
+    await waitUntil('document.querySelector("[data-logs]")?.textContent.includes("Extracto 2 de 3")', WAIT);
 
     await page.getByRole('button', { name: 'Detener el trabajo' }).click();
     const confirm = page.getByRole('alertdialog');
@@ -149,7 +149,7 @@ describe('the console\'s jobs and machines pages in a browser', () => {
     expect(await reportProgress(jobId, attempt, { logs_append: { text: 'Detenido a petición del operador\n', seq: 3 } })).toEqual({ stop_requested: true });
     expect(await finishJob(jobId, attempt, { to: 'stopped', error_message: 'Detenido por un operador' })).not.toBeNull();
     await waitForText('[data-job-status]', 'Detenido');
-    await page.waitForFunction('document.querySelector("[data-logs]")?.textContent.includes("Detenido a petición del operador")', undefined, { timeout: WAIT });
+    await waitUntil('document.querySelector("[data-logs]")?.textContent.includes("Detenido a petición del operador")', WAIT);
     expect((await jobRow(jobId)).status).toBe('stopped');
     await shot('job-stopped');
   });

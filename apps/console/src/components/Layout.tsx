@@ -1,6 +1,7 @@
-import { useEffect, useRef } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { NavLink, Outlet, useLocation } from 'react-router';
 import { t } from '../i18n';
+import { openQueuesBoard } from '../lib/board';
 import { useIsAdmin, useSession } from '../session-context';
 
 export function Layout() {
@@ -8,6 +9,16 @@ export function Layout() {
   const location = useLocation();
   const isAdmin = useIsAdmin();
   const main = useRef<HTMLElement>(null);
+  const [boardState, setBoardState] = useState<{ opening: boolean; error?: string }>({ opening: false });
+  async function openBoard() {
+    if (!session) return;
+    setBoardState({ opening: true });
+    try {
+      await openQueuesBoard(session.token);
+    } catch (err) {
+      setBoardState({ opening: false, error: err instanceof Error ? err.message : t.board.failed });
+    }
+  }
   // a new page moves the focus to its content, as a page load would for a screen reader
   useEffect(() => main.current?.focus(), [location.pathname]);
   return (
@@ -25,7 +36,13 @@ export function Layout() {
           <NavLink to="/triggers">{t.adminNav.triggers}</NavLink>
           {isAdmin && <NavLink to="/api-keys">{t.adminNav.apiKeys}</NavLink>}
           {isAdmin && <NavLink to="/audit-log">{t.adminNav.auditLog}</NavLink>}
+          {isAdmin && (
+            <button type="button" className="nav-link" onClick={() => void openBoard()} disabled={boardState.opening}>
+              {boardState.opening ? t.board.opening : t.board.open}
+            </button>
+          )}
         </nav>
+        {boardState.error && <p className="top-error" role="alert">{boardState.error}</p>}
       </header>
       <main id="content" ref={main} tabIndex={-1}>
         <Outlet />

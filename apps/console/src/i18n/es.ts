@@ -144,6 +144,11 @@ export const es = {
   },
   // ── admin pages (API keys, audit log, schedules, triggers) ──
   adminNav: { apiKeys: 'Claves API', auditLog: 'Auditoría', schedules: 'Programaciones', triggers: 'Disparadores' },
+  board: {
+    open: 'Colas (Bull Board)',
+    opening: 'Abriendo Bull Board…',
+    failed: 'No se pudo abrir Bull Board. Inténtelo de nuevo.',
+  },
   admin: {
     noPermissionTitle: 'Sin permiso',
     noPermission: 'Esta página es solo para administradores del espacio de trabajo. Pida a un administrador que le dé acceso si lo necesita.',
