@@ -20,6 +20,18 @@ function encryptionKey() {
 }
 
 /**
+ * The token `/metrics` asks for on the API's port (its gauges name every workspace, so they are
+ * never served anonymously there): METRICS_TOKEN when set, else one generated once into .data/.
+ */
+function metricsToken() {
+  if (process.env.METRICS_TOKEN) return process.env.METRICS_TOKEN;
+  const file = path.join(DATA, 'metrics-token');
+  mkdirSync(DATA, { recursive: true });
+  if (!existsSync(file)) writeFileSync(file, randomBytes(24).toString('base64url'), { mode: 0o600 });
+  return readFileSync(file, 'utf8').trim();
+}
+
+/**
  * The demo admin's password is shown once, when `svc demo` creates the workspace; kept in .data/
  * (git-ignored, like the encryption key) by workspace id, so every later start against the same
  * database prints the console's sign-in, and a start against another database (a test's) never
@@ -41,7 +53,7 @@ function demoPassword(demo) {
   return typeof known[demo.tenant_id] === 'string' ? known[demo.tenant_id] : null;
 }
 
-function banner(demo, baseUrl) {
+function banner(demo, baseUrl, metrics) {
   const password = demoPassword(demo);
   const key = demo.api_key ?? '<the key printed on first start, or run: npx svc demo --new-key>';
   const lines = [
@@ -56,6 +68,7 @@ function banner(demo, baseUrl) {
     `                    scripts: -H 'Authorization: Bearer ${demo.access_token}'`,
     `                    (an admin access token, valid 12 h; npx svc token issue --email ${demo.admin_email} for another)`,
     ` OpenAPI:           ${baseUrl}/api/v1/openapi.json`,
+    ` Metrics:           curl -s ${baseUrl}/metrics -H 'Authorization: Bearer ${metrics}'`,
     ` Demo workspace:    ${demo.tenant_name} — admin ${demo.admin_email}${password ? ` / ${password}` : ''}`,
     demo.api_key ? ` API key (shown once, every scope): ${demo.api_key}` : ' API key: printed on first start (npx svc demo --new-key issues another)',
     '',
@@ -86,6 +99,7 @@ async function main() {
     DATABASE_URL: databaseUrl,
     REDIS_URL: redisUrl,
     ASSET_ENCRYPTION_KEY: encryptionKey(),
+    METRICS_TOKEN: metricsToken(),
     PORT: port,
     HOST: process.env.HOST || '127.0.0.1',
   };
@@ -140,7 +154,7 @@ async function main() {
     } catch {}
     await new Promise((r) => setTimeout(r, 200));
   }
-  if (!stopping) banner(demo, baseUrl);
+  if (!stopping) banner(demo, baseUrl, env.METRICS_TOKEN);
 }
 
 main().catch((err) => {

@@ -18,3 +18,9 @@ it('the alerts fire as their unit tests say (promtool test rules)', () => {
   expect(res.output).toContain('SUCCESS');
   expect(res.status).toBe(0);
 });
+
+it('promtool check config passes on deploy/prometheus/prometheus.yml, rules included', () => {
+  const res = promtool(['check', 'config', path.join(DIR, 'prometheus.yml')]);
+  expect(res.output).toMatch(/SUCCESS: .*prometheus\.yml is valid prometheus config file syntax/);
+  expect(res.status).toBe(0);
+});

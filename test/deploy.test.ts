@@ -45,3 +45,15 @@ it('the alert rules use exported metrics and cover the alerts the runbook names'
     expect(rules).toContain(`alert: ${alert}`);
   }
 });
+
+it('Prometheus scrapes the METRICS_PORT docker-compose.yml gives every process, never the public API port', () => {
+  const compose = readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8');
+  const scrape = readFileSync(path.join(ROOT, 'deploy/prometheus/prometheus.yml'), 'utf8');
+  const port = /METRICS_PORT: "(\d+)"/.exec(compose)?.[1];
+  expect(port).toBeDefined();
+  // the anchor every platform service shares, and no published metrics port
+  expect(compose).not.toMatch(new RegExp(`ports: \\[[^\\]]*"${port}`));
+  const jobs = [...scrape.matchAll(/names: \[(\w+)\][\s\S]*?port: (\d+)/g)].map((m) => [m[1], m[2]]);
+  expect(jobs).toEqual([['api', port], ['dispatcher', port], ['agents', port]]);
+  expect(scrape).not.toMatch(/:3000\b/);
+});

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { ConfigError, onShutdownSignals, parseConfig, startTracing, stopTracing } from '@svc/core';
+import { ConfigError, onShutdownSignals, parseConfig, startMetricsServer, startTracing, stopTracing } from '@svc/core';
 import { createApp } from './app';
 import { buildDeps } from './deps';
 
@@ -13,11 +13,16 @@ async function main(): Promise<void> {
   const server = http.createServer(app.callback());
   server.keepAliveTimeout = 65_000;
   const listening = new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
+  // the state gauges name every workspace: off the public port unless METRICS_TOKEN guards it there
+  const metrics = config.metricsPort === undefined
+    ? null
+    : startMetricsServer({ port: config.metricsPort, host: config.host, token: config.metricsToken, logger: deps.logger });
   // handlers before "api listening": a signal from then on always drains
   onShutdownSignals(deps.logger, async () => {
     await listening;
     // open event streams never finish by themselves
     await deps.streams.close();
+    await (await metrics?.catch(() => null))?.close();
     // stop accepting, let in-flight requests finish, then close connections
     await new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
@@ -27,7 +32,7 @@ async function main(): Promise<void> {
     deps.redis.disconnect();
     await stopTracing();
   });
-  await listening;
+  await Promise.all([listening, metrics]);
   deps.logger.info('api listening', { url: `http://${config.host}:${config.port}` });
 }
 

@@ -3,11 +3,13 @@ import { sampleValue, seedWorkspace } from '@svc/testing';
 import { apiSuite, type ApiTestContext } from '@svc/testing/api';
 
 /**
- * The API's own metrics, in process: /metrics open when no METRICS_TOKEN is configured and not
- * rate limited, 429s counted by route template, odd methods and paths adding no series.
- * (Scraping a running platform, the token and the work counters: apps/dispatcher/test/metrics.test.ts.)
+ * The API's own metrics, in process: /metrics on the public port behind METRICS_TOKEN and not rate
+ * limited, 429s counted by route template, odd methods and paths adding no series. (Scraping a
+ * running platform and the work counters: apps/dispatcher/test/metrics.test.ts; without a token:
+ * metrics-exposure.test.ts.)
  */
-const suite = apiSuite();
+const TOKEN = `metrics-${randomUUID()}`;
+const suite = apiSuite({ config: { metricsToken: TOKEN } });
 let ctx: ApiTestContext;
 let ws: Awaited<ReturnType<typeof seedWorkspace>>;
 
@@ -17,15 +19,17 @@ beforeAll(async () => {
 });
 
 async function metrics(): Promise<string> {
-  const res = await ctx.http.get('/metrics');
+  const res = await ctx.http.get('/metrics').set('Authorization', `Bearer ${TOKEN}`);
   expect(res.status).toBe(200);
   expect(res.headers['content-type']).toMatch(/^text\/plain/);
   return res.text;
 }
 
-it('is served without a token when METRICS_TOKEN is unset, and is not rate limited', async () => {
+it('asks for the METRICS_TOKEN, and is not rate limited', async () => {
+  expect((await ctx.http.get('/metrics')).status).toBe(401);
+  expect((await ctx.http.get('/metrics').set('Authorization', 'Bearer whatever')).status).toBe(401);
   for (let i = 0; i < 3; i++) {
-    const res = await ctx.http.get('/metrics').set('Authorization', 'Bearer whatever');
+    const res = await ctx.http.get('/metrics').set('Authorization', `Bearer ${TOKEN}`);
     expect(res.status).toBe(200);
     expect(res.headers['x-ratelimit-limit']).toBeUndefined();
   }
