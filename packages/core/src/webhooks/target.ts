@@ -56,16 +56,20 @@ export function checkWebhookUrl(raw: string, policy: TargetPolicy, field: Array<
   return url;
 }
 
+/**
+ * A delivery refused by the address checks. Its message becomes the delivery's `last_error`,
+ * which the workspace's admins read: it says that an address was refused, never which one, so
+ * that a subscription cannot be used to learn what an internal name resolves to.
+ */
 export class RefusedTarget extends Error {}
 
 /** The address to connect to: the host's first address, every address checked (unless private networks are allowed). */
 export async function resolveTarget(url: URL, policy: TargetPolicy): Promise<{ address: string; family: number }> {
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const addresses = isIP(host) ? [{ address: host, family: isIP(host) }] : await lookup(host, { all: true, verbatim: true });
-  if (addresses.length === 0) throw new RefusedTarget(`no address for ${host}`);
+  if (addresses.length === 0) throw new RefusedTarget('the host has no address');
   if (!policy.allowPrivateNetworks) {
-    const bad = addresses.find((a) => isRefusedAddress(a.address));
-    if (bad) throw new RefusedTarget(`refused address ${bad.address} (private network)`);
+    if (addresses.some((a) => isRefusedAddress(a.address))) throw new RefusedTarget('target address refused (private or local network)');
   }
   return addresses[0]!;
 }
