@@ -1,11 +1,13 @@
 import { apiSuite, type ApiTestContext } from '@svc/testing/api';
+import { MAX_WEBHOOKS_PER_WORKSPACE } from '@svc/core';
 import { seedUser, seedWorkspace, waitFor } from '@svc/testing';
 
 /**
  * /settings/webhooks and /settings/events from the outside (docs/decisions/events.md): admins
  * only; the URL is checked when saved (https, no credentials, no private or local address when
  * the server does not allow them); hostile bodies answer 4xx; another workspace's subscriptions,
- * deliveries and events are invisible (404). Delivery itself: apps/dispatcher/test/webhooks.test.ts.
+ * deliveries and events are invisible (404); a workspace has at most MAX_WEBHOOKS_PER_WORKSPACE
+ * subscriptions (409 past it). Delivery itself: apps/dispatcher/test/webhooks.test.ts.
  */
 const suite = apiSuite({ config: { webhookAllowInsecure: false, webhookAllowPrivateNetworks: false } });
 let ctx: ApiTestContext;
@@ -132,6 +134,36 @@ describe('subscriptions', () => {
     // theirs is untouched
     const still = await ctx.http.get(base).set(as(other.adminToken));
     expect(still.body.data.is_active).toBe(true);
+  });
+
+  it(`are capped at ${MAX_WEBHOOKS_PER_WORKSPACE} per workspace: one more answers 409, even when asked for at once, and deleting one makes room`, async () => {
+    const capped = await seedWorkspace(ctx.sql);
+    const make = (i: number) => create({ url: `https://example.com/cap/${i}`, event_types: ['*'] }, capped.adminToken);
+    const first = await make(0);
+    expect(first.status).toBe(201);
+    // the rest at once, and more than fit: exactly the limit is created
+    const rest = await Promise.all(Array.from({ length: MAX_WEBHOOKS_PER_WORKSPACE + 4 }, (_, i) => make(i + 1)));
+    expect(rest.filter((r) => r.status === 201)).toHaveLength(MAX_WEBHOOKS_PER_WORKSPACE - 1);
+    const refused = rest.filter((r) => r.status !== 201);
+    expect(refused.map((r) => r.status)).toEqual([409, 409, 409, 409, 409]);
+    expect(refused[0]!.body.error).toMatchObject({
+      code: 'CONFLICT',
+      message: `El espacio de trabajo ya tiene ${MAX_WEBHOOKS_PER_WORKSPACE} webhooks, el máximo; elimina alguno antes de crear otro`,
+      details: { limit: MAX_WEBHOOKS_PER_WORKSPACE },
+    });
+    const count = async (tenantId: string) => (await ctx.sql<Array<{ n: number }>>`
+      select count(*)::int as n from webhook_subscriptions where tenant_id = ${tenantId}`)[0]!.n;
+    expect(await count(capped.tenant.id)).toBe(MAX_WEBHOOKS_PER_WORKSPACE);
+    // nothing audited for the refused ones
+    const [{ n: audited }] = await ctx.sql<Array<{ n: number }>>`
+      select count(*)::int as n from audit_log where tenant_id = ${capped.tenant.id} and action = 'create_webhook'`;
+    expect(audited).toBe(MAX_WEBHOOKS_PER_WORKSPACE);
+    // another workspace is not affected
+    expect((await create({ url: 'https://example.com/not-capped', event_types: ['*'] }, other.adminToken)).status).toBe(201);
+    // deleting one makes room for one
+    expect((await ctx.http.delete(`/api/v1/settings/webhooks/${first.body.data.id}`).set(as(capped.adminToken))).status).toBe(200);
+    expect((await make(100)).status).toBe(201);
+    expect((await make(101)).status).toBe(409);
   });
 });
 

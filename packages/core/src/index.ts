@@ -218,7 +218,7 @@ export type { TargetPolicy } from './webhooks/target';
 export { createWebhookDeliverer, retryDelayMs } from './webhooks/deliver';
 export { postWebhook } from './webhooks/post';
 export type { DelivererOptions, DeliveryOutcome, WebhookDeliverer } from './webhooks/deliver';
-export { delivererTimingsOf, webhookSettingsOf } from './webhooks/subscriptions';
+export { MAX_WEBHOOKS_PER_WORKSPACE, delivererTimingsOf, webhookSettingsOf } from './webhooks/subscriptions';
 export type { WebhookSettings } from './webhooks/subscriptions';
 // Observability: Prometheus metrics (docs/decisions/observability.md).
 export {

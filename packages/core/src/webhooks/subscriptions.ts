@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Queryable, Sql } from '../db/sql';
+import type { Queryable, Sql, Tx } from '../db/sql';
 import type { Config } from '../config';
-import { NotFoundError } from '../errors';
+import { ConflictError, NotFoundError } from '../errors';
 import { recordAudit } from '../audit/audit';
 import type { AuditActor } from '../audit/catalog-changes';
 import { randomToken } from '../security/hash';
@@ -92,10 +92,30 @@ function auditOf(actor: AuditActor, tenantId: string, action: string, id: string
 
 const normalTypes = (types: string[]) => (types.includes('*') ? ['*'] : types);
 
+/**
+ * Subscriptions one workspace may have (docs/decisions/webhook-fairness.md): every one is read
+ * and served by the deliverers, so a workspace's share of them is bounded like its share of the
+ * deliverers' slots.
+ */
+export const MAX_WEBHOOKS_PER_WORKSPACE = 25;
+
+/** Counted under a lock of the workspace's own, so two creations at once cannot both take the last place. */
+async function checkRoomForWebhook(tx: Tx, tenantId: string): Promise<void> {
+  await tx`select pg_advisory_xact_lock(hashtextextended(${`webhook_subscriptions:${tenantId}`}, 0))`;
+  const [{ n }] = await tx<Array<{ n: number }>>`select count(*)::int as n from webhook_subscriptions where tenant_id = ${tenantId}`;
+  if (n >= MAX_WEBHOOKS_PER_WORKSPACE) {
+    throw new ConflictError(
+      `El espacio de trabajo ya tiene ${MAX_WEBHOOKS_PER_WORKSPACE} webhooks, el máximo; elimina alguno antes de crear otro`,
+      { limit: MAX_WEBHOOKS_PER_WORKSPACE },
+    );
+  }
+}
+
 export async function createWebhook(sql: Sql, settings: WebhookSettings, actor: AuditActor, tenantId: string, input: unknown): Promise<WebhookWithSecretResponse> {
   const body = validate(WebhookCreate, input);
   const url = checkWebhookUrl(body.url, settings);
   return sql.begin(async (tx) => {
+    await checkRoomForWebhook(tx, tenantId);
     const id = randomUUID();
     const s = newSecret(settings.sealKey, id);
     const [row] = await tx<SubscriptionRow[]>`

@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import {
   DeliveryListQuery, DeliveryParams, DeliveryResponse, EVENT_TYPES, EventFeedQuery, EventResponse, EventStreamQuery, IdParams,
-  ValidationError, WebhookCreate, WebhookListQuery, WebhookResponse, WebhookUpdate, WebhookWithSecretResponse,
+  MAX_WEBHOOKS_PER_WORKSPACE, ValidationError, WebhookCreate, WebhookListQuery, WebhookResponse, WebhookUpdate, WebhookWithSecretResponse,
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../../http/router';
 import { addRoute, type RouteContext } from '../../http/route';
@@ -130,14 +130,15 @@ export function eventRoutes(rc: RouteContext): AppRouter {
       '`url`: https (http only when the server sets WEBHOOK_ALLOW_INSECURE), no credentials, not a private or local ' +
       'address; `event_types`: a list or `["*"]`. The answer holds the signing `secret`, shown this once. Each event is ' +
       'POSTed as JSON with `Svc-Event-Id`, `Svc-Event-Type`, `Svc-Timestamp` and `Svc-Signature: v1=<hex HMAC-SHA256 of ' +
-      '"<timestamp>.<body>">` (README "Webhooks"); at least once, in order, retried with back-off for 24 h. Audited as ' +
+      '"<timestamp>.<body>">` (README "Webhooks"); at least once, in order, retried with back-off for 24 h. ' +
+      `A workspace has at most ${MAX_WEBHOOKS_PER_WORKSPACE} subscriptions: one more answers 409. Audited as ` +
       `\`create_webhook\`. ${TYPES}`,
     tags,
     auth: ADMIN,
     body: WebhookCreate,
     response: WebhookWithSecretResponse,
     successStatus: 201,
-    errors: [422],
+    errors: [409, 422],
   }, async (ctx, input) => {
     ok(ctx, await hooks.create(userActorOf(ctx), tenantOf(ctx), input.body()), 201);
   });
