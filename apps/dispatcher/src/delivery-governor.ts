@@ -83,6 +83,9 @@ export function createDeliveryGovernor(
 ): DeliveryGovernor {
   let released = false;
   let wake: (() => void) | null = null;
+  // turns run side by side (docs/decisions/webhook-fairness.md): they share one pause, so that
+  // the share holds for the thread and release() ends it for all of them
+  let pausing: Promise<void> | null = null;
   const release = () => {
     released = true;
     wake?.();
@@ -91,12 +94,23 @@ export function createDeliveryGovernor(
   if (!first || share >= 1) return { pace: () => Promise.resolve(), release };
   let last = first;
   let behind = false;
+  const pause = (ms: number) => new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    wake = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+  }).finally(() => {
+    wake = null;
+    pausing = null;
+  });
   const pace = async (waitingSince: number) => {
     if (released) return;
     if (Date.now() - waitingSince > maxLagMs) {
       behind = true;
       return;
     }
+    if (pausing) return pausing;
     if (behind) {
       // back within the bound: the next window starts now, not where it was left
       behind = false;
@@ -107,18 +121,12 @@ export function createDeliveryGovernor(
     if (Date.now() - last.at < WINDOW_MS) return;
     const now = read();
     if (!now) return;
-    const pause = pauseAfter(last, now, share, cores);
-    if (pause > 0) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, pause);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      wake = null;
+    const ms = pauseAfter(last, now, share, cores);
+    if (ms > 0) {
+      pausing = pause(ms);
+      await pausing;
     }
-    last = pause > 0 ? read() ?? now : now;
+    last = ms > 0 ? read() ?? now : now;
   };
   return { pace, release };
 }

@@ -68,6 +68,24 @@ describe('createDeliveryGovernor', () => {
     expect(Date.now() - t0).toBeLessThan(2000);
   });
 
+  it('turns running side by side share one pause: one window is read for them all, and release ends it for every one', async () => {
+    let reads = 0;
+    // a busy host and a thread far over its share: the longest pause (10 s)
+    const read = () => {
+      reads++;
+      return at(Date.now() - (reads === 1 ? 1000 : 0), reads === 1 ? 0 : 3000, reads === 1 ? 0 : 1000);
+    };
+    const governor = createDeliveryGovernor(0.01, 60_000, read, 2);
+    const first = governor.pace(Date.now());
+    const others = [governor.pace(Date.now()), governor.pace(Date.now())];
+    // the others wait in the first one's pause instead of reading and pausing on their own
+    expect(reads).toBe(2);
+    governor.release();
+    await Promise.all([first, ...others]);
+    // and a new window starts after the pause, once
+    expect(reads).toBe(3);
+  });
+
   it('is a no-op without /proc readings or with a share of a whole core', async () => {
     let reads = 0;
     const none = createDeliveryGovernor(0.1, 60_000, () => { reads++; return null; }, 2).pace;

@@ -8,6 +8,7 @@ import { signWebhook } from './sign';
 import { openSecret, type WebhookSettings } from './subscriptions';
 import { postWebhook, WebhookConnections, type AttemptResult } from './post';
 import { countWebhookOutcome } from '../metrics/domain';
+import { claimSubscriptions, releaseSubscription, type ClaimedSubscription } from './claim';
 
 /**
  * Webhook delivery, run by every dispatcher replica (docs/decisions/events.md). A replica takes a
@@ -17,6 +18,11 @@ import { countWebhookOutcome } from '../metrics/domain';
  * after its attempt), as delivery rows behind a failure, where the first one not yet delivered
  * blocks the ones after it until it is delivered or given up. Another replica takes the subscription only once the
  * lease has lapsed, so each event is sent once unless a replica dies mid-send (at least once).
+ *
+ * Each subscription's turn runs on its own (docs/decisions/webhook-fairness.md): nothing waits for
+ * another subscription's requests, the deliverer holds at most `maxInFlight` turns and a tenant at
+ * most `perTenant` leases, and subscriptions are taken in turns across tenants (claim.ts), so one
+ * tenant's slow or failing receivers cannot hold another tenant's deliveries back.
  */
 
 export interface DelivererOptions {
@@ -33,6 +39,12 @@ export interface DelivererOptions {
   timeoutMs?: number;
   /** how long a replica holds a subscription (60 s) */
   leaseMs?: number;
+  /** a subscription's turn ends after about this long, and it goes behind the others of its tenant (15 s) */
+  turnMs?: number;
+  /** turns this deliverer runs at once (32) */
+  maxInFlight?: number;
+  /** leases one tenant holds at once, over every replica (8) */
+  perTenant?: number;
   /** the process's view of Postgres outages, shared so that one outage is one log line per process */
   outage?: DbOutage;
   /** counts attempts by outcome (default: svc_webhook_deliveries_total of this thread's registry) */
@@ -50,20 +62,9 @@ export type DeliveryOutcome = Parameters<typeof countWebhookOutcome>[0];
 
 export interface WebhookDeliverer {
   start(): void;
-  /** One pass over the subscriptions with work (tests). */
+  /** Takes the subscriptions with work (as many as the limits let) and waits for their turns (tests). */
   passOnce(): Promise<number>;
   close(): Promise<void>;
-}
-
-interface ClaimedSubscription {
-  id: string;
-  tenant_id: string;
-  url: string;
-  event_types: string[];
-  secret_sealed: Buffer;
-  cursor_xid: string;
-  cursor_seq: string;
-  failing_since: Date | null;
 }
 
 interface PendingDelivery {
@@ -98,28 +99,19 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
   const pollMs = opts.pollMs ?? 1000;
   const timeoutMs = opts.timeoutMs ?? 10_000;
   const leaseMs = opts.leaseMs ?? 60_000;
+  // room for one more request before the lease ends, whatever turnMs says
+  const turnMs = Math.min(opts.turnMs ?? 15_000, leaseMs - timeoutMs - 5000);
+  const maxInFlight = opts.maxInFlight ?? 32;
+  const perTenant = opts.perTenant ?? 8;
   const owner = randomUUID();
   const connections = new WebhookConnections();
   const outage = opts.outage ?? new DbOutage(logger);
   const count = opts.countOutcome ?? countWebhookOutcome;
   let timer: NodeJS.Timeout | null = null;
-  let running: Promise<number> | null = null;
+  let ticking: Promise<unknown> | null = null;
   let closed = false;
-
-  async function claim(): Promise<ClaimedSubscription[]> {
-    return sql<ClaimedSubscription[]>`
-      update webhook_subscriptions s set lease_owner = ${owner}, lease_until = now() + make_interval(secs => ${leaseMs / 1000})
-      where s.id in (
-        select c.id from webhook_subscriptions c
-        where c.is_active and (c.lease_until is null or c.lease_until < now())
-          and (exists (select 1 from webhook_deliveries d where d.subscription_id = c.id and d.status = 'pending' and d.next_attempt_at <= now())
-            or exists (select 1 from events e where e.tenant_id = c.tenant_id and (e.xid, e.seq) > (c.cursor_xid, c.cursor_seq)
-                         and e.xid < pg_snapshot_xmin(pg_current_snapshot())))
-        order by c.lease_until nulls first, c.id
-        limit 20
-        for update skip locked)
-      returning s.id, s.tenant_id, s.url, s.event_types, s.secret_sealed, s.cursor_xid::text as cursor_xid, s.cursor_seq::text as cursor_seq, s.failing_since`;
-  }
+  /** the turns under way, by subscription */
+  const turns = new Map<string, Promise<void>>();
 
   /** The events after the cursor become delivery rows (those of the subscribed types) and the cursor moves past them. */
   async function enqueue(sub: ClaimedSubscription): Promise<void> {
@@ -176,7 +168,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
       'svc-event-type': eventType,
       'svc-timestamp': String(timestamp),
       'svc-signature': signWebhook(secret, timestamp, body),
-    }, body, timeoutMs, connections);
+    }, body, timeoutMs, connections, sub.id);
   }
 
   /**
@@ -382,47 +374,68 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
       }
       await sendFromFeed(sub, secret, until);
     } finally {
-      await sql`update webhook_subscriptions set lease_owner = null, lease_until = null where id = ${sub.id} and lease_owner = ${owner}`
-        .catch(() => undefined);
+      await releaseSubscription(sql, owner, sub.id).catch(() => undefined);
     }
   }
 
-  async function pass(): Promise<number> {
-    const subs = await claim();
-    // room for one more request before the lease ends
-    const until = Date.now() + leaseMs - timeoutMs - 5000;
-    await Promise.all(subs.map((s) => deliverFor(s, until)));
-    return subs.length;
+  function reportFailure(err: unknown): void {
+    if (!outage.failed(err, 'webhook delivery')) logger.warn('webhook delivery failed', { err: (err as Error).message });
   }
 
-  function schedule(): void {
+  /**
+   * Takes what the free slots allow and starts a turn for each, without waiting for them: a slow
+   * receiver holds its own slot and nothing else. A turn cut short by its deadline probably left
+   * work behind, so the loop looks again at once instead of after a poll.
+   */
+  async function fill(): Promise<Array<Promise<void>>> {
+    const subs = await claimSubscriptions(sql, owner, { free: maxInFlight - turns.size, perTenant, leaseMs, running: [...turns.keys()] });
+    return subs.map((sub) => {
+      const until = Date.now() + turnMs;
+      const turn = deliverFor(sub, until)
+        .then(() => outage.ok(), reportFailure)
+        .finally(() => {
+          turns.delete(sub.id);
+          if (Date.now() >= until) wake();
+        });
+      turns.set(sub.id, turn);
+      return turn;
+    });
+  }
+
+  function schedule(delayMs: number): void {
     if (closed) return;
+    if (timer) clearTimeout(timer);
     timer = setTimeout(() => {
       timer = null;
-      running = pass()
-        .then((n) => {
-          outage.ok();
-          return n;
-        })
-        .catch((err) => {
-          if (!outage.failed(err, 'webhook delivery')) logger.warn('webhook delivery pass failed', { err: (err as Error).message });
-          return 0;
-        })
+      ticking = fill()
+        .then(() => outage.ok(), reportFailure)
         .finally(() => {
-          running = null;
-          schedule();
+          ticking = null;
+          schedule(pollMs);
         });
-    }, pollMs);
+    }, delayMs);
     timer.unref?.();
   }
 
+  /** A slot came free with work likely waiting: the next look is now (unless one is under way). */
+  function wake(): void {
+    if (timer && !ticking) schedule(0);
+  }
+
   return {
-    start: schedule,
-    passOnce: pass,
+    start: () => schedule(pollMs),
+    async passOnce() {
+      const started = await fill();
+      await Promise.all(started);
+      return started.length;
+    },
     async close() {
       closed = true;
       if (timer) clearTimeout(timer);
-      if (running) await running.catch(() => undefined);
+      timer = null;
+      if (ticking) await ticking;
+      // each turn stops at its next request (10 s at most)
+      await Promise.all(turns.values());
       await connections.close();
     },
   };

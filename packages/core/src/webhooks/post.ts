@@ -21,21 +21,23 @@ interface CheckedAddress {
   family: number;
 }
 
-/** Receivers with more origins than this at once keep only the most recently used ones open. */
+/** Past this many kept connections (subscriptions × origins), only the most recently used ones stay open. */
 const MAX_CLIENTS = 64;
 /** An idle kept connection is closed after this long (receivers often close theirs at 5 s). */
 const KEEP_ALIVE_MS = 4000;
 
 /**
- * A deliverer's kept connections: one client per receiver origin and checked address, so that a
- * kept connection always goes to an address that was checked, and a name that now resolves
- * elsewhere gets a new connection to the new (checked) address.
+ * A deliverer's kept connections: one client per subscription, receiver origin and checked
+ * address, so that a kept connection always goes to an address that was checked, a name that now
+ * resolves elsewhere gets a new connection to the new (checked) address, and a subscription never
+ * waits behind another's request on a shared connection (a client is one connection: two tenants
+ * whose receivers share a host would otherwise queue on it; docs/decisions/webhook-fairness.md).
  */
 export class WebhookConnections {
   private readonly clients = new Map<string, Client>();
 
-  client(url: URL, checked: CheckedAddress): Client {
-    const key = `${url.origin}|${checked.address}`;
+  client(url: URL, checked: CheckedAddress, scope = ''): Client {
+    const key = `${scope}|${url.origin}|${checked.address}`;
     const found = this.clients.get(key);
     if (found && !found.destroyed && !found.closed) {
       // most recently used last: the first one is the one to close when there are too many
@@ -68,7 +70,8 @@ export class WebhookConnections {
 
 /**
  * One POST to the subscription's URL: the address checked first, no redirect followed, a hard
- * timeout over the whole exchange. Without `connections`, on a connection of its own.
+ * timeout over the whole exchange. Without `connections`, on a connection of its own; with them,
+ * on the kept connection of `scope` (the subscription).
  */
 export async function postWebhook(
   target: string,
@@ -77,6 +80,7 @@ export async function postWebhook(
   body: string,
   timeoutMs: number,
   connections?: WebhookConnections,
+  scope?: string,
 ): Promise<AttemptResult> {
   const started = Date.now();
   const done = (r: Omit<AttemptResult, 'durationMs'>): AttemptResult => ({ ...r, durationMs: Date.now() - started });
@@ -92,7 +96,7 @@ export async function postWebhook(
   const abort = new AbortController();
   const deadline = setTimeout(() => abort.abort(), timeoutMs);
   try {
-    const res = await (connections ?? own!).client(url, checked).request({
+    const res = await (connections ?? own!).client(url, checked, scope).request({
       method: 'POST',
       path: `${url.pathname}${url.search}`,
       headers: { ...headers, 'content-type': 'application/json', 'user-agent': 'svc-webhooks/1' },
