@@ -1,8 +1,11 @@
-import { createUser, RateLimitError } from '@svc/core';
-import { seedApiKey, seedTenant, seedUser } from '@svc/testing';
+import { createLogger, createRedis, createUser, RateLimitError, redisKeys } from '@svc/core';
+import { freePort, seedApiKey, seedTenant, seedUser } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { createHashGate } from '../src/auth/hash-gate';
-import { ACCOUNT_FREE_FAILURES, PAIR_FREE_FAILURES } from '../src/auth/throttle';
+import { ACCOUNT_FREE_FAILURES, PAIR_FREE_FAILURES, addressOf, createAuthThrottle } from '../src/auth/throttle';
+
+/** Waits of 4 s per unit: long enough that a loaded machine still sees a wait it just started. */
+const UNIT = 4;
 
 /**
  * Guessing credentials: sign-ins throttled per account and address with growing waits, every
@@ -20,7 +23,13 @@ describe('sign-in throttling', () => {
 
   beforeAll(async () => {
     // X-Forwarded-For names the client: each test uses addresses of its own
-    t = await createApiTestContext({ trustedProxyCount: 1, authFailuresPerAddress: 1000 });
+    t = await createApiTestContext({ trustedProxyCount: 1, authFailuresPerAddress: 1000 }, {
+      deps: (ctx) => ({
+        authThrottle: createAuthThrottle({
+          redis: ctx.redis, keys: redisKeys(ctx.config.redisPrefix), logger: createLogger({ service: 'test', silent: true }), failuresPerAddress: 1000, unitSeconds: UNIT,
+        }),
+      }),
+    });
     tenantId = (await seedTenant(t.sql)).id;
   });
   afterAll(() => t.close());
@@ -37,13 +46,13 @@ describe('sign-in throttling', () => {
     const email = await newUser();
     const from = address();
     for (let i = 0; i < PAIR_FREE_FAILURES; i++) expect((await login(email, 'wrong password', from)).status).toBe(401);
-    // the sixth failure still checks the password, and starts a wait of a second
+    // the sixth failure still checks the password, and starts a wait of one unit
     expect((await login(email, 'wrong password', from)).status).toBe(401);
     const blocked = await login(email, PASSWORD, from);
     expect(blocked.status).toBe(429);
     expect(blocked.body).toMatchObject({ success: false, error: { code: 'RATE_LIMIT_EXCEEDED' } });
     expect(blocked.body.error.message).toMatch(/intentos de inicio de sesión/);
-    expect(blocked.headers['retry-after']).toBe('1');
+    expect(Number(blocked.headers['retry-after'])).toBeLessThanOrEqual(UNIT);
     // another address is not held by this pair's wait
     expect((await login(email, PASSWORD, address())).status).toBe(200);
 
@@ -58,7 +67,8 @@ describe('sign-in throttling', () => {
     expect((await waitOut()).status).toBe(401);
     const longer = await login(email, PASSWORD, from);
     expect(longer.status).toBe(429);
-    expect(longer.headers['retry-after']).toBe('2');
+    expect(Number(longer.headers['retry-after'])).toBeGreaterThan(UNIT);
+    expect(Number(longer.headers['retry-after'])).toBeLessThanOrEqual(2 * UNIT);
 
     // a success from the pair resets it: five free failures again
     let ok;
@@ -95,9 +105,33 @@ describe('sign-in throttling', () => {
     for (let i = 0; i <= ACCOUNT_FREE_FAILURES; i++) expect((await login(email, 'wrong password', address())).status).toBe(401);
     const stranger = await login(email, PASSWORD, address());
     expect(stranger.status).toBe(429);
-    expect(Number(stranger.headers['retry-after'])).toBeLessThanOrEqual(60);
+    expect(Number(stranger.headers['retry-after'])).toBeLessThanOrEqual(60 * UNIT);
     // the real user's usual address is not held off
     expect((await login(email, PASSWORD, home)).status).toBe(200);
+  });
+
+  it('checks one password at a time per account and address, so parallel guesses get no more tries', async () => {
+    const email = await newUser();
+    const from = address();
+    const answers = await Promise.all(Array.from({ length: 30 }, () => login(email, 'wrong password', from)));
+    const statuses = answers.map((r) => r.status);
+    // each guess that reached the password check was refused one at a time: at most the free ones
+    // and the one that started the wait
+    expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(PAIR_FREE_FAILURES + 1);
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(30 - PAIR_FREE_FAILURES - 1);
+    expect(statuses.every((s) => s === 401 || s === 429)).toBe(true);
+    const [{ n }] = await t.sql<{ n: number }[]>`
+      select count(*)::int as n from audit_log a join users u on u.id = a.resource_id where u.email = ${email} and a.action = 'login_failed'`;
+    expect(n).toBe(statuses.filter((s) => s === 401).length);
+  });
+
+  it('counts an IPv6 client by its /64, so a subscriber cannot rotate addresses around the waits', async () => {
+    expect(addressOf('2001:db8:1:2::1')).toBe(addressOf('2001:0db8:0001:0002:ffff:ffff:ffff:ffff'));
+    expect(addressOf('2001:db8:1:2::1')).not.toBe(addressOf('2001:db8:1:3::1'));
+    expect(addressOf('198.51.100.7')).toBe('198.51.100.7');
+    const email = await newUser();
+    for (let i = 0; i <= PAIR_FREE_FAILURES; i++) expect((await login(email, 'wrong password', `2001:db8:77:1::${i + 1}`)).status).toBe(401);
+    expect((await login(email, PASSWORD, '2001:db8:77:1::abcd')).status).toBe(429);
   });
 
   it('throttles an unknown e-mail like a real one, so a wait tells nothing about which accounts exist', async () => {
@@ -140,11 +174,57 @@ describe('failed credential budget per address', () => {
     expect((await t.http.get('/api/v1/auth/me').set('X-Forwarded-For', address()).set('Authorization', `Bearer ${token}`)).status).toBe(200);
   });
 
+  it('keeps concurrent guesses within the budget: each look-up is charged before it is made', async () => {
+    const attacker = address();
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) =>
+      t.http.get('/api/v1/auth/me').set('X-Forwarded-For', attacker).set('Authorization', `Bearer svc_at_concurrent${i}`)));
+    expect(answers.filter((r) => r.status === 401)).toHaveLength(5);
+    expect(answers.filter((r) => r.status === 429)).toHaveLength(25);
+  });
+
+  it('refunds a valid credential: an address using good tokens never runs out', async () => {
+    const tenant = await seedTenant(t.sql);
+    const { token } = await seedUser(t.sql, tenant.id, { role: 'admin' });
+    const from = address();
+    for (let i = 0; i < 12; i++) {
+      expect((await t.http.get('/api/v1/auth/me').set('X-Forwarded-For', from).set('Authorization', `Bearer ${token}`)).status).toBe(200);
+    }
+  });
+
   it('charges refused access tokens too', async () => {
     const attacker = address();
     const me = (token: string) => t.http.get('/api/v1/auth/me').set('X-Forwarded-For', attacker).set('Authorization', `Bearer ${token}`);
     for (let i = 0; i < 5; i++) expect((await me(`svc_at_guess${i}`)).status).toBe(401);
     expect((await me('svc_at_guess-again')).status).toBe(429);
+  });
+});
+
+describe('sign-in with Redis unreachable', () => {
+  let t: ApiTestContext;
+  let deadRedis: ReturnType<typeof createRedis>;
+
+  beforeAll(async () => {
+    deadRedis = createRedis(`redis://127.0.0.1:${await freePort()}`, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+    deadRedis.on('error', () => undefined);
+    t = await createApiTestContext({}, {
+      deps: (ctx) => ({
+        authThrottle: createAuthThrottle({ redis: deadRedis, keys: redisKeys(ctx.config.redisPrefix), logger: createLogger({ service: 'test', silent: true }), failuresPerAddress: 60 }),
+      }),
+    });
+  });
+  afterAll(async () => {
+    await t.close();
+    deadRedis.disconnect();
+  });
+
+  it('still signs in with the right password and refuses a wrong one, counting in the process', async () => {
+    const tenant = await seedTenant(t.sql);
+    await createUser(t.sql, tenant.id, { email: 'offline-redis@throttle.test', password: PASSWORD, role: 'admin' });
+    const ok = await t.http.post('/api/v1/auth/login').send({ email: 'offline-redis@throttle.test', password: PASSWORD });
+    expect(ok.status).toBe(200);
+    expect(ok.body.data.access_token).toMatch(/^svc_at_/);
+    const wrong = await t.http.post('/api/v1/auth/login').send({ email: 'offline-redis@throttle.test', password: 'nope nope' });
+    expect(wrong.status).toBe(401);
   });
 });
 

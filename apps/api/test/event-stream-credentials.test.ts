@@ -175,3 +175,59 @@ describe('event stream caps', () => {
     for (const s of [s2, s3, elsewhere, again]) s.abort();
   });
 });
+
+describe('a client that leaves before its stream starts, and a stream admitted during shutdown', () => {
+  let t: ApiTestContext;
+  let a: { base: string; server: http.Server };
+
+  beforeAll(async () => {
+    t = await createApiTestContext({ eventStreamsPerUser: 1, eventStreamsPerWorkspace: 1 });
+    a = await listen(t.app);
+  });
+  afterAll(async () => {
+    await new Promise((r) => a.server.close(r));
+    await t.close();
+  });
+
+  const connections = () => new Promise<number>((resolve) => a.server.getConnections((_err, n) => resolve(n)));
+
+  it('lets the lease of a client that left during the first read go, so the next stream is admitted', async () => {
+    const tenant = await seedTenant(t.sql);
+    const { token } = await seedUser(t.sql, tenant.id, { role: 'admin' });
+    // the first read of the feed waits on this lock while the client goes away
+    const lock = await t.sql.reserve();
+    await lock`begin`;
+    await lock`lock table events in access exclusive mode`;
+    const ac = new AbortController();
+    const request = fetch(`${a.base}/api/v1/settings/events/stream`, { headers: { Authorization: `Bearer ${token}` }, signal: ac.signal }).catch(() => null);
+    for (;;) {
+      const [{ n }] = await t.sql<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query ilike '%from events%'`;
+      if (n > 0) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    ac.abort();
+    await request;
+    while ((await connections()) > 0) await new Promise((r) => setTimeout(r, 20));
+    await lock`commit`;
+    lock.release();
+
+    // the cap is one stream: the next is admitted once the left one's lease is gone
+    let next: OpenedStream;
+    while ((next = await openStream(a.base, token)).status !== 200) await new Promise((r) => setTimeout(r, 50));
+    expect(t.deps.streams.size).toBe(1);
+    next.abort();
+    while (t.deps.streams.size > 0) await new Promise((r) => setTimeout(r, 20));
+  });
+
+  it('ends at once a stream admitted after the registry closed for shutdown', async () => {
+    const tenant = await seedTenant(t.sql);
+    const { token } = await seedUser(t.sql, tenant.id, { role: 'admin' });
+    await t.deps.streams.close();
+    const res = await fetch(`${a.base}/api/v1/settings/events/stream`, { headers: { Authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(200);
+    // the body ends at once, without a single event
+    expect(await res.text()).toBe('');
+    expect(t.deps.streams.size).toBe(0);
+  });
+});

@@ -20,13 +20,17 @@ export interface ApiTestContext extends TestContext {
   http: ReturnType<typeof request>;
 }
 
-/** A real app over a fresh cloned database and a fresh Redis prefix. */
-export async function createApiTestContext(overrides: Partial<Config> = {}): Promise<ApiTestContext> {
+/**
+ * A real app over a fresh cloned database and a fresh Redis prefix; `deps` may put parts of the
+ * app's own in place (built from the context, e.g. a throttle with shorter waits).
+ */
+export async function createApiTestContext(overrides: Partial<Config> = {}, options: { deps?: (ctx: TestContext) => Partial<ApiDeps> } = {}): Promise<ApiTestContext> {
   const ctx = await createTestContext(overrides);
   const deps = buildDeps(ctx.config, {
     sql: ctx.sql,
     redis: ctx.redis,
     logger: createLogger({ service: 'api-test', level: process.env.SVC_TEST_LOG_LEVEL ?? 'error' }),
+    ...options.deps?.(ctx),
   });
   await deps.apiKeys.start();
   const bull = createBullDispatch({ redis: ctx.redis, prefix: ctx.config.redisPrefix });

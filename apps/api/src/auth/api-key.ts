@@ -15,7 +15,8 @@ export type { ApiKeyStore } from './api-key-store';
  * unknown and revoked keys all answer `Credenciales inválidas`, so a caller learns nothing about
  * which keys exist; only a real, active key past its expiry is told `API key expirada`. A key not
  * in the cache is looked up only while the source address is within its failure budget (else
- * 429), and every failure charges the address (auth/throttle.ts).
+ * 429): the look-up is charged to the address and refunded when the key is valid; a key refused
+ * from the cache charges it too (auth/throttle.ts).
  */
 export function authenticateApiKey(store: ApiKeyStore, throttle: AuthThrottle): Guard {
   return (ctx) => {
@@ -25,25 +26,28 @@ export function authenticateApiKey(store: ApiKeyStore, throttle: AuthThrottle): 
     const hashHex = sha256Hex(presented);
     const ip = ctx.state.clientIp;
     const admit = (key: ApiKeyRow | null): void => {
-      if (!key || !key.is_active) {
-        throttle.failed(ip);
-        throw new UnauthorizedError();
-      }
-      if (key.expires_at && key.expires_at.getTime() <= Date.now()) {
-        throttle.failed(ip);
-        throw new UnauthorizedError('API key expirada');
-      }
+      if (!key || !key.is_active) throw new UnauthorizedError();
+      if (key.expires_at && key.expires_at.getTime() <= Date.now()) throw new UnauthorizedError('API key expirada');
       store.touch(key.id);
       ctx.state.apiKey = principalOf(key, hashHex);
     };
     const cached = store.peek(hashHex);
     if (cached !== undefined) {
       cacheHits.inc();
-      return admit(cached);
+      try {
+        return admit(cached);
+      } catch (err) {
+        // refused from memory: no look-up to pay for, but a guess all the same
+        throttle.failed(ip);
+        throw err;
+      }
     }
     cacheMisses.inc();
     // a key Postgres must be asked about: the address's failure budget answers first
-    return throttle.beforeLookup(ip).then(() => store.lookup(hashHex)).then(admit);
+    return throttle.beforeLookup(ip).then(async (address) => {
+      admit(await store.lookup(hashHex));
+      address.valid();
+    });
   };
 }
 

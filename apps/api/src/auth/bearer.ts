@@ -4,21 +4,16 @@ import type { Guard } from '../http/guard';
 
 /**
  * `Authorization: Bearer <access token>` of an active user (core's authenticateBearer decides).
- * The token is looked up only while the source address is within its failure budget (else 429),
- * and a refused one charges the address (auth/throttle.ts).
+ * The token is looked up only while the source address is within its failure budget (else 429);
+ * the look-up is charged to the address and refunded when the token is valid (auth/throttle.ts).
  */
 export function authenticateUser(deps: ApiDeps): Guard {
   return async (ctx) => {
     const authorization = ctx.get('Authorization');
     if (!bearerToken(authorization)) throw new UnauthorizedError();
-    const ip = ctx.state.clientIp;
-    await deps.authThrottle.beforeLookup(ip);
-    try {
-      ctx.state.user = await deps.engine.auth.bearer(authorization);
-    } catch (err) {
-      if (err instanceof UnauthorizedError) deps.authThrottle.failed(ip);
-      throw err;
-    }
+    const address = await deps.authThrottle.beforeLookup(ctx.state.clientIp);
+    ctx.state.user = await deps.engine.auth.bearer(authorization);
+    address.valid();
   };
 }
 

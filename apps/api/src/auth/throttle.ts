@@ -1,52 +1,81 @@
+import { isIPv6 } from 'node:net';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { RateLimitError, sha256Hex, type Logger, type RedisClient, type RedisKeys } from '@svc/core';
+import { RateLimitError, sha256Hex, UnauthorizedError, type Logger, type RedisClient, type RedisKeys } from '@svc/core';
+import { limiterClient } from '../middleware/rate-limit';
 
 /**
  * Throttles for guessing credentials (docs/decisions/login-throttling.md), counted in Redis so
  * every API replica shares them.
  *
- * - **Per address, before any look-up.** Every failed credential check (an unknown, revoked or
- *   expired API key or access token, a wrong password) charges the source address; past
- *   `failuresPerAddress` in a minute, the address's requests that would need a credential looked up
- *   in Postgres answer 429 before the look-up, for the rest of that minute. A valid key already in
- *   the process's cache is answered from memory and never charged or checked.
+ * - **Per address, before any look-up.** A credential that must be looked up in Postgres charges
+ *   its source address one failure before the look-up, refunded when it proves valid; past
+ *   `failuresPerAddress` in a minute the address's look-ups answer 429 for the rest of that
+ *   minute. Charging first keeps concurrent guesses within the budget. A key already cached is
+ *   answered from memory, never charged or checked.
  * - **Sign-in, per account and address pair**: `PAIR_FREE_FAILURES` failures in a row, then every
- *   further failure blocks the pair for twice as long as the previous one (1 s, 2 s, 4 s … up to
- *   PAIR_MAX_BLOCK_SECONDS). A success resets it.
+ *   further failure blocks the pair for twice as long as the previous one (1, 2, 4 … units up to
+ *   PAIR_MAX_BLOCK_UNITS). One password check at a time per pair, and ACCOUNT_PARALLEL per
+ *   account, so parallel guesses cannot pass a check all at once. A success resets the pair.
  * - **Sign-in, per account from any address**: past `ACCOUNT_FREE_FAILURES` failures in an hour the
- *   account is blocked for growing delays of at most ACCOUNT_MAX_BLOCK_SECONDS, so that guessing
+ *   account is blocked for growing delays of at most ACCOUNT_MAX_BLOCK_UNITS, so that guessing
  *   spread over many addresses stays slow, yet a stranger can only hold the real user off for that
  *   long at a time; and an address the account signed in from in the last KNOWN_ADDRESS_DAYS is
  *   exempt from this block altogether (the real user's usual place keeps working).
- * Accounts and addresses are keyed by SHA-256, so Redis holds neither e-mails nor addresses.
+ * Accounts and addresses are keyed by SHA-256 (IPv6 by its /64, what one subscriber is given), so
+ * Redis holds neither e-mails nor addresses. A unit is `unitSeconds` (1). With Redis unreachable
+ * the counters fall back to this process and the extras (known addresses, in-flight checks) are
+ * skipped: sign-in keeps working.
  */
 export interface AuthThrottle {
-  /** Before a credential is looked up in Postgres: 429 while the address is over its failure budget. */
-  beforeLookup(ip: string): Promise<void>;
-  /** A credential check failed: charges the address (never waits, never fails the request). */
+  /**
+   * Before a credential is looked up in Postgres: charges the address one failure (429 when it is
+   * over its budget). Call `valid()` when the credential proves good, to refund it.
+   */
+  beforeLookup(ip: string): Promise<{ valid(): void }>;
+  /** A credential refused without a look-up (a cached miss): charges the address. */
   failed(ip: string): void;
-  /** Before a password is verified: 429 while the address, the pair or the account is blocked. */
-  beforeSignIn(email: string, ip: string): Promise<void>;
-  signInFailed(email: string, ip: string): Promise<void>;
-  signInSucceeded(email: string, ip: string): Promise<void>;
+  /** A sign-in: `verify` checks the password (UnauthorizedError when wrong), inside the throttles. */
+  signIn<T>(email: string, ip: string, verify: () => Promise<T>): Promise<T>;
 }
 
 export const PAIR_FREE_FAILURES = 5;
-export const PAIR_MAX_BLOCK_SECONDS = 15 * 60;
+export const PAIR_MAX_BLOCK_UNITS = 15 * 60;
 export const ACCOUNT_FREE_FAILURES = 20;
-export const ACCOUNT_MAX_BLOCK_SECONDS = 60;
+export const ACCOUNT_MAX_BLOCK_UNITS = 60;
+export const ACCOUNT_PARALLEL = 4;
 export const KNOWN_ADDRESS_DAYS = 30;
 const PAIR_WINDOW_SECONDS = 24 * 3600;
 const ACCOUNT_WINDOW_SECONDS = 3600;
 const ADDRESS_WINDOW_SECONDS = 60;
+/** How long an in-flight password check holds its place if its process dies before releasing it. */
+const IN_FLIGHT_TTL_MS = 30_000;
 
 const SIGN_IN_BLOCKED = 'Demasiados intentos de inicio de sesión; espera antes de reintentar';
 
-export function createAuthThrottle(o: { redis: RedisClient; keys: RedisKeys; logger: Logger; failuresPerAddress: number }): AuthThrottle {
+/** KEYS[1] an in-flight count; ARGV: most at once, TTL (ms). 1 when a place was taken, else 0. */
+const TAKE_LUA = `
+local n = redis.call('INCR', KEYS[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if n > tonumber(ARGV[1]) then redis.call('DECR', KEYS[1]) return 0 end
+return 1`;
+
+/** The address as the throttles count it: IPv6 by its /64, anything else as it is. */
+export function addressOf(ip: string): string {
+  if (!isIPv6(ip)) return ip;
+  const [head = '', tail = ''] = ip.split('::');
+  const left = head ? head.split(':') : [];
+  const right = ip.includes('::') && tail ? tail.split(':') : [];
+  const groups = ip.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
+  return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':')}::/64`;
+}
+
+export function createAuthThrottle(o: { redis: RedisClient; keys: RedisKeys; logger: Logger; failuresPerAddress: number; unitSeconds?: number }): AuthThrottle {
   const prefix = o.keys.authThrottle;
+  const unit = o.unitSeconds ?? 1;
+  const client = limiterClient(o.redis);
   const limiter = (keyPrefix: string, points: number, duration: number) =>
     new RateLimiterRedis({
-      storeClient: o.redis,
+      storeClient: client,
       keyPrefix: `${prefix}:${keyPrefix}`,
       points,
       duration,
@@ -60,20 +89,31 @@ export function createAuthThrottle(o: { redis: RedisClient; keys: RedisKeys; log
   const pairBlocks = limiter('pair-block', 1, 1);
   const accountBlocks = limiter('acct-block', 1, 1);
   const knownKey = (account: string) => `${prefix}:known:${account}`;
-  /** address hash → when this process last learnt that the address is blocked until */
+  /** address hash → until when this process knows the address is over its budget */
   const blockedUntil = new Map<string, number>();
 
-  const addressKey = (ip: string) => sha256Hex(ip);
+  const addressKey = (ip: string) => sha256Hex(addressOf(ip));
   const accountKey = (email: string) => sha256Hex(email.trim().toLowerCase());
+  const warn = (what: string) => (err: unknown) => {
+    o.logger.warn(what, { err: (err as Error).message });
+    return null;
+  };
 
-  const blockedMs = async (l: RateLimiterRedis, key: string, points: number): Promise<number> => {
+  const blockedMs = async (l: RateLimiterRedis, key: string): Promise<number> => {
     const res = await l.get(key);
-    return res && res.consumedPoints > points ? res.msBeforeNext : 0;
+    return res && res.consumedPoints > 1 ? res.msBeforeNext : 0;
   };
-  const refuseIfBlocked = (ms: number, message?: string): void => {
-    if (ms > 0) throw new RateLimitError(Math.max(1, Math.ceil(ms / 1000)), {}, message);
+  const refuse = (ms: number, message?: string): never => {
+    throw new RateLimitError(Math.max(1, Math.ceil(ms / 1000)), {}, message);
   };
-  const growing = (failures: number, free: number, max: number): number => Math.min(max, 2 ** Math.min(30, failures - free - 1));
+  const growing = (failures: number, free: number, max: number): number => unit * Math.min(max, 2 ** Math.min(30, failures - free - 1));
+
+  /** Takes one of `most` places of `key`, or returns false; Redis unreachable: a place is given. */
+  const takePlace = async (key: string, most: number): Promise<boolean> =>
+    (await client.eval(TAKE_LUA, 1, key, most, IN_FLIGHT_TTL_MS).catch(warn('sign-in in-flight count unavailable'))) !== 0;
+  const leavePlace = (key: string): void => {
+    client.decr(key).catch(() => undefined);
+  };
 
   const throttle: AuthThrottle = {
     async beforeLookup(ip) {
@@ -81,56 +121,80 @@ export function createAuthThrottle(o: { redis: RedisClient; keys: RedisKeys; log
       // an address known here to be over its budget is refused without a Redis round trip
       const until = blockedUntil.get(key);
       if (until !== undefined) {
-        if (until > Date.now()) refuseIfBlocked(until - Date.now());
+        if (until > Date.now()) refuse(until - Date.now());
         blockedUntil.delete(key);
       }
-      const ms = await blockedMs(addressFailures, key, o.failuresPerAddress - 1);
-      if (ms > 0) {
+      try {
+        await addressFailures.consume(key);
+      } catch (rejection) {
+        if (!(rejection instanceof RateLimiterRes)) throw rejection;
         if (blockedUntil.size > 10_000) blockedUntil.clear();
-        blockedUntil.set(key, Date.now() + ms);
+        blockedUntil.set(key, Date.now() + rejection.msBeforeNext);
+        refuse(rejection.msBeforeNext);
       }
-      refuseIfBlocked(ms);
+      return {
+        valid: () => {
+          addressFailures.reward(key).catch(warn('address refund failed'));
+        },
+      };
     },
     failed(ip) {
       addressFailures.consume(addressKey(ip)).catch((rejection) => {
         if (!(rejection instanceof RateLimiterRes)) o.logger.warn('failed credential not counted', { err: (rejection as Error).message });
       });
     },
-    async beforeSignIn(email, ip) {
-      await throttle.beforeLookup(ip);
+    async signIn(email, ip, verify) {
+      const address = await throttle.beforeLookup(ip);
       const account = accountKey(email);
-      const pair = `${account}:${addressKey(ip)}`;
-      const [pairMs, accountMs, known] = await Promise.all([
-        blockedMs(pairBlocks, pair, 1),
-        blockedMs(accountBlocks, account, 1),
-        o.redis.sismember(knownKey(account), addressKey(ip)),
-      ]);
-      refuseIfBlocked(pairMs, SIGN_IN_BLOCKED);
-      if (!known) refuseIfBlocked(accountMs, SIGN_IN_BLOCKED);
-    },
-    async signInFailed(email, ip) {
-      throttle.failed(ip);
-      const account = accountKey(email);
-      const pair = `${account}:${addressKey(ip)}`;
-      const [p, a] = await Promise.all([pairFailures.penalty(pair, 1), accountFailures.penalty(account, 1)]);
-      const blocks: Array<Promise<unknown>> = [];
-      if (p.consumedPoints > PAIR_FREE_FAILURES) {
-        blocks.push(pairBlocks.block(pair, growing(p.consumedPoints, PAIR_FREE_FAILURES, PAIR_MAX_BLOCK_SECONDS)));
+      const from = addressKey(ip);
+      const pair = `${account}:${from}`;
+      const pairPlace = `${prefix}:inflight:pair:${pair}`;
+      const accountPlace = `${prefix}:inflight:acct:${account}`;
+      if (!(await takePlace(pairPlace, 1))) refuse(1000, SIGN_IN_BLOCKED);
+      try {
+        if (!(await takePlace(accountPlace, ACCOUNT_PARALLEL))) refuse(1000, SIGN_IN_BLOCKED);
+        try {
+          const [pairMs, accountMs, known] = await Promise.all([
+            blockedMs(pairBlocks, pair),
+            blockedMs(accountBlocks, account),
+            client.sismember(knownKey(account), from).catch(warn('known sign-in addresses unavailable')),
+          ]);
+          if (pairMs > 0) refuse(pairMs, SIGN_IN_BLOCKED);
+          if (accountMs > 0 && !known) refuse(accountMs, SIGN_IN_BLOCKED);
+          let result: Awaited<ReturnType<typeof verify>>;
+          try {
+            result = await verify();
+          } catch (err) {
+            if (err instanceof UnauthorizedError) await recordFailure(account, pair);
+            throw err;
+          }
+          address.valid();
+          await Promise.all([
+            pairFailures.delete(pair),
+            pairBlocks.delete(pair),
+            client.multi().sadd(knownKey(account), from).expire(knownKey(account), KNOWN_ADDRESS_DAYS * 86_400).exec(),
+          ]).catch(warn('sign-in success not recorded'));
+          return result;
+        } finally {
+          leavePlace(accountPlace);
+        }
+      } finally {
+        leavePlace(pairPlace);
       }
-      if (a.consumedPoints > ACCOUNT_FREE_FAILURES) {
-        blocks.push(accountBlocks.block(account, growing(a.consumedPoints, ACCOUNT_FREE_FAILURES, ACCOUNT_MAX_BLOCK_SECONDS)));
-      }
-      await Promise.all(blocks);
-    },
-    async signInSucceeded(email, ip) {
-      const account = accountKey(email);
-      const pair = `${account}:${addressKey(ip)}`;
-      await Promise.all([
-        pairFailures.delete(pair),
-        pairBlocks.delete(pair),
-        o.redis.multi().sadd(knownKey(account), addressKey(ip)).expire(knownKey(account), KNOWN_ADDRESS_DAYS * 86_400).exec(),
-      ]);
     },
   };
+
+  async function recordFailure(account: string, pair: string): Promise<void> {
+    const [p, a] = await Promise.all([pairFailures.penalty(pair, 1), accountFailures.penalty(account, 1)]);
+    const blocks: Array<Promise<unknown>> = [];
+    if (p.consumedPoints > PAIR_FREE_FAILURES) {
+      blocks.push(pairBlocks.block(pair, growing(p.consumedPoints, PAIR_FREE_FAILURES, PAIR_MAX_BLOCK_UNITS)));
+    }
+    if (a.consumedPoints > ACCOUNT_FREE_FAILURES) {
+      blocks.push(accountBlocks.block(account, growing(a.consumedPoints, ACCOUNT_FREE_FAILURES, ACCOUNT_MAX_BLOCK_UNITS)));
+    }
+    await Promise.all(blocks);
+  }
+
   return throttle;
 }

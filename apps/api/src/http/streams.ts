@@ -14,6 +14,7 @@ import { RateLimitError, type AccessTokenPrincipal, type Engine, type Logger, ty
  *   stream holds a lease (a member of two Redis sorted sets scored by its expiry, one per user and
  *   one per workspace, in one Redis Cluster slot by the workspace's hash tag), renewed while it is
  *   open and dropped when it ends; a replica that dies leaves leases that lapse by themselves.
+ *   Lease times are Redis's clock, not the replicas'.
  */
 export interface StreamRegistry {
   /**
@@ -24,7 +25,7 @@ export interface StreamRegistry {
   open(user: AccessTokenPrincipal, options: { admin: boolean }, end: () => void): Promise<() => void>;
   /** Streams open in this process. */
   readonly size: number;
-  /** Ends every open stream and stops watching (the API's shutdown). */
+  /** Ends every open stream, and any admitted from now on at once (the API's shutdown). */
   close(): Promise<void>;
 }
 
@@ -47,19 +48,31 @@ const LEASE_MS = 30_000;
 const RETRY_AFTER_SECONDS = 5;
 
 /**
- * KEYS[1] the user's leases, KEYS[2] the workspace's; ARGV: now (ms), lease expiry (ms), member,
- * user cap, workspace cap, key TTL (ms). Returns 0 when admitted, 1 when the user is at the cap, 2
- * when the workspace is.
+ * KEYS[1] the user's leases, KEYS[2] the workspace's; ARGV: member, user cap, workspace cap, lease
+ * (ms). Returns 0 when admitted, 1 when the user is at the cap, 2 when the workspace is. Times are
+ * Redis's own clock, so replicas whose clocks differ agree on when a lease lapses.
  */
 const ADMIT_LUA = `
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[1])
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return 1 end
-if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return 2 end
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
-redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[6])
-redis.call('PEXPIRE', KEYS[2], ARGV[6])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 1 end
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then return 2 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[4]), ARGV[1])
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+return 0`;
+
+/** KEYS: the lease sets of one workspace; ARGV[1] lease (ms), then the members to renew. */
+const RENEW_LUA = `
+local t = redis.call('TIME')
+local expiry = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
+for i = 2, #ARGV do
+  redis.call('ZADD', KEYS[i - 1], expiry, ARGV[i])
+end
+for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[1]) end
 return 0`;
 
 interface OpenStream {
@@ -76,14 +89,16 @@ export function createStreamRegistry(o: StreamRegistryOptions): StreamRegistry {
   const leaseMs = o.leaseMs ?? LEASE_MS;
   const open = new Set<OpenStream>();
   let timer: NodeJS.Timeout | null = null;
+  let renewTimer: NodeJS.Timeout | null = null;
   let checking = false;
-  let renewedAt = Date.now();
+  let closed = false;
 
   const release = (s: OpenStream): void => {
     if (!open.delete(s)) return;
     if (open.size === 0 && timer) {
       clearInterval(timer);
-      timer = null;
+      clearInterval(renewTimer!);
+      timer = renewTimer = null;
     }
     o.redis.multi().zrem(s.userKey, s.member).zrem(s.workspaceKey, s.member).exec().catch(() => undefined);
   };
@@ -93,14 +108,15 @@ export function createStreamRegistry(o: StreamRegistryOptions): StreamRegistry {
     s.end();
   };
 
+  /** Every open stream's lease, renewed whatever the credential checks are doing (one script per workspace). */
   const renewLeases = async (): Promise<void> => {
-    const expiry = Date.now() + leaseMs;
-    const tx = o.redis.pipeline();
-    for (const s of open) {
-      tx.zadd(s.userKey, 'XX', expiry, s.member).zadd(s.workspaceKey, 'XX', expiry, s.member);
-      tx.pexpire(s.userKey, leaseMs).pexpire(s.workspaceKey, leaseMs);
-    }
-    await tx.exec();
+    const byWorkspace = new Map<string, OpenStream[]>();
+    for (const s of open) byWorkspace.set(s.workspaceKey, [...(byWorkspace.get(s.workspaceKey) ?? []), s]);
+    await Promise.all([...byWorkspace.values()].map((streams) => {
+      const keys = streams.flatMap((s) => [s.userKey, s.workspaceKey]);
+      const members = streams.flatMap((s) => [s.member, s.member]);
+      return o.redis.eval(RENEW_LUA, keys.length, ...keys, leaseMs, ...members);
+    }));
   };
 
   const check = async (): Promise<void> => {
@@ -119,10 +135,6 @@ export function createStreamRegistry(o: StreamRegistryOptions): StreamRegistry {
     } finally {
       checking = false;
     }
-    if (open.size > 0 && Date.now() - renewedAt >= leaseMs / 3) {
-      renewedAt = Date.now();
-      await renewLeases().catch((err) => o.logger.warn('event stream leases not renewed', { err: (err as Error).message }));
-    }
   };
 
   return {
@@ -136,8 +148,7 @@ export function createStreamRegistry(o: StreamRegistryOptions): StreamRegistry {
         member: randomUUID(),
         end,
       };
-      const now = Date.now();
-      const verdict = await o.redis.eval(ADMIT_LUA, 2, s.userKey, s.workspaceKey, now, now + leaseMs, s.member, o.perUser, o.perWorkspace, leaseMs);
+      const verdict = await o.redis.eval(ADMIT_LUA, 2, s.userKey, s.workspaceKey, s.member, o.perUser, o.perWorkspace, leaseMs);
       if (verdict !== 0) {
         const [scope, limit] = verdict === 1 ? ['user', o.perUser] : ['workspace', o.perWorkspace];
         throw new RateLimitError(
@@ -148,13 +159,22 @@ export function createStreamRegistry(o: StreamRegistryOptions): StreamRegistry {
         );
       }
       open.add(s);
+      // admitted while the process shuts down: ended at once, so the drain does not wait for it
+      if (closed) {
+        finish(s);
+        return () => undefined;
+      }
       timer ??= setInterval(() => void check(), checkMs).unref();
+      renewTimer ??= setInterval(() => {
+        renewLeases().catch((err) => o.logger.warn('event stream leases not renewed', { err: (err as Error).message }));
+      }, leaseMs / 3).unref();
       return () => release(s);
     },
     get size() {
       return open.size;
     },
     async close() {
+      closed = true;
       for (const s of [...open]) finish(s);
     },
   };

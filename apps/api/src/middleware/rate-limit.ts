@@ -70,7 +70,7 @@ const limiterClients = new WeakMap<RedisClient, RedisClient>();
  * `deps.redis` itself because BullMQ shares that one and must not be auto-pipelined. It lives
  * and ends with `deps.redis`.
  */
-function limiterClient(redis: RedisClient): RedisClient {
+export function limiterClient(redis: RedisClient): RedisClient {
   let client = limiterClients.get(redis);
   if (!client) {
     const c = duplicateRedis(redis, { enableAutoPipelining: true });

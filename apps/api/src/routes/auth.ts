@@ -1,4 +1,4 @@
-import { toUserResponse, LoginBody, LoginResponse, LogoutResponse, MeResponse, UnauthorizedError } from '@svc/core';
+import { toUserResponse, LoginBody, LoginResponse, LogoutResponse, MeResponse } from '@svc/core';
 import { createHashGate } from '../auth/hash-gate';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
@@ -37,17 +37,9 @@ export function authRoutes(rc: RouteContext): AppRouter {
     async (ctx, input) => {
       const body = input.body();
       const ip = ctx.state.clientIp;
-      await authThrottle.beforeSignIn(body.email, ip);
-      let session;
-      try {
-        session = await hashing.run(() =>
-          engine.auth.signIn(body, config.accessTokenTtlSeconds, { requestId: ctx.state.requestId, ip, logger: ctx.state.log }),
-        );
-      } catch (err) {
-        if (err instanceof UnauthorizedError) await authThrottle.signInFailed(body.email, ip);
-        throw err;
-      }
-      await authThrottle.signInSucceeded(body.email, ip);
+      const session = await authThrottle.signIn(body.email, ip, () =>
+        hashing.run(() => engine.auth.signIn(body, config.accessTokenTtlSeconds, { requestId: ctx.state.requestId, ip, logger: ctx.state.log })),
+      );
       ok(ctx, session);
     },
   );

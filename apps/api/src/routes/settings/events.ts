@@ -67,22 +67,34 @@ export function eventRoutes(rc: RouteContext): AppRouter {
     }
     let after = lastId || query.after;
     const tenantId = tenantOf(ctx);
+    // the client may leave during the awaits below: its close is seen whenever it comes
+    let left = false;
+    let onLeave = () => {
+      left = true;
+    };
+    ctx.res.once('close', () => onLeave());
     // the first read answers a bad cursor or type with a 422 before the stream starts
     const first = await engine.events.feed(tenantId, { after, types: query.types, limit: 500 });
     const stream = new PassThrough();
     let closed = false;
-    // ended by the registry (credential lapsed, shutdown) or by the client leaving
+    // ended by the registry (credential lapsed, shutdown), by the client leaving or by a failed read
     const end = () => {
       closed = true;
       stream.end();
     };
     const release = await rc.deps.streams.open(ctx.state.user!, { admin: true }, end);
-    ctx.req.socket.setTimeout(0);
-    // the response's close: the client went away (the request's own close comes once its body is read)
-    ctx.res.on('close', () => {
+    const leave = () => {
       release();
       end();
-    });
+    };
+    if (left || ctx.res.destroyed) {
+      leave();
+      return;
+    }
+    onLeave = leave;
+    // a stream Koa or the socket destroyed without a response close still lets its lease go
+    stream.once('close', leave);
+    ctx.req.socket.setTimeout(0);
     ctx.status = 200;
     ctx.set('content-type', 'text/event-stream; charset=utf-8');
     ctx.set('cache-control', 'no-cache');
@@ -90,10 +102,14 @@ export function eventRoutes(rc: RouteContext): AppRouter {
     // the socket closes with the stream, so a shutdown's drain does not wait for a keep-alive
     ctx.set('connection', 'close');
     ctx.body = stream;
-    const send = (rows: typeof first.rows) => {
-      for (const e of rows) stream.write(`id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
+    // nothing is written once the stream ended (its credential lapsed meanwhile, or a shutdown)
+    const write = (text: string) => {
+      if (!closed) stream.write(text);
     };
-    stream.write(': events\n\n');
+    const send = (rows: typeof first.rows) => {
+      for (const e of rows) write(`id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
+    };
+    write(': events\n\n');
     send(first.rows);
     after = first.meta.next_cursor ?? undefined;
     void (async () => {
@@ -108,14 +124,13 @@ export function eventRoutes(rc: RouteContext): AppRouter {
             after = page.meta.next_cursor ?? undefined;
             quietSince = Date.now();
           } else if (Date.now() - quietSince >= STREAM_KEEPALIVE_MS) {
-            stream.write(': keep-alive\n\n');
+            write(': keep-alive\n\n');
             quietSince = Date.now();
           }
         } catch (err) {
           // Postgres away: the client reconnects with its Last-Event-ID
           rc.deps.logger.warn('event stream ended', { err: (err as Error).message });
-          release();
-          end();
+          leave();
           break;
         }
       }
