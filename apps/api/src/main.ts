@@ -33,6 +33,10 @@ async function main(): Promise<void> {
     await stopTracing();
   });
   await Promise.all([listening, metrics]);
+  if (config.nodeEnv === 'production' && config.trustedProxyCount === 0) {
+    // behind a load balancer this makes every client one address, and TLS invisible (no HSTS, no Secure cookie)
+    deps.logger.warn('TRUST_PROXY_COUNT is 0: client addresses and TLS are taken from the socket; set it to the number of proxies in front of the API');
+  }
   deps.logger.info('api listening', { url: `http://${config.host}:${config.port}` });
 }
 

@@ -47,7 +47,7 @@ export { sha256, sha256Hex } from './security/hash';
 export { ACCESS_TOKEN_PREFIX, API_KEY_PREFIX, MACHINE_KEY_PREFIX, issueSecret } from './security/secrets';
 export { hashPassword, verifyPassword } from './security/password';
 export { decrypt } from './security/secret-box';
-export { buildAllowList, checkIpEntry, clientIp, ipAllowed } from './security/ip-allow';
+export { buildAllowList, checkIpEntry, clientIp, ipAllowed, trustedHop } from './security/ip-allow';
 
 // Effects: written with each change, published by the dispatcher's relay (docs/decisions/outbox.md).
 export { recordEffect } from './outbox/effects';

@@ -1,4 +1,5 @@
 import type { ParameterizedContext } from 'koa';
+import { trustedHop } from '@svc/core';
 import type { AppState } from './state';
 
 /**
@@ -9,11 +10,7 @@ import type { AppState } from './state';
  */
 export function cameOverTls(socketEncrypted: boolean, forwardedProto: string | undefined, trustedProxyCount: number): boolean {
   if (socketEncrypted) return true;
-  if (trustedProxyCount <= 0 || !forwardedProto) return false;
-  const hops = forwardedProto.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
-  // fewer entries than proxies: every entry was written by one of ours, the leftmost is the edge's
-  const entry = hops.length >= trustedProxyCount ? hops[hops.length - trustedProxyCount] : hops[0];
-  return entry === 'https';
+  return trustedHop(forwardedProto, trustedProxyCount)?.toLowerCase() === 'https';
 }
 
 /** cameOverTls for a Koa request. */

@@ -44,14 +44,21 @@ export function ipAllowed(allowList: BlockList, ip: string): boolean {
 }
 
 /**
- * The client address: the socket peer, or with `trustedProxyCount` proxies in front, the entry
- * that many hops from the right of X-Forwarded-For (the rightmost ones were added by our proxies).
+ * The entry of a header our proxies append to (X-Forwarded-For, X-Forwarded-Proto) that the
+ * outermost of `trustedProxyCount` trusted proxies wrote: that many hops from the right (the
+ * rightmost ones were added by our proxies); with fewer entries than proxies, every entry is one
+ * of ours and the leftmost is the edge's. Never an entry a client could have written; undefined
+ * without trusted proxies or entries.
  */
+export function trustedHop(header: string | undefined, trustedProxyCount: number): string | undefined {
+  if (trustedProxyCount <= 0 || !header) return undefined;
+  const hops = header.split(',').map((s) => s.trim()).filter(Boolean);
+  return hops.length >= trustedProxyCount ? hops[hops.length - trustedProxyCount] : hops[0];
+}
+
+/** The client address: the socket peer, or with trusted proxies in front, their X-Forwarded-For entry. */
 export function clientIp(socketIp: string, forwardedFor: string | undefined, trustedProxyCount: number): string {
-  if (trustedProxyCount <= 0 || !forwardedFor) return normalizeIp(socketIp);
-  const hops = forwardedFor.split(',').map((s) => s.trim()).filter(Boolean);
-  // fewer hops than proxies: every entry was written by one of ours, the leftmost is the client
-  const candidate = hops.length >= trustedProxyCount ? hops[hops.length - trustedProxyCount] : hops[0];
+  const candidate = trustedHop(forwardedFor, trustedProxyCount);
   const ip = candidate ? normalizeIp(candidate) : '';
   // never fall back to a client-written entry: an unusable hop means the socket peer
   return isIP(ip) ? ip : normalizeIp(socketIp);
