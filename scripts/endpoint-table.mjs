@@ -3,6 +3,7 @@
 //   node scripts/endpoint-table.mjs --check   exit 1 when docs/endpoints.md is stale
 //   node scripts/endpoint-table.mjs --stdout  print the table instead of writing it
 // The app is built in-process but never listens and never queries: no Postgres or Redis needed.
+import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
@@ -26,8 +27,9 @@ const { renderEndpointsMarkdown, renderEndpointTable, spliceReadmeTable } = requ
 
 const config = parseConfig({
   ...process.env,
-  // only to satisfy config parsing: nothing is encrypted here
-  ASSET_ENCRYPTION_KEY: process.env.ASSET_ENCRYPTION_KEY || Buffer.alloc(32).toString('base64'),
+  // only to satisfy config parsing: nothing is encrypted here (a random key, not a fixed one, which
+  // config parsing would refuse under NODE_ENV=production)
+  ASSET_ENCRYPTION_KEY: process.env.ASSET_ENCRYPTION_KEY || randomBytes(32).toString('base64'),
 });
 const redis = createRedis(config.redis, { lazyConnect: true });
 const deps = buildDeps(config, { redis });

@@ -105,7 +105,8 @@ export function assetKey(env: Record<string, string | undefined>, keyFile = CHEC
     );
   }
   try {
-    return parseEncryptionKey(raw);
+    // the API's rule: what the CLI seals under a published key in production, anyone could unseal
+    return parseEncryptionKey(raw, env.NODE_ENV || 'development');
   } catch (err) {
     throw new CliError((err as Error).message);
   }

@@ -129,13 +129,38 @@ function str(env: Env, name: string, fallback: string): string {
   return raw === undefined || raw === '' ? fallback : raw;
 }
 
-export function parseEncryptionKey(raw: string | undefined): Buffer {
+/**
+ * Keys anyone can read in this repository or its history: the fallback docker-compose.yml once
+ * shipped (35 bytes, so also refused for its length), and every key made of one repeated byte
+ * (the all-zero key of scripts/endpoint-table.mjs and of tests, the tests' fixed keys). What they
+ * seal anyone can unseal, so they are accepted only where nothing real is sealed.
+ */
+const PUBLISHED_KEYS = ['ZGV2ZWxvcG1lbnQta2V5LWRvLW5vdC11c2UtaW4tcHJvZCE='].map((k) => Buffer.from(k, 'base64'));
+/** NODE_ENV values under which a published key is tolerated (local try-outs, the test suite). */
+const KEY_LENIENT_ENVS = ['development', 'test'];
+
+function isPublishedKey(key: Buffer): boolean {
+  return PUBLISHED_KEYS.some((k) => k.equals(key)) || (key.length > 0 && key.every((b) => b === key[0]));
+}
+
+/**
+ * `nodeEnv` is the deployment's NODE_ENV (default `development`, like `parseConfig`): outside
+ * `development` and `test` a published development key is refused (docs/decisions/operator-secrets.md).
+ */
+export function parseEncryptionKey(raw: string | undefined, nodeEnv: string): Buffer {
   if (!raw) {
     throw new ConfigError(
       'ASSET_ENCRYPTION_KEY is not set: give it 32 random bytes in base64 (npm start creates one in .data/ for you).',
     );
   }
   const key = /^[0-9a-f]{64}$/i.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
+  // before the length check: the compose file's old fallback is 35 bytes, and "a published
+  // development key" is what the operator needs to hear about it
+  if (!KEY_LENIENT_ENVS.includes(nodeEnv) && isPublishedKey(key)) {
+    throw new ConfigError(
+      `ASSET_ENCRYPTION_KEY is a published development key, refused with NODE_ENV=${nodeEnv}: give it 32 random bytes of your own (openssl rand -base64 32), or set NODE_ENV=development for a local try-out.`,
+    );
+  }
   if (key.length !== 32) {
     throw new ConfigError('ASSET_ENCRYPTION_KEY must be 32 bytes, as 64 hex characters or base64.');
   }
@@ -162,14 +187,15 @@ export function parseRedisTarget(env: Env): RedisTarget {
 }
 
 export function parseConfig(env: Env): Config {
+  const nodeEnv = str(env, 'NODE_ENV', 'development');
   return {
-    nodeEnv: str(env, 'NODE_ENV', 'development'),
+    nodeEnv,
     host: str(env, 'HOST', '127.0.0.1'),
     port: int(env, 'PORT', 3000, 0, 65535),
     ...database(env),
     redis: parseRedisTarget(env),
     redisPrefix: str(env, 'REDIS_PREFIX', 'svc'),
-    assetEncryptionKey: parseEncryptionKey(env.ASSET_ENCRYPTION_KEY),
+    assetEncryptionKey: parseEncryptionKey(env.ASSET_ENCRYPTION_KEY, nodeEnv),
     trustedProxyCount: int(env, 'TRUST_PROXY_COUNT', 0, 0, 10),
     logLevel: str(env, 'LOG_LEVEL', 'info'),
     accessTokenTtlSeconds: int(env, 'ACCESS_TOKEN_TTL_SECONDS', 12 * 3600, 60),
