@@ -63,7 +63,7 @@ function banner(demo, baseUrl, metrics) {
     ` Console:           ${baseUrl}/console`,
     password
       ? `                    sign in as ${demo.admin_email} / ${password}`
-      : `                    sign in as ${demo.admin_email} (password shown on first start; npx svc user set-password ${demo.admin_email} --password … sets one)`,
+      : `                    sign in as ${demo.admin_email} (password shown on first start; npx svc user set-password ${demo.admin_email} sets one)`,
     ` Bull Board:        ${baseUrl}/admin/queues   (open it from the console: "Colas (Bull Board)")`,
     `                    scripts: -H 'Authorization: Bearer ${demo.access_token}'`,
     `                    (an admin access token, valid 12 h; npx svc token issue --email ${demo.admin_email} for another)`,

@@ -145,7 +145,7 @@ describe('svc user and svc token', () => {
   });
 
   it('creates a user with a scrypt-hashed password and prints it as JSON', async () => {
-    const r = await svc(['user', 'create', '--tenant', 'cli-users', '--email', 'Op@Example.test', '--password', 'operator-pass', '--role', 'admin', '--name', 'Op', '--json']);
+    const r = await svc(['user', 'create', '--tenant', 'cli-users', '--email', 'Op@Example.test', '--password-stdin', '--role', 'admin', '--name', 'Op', '--json'], { input: 'operator-pass' });
     expect(r.code).toBe(0);
     const user = json(r);
     expect(user).toEqual({
@@ -166,16 +166,16 @@ describe('svc user and svc token', () => {
   });
 
   it('refuses a taken email in another letter case (4), a short password (2), a bad role (2) and an unknown tenant (3)', async () => {
-    const dup = await svc(['user', 'create', '--tenant', 'cli-users', '--email', 'OP@example.TEST', '--password', 'operator-pass', '--role', 'admin']);
+    const dup = await svc(['user', 'create', '--tenant', 'cli-users', '--email', 'OP@example.TEST', '--password-stdin', '--role', 'admin'], { input: 'operator-pass' });
     expect(dup.code).toBe(4);
     expect(errorLine(dup)).toBe('svc: Ya existe un usuario con ese email');
-    const short = await svc(['user', 'create', '--tenant', 'cli-users', '--email', 'x@example.test', '--password', 'short', '--role', 'admin']);
+    const short = await svc(['user', 'create', '--tenant', 'cli-users', '--email', 'x@example.test', '--password-stdin', '--role', 'admin'], { input: 'short\n' });
     expect(short.code).toBe(2);
-    expect(errorLine(short)).toMatch(/^svc: Error de validación \(--password: /);
-    const role = await svc(['user', 'create', '--tenant', 'cli-users', '--email', 'x@example.test', '--password', 'longenough', '--role', 'owner']);
+    expect(errorLine(short)).toMatch(/^svc: Error de validación \(password: /);
+    const role = await svc(['user', 'create', '--tenant', 'cli-users', '--email', 'x@example.test', '--password-stdin', '--role', 'owner'], { input: 'longenough' });
     expect(role.code).toBe(2);
     expect(errorLine(role)).toMatch(/--role must be one of admin, member/);
-    const tenant = await svc(['user', 'create', '--tenant', 'nowhere', '--email', 'x@example.test', '--password', 'longenough', '--role', 'admin']);
+    const tenant = await svc(['user', 'create', '--tenant', 'nowhere', '--email', 'x@example.test', '--password-stdin', '--role', 'admin'], { input: 'longenough' });
     expect(tenant.code).toBe(3);
     const [{ n }] = await t.sql`select count(*)::int as n from users where lower(email) = 'x@example.test'`;
     expect(n).toBe(0);
@@ -253,6 +253,105 @@ describe('svc user and svc token', () => {
       ['Op@Example.test', true],
       ['member@example.test', false],
     ]);
+  });
+});
+
+/**
+ * Runs the CLI on a pseudo-terminal (util-linux `script`), answering each prompt once it shows:
+ * what the terminal sends back is everything the operator would see.
+ */
+function svcOnTerminal(args: string[], answers: string[]): Promise<Run> {
+  const quote = (a: string) => `'${a.replace(/'/g, `'\\''`)}'`;
+  const command = [process.execPath, BIN, ...args].map(quote).join(' ');
+  return new Promise((resolve, reject) => {
+    const child = spawn('script', ['--quiet', '--return', '--command', command, '/dev/null'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...baseEnv } });
+    let screen = '';
+    let asked = 0;
+    child.stdout.on('data', (d) => {
+      screen += d;
+      // the n-th prompt answered once the n-th "Password…: " is on the screen
+      const prompts = screen.match(/Password( again)?: /g)?.length ?? 0;
+      while (asked < prompts && asked < answers.length) child.stdin.write(`${answers[asked++]}\r`);
+      // a prompt nobody is to answer: end the terminal (its command gets SIGHUP) rather than wait
+      if (prompts > answers.length) child.kill();
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout: screen, stderr: '' }));
+  });
+}
+
+describe('svc user passwords: never on the command line', () => {
+  let tenantId: string;
+  beforeAll(async () => {
+    tenantId = json(await svc(['tenant', 'create', '--name', 'cli-passwords', '--json'])).id;
+    expect((await svc(['user', 'create', '--tenant', tenantId, '--email', 'kept@example.test', '--role', 'admin', '--password-stdin'], { input: 'kept-password' })).code).toBe(0);
+  });
+  const login = (email: string, password: string) => t.http.post('/api/v1/auth/login').send({ email, password });
+  const users = async () => (await t.sql`select email from users where tenant_id = ${tenantId} order by email`).map((u) => u.email);
+
+  it('refuses --password in every form with exit code 2, saying to use the prompt or --password-stdin, and changes nothing', async () => {
+    const message = 'svc: --password is not accepted (a password on the command line is seen in the process list and the shell history): leave it out to be asked for it on the terminal, or pipe it with --password-stdin — see svc user --help';
+    for (const args of [
+      ['user', 'create', '--tenant', 'cli-passwords', '--email', 'flag@example.test', '--role', 'admin', '--password', 'flag-password'],
+      ['user', 'create', '--tenant', 'cli-passwords', '--email', 'flag@example.test', '--role', 'admin', '--password=flag-password'],
+      ['user', 'create', '--tenant', 'cli-passwords', '--email', 'flag@example.test', '--role', 'admin', '--password'],
+      ['user', 'create', '--password', 'flag-password', '--tenant', 'cli-passwords', '--email', 'flag@example.test', '--role', 'admin', '--password-stdin'],
+      ['user', 'set-password', 'kept@example.test', '--password', 'flag-password'],
+    ]) {
+      const r = await svc(args, { input: 'stdin-password\n' });
+      expect({ args, code: r.code, stderr: r.stderr }).toEqual({ args, code: 2, stderr: `${message}\n` });
+      expect(r.stdout).toBe('');
+    }
+    expect(await users()).toEqual(['kept@example.test']);
+    // set-password left the user alone
+    expect((await login('kept@example.test', 'flag-password')).status).toBe(401);
+    expect((await login('kept@example.test', 'kept-password')).status).toBe(200);
+  });
+
+  it('creates a user and sets a password with --password-stdin', async () => {
+    const created = await svc(['user', 'create', '--tenant', 'cli-passwords', '--email', 'piped@example.test', '--role', 'admin', '--password-stdin', '--json'], { input: 'first-piped-pw\n' });
+    expect(created.code).toBe(0);
+    expect(json(created)).toMatchObject({ email: 'piped@example.test', tenant_id: tenantId });
+    expect((await login('piped@example.test', 'first-piped-pw')).status).toBe(200);
+    const changed = await svc(['user', 'set-password', 'piped@example.test', '--password-stdin'], { input: 'second-piped-pw' });
+    expect(changed.code).toBe(0);
+    expect(changed.stdout).toBe('Password of piped@example.test changed\n');
+    expect((await login('piped@example.test', 'first-piped-pw')).status).toBe(401);
+    expect((await login('piped@example.test', 'second-piped-pw')).status).toBe(200);
+  });
+
+  it('without --password-stdin and without a terminal, says to pipe it (2) and reads nothing', async () => {
+    const r = await svc(['user', 'create', '--tenant', 'cli-passwords', '--email', 'noterm@example.test', '--role', 'member'], { input: 'piped-but-not-asked\n' });
+    expect(r.code).toBe(2);
+    expect(errorLine(r)).toBe('svc: standard input is not a terminal to ask for the password on: pipe it with --password-stdin — see svc user --help');
+    expect(await users()).not.toContain('noterm@example.test');
+  });
+
+  it('asks on a terminal twice without echoing, for create and set-password; two different answers change nothing', async () => {
+    const created = await svcOnTerminal(['user', 'create', '--tenant', 'cli-passwords', '--email', 'typed@example.test', '--role', 'member'], ['typed-password-1', 'typed-password-1']);
+    expect(created.code).toBe(0);
+    expect(created.stdout).toContain('Password: ');
+    expect(created.stdout).toContain('Password again: ');
+    expect(created.stdout).toContain('Created member typed@example.test in tenant cli-passwords');
+    expect(created.stdout).not.toContain('typed-password');
+    expect((await login('typed@example.test', 'typed-password-1')).status).toBe(200);
+
+    const differ = await svcOnTerminal(['user', 'set-password', 'typed@example.test'], ['typed-password-2', 'typed-password-3']);
+    expect(differ.code).toBe(2);
+    expect(differ.stdout).toContain('svc: the two passwords differ; nothing was changed');
+    expect(differ.stdout).not.toContain('typed-password');
+    expect((await login('typed@example.test', 'typed-password-1')).status).toBe(200);
+
+    const changed = await svcOnTerminal(['user', 'set-password', 'typed@example.test'], ['typed-password-4', 'typed-password-4']);
+    expect(changed.code).toBe(0);
+    expect(changed.stdout).toContain('Password of typed@example.test changed');
+    expect(changed.stdout).not.toContain('typed-password');
+    expect((await login('typed@example.test', 'typed-password-4')).status).toBe(200);
+
+    // an unknown user is said before anything is asked
+    const unknown = await svcOnTerminal(['user', 'set-password', 'ghost@example.test'], []);
+    expect(unknown.code).toBe(3);
+    expect(unknown.stdout).not.toContain('Password');
   });
 });
 
@@ -394,13 +493,13 @@ describe('svc apply', () => {
     doc.machines[1].slots = 4;
     doc.machines[1].kind = 'attended';
     doc.queues[0].consumer = 'archive-invoices';
-    doc.assets[2].values.dev.password = { $env: 'CLI_TEST_ERP_PASSWORD' };
-    doc.assets[1].values.production = { $env: 'CLI_TEST_MAX' };
+    doc.assets[2].values.dev.password = { $env: 'SVC_ASSET_CLI_TEST_ERP_PASSWORD' };
+    doc.assets[1].values.production = { $env: 'SVC_ASSET_CLI_TEST_MAX' };
     doc.folders.push({ name: 'Archive' });
     doc.schedules[0].cron = '0 20 * * 1-5';
     doc.schedules[0].machine = null;
     const file = writeFile('changed.json', doc);
-    const env = { CLI_TEST_ERP_PASSWORD: 'rotated-password', CLI_TEST_MAX: '50000' };
+    const env = { SVC_ASSET_CLI_TEST_ERP_PASSWORD: 'rotated-password', SVC_ASSET_CLI_TEST_MAX: '50000' };
     const r = await svc(['apply', file, '--tenant', 'cli-apply', '--json'], { env });
     expect(r.code).toBe(0);
     const report = json(r);
@@ -504,9 +603,32 @@ describe('svc apply', () => {
     expect(notJson.code).toBe(2);
     expect((await svc(['apply', EXAMPLE, '--tenant', 'no-such-tenant'])).code).toBe(3);
     expect((await svc(['apply', EXAMPLE])).code).toBe(2);
-    const env = await svc(['apply', writeFile('env.json', { assets: [{ name: 'token', type: 'text', values: { dev: { $env: 'CLI_TEST_UNSET' } } }] }), '--tenant', 'cli-apply'], { env: { CLI_TEST_UNSET: undefined } });
+    const env = await svc(['apply', writeFile('env.json', { assets: [{ name: 'token', type: 'text', values: { dev: { $env: 'SVC_ASSET_CLI_TEST_UNSET' } } }] }), '--tenant', 'cli-apply'], { env: { SVC_ASSET_CLI_TEST_UNSET: undefined } });
     expect(env.code).toBe(2);
-    expect(errorLine(env)).toContain('la variable de entorno CLI_TEST_UNSET no está definida');
+    expect(errorLine(env)).toContain('la variable de entorno SVC_ASSET_CLI_TEST_UNSET no está definida');
+  });
+
+  it('reads with $env only variables named SVC_ASSET_…: any other is refused (2) before it is read, naming the place, and nothing is applied', async () => {
+    const before = await snapshot();
+    const doc = {
+      folders: [{ name: 'Never either' }],
+      assets: [
+        { name: 'leak', type: 'credential', values: { production: { username: 'x', password: { $env: 'DATABASE_URL' } } } },
+      ],
+    };
+    const r = await svc(['apply', writeFile('leak.json', doc), '--tenant', 'cli-apply']);
+    expect(r.code).toBe(2);
+    expect(errorLine(r)).toBe(
+      'svc: Error de validación (assets → 0 → values → production → password: $env solo puede leer variables que empiezan por SVC_ASSET_ (p. ej. SVC_ASSET_ERP_PASSWORD), no DATABASE_URL)',
+    );
+    expect(errorLine(r)).not.toContain(baseEnv.DATABASE_URL!);
+    // the prefix alone names no variable; an unset one is refused for its name, not for being unset
+    for (const name of ['SVC_ASSET_', 'PGPASSWORD', 'svc_asset_lowercase']) {
+      const other = await svc(['apply', writeFile('leak2.json', { assets: [{ name: 'leak2', type: 'text', values: { dev: { $env: name } } }] }), '--tenant', 'cli-apply', '--json'], { env: { [name]: 'operator-secret' } });
+      expect(other.code).toBe(2);
+      expect(JSON.parse(other.stderr).error.details).toEqual([{ field: 'assets → 0 → values → dev', message: expect.stringContaining(`empiezan por SVC_ASSET_ (p. ej. SVC_ASSET_ERP_PASSWORD), no ${name}`) }]);
+    }
+    expect(await snapshot()).toEqual(before);
   });
 
   it('reads the file from standard input with -', async () => {

@@ -12,7 +12,8 @@ export const APPLY_HELP = `Usage:
   Applies a declarative workspace file (JSON; see docs/workspace-file.md) to a tenant: folders,
   processes, machines, queues and assets are created by name or changed in place; nothing is
   deleted, and fields the file leaves out are kept. All or nothing: one transaction.
-  The key of each machine created is printed once. Asset values may be {"$env": "NAME"}.
+  The key of each machine created is printed once. Asset values may be {"$env": "SVC_ASSET_NAME"}:
+  the environment variable of that name, which must start with SVC_ASSET_ (no other is read).
 
   --dry-run   show what would be created or changed, change nothing
   --json      print JSON for scripts

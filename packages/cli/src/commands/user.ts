@@ -4,31 +4,47 @@ import {
 } from '@svc/core';
 import { optionalString, parse, positional, required, type Parsed } from '../args';
 import type { Command, CommandContext } from '../context';
-import { UsageError } from '../errors';
+import { CliError, EXIT, UsageError } from '../errors';
 import { record, table } from '../output';
 
 export const USER_HELP = `Usage:
-  svc user create --tenant <id|name> --email EMAIL --role admin|member (--password PASSWORD | --password-stdin) [--name NAME]
+  svc user create --tenant <id|name> --email EMAIL --role admin|member [--password-stdin] [--name NAME]
   svc user list --tenant <id|name>
-  svc user set-password <id|email> (--password PASSWORD | --password-stdin)
+  svc user set-password <id|email> [--password-stdin]
   svc user deactivate <id|email>
 
-  Passwords: at least 8 characters, stored as a scrypt hash. --password-stdin reads the password
-  from standard input (keeps it out of shell history and the process list).
+  Passwords: at least 8 characters, stored as a scrypt hash. They are asked for on the terminal
+  (twice, not echoed), or read from standard input with --password-stdin (for scripts:
+  printf '%s' "$PW" | svc user create … --password-stdin). There is no --password flag: a
+  password on the command line is seen in the process list and the shell history.
   Emails are unique across all tenants, in any letter case.
   --json          print JSON for scripts`;
 
 const PASSWORD_OPTIONS = {
-  password: { type: 'string' },
   'password-stdin': { type: 'boolean' },
 } as const;
 
+/**
+ * `--password P` (or `--password=P`) is answered with what to do instead, before anything is
+ * parsed, rather than node's "unknown option": operators and scripts of older versions used it.
+ */
+function refusePasswordFlag(args: string[]): void {
+  const at = args.indexOf('--');
+  if ((at < 0 ? args : args.slice(0, at)).some((a) => a === '--password' || a.startsWith('--password='))) {
+    throw new UsageError(
+      '--password is not accepted (a password on the command line is seen in the process list and the shell history): leave it out to be asked for it on the terminal, or pipe it with --password-stdin',
+      USER_HELP,
+    );
+  }
+}
+
 async function password(p: Parsed, ctx: CommandContext): Promise<string> {
-  const given = optionalString(p, 'password');
-  if (given !== undefined && p.values['password-stdin']) throw new UsageError('give --password or --password-stdin, not both', USER_HELP);
-  if (given !== undefined) return given;
   if (p.values['password-stdin']) return (await ctx.io.readStdin()).replace(/\r?\n$/, '');
-  throw new UsageError('--password or --password-stdin is required', USER_HELP);
+  if (!ctx.io.readSecret) throw new UsageError('standard input is not a terminal to ask for the password on: pipe it with --password-stdin', USER_HELP);
+  const first = await ctx.io.readSecret('Password: ');
+  const again = await ctx.io.readSecret('Password again: ');
+  if (first !== again) throw new CliError('the two passwords differ; nothing was changed', EXIT.usage, 'VALIDATION_ERROR');
+  return first;
 }
 
 export interface UserCreateArgs {
@@ -66,18 +82,19 @@ async function runUser(args: string[], ctx: CommandContext): Promise<void> {
   const [sub, ...rest] = args;
   switch (sub) {
     case 'create': {
+      refusePasswordFlag(rest);
       const p = parse(rest, { tenant: { type: 'string' }, email: { type: 'string' }, role: { type: 'string' }, name: { type: 'string' }, ...PASSWORD_OPTIONS }, USER_HELP);
       if (p.values.help) return void ctx.output(false).text(USER_HELP);
-      const a: UserCreateArgs = {
-        tenant: required(p, 'tenant', USER_HELP),
-        email: required(p, 'email', USER_HELP),
-        role: required(p, 'role', USER_HELP) as UserRole,
-        password: await password(p, ctx),
-        name: optionalString(p, 'name') ?? null,
-      };
-      if (!(USER_ROLES as readonly string[]).includes(a.role)) throw new UsageError(`--role must be one of ${USER_ROLES.join(', ')}`, USER_HELP);
+      const tenant = required(p, 'tenant', USER_HELP);
+      const email = required(p, 'email', USER_HELP);
+      const role = required(p, 'role', USER_HELP) as UserRole;
+      // before the password is asked for (and the tenant looked up): nobody types one for a command that cannot work
+      if (!(USER_ROLES as readonly string[]).includes(role)) throw new UsageError(`--role must be one of ${USER_ROLES.join(', ')}`, USER_HELP);
+      const sql = await ctx.sql();
+      const { id: tenantId } = await resolveTenant(sql, tenant);
+      const a: UserCreateArgs = { tenant: tenantId, email, role, password: await password(p, ctx), name: optionalString(p, 'name') ?? null };
       const o = ctx.output(!!p.values.json);
-      const u = await userCreate(await ctx.sql(), a);
+      const u = await userCreate(sql, a);
       o.result(u);
       o.text(record(`Created ${u.role} ${u.email} in tenant ${u.tenant_name}`, { id: u.id, name: u.name, tenant_id: u.tenant_id }));
       return;
@@ -91,16 +108,20 @@ async function runUser(args: string[], ctx: CommandContext): Promise<void> {
       o.result(users);
       o.text(users.length
         ? table(['id', 'email', 'name', 'role', 'active'], users.map((u) => [u.id, u.email, u.name, u.role, u.is_active ? 'yes' : 'no']))
-        : `No users in ${tenant} yet: svc user create --tenant ${tenant} --email … --role admin --password …`);
+        : `No users in ${tenant} yet: svc user create --tenant ${tenant} --email … --role admin`);
       return;
     }
     case 'set-password': {
+      refusePasswordFlag(rest);
       const p = parse(rest, PASSWORD_OPTIONS, USER_HELP, 1);
       if (p.values.help) return void ctx.output(false).text(USER_HELP);
       const ref = positional(p, 0, 'user id or email', USER_HELP);
+      const sql = await ctx.sql();
+      // an unknown user is said before a password is typed for it
+      const { id } = await resolveUser(sql, ref);
       const pw = await password(p, ctx);
       const o = ctx.output(!!p.values.json);
-      const u = await userSetPassword(await ctx.sql(), ref, pw);
+      const u = await userSetPassword(sql, id, pw);
       o.result(u);
       o.text(`Password of ${u.email} changed`);
       return;
@@ -123,6 +144,7 @@ async function runUser(args: string[], ctx: CommandContext): Promise<void> {
 export const userCommand: Command = {
   summary: 'create users (admin or member), list them, change a password, deactivate',
   help: USER_HELP,
-  fields: { email: '--email', password: '--password', role: '--role', name: '--name' },
+  // the password has no flag: its problems are named `password`
+  fields: { email: '--email', role: '--role', name: '--name' },
   run: runUser,
 };

@@ -136,8 +136,16 @@ export function checkWorkspace(doc: unknown): WorkspaceFile {
 }
 
 /**
- * Replaces `{"$env": "NAME"}` inside asset values with the environment variable NAME, so a
- * file can be committed without its secrets.
+ * The only variables `{"$env": …}` may read. An asset is readable by the tenant's robots and
+ * admins, so an open `$env` would let whoever writes the file copy the operator's own secrets
+ * (DATABASE_URL, ASSET_ENCRYPTION_KEY, …) into the tenant; a prefix makes exporting a value for a
+ * tenant a deliberate act (docs/decisions/operator-secrets.md).
+ */
+export const ENV_REF_PREFIX = 'SVC_ASSET_';
+
+/**
+ * Replaces `{"$env": "NAME"}` inside asset values with the environment variable NAME (which must
+ * start with ENV_REF_PREFIX), so a file can be committed without its secrets.
  */
 export function resolveEnvRefs(value: unknown, env: Record<string, string | undefined>, loc: Array<string | number>): unknown {
   if (Array.isArray(value)) return value.map((v, i) => resolveEnvRefs(v, env, [...loc, i]));
@@ -146,6 +154,10 @@ export function resolveEnvRefs(value: unknown, env: Record<string, string | unde
     if (keys.length === 1 && keys[0] === '$env') {
       const name = (value as { $env: unknown }).$env;
       if (typeof name !== 'string' || !name) throw new ValidationError([issue(loc, '$env debe nombrar una variable de entorno')]);
+      // refused before it is read: nothing of another variable reaches the tenant, not even whether it is set
+      if (!name.startsWith(ENV_REF_PREFIX) || name.length === ENV_REF_PREFIX.length) {
+        throw new ValidationError([issue(loc, `$env solo puede leer variables que empiezan por ${ENV_REF_PREFIX} (p. ej. ${ENV_REF_PREFIX}ERP_PASSWORD), no ${name}`, 'env')]);
+      }
       const v = env[name];
       if (v === undefined) throw new ValidationError([issue(loc, `la variable de entorno ${name} no está definida`, 'env')]);
       return v;
