@@ -15,8 +15,8 @@ export type { ApiKeyStore } from './api-key-store';
  * unknown and revoked keys all answer `Credenciales inválidas`, so a caller learns nothing about
  * which keys exist; only a real, active key past its expiry is told `API key expirada`. A key not
  * in the cache is looked up only while the source address is within its failure budget (else
- * 429): the look-up is charged to the address and refunded when the key is valid; a key refused
- * from the cache charges it too (auth/throttle.ts).
+ * 429) and with a turn among the address's look-ups in flight; a refused key charges the address,
+ * from the cache too (auth/throttle.ts).
  */
 export function authenticateApiKey(store: ApiKeyStore, throttle: AuthThrottle): Guard {
   return (ctx) => {
@@ -45,8 +45,14 @@ export function authenticateApiKey(store: ApiKeyStore, throttle: AuthThrottle): 
     cacheMisses.inc();
     // a key Postgres must be asked about: the address's failure budget answers first
     return throttle.beforeLookup(ip).then(async (address) => {
-      admit(await store.lookup(hashHex));
-      address.valid();
+      try {
+        admit(await store.lookup(hashHex));
+        address.settle(true);
+      } catch (err) {
+        // a refused key charges the address; a failed look-up (Postgres away) does not
+        address.settle(!(err instanceof UnauthorizedError));
+        throw err;
+      }
     });
   };
 }

@@ -7,11 +7,12 @@ import { limiterClient } from '../middleware/rate-limit';
  * Throttles for guessing credentials (docs/decisions/login-throttling.md), counted in Redis so
  * every API replica shares them.
  *
- * - **Per address, before any look-up.** A credential that must be looked up in Postgres charges
- *   its source address one failure before the look-up, refunded when it proves valid; past
- *   `failuresPerAddress` in a minute the address's look-ups answer 429 for the rest of that
- *   minute. Charging first keeps concurrent guesses within the budget. A key already cached is
- *   answered from memory, never charged or checked.
+ * - **Per address, before any look-up.** Every failed credential check charges its source
+ *   address; past `failuresPerAddress` failures in a minute, the address's look-ups answer 429
+ *   before anything is looked up, for the rest of that minute. At most LOOKUPS_IN_FLIGHT look-ups
+ *   of one address run at once in a process, and one that waited for its turn checks the budget
+ *   again, so concurrent guesses overshoot it by fewer than that per process, while a client warming many valid keys at once is
+ *   only queued, never refused. A key already cached is answered from memory, never checked.
  * - **Sign-in, per account and address pair**: `PAIR_FREE_FAILURES` failures in a row, then every
  *   further failure blocks the pair for twice as long as the previous one (1, 2, 4 … units up to
  *   PAIR_MAX_BLOCK_UNITS). One password check at a time per pair, and ACCOUNT_PARALLEL per
@@ -28,10 +29,11 @@ import { limiterClient } from '../middleware/rate-limit';
  */
 export interface AuthThrottle {
   /**
-   * Before a credential is looked up in Postgres: charges the address one failure (429 when it is
-   * over its budget). Call `valid()` when the credential proves good, to refund it.
+   * Before a credential is looked up in Postgres: 429 when the address is over its failure budget,
+   * else a turn among the address's look-ups in flight. Call `settle(valid)` once the look-up
+   * answered (an invalid credential charges the address).
    */
-  beforeLookup(ip: string): Promise<{ valid(): void }>;
+  beforeLookup(ip: string): Promise<{ settle(valid: boolean): void }>;
   /** A credential refused without a look-up (a cached miss): charges the address. */
   failed(ip: string): void;
   /** A sign-in: `verify` checks the password (UnauthorizedError when wrong), inside the throttles. */
@@ -47,6 +49,10 @@ export const KNOWN_ADDRESS_DAYS = 30;
 const PAIR_WINDOW_SECONDS = 24 * 3600;
 const ACCOUNT_WINDOW_SECONDS = 3600;
 const ADDRESS_WINDOW_SECONDS = 60;
+/** Credential look-ups of one address running at once in one process. */
+export const LOOKUPS_IN_FLIGHT = 4;
+/** Look-ups of one address waiting for a turn before the next is refused (429). */
+const LOOKUPS_WAITING = 1000;
 /** How long an in-flight password check holds its place if its process dies before releasing it. */
 const IN_FLIGHT_TTL_MS = 30_000;
 
@@ -91,6 +97,49 @@ export function createAuthThrottle(o: { redis: RedisClient; keys: RedisKeys; log
   const knownKey = (account: string) => `${prefix}:known:${account}`;
   /** address hash → until when this process knows the address is over its budget */
   const blockedUntil = new Map<string, number>();
+  /** address hash → look-ups running and the ones waiting for a turn */
+  const turns = new Map<string, { running: number; waiting: Array<() => void> }>();
+
+  const lookupTurn = async (key: string): Promise<{ waited: boolean; release(): void }> => {
+    let t = turns.get(key);
+    if (!t) turns.set(key, (t = { running: 0, waiting: [] }));
+    let waited = false;
+    if (t.running >= LOOKUPS_IN_FLIGHT) {
+      if (t.waiting.length >= LOOKUPS_WAITING) refuse(1000);
+      await new Promise<void>((resolve) => t!.waiting.push(resolve));
+      waited = true;
+    } else {
+      t.running++;
+    }
+    return {
+      waited,
+      release: () => {
+        const next = t!.waiting.shift();
+        if (next) next();
+        else if (--t!.running === 0) turns.delete(key);
+      },
+    };
+  };
+
+  /** 429 while the address is over its failure budget (known here, or in Redis). */
+  const refuseIfOverBudget = async (key: string): Promise<void> => {
+    const until = blockedUntil.get(key);
+    if (until !== undefined) {
+      if (until > Date.now()) refuse(until - Date.now());
+      blockedUntil.delete(key);
+    }
+    const res = await addressFailures.get(key);
+    if (res && res.consumedPoints >= o.failuresPerAddress) {
+      if (blockedUntil.size > 10_000) blockedUntil.clear();
+      blockedUntil.set(key, Date.now() + res.msBeforeNext);
+      refuse(res.msBeforeNext);
+    }
+  };
+
+  const charge = (key: string): Promise<unknown> =>
+    addressFailures.consume(key).catch((rejection) => {
+      if (!(rejection instanceof RateLimiterRes)) o.logger.warn('failed credential not counted', { err: (rejection as Error).message });
+    });
 
   const addressKey = (ip: string) => sha256Hex(addressOf(ip));
   const accountKey = (email: string) => sha256Hex(email.trim().toLowerCase());
@@ -118,30 +167,26 @@ export function createAuthThrottle(o: { redis: RedisClient; keys: RedisKeys; log
   const throttle: AuthThrottle = {
     async beforeLookup(ip) {
       const key = addressKey(ip);
-      // an address known here to be over its budget is refused without a Redis round trip
-      const until = blockedUntil.get(key);
-      if (until !== undefined) {
-        if (until > Date.now()) refuse(until - Date.now());
-        blockedUntil.delete(key);
-      }
-      try {
-        await addressFailures.consume(key);
-      } catch (rejection) {
-        if (!(rejection instanceof RateLimiterRes)) throw rejection;
-        if (blockedUntil.size > 10_000) blockedUntil.clear();
-        blockedUntil.set(key, Date.now() + rejection.msBeforeNext);
-        refuse(rejection.msBeforeNext);
-      }
+      await refuseIfOverBudget(key);
+      const turn = await lookupTurn(key);
+      // a look-up that waited for its turn looks again: the ones before it may have failed
+      if (turn.waited) await refuseIfOverBudget(key).catch((err) => {
+        turn.release();
+        throw err;
+      });
+      let settled = false;
       return {
-        valid: () => {
-          addressFailures.reward(key).catch(warn('address refund failed'));
+        settle: (valid) => {
+          if (settled) return;
+          settled = true;
+          if (valid) turn.release();
+          // the failure is counted before the next look-up of the address gets the turn
+          else void charge(key).finally(turn.release);
         },
       };
     },
     failed(ip) {
-      addressFailures.consume(addressKey(ip)).catch((rejection) => {
-        if (!(rejection instanceof RateLimiterRes)) o.logger.warn('failed credential not counted', { err: (rejection as Error).message });
-      });
+      void charge(addressKey(ip));
     },
     async signIn(email, ip, verify) {
       const address = await throttle.beforeLookup(ip);
@@ -150,7 +195,12 @@ export function createAuthThrottle(o: { redis: RedisClient; keys: RedisKeys; log
       const pair = `${account}:${from}`;
       const pairPlace = `${prefix}:inflight:pair:${pair}`;
       const accountPlace = `${prefix}:inflight:acct:${account}`;
-      if (!(await takePlace(pairPlace, 1))) refuse(1000, SIGN_IN_BLOCKED);
+      try {
+        if (!(await takePlace(pairPlace, 1))) refuse(1000, SIGN_IN_BLOCKED);
+      } catch (err) {
+        address.settle(true);
+        throw err;
+      }
       try {
         if (!(await takePlace(accountPlace, ACCOUNT_PARALLEL))) refuse(1000, SIGN_IN_BLOCKED);
         try {
@@ -165,10 +215,13 @@ export function createAuthThrottle(o: { redis: RedisClient; keys: RedisKeys; log
           try {
             result = await verify();
           } catch (err) {
-            if (err instanceof UnauthorizedError) await recordFailure(account, pair);
+            if (err instanceof UnauthorizedError) {
+              address.settle(false);
+              await recordFailure(account, pair);
+            }
             throw err;
           }
-          address.valid();
+          address.settle(true);
           await Promise.all([
             pairFailures.delete(pair),
             pairBlocks.delete(pair),
@@ -180,6 +233,8 @@ export function createAuthThrottle(o: { redis: RedisClient; keys: RedisKeys; log
         }
       } finally {
         leavePlace(pairPlace);
+        // a sign-in refused before its password was checked charges nothing (settled once)
+        address.settle(true);
       }
     },
   };
