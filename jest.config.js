@@ -29,6 +29,7 @@ module.exports = {
     '^@svc/testing$': '<rootDir>/packages/testing/src/index.ts',
     '^@svc/testing/api$': '<rootDir>/packages/testing/src/api.ts',
     '^@svc/api$': '<rootDir>/apps/api/src/index.ts',
+    '^@svc/agent$': '<rootDir>/packages/agent/src/index.ts',
   },
   globalSetup: '<rootDir>/test/global-setup.ts',
   globalTeardown: '<rootDir>/test/global-teardown.ts',

@@ -8,7 +8,7 @@ import path from 'node:path';
  * shared helpers import no test folder.
  */
 const ROOT = path.resolve(__dirname, '..');
-const WORKSPACES = ['packages/core', 'packages/cli', 'packages/testing', 'apps/api', 'apps/dispatcher', 'apps/agent-sim', 'apps/console'];
+const WORKSPACES = ['packages/core', 'packages/cli', 'packages/agent', 'packages/testing', 'apps/api', 'apps/dispatcher', 'apps/agent-sim', 'apps/console'];
 /** the package names by which one layer reaches an app */
 const APP_MODULES = ['@svc/api', '@svc/testing/api'];
 
@@ -122,5 +122,17 @@ describe('the core surface', () => {
     };
     for (const app of ['apps/api/src', 'apps/dispatcher/src', 'apps/agent-sim/src']) walk(path.join(ROOT, app));
     expect(offenders).toEqual([]);
+  });
+});
+
+describe('the robot SDK', () => {
+  it('holds no database, Redis or platform code: only ws and Node (a robot holds its machine key alone)', () => {
+    const dir = path.join(ROOT, 'packages/agent/src');
+    const files = readdirSync(dir).filter((f) => f.endsWith('.ts'));
+    expect(files.length).toBeGreaterThan(1);
+    const external = files.flatMap((f) => specifiers(readFileSync(path.join(dir, f), 'utf8')).filter((s) => !s.startsWith('.')));
+    expect([...new Set(external)].sort()).toEqual(['node:os', 'ws']);
+    const pkg = JSON.parse(readFileSync(path.join(ROOT, 'packages/agent/package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    expect(Object.keys(pkg.dependencies)).toEqual(['ws']);
   });
 });

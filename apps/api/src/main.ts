@@ -2,6 +2,7 @@ import http from 'node:http';
 import { ConfigError, onShutdownSignals, parseConfig, startMetricsServer, startTracing, stopTracing } from '@svc/core';
 import { createApp } from './app';
 import { buildDeps } from './deps';
+import { createAgentHub } from './agent/hub';
 
 async function main(): Promise<void> {
   const config = parseConfig(process.env);
@@ -12,6 +13,9 @@ async function main(): Promise<void> {
   const app = createApp(deps);
   const server = http.createServer(app.callback());
   server.keepAliveTimeout = 65_000;
+  // robots' connections (docs/agent-protocol.md)
+  const agents = createAgentHub(deps);
+  agents.attach(server);
   const listening = new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
   // the state gauges name every workspace: off the public port unless METRICS_TOKEN guards it there
   const metrics = config.metricsPort === undefined
@@ -22,6 +26,8 @@ async function main(): Promise<void> {
     await listening;
     // open event streams never finish by themselves
     await deps.streams.close();
+    // robots reconnect to another replica; their runs live on through their leases
+    await agents.close();
     await (await metrics?.catch(() => null))?.close();
     // stop accepting, let in-flight requests finish, then close connections
     await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -31,7 +31,7 @@ import { addItem, addItemToQueueNamed, addItemsBulk, getActiveQueueByName, listI
 import { releaseQueueItems, releaseUnknownClaims, settleAndClaimItems, applyItemRetryPolicy } from './queue-items/transitions';
 import { redriveQueueItems, reviewQueueItem } from './dispatch/review';
 import { findRunEndedAs, finishJob, renewJobLeases, reportJobProgress, startJob } from './dispatch/job-run';
-import { findMachineByKey, recordGoodbye, recordHeartbeat } from './machines/heartbeat';
+import { findLiveMachineKeys, findMachineByKey, recordGoodbye, recordHeartbeat } from './machines/heartbeat';
 import { giveUpMachineJobs, failOrphans, markSlaBreaches, pendingStops, sweepOfflineMachines, timeOutJobs } from './dispatch/sweeps';
 import { machineHasWaitingJobs, queuesNeedingConsumers, startQueueConsumers } from './dispatch/consumers';
 import { reconcilePendingJobs } from './dispatch/reconcile';
@@ -137,7 +137,7 @@ export function createEngine(deps: EngineDeps) {
     review: bind(services, { decide: reviewQueueItem, redrive: redriveQueueItems }),
     /** A machine's agent: its heartbeat, its runs and the items its consumers take. */
     machines: bind(sql, {
-      findByKey: findMachineByKey, heartbeat: recordHeartbeat, goodbye: recordGoodbye, giveUpJobs: giveUpMachineJobs,
+      findByKey: findMachineByKey, liveKeys: findLiveMachineKeys, heartbeat: recordHeartbeat, goodbye: recordGoodbye, giveUpJobs: giveUpMachineJobs,
       startJob, renewLeases: renewJobLeases, reportProgress: reportJobProgress, finishJob, findRunEndedAs, pendingStops,
       askInput: askJobInput, readInput: readJobInput, appendLogs: appendJobLogs,
       settleAndClaim: settleAndClaimItems, releaseItems: releaseQueueItems, releaseUnknownClaims, hasWaitingJobs: machineHasWaitingJobs,

@@ -58,7 +58,7 @@ export type { OutboxRelay } from './outbox/relay';
 // Dispatch: the BullMQ catalogue, the port effects are published through, a job's life on its machine, sweeps.
 export { noopDispatch } from './dispatch/port';
 export type { DispatchJobRef, DispatchPort } from './dispatch/port';
-export { findMachineByKey, pickMachineForFollowUp, recordGoodbye, recordHeartbeat } from './machines/heartbeat';
+export { findLiveMachineKeys, findMachineByKey, pickMachineForFollowUp, recordGoodbye, recordHeartbeat } from './machines/heartbeat';
 export type { AgentMachine } from './machines/heartbeat';
 export {
   DISPATCH_QUEUE, DISPATCH_SCHEDULERS, IDEMPOTENCY_PURGE_EVERY_MS, machineQueueName, queueDisplayName,
@@ -231,3 +231,5 @@ export {
   startTracing, stopTracing, tracingEnabled, withSpan, withTraceCarrier, currentTraceCarrier, describeActiveSpan, activeTraceIds, SpanKind,
 } from './tracing';
 export type { TraceCarrier } from './tracing';
+export { REQUESTS as AGENT_REQUESTS, CLOSE as AGENT_CLOSE, MAX_MESSAGE_BYTES as AGENT_MAX_MESSAGE_BYTES } from './machines/protocol';
+export type { RequestType as AgentRequestType, RequestOf as AgentRequestOf } from './machines/protocol';

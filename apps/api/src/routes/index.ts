@@ -21,6 +21,7 @@ import { queueItemReviewRoutes } from './settings/queue-item-review';
 import { workSettingsRoutes } from './settings/work';
 import { auditLogRoutes } from './settings/audit-log';
 import { eventRoutes } from './settings/events';
+import { agentRoutes } from './agent';
 
 type ResourceRoutes = (rc: RouteContext) => AppRouter;
 
@@ -49,6 +50,7 @@ const RESOURCES: ResourceRoutes[] = [
   machineRoutes,
   assetRoutes,
   authRoutes,
+  agentRoutes,
 ];
 
 export function apiRoutes(deps: ApiDeps, rc: RouteContext = { deps, keyStore: deps.apiKeys }): AppRouter {

@@ -1,0 +1,194 @@
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type WebSocket } from 'ws';
+import {
+  AGENT_CLOSE, AGENT_MAX_MESSAGE_BYTES, AppError, MACHINE_KEY_PREFIX, UnauthorizedError, bearerToken, clientIp, createRedis, decodeAbort, sha256Hex,
+  type AgentMachine, type RedisClient,
+} from '@svc/core';
+import type { ApiDeps } from '../deps';
+import { MachineSession, type SessionDeps } from './session';
+
+/** The path robots connect to (docs/agent-protocol.md). */
+export const AGENT_PATH = '/api/v1/agent/connect';
+/** How often the connected machines' keys are checked (rotated, deactivated). */
+const CHECK_MS = 500;
+/** Messages a connection may send per second before its requests are refused (429 replies). */
+const MESSAGES_PER_SECOND = 500;
+
+/**
+ * The robots connected to this API process (docs/decisions/agent-protocol.md). It upgrades
+ * `GET /api/v1/agent/connect` to a WebSocket for a valid machine key (401 and 429 answered before
+ * the upgrade, the key looked up only within the address's failure budget), keeps one session per
+ * connection, and:
+ * - passes each stop published on Redis (from any replica or the dispatcher) to the session
+ *   holding the job;
+ * - checks every CHECK_MS, in one statement, that each connection's key still opens its machine:
+ *   a rotated key or a deactivated machine is cut within a second (close 4001);
+ * - when a machine connects, tells every replica, and the older connection of that machine is
+ *   closed (4002): a robot whose previous socket half-died does not hold two sets of slots.
+ */
+export interface AgentHub {
+  attach(server: Server): void;
+  readonly size: number;
+  close(): Promise<void>;
+}
+
+export function createAgentHub(deps: ApiDeps): AgentHub {
+  const { config, engine, logger, keys } = deps;
+  const wss = new WebSocketServer({ noServer: true, maxPayload: AGENT_MAX_MESSAGE_BYTES });
+  const heartbeatMs = Math.max(200, Math.min(5000, Math.floor((config.machineOfflineAfterSeconds * 1000) / 3)));
+  const sessionDeps: SessionDeps = {
+    engine, redis: config.redis, bullPrefix: keys.bull, logger,
+    heartbeatMs,
+    // a run's lease spans at least three heartbeats, like a machine's silence before it is offline
+    leaseSeconds: Math.max(config.machineOfflineAfterSeconds, (3 * heartbeatMs) / 1000),
+  };
+  const connectedChannel = `${keys.prefix}:agent:connected`;
+  const sessions = new Map<string, { session: MachineSession; connection: string }>();
+  let sub: RedisClient | null = null;
+  let subscribed: Promise<unknown> | null = null;
+  let timer: NodeJS.Timeout | null = null;
+  let closing = false;
+
+  const subscriber = (): Promise<unknown> => {
+    if (subscribed) return subscribed;
+    const s = createRedis(config.redis, { blocking: true });
+    sub = s;
+    s.on('error', () => undefined);
+    s.on('message', (channel: string, raw: string) => {
+      if (channel === connectedChannel) {
+        const news = parseConnected(raw);
+        const held = news && sessions.get(news.machine_id);
+        if (held && held.connection !== news.connection) void held.session.close(AGENT_CLOSE.replaced, 'la máquina se conectó de nuevo');
+        return;
+      }
+      const msg = decodeAbort(raw);
+      if (msg) sessions.get(msg.machine_id)?.session.onAbort(msg);
+    });
+    subscribed = s.subscribe(keys.jobStops, connectedChannel);
+    return subscribed;
+  };
+
+  const check = async (): Promise<void> => {
+    const held = [...sessions.values()].map((h) => h.session);
+    if (held.length === 0) return;
+    try {
+      const live = new Set(await engine.machines.liveKeys(held.map((s) => ({ id: s.machine.id, keyHashHex: s.keyHashHex }))));
+      for (const s of held) if (!live.has(s.machine.id)) void s.close(AGENT_CLOSE.credentialLapsed, 'la clave de la máquina ya no es válida');
+    } catch (err) {
+      logger.warn('machine keys could not be checked', { err: (err as Error).message });
+    }
+  };
+
+  const refuse = (socket: Duplex, err: AppError, requestId: string): void => {
+    const body = JSON.stringify({ success: false, error: { code: err.code, message: err.message, request_id: requestId } });
+    const extra = Object.entries(err.headers ?? {}).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+    socket.end(
+      `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\n${extra}Connection: close\r\n\r\n${body}`,
+    );
+  };
+
+  const upgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
+    const requestId = randomUUID();
+    socket.on('error', () => undefined);
+    try {
+      if (closing) throw new AppError('HTTP_ERROR', 503, 'El servidor se está deteniendo');
+      const key = bearerToken(req.headers.authorization);
+      if (!key || !key.startsWith(MACHINE_KEY_PREFIX) || key.length > 256) throw new UnauthorizedError();
+      const ip = clientIp(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'] as string | undefined, config.trustedProxyCount);
+      const address = await deps.authThrottle.beforeLookup(ip);
+      const machine = await engine.machines.findByKey(key).catch((err) => {
+        address.settle(true);
+        throw err;
+      });
+      address.settle(!!machine);
+      if (!machine) throw new UnauthorizedError();
+      await subscriber();
+      wss.handleUpgrade(req, socket, head, (ws) => void accept(ws, machine, sha256Hex(key)));
+    } catch (err) {
+      if (err instanceof AppError) refuse(socket, err, requestId);
+      else {
+        logger.error('machine connection failed', { err: (err as Error).message });
+        socket.destroy();
+      }
+    }
+  };
+
+  const accept = async (ws: WebSocket, machine: AgentMachine, keyHashHex: string): Promise<void> => {
+    const connection = randomUUID();
+    const session = new MachineSession(sessionDeps, ws, machine, keyHashHex);
+    const earlier = sessions.get(machine.id);
+    if (earlier) void earlier.session.close(AGENT_CLOSE.replaced, 'la máquina se conectó de nuevo');
+    sessions.set(machine.id, { session, connection });
+    void deps.redis.publish(connectedChannel, JSON.stringify({ machine_id: machine.id, connection })).catch(() => undefined);
+    timer ??= setInterval(() => void check(), CHECK_MS).unref();
+    let window = Math.floor(Date.now() / 1000);
+    let count = 0;
+    ws.on('message', (data, isBinary) => {
+      if (isBinary) {
+        void session.close(1003, 'solo mensajes de texto JSON');
+        return;
+      }
+      const now = Math.floor(Date.now() / 1000);
+      if (now !== window) {
+        window = now;
+        count = 0;
+      }
+      if (++count > MESSAGES_PER_SECOND) {
+        void session.close(AGENT_CLOSE.rateLimited, 'demasiados mensajes');
+        return;
+      }
+      void session.onMessage(data.toString());
+    });
+    ws.on('close', () => {
+      if (sessions.get(machine.id)?.session === session) sessions.delete(machine.id);
+      if (sessions.size === 0 && timer) {
+        clearInterval(timer);
+        timer = null;
+      }
+      void session.close(AGENT_CLOSE.normal, '');
+    });
+    ws.on('error', () => undefined);
+    try {
+      await session.start();
+    } catch (err) {
+      logger.warn('machine session could not start', { err: (err as Error).message });
+      await session.close(1011, 'no se pudo iniciar la sesión');
+    }
+  };
+
+  return {
+    attach(server) {
+      server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+        if ((req.url ?? '').split('?')[0] !== AGENT_PATH) {
+          refuse(socket, new AppError('NOT_FOUND', 404), randomUUID());
+          return;
+        }
+        void upgrade(req, socket, head);
+      });
+    },
+    get size() {
+      return sessions.size;
+    },
+    async close() {
+      closing = true;
+      if (timer) clearInterval(timer);
+      timer = null;
+      await Promise.all([...sessions.values()].map((h) => h.session.close(AGENT_CLOSE.goingAway, 'el servidor se detiene')));
+      sessions.clear();
+      sub?.disconnect();
+      wss.close();
+    },
+  };
+}
+
+function parseConnected(raw: string): { machine_id: string; connection: string } | null {
+  try {
+    const m = JSON.parse(raw) as { machine_id?: unknown; connection?: unknown };
+    return typeof m.machine_id === 'string' && typeof m.connection === 'string' ? { machine_id: m.machine_id, connection: m.connection } : null;
+  } catch {
+    return null;
+  }
+}

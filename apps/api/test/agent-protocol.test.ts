@@ -1,0 +1,169 @@
+import http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import WebSocket from 'ws';
+import { connect, type Robot } from '@svc/agent';
+import { seedWorkspace, waitFor } from '@svc/testing';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import { createAgentHub, type AgentHub } from '../src/agent/hub';
+
+/**
+ * Robots that hold only their machine key (docs/agent-protocol.md): a job triggered through the
+ * API runs on a robot connected over the machine protocol, a stop reaches it, its writes are
+ * fenced and scoped to its machine, hostile messages get error replies, and a rotated key cuts
+ * the connection.
+ */
+describe('the machine protocol', () => {
+  let t: ApiTestContext;
+  let hub: AgentHub;
+  let server: http.Server;
+  let base: string;
+  const robots: Robot[] = [];
+
+  beforeAll(async () => {
+    t = await createApiTestContext({ machineOfflineAfterSeconds: 3 });
+    hub = createAgentHub(t.deps);
+    server = http.createServer(t.app.callback());
+    hub.attach(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await Promise.all(robots.map((r) => r.close(1000)));
+    await hub.close();
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+    await t.close();
+  });
+
+  const trigger = (key: string, body: Record<string, unknown>) =>
+    t.http.post('/api/v1/jobs/trigger').set('X-API-Key', key).send(body);
+  const jobOf = async (key: string, id: string) => (await t.http.get(`/api/v1/jobs/${id}`).set('X-API-Key', key)).body.data;
+
+  it('runs a job triggered through the API on a robot that holds only its machine key, and stops one', async () => {
+    const ws = await seedWorkspace(t.sql);
+    const process_ = await ws.process();
+    const machine = await ws.machine({ slots: 2 });
+    const seen: string[] = [];
+    const robot = connect({
+      url: base,
+      machineKey: machine.machineKey,
+      onJob: async (ctx) => {
+        seen.push(ctx.job.id);
+        await ctx.progress(50, 'a mitad');
+        await ctx.log('línea del robot');
+        if (ctx.job.input?.wait) {
+          await new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
+        }
+        return { doubled: Number(ctx.job.input?.n ?? 0) * 2 };
+      },
+    });
+    robots.push(robot);
+    expect((await robot.ready).id).toBe(machine.row.id);
+
+    const done = await trigger(ws.key, { process_id: process_.id, machine_id: machine.row.id, input_data: { n: 21 } });
+    expect(done.status).toBe(201);
+    const id = done.body.data.id as string;
+    await waitFor('the job to complete', async () => (await jobOf(ws.key, id)).status === 'completed');
+    const job = await jobOf(ws.key, id);
+    expect(job.output_data).toEqual({ doubled: 42 });
+    expect(job.progress_percent).toBe(50);
+    const logs = await t.http.get(`/api/v1/settings/jobs/${id}/logs`).set('Authorization', `Bearer ${ws.adminToken}`);
+    expect(logs.text).toContain('línea del robot');
+
+    const long = await trigger(ws.key, { process_id: process_.id, machine_id: machine.row.id, input_data: { wait: true } });
+    const longId = long.body.data.id as string;
+    await waitFor('the robot to run it', async () => seen.includes(longId));
+    expect((await t.http.post(`/api/v1/jobs/${longId}/stop`).set('X-API-Key', ws.key)).status).toBe(200);
+    await waitFor('the job to end stopped', async () => (await jobOf(ws.key, longId)).status === 'stopped');
+  });
+
+  it('refuses a connection without a valid machine key before the upgrade, in the error envelope', async () => {
+    for (const authorization of [undefined, 'Bearer svc_ak_not-a-machine-key', `Bearer svc_mk_${'x'.repeat(300)}`, 'Basic abc']) {
+      const refused = await rawUpgradeStatus(base, authorization);
+      expect([authorization, refused.line]).toEqual([authorization, expect.stringMatching(/^HTTP\/1\.1 401/)]);
+    }
+    const status = await rawUpgradeStatus(base, 'Bearer svc_mk_nope');
+    expect(status.line).toMatch(/^HTTP\/1\.1 401/);
+    expect(JSON.parse(status.body)).toMatchObject({ success: false, error: { code: 'UNAUTHORIZED' } });
+    expect((await rawUpgradeStatus(base, undefined, '/api/v1/agent/elsewhere')).line).toMatch(/^HTTP\/1\.1 404/);
+  });
+
+  it('answers hostile messages with error replies, keeps the connection, and scopes jobs to the connection', async () => {
+    const ws = await seedWorkspace(t.sql);
+    const machine = await ws.machine();
+    const sock = new WebSocket(`${base.replace('http', 'ws')}/api/v1/agent/connect`, { headers: { Authorization: `Bearer ${machine.machineKey}` } });
+    const messages: Array<Record<string, unknown>> = [];
+    sock.on('message', (d) => messages.push(JSON.parse(d.toString()) as Record<string, unknown>));
+    await new Promise((resolve, reject) => { sock.once('open', resolve); sock.once('error', reject); });
+    await waitFor('the welcome', async () => messages.some((m) => m.type === 'welcome'));
+    const replyTo = async (re: number | null) => {
+      await waitFor(`the reply to ${re}`, async () => messages.some((m) => m.type === 'reply' && m.re === re));
+      return messages.find((m) => m.type === 'reply' && m.re === re) as { error?: { code: string; details?: unknown } };
+    };
+    sock.send('not json');
+    expect((await replyTo(null)).error?.code).toBe('VALIDATION_ERROR');
+    sock.send(JSON.stringify({ id: 1, type: 'job.unknown' }));
+    expect((await replyTo(1)).error?.code).toBe('VALIDATION_ERROR');
+    sock.send(JSON.stringify({ id: 2, type: 'job.progress', job_id: 'x\u0000', attempt: 'one' }));
+    expect((await replyTo(2)).error?.code).toBe('VALIDATION_ERROR');
+    let deep: unknown = {};
+    for (let i = 0; i < 200; i++) deep = { a: deep };
+    sock.send(JSON.stringify({ id: 3, type: 'job.finish', job_id: '00000000-0000-4000-8000-000000000000', attempt: 1, status: 'completed', output_data: deep }));
+    expect((await replyTo(3)).error?.code).toMatch(/VALIDATION_ERROR|NOT_FOUND/);
+    // a job of another machine (of another workspace) is as missing as one that does not exist
+    const other = await seedWorkspace(t.sql);
+    const otherJob = await t.sql`insert into jobs (tenant_id, process_id, machine_id, status, attempt, started_at)
+      values (${other.tenant.id}, ${(await other.process()).id as string}, ${(await other.machine()).row.id as string}, 'running', 1, now()) returning id`;
+    sock.send(JSON.stringify({ id: 4, type: 'job.finish', job_id: otherJob[0]!.id, attempt: 1, status: 'completed' }));
+    expect((await replyTo(4)).error?.code).toBe('NOT_FOUND');
+    const [row] = await t.sql`select status from jobs where id = ${otherJob[0]!.id as string}`;
+    expect(row!.status).toBe('running');
+    // the connection still works
+    sock.send(JSON.stringify({ id: 5, type: 'heartbeat', running: [] }));
+    expect((await replyTo(5)).error).toBeUndefined();
+    sock.close();
+  });
+
+  it('cuts a connection off within a second of its key being rotated or its machine deactivated (4001); the old key opens nothing', async () => {
+    const ws = await seedWorkspace(t.sql);
+    const machine = await ws.machine();
+    const sock = new WebSocket(`${base.replace('http', 'ws')}/api/v1/agent/connect`, { headers: { Authorization: `Bearer ${machine.machineKey}` } });
+    await new Promise((resolve, reject) => { sock.once('open', resolve); sock.once('error', reject); });
+    const closed = new Promise<number>((resolve) => sock.once('close', (code) => resolve(code)));
+    const rotated = await t.http.post(`/api/v1/settings/machines/${machine.row.id as string}/rotate-key`).set('Authorization', `Bearer ${ws.adminToken}`);
+    expect(rotated.status).toBe(200);
+    expect(await closed).toBe(4001);
+    expect((await rawUpgradeStatus(base, `Bearer ${machine.machineKey}`)).line).toMatch(/^HTTP\/1\.1 401/);
+    // the SDK gives up on a refused key instead of retrying for ever
+    const refused = connect({ url: base, machineKey: machine.machineKey, onJob: async () => undefined });
+    await expect(refused.ready).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
+
+    const second = await ws.machine();
+    const other = new WebSocket(`${base.replace('http', 'ws')}/api/v1/agent/connect`, { headers: { Authorization: `Bearer ${second.machineKey}` } });
+    await new Promise((resolve, reject) => { other.once('open', resolve); other.once('error', reject); });
+    const otherClosed = new Promise<number>((resolve) => other.once('close', (code) => resolve(code)));
+    await t.sql`update machines set is_active = false where id = ${second.row.id as string}`;
+    expect(await otherClosed).toBe(4001);
+  });
+});
+
+/** The status line and body of an upgrade request, read off a raw socket. */
+async function rawUpgradeStatus(base: string, authorization?: string, path = '/api/v1/agent/connect'): Promise<{ line: string; body: string }> {
+  const { port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const s = net.connect(Number(port), '127.0.0.1', () => {
+      s.write(
+        `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n` +
+        `Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${authorization ? `Authorization: ${authorization}\r\n` : ''}\r\n`,
+      );
+    });
+    let text = '';
+    s.on('data', (d) => (text += d.toString()));
+    s.on('end', () => {
+      const [head = '', body = ''] = text.split('\r\n\r\n');
+      resolve({ line: head.split('\r\n')[0] ?? '', body });
+    });
+    s.on('error', reject);
+  });
+}

@@ -1,0 +1,67 @@
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { seedWorkspace, startApiProcess, testSuite, waitFor, type ApiProcess } from '@svc/testing';
+
+/**
+ * README "Write a robot": the example, exactly as printed there, runs as a robot process that
+ * holds only SVC_URL and its machine key, against an API process, and completes a job triggered
+ * through the public API.
+ */
+const ROOT = path.resolve(__dirname, '../../..');
+const suite = testSuite();
+jest.setTimeout(60_000);
+
+function readmeRobot(): string {
+  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  const m = /<!-- robot-example -->\s*```js\n([\s\S]*?)```/.exec(readme);
+  if (!m) throw new Error('README.md has no robot example');
+  return m[1]!;
+}
+
+it('the README robot runs a job triggered through the API, with its key alone', async () => {
+  const code = readmeRobot();
+  expect(code.split('\n').length).toBeLessThanOrEqual(30);
+  const ws = await seedWorkspace(suite.ctx.sql);
+  const proc = await ws.process({ name: 'saludo' });
+  const machine = await ws.machine();
+  const api: ApiProcess = await startApiProcess(suite.ctx.childEnv);
+  // the dispatcher hands the triggered job to the machine's queue
+  suite.children.dispatcher(suite.ctx);
+  // nothing of the platform's own environment: the base URL and the machine key
+  const robot = spawn(process.execPath, ['--input-type=module', '-e', code], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', SVC_URL: api.url, MACHINE_KEY: machine.machineKey },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  robot.stdout.on('data', (d) => (output += d.toString()));
+  robot.stderr.on('data', (d) => (output += d.toString()));
+  try {
+    await waitFor('the robot to connect', async () => {
+      if (robot.exitCode !== null) throw new Error(`the robot exited: ${output}`);
+      return output.includes('robot connected');
+    });
+    const res = await fetch(`${api.url}/api/v1/jobs/trigger`, {
+      method: 'POST',
+      headers: { 'X-API-Key': ws.key, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ process_id: proc.id, machine_id: machine.row.id, input_data: { name: 'Ada' } }),
+    });
+    expect(res.status).toBe(201);
+    const id = ((await res.json()) as { data: { id: string } }).data.id;
+    const job = await waitFor('the job to complete', async () => {
+      const r = (await (await fetch(`${api.url}/api/v1/jobs/${id}`, { headers: { 'X-API-Key': ws.key } })).json()) as { data: Record<string, unknown> };
+      return r.data?.status === 'completed' ? r.data : null;
+    }, 30_000, 500);
+    expect(job.output_data).toEqual({ greeting: 'hola, Ada' });
+    expect(job.progress_percent).toBe(100);
+    robot.kill('SIGTERM');
+    expect(await new Promise((resolve) => robot.once('exit', resolve))).toBe(0);
+    const [m] = await suite.ctx.sql`select status from machines where id = ${machine.row.id as string}`;
+    expect(m!.status).toBe('offline');
+  } finally {
+    if (robot.exitCode === null) robot.kill('SIGKILL');
+    await suite.children.stopAll();
+    await api.stop();
+  }
+});
