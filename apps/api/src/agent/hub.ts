@@ -66,7 +66,13 @@ export function createAgentHub(deps: ApiDeps): AgentHub {
       const msg = decodeAbort(raw);
       if (msg) sessions.get(msg.machine_id)?.session.onAbort(msg);
     });
-    subscribed = s.subscribe(keys.jobStops, connectedChannel);
+    subscribed = s.subscribe(keys.jobStops, connectedChannel).catch((err) => {
+      // Redis away: the next connection tries again
+      subscribed = null;
+      sub = null;
+      s.disconnect();
+      throw err;
+    });
     return subscribed;
   };
 
