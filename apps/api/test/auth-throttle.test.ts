@@ -1,5 +1,5 @@
 import { createLogger, createRedis, createUser, RateLimitError, redisKeys } from '@svc/core';
-import { freePort, seedApiKey, seedTenant, seedUser } from '@svc/testing';
+import { freePort, seedApiKey, seedTenant, seedUser, waitFor } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { createHashGate } from '../src/auth/hash-gate';
 import { ACCOUNT_FREE_FAILURES, LOOKUPS_IN_FLIGHT, PAIR_FREE_FAILURES, addressOf, createAuthThrottle } from '../src/auth/throttle';
@@ -199,6 +199,23 @@ describe('failed credential budget per address', () => {
     for (let i = 0; i < 12; i++) {
       expect((await t.http.get('/api/v1/auth/me').set('X-Forwarded-For', from).set('Authorization', `Bearer ${token}`)).status).toBe(200);
     }
+  });
+
+  it('shares the budget across replicas: a replica that never saw the address lets one more look-up through, then refuses', async () => {
+    const make = () => createAuthThrottle({ redis: t.redis, keys: redisKeys(t.config.redisPrefix), logger: createLogger({ service: 'test', silent: true }), failuresPerAddress: 5 });
+    const [a, b] = [make(), make()];
+    const attacker = address();
+    for (let i = 0; i < 5; i++) (await a.beforeLookup(attacker)).settle(false);
+    const refuses = (replica: typeof a) => async () => replica.beforeLookup(attacker).then((turn) => {
+      turn.settle(true);
+      return false;
+    }, (err) => err instanceof RateLimitError);
+    // the failures are counted in the background; then the replica that saw them refuses
+    await waitFor('the replica that counted them to refuse', refuses(a));
+    // the other replica has no failure of the address in mind: one look-up, whose failure tells it
+    const once = await b.beforeLookup(attacker);
+    once.settle(false);
+    await waitFor('the other replica to refuse too', refuses(b));
   });
 
   it('charges refused access tokens too', async () => {

@@ -121,25 +121,50 @@ export function createAuthThrottle(o: { redis: RedisClient; keys: RedisKeys; log
     };
   };
 
-  /** 429 while the address is over its failure budget (known here, or in Redis). */
+  /** address hash → until when a failure this process counted for it stays in the window */
+  const failedLately = new Map<string, number>();
+
+  /**
+   * 429 while the address is over its failure budget. Redis is asked only about an address this
+   * process saw fail within the window: a valid credential of a well-behaved client costs no
+   * round trip, and an address failing on other replicas is caught here by its first failure
+   * (whose count says it is over), so each replica lets at most one look-up more through.
+   */
   const refuseIfOverBudget = async (key: string): Promise<void> => {
     const until = blockedUntil.get(key);
     if (until !== undefined) {
       if (until > Date.now()) refuse(until - Date.now());
       blockedUntil.delete(key);
     }
+    const lately = failedLately.get(key);
+    if (lately === undefined) return;
+    if (lately <= Date.now()) {
+      failedLately.delete(key);
+      return;
+    }
     const res = await addressFailures.get(key);
     if (res && res.consumedPoints >= o.failuresPerAddress) {
-      if (blockedUntil.size > 10_000) blockedUntil.clear();
-      blockedUntil.set(key, Date.now() + res.msBeforeNext);
+      block(key, res.msBeforeNext);
       refuse(res.msBeforeNext);
     }
   };
 
-  const charge = (key: string): Promise<unknown> =>
-    addressFailures.consume(key).catch((rejection) => {
-      if (!(rejection instanceof RateLimiterRes)) o.logger.warn('failed credential not counted', { err: (rejection as Error).message });
-    });
+  const block = (key: string, ms: number): void => {
+    if (blockedUntil.size > 10_000) blockedUntil.clear();
+    blockedUntil.set(key, Date.now() + ms);
+  };
+
+  const charge = async (key: string): Promise<void> => {
+    if (failedLately.size > 10_000) failedLately.clear();
+    failedLately.set(key, Date.now() + ADDRESS_WINDOW_SECONDS * 1000);
+    try {
+      const res = await addressFailures.consume(key);
+      if (res.consumedPoints >= o.failuresPerAddress) block(key, res.msBeforeNext);
+    } catch (rejection) {
+      if (rejection instanceof RateLimiterRes) block(key, rejection.msBeforeNext);
+      else o.logger.warn('failed credential not counted', { err: (rejection as Error).message });
+    }
+  };
 
   const addressKey = (ip: string) => sha256Hex(addressOf(ip));
   const accountKey = (email: string) => sha256Hex(email.trim().toLowerCase());
