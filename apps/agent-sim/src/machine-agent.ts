@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
-import { DelayedError, Worker, type Job } from 'bullmq';
+import { Worker, type Job } from 'bullmq';
 import {
-  createEngine, createRedis, machineQueueName, retryOnConnectionLoss,
+  createEngine, createRedis, machineQueueName, retryOnConnectionLoss, skipDelivery,
   type AgentMachine, type Engine, type BullDispatch, type DbOutage, type FinishResult, type JobAbortMessage, type JobEnd, type Logger,
   type JobInputMessage, type MachineJobPayload, type RedisTarget, type Sql, type StartedJob, SpanKind, withSpan, withTraceCarrier,
 } from '@svc/core';
@@ -236,13 +236,7 @@ export class MachineAgent {
     // this delivery's name: asked again after a lost answer, the start returns our own run
     const holder = randomUUID();
     const res = await this.db('starting a job', () => this.engine.startJob(job.data.job_id, this.machine.id, { holder, leaseSeconds }));
-    if ('skipped' in res) {
-      if (res.skipped === 'not_before') {
-        await job.moveToDelayed(res.not_before.getTime(), token);
-        throw new DelayedError();
-      }
-      return { skipped: true, status: res.status };
-    }
+    if ('skipped' in res) return skipDelivery(job, token, res);
     const run = res.started;
     const life = new RunLife(leaseSeconds * 1000, this.deps.outage, this.giveUp.signal);
     this.running.set(run.id, { bullId: job.id!, attempt: run.attempt, consumer: !!run.queue_id, life });

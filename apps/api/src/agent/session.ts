@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { DelayedError, Worker, type Job } from 'bullmq';
+import { Worker, type Job } from 'bullmq';
 import type { WebSocket } from 'ws';
 import {
-  AGENT_CLOSE, AGENT_REQUESTS, AppError, ConflictError, NotFoundError, ValidationError, createRedis, machineQueueName, validate,
+  AGENT_CLOSE, AGENT_REQUESTS, AppError, ConflictError, NotFoundError, ValidationError, createRedis, machineQueueName, skipDelivery, validate,
   type AgentMachine, type AgentRequestOf, type AgentRequestType, type Engine, type JobAbortMessage, type Logger, type MachineJobPayload, type RedisTarget,
 } from '@svc/core';
 
@@ -144,13 +144,7 @@ export class MachineSession {
   private async handOff(job: Job<MachineJobPayload>, token: string | undefined): Promise<unknown> {
     if (this.closed) throw new Error('connection closed');
     const res = await this.deps.engine.machines.startJob(job.data.job_id, this.machine.id, { holder: randomUUID(), leaseSeconds: this.deps.leaseSeconds });
-    if ('skipped' in res) {
-      if (res.skipped === 'not_before') {
-        await job.moveToDelayed(res.not_before.getTime(), token);
-        throw new DelayedError();
-      }
-      return { skipped: true, status: res.status };
-    }
+    if ('skipped' in res) return skipDelivery(job, token, res);
     const run = res.started;
     this.owned.set(run.id, run.attempt);
     const ended = new Promise<void>((resolve) => this.handOffs.set(run.id, resolve));
