@@ -113,7 +113,10 @@ export class MachineSession {
         return { status: job.status };
       }
       case 'bye':
-        setImmediate(() => void this.goodbye());
+        // no job is handed out any more, and the machine is offline before the robot hears back
+        await this.stopWorker();
+        await this.deps.engine.machines.goodbye(this.machine.id);
+        setImmediate(() => void this.close(AGENT_CLOSE.normal, 'bye'));
         return {};
     }
   }
@@ -206,11 +209,6 @@ export class MachineSession {
   private lost(jobId: string): AppError {
     this.release(jobId);
     return new ConflictError('Este intento del job ya no es el vigente');
-  }
-
-  private async goodbye(): Promise<void> {
-    await this.close(AGENT_CLOSE.normal, 'bye');
-    await this.deps.engine.machines.goodbye(this.machine.id).catch((err) => this.log.warn('goodbye not recorded', { err: (err as Error).message }));
   }
 
   /** Ends the connection: runs are left to their leases (the robot may come back anywhere). */
