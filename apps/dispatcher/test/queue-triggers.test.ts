@@ -75,6 +75,9 @@ it("gives a queue's consumer settings' jobs the default trigger's id", async () 
   const [def] = await ctx.sql`select id from triggers where queue_id = ${queue.id} and is_queue_default`;
   await addItems(queue.name, 3);
   await waitFor('every item completed', async () => ((await itemStatusCounts(ctx.sql, queue.id)).completed ?? 0) === 3, 30_000);
+  // the consumer finishes its last item before its job ends: wait for the job, then ask the stats
+  await waitFor('the consumer job ended', async () =>
+    (await jobsOfQueue(queue.id)).every((j) => !['pending', 'running', 'waiting_input'].includes(j.status)), 30_000);
   const jobs = await jobsOfQueue(queue.id);
   expect(jobs.length).toBeGreaterThan(0);
   for (const j of jobs) expect(j.trigger_id).toBe(def!.id);
