@@ -136,3 +136,19 @@ describe('the robot SDK', () => {
     expect(Object.keys(pkg.dependencies)).toEqual(['ws']);
   });
 });
+
+describe('agent-sim', () => {
+  it('is a robot on the SDK: from @svc/core it takes only logging, metrics, tracing and signal handling, and no Redis or BullMQ', () => {
+    const dir = path.join(ROOT, 'apps/agent-sim/src');
+    const sources = readdirSync(dir).filter((f) => f.endsWith('.ts')).map((f) => readFileSync(path.join(dir, f), 'utf8'));
+    const external = new Set(sources.flatMap((src) => specifiers(src).filter((s) => !s.startsWith('.'))));
+    expect([...external].sort()).toEqual(['@svc/agent', '@svc/core', 'node:fs']);
+    const fromCore = new Set(sources.flatMap((src) => [...src.matchAll(/import (?:type )?\{([^}]*)\} from '@svc\/core'/g)]
+      .flatMap((m) => m[1]!.split(',').map((n) => n.trim().replace(/^type /, '')).filter(Boolean))));
+    const allowed = new Set(['MAX_TAKE', 'Logger', 'createLogger', 'onShutdownSignals', 'startMetricsServer', 'startTracing', 'stopTracing', 'SpanKind', 'withSpan', 'withTraceCarrier', 'currentTraceCarrier']);
+    expect([...fromCore].filter((n) => !allowed.has(n))).toEqual([]);
+    expect(fromCore.has('createLogger')).toBe(true);
+    const pkg = JSON.parse(readFileSync(path.join(ROOT, 'apps/agent-sim/package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    expect(Object.keys(pkg.dependencies).sort()).toEqual(['@svc/agent', '@svc/core']);
+  });
+});

@@ -1,13 +1,15 @@
+import type { AbortReason } from '@svc/agent';
+
 /**
- * Why a run is being aborted. `stop` (a person asked) and `shutdown` (the agent is leaving) let
- * the current queue item finish; the others interrupt at once because the run no longer owns
- * its work.
+ * Why a run is being aborted (the robot SDK's reasons). `stop` (a person asked) and `shutdown`
+ * (the agent is leaving) let the current queue item finish; `timeout` (the job's own time ran out
+ * here) and `lost` (the platform already ended the run) interrupt at once.
  */
-export type RunAbortReason = 'stop' | 'shutdown' | 'local-timeout' | 'timeout' | 'lost';
+export type RunAbortReason = AbortReason;
 
 export function reasonOf(signal: AbortSignal): RunAbortReason {
   const r = signal.reason;
-  return r === 'stop' || r === 'shutdown' || r === 'local-timeout' || r === 'timeout' || r === 'lost' ? r : 'lost';
+  return r === 'stop' || r === 'shutdown' || r === 'timeout' || r === 'lost' ? r : 'lost';
 }
 
 export class AbortedError extends Error {
@@ -35,8 +37,8 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 /**
  * Simulated robot work: `ms` of it, interruptible like `sleep`, showing a sign of life about every
- * half second (`alive`), as a real robot's runtime does while it works; the agent renews the run's
- * lease only while such signs come (docs/decisions/postgres-outages.md).
+ * half second (`alive`), as a real robot's runtime does while it works; the robot SDK renews the
+ * run's lease only while such signs come (its `livenessMs`).
  */
 export async function work(ms: number, signal: AbortSignal | undefined, alive: () => void): Promise<void> {
   const until = Date.now() + ms;

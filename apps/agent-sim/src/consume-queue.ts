@@ -1,9 +1,7 @@
-import type {
-  ClaimedItem, ItemOutcome, JobEnd, SettleAndClaimResult, StartedJob,
-} from '@svc/core';
+import type { ItemOutcome, JobEndFields, QueueItem } from '@svc/agent';
 import { directiveOf, sample } from './behaviour';
 import { AbortedError, crashNow, reasonOf, stall, work } from './abort';
-import { JobLog, type RunContext } from './run-job';
+import { JobLog, report, type RunContext } from './run-job';
 import { AutoPrefetch, takeSize } from './prefetch';
 
 const PROGRESS_EVERY_MS = 500;
@@ -21,16 +19,18 @@ const YIELD_CHECK_MS = 2000;
  * go back to `new` untouched. A timeout or a lost ownership interrupts the item at once: the
  * engine fails it and its retry policy applies.
  *
- * Postgres may go away at any moment (a restart, a failover): every call waits it out with
- * back-off, and a round trip whose answer was lost is resolved by the fencing rules before the
- * loop goes on (see `roundTrip`), so the consumer neither dies nor forgets an item.
+ * The platform may go away at any moment (an API replica, Postgres): the SDK waits for it and
+ * sends a round trip whose answer was lost again as a repeat, which the platform resolves by the
+ * fencing rules (it hands back whatever that take gave this job beyond the items named `held`),
+ * so the consumer neither dies nor forgets an item.
  */
-export async function consumeQueue(ctx: RunContext, run: StartedJob): Promise<JobEnd> {
+export async function consumeQueue(ctx: RunContext): Promise<JobEndFields> {
+  const { run } = ctx;
   const queueId = run.queue_id!;
   const b = ctx.behaviour;
   const log = new JobLog();
   const counts = { completed: 0, pending_review: 0, failed: 0, refused: 0 };
-  let buffer: ClaimedItem[] = [];
+  let buffer: QueueItem[] = [];
   let outcomes: ItemOutcome[] = [];
   let lastProgress = Date.now();
   let lastYieldCheck = Date.now();
@@ -57,34 +57,15 @@ export async function consumeQueue(ctx: RunContext, run: StartedJob): Promise<Jo
     counts.refused += sent - settled.length;
   };
 
-  /**
-   * Settles `outcomes` and takes `take` items, in one statement. When its answer is lost, the
-   * statement may or may not have been applied: the same outcomes are sent again with nothing to
-   * take (a repeat of an applied settle is accepted again), whatever the lost take may have
-   * handed to this job unseen goes back to `new` (releaseUnknownClaims), and only then does it
-   * take afresh. Nothing is settled twice and no item stays `in_progress` unknown to its holder.
-   */
-  const roundTrip = async (take: number): Promise<SettleAndClaimResult> => {
-    let lost = false;
-    return ctx.life.db('settling and taking queue items', async () => {
-      const req = { queueId, jobId: run.id, jobAttempt: run.attempt, machineId: ctx.machine.id };
-      if (!lost) return ctx.machines.settleAndClaim({ ...req, outcomes, take });
-      const { settled } = await ctx.machines.settleAndClaim({ ...req, outcomes, take: 0 });
-      const released = await ctx.machines.releaseUnknownClaims(run.id, buffer.map((i) => i.id));
-      if (released) log.line(`${released} elementos tomados sin respuesta (conexión perdida) devueltos a la cola`);
-      const { claimed } = take > 0 ? await ctx.machines.settleAndClaim({ ...req, outcomes: [], take }) : { claimed: [] };
-      return { settled, claimed };
-    }, () => {
-      lost = true;
-    });
-  };
+  /** Settles `outcomes` and takes `take` items, in one round trip (see above for a lost answer). */
+  const roundTrip = (take: number) => ctx.job.items.take({ outcomes, take, held: buffer.map((i) => i.id) });
 
   try {
     while (!ctx.signal.aborted) {
       if (buffer.length === 0) {
         if (Date.now() - lastYieldCheck >= YIELD_CHECK_MS) {
           lastYieldCheck = Date.now();
-          if (await ctx.life.db('looking for waiting jobs', () => ctx.machines.hasWaitingJobs(ctx.machine.id, run.id))) {
+          if (await ctx.job.items.othersWaiting()) {
             yielded = true;
             log.line('Otro job espera esta máquina: el consumidor cede su slot');
             break;
@@ -94,33 +75,43 @@ export async function consumeQueue(ctx: RunContext, run: StartedJob): Promise<Jo
         const res = await roundTrip(takeSize(b.prefetch, auto));
         account(res.settled, sent);
         outcomes = [];
-        buffer = res.claimed;
+        buffer = res.items;
         if (buffer.length === 0) break;
       }
       const item = buffer.shift()!;
       const started = performance.now();
-      outcomes.push(await processItem(ctx, run, item, itemAbort.signal));
+      outcomes.push(await processItem(ctx, item, itemAbort.signal));
       auto.observe(performance.now() - started);
       if (Date.now() - lastProgress >= PROGRESS_EVERY_MS) {
         lastProgress = Date.now();
-        await progress(ctx, run, counts, outcomes.length, log);
+        await progress(ctx, counts, outcomes.length, log);
       }
     }
   } catch (err) {
-    if (!(err instanceof AbortedError)) throw err;
-    hardAbort = err;
+    if (!(err instanceof AbortedError) && !ctx.signal.aborted) throw err;
+    hardAbort = err instanceof AbortedError ? err : new AbortedError(reasonOf(ctx.signal));
   } finally {
     ctx.signal.removeEventListener('abort', onAbort);
-    if (outcomes.length) {
-      const sent = outcomes.length;
-      const res = await roundTrip(0);
-      account(res.settled, sent);
-      outcomes = [];
-    }
-    if (buffer.length) {
-      const held = buffer;
-      const released = await ctx.life.db('handing back queue items', () => ctx.machines.releaseItems(run.id, held));
-      log.line(`${released} elementos tomados y no iniciados devueltos a la cola`);
+  }
+  // a run that no longer owns its job settles nothing: its writes would be refused
+  if (reasonOf(ctx.signal) !== 'lost' || !ctx.signal.aborted) {
+    try {
+      if (outcomes.length) {
+        const sent = outcomes.length;
+        const res = await roundTrip(0);
+        account(res.settled, sent);
+        outcomes = [];
+      }
+      if (buffer.length) {
+        const held = buffer;
+        buffer = [];
+        const released = await ctx.job.items.release(held.map((i) => ({ id: i.id, attempt: i.attempt })));
+        log.line(`${released} elementos tomados y no iniciados devueltos a la cola`);
+      }
+    } catch (err) {
+      // refused as stale: the run was lost meanwhile (the SDK aborted its signal)
+      if (!ctx.signal.aborted) throw err;
+      hardAbort ??= new AbortedError(reasonOf(ctx.signal));
     }
   }
 
@@ -130,19 +121,20 @@ export async function consumeQueue(ctx: RunContext, run: StartedJob): Promise<Jo
   const reason = hardAbort ? hardAbort.reason : ctx.signal.aborted ? reasonOf(ctx.signal) : null;
   if (reason === 'stop') {
     log.line('Detenido a petición del usuario');
-    return log.end(ctx, run, { to: 'stopped', output_data: output, progress_message: summary });
+    return log.end({ status: 'stopped', output, message: summary });
   }
-  if (reason === 'local-timeout') {
-    return log.end(ctx, run, { to: 'timed_out', error_message: `Tiempo de ejecución agotado: superó timeout_seconds (${run.timeout_seconds} s)`, output_data: output });
+  if (reason === 'timeout') {
+    return log.end({ status: 'timed_out', error: `Tiempo de ejecución agotado: superó timeout_seconds (${run.timeout_seconds} s)`, output });
   }
-  if (reason === 'timeout' || reason === 'lost') {
-    return log.end(ctx, run, { to: 'failed', error_message: 'El job ya no pertenece a esta ejecución', output_data: output });
+  if (reason === 'lost') {
+    return log.end({ status: 'failed', error: 'El job ya no pertenece a esta ejecución', output });
   }
   // drained, or the agent is shutting down: the consumer did its part either way
-  return log.end(ctx, run, { to: 'completed', output_data: output, progress_percent: 100, progress_message: summary });
+  return log.end({ status: 'completed', output, percent: 100, message: summary });
 }
 
-async function processItem(ctx: RunContext, run: StartedJob, item: ClaimedItem, signal: AbortSignal): Promise<ItemOutcome> {
+async function processItem(ctx: RunContext, item: QueueItem, signal: AbortSignal): Promise<ItemOutcome> {
+  const { run } = ctx;
   const b = ctx.behaviour;
   const d = directiveOf(item.data);
   ctx.journal.write({ event: 'item-start', item_id: item.id, job_id: run.id, machine_id: ctx.machine.id, attempt: item.attempt });
@@ -150,8 +142,8 @@ async function processItem(ctx: RunContext, run: StartedJob, item: ClaimedItem, 
   const started = Date.now();
   const duration = d.duration_ms ?? sample(b.item_duration, ctx.random);
   try {
-    if (d.stall && item.retry_count === 0) await stall(signal);
-    await work(duration, signal, () => ctx.life.sign());
+    if (d.stall && item.retryCount === 0) await stall(signal);
+    await work(duration, signal, () => ctx.job.alive());
   } catch (err) {
     // the robot stopped working on it now: the journal says when (fault tests check overlaps)
     if (err instanceof AbortedError) ctx.journal.write({ event: 'item-end', item_id: item.id, job_id: run.id, machine_id: ctx.machine.id, attempt: item.attempt, outcome: 'aborted' });
@@ -176,11 +168,7 @@ async function processItem(ctx: RunContext, run: StartedJob, item: ClaimedItem, 
   };
 }
 
-async function progress(ctx: RunContext, run: StartedJob, counts: { completed: number; pending_review: number; failed: number }, unsettled: number, log: JobLog): Promise<void> {
+async function progress(ctx: RunContext, counts: { completed: number; pending_review: number; failed: number }, unsettled: number, log: JobLog): Promise<void> {
   const done = counts.completed + counts.pending_review + counts.failed + unsettled;
-  const progress = { progress_message: `${done} elementos procesados`, logs_append: await log.flush(ctx, run) };
-  const res = await ctx.life.db('reporting job progress', () => ctx.machines.reportProgress(run.id, run.attempt, progress));
-  if (!res) ctx.abort('lost');
-  else if (res.stop_requested) ctx.abort('stop');
-  await ctx.bullJob.updateProgress({ items_processed: done }).catch(() => undefined);
+  await report(ctx, { message: `${done} elementos procesados`, log: log.take() });
 }

@@ -1,73 +1,45 @@
-import {
-  ConfigError, DbOutage, createBullDispatch, createLogger, createRedis, createEngine, createPooledSql, databaseSettings, decodeAbort, decodeInputAnswered, onShutdownSignals, parseConfig,
-  retryOnConnectionLoss, startMetricsServer, startTracing, stopTracing,
-} from '@svc/core';
+import { createLogger, onShutdownSignals, startMetricsServer, startTracing, stopTracing } from '@svc/core';
 import { parseOptions, UsageError } from './options';
 import { Journal } from './journal';
-import { MachineAgent } from './machine-agent';
+import { MachineRobot } from './machine-robot';
 
-/** `node apps/agent-sim/dist/main.js --machine-key svc_mk_…` (docs/agent-sim.md). */
+/**
+ * `SVC_URL=http://127.0.0.1:3000 node apps/agent-sim/dist/main.js --machine-key svc_mk_…`
+ * (docs/agent-sim.md). It reaches the platform only through its HTTP API, with each machine's key.
+ */
 async function main(): Promise<void> {
-  const config = parseConfig(process.env);
-  startTracing(process.env, 'agent-sim');
-  const options = parseOptions(process.argv.slice(2), process.env);
-  const logger = createLogger({ level: config.logLevel, service: 'agent-sim' });
-  const sql = createPooledSql(databaseSettings(config), { max: 10 });
-  const redis = createRedis(config.redis);
-  const bull = createBullDispatch({ redis, prefix: config.redisPrefix, logger });
+  const env = process.env;
+  startTracing(env, 'agent-sim');
+  const options = parseOptions(process.argv.slice(2), env);
+  const logger = createLogger({ level: env.LOG_LEVEL ?? 'info', service: 'agent-sim' });
   const journal = new Journal(options.journal);
-  const heartbeatMs = options.heartbeatMs ?? Math.max(200, Math.min(5000, Math.floor((config.machineOfflineAfterSeconds * 1000) / 3)));
-  // a run's lease spans at least three heartbeats, like a machine's silence before it is offline
-  const leaseSeconds = Math.max(config.machineOfflineAfterSeconds, (3 * heartbeatMs) / 1000);
-  const outage = new DbOutage(logger);
-  const { machines } = createEngine({ sql, logger });
-
-  const agents: MachineAgent[] = [];
   const itemsProcessed = { n: 0 };
-  for (const key of options.machineKeys) {
-    // started while Postgres is away: wait for it rather than exit
-    const machine = await retryOnConnectionLoss(() => machines.findByKey(key), { outage, context: 'looking up a machine key' });
-    if (!machine) throw new UsageError(`The machine key ${key.slice(0, 12)}… does not belong to an active machine.`);
-    agents.push(new MachineAgent({ sql, redis: config.redis, bull, logger, options, journal, heartbeatMs, itemsProcessed, outage, leaseSeconds }, machine));
-  }
+  const robots = options.machineKeys.map((key) => new MachineRobot({ url: options.url, logger, options, journal, itemsProcessed }, key));
 
-  // one subscriber for every machine of this process: aborts and answers to a job's question
-  // reach the agent running the job
-  const sub = createRedis(config.redis, { blocking: true });
-  sub.on('message', (channel: string, raw: string) => {
-    if (channel === bull.keys.jobInputs) {
-      const news = decodeInputAnswered(raw);
-      if (news) for (const a of agents) a.onInput(news);
-      return;
-    }
-    const msg = decodeAbort(raw);
-    if (msg) for (const a of agents) a.onAbort(msg);
-  });
-  const started = (async () => {
-    await sub.subscribe(bull.keys.jobStops, bull.keys.jobInputs);
-    for (const a of agents) await a.start();
-  })();
+  const started = Promise.all(robots.map((r) => r.start()));
   // handlers before the start (and its "agent-sim running" line): a signal meanwhile drains once
   // the start is done instead of killing the process with jobs half taken
-  const metrics = config.metricsPort === undefined
+  const metricsPort = env.METRICS_PORT ? Number(env.METRICS_PORT) : undefined;
+  const metrics = metricsPort === undefined
     ? null
-    : startMetricsServer({ port: config.metricsPort, host: config.host, token: config.metricsToken, logger });
+    : startMetricsServer({ port: metricsPort, host: env.HOST ?? '127.0.0.1', token: env.METRICS_TOKEN || undefined, logger });
   onShutdownSignals(logger, async () => {
     await started.catch(() => undefined);
     await (await metrics?.catch(() => null))?.close();
-    await Promise.all(agents.map((a) => a.close(10_000)));
-    sub.disconnect();
-    await bull.close();
-    redis.disconnect();
-    await sql.end({ timeout: 5 });
+    await Promise.all(robots.map((r) => r.close(10_000)));
     journal.close();
     await stopTracing();
   });
-  await Promise.all([started, metrics]);
-  logger.info('agent-sim running', { machines: agents.map((a) => a.machine.name), heartbeat_ms: heartbeatMs });
+  try {
+    await Promise.all([started, metrics]);
+  } catch (err) {
+    if ((err as { code?: string }).code === 'UNAUTHORIZED') throw new UsageError(`A machine key does not belong to an active machine: ${(err as Error).message}`);
+    throw err;
+  }
+  logger.info('agent-sim running', { machines: robots.map((r) => r.machine!.name), url: options.url });
 }
 
 main().catch((err) => {
-  console.error(err instanceof ConfigError || err instanceof UsageError ? err.message : err);
+  console.error(err instanceof UsageError ? err.message : err);
   process.exit(err instanceof UsageError ? 2 : 1);
 });

@@ -4,7 +4,7 @@ import { DEFAULT_BEHAVIOUR, mergeBehaviour, type Behaviour } from './behaviour';
 /**
  * Command line of the simulator (docs/agent-sim.md):
  *
- *   node apps/agent-sim/dist/main.js --machine-key svc_mk_… [--machine-key svc_mk_…]
+ *   SVC_URL=http://… node apps/agent-sim/dist/main.js --machine-key svc_mk_… [--machine-key svc_mk_…]
  *        [--config agent.json] [--duration 1s | 200-800ms] [--item-duration 10-50ms]
  *        [--failure-rate 0.1] [--review-rate 0.05] [--progress-steps 4] [--log-lines 3]
  *        [--input-rate 0.2] [--prefetch auto|N] [--crash none|job-start|mid-job|mid-item] [--crash-after-items N]
@@ -15,6 +15,8 @@ import { DEFAULT_BEHAVIOUR, mergeBehaviour, type Behaviour } from './behaviour';
  * `processes[<process name or id>]`.
  */
 export interface AgentOptions {
+  /** the platform's base URL, or several separated by commas (tried in turn) */
+  url: string;
   machineKeys: string[];
   defaults: Behaviour;
   /** per process name or id: partial behaviour on top of `defaults` */
@@ -53,6 +55,7 @@ export function parseOptions(argv: string[], env: Record<string, string | undefi
   let seed: number | undefined;
   let heartbeatMs: number | undefined;
   let journal: string | undefined = env.AGENT_JOURNAL;
+  let url = env.SVC_URL;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const [flag, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -62,6 +65,7 @@ export function parseOptions(argv: string[], env: Record<string, string | undefi
       return v;
     };
     if (flag === '--machine-key') keys.push(value());
+    else if (flag === '--url') url = value();
     else if (flag === '--config') configPath = value();
     else if (flag === '--seed') seed = Number(value());
     else if (flag === '--heartbeat-ms') heartbeatMs = Number(value());
@@ -82,6 +86,17 @@ export function parseOptions(argv: string[], env: Record<string, string | undefi
   keys.push(...(file.machine_keys ?? []));
   const machineKeys = [...new Set(keys)];
   if (machineKeys.length === 0) throw new UsageError(`no machine key: pass --machine-key svc_mk_… (or AGENT_MACHINE_KEYS)\n\n${HELP}`);
+  const urls = (url ?? '').split(',').map((u) => u.trim()).filter(Boolean);
+  if (urls.length === 0) throw new UsageError(`no platform URL: set SVC_URL (e.g. http://127.0.0.1:3000) or pass --url\n\n${HELP}`);
+  for (const u of urls) {
+    let parsed: URL | null = null;
+    try {
+      parsed = new URL(u);
+    } catch {
+      // reported below
+    }
+    if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) throw new UsageError(`SVC_URL: "${u}" is not an http(s) URL`);
+  }
   let defaults: Behaviour;
   try {
     defaults = mergeBehaviour(mergeBehaviour(DEFAULT_BEHAVIOUR, file.defaults), flagSettings);
@@ -91,7 +106,7 @@ export function parseOptions(argv: string[], env: Record<string, string | undefi
   }
   if (seed !== undefined && !Number.isInteger(seed)) throw new UsageError('--seed must be an integer');
   if (heartbeatMs !== undefined && !(heartbeatMs >= 50)) throw new UsageError('--heartbeat-ms must be at least 50');
-  return { machineKeys, defaults, processes: file.processes ?? {}, seed, heartbeatMs, journal };
+  return { url: urls.join(','), machineKeys, defaults, processes: file.processes ?? {}, seed, heartbeatMs, journal };
 }
 
 /** The behaviour for a process: its entry (by id, else by name) over the defaults. */
@@ -101,11 +116,13 @@ export function behaviourFor(opts: AgentOptions, process: { id: string; name: st
 
 export const HELP = `Usage: agent-sim --machine-key svc_mk_… [--machine-key …] [options]
 
-Runs one simulated robot per machine key: heartbeats, runs jobs, consumes queues.
-Environment: DATABASE_URL, DATABASE_POOLER, REDIS_URL or REDIS_CLUSTER_NODES (+ REDIS_PASSWORD), REDIS_PREFIX, MACHINE_OFFLINE_AFTER_SECONDS,
-             AGENT_MACHINE_KEYS (comma-separated), AGENT_CONFIG (config file path).
+Runs one simulated robot per machine key: heartbeats, runs jobs, consumes queues, reaching the
+platform only through its HTTP API (the machine protocol) with each machine's key.
+Environment: SVC_URL (the platform's base URL; several separated by commas are tried in turn),
+             AGENT_MACHINE_KEYS (comma-separated), AGENT_CONFIG (config file path), LOG_LEVEL, METRICS_PORT.
 
 Options (defaults for every process; the config file can set them per process):
+  --url URL[,URL…]         the platform's base URL (instead of SVC_URL)
   --config FILE            JSON: {"machine_keys": [], "defaults": {}, "processes": {"<name or id>": {}}}
   --duration D             job duration: 250ms, 2s, 100-500ms (uniform)      [500ms-2s]
   --item-duration D        duration of one queue item                        [5-30ms]
@@ -121,5 +138,5 @@ Options (defaults for every process; the config file can set them per process):
   --crash-after-items N    with --crash mid-item: crash during item N+1       [0]
   --failure-message TEXT   error_message of a simulated failure
   --seed N                 repeatable random choices
-  --heartbeat-ms N         heartbeat period [a third of MACHINE_OFFLINE_AFTER_SECONDS, at most 5 s]
+  --heartbeat-ms N         heartbeat more often than the platform asks [the platform's period]
   --journal FILE           append one JSON line per job/item start and end (for tests)`;

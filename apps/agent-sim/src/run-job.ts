@@ -1,129 +1,92 @@
-import type { Job } from 'bullmq';
-import { LOG_APPEND_MAX_BYTES, type AgentMachine, type Engine, type JobEnd, type LogAppend, type Logger, type StartedJob } from '@svc/core';
+import type { JobContext, JobEndFields } from '@svc/agent';
+import type { Logger } from '@svc/core';
 import { directiveOf, metricsAt, metricsProfile, sample, type Behaviour } from './behaviour';
 import { AbortedError, crashNow, reasonOf, stall, work } from './abort';
 import type { Journal } from './journal';
-import type { RunLife } from './run-life';
+
+/** The job a run works on, as agent-sim reads it. */
+export interface SimRun {
+  id: string;
+  attempt: number;
+  process_name: string;
+  input_data: Record<string, unknown> | null;
+  retry_count: number;
+  timeout_seconds: number | null;
+  queue_id: string | null;
+}
 
 /** What a run needs from its agent. */
 export interface RunContext {
-  /** the engine's commands for a machine's agent */
-  machines: Engine['machines'];
-  machine: AgentMachine;
+  /** the robot SDK's handle on the run: its reports, items, questions and signal */
+  job: JobContext;
+  run: SimRun;
+  machine: { id: string; name: string };
   behaviour: Behaviour;
   random: () => number;
   journal: Journal;
   logger: Logger;
-  bullJob: Job;
-  /** aborted with a RunAbortReason (stop, shutdown, local-timeout, timeout, lost) */
+  /** aborted with a RunAbortReason (stop, shutdown, timeout, lost) */
   signal: AbortSignal;
-  /** asks for the run to be aborted (a stop found by polling, a lost ownership) */
-  abort(reason: 'stop' | 'lost'): void;
   /** items processed by this agent process so far (crash mode mid-item) */
   itemsProcessed: { n: number };
-  /** signs of life (the lease) and database calls that wait out a Postgres outage */
-  life: RunLife;
-  /**
-   * Resolves when the agent hears that this job's question was answered (pub/sub), or after
-   * `ms`; rejects with AbortedError when the run is aborted.
-   */
-  inputNews(ms: number): Promise<void>;
-  /** the job's timeout does not run while it waits for input: the local one neither */
-  pauseTimeout(): void;
-  /** the timeout runs again, now until `at` (the engine's new timeout_at) */
-  resumeTimeout(at: Date | null): void;
 }
 
-/** How often a robot waiting for input reads its job when no news comes (a lost pub/sub message). */
-export const INPUT_POLL_MS = 1000;
-
 /**
- * Asks a person (jobs/input.ts: `running → waiting_input`) and waits for the answer, which it
- * returns. The wait shows signs of life (the agent keeps renewing the lease), reads the job on
- * every piece of news and at least every INPUT_POLL_MS, and ends with AbortedError when the run
- * is stopped or no longer owns its job.
+ * Asks a person (the job goes `running → waiting_input`) and waits for the answer, which it
+ * returns; the SDK keeps the run's lease alive and reads the job on every piece of news. Ends with
+ * AbortedError when the run is stopped or no longer owns its job meanwhile.
  */
-export async function askForInput(ctx: RunContext, run: StartedJob, question: { prompt: string; options: Record<string, unknown> }, log: JobLog): Promise<unknown> {
-  const res = await ctx.life.db('asking for input', () => ctx.machines.askInput(run.id, run.attempt, question));
-  if ('refused' in res) {
-    ctx.abort(res.refused === 'stop_requested' ? 'stop' : 'lost');
-    throw new AbortedError(reasonOf(ctx.signal));
-  }
-  ctx.pauseTimeout();
+export async function askForInput(ctx: RunContext, question: { prompt: string; options: Record<string, unknown> }, log: JobLog): Promise<unknown> {
+  const { run } = ctx;
   log.line(`Esperando una respuesta: ${question.prompt}`);
-  ctx.journal.write({ event: 'input-asked', job_id: run.id, machine_id: ctx.machine.id, attempt: run.attempt });
-  for (;;) {
-    await ctx.inputNews(INPUT_POLL_MS);
-    ctx.life.sign();
-    const state = await ctx.life.db('reading the answer', () => ctx.machines.readInput(run.id, run.attempt));
-    if (state?.status === 'running' && state.answer) {
-      ctx.resumeTimeout(state.timeout_at);
-      log.line(`Respuesta recibida: ${JSON.stringify(state.answer.value)}`);
-      ctx.journal.write({ event: 'input-answered', job_id: run.id, machine_id: ctx.machine.id, attempt: run.attempt });
-      return state.answer.value;
-    }
-    if (state?.status === 'waiting_input') continue;
-    ctx.abort(state?.status === 'stopped' || state?.stop_requested ? 'stop' : 'lost');
-    throw new AbortedError(reasonOf(ctx.signal));
+  let value: unknown;
+  try {
+    value = await ctx.job.askForInput(question.prompt, question.options as { choices: unknown[] }, {
+      onWaiting: () => ctx.journal.write({ event: 'input-asked', job_id: run.id, machine_id: ctx.machine.id, attempt: run.attempt }),
+    });
+  } catch (err) {
+    if (ctx.signal.aborted) throw new AbortedError(reasonOf(ctx.signal));
+    throw err;
   }
+  log.line(`Respuesta recibida: ${JSON.stringify(value)}`);
+  ctx.journal.write({ event: 'input-answered', job_id: run.id, machine_id: ctx.machine.id, attempt: run.attempt });
+  return value;
 }
 
 /**
- * The run's log as the robot writes it: lines are kept only until they are sent, appended to the
- * job in Postgres with the next progress report (one statement), numbered so a report repeated
- * after a lost answer appends once. The engine bounds the whole log (docs/decisions/job-logs.md).
+ * The run's log as the robot writes it: lines are kept only until they are sent with the next
+ * report or the run's end (the SDK numbers them, so a report repeated after a lost answer appends
+ * once, and splits what is too long for one message).
  */
 export class JobLog {
   private pending = '';
-  private seq = 0;
   line(message: string): void {
     this.pending += `${new Date().toISOString()} ${message}\n`;
   }
-  /** The lines written since the last take, as numbered appends of at most LOG_APPEND_MAX_BYTES. */
-  take(): LogAppend[] {
-    const texts = splitForAppend(this.pending);
+  /** The lines written since the last take ('' when none). */
+  take(): string {
+    const text = this.pending;
     this.pending = '';
-    return texts.map((text) => ({ text, seq: ++this.seq }));
-  }
-  /**
-   * Everything not sent yet: all but the last append go on their own (only past 64 KiB of new
-   * lines), the last is returned to ride on the caller's statement (a progress report, the end).
-   */
-  async flush(ctx: RunContext, run: StartedJob): Promise<LogAppend | undefined> {
-    const appends = this.take();
-    const last = appends.pop();
-    // a run that lost its job appends nothing: its progress report or end finds that out
-    for (const a of appends) await ctx.life.db('appending to the job log', () => ctx.machines.appendLogs(run.id, run.attempt, a));
-    return last;
+    return text;
   }
   /** The run's end with the lines still unsent. */
-  async end(ctx: RunContext, run: StartedJob, end: JobEnd): Promise<JobEnd> {
-    const last = await this.flush(ctx, run);
-    return last ? { ...end, logs_append: last } : end;
+  end(end: JobEndFields): JobEndFields {
+    const text = this.take();
+    return text ? { ...end, log: text } : end;
   }
 }
 
-/** Splits text at line ends into pieces of at most LOG_APPEND_MAX_BYTES (a longer line is cut). */
-export function splitForAppend(text: string, max = LOG_APPEND_MAX_BYTES): string[] {
-  if (text === '') return [];
-  if (Buffer.byteLength(text, 'utf8') <= max) return [text];
-  const out: string[] = [];
-  let current = '';
-  let size = 0;
-  for (const raw of text.split(/(?<=\n)/)) {
-    // at most 4 bytes per character: a cut line always fits
-    const line = Buffer.byteLength(raw, 'utf8') > max ? `${raw.slice(0, Math.floor(max / 4) - 1)}\n` : raw;
-    const n = Buffer.byteLength(line, 'utf8');
-    if (size + n > max) {
-      out.push(current);
-      current = '';
-      size = 0;
-    }
-    current += line;
-    size += n;
+/**
+ * A report of the run (fenced by its attempt, repeated safely after a lost answer): the SDK
+ * aborts the run's signal when a stop was requested or the run no longer owns its job.
+ */
+export async function report(ctx: RunContext, r: Parameters<JobContext['report']>[0]): Promise<void> {
+  try {
+    await ctx.job.report(r);
+  } catch (err) {
+    if (!ctx.signal.aborted) throw err;
   }
-  if (current) out.push(current);
-  return out;
+  if (ctx.signal.aborted) throw new AbortedError(reasonOf(ctx.signal));
 }
 
 /**
@@ -131,7 +94,8 @@ export function splitForAppend(text: string, max = LOG_APPEND_MAX_BYTES): string
  * progress and log lines as it goes (each write fenced by the run's attempt), then completes or
  * fails. A stop ends it `stopped` at once; the local timeout ends it `timed_out`.
  */
-export async function runSimulatedJob(ctx: RunContext, run: StartedJob): Promise<JobEnd> {
+export async function runSimulatedJob(ctx: RunContext): Promise<JobEndFields> {
+  const { run } = ctx;
   const b = ctx.behaviour;
   const directive = directiveOf(run.input_data);
   const duration = directive.duration_ms ?? sample(b.duration, ctx.random);
@@ -150,31 +114,25 @@ export async function runSimulatedJob(ctx: RunContext, run: StartedJob): Promise
   try {
     if (directive.stall && run.retry_count === 0) await stall(ctx.signal);
     for (let i = 1; i <= steps; i++) {
-      await work(duration / steps, ctx.signal, () => ctx.life.sign());
+      await work(duration / steps, ctx.signal, () => ctx.job.alive());
       if (b.crash === 'mid-job' && i * 2 >= steps) crashNow();
       const due = Math.floor((i * b.log_lines) / steps);
       for (; linesWritten < due; linesWritten++) log.line(`Paso ${i} de ${steps}: línea de registro ${linesWritten + 1}`);
       percent = Math.round((i / steps) * 100);
-      const progress = {
-        progress_percent: percent,
-        progress_message: `Paso ${i} de ${steps}`,
-        logs_append: await log.flush(ctx, run),
-        resource_metrics: metricsAt(profile, Date.now() - started, duration),
-      };
-      // fenced and idempotent: safe to send again after a lost answer
-      const res = await ctx.life.db('reporting job progress', () => ctx.machines.reportProgress(run.id, run.attempt, progress));
-      if (!res) ctx.abort('lost');
-      else if (res.stop_requested) ctx.abort('stop');
-      if (ctx.signal.aborted) throw new AbortedError(reasonOf(ctx.signal));
-      await ctx.bullJob.updateProgress(percent).catch(() => undefined);
+      await report(ctx, {
+        percent,
+        message: `Paso ${i} de ${steps}`,
+        log: log.take(),
+        metrics: metricsAt(profile, Date.now() - started, duration),
+      });
       if (i === askAt) {
-        const value = await askForInput(ctx, run, { prompt: forced.prompt ?? b.input_prompt, options: forced.options ?? b.input_options }, log);
+        const value = await askForInput(ctx, { prompt: forced.prompt ?? b.input_prompt, options: forced.options ?? b.input_options }, log);
         input = { value };
       }
     }
   } catch (err) {
     if (!(err instanceof AbortedError)) throw err;
-    return log.end(ctx, run, endAborted(ctx, run, err, log, percent, metricsAt(profile, Date.now() - started, duration)));
+    return log.end(endAborted(ctx, err, log, percent, metricsAt(profile, Date.now() - started, duration)));
   }
   const elapsed = Date.now() - started;
   const fail = directive.outcome ? directive.outcome === 'fail' : ctx.random() < b.failure_rate;
@@ -182,12 +140,12 @@ export async function runSimulatedJob(ctx: RunContext, run: StartedJob): Promise
   if (fail) {
     const message = directive.error_message ?? b.failure_message;
     log.line(`Error: ${message}`);
-    return log.end(ctx, run, { to: 'failed', error_message: message, resource_metrics: metrics, progress_percent: percent });
+    return log.end({ status: 'failed', error: message, metrics, percent });
   }
   log.line('Terminado correctamente');
-  return log.end(ctx, run, {
-    to: 'completed',
-    output_data: {
+  return log.end({
+    status: 'completed',
+    output: {
       ...b.output,
       ...(directive.output ?? {}),
       ...(input ? { input_value: input.value } : {}),
@@ -195,31 +153,30 @@ export async function runSimulatedJob(ctx: RunContext, run: StartedJob): Promise
       machine: ctx.machine.name,
       duration_ms: Math.round(elapsed),
     },
-    resource_metrics: metrics,
-    progress_percent: 100,
-    progress_message: 'Terminado',
+    metrics,
+    percent: 100,
+    message: 'Terminado',
   });
 }
 
-function endAborted(ctx: RunContext, run: StartedJob, err: AbortedError, log: JobLog, percent: number, metrics: ReturnType<typeof metricsAt>): JobEnd {
+function endAborted(ctx: RunContext, err: AbortedError, log: JobLog, percent: number, metrics: ReturnType<typeof metricsAt>): JobEndFields {
   switch (err.reason) {
     case 'stop':
       log.line('Detenido a petición del usuario');
-      return { to: 'stopped', resource_metrics: metrics, progress_percent: percent, progress_message: 'Detenido' };
-    case 'local-timeout':
-      log.line(`Tiempo agotado (${run.timeout_seconds} s)`);
+      return { status: 'stopped', metrics, percent, message: 'Detenido' };
+    case 'timeout':
+      log.line(`Tiempo agotado (${ctx.run.timeout_seconds} s)`);
       return {
-        to: 'timed_out',
-        error_message: `Tiempo de ejecución agotado: superó timeout_seconds (${run.timeout_seconds} s)`,
-        resource_metrics: metrics,
-        progress_percent: percent,
+        status: 'timed_out',
+        error: `Tiempo de ejecución agotado: superó timeout_seconds (${ctx.run.timeout_seconds} s)`,
+        metrics,
+        percent,
       };
     case 'shutdown':
       log.line('El agente se detuvo antes de terminar');
-      return { to: 'failed', error_message: `El agente de la máquina ${ctx.machine.name} se detuvo antes de terminar el job`, resource_metrics: metrics };
-    case 'timeout':
+      return { status: 'failed', error: `El agente de la máquina ${ctx.machine.name} se detuvo antes de terminar el job`, metrics };
     case 'lost':
-      // the dispatcher already ended this job; the guarded write below will be refused
-      return { to: 'failed', error_message: 'El job ya no pertenece a esta ejecución' };
+      // the platform already ended this job; the fenced end below will be refused
+      return { status: 'failed', error: 'El job ya no pertenece a esta ejecución' };
   }
 }

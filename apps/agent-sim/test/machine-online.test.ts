@@ -25,7 +25,7 @@ it('a job end that finds its machine offline brings it back and its queue gets a
   const d = children.dispatcher(ctx, SLOW_ENGINE);
   await waitFor('the dispatcher', async () => d.output().includes('dispatcher started'));
   // heartbeats once a minute: the job's end is the agent's only write in the test's time
-  const a = children.agent(ctx, ['--machine-key', m.machineKey, '--heartbeat-ms', '60000', '--duration', '1500ms', '--item-duration', '5ms'], SLOW_ENGINE);
+  const a = await children.agent(ctx, ['--machine-key', m.machineKey, '--heartbeat-ms', '60000', '--duration', '1500ms', '--item-duration', '5ms'], SLOW_ENGINE);
   await waitFor('the agent', async () => a.output().includes('agent-sim running'));
 
   const job = await seedJob(ctx.sql, ws.tenant.id, { process_id: other.id, machine_id: m.row.id });

@@ -1,10 +1,21 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { seedWorkspace, tempFile, testSuite, waitFor, type TestContext } from '@svc/testing';
 import { DEFAULT_BEHAVIOUR, createRandom, metricsAt, metricsProfile, parseDistribution, sample, simulateMetrics } from '../src/behaviour';
 import { behaviourFor, parseOptions, UsageError } from '../src/options';
 
+const URL_ENV = { SVC_URL: 'http://127.0.0.1:3000' };
+
 /** The simulator's command line and behaviour settings, and its crash mode on a real agent. */
 describe('command line and config file', () => {
+  it('needs the platform URL (SVC_URL or --url), one or several http(s) URLs, and nothing else of the platform', () => {
+    expect(() => parseOptions(['--machine-key', 'k'], {})).toThrow(/no platform URL: set SVC_URL/);
+    expect(() => parseOptions(['--machine-key', 'k'], { SVC_URL: ' , ' })).toThrow(/no platform URL/);
+    expect(() => parseOptions(['--machine-key', 'k'], { SVC_URL: 'postgres://127.0.0.1/db' })).toThrow('SVC_URL: "postgres://127.0.0.1/db" is not an http(s) URL');
+    expect(() => parseOptions(['--machine-key', 'k', '--url', 'not a url'], {})).toThrow(/is not an http\(s\) URL/);
+    expect(parseOptions(['--machine-key', 'k'], { SVC_URL: 'http://a:3000, https://b.example.com' }).url).toBe('http://a:3000,https://b.example.com');
+    expect(parseOptions(['--machine-key', 'k', '--url', 'https://c'], URL_ENV).url).toBe('https://c');
+  });
+
   it('reads durations as fixed values and uniform ranges', () => {
     expect(parseDistribution('250ms')).toEqual({ dist: 'fixed', ms: 250 });
     expect(parseDistribution('2s')).toEqual({ dist: 'fixed', ms: 2000 });
@@ -17,10 +28,10 @@ describe('command line and config file', () => {
   it('reads --input-rate and the question per process, and refuses a rate outside 0..1', () => {
     const config = tempFile('input.json');
     writeFileSync(config, JSON.stringify({ processes: { approvals: { input_rate: 1, input_options: { schema: { type: 'number' } } } } }));
-    const opts = parseOptions(['--machine-key', 'svc_mk_x', '--input-rate', '0.25', '--config', config], {});
+    const opts = parseOptions(['--machine-key', 'svc_mk_x', '--input-rate', '0.25', '--config', config], URL_ENV);
     expect(opts.defaults).toMatchObject({ input_rate: 0.25, input_options: { choices: ['continuar', 'cancelar'] } });
     expect(behaviourFor(opts, { id: 'p1', name: 'approvals' })).toMatchObject({ input_rate: 1, input_options: { schema: { type: 'number' } } });
-    expect(() => parseOptions(['--machine-key', 'svc_mk_x', '--input-rate', '2'], {})).toThrow(/input_rate must be between 0 and 1/);
+    expect(() => parseOptions(['--machine-key', 'svc_mk_x', '--input-rate', '2'], URL_ENV)).toThrow(/input_rate must be between 0 and 1/);
   });
 
   it('samples every distribution within its bounds, repeatably with a seed', () => {
@@ -59,7 +70,7 @@ describe('command line and config file', () => {
       defaults: { failure_rate: 0.2, log_lines: 7 },
       processes: { 'invoice-bot': { failure_rate: 0.9, item_duration: '1-2ms' }, 'b6d7c7f0-0000-4000-8000-000000000001': { crash: 'mid-job' } },
     }));
-    const opts = parseOptions(['--machine-key', 'svc_mk_a', '--config', file, '--failure-rate', '0.5', '--prefetch=4'], { AGENT_MACHINE_KEYS: 'svc_mk_b, svc_mk_a' });
+    const opts = parseOptions(['--machine-key', 'svc_mk_a', '--config', file, '--failure-rate', '0.5', '--prefetch=4'], { ...URL_ENV, AGENT_MACHINE_KEYS: 'svc_mk_b, svc_mk_a' });
     expect(opts.machineKeys).toEqual(['svc_mk_a', 'svc_mk_b', 'svc_mk_from_file']);
     expect(opts.defaults).toMatchObject({ failure_rate: 0.5, log_lines: 7, prefetch: 4 });
     expect(behaviourFor(opts, { id: 'x', name: 'invoice-bot' })).toMatchObject({ failure_rate: 0.9, log_lines: 7, item_duration: { dist: 'uniform', min_ms: 1, max_ms: 2 } });
@@ -68,19 +79,19 @@ describe('command line and config file', () => {
   });
 
   it('refuses a missing key, an unknown option and a bad value with one sentence', () => {
-    expect(() => parseOptions([], {})).toThrow(UsageError);
-    expect(() => parseOptions(['--machine-key', 'k', '--speed', '3'], {})).toThrow(/unknown option --speed/);
-    expect(() => parseOptions(['--machine-key', 'k', '--failure-rate', '2'], {})).toThrow(/between 0 and 1/);
-    expect(() => parseOptions(['--machine-key', 'k', '--crash', 'sometimes'], {})).toThrow(/crash must be/);
-    expect(() => parseOptions(['--machine-key', 'k', '--prefetch', '0'], {})).toThrow('prefetch must be auto or an integer from 1 to 100');
-    expect(() => parseOptions(['--machine-key', 'k', '--prefetch', '101'], {})).toThrow('prefetch must be auto or an integer from 1 to 100');
-    expect(() => parseOptions(['--machine-key', 'k', '--prefetch', 'lots'], {})).toThrow('prefetch must be auto or an integer from 1 to 100');
+    expect(() => parseOptions([], URL_ENV)).toThrow(UsageError);
+    expect(() => parseOptions(['--machine-key', 'k', '--speed', '3'], URL_ENV)).toThrow(/unknown option --speed/);
+    expect(() => parseOptions(['--machine-key', 'k', '--failure-rate', '2'], URL_ENV)).toThrow(/between 0 and 1/);
+    expect(() => parseOptions(['--machine-key', 'k', '--crash', 'sometimes'], URL_ENV)).toThrow(/crash must be/);
+    expect(() => parseOptions(['--machine-key', 'k', '--prefetch', '0'], URL_ENV)).toThrow('prefetch must be auto or an integer from 1 to 100');
+    expect(() => parseOptions(['--machine-key', 'k', '--prefetch', '101'], URL_ENV)).toThrow('prefetch must be auto or an integer from 1 to 100');
+    expect(() => parseOptions(['--machine-key', 'k', '--prefetch', 'lots'], URL_ENV)).toThrow('prefetch must be auto or an integer from 1 to 100');
   });
 
   it('takes prefetch auto by default, and auto or a number from a flag', () => {
-    expect(parseOptions(['--machine-key', 'k'], {}).defaults.prefetch).toBe('auto');
-    expect(parseOptions(['--machine-key', 'k', '--prefetch', '1'], {}).defaults.prefetch).toBe(1);
-    expect(parseOptions(['--machine-key', 'k', '--prefetch', '7', '--prefetch', 'auto'], {}).defaults.prefetch).toBe('auto');
+    expect(parseOptions(['--machine-key', 'k'], URL_ENV).defaults.prefetch).toBe('auto');
+    expect(parseOptions(['--machine-key', 'k', '--prefetch', '1'], URL_ENV).defaults.prefetch).toBe(1);
+    expect(parseOptions(['--machine-key', 'k', '--prefetch', '7', '--prefetch', 'auto'], URL_ENV).defaults.prefetch).toBe('auto');
   });
 });
 
@@ -91,9 +102,19 @@ describe('the agent process', () => {
   beforeAll(() => ({ ctx } = suite));
 
   it('exits with status 2 and a clear sentence for a key of no active machine', async () => {
-    const agent = children.agent(ctx, ['--machine-key', 'svc_mk_nobody']);
+    const agent = await children.agent(ctx, ['--machine-key', 'svc_mk_nobody']);
     expect(await agent.exited).toBe(2);
     expect(agent.output()).toMatch(/does not belong to an active machine/);
+  });
+
+  it('runs holding only SVC_URL and its keys: no database, Redis or encryption setting in its environment', async () => {
+    const ws = await seedWorkspace(ctx.sql);
+    const m = await ws.machine();
+    const agent = await children.agent(ctx, ['--machine-key', m.machineKey]);
+    await waitFor('the machine online', async () => (await ctx.sql`select status from machines where id = ${m.row.id}`)[0]!.status === 'online');
+    const names = readFileSync(`/proc/${agent.proc.pid}/environ`, 'utf8').split('\0').map((e) => e.split('=')[0]!).filter(Boolean);
+    expect(names).toContain('SVC_URL');
+    expect(names.filter((n) => /^(DATABASE_|REDIS_|PG|ASSET_ENCRYPTION_KEY$)/.test(n))).toEqual([]);
   });
 
   it('crash mode mid-item kills the agent while it holds an item, after the given number of items', async () => {
@@ -103,7 +124,7 @@ describe('the agent process', () => {
     const m = await ws.machine();
     await ctx.sql`insert into queue_items (tenant_id, queue_id, data) select ${ws.tenant.id}, ${queue.id}, '{}'::jsonb from generate_series(1, 5)`;
     children.dispatcher(ctx);
-    const agent = children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '1ms', '--prefetch', '1', '--crash', 'mid-item', '--crash-after-items', '2']);
+    const agent = await children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '1ms', '--prefetch', '1', '--crash', 'mid-item', '--crash-after-items', '2']);
     expect(await agent.exited).toBe(-1);
     expect(agent.proc.signalCode).toBe('SIGKILL');
     const rows = await ctx.sql`select status from queue_items where queue_id = ${queue.id}`;

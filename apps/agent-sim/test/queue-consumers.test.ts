@@ -57,7 +57,7 @@ describe('a queue with a consumer process', () => {
     const m2 = await ws.machine({ slots: 2 });
     const { proc, queue } = await consumerQueue({ max_consumers: 2 });
     const journal = tempFile('journal.jsonl');
-    children.agent(ctx, ['--machine-key', m1.machineKey, '--machine-key', m2.machineKey, '--item-duration', '5ms', '--journal', journal]);
+    await children.agent(ctx, ['--machine-key', m1.machineKey, '--machine-key', m2.machineKey, '--item-duration', '5ms', '--journal', journal]);
     expect(await addBulk(queue.name, Array.from({ length: 60 }, (_, i) => ({ n: i })))).toBe(60);
     await addItem(queue.name, { data: { single: true }, reference: 'R-1' });
     await allFinal(queue.id, 61, ['completed']);
@@ -92,7 +92,7 @@ describe('a queue with a consumer process', () => {
     const m1 = await ws.machine({ slots: 3 });
     const m2 = await ws.machine({ slots: 3 });
     const { queue } = await consumerQueue({ max_consumers: 2 });
-    children.agent(ctx, ['--machine-key', m1.machineKey, '--machine-key', m2.machineKey, '--item-duration', '20ms']);
+    await children.agent(ctx, ['--machine-key', m1.machineKey, '--machine-key', m2.machineKey, '--item-duration', '20ms']);
     for (let i = 0; i < 4; i++) await addBulk(queue.name, Array.from({ length: 15 }, (_, k) => ({ batch: i, k })));
     await allFinal(queue.id, 60, ['completed']);
     // the last consumer may still be finding the queue empty: let every consumer end first
@@ -128,7 +128,7 @@ describe('a queue with a consumer process', () => {
     const ids = new Map<string, string>();
     for (const [ref, extra] of specs) ids.set((await addItem(queue.name, { data: { ref }, reference: ref, ...extra })).id, ref);
     const journal = tempFile('journal.jsonl');
-    children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '2ms', '--prefetch', '1', '--journal', journal]);
+    await children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '2ms', '--prefetch', '1', '--journal', journal]);
     await allFinal(queue.id, specs.length, ['completed']);
     const order = readJournal(journal).filter((e) => e.event === 'item-start' && ids.has(e.item_id!)).map((e) => ids.get(e.item_id!));
     expect(order).toEqual(['p5-soon', 'p5-later', 'p5-a', 'p4', 'p3-soon', 'p3-later', 'p3-a', 'p3-b', 'p3-c', 'p1-soon']);
@@ -140,7 +140,7 @@ describe('a queue with a consumer process', () => {
     const slow = await consumerQueue({ max_consumers: 1 });
     const config = tempFile('agent.json');
     writeFileSync(config, JSON.stringify({ processes: { [fast.proc.id]: { item_duration: 0 }, [slow.proc.id]: { item_duration: '12ms' } } }));
-    children.agent(ctx, ['--machine-key', m.machineKey, '--config', config]);
+    await children.agent(ctx, ['--machine-key', m.machineKey, '--config', config]);
     await addBulk(fast.queue.name, Array.from({ length: 40 }, (_, i) => ({ n: i })));
     await allFinal(fast.queue.id, 40, ['completed']);
     await addBulk(slow.queue.name, Array.from({ length: 12 }, (_, i) => ({ n: i })));
@@ -159,7 +159,7 @@ describe('a queue with a consumer process', () => {
     const m = await ws.machine({ slots: 1 });
     const { queue } = await consumerQueue({ max_consumers: 1 });
     const journal = tempFile('journal.jsonl');
-    children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '60ms', '--prefetch', String(K), '--journal', journal]);
+    await children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '60ms', '--prefetch', String(K), '--journal', journal]);
     // a backlog of at least 6 s of work: still there when the urgent item arrives, however slow the host
     await addBulk(queue.name, Array.from({ length: 100 }, (_, i) => ({ n: i })));
     await waitFor('a few items processed', async () => (await itemStatusCounts(ctx.sql, queue.id)).completed! >= 4);
@@ -179,7 +179,7 @@ describe('a queue with a consumer process', () => {
   it('honours postpone: a postponed item is taken only after its postpone time', async () => {
     const m = await ws.machine({ slots: 1 });
     const { queue } = await consumerQueue();
-    children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '2ms']);
+    await children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '2ms']);
     // far enough ahead that it is still postponed when the ready item is done, however slow the host
     const postpone = new Date(Date.now() + 3_600_000);
     const later = await addItem(queue.name, { data: { later: true }, priority: 5, postpone: postpone.toISOString() });
@@ -207,7 +207,7 @@ describe('a queue with a consumer process', () => {
     const m = await ws.machine({ slots: 1 });
     const { queue } = await consumerQueue({ max_retries: 2 });
     const journal = tempFile('journal.jsonl');
-    children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '2ms', '--journal', journal]);
+    await children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '2ms', '--journal', journal]);
     const bad = await addItem(queue.name, { data: { _sim: { outcome: 'fail', error_message: 'PDF corrupto' } } });
     const good = await addItem(queue.name, { data: { fine: true } });
     const dead = await waitFor('dead_letter', async () => {
@@ -228,7 +228,7 @@ describe('a queue with a consumer process', () => {
   it('leaves items that ask for review in pending_review; an approved one is processed again', async () => {
     const m = await ws.machine({ slots: 1 });
     const { queue } = await consumerQueue();
-    children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '2ms']);
+    await children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '2ms']);
     const item = await addItem(queue.name, { data: { _sim: { outcome: 'review' } } });
     const reviewed = await waitFor('pending_review', async () => {
       const [r] = await ctx.sql`select * from queue_items where id = ${item.id}`;
@@ -251,7 +251,7 @@ describe('a queue with a consumer process', () => {
     const m = await ws.machine({ slots: 1 });
     const { queue } = await consumerQueue();
     const journal = tempFile('journal.jsonl');
-    children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '400ms', '--prefetch', '3', '--journal', journal]);
+    await children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '400ms', '--prefetch', '3', '--journal', journal]);
     // 30 items of 400 ms: 12 s of work, so the stop lands mid-queue however slow the host
     await addBulk(queue.name, Array.from({ length: 30 }, (_, i) => ({ n: i })));
     const job = await waitFor('the consumer running an item', async () => {
@@ -282,7 +282,7 @@ describe('a queue with a consumer process', () => {
   it('a consumer gives its slot up to a job waiting for its machine, and the queue is resumed after', async () => {
     const m = await ws.machine({ slots: 1 });
     const { proc, queue } = await consumerQueue();
-    children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '30ms', '--duration', '100ms']);
+    await children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '30ms', '--duration', '100ms']);
     // 400 items of 30 ms: a backlog of 12 s, still there after the yield however slow the host
     await addBulk(queue.name, Array.from({ length: 400 }, (_, i) => ({ n: i })));
     await waitFor('the consumer running', async () => ((await itemStatusCounts(ctx.sql, queue.id)).completed ?? 0) > 0);
@@ -318,14 +318,14 @@ describe('a queue with a consumer process', () => {
     expect(ended.error_message).toMatch(/silent quedó fuera de línea antes de iniciar/);
     expect(ended.started_at).toBeNull();
     const live = await ws.machine({ slots: 1 });
-    children.agent(ctx, ['--machine-key', live.machineKey, '--item-duration', '2ms']);
+    await children.agent(ctx, ['--machine-key', live.machineKey, '--item-duration', '2ms']);
     await allFinal(queue.id, 2, ['completed']);
   });
 
   it('shows a machine as busy while all its slots run jobs, and online again after', async () => {
     const m = await ws.machine({ slots: 1 });
     const { queue } = await consumerQueue();
-    children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '300ms']);
+    await children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '300ms']);
     await waitFor('the machine online', async () => (await ctx.sql`select status from machines where id = ${m.row.id}`)[0]!.status === 'online');
     await addBulk(queue.name, [{ a: 1 }, { a: 2 }, { a: 3 }]);
     await waitFor('busy', async () => (await ctx.sql`select status from machines where id = ${m.row.id}`)[0]!.status === 'busy');

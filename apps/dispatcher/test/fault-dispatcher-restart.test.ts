@@ -22,7 +22,7 @@ it('kill and restart the dispatcher mid-load: every item and job ends final, non
   const m1 = await ws.machine({ slots: 2 });
   const m2 = await ws.machine({ slots: 2 });
   const journal = tempFile('journal.jsonl');
-  children.agent(ctx, ['--machine-key', m1.machineKey, '--machine-key', m2.machineKey, '--item-duration', '5-15ms', '--duration', '100-300ms', '--failure-rate', '0.1', '--seed', '7', '--journal', journal]);
+  await children.agent(ctx, ['--machine-key', m1.machineKey, '--machine-key', m2.machineKey, '--item-duration', '5-15ms', '--duration', '100-300ms', '--failure-rate', '0.1', '--seed', '7', '--journal', journal]);
   let dispatcher = children.dispatcher(ctx);
 
   const bulk = (n: number, from: number) => ctx.http.post(`/api/v1/queues/by-name/${queue.name}/items/bulk`).set('X-API-Key', ws.key)

@@ -24,8 +24,8 @@ it('a machine killed mid-item: the item fails with a clear message, is retried e
   const survivor = await ws.machine({ name: 'survivor', slots: 1 });
   const jv = tempFile('victim.jsonl');
   const js = tempFile('survivor.jsonl');
-  const agentV = children.agent(ctx, ['--machine-key', victim.machineKey, '--item-duration', '150ms', '--journal', jv]);
-  children.agent(ctx, ['--machine-key', survivor.machineKey, '--item-duration', '150ms', '--journal', js]);
+  const agentV = await children.agent(ctx, ['--machine-key', victim.machineKey, '--item-duration', '150ms', '--journal', jv]);
+  await children.agent(ctx, ['--machine-key', survivor.machineKey, '--item-duration', '150ms', '--journal', js]);
 
   const res = await ctx.http.post(`/api/v1/queues/by-name/${queue.name}/items/bulk`).set('X-API-Key', ws.key)
     .send({ items: Array.from({ length: 16 }, (_, i) => ({ n: i })) });
@@ -68,7 +68,7 @@ it('a restarted agent gives up the jobs its previous process was running, and it
   const ws = await seedWorkspace(ctx.sql);
   const proc = await ws.process();
   const m = await ws.machine({ name: 'phoenix', slots: 1 });
-  const first = children.agent(ctx, ['--machine-key', m.machineKey, '--duration', '20s']);
+  const first = await children.agent(ctx, ['--machine-key', m.machineKey, '--duration', '20s']);
   const res = await ctx.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key).send({ process_id: proc.id, machine_id: m.row.id });
   expect(res.status).toBe(201);
   const jobId = res.body.data.id as string;
@@ -76,7 +76,7 @@ it('a restarted agent gives up the jobs its previous process was running, and it
   first.proc.kill('SIGKILL');
   await first.exited;
   // restarted at once, before the machine is even declared offline
-  children.agent(ctx, ['--machine-key', m.machineKey, '--duration', '100ms']);
+  await children.agent(ctx, ['--machine-key', m.machineKey, '--duration', '100ms']);
   const job = await waitFor('the lost job ended', async () => {
     const [row] = await ctx.sql`select * from jobs where id = ${jobId}`;
     return row!.status === 'failed' ? row : null;

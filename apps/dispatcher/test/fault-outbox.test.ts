@@ -16,7 +16,7 @@ it('API killed after its commits, relay killed mid-publish: every job and item s
   const proc = await ws.process();
   const machine = await ws.machine({ slots: 4 });
   const queue = await ws.queue({ consumer_process_id: proc.id, max_consumers: 1 });
-  children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '10-30ms', '--item-duration', '1-3ms', '--seed', '3']);
+  await children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '10-30ms', '--item-duration', '1-3ms', '--seed', '3']);
 
   const port = await freePort();
   const api = children.api(ctx, port);

@@ -52,8 +52,8 @@ async function consumedQueue(seed: number) {
   const m2 = await ws.machine({ slots: 2, status: 'offline' });
   const journal = tempFile('journal.jsonl');
   const args = ['--item-duration', '1-3ms', '--seed', String(seed), '--journal', journal];
-  children.agent(ctx, ['--machine-key', m1.machineKey, ...args]);
-  children.agent(ctx, ['--machine-key', m2.machineKey, ...args]);
+  await children.agent(ctx, ['--machine-key', m1.machineKey, ...args]);
+  await children.agent(ctx, ['--machine-key', m2.machineKey, ...args]);
   // both agents up (their first heartbeat names their version) before any work arrives
   await waitFor('both agents heartbeating', async () => {
     const [{ n }] = await ctx.sql`select count(*)::int as n from machines where id in (${m1.row.id}, ${m2.row.id}) and agent_version is not null`;

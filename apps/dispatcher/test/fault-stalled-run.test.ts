@@ -31,7 +31,7 @@ it('a consumer stuck on an item is ended when its lease lapses, its items are ha
     .send({ items: Array.from({ length: 20 }, (_, i) => ({ n: i })) });
   expect(bulk.status).toBe(200);
   // prefetch 3: the consumer takes the urgent stuck item and two more it will not have started
-  children.agent(ctx, ['--machine-key', stuck.machineKey, '--item-duration', '20ms', '--prefetch', '3', '--journal', journal]);
+  await children.agent(ctx, ['--machine-key', stuck.machineKey, '--item-duration', '20ms', '--prefetch', '3', '--journal', journal]);
 
   const counts = await waitFor('every item final', async () => {
     const c = await itemStatusCounts(ctx.sql, queue.id);
@@ -58,7 +58,7 @@ it('a job whose robot gets stuck is ended when its lease lapses and retried unde
   const ws = await seedWorkspace(ctx.sql);
   const proc = await ws.process({ auto_retry: true, max_retries: 1, retry_delay_seconds: 0 });
   const m = await ws.machine({ name: 'frozen', slots: 1 });
-  children.agent(ctx, ['--machine-key', m.machineKey, '--duration', '100ms']);
+  await children.agent(ctx, ['--machine-key', m.machineKey, '--duration', '100ms']);
   const res = await ctx.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key)
     .send({ process_id: proc.id, machine_id: m.row.id, input_data: { _sim: { stall: true } } });
   expect(res.status).toBe(201);

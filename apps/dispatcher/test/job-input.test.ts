@@ -34,7 +34,7 @@ beforeAll(async () => {
   const config = tempFile('agent.json');
   // the per-process setting: every job of `asking` asks; the others only when a job says so
   writeFileSync(config, JSON.stringify({ processes: { [asking.name]: { input_rate: 1, input_prompt: '¿Aprobar el pago?', input_options: { choices: ['aprobar', 'rechazar'] } } } }));
-  children.agent(ctx, ['--machine-key', machine.machineKey, '--config', config, '--duration', '400ms', '--journal', journal]);
+  await children.agent(ctx, ['--machine-key', machine.machineKey, '--config', config, '--duration', '400ms', '--journal', journal]);
 });
 
 const admin = () => ({ Authorization: `Bearer ${ws.adminToken}` });

@@ -22,7 +22,7 @@ it('a running job\'s log grows report by report, and once it ends it is archived
   const machine = await ws.machine({ slots: 1 });
   // a second per report: a poll held up by a loaded host still sees most of them, and the run is
   // still going when the route is read
-  children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '6s', '--progress-steps', '6', '--log-lines', '12']);
+  await children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '6s', '--progress-steps', '6', '--log-lines', '12']);
   const member = { Authorization: `Bearer ${(await seedUser(ctx.sql, ws.tenant.id, { role: 'member' })).token}` };
 
   const res = await ctx.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key).send({ process_id: proc.id, machine_id: machine.row.id });

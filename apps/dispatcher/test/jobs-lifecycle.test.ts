@@ -46,7 +46,7 @@ describe('a job on a simulated machine', () => {
 
   beforeAll(async () => {
     machine = await ws.machine({ slots: 2 });
-    children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '300ms', '--progress-steps', '3', '--log-lines', '3']);
+    await children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '300ms', '--progress-steps', '3', '--log-lines', '3']);
   });
 
   it('runs pending → running → completed and fills started_at, finished_at, logs, output, progress and metrics', async () => {
@@ -167,7 +167,7 @@ describe('a machine without a running agent', () => {
     await sleep(1000);
     const [pending] = await ctx.sql`select status from jobs where id = ${job.id}`;
     expect(pending!.status).toBe('pending');
-    children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '100ms']);
+    await children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '100ms']);
     await waitStatus(job.id, 'completed');
     const [m] = await ctx.sql`select status from machines where id = ${machine.row.id}`;
     expect(['online', 'busy']).toContain(m!.status);
@@ -180,7 +180,7 @@ describe('a machine without a running agent', () => {
     const res = await ctx.http.post(`/api/v1/jobs/${job.id}/stop`).set('X-API-Key', ws.key);
     expect(res.status).toBe(200);
     expect(res.body.data.status).toBe('stopped');
-    children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '100ms']);
+    await children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '100ms']);
     await waitFor('the machine online', async () => {
       const [m] = await ctx.sql`select status from machines where id = ${machine.row.id}`;
       return m!.status === 'online';

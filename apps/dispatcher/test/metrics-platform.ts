@@ -15,7 +15,7 @@ async function startMetricsPlatform(ctx: TestContext, children: Children) {
   const [dispatcherPort, agentPort] = [await freePort(), await freePort()];
   children.dispatcher(ctx, { ...env, METRICS_PORT: String(dispatcherPort) });
   const machine = await ws.machine({ slots: 2 });
-  children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '200ms'], { ...env, METRICS_PORT: String(agentPort) });
+  await children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '200ms'], { ...env, METRICS_PORT: String(agentPort) });
   const urls = {
     api: `${api.url}/metrics`,
     dispatcher: `http://127.0.0.1:${dispatcherPort}/metrics`,

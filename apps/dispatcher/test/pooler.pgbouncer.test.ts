@@ -63,7 +63,7 @@ describe('processes behind PgBouncer in transaction mode', () => {
     const machine = await ws.machine({ slots: 2 });
     const proc = await ws.process();
     const queue = await ws.queue({ consumer_process_id: proc.id, max_consumers: 2 });
-    children.agent(ctx, ['--machine-key', machine.machineKey, '--item-duration', '5ms'], env);
+    await children.agent(ctx, ['--machine-key', machine.machineKey, '--item-duration', '5ms'], env);
     const bulk = await call('POST', `/api/v1/queues/by-name/${queue.name}/items/bulk`, { items: Array.from({ length: 40 }, (_, i) => ({ n: i })) });
     expect(bulk.status).toBe(200);
     expect(bulk.data.added).toBe(40);
@@ -81,7 +81,7 @@ describe('processes behind PgBouncer in transaction mode', () => {
 
   it('triggers a job that completes, and stops a running one', async () => {
     const machine = await ws.machine({ slots: 2 });
-    children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '200ms'], env);
+    await children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '200ms'], env);
     const proc = await ws.process();
     const done = await call('POST', '/api/v1/jobs/trigger', { process_id: proc.id, machine_id: machine.row.id, input_data: { order: 7 } });
     expect(done.status).toBe(201);

@@ -21,7 +21,7 @@ it('a paused queue keeps its items waiting with nothing in progress, and resume 
   const machine = await ws.machine({ slots: 2 });
   // 60 items of 300 ms on two consumers: ~9 s of work, so items are still waiting when the pause
   // arrives however late a loaded host sends it
-  children.agent(ctx, ['--machine-key', machine.machineKey, '--item-duration', '300ms', '--prefetch', '1']);
+  await children.agent(ctx, ['--machine-key', machine.machineKey, '--item-duration', '300ms', '--prefetch', '1']);
   const admin = { Authorization: `Bearer ${ws.adminToken}` };
   const add = async (n: number, from: number) => {
     const res = await ctx.http.post(`/api/v1/queues/by-name/${queue.name}/items/bulk`).set('X-API-Key', ws.key)

@@ -47,7 +47,7 @@ it("starts a queue trigger's consumers only from min_items_to_start ready items,
   const proc = await ws.process();
   const queue = await ws.queue();
   const machine = await ws.machine({ slots: 3 });
-  children.agent(ctx, ['--machine-key', machine.machineKey, '--item-duration', '20ms', '--prefetch', '1']);
+  await children.agent(ctx, ['--machine-key', machine.machineKey, '--item-duration', '20ms', '--prefetch', '1']);
   const trigger = await createTrigger({ queue_id: queue.id, process_id: proc.id, min_items_to_start: 5, max_concurrent_jobs: 2 });
 
   // four ready items are fewer than the minimum: nudges and sweeps start nothing
@@ -71,7 +71,7 @@ it("gives a queue's consumer settings' jobs the default trigger's id", async () 
   const proc = await ws.process();
   const queue = await ws.queue({ consumer_process_id: proc.id, max_consumers: 1 });
   const machine = await ws.machine({ slots: 1 });
-  children.agent(ctx, ['--machine-key', machine.machineKey, '--item-duration', '20ms']);
+  await children.agent(ctx, ['--machine-key', machine.machineKey, '--item-duration', '20ms']);
   const [def] = await ctx.sql`select id from triggers where queue_id = ${queue.id} and is_queue_default`;
   await addItems(queue.name, 3);
   await waitFor('every item completed', async () => ((await itemStatusCounts(ctx.sql, queue.id)).completed ?? 0) === 3, 30_000);
@@ -99,7 +99,7 @@ describe('an attended machine', () => {
     attended = await ws.machine({ slots: 16 });
     const res = await ctx.http.patch(`/api/v1/settings/machines/${attended.row.id}`).set(admin).send({ kind: 'attended' });
     expect([res.status, res.body.data.kind]).toEqual([200, 'attended']);
-    children.agent(ctx, ['--machine-key', unattended.machineKey, '--machine-key', attended.machineKey, '--duration', '100ms', '--item-duration', '20ms']);
+    await children.agent(ctx, ['--machine-key', unattended.machineKey, '--machine-key', attended.machineKey, '--duration', '100ms', '--item-duration', '20ms']);
     await waitFor('both agents heartbeating', async () => {
       const rows = await ctx.sql`select 1 from machines where id in (${unattended.row.id}, ${attended.row.id}) and status = 'online' and agent_version is not null`;
       return rows.length === 2;

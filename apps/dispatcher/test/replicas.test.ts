@@ -53,12 +53,12 @@ beforeAll(async () => {
   const [d1, d2] = await Promise.all([startDispatcher(), startDispatcher()]);
   dispatchers = [d1.child, d2.child];
   metricsUrls = [d1.metrics, d2.metrics];
-  children.agent(ctx, [
+  await children.agent(ctx, [
     ...loadMachines.flatMap((m) => ['--machine-key', m.machineKey]),
     '--item-duration', '3-8ms', '--duration', '30-80ms', '--seed', '20', '--journal', loadJournal,
   ], ENV);
   // a job on this machine runs until it is stopped (or far beyond any wait of this file)
-  children.agent(ctx, ['--machine-key', slowMachine.machineKey, '--duration', '120s', '--journal', slowJournal], ENV);
+  await children.agent(ctx, ['--machine-key', slowMachine.machineKey, '--duration', '120s', '--journal', slowJournal], ENV);
   await Promise.all(apis.map((a) => waitForHttp(`${a}/health`)));
   // every agent heartbeated (the seeded machines had never)
   await waitFor('the agents are up', async () => {

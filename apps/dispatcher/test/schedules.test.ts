@@ -36,7 +36,7 @@ it('two dispatchers start exactly one job per tick of a seconds cron, none lost,
   const machine = await ws.machine({ slots: 4 });
   children.dispatcher(ctx);
   children.dispatcher(ctx);
-  children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '50ms']);
+  await children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '50ms']);
   // the schedule names its machine: an auto-selected one could be between heartbeats (offline to
   // the engine) on a loaded host at some tick, which is a recorded refusal, not the point here
   const admin = { Authorization: `Bearer ${ws.adminToken}` };

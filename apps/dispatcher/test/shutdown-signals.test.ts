@@ -56,7 +56,7 @@ describe('a signalled process', () => {
     const ws = await seedWorkspace(ctx.sql);
     const machine = await ws.machine();
     for (let i = 0; i < TIMES; i++) {
-      const a = children.agent(ctx, ['--machine-key', machine.machineKey], INFO);
+      const a = await children.agent(ctx, ['--machine-key', machine.machineKey], INFO);
       await ready(a, 'agent-sim running');
       await drainedBy(a, 'SIGINT');
       const [row] = await ctx.sql`select status from machines where id = ${machine.row.id}`;
@@ -71,7 +71,7 @@ describe('a signalled process', () => {
     const bull = createBullDispatch({ redis: ctx.redisTarget, prefix: ctx.redisPrefix });
     try {
       for (let i = 0; i < TIMES; i++) {
-        const a = children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '300ms'], INFO);
+        const a = await children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '300ms'], INFO);
         await ready(a, 'agent-sim running');
         const job = await seedJob(ctx.sql, ws.tenant.id, { process_id: proc.id, machine_id: machine.row.id });
         await bull.jobsCreated([{ id: job.id, tenant_id: ws.tenant.id, machine_id: machine.row.id, priority: 3 }]);

@@ -32,7 +32,7 @@ it('one API call that triggers a job is one trace across the API, the dispatcher
   const api = children.api(ctx, port, { ...env, LOG_LEVEL: 'info' });
   children.dispatcher(ctx, env);
   const machine = await ws.machine();
-  children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '100ms'], env);
+  await children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '100ms'], env);
   await waitForHttp(`http://127.0.0.1:${port}/health`);
   const proc = await ws.process();
   const res = await fetch(`http://127.0.0.1:${port}/api/v1/jobs/trigger`, {

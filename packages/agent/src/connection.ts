@@ -74,8 +74,10 @@ export class Connection {
       const reason = reasonBuf.toString() || (refusedStatus ? `HTTP ${refusedStatus}` : '');
       this.ready = false;
       this.socket = null;
-      // answers lost with the connection: asked again on the next one
-      this.queue = [...this.inFlight.values(), ...this.queue];
+      // answers lost with the connection: asked again on the next one, marked as repeats (the
+      // server may have applied them: docs/agent-protocol.md, "Repeats")
+      const lost = [...this.inFlight.values()].map((p) => ({ ...p, message: { ...p.message, repeat: true } }));
+      this.queue = [...lost, ...this.queue];
       this.inFlight.clear();
       if (this.closed) return;
       if (refusedStatus === 401 || code === 4001) {

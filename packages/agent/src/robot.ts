@@ -1,38 +1,44 @@
 import os from 'node:os';
 import { Connection, PlatformError, type Welcome } from './connection';
+import { consumeItems, type ItemHandler } from './consumer';
+import { JobEnd, Run, type AbortReason, type JobContext, type JobInfo } from './run';
 
-/** The job a robot was given (docs/agent-protocol.md, `job.start`). */
-export interface JobInfo {
-  id: string;
-  /** the run's fencing token: every write of the run carries it */
-  attempt: number;
-  processId: string;
-  processName: string;
-  input: Record<string, unknown> | null;
-  queueId: string | null;
-  startedAt: string;
-  timeoutAt: string | null;
-}
-
-export interface JobContext {
-  job: JobInfo;
-  /** aborted when the job is stopped (reason `stop`), times out, or the platform ended the run */
-  signal: AbortSignal;
-  /** progress of the run (0–100) and a line saying where it is */
-  progress(percent?: number | null, message?: string | null): Promise<void>;
-  /** appends to the job's log */
-  log(text: string): Promise<void>;
-}
-
-/** Runs a job; what it returns becomes the job's `output_data`, what it throws its failure. */
-export type JobHandler = (ctx: JobContext) => Promise<Record<string, unknown> | void>;
+/**
+ * Runs a job. What it returns becomes the job's `output_data` (or, with `endJob(…)`, the whole
+ * end); what it throws, its failure — unless the signal aborted first: a stop ends it `stopped`, its
+ * own timeout `timed_out`.
+ */
+export type JobHandler = (ctx: JobContext) => Promise<Record<string, unknown> | JobEnd | void>;
 
 export interface ConnectOptions {
   /** the platform's base URL; several separated by commas are tried in turn */
   url: string;
   machineKey: string;
+  /** runs the machine's jobs (a consumer job too, unless `onItem` is given) */
   onJob: JobHandler;
+  /**
+   * Processes one item of a consumer job's queue: what it returns becomes the item's result (or,
+   * with `{ status: 'pending_review' }` / a thrown error, a review or a failure).
+   */
+  onItem?: ItemHandler;
   agentVersion?: string;
+  /** heartbeat more often than the platform asks (never less often) */
+  heartbeatMs?: number;
+  /**
+   * With it, a run's lease is renewed only while the run shows a sign of life (`ctx.alive()`, any
+   * request of it) within this many ms (`'lease'`: the lease the platform gives); a robot stuck for
+   * longer loses the job to a retry.
+   */
+  livenessMs?: number | 'lease';
+  /**
+   * Runs each job's whole execution (its handler and its end) inside this, e.g. in a tracing span
+   * continuing `job.trace`.
+   */
+  around?(job: JobInfo, execute: () => Promise<void>): Promise<void>;
+  /** the W3C trace context to send with each request of a run (called in the request's async context) */
+  traceCarrier?(): Record<string, string> | undefined;
+  /** a run ended: the job's final status as the platform recorded it, or null when its end was refused (the run had been lost) */
+  onJobEnd?(job: JobInfo, status: string | null): void;
   /** reconnection back-off (full jitter) */
   backoff?: { minMs?: number; maxMs?: number };
   logger?: { info(msg: string, meta?: object): void; warn(msg: string, meta?: object): void };
@@ -44,21 +50,12 @@ export interface Robot {
   /** runs in progress */
   readonly running: number;
   /**
-   * Graceful stop: running jobs get `graceMs` to finish, then are aborted (and end `stopped`);
-   * the machine is then marked offline.
+   * Graceful stop: no new job; consumer jobs finish their current item and hand back the rest at
+   * once; other runs get `graceMs` to finish, then their signal aborts (`shutdown`); the machine
+   * is then marked offline.
    */
   close(graceMs?: number): Promise<void>;
 }
-
-interface Run {
-  info: JobInfo;
-  ctrl: AbortController;
-  logSeq: number;
-  done: Promise<void>;
-}
-
-/** Thrown into a handler's signal when the platform ended the run: its result is not reported. */
-const LOST = 'lost';
 
 /**
  * Connects a machine to the platform with its machine key alone and runs the jobs it is given
@@ -73,8 +70,14 @@ export function connect(options: ConnectOptions): Robot {
   const log = options.logger ?? { info: () => undefined, warn: () => undefined };
   const runs = new Map<string, Run>();
   let heartbeatMs = 5000;
+  let leaseMs: number | undefined;
+  const livenessMs = () => (options.livenessMs === 'lease' ? leaseMs : options.livenessMs);
   let beatTimer: NodeJS.Timeout | null = null;
   let closing = false;
+  /** heartbeats end only once the runs have (their leases must last through the grace period) */
+  let stopped = false;
+  /** the first heartbeat of this process tells the platform it runs nothing from before */
+  let fresh = true;
   let resolveReady!: (m: Welcome['machine']) => void;
   let rejectReady!: (err: Error) => void;
   const ready = new Promise<Welcome['machine']>((resolve, reject) => {
@@ -83,12 +86,19 @@ export function connect(options: ConnectOptions): Robot {
   });
   ready.catch(() => undefined);
 
-  const heartbeatMessage = () => ({
-    type: 'heartbeat',
-    running: [...runs.values()].map((r) => ({ job_id: r.info.id, attempt: r.info.attempt, alive: true })),
-    agent_version: options.agentVersion ?? 'svc-agent/0.1.0',
-    host: { hostname: os.hostname(), pid: process.pid, platform: process.platform },
-  });
+  const heartbeatMessage = () => {
+    const now = Date.now();
+    const running = [...runs.values()].map((r) => ({ job_id: r.info.id, attempt: r.info.attempt, alive: r.alive(now) }));
+    const message = {
+      type: 'heartbeat',
+      ...(fresh && running.length === 0 ? { fresh: true } : {}),
+      running,
+      agent_version: options.agentVersion ?? 'svc-agent/0.1.0',
+      host: { hostname: os.hostname(), pid: process.pid, platform: process.platform },
+    };
+    fresh = false;
+    return message;
+  };
 
   /** The answer to a heartbeat: runs the platform no longer gives this robot are aborted. */
   const onBeat = (result: unknown) => {
@@ -96,15 +106,15 @@ export function connect(options: ConnectOptions): Robot {
     for (const r of answer.runs ?? []) {
       const run = runs.get(r.job_id);
       if (!run) continue;
-      if (!r.owned) run.ctrl.abort(LOST);
-      else if (r.stop_requested) run.ctrl.abort('stop');
+      if (!r.owned) run.abort('lost');
+      else if (r.stop_requested) run.abort('stop');
     }
   };
 
   const beat = () => {
     beatTimer = setTimeout(() => {
       conn.request(heartbeatMessage()).then(onBeat, (err) => log.warn('heartbeat failed', { err: (err as Error).message })).finally(() => {
-        if (!closing) beat();
+        if (!stopped) beat();
       });
     }, heartbeatMs);
     beatTimer.unref();
@@ -112,16 +122,20 @@ export function connect(options: ConnectOptions): Robot {
 
   const conn = new Connection(urls, options.machineKey, {
     async welcome(w) {
-      heartbeatMs = w.heartbeat_ms;
+      heartbeatMs = Math.min(w.heartbeat_ms, options.heartbeatMs ?? Infinity);
+      leaseMs = w.lease_seconds * 1000;
       // the runs this robot still has go first: the new connection takes them over
       onBeat(await conn.requestNow(heartbeatMessage()));
       log.info('connected', { machine: w.machine.name });
       resolveReady(w.machine);
-      if (!beatTimer && !closing) beat();
+      if (!beatTimer && !stopped) beat();
     },
     push(msg) {
       if (msg.type === 'job.start' && !closing) start(msg.job as Record<string, unknown>);
-      else if (msg.type === 'job.stop') runs.get(msg.job_id as string)?.ctrl.abort(msg.reason === 'stop' ? 'stop' : msg.reason === 'timeout' ? 'timeout' : LOST);
+      else if (msg.type === 'job.stop') {
+        // a timeout announced by the platform ended the run there: like any other loss
+        runs.get(msg.job_id as string)?.abort(msg.reason === 'stop' ? 'stop' : 'lost');
+      } else if (msg.type === 'job.input') runs.get(msg.job_id as string)?.onInput();
     },
     disconnected(code, reason, retryInMs) {
       log.warn('connection lost', { code, reason, retry_in_ms: retryInMs });
@@ -129,7 +143,7 @@ export function connect(options: ConnectOptions): Robot {
     refused(reason) {
       log.warn('machine key refused', { reason });
       rejectReady(new PlatformError('UNAUTHORIZED', `the platform refused the machine key (${reason})`));
-      for (const r of runs.values()) r.ctrl.abort(LOST);
+      for (const r of runs.values()) r.abort('lost');
     },
   }, { minMs: options.backoff?.minMs ?? 200, maxMs: options.backoff?.maxMs ?? 5000 });
 
@@ -141,54 +155,58 @@ export function connect(options: ConnectOptions): Robot {
       processName: job.process_name as string,
       input: (job.input_data as Record<string, unknown> | null) ?? null,
       queueId: (job.queue_id as string | null) ?? null,
+      timeoutSeconds: (job.timeout_seconds as number | null) ?? null,
+      retryCount: (job.retry_count as number | undefined) ?? 0,
+      trace: (job.trace as Record<string, string> | undefined) ?? null,
       startedAt: job.started_at as string,
       timeoutAt: (job.timeout_at as string | null) ?? null,
     };
     if (runs.has(info.id)) return;
-    const ctrl = new AbortController();
-    const run: Run = { info, ctrl, logSeq: 0, done: Promise.resolve() };
+    const run = new Run(info, conn, livenessMs, options.traceCarrier);
     runs.set(info.id, run);
-    run.done = execute(run).finally(() => runs.delete(info.id));
+    run.done = (options.around ? options.around(info, () => execute(run)) : execute(run)).finally(() => {
+      run.end();
+      runs.delete(info.id);
+    });
   }
 
   async function execute(run: Run): Promise<void> {
-    const { info, ctrl } = run;
-    const fenced = { job_id: info.id, attempt: info.attempt };
-    const timeout = info.timeoutAt ? setTimeout(() => ctrl.abort('timeout'), Math.max(0, Date.parse(info.timeoutAt) - Date.now())) : null;
-    const ctx: JobContext = {
-      job: info,
-      signal: ctrl.signal,
-      progress: async (percent, message) => {
-        const r = (await conn.request({ type: 'job.progress', ...fenced, progress_percent: percent ?? undefined, progress_message: message ?? undefined })) as { stop_requested: boolean };
-        if (r.stop_requested) ctrl.abort('stop');
-      },
-      log: async (text) => {
-        const r = (await conn.request({ type: 'job.progress', ...fenced, log: { text, seq: ++run.logSeq } })) as { stop_requested: boolean };
-        if (r.stop_requested) ctrl.abort('stop');
-      },
-    };
+    const ctx = run.context();
     let end: Record<string, unknown>;
     try {
-      const output = await options.onJob(ctx);
-      end = { status: 'completed', output_data: output ?? null };
+      const result = run.info.queueId && options.onItem ? await consumeItems(ctx, options.onItem) : await options.onJob(ctx);
+      if (result instanceof JobEnd) {
+        const f = result.fields;
+        end = {
+          status: f.status, output_data: f.output ?? null, error_message: f.error ?? null,
+          ...(f.percent !== undefined ? { progress_percent: f.percent } : {}),
+          ...(f.message !== undefined ? { progress_message: f.message } : {}),
+          ...(f.metrics !== undefined ? { resource_metrics: f.metrics } : {}),
+        };
+        const tail = await run.logAppend(f.log).catch(() => undefined);
+        if (tail) end.log = tail;
+      } else end = { status: 'completed', output_data: result ?? null };
     } catch (err) {
-      const reason = ctrl.signal.aborted ? ctrl.signal.reason : null;
-      if (reason === LOST) return;
+      const reason = run.ctrl.signal.aborted ? (run.ctrl.signal.reason as AbortReason) : null;
+      if (reason === 'lost') {
+        options.onJobEnd?.(run.info, null);
+        return;
+      }
       end = reason === 'stop'
         ? { status: 'stopped' }
         : reason === 'timeout'
-          ? { status: 'timed_out', error_message: 'El robot agotó el tiempo del job' }
+          ? { status: 'timed_out', error_message: `Tiempo de ejecución agotado: superó timeout_seconds (${run.info.timeoutSeconds} s)` }
           : { status: 'failed', error_message: (err as Error)?.message || String(err) };
-    } finally {
-      if (timeout) clearTimeout(timeout);
     }
+    let status: string | null = null;
     try {
-      await conn.request({ type: 'job.finish', ...fenced, ...end });
+      status = (await run.request<{ status: string }>({ type: 'job.finish', ...end })).status;
     } catch (err) {
       // a run the platform already ended (timeout, lost): its result is dropped
       if (!(err instanceof PlatformError) || (err.code !== 'CONFLICT' && err.code !== 'NOT_FOUND' && err.code !== 'CLOSED')) throw err;
-      log.info('result of a run that no longer owns its job dropped', { job_id: info.id, code: err.code });
+      log.info('result of a run that no longer owns its job dropped', { job_id: run.info.id, code: err.code });
     }
+    options.onJobEnd?.(run.info, status);
   }
 
   conn.open();
@@ -200,13 +218,16 @@ export function connect(options: ConnectOptions): Robot {
     },
     async close(graceMs = 10_000) {
       closing = true;
-      if (beatTimer) clearTimeout(beatTimer);
+      // consumers leave right away (their queue will get a new consumer elsewhere)
+      for (const r of runs.values()) if (r.info.queueId) r.abort('shutdown');
       const finished = Promise.all([...runs.values()].map((r) => r.done.catch(() => undefined)));
       const force = setTimeout(() => {
-        for (const r of runs.values()) r.ctrl.abort('stop');
+        for (const r of runs.values()) r.abort('shutdown');
       }, graceMs);
       await finished;
       clearTimeout(force);
+      stopped = true;
+      if (beatTimer) clearTimeout(beatTimer);
       // a robot that cannot reach the platform just goes: the machine is offline once its heartbeats stop
       await Promise.race([conn.request({ type: 'bye' }).catch(() => undefined), new Promise((r) => setTimeout(r, 2000).unref())]);
       conn.close();

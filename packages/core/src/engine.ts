@@ -16,7 +16,7 @@ import {
   createAsset, createFolder, createMachine, createProcess, createQueue, deactivateAsset, deactivateFolder, deactivateMachine,
   deactivateProcess, deactivateQueue, getAsset, getFolder, getMachine, getProcess, getQueue, listAssets, listFolders, listMachines,
   listProcesses, listQueues, loadQueueItemCounts, readAssetValue, rotateMachineKey, updateAsset, updateFolder, updateMachine,
-  updateProcess, updateQueue, listMachineNames, readAssetWithKey,
+  updateProcess, updateQueue, listMachineNames, readAssetWithKey, readAssetForMachine,
 } from './catalog';
 import { setQueuePaused } from './catalog/queues';
 import { createTrigger, deactivateTrigger, getTrigger, listTriggers, updateTrigger } from './catalog/triggers';
@@ -141,6 +141,7 @@ export function createEngine(deps: EngineDeps) {
       startJob, renewLeases: renewJobLeases, reportProgress: reportJobProgress, finishJob, findRunEndedAs, pendingStops,
       askInput: askJobInput, readInput: readJobInput, appendLogs: appendJobLogs,
       settleAndClaim: settleAndClaimItems, releaseItems: releaseQueueItems, releaseUnknownClaims, hasWaitingJobs: machineHasWaitingJobs,
+      readAsset: readAssetForMachine,
     }),
     /** The dispatcher's periodic work and what nudges start. */
     sweeps: {

@@ -176,7 +176,7 @@ export {
   updateAsset,
 } from './catalog/assets';
 export type { AssetRecord } from './catalog/assets';
-export { readAssetWithKey } from './catalog/asset-read';
+export { readAssetForMachine, readAssetWithKey } from './catalog/asset-read';
 export type { AssetReader } from './catalog/asset-read';
 export { writeCatalogEntity } from './catalog/write';
 export type { CatalogEffect } from './catalog/write';

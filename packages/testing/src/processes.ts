@@ -38,10 +38,13 @@ export interface Child {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `node script ...args` with `env` over this process's environment, keeping its output. */
-export function spawnChild(name: string, script: string, args: string[], env: Record<string, string>, forceAfterMs = 15_000): Child {
+/**
+ * Starts `node script ...args` with `env` over this process's environment (or over `baseEnv`
+ * alone when given), keeping its output.
+ */
+export function spawnChild(name: string, script: string, args: string[], env: Record<string, string>, forceAfterMs = 15_000, baseEnv?: Record<string, string>): Child {
   if (!existsSync(script)) throw new Error(`${script} is missing: build first (npx tsc -b)`);
-  const proc = spawn(process.execPath, [script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [script, ...args], { env: { ...(baseEnv ?? process.env), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const keep = (chunk: Buffer) => {
     out += chunk.toString();
@@ -65,8 +68,28 @@ export function spawnChild(name: string, script: string, args: string[], env: Re
   };
 }
 
+/**
+ * What only the platform's processes may hold: a robot (agent-sim) gets none of it, in its
+ * environment or inherited (docs/agent-sim.md).
+ */
+export const PLATFORM_ONLY_ENV = /^(DATABASE_|REDIS_|PG|ASSET_ENCRYPTION_KEY$|MACHINE_|DISPATCH_|WEBHOOK_)/;
+/** Settings of a test's agent that belong to the robot, not to the API serving it. */
+const ROBOT_ONLY_ENV = /^(METRICS_PORT|METRICS_TOKEN|AGENT_)/;
+
+/** The environment of this process without anything only the platform may hold. */
+export function robotEnv(env: Record<string, string | undefined>): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined && !PLATFORM_ONLY_ENV.test(e[0])));
+}
+
+export interface AgentOptions {
+  /** the platform URL(s) the agent uses (several comma-separated); default: the context's own API process */
+  url?: string;
+}
+
 export class Children {
   private readonly all: Child[] = [];
+  /** the API processes agents of a context connect to, one per distinct platform environment */
+  private readonly gateways = new Map<string, Promise<string>>();
 
   constructor() {
     // a timed-out wait shows what this test file's processes said
@@ -93,8 +116,37 @@ export class Children {
     return this.spawn('dispatcher', DISPATCHER_MAIN, [], { ...ctx.childEnv, ...FAST_ENGINE_ENV, ...env });
   }
 
-  agent(ctx: TestContext, args: string[], env: Record<string, string> = {}): Child {
-    return this.spawn('agent-sim', AGENT_MAIN, args, { ...ctx.childEnv, ...FAST_ENGINE_ENV, ...env });
+  /**
+   * An agent-sim process holding only the platform's URL and its machine keys (`args`): it
+   * connects to `options.url`, or to an API process started for this context (and for the
+   * platform settings in `env`, which that API gets; the robot gets only LOG_LEVEL, METRICS_*,
+   * AGENT_* and OTEL_* settings).
+   */
+  async agent(ctx: TestContext, args: string[], env: Record<string, string> = {}, options: AgentOptions = {}): Promise<Child> {
+    const url = options.url ?? (await this.gateway(ctx, env));
+    const own = Object.fromEntries(Object.entries(env).filter(([k]) => !PLATFORM_ONLY_ENV.test(k)));
+    const robot = spawnChild('agent-sim', AGENT_MAIN, args, {}, 15_000, { ...robotEnv(process.env), LOG_LEVEL: ctx.childEnv.LOG_LEVEL!, NODE_ENV: 'test', ...own, SVC_URL: url });
+    this.all.push(robot);
+    return robot;
+  }
+
+  /** The URL of this context's API process for agents (started on first use). */
+  gateway(ctx: TestContext, env: Record<string, string> = {}): Promise<string> {
+    const platform = Object.fromEntries(Object.entries(env).filter(([k]) => !ROBOT_ONLY_ENV.test(k)));
+    const key = JSON.stringify([ctx.childEnv.DATABASE_URL, ctx.childEnv.REDIS_PREFIX, platform]);
+    let url = this.gateways.get(key);
+    if (!url) {
+      url = (async () => {
+        const port = await freePort();
+        const child = this.spawn('api (agents)', API_MAIN, [], { ...ctx.childEnv, ...FAST_ENGINE_ENV, HOST: '127.0.0.1', PORT: String(port), ...platform });
+        const base = `http://127.0.0.1:${port}`;
+        await waitHealthy(base, child);
+        return base;
+      })();
+      this.gateways.set(key, url);
+      url.catch(() => this.gateways.delete(key));
+    }
+    return url;
   }
 
   api(ctx: TestContext, port: number, env: Record<string, string> = {}): Child {
@@ -104,6 +156,7 @@ export class Children {
   async stopAll(): Promise<void> {
     await Promise.all(this.all.map((c) => c.stop('SIGKILL')));
     this.all.length = 0;
+    this.gateways.clear();
   }
 }
 

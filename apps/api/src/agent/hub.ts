@@ -3,7 +3,7 @@ import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import {
-  AGENT_CLOSE, AGENT_MAX_MESSAGE_BYTES, AppError, MACHINE_KEY_PREFIX, UnauthorizedError, bearerToken, clientIp, createRedis, decodeAbort, sha256Hex,
+  AGENT_CLOSE, AGENT_MAX_MESSAGE_BYTES, AppError, MACHINE_KEY_PREFIX, UnauthorizedError, bearerToken, clientIp, createRedis, decodeAbort, decodeInputAnswered, sha256Hex,
   type AgentMachine, type RedisClient,
 } from '@svc/core';
 import type { ApiDeps } from '../deps';
@@ -21,8 +21,8 @@ const MESSAGES_PER_SECOND = 500;
  * `GET /api/v1/agent/connect` to a WebSocket for a valid machine key (401 and 429 answered before
  * the upgrade, the key looked up only within the address's failure budget), keeps one session per
  * connection, and:
- * - passes each stop published on Redis (from any replica or the dispatcher) to the session
- *   holding the job;
+ * - passes each stop and each answer to a job's question published on Redis (from any replica
+ *   or the dispatcher) to the session holding the job;
  * - checks every CHECK_MS, in one statement, that each connection's key still opens its machine:
  *   a rotated key or a deactivated machine is cut within a second (close 4001);
  * - when a machine connects, tells every replica, and the older connection of that machine is
@@ -40,6 +40,7 @@ export function createAgentHub(deps: ApiDeps): AgentHub {
   const heartbeatMs = Math.max(200, Math.min(5000, Math.floor((config.machineOfflineAfterSeconds * 1000) / 3)));
   const sessionDeps: SessionDeps = {
     engine, redis: config.redis, bullPrefix: keys.bull, logger,
+    encryptionKey: config.assetEncryptionKey,
     heartbeatMs,
     // a run's lease spans at least three heartbeats, like a machine's silence before it is offline
     leaseSeconds: Math.max(config.machineOfflineAfterSeconds, (3 * heartbeatMs) / 1000),
@@ -63,10 +64,15 @@ export function createAgentHub(deps: ApiDeps): AgentHub {
         if (held && held.connection !== news.connection) void held.session.close(AGENT_CLOSE.replaced, 'la máquina se conectó de nuevo');
         return;
       }
+      if (channel === keys.jobInputs) {
+        const news = decodeInputAnswered(raw);
+        if (news) sessions.get(news.machine_id)?.session.onInput(news);
+        return;
+      }
       const msg = decodeAbort(raw);
       if (msg) sessions.get(msg.machine_id)?.session.onAbort(msg);
     });
-    subscribed = s.subscribe(keys.jobStops, connectedChannel).catch((err) => {
+    subscribed = s.subscribe(keys.jobStops, keys.jobInputs, connectedChannel).catch((err) => {
       // Redis away: the next connection tries again
       subscribed = null;
       sub = null;

@@ -2,8 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { Worker, type Job } from 'bullmq';
 import type { WebSocket } from 'ws';
 import {
-  AGENT_CLOSE, AGENT_REQUESTS, AppError, ConflictError, NotFoundError, ValidationError, createRedis, machineQueueName, skipDelivery, validate,
-  type AgentMachine, type AgentRequestOf, type AgentRequestType, type Engine, type JobAbortMessage, type Logger, type MachineJobPayload, type RedisTarget,
+  AGENT_CLOSE, AGENT_REQUESTS, AppError, ConflictError, NotFoundError, SpanKind, ValidationError, createRedis, currentTraceCarrier, machineQueueName, retryOnConnectionLoss,
+  skipDelivery, validate, withSpan, withTraceCarrier,
+  type AgentMachine, type AgentRequestOf, type AgentRequestType, type Engine, type JobAbortMessage, type JobInputMessage, type Logger, type MachineJobPayload,
+  type RedisTarget,
 } from '@svc/core';
 
 /** What a session needs of its process (the hub builds it). */
@@ -14,6 +16,14 @@ export interface SessionDeps {
   logger: Logger;
   heartbeatMs: number;
   leaseSeconds: number;
+  /** decrypts credential assets a run reads */
+  encryptionKey: Buffer;
+}
+
+/** A run this connection holds: its fencing token and, for a consumer job, its queue. */
+interface Held {
+  attempt: number;
+  queueId: string | null;
 }
 
 /**
@@ -24,8 +34,10 @@ export interface SessionDeps {
  * reconnects (to any replica) keeps its runs by listing them in a heartbeat.
  */
 export class MachineSession {
-  /** runs this connection holds: job id → attempt */
-  private readonly owned = new Map<string, number>();
+  /** runs this connection holds */
+  private readonly owned = new Map<string, Held>();
+  /** aborted when the connection ends: requests waiting out a Postgres outage give up then */
+  private readonly ended = new AbortController();
   /** runs handed out by this connection's worker: job id → ends the worker's hold on its slot */
   private readonly handOffs = new Map<string, () => void>();
   private worker: Worker<MachineJobPayload> | null = null;
@@ -79,83 +91,196 @@ export class MachineSession {
       if (typeof type !== 'string' || !Object.hasOwn(AGENT_REQUESTS, type)) {
         throw ValidationError.single(['message', 'type'], `debe ser uno de: ${Object.keys(AGENT_REQUESTS).join(', ')}`, 'enum');
       }
-      const result = await this.handle(type as AgentRequestType, validate(AGENT_REQUESTS[type as AgentRequestType], msg, 'body'));
+      const request = validate(AGENT_REQUESTS[type as AgentRequestType], msg, 'body') as { trace?: Record<string, string> };
+      // under the robot's span when it sent one: its trace goes on through the platform's statements
+      const result = await withTraceCarrier(request.trace, () => withSpan(`machine ${type}`, { 'svc.machine.id': this.machine.id },
+        () => this.handle(type as AgentRequestType, request), SpanKind.SERVER));
       this.reply(id, null, result);
     } catch (err) {
       this.reply(id, err);
     }
   }
 
+  /**
+   * A database call of a request: a Postgres outage is waited out while the connection lasts
+   * (the robot's request just takes longer), so robots need no retry logic of their own for it.
+   */
+  private db<T>(context: string, fn: () => Promise<T>, onRetry?: () => void): Promise<T> {
+    return retryOnConnectionLoss(fn, { context, signal: this.ended.signal, onRetry });
+  }
+
   private async handle(type: AgentRequestType, msg: unknown): Promise<unknown> {
+    const machines = this.deps.engine.machines;
     switch (type) {
       case 'heartbeat':
         return this.heartbeat(msg as AgentRequestOf<'heartbeat'>);
       case 'job.progress': {
         const m = msg as AgentRequestOf<'job.progress'>;
         this.holds(m.job_id, m.attempt);
-        const res = await this.deps.engine.machines.reportProgress(m.job_id, m.attempt, {
+        const res = await this.db('reporting job progress', () => machines.reportProgress(m.job_id, m.attempt, {
           progress_percent: m.progress_percent, progress_message: m.progress_message, resource_metrics: m.resource_metrics, logs_append: m.log,
-        });
+        }));
         if (!res) throw this.lost(m.job_id);
         return { stop_requested: res.stop_requested };
       }
       case 'job.finish': {
         const m = msg as AgentRequestOf<'job.finish'>;
         this.holds(m.job_id, m.attempt);
-        const done = await this.deps.engine.machines.finishJob(m.job_id, m.attempt, {
-          to: m.status, output_data: m.output_data, error_message: m.error_message, progress_percent: m.progress_percent,
-          progress_message: m.progress_message, resource_metrics: m.resource_metrics, logs_append: m.log,
+        let uncertain = m.repeat === true;
+        const job = await this.db('finishing a job', async () => {
+          const done = await machines.finishJob(m.job_id, m.attempt, {
+            to: m.status, output_data: m.output_data, error_message: m.error_message, progress_percent: m.progress_percent,
+            progress_message: m.progress_message, resource_metrics: m.resource_metrics, logs_append: m.log,
+          });
+          // a repeat after a lost answer finds the run already ended as it asked (a job stopped
+          // while it waited for input was ended `stopped` by the stop itself)
+          if (done || (!uncertain && m.status !== 'stopped')) return done?.job ?? null;
+          return machines.findRunEndedAs(m.job_id, m.attempt, m.status);
+        }, () => {
+          uncertain = true;
         });
-        // a repeat after a lost answer finds the run already ended as it asked
-        const job = done?.job ?? (await this.deps.engine.machines.findRunEndedAs(m.job_id, m.attempt, m.status));
         this.release(m.job_id);
         if (!job) throw new ConflictError('Este intento del job ya no es el vigente');
         return { status: job.status };
       }
+      case 'items.take':
+        return this.takeItems(msg as AgentRequestOf<'items.take'>);
+      case 'items.release': {
+        const m = msg as AgentRequestOf<'items.release'>;
+        this.holds(m.job_id, m.attempt);
+        return { released: await this.db('handing back queue items', () => machines.releaseItems(m.job_id, m.items)) };
+      }
+      case 'jobs.waiting': {
+        const m = msg as AgentRequestOf<'jobs.waiting'>;
+        this.holds(m.job_id, m.attempt);
+        return { waiting: await this.db('looking for waiting jobs', () => machines.hasWaitingJobs(this.machine.id, m.job_id)) };
+      }
+      case 'job.input.ask': {
+        const m = msg as AgentRequestOf<'job.input.ask'>;
+        this.holds(m.job_id, m.attempt);
+        const res = await this.db('asking for input', () => machines.askInput(m.job_id, m.attempt, { prompt: m.prompt, options: m.options }));
+        // a repeat after a lost answer finds its own question waiting
+        if ('refused' in res) {
+          const state = m.repeat ? await this.db('reading the answer', () => machines.readInput(m.job_id, m.attempt)) : null;
+          if (state?.status === 'waiting_input') return { waiting: true };
+          if (res.refused === 'stop_requested') throw new ConflictError('Se pidió detener el job', { stop_requested: true });
+          throw this.lost(m.job_id);
+        }
+        return { waiting: true };
+      }
+      case 'job.input.read': {
+        const m = msg as AgentRequestOf<'job.input.read'>;
+        this.holds(m.job_id, m.attempt);
+        const state = await this.db('reading the answer', () => machines.readInput(m.job_id, m.attempt));
+        if (!state) throw this.lost(m.job_id);
+        return { status: state.status, stop_requested: state.stop_requested, answer: state.answer, timeout_at: state.timeout_at?.toISOString() ?? null };
+      }
+      case 'asset.get': {
+        const m = msg as AgentRequestOf<'asset.get'>;
+        this.holds(m.job_id, m.attempt);
+        const read = await this.db('reading an asset', () => machines.readAsset(
+          this.deps.encryptionKey, { tenantId: this.machine.tenant_id, machineId: this.machine.id, jobId: m.job_id }, m.name, m.environment,
+        ));
+        return { name: read.asset.name, type: read.asset.type, environment: read.environment, value: read.value };
+      }
       case 'bye':
         // no job is handed out any more, and the machine is offline before the robot hears back
+        // (the last write: a load report still in flight would set it online again after it)
+        this.leaving = true;
         await this.stopWorker();
-        await this.deps.engine.machines.goodbye(this.machine.id);
+        while (this.loadReport) await this.loadReport;
+        await this.db('marking the machine offline', () => machines.goodbye(this.machine.id));
         setImmediate(() => void this.close(AGENT_CLOSE.normal, 'bye'));
         return {};
     }
   }
 
+  /**
+   * Settles and takes in one statement, on the consumer job's own queue. A repeat (its answer was
+   * lost with a connection, or with Postgres's) may already have taken items the robot never
+   * heard of: the outcomes are settled again with nothing taken, every item the job holds beyond
+   * those the robot names goes back to the queue, and only then are items taken afresh. Nothing is
+   * settled twice and no item stays `in_progress` unknown to its holder.
+   */
+  private async takeItems(m: AgentRequestOf<'items.take'>): Promise<unknown> {
+    const held = this.holds(m.job_id, m.attempt);
+    if (!held.queueId) throw new NotFoundError('Este job no consume ninguna cola');
+    const machines = this.deps.engine.machines;
+    const req = { queueId: held.queueId, jobId: m.job_id, jobAttempt: m.attempt, machineId: this.machine.id };
+    let uncertain = m.repeat === true;
+    const res = await this.db('settling and taking queue items', async () => {
+      if (!uncertain) return machines.settleAndClaim({ ...req, outcomes: m.outcomes, take: m.take });
+      const { settled } = await machines.settleAndClaim({ ...req, outcomes: m.outcomes, take: 0 });
+      const released = await machines.releaseUnknownClaims(m.job_id, [...(m.held ?? []), ...m.outcomes.map((o) => o.id)]);
+      const { claimed } = m.take > 0 ? await machines.settleAndClaim({ ...req, outcomes: [], take: m.take }) : { claimed: [] };
+      return { settled, claimed, released };
+    }, () => {
+      uncertain = true;
+    });
+    return {
+      settled: res.settled,
+      items: res.claimed.map((i) => ({ id: i.id, attempt: i.attempt, reference: i.reference, data: i.data, retry_count: i.retry_count })),
+      released_unknown: 'released' in res ? res.released : 0,
+    };
+  }
+
   /** Renews the leases of the runs the robot lists, takes over those it brought, reports the machine online. */
   private async heartbeat(m: AgentRequestOf<'heartbeat'>): Promise<unknown> {
+    const machines = this.deps.engine.machines;
+    if (m.fresh && m.running.length === 0) {
+      // a robot process that starts runs nothing: what the platform thinks runs here was lost with the last one
+      const lost = await this.db('giving up the previous process\'s jobs', () => machines.giveUpJobs(this.machine.id));
+      if (lost.ended.length) this.log.warn('jobs of the previous robot process given up', { jobs: lost.ended.map((j) => j.id) });
+    }
     const runs = m.running.map((r) => ({ id: r.job_id, attempt: r.attempt, alive: r.alive }));
-    const owned = new Map((await this.deps.engine.machines.renewLeases(this.machine.id, runs, this.deps.leaseSeconds)).map((o) => [o.id, o.stop_requested]));
+    const renewed = await this.db('renewing leases', () => machines.renewLeases(this.machine.id, runs, this.deps.leaseSeconds));
+    const owned = new Map(renewed.map((o) => [o.id, o]));
     for (const r of m.running) {
-      if (owned.has(r.job_id)) this.owned.set(r.job_id, r.attempt);
+      const o = owned.get(r.job_id);
+      if (o) this.owned.set(r.job_id, { attempt: r.attempt, queueId: o.queue_id });
       else this.release(r.job_id);
     }
-    const hb = await this.deps.engine.machines.heartbeat(this.machine.id, {
+    const hb = await this.db('recording a heartbeat', () => machines.heartbeat(this.machine.id, {
       running: owned.size,
       agentVersion: m.agent_version ?? null,
       hostInfo: m.host ?? null,
-    });
+    }));
     if (hb) this.applyMachine(hb.slots, hb.is_active);
     this.fitCapacity();
     return {
       slots: this.slots,
       is_active: hb?.is_active ?? false,
-      runs: m.running.map((r) => ({ job_id: r.job_id, owned: owned.has(r.job_id), stop_requested: owned.get(r.job_id) ?? false })),
+      runs: m.running.map((r) => ({ job_id: r.job_id, owned: owned.has(r.job_id), stop_requested: owned.get(r.job_id)?.stop_requested ?? false })),
     };
   }
 
-  /** A job of this machine from its queue: started here, handed to the robot; its slot is held until the run ends here. */
-  private async handOff(job: Job<MachineJobPayload>, token: string | undefined): Promise<unknown> {
+  /**
+   * A job of this machine from its queue: started here (under the trace of the job's publication),
+   * handed to the robot; its slot is held until the run ends here.
+   */
+  private handOff(job: Job<MachineJobPayload>, token: string | undefined): Promise<unknown> {
+    return withTraceCarrier(job.data.trace, () =>
+      withSpan('machine job start', { 'svc.job.id': job.data.job_id, 'svc.machine.id': this.machine.id }, () => this.startAndHand(job, token), SpanKind.CONSUMER));
+  }
+
+  private async startAndHand(job: Job<MachineJobPayload>, token: string | undefined): Promise<unknown> {
     if (this.closed) throw new Error('connection closed');
-    const res = await this.deps.engine.machines.startJob(job.data.job_id, this.machine.id, { holder: randomUUID(), leaseSeconds: this.deps.leaseSeconds });
+    // this delivery's name: asked again after a lost answer, the start returns our own run
+    const holder = randomUUID();
+    const res = await this.db('starting a job', () => this.deps.engine.machines.startJob(job.data.job_id, this.machine.id, { holder, leaseSeconds: this.deps.leaseSeconds }));
     if ('skipped' in res) return skipDelivery(job, token, res);
     const run = res.started;
-    this.owned.set(run.id, run.attempt);
+    this.owned.set(run.id, { attempt: run.attempt, queueId: run.queue_id });
     const ended = new Promise<void>((resolve) => this.handOffs.set(run.id, resolve));
+    const trace = currentTraceCarrier();
+    this.reportLoad();
     this.send({
       type: 'job.start',
       job: {
         id: run.id, attempt: run.attempt, process_id: run.process_id, process_name: run.process_name, input_data: run.input_data,
-        queue_id: run.queue_id, started_at: run.started_at.toISOString(), timeout_at: run.timeout_at?.toISOString() ?? null,
+        queue_id: run.queue_id, timeout_seconds: run.timeout_seconds, retry_count: run.retry_count,
+        started_at: run.started_at.toISOString(), timeout_at: run.timeout_at?.toISOString() ?? null,
+        ...(trace ? { trace } : {}),
       },
     });
     await ended;
@@ -170,13 +295,48 @@ export class MachineSession {
     if (msg.reason !== 'stop') this.release(msg.job_id);
   }
 
+  /** A question of one of its runs was answered: the robot reads the answer now. */
+  onInput(msg: JobInputMessage): void {
+    if (this.owned.has(msg.job_id)) this.send({ type: 'job.input', job_id: msg.job_id });
+  }
+
   /** The run is no longer this connection's: its slot is free again. */
   private release(jobId: string): void {
     this.owned.delete(jobId);
     const end = this.handOffs.get(jobId);
     this.handOffs.delete(jobId);
     end?.();
+    if (end) this.reportLoad();
     this.fitCapacity();
+  }
+
+  private loadReport: Promise<void> | null = null;
+  private loadAgain = false;
+  /** the robot said bye: its machine's load is not reported any more */
+  private leaving = false;
+
+  /**
+   * Records the machine's busy slots now (a run started or ended here), so its status reads
+   * `busy` while every slot runs a job; coalesced: at most one write in flight per connection.
+   */
+  private reportLoad(): void {
+    if (this.leaving) return;
+    if (this.loadReport) {
+      this.loadAgain = true;
+      return;
+    }
+    this.loadReport = (async () => {
+      do {
+        this.loadAgain = false;
+        try {
+          await this.deps.engine.machines.heartbeat(this.machine.id, { running: this.owned.size });
+        } catch (err) {
+          // the next heartbeat reports the load anyway
+          this.log.warn('load report failed', { err: (err as Error).message });
+        }
+      } while (this.loadAgain && !this.closed);
+      this.loadReport = null;
+    })();
   }
 
   /** The worker takes new jobs only for the slots the runs held here leave free. */
@@ -200,10 +360,11 @@ export class MachineSession {
     this.active = active;
   }
 
-  private holds(jobId: string, attempt: number): void {
+  private holds(jobId: string, attempt: number): Held {
     const held = this.owned.get(jobId);
     if (held === undefined) throw new NotFoundError('Job no encontrado');
-    if (held !== attempt) throw new ConflictError('Este intento del job ya no es el vigente');
+    if (held.attempt !== attempt) throw new ConflictError('Este intento del job ya no es el vigente');
+    return held;
   }
 
   private lost(jobId: string): AppError {
@@ -215,6 +376,7 @@ export class MachineSession {
   async close(code: number, reason: string): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.ended.abort();
     if (this.socket.readyState === this.socket.OPEN || this.socket.readyState === this.socket.CONNECTING) this.socket.close(code, reason);
     await this.stopWorker();
   }

@@ -94,3 +94,34 @@ export async function readAssetWithKey(
   }
   return { ...read, value: read.value };
 }
+
+/**
+ * The value of an active asset of the machine's workspace, read by one of its runs over the
+ * machine protocol (docs/decisions/agent-protocol.md): `production` unless the run asks for
+ * another environment; 404 for a missing, inactive or other workspace's asset, or one without a
+ * value there. A credential read writes its audit row (actor: the machine, with the job) before the
+ * value is returned.
+ */
+export async function readAssetForMachine(
+  sql: Queryable,
+  encryptionKey: Buffer,
+  reader: { tenantId: string; machineId: string; jobId: string },
+  name: string,
+  environment: Environment = 'production',
+): Promise<AssetValueRead> {
+  const read = await readAssetValue(sql, encryptionKey, reader.tenantId, name, environment);
+  if (read.value === null) throw new NotFoundError(`El asset ${name} no tiene valor en el entorno ${environment}`);
+  if (read.asset.type === 'credential') {
+    await recordAudit(sql, {
+      tenantId: reader.tenantId,
+      actorType: 'machine',
+      actorId: reader.machineId,
+      action: 'read_asset',
+      source: 'agent',
+      resourceType: 'asset',
+      resourceId: read.asset.id,
+      details: { name: read.asset.name, type: read.asset.type, environment, job_id: reader.jobId },
+    });
+  }
+  return { ...read, value: read.value };
+}

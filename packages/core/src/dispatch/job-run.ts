@@ -112,15 +112,15 @@ export async function renewJobLeases(
   machineId: string,
   runs: readonly LeaseRenewal[],
   leaseSeconds: number,
-): Promise<Array<{ id: string; stop_requested: boolean }>> {
+): Promise<Array<{ id: string; stop_requested: boolean; queue_id: string | null }>> {
   if (runs.length === 0) return [];
-  return sql<Array<{ id: string; stop_requested: boolean }>>`
+  return sql<Array<{ id: string; stop_requested: boolean; queue_id: string | null }>>`
     update jobs j
        set lease_expires_at = case when j.id = any(${runs.filter((r) => r.alive).map((r) => r.id)}::uuid[])
                                    then now() + make_interval(secs => ${leaseSeconds}::float8) else j.lease_expires_at end
       from unnest(${runs.map((r) => r.id)}::uuid[], ${runs.map((r) => r.attempt)}::int[]) as r(id, attempt)
      where j.id = r.id and j.attempt = r.attempt and j.status in ('running', 'waiting_input') and j.machine_id = ${machineId}
-    returning j.id, j.stop_requested`;
+    returning j.id, j.stop_requested, j.queue_id`;
 }
 
 export interface JobProgress {

@@ -10,38 +10,93 @@ const Attempt = Type.Integer({ minimum: 1, maximum: 2_147_483_647 });
 const Text = (maxLength: number) => Type.String({ maxLength });
 const LogChunk = Type.Object({ text: Text(64 * 1024), seq: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_147_483_647 })) }, { additionalProperties: false });
 const Metrics = Type.Record(Type.String({ maxLength: 64 }), Type.Unknown(), { maxProperties: 32 });
+/**
+ * Set by a client sending a request again because its answer was lost with a connection: the
+ * request may already have been applied (see `items.take`).
+ */
+const Repeat = { repeat: Type.Optional(Type.Boolean()) };
+/** W3C trace context of the robot's span the request belongs to: the platform's spans continue its trace. */
+const Trace = { trace: Type.Optional(Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 512 }), { maxProperties: 4 })) };
+const Envelope = (type: string) => ({ id: Type.Integer(), type: Type.Literal(type), ...Repeat, ...Trace });
+const Fenced = { job_id: Id, attempt: Attempt };
 
 export const Heartbeat = Type.Object({
-  id: Type.Integer(),
-  type: Type.Literal('heartbeat'),
+  ...Envelope('heartbeat'),
+  /** the first heartbeat of a robot process that runs nothing yet: the machine's earlier runs are given up */
+  fresh: Type.Optional(Type.Boolean()),
   running: Type.Array(Type.Object({ job_id: Id, attempt: Attempt, alive: Type.Boolean() }, { additionalProperties: false }), { maxItems: 1000 }),
   agent_version: Type.Optional(Text(100)),
   host: Type.Optional(Type.Record(Type.String({ maxLength: 64 }), Type.Unknown(), { maxProperties: 16 })),
 }, { additionalProperties: false });
 
 const progressFields = {
-  job_id: Id,
-  attempt: Attempt,
+  ...Fenced,
   progress_percent: Type.Optional(Type.Union([Type.Integer({ minimum: 0, maximum: 100 }), Type.Null()])),
   progress_message: Type.Optional(Type.Union([Text(1000), Type.Null()])),
   resource_metrics: Type.Optional(Type.Union([Metrics, Type.Null()])),
   log: Type.Optional(LogChunk),
 };
 
-export const JobProgressMessage = Type.Object({ id: Type.Integer(), type: Type.Literal('job.progress'), ...progressFields }, { additionalProperties: false });
+export const JobProgressMessage = Type.Object({ ...Envelope('job.progress'), ...progressFields }, { additionalProperties: false });
 
 export const JobFinishMessage = Type.Object({
-  id: Type.Integer(),
-  type: Type.Literal('job.finish'),
+  ...Envelope('job.finish'),
   ...progressFields,
   status: Type.Union([Type.Literal('completed'), Type.Literal('failed'), Type.Literal('stopped'), Type.Literal('timed_out')]),
   output_data: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
   error_message: Type.Optional(Type.Union([Text(10_000), Type.Null()])),
 }, { additionalProperties: false });
 
-export const Bye = Type.Object({ id: Type.Integer(), type: Type.Literal('bye') }, { additionalProperties: false });
+export const Bye = Type.Object({ ...Envelope('bye') }, { additionalProperties: false });
 
-export const REQUESTS = { heartbeat: Heartbeat, 'job.progress': JobProgressMessage, 'job.finish': JobFinishMessage, bye: Bye } as const;
+const ItemRef = Type.Object({ id: Id, attempt: Attempt }, { additionalProperties: false });
+const Outcome = Type.Object({
+  id: Id,
+  attempt: Attempt,
+  status: Type.Union([Type.Literal('completed'), Type.Literal('pending_review'), Type.Literal('failed')]),
+  result: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
+  error_message: Type.Optional(Type.Union([Text(10_000), Type.Null()])),
+}, { additionalProperties: false });
+
+/** A consumer job settles the items it finished and takes the next ones, in one statement. */
+export const ItemsTake = Type.Object({
+  ...Envelope('items.take'),
+  ...Fenced,
+  outcomes: Type.Array(Outcome, { maxItems: 1000 }),
+  take: Type.Integer({ minimum: 0, maximum: 1000 }),
+  /** items the robot still holds unsettled: a repeated take hands back every other item the job holds */
+  held: Type.Optional(Type.Array(Id, { maxItems: 1000 })),
+}, { additionalProperties: false });
+
+/** Items taken and not started go back to the queue untouched. */
+export const ItemsRelease = Type.Object({ ...Envelope('items.release'), ...Fenced, items: Type.Array(ItemRef, { maxItems: 1000 }) }, { additionalProperties: false });
+
+/** Whether another job waits for this machine (a consumer then gives its slot up). */
+export const JobsWaiting = Type.Object({ ...Envelope('jobs.waiting'), ...Fenced }, { additionalProperties: false });
+
+/** The run asks a person; the answer is announced with `job.input` and read with `job.input.read`. */
+export const InputAsk = Type.Object({
+  ...Envelope('job.input.ask'),
+  ...Fenced,
+  prompt: Type.Unknown(),
+  options: Type.Optional(Type.Unknown()),
+}, { additionalProperties: false });
+
+export const InputRead = Type.Object({ ...Envelope('job.input.read'), ...Fenced }, { additionalProperties: false });
+
+/** An asset of the machine's workspace, read by one of its runs. */
+export const AssetGet = Type.Object({
+  ...Envelope('asset.get'),
+  ...Fenced,
+  name: Type.String({ minLength: 1, maxLength: 255 }),
+  environment: Type.Optional(Type.Union([Type.Literal('production'), Type.Literal('staging'), Type.Literal('dev')])),
+}, { additionalProperties: false });
+
+export const REQUESTS = {
+  heartbeat: Heartbeat, 'job.progress': JobProgressMessage, 'job.finish': JobFinishMessage, bye: Bye,
+  'items.take': ItemsTake, 'items.release': ItemsRelease, 'jobs.waiting': JobsWaiting,
+  'job.input.ask': InputAsk, 'job.input.read': InputRead, 'asset.get': AssetGet,
+} as const;
 export type RequestType = keyof typeof REQUESTS;
 export type RequestOf<T extends RequestType> = Static<(typeof REQUESTS)[T]>;
 

@@ -1,26 +1,21 @@
 import { LOG_APPEND_MAX_BYTES } from '@svc/core';
-import { JobLog, splitForAppend } from '../src/run-job';
+import { LOG_CHUNK_BYTES, logChunks } from '../src/run';
 
-/** The agent's side of job logs (docs/decisions/job-logs.md): what it sends, in what pieces. */
-describe('the agent\'s job log', () => {
-  it('sends each line once, in numbered appends', () => {
-    const log = new JobLog();
-    expect(log.take()).toEqual([]);
-    log.line('uno');
-    log.line('dos ñ');
-    const first = log.take();
-    expect(first).toHaveLength(1);
-    expect(first[0]!.seq).toBe(1);
-    expect(first[0]!.text).toMatch(/^\S+Z uno\n\S+Z dos ñ\n$/);
-    expect(log.take()).toEqual([]);
-    log.line('tres');
-    expect(log.take().map((a) => a.seq)).toEqual([2]);
+/** A run's log as the SDK sends it (docs/decisions/job-logs.md): pieces the platform accepts. */
+describe('the robot SDK\'s log chunks', () => {
+  it('uses the platform\'s own bound of one append', () => {
+    expect(LOG_CHUNK_BYTES).toBe(LOG_APPEND_MAX_BYTES);
+  });
+
+  it('sends short text as it is, and nothing for no text', () => {
+    expect(logChunks('')).toEqual([]);
+    expect(logChunks('uno\ndos ñ\n')).toEqual(['uno\ndos ñ\n']);
   });
 
   it('splits long output at line ends into pieces the engine accepts, losing nothing', () => {
     const lines = Array.from({ length: 3000 }, (_, i) => `línea ${i} ${'€'.repeat(20)}\n`);
     const text = lines.join('');
-    const pieces = splitForAppend(text);
+    const pieces = logChunks(text);
     expect(pieces.length).toBeGreaterThan(1);
     for (const p of pieces) {
       expect(Buffer.byteLength(p)).toBeLessThanOrEqual(LOG_APPEND_MAX_BYTES);
@@ -31,7 +26,7 @@ describe('the agent\'s job log', () => {
 
   it('cuts a single line longer than one append, so every piece still fits', () => {
     const huge = `${'€'.repeat(LOG_APPEND_MAX_BYTES)}\n`;
-    const pieces = splitForAppend(`antes\n${huge}después\n`);
+    const pieces = logChunks(`antes\n${huge}después\n`);
     for (const p of pieces) expect(Buffer.byteLength(p)).toBeLessThanOrEqual(LOG_APPEND_MAX_BYTES);
     const joined = pieces.join('');
     expect(joined.startsWith('antes\n€€€')).toBe(true);
