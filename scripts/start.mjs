@@ -131,9 +131,9 @@ async function main() {
   process.on('SIGINT', () => void stop(0));
   process.on('SIGTERM', () => void stop(0));
 
-  const run = (name, app, args = []) => {
+  const run = (name, app, args = [], childEnv = env) => {
     // own process group: Ctrl-C reaches only this supervisor, which drains the children in order
-    const child = spawn(process.execPath, [...app.nodeArgs, path.join(ROOT, app.script), ...args], { env, stdio: ['ignore', 'inherit', 'inherit'], detached: true });
+    const child = spawn(process.execPath, [...app.nodeArgs, path.join(ROOT, app.script), ...args], { env: childEnv, stdio: ['ignore', 'inherit', 'inherit'], detached: true });
     child.on('exit', (code, signal) => {
       if (!stopping) {
         console.error(`${name} exited (${signal ?? code}); stopping the platform.`);
@@ -144,9 +144,10 @@ async function main() {
   };
   run('api', APPS.api);
   run('dispatcher', APPS.dispatcher);
-  run('agent-sim', APPS.agent, demo.machines.flatMap((m) => ['--machine-key', m.machine_key]));
-
   const baseUrl = `http://${env.HOST}:${port}`;
+  // the robots hold the platform's URL and their machine keys, nothing else of it (docs/agent-sim.md)
+  const robotEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(DATABASE_|REDIS_|PG|ASSET_ENCRYPTION_KEY$|METRICS_)/.test(k)));
+  run('agent-sim', APPS.agent, demo.machines.flatMap((m) => ['--machine-key', m.machine_key]), { ...robotEnv, SVC_URL: baseUrl });
   const until = Date.now() + 20_000;
   while (Date.now() < until && !stopping) {
     try {

@@ -27,6 +27,8 @@ export class MachineRobot {
   private robot: Robot | null = null;
   private readonly random: () => number;
   machine: { id: string; name: string; slots: number } | null = null;
+  /** known from the first job on (a job may start before `start` resolves) */
+  private machineId = '';
 
   constructor(private readonly deps: RobotDeps, private readonly machineKey: string) {
     this.random = createRandom(deps.options.seed);
@@ -49,7 +51,7 @@ export class MachineRobot {
       // tracing on: the run (its end included) is a span under the platform's start of the job,
       // and the platform's statements for each of its requests are spans under it
       around: (job, execute) => withTraceCarrier(job.trace ?? undefined, () =>
-        withSpan('job run', { 'svc.job.id': job.id, 'svc.machine.id': this.machine?.id ?? '' }, execute, SpanKind.CONSUMER)),
+        withSpan('job run', { 'svc.job.id': job.id }, execute, SpanKind.CONSUMER)),
       traceCarrier: currentTraceCarrier,
       onJob: (ctx) => this.run(ctx),
       onJobEnd: (job, status) => this.ended(job, status),
@@ -59,7 +61,8 @@ export class MachineRobot {
   }
 
   private async run(job: JobContext) {
-    const machine = this.machine!;
+    const { machine } = job;
+    this.machineId = machine.id;
     const info = job.job;
     this.deps.journal.write({ event: 'job-start', job_id: info.id, machine_id: machine.id, attempt: info.attempt });
     const ctx: RunContext = {
@@ -88,7 +91,7 @@ export class MachineRobot {
   }
 
   private ended(job: JobInfo, status: string | null): void {
-    this.deps.journal.write({ event: 'job-end', job_id: job.id, machine_id: this.machine!.id, attempt: job.attempt, status: status ?? 'refused' });
+    this.deps.journal.write({ event: 'job-end', job_id: job.id, machine_id: this.machineId, attempt: job.attempt, status: status ?? 'refused' });
     if (!status) this.log.info('result of a run that no longer owns its job dropped', { job_id: job.id, attempt: job.attempt });
   }
 

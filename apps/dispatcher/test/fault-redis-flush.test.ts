@@ -39,8 +39,8 @@ it('FLUSHALL mid-load loses no item and no job, and runs none twice', async () =
   children.dispatcher(ctx, env);
   const journal = tempFile('journal.jsonl');
   const agentArgs = ['--item-duration', '8-12ms', '--duration', '100ms', '--failure-rate', '0.05', '--seed', '3', '--journal', journal];
-  await children.agent(ctx, ['--machine-key', m1.machineKey, '--machine-key', m2.machineKey, ...agentArgs], env);
   const base = `http://127.0.0.1:${apiPort}`;
+  await children.agent(ctx, ['--machine-key', m1.machineKey, '--machine-key', m2.machineKey, ...agentArgs], env, { url: base });
   await waitForHttp(`${base}/health`);
 
   const post = async (path: string, body: unknown) => {
@@ -67,7 +67,7 @@ it('FLUSHALL mid-load loses no item and no job, and runs none twice', async () =
   expect((await trigger(m1.row.id)).status).toBe(201);
   await sleep(300);
   // the late machine comes up only now: its jobs must have been rebuilt from Postgres
-  await children.agent(ctx, ['--machine-key', late.machineKey, ...agentArgs], env);
+  await children.agent(ctx, ['--machine-key', late.machineKey, ...agentArgs], env, { url: base });
 
   const counts = await waitFor('every item final', async () => {
     const c = await itemStatusCounts(ctx.sql, queue.id);

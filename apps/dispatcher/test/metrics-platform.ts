@@ -4,8 +4,8 @@ import { freePort, scrape, seedWorkspace, startApiProcess, waitFor, type ApiProc
 export const METRICS_TOKEN = `scrape-${randomUUID()}`;
 
 /**
- * A running platform for the metrics tests: an API process (its /metrics), a dispatcher and an
- * agent-sim each serving /metrics on METRICS_PORT, all asking for METRICS_TOKEN; the API's state
+ * A running platform for the metrics tests: an API process (its /metrics; its robot connections
+ * run the jobs' statements), a dispatcher and an agent-sim each serving /metrics on METRICS_PORT, all asking for METRICS_TOKEN; the API's state
  * gauges are read afresh on each scrape (METRICS_STATE_TTL_MS=0).
  */
 async function startMetricsPlatform(ctx: TestContext, children: Children) {
@@ -15,7 +15,8 @@ async function startMetricsPlatform(ctx: TestContext, children: Children) {
   const [dispatcherPort, agentPort] = [await freePort(), await freePort()];
   children.dispatcher(ctx, { ...env, METRICS_PORT: String(dispatcherPort) });
   const machine = await ws.machine({ slots: 2 });
-  await children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '200ms'], { ...env, METRICS_PORT: String(agentPort) });
+  // the robot connects to this API process, which runs its jobs' statements (and counts them)
+  await children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '200ms'], { ...env, METRICS_PORT: String(agentPort) }, { url: api.url });
   const urls = {
     api: `${api.url}/metrics`,
     dispatcher: `http://127.0.0.1:${dispatcherPort}/metrics`,

@@ -20,8 +20,8 @@ it('the API, dispatcher and agent expositions pass promtool check metrics', asyn
     body: JSON.stringify({ process_id: proc.id, machine_id: p.machine.row.id }),
   });
   expect(res.status).toBe(201);
-  await waitFor('the job counted by the agent', async () =>
-    (sampleValue(await scrape(p.urls.agent, METRICS_TOKEN), 'svc_jobs_ended_total', { status: 'completed' }) ?? 0) >= 1, 45_000, 200);
+  await waitFor('the job counted by the API that ran it for the robot', async () =>
+    (sampleValue(await scrape(p.urls.api, METRICS_TOKEN), 'svc_jobs_ended_total', { status: 'completed' }) ?? 0) >= 1, 45_000, 200);
   for (const [name, url] of Object.entries(p.urls)) {
     const text = await scrape(url, METRICS_TOKEN);
     expect(text).toContain('# TYPE svc_');

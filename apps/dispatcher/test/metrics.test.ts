@@ -79,16 +79,16 @@ describe('HTTP metrics', () => {
 });
 
 describe('work metrics', () => {
-  it('count a triggered job in the API, the dispatcher and the agent that ran it', async () => {
+  it('count a triggered job in the API (whose robot connection ran it) and the dispatcher', async () => {
     const proc = await p.ws.process();
-    const agentBefore = await scrape(p.urls.agent, METRICS_TOKEN);
+    const agentBefore = await scrape(p.urls.api, METRICS_TOKEN);
     const res = await api('/api/v1/jobs/trigger', { method: 'POST', body: JSON.stringify({ process_id: proc.id, machine_id: p.machine.row.id }) });
     expect(res.status).toBe(201);
     const apiText = await scrape(p.urls.api, METRICS_TOKEN);
     expect(sampleValue(apiText, 'svc_http_requests_total', { route: '/api/v1/jobs/trigger', method: 'POST', status: '201' })).toBe(1);
     const completed = (t: string) => sampleValue(t, 'svc_jobs_ended_total', { status: 'completed' }) ?? 0;
-    const agentAfter = await waitFor('the agent counting the completed job', async () => {
-      const t = await scrape(p.urls.agent, METRICS_TOKEN);
+    const agentAfter = await waitFor('the API counting the completed job', async () => {
+      const t = await scrape(p.urls.api, METRICS_TOKEN);
       return completed(t) > completed(agentBefore) ? t : null;
     }, 45_000, 200);
     expect(sampleValue(agentAfter, 'svc_job_duration_seconds_count', { status: 'completed' })).toBeGreaterThanOrEqual(1);

@@ -41,9 +41,9 @@ it('a primary killed a third of the way through 5,000 items loses none, runs non
   children.dispatcher(ctx, env);
   const journals = [tempFile('m1.jsonl'), tempFile('m2.jsonl')];
   const agentArgs = ['--item-duration', '1-2ms', '--duration', '50ms'];
-  await children.agent(ctx, ['--machine-key', m1.machineKey, ...agentArgs, '--journal', journals[0]!], env);
-  await children.agent(ctx, ['--machine-key', m2.machineKey, ...agentArgs, '--journal', journals[1]!], env);
   const base = `http://127.0.0.1:${apiPort}`;
+  await children.agent(ctx, ['--machine-key', m1.machineKey, ...agentArgs, '--journal', journals[0]!], env, { url: base });
+  await children.agent(ctx, ['--machine-key', m2.machineKey, ...agentArgs, '--journal', journals[1]!], env, { url: base });
   await waitForHttp(`${base}/health`);
   const bulk = async (from: number) => {
     const res = await fetch(`${base}/api/v1/queues/by-name/${queue.name}/items/bulk`, {

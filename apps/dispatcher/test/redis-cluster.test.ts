@@ -59,7 +59,7 @@ it('completes every item added through the API', async () => {
   const queue = await ws.queue({ consumer_process_id: proc.id, max_consumers: 2 });
   const m1 = await ws.machine({ slots: 2 });
   const m2 = await ws.machine({ slots: 2 });
-  await children.agent(ctx, ['--machine-key', m1.machineKey, '--machine-key', m2.machineKey, '--item-duration', '0ms', '--duration', '50ms'], env);
+  await children.agent(ctx, ['--machine-key', m1.machineKey, '--machine-key', m2.machineKey, '--item-duration', '0ms', '--duration', '50ms'], env, { url: base });
   for (let i = 0; i < 10; i++) {
     const r = await call('POST', `/api/v1/queues/by-name/${queue.name}/items/bulk`, { items: Array.from({ length: 100 }, (_, j) => ({ n: i * 100 + j })) });
     expect(r.status).toBe(200);
@@ -119,7 +119,7 @@ it('refuses a key revoked by another process at once (invalidation over cluster 
 it('brings a stop to the robot running the job', async () => {
   const proc = await ws.process();
   const m = await ws.machine({ slots: 1 });
-  await children.agent(ctx, ['--machine-key', m.machineKey], env);
+  await children.agent(ctx, ['--machine-key', m.machineKey], env, { url: base });
   // a subscriber of our own, on whichever node the cluster client picks, hears the abort too
   const sub = createRedis(cluster.target, { blocking: true });
   const heard: string[] = [];
@@ -173,7 +173,7 @@ it('notices a primary that lost its data and rebuilds from Postgres what it held
   await waitFor('the lost marker written again', async () => (await cluster.admin.exists(onFlushed[0]!)) === 1, 20_000);
   await waitFor('the lost jobs re-added', async () => (await cluster.admin.exists(jobKey)) === 1, 20_000);
   await waitFor('the schedulers rebuilt', async () => (await cluster.admin.exists(`${keys.bull}:${DISPATCH_QUEUE}:repeat`)) === 1, 20_000);
-  await children.agent(ctx, ['--machine-key', late.machineKey, '--duration', '50ms'], env);
+  await children.agent(ctx, ['--machine-key', late.machineKey, '--duration', '50ms'], env, { url: base });
   // delivered to the agent (started) and ended: not one left pending for want of its BullMQ job
   await waitFor('every job of the late machine run', async () => {
     const rows = await ctx.sql`select status, started_at from jobs where id = any(${waiting}::uuid[])`;

@@ -56,9 +56,10 @@ beforeAll(async () => {
   await children.agent(ctx, [
     ...loadMachines.flatMap((m) => ['--machine-key', m.machineKey]),
     '--item-duration', '3-8ms', '--duration', '30-80ms', '--seed', '20', '--journal', loadJournal,
-  ], ENV);
-  // a job on this machine runs until it is stopped (or far beyond any wait of this file)
-  await children.agent(ctx, ['--machine-key', slowMachine.machineKey, '--duration', '120s', '--journal', slowJournal], ENV);
+  ], ENV, { url: apis.join(',') });
+  // a job on this machine runs until it is stopped (or far beyond any wait of this file); its
+  // robot is connected to the other replica
+  await children.agent(ctx, ['--machine-key', slowMachine.machineKey, '--duration', '120s', '--journal', slowJournal], ENV, { url: [...apis].reverse().join(',') });
   await Promise.all(apis.map((a) => waitForHttp(`${a}/health`)));
   // every agent heartbeated (the seeded machines had never)
   await waitFor('the agents are up', async () => {

@@ -28,8 +28,8 @@ it('two dispatchers and two APIs share the work without losing or doubling any o
   const j1 = tempFile('a.jsonl');
   const j2 = tempFile('b.jsonl');
   const args = ['--item-duration', '3-8ms', '--duration', '50-150ms', '--failure-rate', '0.05', '--seed', '11'];
-  await children.agent(ctx, ['--machine-key', machines[0]!.machineKey, '--machine-key', machines[1]!.machineKey, ...args, '--journal', j1]);
-  await children.agent(ctx, ['--machine-key', machines[2]!.machineKey, '--machine-key', machines[3]!.machineKey, ...args, '--journal', j2]);
+  await children.agent(ctx, ['--machine-key', machines[0]!.machineKey, '--machine-key', machines[1]!.machineKey, ...args, '--journal', j1], {}, { url: `http://127.0.0.1:${p1},http://127.0.0.1:${p2}` });
+  await children.agent(ctx, ['--machine-key', machines[2]!.machineKey, '--machine-key', machines[3]!.machineKey, ...args, '--journal', j2], {}, { url: `http://127.0.0.1:${p2},http://127.0.0.1:${p1}` });
   await Promise.all([waitForHttp(`http://127.0.0.1:${p1}/health`), waitForHttp(`http://127.0.0.1:${p2}/health`)]);
 
   const post = async (port: number, path: string, body: unknown) => {

@@ -7,7 +7,9 @@ import {
 /**
  * OpenTelemetry traces across the processes (docs/decisions/observability.md): one API call that
  * triggers a job yields one trace with the API's request span, its Postgres statements, the
- * dispatcher's publication of the job and the agent's run of it, each under the one before; the
+ * dispatcher's publication of the job, the start of the job by the API replica holding the
+ * robot's connection, the robot's run of it and the platform's statements for the robot's
+ * requests (its end among them), each under the one before; the
  * API's log lines of the request carry its trace_id and span_id. The processes export over
  * OTLP/HTTP (JSON) to a receiver this test runs on loopback. Off, the SDK is not even loaded.
  */
@@ -32,8 +34,9 @@ it('one API call that triggers a job is one trace across the API, the dispatcher
   const api = children.api(ctx, port, { ...env, LOG_LEVEL: 'info' });
   children.dispatcher(ctx, env);
   const machine = await ws.machine();
-  await children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '100ms'], env);
   await waitForHttp(`http://127.0.0.1:${port}/health`);
+  // the robot's connection is held by this same API process
+  await children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '100ms'], env, { url: `http://127.0.0.1:${port}` });
   const proc = await ws.process();
   const res = await fetch(`http://127.0.0.1:${port}/api/v1/jobs/trigger`, {
     method: 'POST',
@@ -49,26 +52,33 @@ it('one API call that triggers a job is one trace across the API, the dispatcher
     if (!request) return null;
     const trace = receiver.spans.filter((s) => s.traceId === request.traceId);
     const publish = byName(trace, 'dispatcher', 'outbox publish jobs-created');
+    const start = byName(trace, 'api', 'machine job start');
     const run = byName(trace, 'agent-sim', 'job run');
-    // the agent's statements of the run, the last of them its finish, exported after the run span
-    const runStatements = run && trace.filter((s) => s.service === 'agent-sim' && s.parentSpanId === run.spanId);
-    return publish && run && runStatements!.length >= 2 ? { request, trace, publish, run, runStatements: runStatements! } : null;
+    const finish = byName(trace, 'api', 'machine job.finish');
+    // the platform's statements of the robot's end, exported after its span
+    const finishStatements = finish && trace.filter((s) => s.parentSpanId === finish.spanId);
+    return publish && start && run && finish && finishStatements!.length >= 1 ? { request, trace, publish, start, run, finish, finishStatements: finishStatements! } : null;
   }, 60_000, 100);
-  const { request, trace, publish, run, runStatements } = found;
+  const { request, trace, publish, start, run, finish, finishStatements } = found;
 
   expect(request.parentSpanId).toBeUndefined();
   expect(request.kind).toBe(2); // SERVER
   expect(request.attributes['http.route']).toBe('/api/v1/jobs/trigger');
-  const apiStatements = trace.filter((s) => s.service === 'api' && s.name.startsWith('pg '));
+  const apiStatements = trace.filter((s) => s.service === 'api' && s.name.startsWith('pg ') && s.parentSpanId === request.spanId);
   expect(apiStatements.length).toBeGreaterThan(0);
-  for (const s of apiStatements) expect(s.parentSpanId).toBe(request.spanId);
   const statement = (text: string) => apiStatements.some((s) => String(s.attributes['db.statement']).includes(text));
   expect(statement('insert into jobs')).toBe(true);
   expect(statement('insert into outbox')).toBe(true);
   expect(publish.parentSpanId).toBe(request.spanId);
-  expect(run.parentSpanId).toBe(publish.spanId);
+  expect(start.parentSpanId).toBe(publish.spanId);
+  expect(start.attributes['svc.job.id']).toBe(jobId);
+  expect(trace.some((s) => s.parentSpanId === start.spanId && String(s.attributes['db.statement']).includes('update jobs'))).toBe(true);
+  expect(run.parentSpanId).toBe(start.spanId);
   expect(run.attributes['svc.job.id']).toBe(jobId);
-  for (const s of runStatements) expect(s.name).toMatch(/^pg /);
+  expect(finish.parentSpanId).toBe(run.spanId);
+  for (const s of finishStatements) expect(s.name).toMatch(/^pg /);
+  // the robot's spans are its own: it touches no database
+  expect(trace.filter((s) => s.service === 'agent-sim' && s.name.startsWith('pg '))).toEqual([]);
   expect(new Set(trace.map((s) => s.service))).toEqual(new Set(['api', 'dispatcher', 'agent-sim']));
 
   // every log line of the traced request names its trace and span

@@ -71,6 +71,7 @@ export function connect(options: ConnectOptions): Robot {
   const runs = new Map<string, Run>();
   let heartbeatMs = 5000;
   let leaseMs: number | undefined;
+  let machine: Welcome['machine'] = { id: '', name: '', slots: 0 };
   const livenessMs = () => (options.livenessMs === 'lease' ? leaseMs : options.livenessMs);
   let beatTimer: NodeJS.Timeout | null = null;
   let closing = false;
@@ -124,6 +125,8 @@ export function connect(options: ConnectOptions): Robot {
     async welcome(w) {
       heartbeatMs = Math.min(w.heartbeat_ms, options.heartbeatMs ?? Infinity);
       leaseMs = w.lease_seconds * 1000;
+      // before anything else: a job.start may come in the same chunk as the heartbeat's answer
+      machine = w.machine;
       // the runs this robot still has go first: the new connection takes them over
       onBeat(await conn.requestNow(heartbeatMessage()));
       log.info('connected', { machine: w.machine.name });
@@ -162,7 +165,7 @@ export function connect(options: ConnectOptions): Robot {
       timeoutAt: (job.timeout_at as string | null) ?? null,
     };
     if (runs.has(info.id)) return;
-    const run = new Run(info, conn, livenessMs, options.traceCarrier);
+    const run = new Run(info, machine, conn, livenessMs, options.traceCarrier);
     runs.set(info.id, run);
     run.done = (options.around ? options.around(info, () => execute(run)) : execute(run)).finally(() => {
       run.end();

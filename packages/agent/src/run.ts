@@ -53,6 +53,8 @@ export type AbortReason = 'stop' | 'timeout' | 'shutdown' | 'lost';
 
 export interface JobContext {
   job: JobInfo;
+  /** the machine the job runs on (as the platform welcomed it) */
+  machine: { id: string; name: string; slots: number };
   /** aborted with an AbortReason */
   signal: AbortSignal;
   /** progress of the run (0–100) and a line saying where it is */
@@ -149,6 +151,7 @@ export class Run {
 
   constructor(
     readonly info: JobInfo,
+    readonly machine: { id: string; name: string; slots: number },
     private readonly conn: Connection,
     private readonly livenessMs: () => number | undefined,
     private readonly traceCarrier?: () => Record<string, string> | undefined,
@@ -235,6 +238,7 @@ export class Run {
     };
     return {
       job: this.info,
+      machine: this.machine,
       signal: this.ctrl.signal,
       report,
       progress: (percent, message) => report({ percent, message }),

@@ -19,7 +19,7 @@ function readmeRobot(): string {
   return m[1]!;
 }
 
-it('the README robot runs a job triggered through the API, with its key alone', async () => {
+it('the README robot runs a job triggered through the API and the items of its queue, with its key alone', async () => {
   const code = readmeRobot();
   expect(code.split('\n').length).toBeLessThanOrEqual(30);
   const ws = await seedWorkspace(suite.ctx.sql);
@@ -55,6 +55,22 @@ it('the README robot runs a job triggered through the API, with its key alone', 
     }, 30_000, 500);
     expect(job.output_data).toEqual({ greeting: 'hola, Ada' });
     expect(job.progress_percent).toBe(100);
+
+    // a queue this machine consumes: one item approved, one refused by the robot (no amount)
+    const queue = await ws.queue({ consumer_process_id: proc.id, max_retries: 0 });
+    const added = await fetch(`${api.url}/api/v1/queues/by-name/${queue.name}/items/bulk`, {
+      method: 'POST',
+      headers: { 'X-API-Key': ws.key, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ items: [{ amount: 250 }, { note: 'sin importe' }] }),
+    });
+    expect(added.status).toBe(200);
+    const items = await waitFor('both items final', async () => {
+      const rows = await suite.ctx.sql<Array<{ data: Record<string, unknown>; status: string; result: unknown; error_message: string | null; processed_by: string }>>`
+        select data, status, result, error_message, processed_by from queue_items where queue_id = ${queue.id} order by created_at`;
+      return rows.every((r) => r.status === 'completed' || r.status === 'failed' || r.status === 'dead_letter') ? rows : null;
+    }, 30_000, 200);
+    expect(items.map((i) => [i.status, i.result, i.error_message])).toEqual([['completed', { approved: true }, null], [expect.stringMatching(/failed|dead_letter/), null, 'sin importe']]);
+    for (const i of items) expect(i.processed_by).toBe(machine.row.id);
     robot.kill('SIGTERM');
     expect(await new Promise((resolve) => robot.once('exit', resolve))).toBe(0);
     const [m] = await suite.ctx.sql`select status from machines where id = ${machine.row.id as string}`;

@@ -57,6 +57,7 @@ export class MachineSession {
     return this.deps.logger.child({ machine_id: this.machine.id });
   }
 
+  /** Welcomes the robot; its jobs are handed out once its first heartbeat said what it still runs. */
   async start(): Promise<void> {
     this.send({
       type: 'welcome',
@@ -64,15 +65,30 @@ export class MachineSession {
       heartbeat_ms: this.deps.heartbeatMs,
       lease_seconds: this.deps.leaseSeconds,
     });
-    const worker = new Worker<MachineJobPayload>(machineQueueName(this.machine.id), (job, token) => this.handOff(job, token), {
-      connection: createRedis(this.deps.redis, { blocking: true }),
-      prefix: this.deps.bullPrefix,
-      concurrency: this.machine.slots,
-    });
-    worker.on('error', (err) => this.log.warn('machine worker error', { err: err.message }));
-    this.worker = worker;
-    await worker.waitUntilReady();
-    if (this.closed) await this.stopWorker();
+  }
+
+  private starting: Promise<void> | null = null;
+
+  /**
+   * The machine's queue worker, started after the robot's first heartbeat: a job handed out
+   * before it would be given up by a fresh robot's heartbeat, and the runs it brings along must
+   * be counted against its slots first.
+   */
+  private startWorker(): Promise<void> {
+    this.starting ??= (async () => {
+      if (this.closed || this.leaving) return;
+      const worker = new Worker<MachineJobPayload>(machineQueueName(this.machine.id), (job, token) => this.handOff(job, token), {
+        connection: createRedis(this.deps.redis, { blocking: true }),
+        prefix: this.deps.bullPrefix,
+        concurrency: this.slots,
+      });
+      worker.on('error', (err) => this.log.warn('machine worker error', { err: err.message }));
+      this.worker = worker;
+      this.fitCapacity();
+      await worker.waitUntilReady();
+      if (this.closed) await this.stopWorker();
+    })();
+    return this.starting;
   }
 
   /** A message from the robot: one request, answered in order of completion. */
@@ -246,6 +262,7 @@ export class MachineSession {
       hostInfo: m.host ?? null,
     }));
     if (hb) this.applyMachine(hb.slots, hb.is_active);
+    if (!this.worker) await this.startWorker();
     this.fitCapacity();
     return {
       slots: this.slots,

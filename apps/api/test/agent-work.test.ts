@@ -1,0 +1,191 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import WebSocket from 'ws';
+import { Children, itemStatusCounts, seedWorkspace, waitFor } from '@svc/testing';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import { createAgentHub, type AgentHub } from '../src/agent/hub';
+
+/**
+ * The machine protocol's work beyond plain jobs (docs/agent-protocol.md): a consumer job's items
+ * taken and settled over the socket (a repeated take hands back what the lost answer took), a
+ * question asked and its answer pushed, assets read — each scoped to the robot's own runs, machine
+ * and workspace, and each refusing hostile input in the error envelope.
+ */
+jest.setTimeout(60_000);
+
+let t: ApiTestContext;
+let hub: AgentHub;
+let server: http.Server;
+let base: string;
+const children = new Children();
+
+beforeAll(async () => {
+  t = await createApiTestContext({ machineOfflineAfterSeconds: 6 });
+  hub = createAgentHub(t.deps);
+  server = http.createServer(t.app.callback());
+  hub.attach(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  // consumer jobs are created by a dispatcher
+  children.dispatcher(t);
+});
+afterAll(async () => {
+  await children.stopAll();
+  await hub.close();
+  server.closeAllConnections();
+  await new Promise((r) => server.close(r));
+  await t.close();
+});
+
+/** A robot driven message by message: its pushes and the replies to its requests. */
+async function rawRobot(machineKey: string) {
+  const sock = new WebSocket(`${base.replace('http', 'ws')}/api/v1/agent/connect`, { headers: { Authorization: `Bearer ${machineKey}` } });
+  const messages: Array<Record<string, any>> = [];
+  sock.on('message', (d) => messages.push(JSON.parse(d.toString()) as Record<string, any>));
+  await new Promise((resolve, reject) => { sock.once('open', resolve); sock.once('error', reject); });
+  await waitFor('the welcome', async () => messages.some((m) => m.type === 'welcome'));
+  let next = 1;
+  const request = async (message: Record<string, unknown>): Promise<{ result?: any; error?: { code: string; message: string; details?: any } }> => {
+    const id = next++;
+    sock.send(JSON.stringify({ id, ...message }));
+    return waitFor(`the reply to ${String(message.type)} ${id}`, async () => messages.find((m) => m.type === 'reply' && m.re === id) ?? null);
+  };
+  const pushed = (type: string, pred: (m: Record<string, any>) => boolean = () => true) =>
+    waitFor(`a ${type} push`, async () => messages.find((m) => m.type === type && pred(m)) ?? null);
+  // a fresh robot: it runs nothing from before
+  expect((await request({ type: 'heartbeat', fresh: true, running: [] })).error).toBeUndefined();
+  return { sock, messages, request, pushed };
+}
+
+it('takes and settles a consumer job\'s items over the socket; a repeated take hands back what its lost answer took', async () => {
+  const ws = await seedWorkspace(t.sql);
+  const proc = await ws.process();
+  const machine = await ws.machine();
+  const robot = await rawRobot(machine.machineKey);
+  const queue = await ws.queue({ consumer_process_id: proc.id, max_consumers: 1, max_retries: 0 });
+  const added = await t.http.post(`/api/v1/queues/by-name/${queue.name}/items/bulk`).set('X-API-Key', ws.key)
+    .send({ items: [1, 2, 3, 4, 5].map((n) => ({ n })) });
+  expect(added.status).toBe(200);
+  const start = await robot.pushed('job.start', (m) => m.job.queue_id === queue.id);
+  const run = { job_id: start.job.id as string, attempt: start.job.attempt as number };
+
+  const first = await robot.request({ type: 'items.take', ...run, outcomes: [], take: 2 });
+  expect(first.result.items.map((i: any) => i.data.n)).toEqual([1, 2]);
+  // its answer "lost": the robot asks again as a repeat, holding nothing
+  const again = await robot.request({ type: 'items.take', ...run, outcomes: [], take: 1, repeat: true, held: [] });
+  expect(again.result.released_unknown).toBe(2);
+  expect(again.result.items.map((i: any) => i.data.n)).toEqual([1]);
+  expect(await itemStatusCounts(t.sql, queue.id)).toEqual({ in_progress: 1, new: 4 });
+
+  const item = again.result.items[0];
+  // a stale outcome (an earlier attempt of the item) is not settled; the current one is
+  const settled = await robot.request({
+    type: 'items.take', ...run, take: 1,
+    outcomes: [{ id: item.id, attempt: item.attempt - 1 > 0 ? item.attempt - 1 : 999, status: 'completed' }],
+  });
+  expect(settled.result.settled).toEqual([]);
+  const held = settled.result.items[0];
+  const done = await robot.request({
+    type: 'items.take', ...run, take: 0,
+    outcomes: [{ id: item.id, attempt: item.attempt, status: 'completed', result: { ok: true } }, { id: held.id, attempt: held.attempt, status: 'failed', error_message: 'no' }],
+  });
+  expect(done.result.settled).toEqual(expect.arrayContaining([{ id: item.id, status: 'completed' }, { id: held.id, status: 'failed' }]));
+  // taken and handed back untouched
+  const more = await robot.request({ type: 'items.take', ...run, outcomes: [], take: 2 });
+  const back = await robot.request({ type: 'items.release', ...run, items: more.result.items.map((i: any) => ({ id: i.id, attempt: i.attempt })) });
+  expect(back.result).toEqual({ released: 2 });
+  expect((await robot.request({ type: 'jobs.waiting', ...run })).result).toEqual({ waiting: false });
+  // the failed item goes through its queue's retry policy (none left: dead-lettered)
+  const counts = { completed: 1, dead_letter: 1, new: 3 };
+  await waitFor('the items settled', async () => JSON.stringify(await itemStatusCounts(t.sql, queue.id)) === JSON.stringify(counts));
+
+  // hostile: wrong types, a NUL byte, too many outcomes, an attempt of another run, a job it does not hold
+  const bad = [
+    { type: 'items.take', ...run, outcomes: 'all', take: 1 },
+    { type: 'items.take', ...run, outcomes: [], take: -1 },
+    { type: 'items.take', ...run, outcomes: [], take: 1, held: ['x\u0000'] },
+    { type: 'items.take', ...run, outcomes: Array.from({ length: 1001 }, () => ({ id: item.id, attempt: 1, status: 'completed' })), take: 0 },
+    { type: 'items.release', ...run, items: [{ id: item.id }] },
+  ];
+  for (const b of bad) expect([b.type, (await robot.request(b)).error?.code]).toEqual([b.type, 'VALIDATION_ERROR']);
+  expect((await robot.request({ type: 'items.take', ...run, attempt: run.attempt + 1, outcomes: [], take: 1 })).error?.code).toBe('CONFLICT');
+  const other = await seedWorkspace(t.sql);
+  const [foreign] = await t.sql`insert into jobs (tenant_id, process_id, machine_id, queue_id, status, attempt, started_at)
+    values (${other.tenant.id}, ${(await other.process()).id as string}, ${(await other.machine()).row.id as string},
+            ${(await other.queue()).id as string}, 'running', 1, now()) returning id`;
+  expect((await robot.request({ type: 'items.take', job_id: foreign!.id, attempt: 1, outcomes: [], take: 5 })).error?.code).toBe('NOT_FOUND');
+  expect((await robot.request({ type: 'jobs.waiting', job_id: foreign!.id, attempt: 1 })).error?.code).toBe('NOT_FOUND');
+  expect(await itemStatusCounts(t.sql, queue.id)).toEqual(counts);
+
+  expect((await robot.request({ type: 'job.finish', ...run, status: 'completed' })).result).toEqual({ status: 'completed' });
+  robot.sock.close();
+});
+
+it('asks a person over the socket: the job waits, the answer is pushed and read, a stop while it waits is told', async () => {
+  const ws = await seedWorkspace(t.sql);
+  const proc = await ws.process();
+  const machine = await ws.machine();
+  const robot = await rawRobot(machine.machineKey);
+  const admin = { Authorization: `Bearer ${ws.adminToken}` };
+  const trigger = async () => {
+    const res = await t.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key).send({ process_id: proc.id, machine_id: machine.row.id });
+    expect(res.status).toBe(201);
+    const start = await robot.pushed('job.start', (m) => m.job.id === res.body.data.id);
+    return { job_id: start.job.id as string, attempt: start.job.attempt as number };
+  };
+  const run = await trigger();
+  const hostile = await robot.request({ type: 'job.input.ask', ...run, prompt: '', options: { choices: [] } });
+  expect(hostile.error?.code).toBe('VALIDATION_ERROR');
+  expect((await robot.request({ type: 'job.input.ask', ...run, prompt: '¿Aprobar?', options: { choices: ['sí', 'no'] } })).result).toEqual({ waiting: true });
+  expect((await robot.request({ type: 'job.input.read', ...run })).result).toMatchObject({ status: 'waiting_input', answer: null });
+  const answered = await t.http.post(`/api/v1/settings/jobs/${run.job_id}/input`).set(admin).send({ value: 'sí' });
+  expect(answered.status).toBe(200);
+  await robot.pushed('job.input', (m) => m.job_id === run.job_id);
+  expect((await robot.request({ type: 'job.input.read', ...run })).result).toMatchObject({ status: 'running', answer: { value: 'sí' } });
+  expect((await robot.request({ type: 'job.finish', ...run, status: 'completed' })).result).toEqual({ status: 'completed' });
+
+  // a repeat of a question already asked finds it waiting; a stop while it waits ends the job stopped
+  const second = await trigger();
+  const ask = { type: 'job.input.ask', ...second, prompt: '¿Seguir?', options: { choices: ['sí'] } };
+  expect((await robot.request(ask)).result).toEqual({ waiting: true });
+  expect((await robot.request({ ...ask, repeat: true })).result).toEqual({ waiting: true });
+  expect((await t.http.post(`/api/v1/jobs/${second.job_id}/stop`).set('X-API-Key', ws.key)).status).toBe(200);
+  await waitFor('the job stopped', async () => (await t.sql`select status from jobs where id = ${second.job_id}`)[0]!.status === 'stopped');
+  expect((await robot.request({ type: 'job.input.read', ...second })).result).toMatchObject({ status: 'stopped' });
+  robot.sock.close();
+});
+
+it('reads its workspace\'s assets for a run it holds, audits a credential read, and finds no other workspace\'s', async () => {
+  const ws = await seedWorkspace(t.sql);
+  const proc = await ws.process();
+  const machine = await ws.machine();
+  const admin = { Authorization: `Bearer ${ws.adminToken}` };
+  const created = await t.http.post('/api/v1/settings/assets').set(admin)
+    .send({ name: 'erp-login', type: 'credential', values: { production: { username: 'bot', password: 'S3cret-Pw' }, staging: { username: 'qa', password: 'Qa-Pw' } } });
+  expect(created.status).toBe(201);
+  const other = await seedWorkspace(t.sql);
+  const theirs = await t.http.post('/api/v1/settings/assets').set({ Authorization: `Bearer ${other.adminToken}` })
+    .send({ name: 'only-theirs', type: 'text', values: { production: 'x' } });
+  expect(theirs.status).toBe(201);
+
+  const robot = await rawRobot(machine.machineKey);
+  const res = await t.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key).send({ process_id: proc.id, machine_id: machine.row.id });
+  const start = await robot.pushed('job.start', (m) => m.job.id === res.body.data.id);
+  const run = { job_id: start.job.id as string, attempt: start.job.attempt as number };
+
+  const read = await robot.request({ type: 'asset.get', ...run, name: 'erp-login' });
+  expect(read.result).toEqual({ name: 'erp-login', type: 'credential', environment: 'production', value: { username: 'bot', password: 'S3cret-Pw' } });
+  expect((await robot.request({ type: 'asset.get', ...run, name: 'erp-login', environment: 'staging' })).result.value).toEqual({ username: 'qa', password: 'Qa-Pw' });
+  const [audit] = await t.sql`select actor_type, actor_id, details from audit_log where tenant_id = ${ws.tenant.id} and action = 'read_asset' order by id limit 1`;
+  expect(audit).toMatchObject({ actor_type: 'machine', actor_id: machine.row.id, details: { name: 'erp-login', environment: 'production', job_id: run.job_id } });
+  expect(JSON.stringify(audit)).not.toContain('S3cret-Pw');
+
+  expect((await robot.request({ type: 'asset.get', ...run, name: 'only-theirs' })).error?.code).toBe('NOT_FOUND');
+  expect((await robot.request({ type: 'asset.get', ...run, name: 'missing' })).error?.code).toBe('NOT_FOUND');
+  for (const bad of [{ name: '' }, { name: 'x'.repeat(256) }, { name: 'erp-login', environment: 'prod' }, { name: 7 }]) {
+    expect([bad, (await robot.request({ type: 'asset.get', ...run, ...bad })).error?.code]).toEqual([bad, 'VALIDATION_ERROR']);
+  }
+  // only for a run it holds
+  expect((await robot.request({ type: 'asset.get', job_id: '00000000-0000-4000-8000-000000000000', attempt: 1, name: 'erp-login' })).error?.code).toBe('NOT_FOUND');
+  robot.sock.close();
+});
