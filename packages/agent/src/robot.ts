@@ -202,6 +202,11 @@ export function connect(options: ConnectOptions): Robot {
           : { status: 'failed', error_message: (err as Error)?.message || String(err) };
     }
     let status: string | null = null;
+    // the platform already ended the run: its end would be refused
+    if (run.ctrl.signal.aborted && run.ctrl.signal.reason === 'lost') {
+      options.onJobEnd?.(run.info, null);
+      return;
+    }
     try {
       status = (await run.request<{ status: string }>({ type: 'job.finish', ...end })).status;
     } catch (err) {

@@ -16,3 +16,4 @@ export * from './refusal';
 export * from './metrics';
 export * from './otlp-receiver';
 export * from './http-once';
+export * from './tcp-proxy';
