@@ -139,25 +139,43 @@ export interface PrivateRedis {
   url: string;
   port: number;
   admin: Redis;
+  /** SIGKILL: every connection drops, and what it held is gone (no persistence) */
+  kill(): Promise<void>;
+  /** a new, empty redis-server on the same port */
+  restart(): Promise<void>;
   destroy(): void;
 }
 
 export async function startPrivateRedis(): Promise<PrivateRedis> {
   const port = await freePort();
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const spawnServer = () => spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  let proc = spawnServer();
   const url = `redis://127.0.0.1:${port}`;
   const admin = createRedis(url) as Redis;
+  admin.on('error', () => undefined);
+  const up = () => waitFor('the private redis', async () => (await admin.ping().catch(() => null)) === 'PONG');
   const destroy = () => {
     admin.disconnect();
     proc.kill('SIGKILL');
   };
   try {
-    await waitFor('the private redis', async () => (await admin.ping()) === 'PONG');
+    await up();
   } catch (err) {
     destroy();
     throw err;
   }
-  return { url, port, admin, destroy };
+  return {
+    url, port, admin, destroy,
+    async kill() {
+      const exited = new Promise((resolve) => proc.once('exit', resolve));
+      proc.kill('SIGKILL');
+      await exited;
+    },
+    async restart() {
+      proc = spawnServer();
+      await up();
+    },
+  };
 }
 
 /**
