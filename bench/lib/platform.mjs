@@ -91,7 +91,10 @@ export async function startPlatform(run, { databaseUrl, redisPrefix, parts, agen
       const configFile = path.join(run.logDir, `agent-config-${Date.now()}.json`);
       writeFileSync(configFile, JSON.stringify(agents.config ?? {}, null, 2));
       const args = ['--config', configFile, ...agents.machines.flatMap((m) => ['--machine-key', m.machineKey])];
-      procs.agents = startNode('agents', path.join(run.root, APPS.agent.script), args, { env, logDir: run.logDir, nodeArgs: nodeArgs('agents', APPS.agent) });
+      // robots hold the platform's URL and their keys only: they reach it over the machine protocol
+      if (!platform.baseUrl) throw new Error("the 'agents' part needs the 'api' part (robots connect to it)");
+      const robotEnv = Object.fromEntries(Object.entries(env).filter(([k]) => !/^(DATABASE_|REDIS_|PG|ASSET_ENCRYPTION_KEY$)/.test(k)));
+      procs.agents = startNode('agents', path.join(run.root, APPS.agent.script), args, { env: { ...robotEnv, SVC_URL: platform.baseUrl }, logDir: run.logDir, nodeArgs: nodeArgs('agents', APPS.agent) });
     }
     return platform;
   } catch (err) {
