@@ -36,18 +36,19 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
+  const cut = () => {
+    down = true;
+    for (const s of open) s.destroy();
+    open.clear();
+  };
   return {
     url: `http://127.0.0.1:${port}`,
-    cut() {
-      down = true;
-      for (const s of open) s.destroy();
-      open.clear();
-    },
+    cut,
     restore() {
       down = false;
     },
     async close() {
-      this.cut();
+      cut();
       await new Promise((resolve) => server.close(resolve));
     },
   };
