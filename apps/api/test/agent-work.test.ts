@@ -103,10 +103,14 @@ it('takes and settles a consumer job\'s items over the socket; a repeated take h
   const bad = [
     { type: 'items.take', ...run, outcomes: 'all', take: 1 },
     { type: 'items.take', ...run, outcomes: [], take: -1 },
+    { type: 'items.take', ...run, outcomes: [], take: 101 },
     { type: 'items.take', ...run, outcomes: [], take: 1, held: ['x\u0000'] },
     { type: 'items.take', ...run, outcomes: Array.from({ length: 1001 }, () => ({ id: item.id, attempt: 1, status: 'completed' })), take: 0 },
     { type: 'items.release', ...run, items: [{ id: item.id }] },
   ];
+  // text Postgres cannot store, anywhere in an outcome
+  bad.push({ type: 'items.take', ...run, take: 0, outcomes: [{ id: item.id, attempt: item.attempt, status: 'completed', result: { note: 'a\u0000b' } }] } as never);
+  bad.push({ type: 'items.take', ...run, take: 0, outcomes: [{ id: item.id, attempt: item.attempt, status: 'failed', error_message: '\ud800' }] } as never);
   for (const b of bad) expect([b.type, (await robot.request(b)).error?.code]).toEqual([b.type, 'VALIDATION_ERROR']);
   expect((await robot.request({ type: 'items.take', ...run, attempt: run.attempt + 1, outcomes: [], take: 1 })).error?.code).toBe('CONFLICT');
   const other = await seedWorkspace(t.sql);

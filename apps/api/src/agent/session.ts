@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Worker, type Job } from 'bullmq';
 import type { WebSocket } from 'ws';
 import {
-  AGENT_CLOSE, AGENT_REQUESTS, AppError, ConflictError, NotFoundError, SpanKind, ValidationError, createRedis, currentTraceCarrier, machineQueueName, retryOnConnectionLoss,
+  AGENT_CLOSE, AGENT_REQUESTS, AppError, jsonInputIssue, jsonTextMayHoldUnstorable, ConflictError, NotFoundError, SpanKind, ValidationError, createRedis, currentTraceCarrier, machineQueueName, retryOnConnectionLoss,
   skipDelivery, validate, withSpan, withTraceCarrier,
   type AgentMachine, type AgentRequestOf, type AgentRequestType, type Engine, type JobAbortMessage, type JobInputMessage, type Logger, type MachineJobPayload,
   type RedisTarget,
@@ -103,6 +103,9 @@ export class MachineSession {
     const id = typeof msg === 'object' && msg !== null && Number.isInteger(msg.id) ? (msg.id as number) : null;
     try {
       if (id === null) throw ValidationError.single(['message', 'id'], 'debe ser un número entero', 'integer_type');
+      // what Postgres cannot store (U+0000, lone surrogates), nesting past the bound, __proto__ keys
+      const issue = jsonInputIssue(msg, ['message'], { strings: jsonTextMayHoldUnstorable(raw) });
+      if (issue) throw new ValidationError([issue]);
       const type = msg.type;
       if (typeof type !== 'string' || !Object.hasOwn(AGENT_REQUESTS, type)) {
         throw ValidationError.single(['message', 'type'], `debe ser uno de: ${Object.keys(AGENT_REQUESTS).join(', ')}`, 'enum');

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { MAX_TAKE } from '../queue-items/transitions';
 
 /**
  * The machine protocol's messages (docs/agent-protocol.md): what a robot may send, checked with
@@ -63,7 +64,7 @@ export const ItemsTake = Type.Object({
   ...Envelope('items.take'),
   ...Fenced,
   outcomes: Type.Array(Outcome, { maxItems: 1000 }),
-  take: Type.Integer({ minimum: 0, maximum: 1000 }),
+  take: Type.Integer({ minimum: 0, maximum: MAX_TAKE }),
   /** items the robot still holds unsettled: a repeated take hands back every other item the job holds */
   held: Type.Optional(Type.Array(Id, { maxItems: 1000 })),
 }, { additionalProperties: false });
