@@ -1,4 +1,4 @@
-import { recordAudit } from '../audit/audit';
+import { recordAudit, type AuditEntry } from '../audit/audit';
 import type { Queryable } from '../db/sql';
 import { ForbiddenError, NotFoundError, ValidationError } from '../errors';
 import { ENVIRONMENTS, type Environment } from '../scopes';
@@ -78,21 +78,26 @@ export async function readAssetWithKey(
   req.checkRequest?.();
   if (read.value === null) throw new NotFoundError(`El asset ${req.name} no tiene valor en el entorno ${chosen}`);
 
-  if (read.asset.type === 'credential') {
-    await recordAudit(sql, {
-      tenantId: reader.tenantId,
-      actorType: 'api_key',
-      actorId: reader.keyId,
-      action: 'read_asset',
-      source: 'api',
-      resourceType: 'asset',
-      resourceId: read.asset.id,
-      details: { name: read.asset.name, type: read.asset.type, environment: chosen },
-      requestId: reader.requestId ?? null,
-      ip: reader.ip ?? null,
-    });
-  }
+  await auditCredentialRead(sql, read, { actorType: 'api_key', actorId: reader.keyId, source: 'api', requestId: reader.requestId ?? null, ip: reader.ip ?? null });
   return { ...read, value: read.value };
+}
+
+/** A credential's read is audited (who, which asset and environment; never the value) before the value leaves. */
+async function auditCredentialRead(
+  sql: Queryable,
+  read: AssetRead,
+  by: Pick<AuditEntry, 'actorType' | 'actorId' | 'source' | 'requestId' | 'ip'>,
+  extra: Record<string, unknown> = {},
+): Promise<void> {
+  if (read.asset.type !== 'credential') return;
+  await recordAudit(sql, {
+    tenantId: read.asset.tenant_id,
+    ...by,
+    action: 'read_asset',
+    resourceType: 'asset',
+    resourceId: read.asset.id,
+    details: { name: read.asset.name, type: read.asset.type, environment: read.environment, ...extra },
+  });
 }
 
 /**
@@ -111,17 +116,6 @@ export async function readAssetForMachine(
 ): Promise<AssetValueRead> {
   const read = await readAssetValue(sql, encryptionKey, reader.tenantId, name, environment);
   if (read.value === null) throw new NotFoundError(`El asset ${name} no tiene valor en el entorno ${environment}`);
-  if (read.asset.type === 'credential') {
-    await recordAudit(sql, {
-      tenantId: reader.tenantId,
-      actorType: 'machine',
-      actorId: reader.machineId,
-      action: 'read_asset',
-      source: 'agent',
-      resourceType: 'asset',
-      resourceId: read.asset.id,
-      details: { name: read.asset.name, type: read.asset.type, environment, job_id: reader.jobId },
-    });
-  }
+  await auditCredentialRead(sql, read, { actorType: 'machine', actorId: reader.machineId, source: 'agent' }, { job_id: reader.jobId });
   return { ...read, value: read.value };
 }
