@@ -28,7 +28,8 @@ import { fireDueSchedules } from './schedules/fire';
 import { getJob, listJobs, stopJob, triggerJobByApi, triggerJobByWebhook } from './jobs/service';
 import { answerJobInput, askJobInput, readJobInput } from './jobs/input';
 import { addItem, addItemToQueueNamed, addItemsBulk, getActiveQueueByName, listItems } from './queue-items/service';
-import { releaseQueueItems, releaseUnknownClaims, settleAndClaimItems, applyItemRetryPolicy } from './queue-items/transitions';
+import { releaseQueueItems, releaseUnknownClaims, applyItemRetryPolicy } from './queue-items/transitions';
+import { settleAndClaimItemsBatched } from './queue-items/settle-batched';
 import { redriveQueueItems, reviewQueueItem } from './dispatch/review';
 import { findRunEndedAs, finishJob, renewJobLeases, reportJobProgress, startJob } from './dispatch/job-run';
 import { findLiveMachineKeys, findMachineByKey, recordGoodbye, recordHeartbeat } from './machines/heartbeat';
@@ -140,7 +141,7 @@ export function createEngine(deps: EngineDeps) {
       findByKey: findMachineByKey, liveKeys: findLiveMachineKeys, heartbeat: recordHeartbeat, goodbye: recordGoodbye, giveUpJobs: giveUpMachineJobs,
       startJob, renewLeases: renewJobLeases, reportProgress: reportJobProgress, finishJob, findRunEndedAs, pendingStops,
       askInput: askJobInput, readInput: readJobInput, appendLogs: appendJobLogs,
-      settleAndClaim: settleAndClaimItems, releaseItems: releaseQueueItems, releaseUnknownClaims, hasWaitingJobs: machineHasWaitingJobs,
+      settleAndClaim: settleAndClaimItemsBatched, releaseItems: releaseQueueItems, releaseUnknownClaims, hasWaitingJobs: machineHasWaitingJobs,
       readAsset: readAssetForMachine,
     }),
     /** The dispatcher's periodic work and what nudges start. */

@@ -200,7 +200,7 @@ export { toQueueItemResponse } from './queue-items/serialize';
 export { addItem, addItemToQueueNamed, addItemsBulk, getActiveQueueByName, listItems } from './queue-items/service';
 export {
   MAX_TAKE, QUEUE_ITEM_TRANSITIONS, applyItemRetryPolicy, approveQueueItem, canTransitionItem, compareTakeOrder, failItemsOfJobs,
-  failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, releaseQueueItems, releaseUnknownClaims, settleAndClaimItems,
+  failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, releaseQueueItems, releaseUnknownClaims, settleAndClaimItems, settleAndClaimItemsBatch,
 } from './queue-items/transitions';
 export type { ClaimedItem, ItemOutcome, SettleAndClaimResult } from './queue-items/transitions';
 

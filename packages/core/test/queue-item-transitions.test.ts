@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
   MAX_TAKE, QUEUE_ITEM_TRANSITIONS, applyItemRetryPolicy, createSql, approveQueueItem, canTransitionItem, compareTakeOrder, failItemsOfJobs,
-  failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, releaseQueueItems, releaseUnknownClaims, settleAndClaimItems, type Sql,
+  failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, releaseQueueItems, releaseUnknownClaims, settleAndClaimItems, settleAndClaimItemsBatch,
+  type Sql,
 } from '@svc/core';
 import { createTestContext, seedMachine, seedProcess, seedQueue, seedTenant, type TestContext } from '@svc/testing';
 
@@ -396,6 +397,68 @@ describe('processing outcomes', () => {
       expect(row.job_id).toBeNull();
     }
     expect(await releaseQueueItems(sql, job, claimed)).toBe(0);
+  });
+});
+
+describe('several consumers\' round trips as one statement', () => {
+  it('gives each request of one queue its own items, earlier requests the earlier ones, in the take order', async () => {
+    const q = await newQueue();
+    const items = [];
+    for (let i = 0; i < 6; i++) items.push(await addItem(q.id, { priority: i < 2 ? 5 : 3 }));
+    const [j1, j2, j3] = [randomUUID(), randomUUID(), randomUUID()];
+    for (const j of [j1, j2, j3]) await ensureRunningJob(j);
+    const req = (jobId: string, take: number) => ({ queueId: q.id, jobId, jobAttempt: 1, machineId: machineId, outcomes: [], take });
+    const [r1, r2, r3] = await settleAndClaimItemsBatch(sql, [req(j1, 2), req(j2, 3), req(j3, 3)]);
+    expect(r1!.claimed.map((c) => c.id)).toEqual([items[0]!.id, items[1]!.id]);
+    expect(r2!.claimed.map((c) => c.id)).toEqual([items[2]!.id, items[3]!.id, items[4]!.id]);
+    // fewer ready items than asked: the last request gets what is left
+    expect(r3!.claimed.map((c) => c.id)).toEqual([items[5]!.id]);
+    for (const [r, j] of [[r1, j1], [r2, j2], [r3, j3]] as const) {
+      for (const c of r!.claimed) expect(await item(c.id)).toMatchObject({ status: 'in_progress', job_id: j, attempt: c.attempt, processed_by: machineId });
+    }
+  });
+
+  it('settles each request\'s outcomes under its own fence, and takes only for running jobs of unpaused queues', async () => {
+    const [q1, q2, paused] = [await newQueue(), await newQueue(), await newQueue()];
+    const [a, b] = [await addItem(q1.id), await addItem(q2.id)];
+    await addItem(q1.id);
+    await addItem(q2.id);
+    await addItem(paused.id);
+    await sql`update queues set is_paused = true where id = ${paused.id}`;
+    const [j1, j2, gone, jp] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+    const [h1] = (await take(q1.id, j1)).claimed;
+    const [h2] = (await take(q2.id, j2)).claimed;
+    await ensureRunningJob(gone);
+    await sql`update jobs set status = 'failed' where id = ${gone}`;
+    await ensureRunningJob(jp);
+    const results = await settleAndClaimItemsBatch(sql, [
+      { queueId: q1.id, jobId: j1, jobAttempt: 1, machineId, take: 1, outcomes: [{ id: h1!.id, attempt: h1!.attempt, status: 'completed', result: { n: 1 } }] },
+      // j2's item settled by another job's request: refused; its stale attempt too
+      { queueId: q2.id, jobId: j1, jobAttempt: 1, machineId, take: 0, outcomes: [{ id: h2!.id, attempt: h2!.attempt, status: 'completed' }] },
+      { queueId: q2.id, jobId: j2, jobAttempt: 1, machineId, take: 1, outcomes: [{ id: h2!.id, attempt: h2!.attempt + 1, status: 'failed', error_message: 'x' }] },
+      { queueId: q2.id, jobId: gone, jobAttempt: 1, machineId, take: 5, outcomes: [] },
+      { queueId: paused.id, jobId: jp, jobAttempt: 1, machineId, take: 5, outcomes: [] },
+    ]);
+    expect(results.map((r) => r.settled)).toEqual([[{ id: a.id, status: 'completed' }], [], [], [], []]);
+    expect(results.map((r) => r.claimed.length)).toEqual([1, 0, 1, 0, 0]);
+    expect(await item(a.id)).toMatchObject({ status: 'completed', result: { n: 1 } });
+    expect(await item(b.id)).toMatchObject({ status: 'in_progress', job_id: j2 });
+  });
+
+  it('answers like the requests one by one would have', async () => {
+    const q = await newQueue();
+    for (let i = 0; i < 4; i++) await addItem(q.id);
+    const [j1, j2] = [randomUUID(), randomUUID()];
+    const [c1] = (await take(q.id, j1)).claimed;
+    await ensureRunningJob(j2);
+    const [batched] = await settleAndClaimItemsBatch(sql, [
+      { queueId: q.id, jobId: j1, jobAttempt: 1, machineId, take: 2, outcomes: [{ id: c1!.id, attempt: c1!.attempt, status: 'pending_review', result: { why: 'x' } }] },
+    ]);
+    expect(batched!.settled).toEqual([{ id: c1!.id, status: 'pending_review' }]);
+    const alone = await take(q.id, j2, 2);
+    expect(alone.claimed).toHaveLength(1);
+    expect(Object.keys(batched!.claimed[0]!).sort()).toEqual(Object.keys(alone.claimed[0]!).sort());
+    await expect(settleAndClaimItemsBatch(sql, [{ queueId: q.id, jobId: j1, jobAttempt: 1, machineId, take: MAX_TAKE + 1, outcomes: [] }])).rejects.toThrow(/Illegal take/);
   });
 });
 

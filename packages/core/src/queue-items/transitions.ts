@@ -229,6 +229,91 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim): 
 }
 
 /**
+ * Several consumers' round trips (settleAndClaimItems) as one statement: what the API holding
+ * many robots' connections sends under load (queue-items/settle-batched.ts). Each request gets
+ * exactly what it would have got alone — its own settled outcomes (fenced by its job and each
+ * item's attempt) and up to `take` items of its queue, only while its job still runs under its
+ * attempt — except that the items of one queue are picked once, in the take order, for all the
+ * requests on it (a request earlier in the batch gets the earlier items), so two requests never
+ * race for the same row inside the statement.
+ */
+export async function settleAndClaimItemsBatch(sql: Queryable, reqs: readonly SettleAndClaim[]): Promise<SettleAndClaimResult[]> {
+  for (const r of reqs) {
+    checkOutcomes(r.outcomes);
+    if (!Number.isInteger(r.take) || r.take < 0 || r.take > MAX_TAKE) throw new Error(`Illegal take ${String(r.take)}`);
+  }
+  const requests = reqs.map((r, i) => ({ i, queue_id: r.queueId, job_id: r.jobId, job_attempt: r.jobAttempt, machine_id: r.machineId, take: r.take }));
+  const outcomes = reqs.flatMap((r, i) => r.outcomes.map((o) => ({
+    i, id: o.id, attempt: o.attempt, status: OUTCOME_TRANSITION[o.status].to, result: o.result ?? null, error_message: o.error_message ?? null,
+  })));
+  const [row] = await sql<Array<{ settled: Array<{ i: number; id: string; status: QueueItemStatus }>; claimed: Array<ClaimedItem & { i: number }>; completed: Array<{ i: number; age_s: number }> }>>`
+    with req as (
+      select * from jsonb_to_recordset(${sql.json(requests as never)}::jsonb)
+        as r(i int, queue_id uuid, job_id uuid, job_attempt int, machine_id uuid, take int)
+    ), outcome as (
+      select * from jsonb_to_recordset(${sql.json(outcomes as never)}::jsonb)
+        as o(i int, id uuid, attempt int, status text, result jsonb, error_message text)
+    ), settled as (
+      update queue_items qi
+         set status = o.status,
+             result = case when o.status = ${statusSql(sql, T.fail.to)} then qi.result else o.result end,
+             error_message = case when o.status = ${statusSql(sql, T.fail.to)} then o.error_message else qi.error_message end,
+             processed_at = case when o.status = ${statusSql(sql, T.fail.to)} then qi.processed_at else now() end,
+             updated_at = now()
+        from outcome o join req r on r.i = o.i
+       where qi.id = o.id and qi.job_id = r.job_id and qi.attempt = o.attempt
+         and (qi.status = ${statusSql(sql, T.complete.from)} or qi.status = o.status)
+      returning o.i, qi.id, qi.status, extract(epoch from now() - qi.created_at)::float8 as age_s
+    ), live as (
+      select r.* from req r
+       where r.take > 0
+         and exists (select 1 from jobs j where j.id = r.job_id and j.status = 'running' and j.attempt = r.job_attempt)
+         and not exists (select 1 from queues q where q.id = r.queue_id and q.is_paused)
+    ), slot as (
+      select l.i, l.queue_id, l.job_id, l.machine_id, l.take,
+             (sum(l.take) over (partition by l.queue_id order by l.i) - l.take)::int as lo
+        from live l
+    ), picked as (
+      select d.queue_id, c.id,
+             row_number() over (partition by d.queue_id order by c.priority desc, c.deadline asc nulls last, c.created_at asc, c.id) as rn
+        from (select queue_id, sum(take)::int as n from live group by queue_id) d
+        cross join lateral (
+          select id, priority, deadline, created_at from queue_items
+           where queue_id = d.queue_id and status = ${statusSql(sql, T.take.from)} and (postpone is null or postpone <= now())
+           order by priority desc, deadline asc nulls last, created_at asc, id
+           limit d.n
+           for update skip locked) c
+    ), assigned as (
+      select p.id, s.i, s.job_id, s.machine_id from picked p join slot s on s.queue_id = p.queue_id and p.rn > s.lo and p.rn <= s.lo + s.take
+    ), claimed as (
+      update queue_items qi
+         set status = ${statusSql(sql, T.take.to)}, job_id = a.job_id, attempt = qi.attempt + 1, processed_by = a.machine_id,
+             started_at = now(), updated_at = now()
+        from assigned a
+       where qi.id = a.id and qi.status = ${statusSql(sql, T.take.from)}
+      returning a.i, qi.id, qi.queue_id, qi.attempt, qi.priority, qi.reference, qi.data, qi.retry_count,
+                (extract(epoch from qi.deadline) * 1000000)::bigint as deadline_us,
+                (extract(epoch from qi.created_at) * 1000000)::bigint as created_us
+    )
+    -- the take runs first, right after the statement's snapshot (see settleAndClaimItems)
+    select (select coalesce(jsonb_agg(to_jsonb(claimed)), '[]'::jsonb) from claimed) as claimed,
+           (select coalesce(jsonb_agg(jsonb_build_object('i', i, 'id', id, 'status', status)), '[]'::jsonb) from settled) as settled,
+           (select coalesce(jsonb_agg(jsonb_build_object('i', i, 'age_s', age_s)), '[]'::jsonb) from settled where status = ${statusSql(sql, T.complete.to)}) as completed`;
+  const results: SettleAndClaimResult[] = reqs.map(() => ({ settled: [], claimed: [] }));
+  const ages: number[][] = reqs.map(() => []);
+  for (const { i, ...c } of row!.claimed) {
+    results[i]!.claimed.push({ ...c, deadline_us: c.deadline_us === null ? null : Number(c.deadline_us), created_us: Number(c.created_us) });
+  }
+  for (const { i, id, status } of row!.settled) results[i]!.settled.push({ id, status });
+  for (const { i, age_s } of row!.completed) ages[i]!.push(age_s);
+  results.forEach((r, i) => {
+    r.claimed.sort(compareTakeOrder);
+    observeSettleAndClaim(r.settled, ages[i]!, r.claimed.length);
+  });
+  return results;
+}
+
+/**
  * The take's LIMIT written into the SQL text, not sent as a parameter: with a parameter, the
  * planner cannot know how many rows `picked` yields, so the statement's generic plan hashes the
  * whole table to join them (hundreds of ms) and Postgres must plan every round trip afresh (about

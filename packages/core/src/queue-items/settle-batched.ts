@@ -1,0 +1,33 @@
+import type { Queryable, Sql } from '../db/sql';
+import { Batcher } from '../db/batcher';
+import { settleAndClaimItems, settleAndClaimItemsBatch, type SettleAndClaim, type SettleAndClaimResult } from './transitions';
+
+/**
+ * Consumers' round trips under load: the API process holding many robots' connections sends the
+ * settle-and-take requests of one event-loop turn (and those that arrive while earlier ones run)
+ * as one statement (settleAndClaimItemsBatch): one parse, one plan and one commit for all of them
+ * instead of one each. On an idle process a request still goes out alone, at once; each request
+ * gets its own result, and a statement Postgres refuses is run again request by request, so one
+ * bad request fails only itself (db/batcher.ts).
+ */
+const bySql = new WeakMap<Sql, Batcher<SettleAndClaim, SettleAndClaimResult>>();
+
+/** Only the pool batches: a transaction's statements must stay on it, in order. */
+function isPool(sql: Queryable): sql is Sql {
+  return typeof (sql as Sql).begin === 'function';
+}
+
+export function settleAndClaimItemsBatched(sql: Queryable, req: SettleAndClaim): Promise<SettleAndClaimResult> {
+  if (!isPool(sql)) return settleAndClaimItems(sql, req);
+  let batcher = bySql.get(sql);
+  if (!batcher) {
+    batcher = new Batcher({
+      runBatch: (reqs) => (reqs.length === 1 ? settleAndClaimItems(sql, reqs[0]!).then((r) => [r]) : settleAndClaimItemsBatch(sql, reqs)),
+      runOne: (r) => settleAndClaimItems(sql, r),
+      maxBatch: 100,
+      maxInFlight: 2,
+    });
+    bySql.set(sql, batcher);
+  }
+  return batcher.run(req);
+}
