@@ -265,7 +265,8 @@ export class MachineSession {
       hostInfo: m.host ?? null,
     }));
     if (hb) this.applyMachine(hb.slots, hb.is_active);
-    if (!this.worker) await this.startWorker();
+    // not awaited: with Redis away the worker waits for it, the robot's heartbeats must not
+    if (!this.worker) void this.startWorker().catch((err) => this.log.warn('machine worker could not start', { err: (err as Error).message }));
     this.fitCapacity();
     return {
       slots: this.slots,
