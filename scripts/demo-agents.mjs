@@ -1,5 +1,6 @@
 // Runs the demo workspace's simulated machines (docker-compose's `agents` service): ensures the
-// demo workspace exists, re-issues its machine keys (only hashes are stored) and starts agent-sim.
+// demo workspace exists, re-issues its machine keys (only hashes are stored) and starts agent-sim
+// with SVC_URL and those keys alone (the platform's database, Redis and key settings stay here).
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 
@@ -10,8 +11,14 @@ if (demo.status !== 0) {
   process.exit(1);
 }
 const { machines } = JSON.parse(demo.stdout);
+if (!process.env.SVC_URL) {
+  console.error('SVC_URL is not set: the robots need the platform\'s base URL (e.g. http://api:3000).');
+  process.exit(1);
+}
+const robotEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(DATABASE_|REDIS_|PG|ASSET_ENCRYPTION_KEY$)/.test(k)));
 const agents = spawn(process.execPath, [path.join(ROOT, 'apps/agent-sim/dist/main.js'), ...machines.flatMap((m) => ['--machine-key', m.machine_key])], {
   stdio: 'inherit',
+  env: robotEnv,
 });
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => agents.kill(signal));
 agents.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
