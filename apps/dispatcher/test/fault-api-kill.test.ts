@@ -109,7 +109,9 @@ it('a robot cut off longer than its lease loses its job to a retry, and its late
     });
     expect(res.status).toBe(201);
     const jobId = ((await res.json()) as { data: { id: string } }).data.id;
-    await waitFor('the job running', async () => (await ctx.sql`select status from jobs where id = ${jobId}`)[0]!.status === 'running', 30_000);
+    // running on the robot (its start reached it), not only started by the platform
+    await waitFor('the robot running the job', async () => readJournal(journal).some((e) => e.event === 'job-start' && e.job_id === jobId), 30_000);
+    await waitFor('its first progress', async () => (await ctx.sql`select progress_percent from jobs where id = ${jobId}`)[0]!.progress_percent !== null, 30_000);
 
     proxy.cut();
     // the platform declares the run lost once the robot's silence outlasts its lease

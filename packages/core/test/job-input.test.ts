@@ -128,7 +128,7 @@ describe('a waiting job and the sweeps', () => {
     await sql`update jobs set lease_expires_at = now() + interval '1 second' where id = ${run.id}`;
     const renewedAfter = Date.now(); // the clock before the renewal: the test may run slowly after it
     const owned = await renewJobLeases(sql, machineId, [{ id: run.id, attempt: run.attempt, alive: true }], 30);
-    expect(owned).toEqual([{ id: run.id, stop_requested: false }]);
+    expect(owned).toEqual([{ id: run.id, stop_requested: false, queue_id: null }]);
     expect((await row(run.id)).lease_expires_at.getTime()).toBeGreaterThanOrEqual(renewedAfter + 30_000 - 1000);
   });
 

@@ -63,7 +63,7 @@ describe('renewJobLeases', () => {
       { id: silent.id, attempt: silent.attempt, alive: false },
       { id: ended.id, attempt: ended.attempt, alive: true },
     ], 60);
-    expect(owned.sort((a, b) => (a.id < b.id ? -1 : 1))).toEqual([{ id: alive.id, stop_requested: true }, { id: silent.id, stop_requested: false }].sort((a, b) => (a.id < b.id ? -1 : 1)));
+    expect(owned.sort((a, b) => (a.id < b.id ? -1 : 1))).toEqual([{ id: alive.id, stop_requested: true, queue_id: null }, { id: silent.id, stop_requested: false, queue_id: null }].sort((a, b) => (a.id < b.id ? -1 : 1)));
     expect((await job(alive.id)).lease_expires_at.getTime()).toBeGreaterThanOrEqual(renewedAfter + 60_000 - 1000);
     expect((await job(silent.id)).lease_expires_at.getTime()).toBe(before);
     // a stale token renews nothing
