@@ -1,5 +1,5 @@
 import type { LookupFunction } from 'node:net';
-import { Client } from 'undici';
+import type { Client } from 'undici';
 import type { WebhookSettings } from './subscriptions';
 import { RefusedTarget, resolveTarget } from './target';
 
@@ -8,6 +8,16 @@ import { RefusedTarget, resolveTarget } from './target';
  * subscription"): a request costs the deliverer about half the CPU of node:http's, and delivery
  * is one request per event.
  */
+
+/**
+ * undici, loaded on the first webhook request: a process that sends none (the API, the CLI, a
+ * robot) does not pay for loading it at start.
+ */
+let undiciModule: typeof import('undici') | null = null;
+function undici(): typeof import('undici') {
+  undiciModule ??= require('undici') as typeof import('undici');
+  return undiciModule;
+}
 
 export interface AttemptResult {
   ok: boolean;
@@ -50,7 +60,7 @@ export class WebhookConnections {
       if ((opts as { all?: boolean }).all) (cb as unknown as (e: null, a: CheckedAddress[]) => void)(null, [checked]);
       else cb(null, checked.address, checked.family);
     };
-    const client = new Client(url.origin, { connect: { lookup }, keepAliveTimeout: KEEP_ALIVE_MS, keepAliveMaxTimeout: KEEP_ALIVE_MS });
+    const client = new (undici().Client)(url.origin, { connect: { lookup }, keepAliveTimeout: KEEP_ALIVE_MS, keepAliveMaxTimeout: KEEP_ALIVE_MS });
     client.on('connectionError', () => undefined);
     this.clients.set(key, client);
     if (this.clients.size > MAX_CLIENTS) {
