@@ -193,3 +193,23 @@ it('reads its workspace\'s assets for a run it holds, audits a credential read, 
   expect((await robot.request({ type: 'asset.get', job_id: '00000000-0000-4000-8000-000000000000', attempt: 1, name: 'erp-login' })).error?.code).toBe('NOT_FOUND');
   robot.sock.close();
 });
+
+it('answers messages past the connection\'s rate RATE_LIMIT_EXCEEDED and keeps it open; a flood closes it (4008)', async () => {
+  const ws = await seedWorkspace(t.sql);
+  const machine = await ws.machine();
+  const robot = await rawRobot(machine.machineKey);
+  // 5,000 at once: however a second's boundary splits them, one second holds more than 2,000
+  for (let i = 0; i < 5000; i++) robot.sock.send(JSON.stringify({ id: 100_000 + i, type: 'nope' }));
+  await waitFor('every message answered', async () => robot.messages.filter((m) => m.type === 'reply' && m.re >= 100_000).length === 5000);
+  const limited = robot.messages.filter((m) => m.type === 'reply' && m.error?.code === 'RATE_LIMIT_EXCEEDED');
+  expect(limited.length).toBeGreaterThan(0);
+  expect(limited[0]!.error.details.retry_after_ms).toBeGreaterThan(0);
+  expect(robot.sock.readyState).toBe(WebSocket.OPEN);
+  // the connection still works once the second has turned
+  await new Promise((r) => setTimeout(r, 1100));
+  expect((await robot.request({ type: 'heartbeat', running: [] })).error).toBeUndefined();
+
+  const closed = new Promise<number>((resolve) => robot.sock.once('close', (code) => resolve(code)));
+  for (let i = 0; i < 17_000 && robot.sock.readyState === WebSocket.OPEN; i++) robot.sock.send(JSON.stringify({ id: 200_000 + i, type: 'nope' }));
+  expect(await closed).toBe(4008);
+});

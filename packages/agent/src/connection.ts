@@ -120,7 +120,15 @@ export class Connection {
       if (!pending) return;
       this.inFlight.delete(msg.re!);
       const error = msg.error as { code: string; message: string; details?: unknown } | undefined;
-      if (error) pending.reject(new PlatformError(error.code, error.message, error.details));
+      if (error?.code === 'RATE_LIMIT_EXCEEDED') {
+        // over the connection's message rate: the request was not run; sent again once the second turns
+        const wait = Number((error.details as { retry_after_ms?: unknown } | undefined)?.retry_after_ms) || 1000;
+        setTimeout(() => {
+          if (this.closed) pending.reject(new PlatformError('CLOSED', 'the robot is closed'));
+          else if (this.ready) this.send(pending);
+          else this.queue.push(pending);
+        }, Math.min(wait, 1000) + Math.random() * 50);
+      } else if (error) pending.reject(new PlatformError(error.code, error.message, error.details));
       else pending.resolve(msg.result);
       return;
     }

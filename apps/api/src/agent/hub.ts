@@ -13,8 +13,13 @@ import { MachineSession, type SessionDeps } from './session';
 export const AGENT_PATH = '/api/v1/agent/connect';
 /** How often the connected machines' keys are checked (rotated, deactivated). */
 const CHECK_MS = 500;
-/** Messages a connection may send per second before its requests are refused (429 replies). */
-const MESSAGES_PER_SECOND = 500;
+/**
+ * Messages a connection may send per second: past it, requests are answered RATE_LIMIT_EXCEEDED
+ * (the robot waits and sends them again); a connection sending FLOOD_FACTOR times as many is
+ * closed (4008). A busy consumer of fast items sends a few hundred a second.
+ */
+const MESSAGES_PER_SECOND = 2000;
+const FLOOD_FACTOR = 4;
 
 /**
  * The robots connected to this API process (docs/decisions/agent-protocol.md). It upgrades
@@ -148,8 +153,13 @@ export function createAgentHub(deps: ApiDeps): AgentHub {
         window = now;
         count = 0;
       }
-      if (++count > MESSAGES_PER_SECOND) {
+      count++;
+      if (count > MESSAGES_PER_SECOND * FLOOD_FACTOR) {
         void session.close(AGENT_CLOSE.rateLimited, 'demasiados mensajes');
+        return;
+      }
+      if (count > MESSAGES_PER_SECOND) {
+        session.refuseRateLimited(data.toString(), 1000 - (Date.now() % 1000));
         return;
       }
       void session.onMessage(data.toString());

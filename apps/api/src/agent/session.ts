@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Worker, type Job } from 'bullmq';
 import type { WebSocket } from 'ws';
 import {
-  AGENT_CLOSE, AGENT_REQUESTS, AppError, jsonInputIssue, jsonTextMayHoldUnstorable, ConflictError, NotFoundError, SpanKind, ValidationError, createRedis, currentTraceCarrier, machineQueueName, retryOnConnectionLoss,
+  AGENT_CLOSE, AGENT_REQUESTS, AppError, RateLimitError, jsonInputIssue, jsonTextMayHoldUnstorable, ConflictError, NotFoundError, SpanKind, ValidationError, createRedis, currentTraceCarrier, machineQueueName, retryOnConnectionLoss,
   skipDelivery, validate, withSpan, withTraceCarrier,
   type AgentMachine, type AgentRequestOf, type AgentRequestType, type Engine, type JobAbortMessage, type JobInputMessage, type Logger, type MachineJobPayload,
   type RedisTarget,
@@ -126,6 +126,18 @@ export class MachineSession {
    */
   private db<T>(context: string, fn: () => Promise<T>, onRetry?: () => void): Promise<T> {
     return retryOnConnectionLoss(fn, { context, signal: this.ended.signal, onRetry });
+  }
+
+  /** A request over the connection's message rate: answered at once, not run. */
+  refuseRateLimited(raw: string, retryAfterMs: number): void {
+    let re: number | null = null;
+    try {
+      const m = JSON.parse(raw) as { id?: unknown };
+      if (Number.isInteger(m?.id)) re = m.id as number;
+    } catch {
+      // answered with re: null like any message that is not JSON
+    }
+    this.reply(re, new RateLimitError(Math.ceil(retryAfterMs / 1000), {}, 'Demasiados mensajes por segundo en esta conexión', { retry_after_ms: retryAfterMs }));
   }
 
   private async handle(type: AgentRequestType, msg: unknown): Promise<unknown> {
