@@ -1,4 +1,5 @@
-import { Queue, type JobsOptions } from 'bullmq';
+import type { JobsOptions, Queue } from 'bullmq';
+import { bullmq } from './bullmq-module';
 import type { Logger } from '../logger';
 import { createRedis, isRedisClient, redisKeys, type RedisClient, type RedisKeys, type RedisTarget } from '../redis';
 import type { DispatchJobRef, DispatchPort } from './port';
@@ -44,7 +45,7 @@ export function createBullDispatch(opts: BullDispatchOptions): BullDispatch {
   let dispatchQueueInstance: Queue | null = null;
   const dispatchQueue = (): Queue => {
     if (!dispatchQueueInstance) {
-      dispatchQueueInstance = new Queue(DISPATCH_QUEUE, { connection, prefix: keys.bull, defaultJobOptions: DISPATCH_JOB_OPTIONS });
+      dispatchQueueInstance = new (bullmq().Queue)(DISPATCH_QUEUE, { connection, prefix: keys.bull, defaultJobOptions: DISPATCH_JOB_OPTIONS });
       queueErrors(dispatchQueueInstance);
     }
     return dispatchQueueInstance;
@@ -58,7 +59,7 @@ export function createBullDispatch(opts: BullDispatchOptions): BullDispatch {
       machineQueues.set(machineId, q);
       return q;
     }
-    q = new Queue(machineQueueName(machineId), { connection, prefix: keys.bull, defaultJobOptions: MACHINE_JOB_OPTIONS });
+    q = new (bullmq().Queue)(machineQueueName(machineId), { connection, prefix: keys.bull, defaultJobOptions: MACHINE_JOB_OPTIONS });
     queueErrors(q);
     machineQueues.set(machineId, q);
     if (machineQueues.size > maxQueues) {

@@ -1,4 +1,5 @@
-import { DelayedError, type Job } from 'bullmq';
+import type { Job } from 'bullmq';
+import { bullmq } from './bullmq-module';
 import type { StartResult } from './job-run';
 
 /**
@@ -9,7 +10,7 @@ import type { StartResult } from './job-run';
 export async function skipDelivery(job: Job, token: string | undefined, res: Exclude<StartResult, { started: unknown }>): Promise<{ skipped: true; status: unknown }> {
   if (res.skipped === 'not_before') {
     await job.moveToDelayed(res.not_before.getTime(), token);
-    throw new DelayedError();
+    throw new (bullmq().DelayedError)();
   }
   return { skipped: true, status: res.status };
 }
