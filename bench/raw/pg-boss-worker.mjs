@@ -16,16 +16,21 @@ const PgBoss = require('pg-boss');
 const boss = new PgBoss({ connectionString: process.env.DATABASE_URL });
 boss.on('error', (err) => console.error(err.message));
 await boss.start();
+// what the batches looked like: a worker whose batches come full is held back by its polling
 let handled = 0;
+let batches = 0;
+let full = 0;
 await boss.work(process.env.BENCH_QUEUE, {
   batchSize: Number(process.env.BENCH_BATCH_SIZE ?? 1),
   pollingIntervalSeconds: Number(process.env.BENCH_POLLING_SECONDS ?? 2),
 }, async (jobs) => {
   handled += jobs.length;
+  batches++;
+  if (jobs.length >= Number(process.env.BENCH_BATCH_SIZE ?? 1)) full++;
 });
 console.log('ready');
 process.on('SIGTERM', async () => {
   await boss.stop({ graceful: true, wait: true, timeout: 5000 }).catch(() => undefined);
-  console.log(`done ${JSON.stringify({ handled })}`);
+  console.log(`done ${JSON.stringify({ handled, batches, full })}`);
   process.exit(0);
 });

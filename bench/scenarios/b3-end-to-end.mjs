@@ -6,6 +6,10 @@
 // a process of its own at the lowest CPU priority (it stands for another machine): the events delivered per second and the delay from the change to its delivery,
 // and the completed items/s next to the runs without a subscription (two of each at a scale of 0.1
 // and more, in the order A B B A).
+// Next to the first run (not in the tiny smoke run), two peer baselines on Postgres: the same N
+// no-op jobs through graphile-worker and pg-boss, 4 worker processes of concurrency 1 each, each
+// in a fresh database of its own (bench/scenarios/b3-peers.mjs, docs/decisions/bench-peers.md):
+// their jobs/s and the CPU of their Postgres backends per 1,000 jobs, next to the platform's.
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
@@ -17,6 +21,7 @@ import { sleep, startNode, stop, waitUntil } from '../lib/proc.mjs';
 import { checkLoad, cpuPer, load, ratio, raw, round, withScenario } from '../lib/scenario.mjs';
 import { BULK_SIZE } from './b2-bulk.mjs';
 import { commandDelta } from '../lib/redis-servers.mjs';
+import { PEERS, peerRun } from './b3-peers.mjs';
 
 const MACHINES = 4;
 
@@ -28,6 +33,29 @@ const MACHINES = 4;
  */
 export async function b3(run) {
   const shipped = await b3Once(run, 'B3', run.prefetch || null);
+  // the peers, right after the run they are compared with (left out of the tiny smoke run)
+  if (!run.tiny) {
+    const { total } = shipped.details;
+    const peerRows = [];
+    const platformPg = shipped.details.cpu.msPer1000.postgres ?? null;
+    shipped.details.peers = {};
+    for (const name of Object.keys(PEERS)) {
+      try {
+        const p = await peerRun(run, name, { total, chunk: BULK_SIZE, payloads: Array.from({ length: BULK_SIZE }, (_, i) => itemPayload(i)), timeoutMs: Math.max(120_000, Math.min(900_000, total * 10)) });
+        shipped.details.peers[name] = p;
+        const pg = p.cpu.msPer1000.postgres ?? null;
+        peerRows.push(
+          { figure: `completed items/s (baseline column: ${p.label})`, unit: 'items/s', platform: round(shipped.details.itemsPerSec, 0), baseline: round(p.itemsPerSec, 0), ratio: ratio(shipped.details.itemsPerSec, p.itemsPerSec), target: null, ...(p.complete ? {} : { note: `${name}: ${p.completed ?? '?'} of ${total} completed in time` }) },
+          { figure: `Postgres CPU per 1,000 completed items (baseline column: ${name})`, unit: 'ms', platform: platformPg, baseline: pg, ratio: ratio(platformPg, pg), target: null },
+        );
+      } catch (err) {
+        run.log(`B3 peer ${name} failed: ${err.stack ?? err.message}`);
+        shipped.details.peers[name] = { error: String(err.message ?? err) };
+        peerRows.push({ figure: `completed items/s (baseline column: ${name}: failed, ${String(err.message ?? err).split('\n')[0].slice(0, 80)})`, unit: 'items/s', platform: round(shipped.details.itemsPerSec, 0), baseline: null, ratio: null, target: null });
+      }
+    }
+    shipped.rows.splice(1, 0, ...peerRows);
+  }
   const strict = run.scale >= 0.1 && !run.prefetch ? await b3Once(run, 'B3S', 1) : null;
   if (strict) {
     shipped.rows.push({ ...strict.rows[0], figure: 'completed items/s, agents --prefetch 1', target: null });

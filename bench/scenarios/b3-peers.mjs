@@ -65,7 +65,8 @@ export async function peerRun(run, name, { total, chunk, payloads, timeoutMs }) 
         logDir: run.logDir,
       }));
     }
-    await waitUntil(`the ${name} workers`, () => workers.every((w) => /^ready$/m.test(readFileSync(w.logFile, 'utf8'))), { procs: workers, timeoutMs: 60_000 });
+    const sizes = workers.map((w) => { try { return readFileSync(w.logFile, 'utf8').length; } catch { return 0; } });
+    await waitUntil(`the ${name} workers`, () => workers.every((w, i) => /^ready$/m.test(readFileSync(w.logFile, 'utf8').slice(sizes[i]))), { procs: workers, timeoutMs: 60_000 });
     const meter = cpuMeter({
       workers: () => workers.map((w) => w.pid),
       postgres: async () => (await sql`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`).map((r) => r.pid),
@@ -74,9 +75,12 @@ export async function peerRun(run, name, { total, chunk, payloads, timeoutMs }) 
     const res = await raw(run, `b3-${peer.id}-producer`, peer.producer, { databaseUrl, ...peer.input, total, chunk, payloads, timeoutMs }, timeoutMs + 60_000);
     const cpuMs = await meter.stop();
     await Promise.all(workers.map((w) => stop(w)));
+    // the last line of its kind: a log file of the same name may hold an earlier run's (--log-dir reused)
+    const lastLine = (file, re) => [...readFileSync(file, 'utf8').matchAll(re)].pop();
+    const done = workers.map((w) => JSON.parse(lastLine(w.logFile, /^done (.*)$/gm)?.[1] ?? '{}'));
+    res.workers = done;
     // graphile-worker deletes completed jobs: the end is the workers' last completion
     if (res.finishedAt === undefined) {
-      const done = workers.map((w) => JSON.parse(/^done (.*)$/m.exec(readFileSync(w.logFile, 'utf8'))?.[1] ?? '{}'));
       const lastAt = Math.max(...done.map((d) => d.lastAt ?? 0));
       res.completed = done.reduce((a, d) => a + (d.completed ?? 0), 0);
       res.finishedAt = lastAt || Date.now();
