@@ -7,6 +7,8 @@
 //   npm run bench -- --only B1,B5          some scenarios (B6 comes from B1 and B3)
 //   npm run bench -- --only B7 --scale 0.1 B3 on 1 vs 2 dispatchers and on a single Redis vs a local
 //                                         3-primary Redis Cluster (docs/scaling.md)
+//   npm run bench -- --only B8             1,000 idle robots (raw WebSockets of one process) on one API
+//                                         process: its RSS, CPU per 1,000 heartbeats, trigger → job.start
 //   npm run bench -- --scale 0.1           every size and duration × 0.1
 //   npm run bench -- --profile api,dispatcher   --cpu-prof those processes (files in the log folder)
 //   --node-args '--trace-gc'               node flags for the platform's processes (investigations)
@@ -22,7 +24,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ensureInstalledAndBuilt, ensureServices, hostInfo, ROOT, SetupError } from './services.mjs';
 
-const SCENARIOS = ['B1', 'B2', 'B3', 'B4', 'B5', 'B7'];
+const SCENARIOS = ['B1', 'B2', 'B3', 'B4', 'B5', 'B7', 'B8'];
 
 function parseArgs(argv) {
   const o = { prefetch: 0, vacuumMs: 0, nodeArgs: [], only: null, scale: 1, out: null, markdown: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
@@ -115,6 +117,7 @@ async function main() {
     B4: (await import('../bench/scenarios/b4-latency.mjs')).b4,
     B5: (await import('../bench/scenarios/b5-list.mjs')).b5,
     B7: (await import('../bench/scenarios/b7-scaling.mjs')).b7,
+    B8: (await import('../bench/scenarios/b8-idle-robots.mjs')).b8,
   };
 
   // the platform's processes inherit this environment: with it set they trace, and pay the export

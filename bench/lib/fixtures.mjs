@@ -72,13 +72,18 @@ export async function seedQueue(sql, tenantId, name, fields = {}) {
 /** Machines start offline; the simulated agents bring them online with their heartbeats. */
 export async function seedMachines(sql, tenantId, count, { slots = 1, prefix = 'bench-machine' } = {}) {
   const machines = [];
-  for (let i = 0; i < count; i++) {
-    const s = core.issueSecret(core.MACHINE_KEY_PREFIX);
-    const [row] = await sql`
-      insert into machines (tenant_id, name, machine_key_hash, machine_key_prefix, slots, status)
-      values (${tenantId}, ${`${prefix}-${i + 1}`}, ${s.hash}, ${s.prefix}, ${slots}, 'offline')
+  // a statement per 500 machines (B8 seeds 1,000)
+  for (let from = 0; from < count; from += 500) {
+    const batch = [];
+    for (let i = from; i < Math.min(count, from + 500); i++) {
+      const s = core.issueSecret(core.MACHINE_KEY_PREFIX);
+      batch.push({ tenant_id: tenantId, name: `${prefix}-${i + 1}`, machine_key_hash: s.hash, machine_key_prefix: s.prefix, slots, status: 'offline', key: s.value });
+    }
+    const rows = await sql`
+      insert into machines ${sql(batch, 'tenant_id', 'name', 'machine_key_hash', 'machine_key_prefix', 'slots', 'status')}
       returning id, name`;
-    machines.push({ id: row.id, name: row.name, machineKey: s.value });
+    const ids = new Map(rows.map((r) => [r.name, r.id]));
+    for (const m of batch) machines.push({ id: ids.get(m.name), name: m.name, machineKey: m.key });
   }
   return machines;
 }

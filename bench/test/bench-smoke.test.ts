@@ -194,6 +194,20 @@ describe('npm run bench at a tiny scale', () => {
     expect(itemMemory!.figure).toMatch(/per waiting item/);
   });
 
+  it('B8 connects idle robots to one API process, reads its memory and times a robot\'s trigger → job.start', () => {
+    const s = scenario('B8');
+    expect(s.complete).toBe(true);
+    expect(s.details!.connected).toBe(s.details!.robots);
+    const [connected, rss, , , startP50, startP99, runningP50, runningP99] = s.rows;
+    expect(connected!.platform).toBe(s.details!.robots);
+    expect(rss!.platform).toBeGreaterThan(0);
+    expect(rss!.baseline).toBeGreaterThan(0);
+    // at this size the heartbeats of the short window may all fall outside it: no CPU figure asserted
+    for (const r of [startP50, startP99, runningP50, runningP99]) expect(r!.platform).not.toBeNull();
+    expect(s.details!.toStart).toHaveLength(s.details!.tries);
+    expect(s.details!.completed).toBe(s.details!.tries);
+  });
+
   it('B6 reports the peak memory of the API and the dispatcher during B1 and B3', () => {
     const s = scenario('B6');
     expect(s.rows.map((r) => r.figure)).toEqual([
