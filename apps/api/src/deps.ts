@@ -1,7 +1,7 @@
 import { createApiKeyStore, type ApiKeyStore } from './auth/api-key-store';
 import { createStreamRegistry, type StreamRegistry } from './http/streams';
 import { createAuthThrottle, type AuthThrottle } from './auth/throttle';
-import { createEngine, webhookSettingsOf, type Engine, createLogger, createRedis, createPooledSql, databaseSettings, redisKeys, type Config, type Logger, type RedisClient, type RedisKeys, type Sql } from '@svc/core';
+import { DbOutage, createEngine, webhookSettingsOf, type Engine, createLogger, createRedis, createPooledSql, databaseSettings, redisKeys, type Config, type Logger, type RedisClient, type RedisKeys, type Sql } from '@svc/core';
 
 /**
  * Everything a request handler may use; built once in main.ts (or by a test) and passed in. No
@@ -22,6 +22,8 @@ export interface ApiDeps {
   authThrottle: AuthThrottle;
   /** The long-lived reads (event streams): capped, and ended when their credential lapses; close() ends them. */
   streams: StreamRegistry;
+  /** The process's view of Postgres outages: its background loops log an outage once, together. */
+  outage: DbOutage;
   /** The console's built files (apps/console/dist when absent), served at /console. */
   consoleDir?: string;
 }
@@ -31,10 +33,11 @@ export function buildDeps(config: Config, overrides: Partial<ApiDeps> = {}): Api
   const redis = overrides.redis ?? createRedis(config.redis);
   const keys = redisKeys(config.redisPrefix);
   const logger = overrides.logger ?? createLogger({ level: config.logLevel, service: 'api' });
+  const outage = overrides.outage ?? new DbOutage(logger);
   const apiKeys =
     overrides.apiKeys ??
     createApiKeyStore({
-      sql, redis, logger, channel: keys.apiKeyInvalidations, ttlMs: config.apiKeyCacheTtlMs, flushMs: config.lastUsedFlushMs,
+      sql, redis, logger, outage, channel: keys.apiKeyInvalidations, ttlMs: config.apiKeyCacheTtlMs, flushMs: config.lastUsedFlushMs,
     });
   // a key revoked or rotated here leaves every API process's cache at once
   const engine = overrides.engine ?? createEngine({ sql, logger, apiKeyChanges: apiKeys, webhooks: webhookSettingsOf(config) });
@@ -43,5 +46,5 @@ export function buildDeps(config: Config, overrides: Partial<ApiDeps> = {}): Api
     createStreamRegistry({ engine, redis, keys, logger, perUser: config.eventStreamsPerUser, perWorkspace: config.eventStreamsPerWorkspace });
   const authThrottle =
     overrides.authThrottle ?? createAuthThrottle({ redis, keys, logger, failuresPerAddress: config.authFailuresPerAddress });
-  return { config, sql, redis, keys, logger, apiKeys, engine, streams, authThrottle, consoleDir: overrides.consoleDir };
+  return { config, sql, redis, keys, logger, apiKeys, engine, streams, authThrottle, outage, consoleDir: overrides.consoleDir };
 }

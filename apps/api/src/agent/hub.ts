@@ -43,8 +43,10 @@ export function createAgentHub(deps: ApiDeps): AgentHub {
   const { config, engine, logger, keys } = deps;
   const wss = new WebSocketServer({ noServer: true, maxPayload: AGENT_MAX_MESSAGE_BYTES });
   const heartbeatMs = Math.max(200, Math.min(5000, Math.floor((config.machineOfflineAfterSeconds * 1000) / 3)));
+  // a Postgres outage is logged once per process, for the connections' periodic writes too
+  const { outage } = deps;
   const sessionDeps: SessionDeps = {
-    engine, redis: config.redis, bullPrefix: keys.bull, logger,
+    engine, redis: config.redis, bullPrefix: keys.bull, logger, outage,
     encryptionKey: config.assetEncryptionKey,
     heartbeatMs,
     // a run's lease spans at least three heartbeats, like a machine's silence before it is offline
@@ -92,9 +94,10 @@ export function createAgentHub(deps: ApiDeps): AgentHub {
     if (held.length === 0) return;
     try {
       const live = new Set(await engine.machines.liveKeys(held.map((s) => ({ id: s.machine.id, keyHashHex: s.keyHashHex }))));
+      outage.ok();
       for (const s of held) if (!live.has(s.machine.id)) void s.close(AGENT_CLOSE.credentialLapsed, 'la clave de la máquina ya no es válida');
     } catch (err) {
-      logger.warn('machine keys could not be checked', { err: (err as Error).message });
+      if (!outage.failed(err, 'checking machine keys')) logger.warn('machine keys could not be checked', { err: (err as Error).message });
     }
   };
 
@@ -126,7 +129,10 @@ export function createAgentHub(deps: ApiDeps): AgentHub {
       wss.handleUpgrade(req, socket, head, (ws) => void accept(ws, machine, sha256Hex(key)));
     } catch (err) {
       if (err instanceof AppError) refuse(socket, err, requestId);
-      else {
+      else if (outage.failed(err, 'looking up a machine key')) {
+        // Postgres away: the robot tries again with back-off
+        refuse(socket, new AppError('HTTP_ERROR', 503, 'La base de datos no responde: vuelve a intentarlo'), requestId);
+      } else {
         logger.error('machine connection failed', { err: (err as Error).message });
         socket.destroy();
       }

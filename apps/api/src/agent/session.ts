@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { Worker, type Job } from 'bullmq';
 import type { WebSocket } from 'ws';
 import {
-  AGENT_CLOSE, AGENT_REQUESTS, AppError, RateLimitError, jsonInputIssue, jsonTextMayHoldUnstorable, ConflictError, NotFoundError, SpanKind, ValidationError, createRedis, currentTraceCarrier, machineQueueName, retryOnConnectionLoss,
-  skipDelivery, validate, withSpan, withTraceCarrier,
-  type AgentMachine, type AgentRequestOf, type AgentRequestType, type Engine, type JobAbortMessage, type JobInputMessage, type Logger, type MachineJobPayload,
-  type RedisTarget,
+  AGENT_CLOSE, AGENT_REQUESTS, AppError, ConflictError, NotFoundError, RateLimitError, SpanKind, ValidationError, createRedis, currentTraceCarrier,
+  jsonInputIssue, jsonTextMayHoldUnstorable, machineQueueName, retryOnConnectionLoss, skipDelivery, validate, withSpan, withTraceCarrier,
+  type AgentMachine, type AgentRequestOf, type AgentRequestType, type DbOutage, type Engine, type JobAbortMessage, type JobInputMessage, type Logger,
+  type MachineJobPayload, type RedisTarget,
 } from '@svc/core';
 
 /** What a session needs of its process (the hub builds it). */
@@ -18,6 +18,8 @@ export interface SessionDeps {
   leaseSeconds: number;
   /** decrypts credential assets a run reads */
   encryptionKey: Buffer;
+  /** the process's view of Postgres outages: one log line per outage for periodic writes */
+  outage: DbOutage;
 }
 
 /** A run this connection holds: its fencing token and, for a consumer job, its queue. */
@@ -365,7 +367,7 @@ export class MachineSession {
           await this.deps.engine.machines.heartbeat(this.machine.id, { running: this.owned.size });
         } catch (err) {
           // the next heartbeat reports the load anyway
-          this.log.warn('load report failed', { err: (err as Error).message });
+          if (!this.deps.outage.failed(err, 'machine load report')) this.log.warn('load report failed', { err: (err as Error).message });
         }
       } while (this.loadAgain && !this.closed);
       this.loadReport = null;

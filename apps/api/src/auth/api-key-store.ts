@@ -49,6 +49,8 @@ export interface ApiKeyStoreOptions {
   redis: RedisClient;
   channel: string;
   logger: Logger;
+  /** the process's outage log (one line per outage for all its loops); its own when absent */
+  outage?: DbOutage;
   /** 0 disables the cache (every look-up reads Postgres). */
   ttlMs: number;
   negativeTtlMs?: number;
@@ -110,7 +112,7 @@ class CachedApiKeyStore implements ApiKeyStore {
     this.redis = o.redis;
     this.channel = o.channel;
     this.log = o.logger;
-    this.outage = new DbOutage(o.logger);
+    this.outage = o.outage ?? new DbOutage(o.logger);
     this.ttlMs = o.ttlMs;
     this.negativeTtlMs = Math.min(o.negativeTtlMs ?? 5_000, o.ttlMs);
     this.refreshAheadMs = Math.min(o.refreshAheadMs ?? o.ttlMs / 5, o.ttlMs / 2);
