@@ -14,3 +14,14 @@ export const APPS = {
   dispatcher: { script: 'apps/dispatcher/dist/main.js', nodeArgs: [] },
   agent: { script: 'apps/agent-sim/dist/main.js', nodeArgs: [] },
 };
+
+/**
+ * What only the platform's processes may hold: a robot (agent-sim) is started with none of it, as
+ * on a customer's machine — its platform URL and machine keys are all it needs (docs/agent-sim.md).
+ */
+export const PLATFORM_ONLY_ENV = /^(DATABASE_|REDIS_|PG|ASSET_ENCRYPTION_KEY$)/;
+
+/** `env` without anything only the platform may hold. */
+export function robotEnv(env) {
+  return Object.fromEntries(Object.entries(env).filter(([k, v]) => v !== undefined && !PLATFORM_ONLY_ENV.test(k)));
+}

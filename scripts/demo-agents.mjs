@@ -3,6 +3,7 @@
 // with SVC_URL and those keys alone (the platform's database, Redis and key settings stay here).
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
+import { robotEnv } from './apps.mjs';
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const demo = spawnSync(process.execPath, [path.join(ROOT, 'packages/cli/bin/svc.js'), 'demo', '--json'], { encoding: 'utf8' });
@@ -15,10 +16,9 @@ if (!process.env.SVC_URL) {
   console.error('SVC_URL is not set: the robots need the platform\'s base URL (e.g. http://api:3000).');
   process.exit(1);
 }
-const robotEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(DATABASE_|REDIS_|PG|ASSET_ENCRYPTION_KEY$)/.test(k)));
 const agents = spawn(process.execPath, [path.join(ROOT, 'apps/agent-sim/dist/main.js'), ...machines.flatMap((m) => ['--machine-key', m.machine_key])], {
   stdio: 'inherit',
-  env: robotEnv,
+  env: robotEnv(process.env),
 });
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => agents.kill(signal));
 agents.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

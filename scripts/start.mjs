@@ -5,7 +5,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { APPS } from './apps.mjs';
+import { APPS, robotEnv } from './apps.mjs';
 import { ensureDatabase, ensureInstalledAndBuilt, ensureServices, ROOT, SetupError } from './services.mjs';
 
 const DATA = path.join(ROOT, '.data');
@@ -146,8 +146,9 @@ async function main() {
   run('dispatcher', APPS.dispatcher);
   const baseUrl = `http://${env.HOST}:${port}`;
   // the robots hold the platform's URL and their machine keys, nothing else of it (docs/agent-sim.md)
-  const robotEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(DATABASE_|REDIS_|PG|ASSET_ENCRYPTION_KEY$|METRICS_)/.test(k)));
-  run('agent-sim', APPS.agent, demo.machines.flatMap((m) => ['--machine-key', m.machine_key]), { ...robotEnv, SVC_URL: baseUrl });
+  // (nor the metrics settings: the robot would take the platform's metrics port)
+  const agentEnv = Object.fromEntries(Object.entries(robotEnv(process.env)).filter(([k]) => !k.startsWith('METRICS_')));
+  run('agent-sim', APPS.agent, demo.machines.flatMap((m) => ['--machine-key', m.machine_key]), { ...agentEnv, SVC_URL: baseUrl });
   const until = Date.now() + 20_000;
   while (Date.now() < until && !stopping) {
     try {

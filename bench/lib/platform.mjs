@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { core } from './core.mjs';
 import { cpuMeter, freePort, peakRssMb, startNode, stop, waitUntil } from './proc.mjs';
-import { APPS } from '../../scripts/apps.mjs';
+import { APPS, robotEnv } from '../../scripts/apps.mjs';
 import { benchRedis } from './services.mjs';
 
 /**
@@ -93,8 +93,7 @@ export async function startPlatform(run, { databaseUrl, redisPrefix, parts, agen
       const args = ['--config', configFile, ...agents.machines.flatMap((m) => ['--machine-key', m.machineKey])];
       // robots hold the platform's URL and their keys only: they reach it over the machine protocol
       if (!platform.baseUrl) throw new Error("the 'agents' part needs the 'api' part (robots connect to it)");
-      const robotEnv = Object.fromEntries(Object.entries(env).filter(([k]) => !/^(DATABASE_|REDIS_|PG|ASSET_ENCRYPTION_KEY$)/.test(k)));
-      procs.agents = startNode('agents', path.join(run.root, APPS.agent.script), args, { env: { ...robotEnv, SVC_URL: platform.baseUrl }, logDir: run.logDir, nodeArgs: nodeArgs('agents', APPS.agent) });
+      procs.agents = startNode('agents', path.join(run.root, APPS.agent.script), args, { env: { ...robotEnv(env), SVC_URL: platform.baseUrl }, logDir: run.logDir, nodeArgs: nodeArgs('agents', APPS.agent) });
     }
     return platform;
   } catch (err) {

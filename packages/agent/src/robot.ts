@@ -191,10 +191,6 @@ export function connect(options: ConnectOptions): Robot {
       } else end = { status: 'completed', output_data: result ?? null };
     } catch (err) {
       const reason = run.ctrl.signal.aborted ? (run.ctrl.signal.reason as AbortReason) : null;
-      if (reason === 'lost') {
-        options.onJobEnd?.(run.info, null);
-        return;
-      }
       end = reason === 'stop'
         ? { status: 'stopped' }
         : reason === 'timeout'
