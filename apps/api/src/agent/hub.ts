@@ -39,7 +39,8 @@ export interface AgentHub {
   close(): Promise<void>;
 }
 
-export function createAgentHub(deps: ApiDeps): AgentHub {
+export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: number } = {}): AgentHub {
+  const perSecond = options.messagesPerSecond ?? MESSAGES_PER_SECOND;
   const { config, engine, logger, keys } = deps;
   const wss = new WebSocketServer({ noServer: true, maxPayload: AGENT_MAX_MESSAGE_BYTES });
   const heartbeatMs = Math.max(200, Math.min(5000, Math.floor((config.machineOfflineAfterSeconds * 1000) / 3)));
@@ -160,11 +161,11 @@ export function createAgentHub(deps: ApiDeps): AgentHub {
         count = 0;
       }
       count++;
-      if (count > MESSAGES_PER_SECOND * FLOOD_FACTOR) {
+      if (count > perSecond * FLOOD_FACTOR) {
         void session.close(AGENT_CLOSE.rateLimited, 'demasiados mensajes');
         return;
       }
-      if (count > MESSAGES_PER_SECOND) {
+      if (count > perSecond) {
         session.refuseRateLimited(data.toString(), 1000 - (Date.now() % 1000));
         return;
       }
