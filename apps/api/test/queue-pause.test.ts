@@ -82,19 +82,19 @@ describe('pausing and resuming a queue', () => {
     const job = await seedJob(t.sql, tenantId, { process_id: process.id, machine_id: machine.id, status: 'running', attempt: 1 });
     await t.sql`update jobs set queue_id = ${q.id} where id = ${job.id}`;
     const base = { queueId: q.id, jobId: job.id as string, jobAttempt: 1, machineId: machine.id as string };
-    const first = await t.deps.engine.machines.settleAndClaim({ ...base, outcomes: [], take: 2 });
+    const first = await t.deps.engine.machines.takeItems({ ...base, outcomes: [], take: 2 });
     expect(first.claimed.length).toBe(2);
 
     expect((await pause(q.id)).status).toBe(200);
     const outcomes = first.claimed.map((c) => ({ id: c.id, attempt: c.attempt, status: 'completed' as const, result: { ok: true } }));
-    const next = await t.deps.engine.machines.settleAndClaim({ ...base, outcomes, take: 2 });
+    const next = await t.deps.engine.machines.takeItems({ ...base, outcomes, take: 2 });
     expect(next.settled.map((s) => s.id).sort()).toEqual(first.claimed.map((c) => c.id).sort());
     expect(next.claimed).toEqual([]);
     const counts = await t.sql`select status, count(*)::int as n from queue_items where queue_id = ${q.id} group by status order by status`;
     expect(counts).toEqual([{ status: 'completed', n: 2 }, { status: 'new', n: 3 }]);
 
     expect((await resume(q.id)).status).toBe(200);
-    expect((await t.deps.engine.machines.settleAndClaim({ ...base, outcomes: [], take: 2 })).claimed.length).toBe(2);
+    expect((await t.deps.engine.machines.takeItems({ ...base, outcomes: [], take: 2 })).claimed.length).toBe(2);
   });
 
   it('is for admins: 403 for a member, 404 for another workspace\'s queue, 422 for a malformed id, 401 without a token', async () => {

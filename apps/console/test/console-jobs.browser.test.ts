@@ -112,7 +112,7 @@ describe('the console\'s jobs and machines pages in a browser', () => {
   it('follows a running job\'s progress and log live, and stops it (admin)', async () => {
     const w = await processAndMachine('conciliacion');
     const { jobId, attempt } = await runningJob(w.processId, w.machineId, { banco: 'BBVA' });
-    const { reportProgress, finishJob } = t.deps.engine.machines;
+    const { reportProgress, finishRun } = t.deps.engine.machines;
     await reportProgress(jobId, attempt, {
       progress_percent: 40, progress_message: 'Descargando extractos',
       logs_append: { text: 'Conectando con el banco\nExtracto 1 de 3 descargado\n', seq: 1 },
@@ -147,7 +147,7 @@ describe('the console\'s jobs and machines pages in a browser', () => {
 
     // the agent hears it on its next report and ends the run stopped, as it does on an abort
     expect(await reportProgress(jobId, attempt, { logs_append: { text: 'Detenido a petición del operador\n', seq: 3 } })).toEqual({ stop_requested: true });
-    expect(await finishJob(jobId, attempt, { to: 'stopped', error_message: 'Detenido por un operador' })).not.toBeNull();
+    expect(await finishRun(jobId, attempt, { to: 'stopped', error_message: 'Detenido por un operador' })).not.toBeNull();
     await waitForText('[data-job-status]', 'Detenido');
     await waitUntil('document.querySelector("[data-logs]")?.textContent.includes("Detenido a petición del operador")', WAIT);
     expect((await jobRow(jobId)).status).toBe('stopped');

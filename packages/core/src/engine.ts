@@ -33,6 +33,7 @@ import { settleAndClaimItemsBatched } from './queue-items/settle-batched';
 import { redriveQueueItems, reviewQueueItem } from './dispatch/review';
 import { findRunEndedAs, finishJob, renewJobLeases, reportJobProgress, startJob } from './dispatch/job-run';
 import { findLiveMachineKeys, findMachineByKey, recordGoodbye, recordHeartbeat } from './machines/heartbeat';
+import { askInputForRun, finishRun, takeItemsForRun } from './machines/run-requests';
 import { giveUpMachineJobs, failOrphans, markSlaBreaches, pendingStops, sweepOfflineMachines, timeOutJobs } from './dispatch/sweeps';
 import { machineHasWaitingJobs, queuesNeedingConsumers, startQueueConsumers } from './dispatch/consumers';
 import { reconcilePendingJobs } from './dispatch/reconcile';
@@ -139,9 +140,9 @@ export function createEngine(deps: EngineDeps) {
     /** A machine's agent: its heartbeat, its runs and the items its consumers take. */
     machines: bind(sql, {
       findByKey: findMachineByKey, liveKeys: findLiveMachineKeys, heartbeat: recordHeartbeat, goodbye: recordGoodbye, giveUpJobs: giveUpMachineJobs,
-      startJob, renewLeases: renewJobLeases, reportProgress: reportJobProgress, finishJob, findRunEndedAs, pendingStops,
-      askInput: askJobInput, readInput: readJobInput, appendLogs: appendJobLogs,
-      settleAndClaim: settleAndClaimItemsBatched, releaseItems: releaseQueueItems, releaseUnknownClaims, hasWaitingJobs: machineHasWaitingJobs,
+      startJob, renewLeases: renewJobLeases, reportProgress: reportJobProgress, finishRun, pendingStops,
+      askInput: askInputForRun, readInput: readJobInput, appendLogs: appendJobLogs,
+      takeItems: takeItemsForRun, releaseItems: releaseQueueItems, hasWaitingJobs: machineHasWaitingJobs,
       readAsset: readAssetForMachine,
     }),
     /** The dispatcher's periodic work and what nudges start. */

@@ -60,7 +60,7 @@ describe('items', () => {
     const req = { queueId: ref.id, jobId: job.id as string, jobAttempt: job.attempt as number, machineId: job.machine_id as string };
     let claimed: Array<{ id: string; attempt: number }> = [];
     expect(await emitted(async () => {
-      claimed = (await engine.machines.settleAndClaim({ ...req, outcomes: [], take: 4 })).claimed;
+      claimed = (await engine.machines.takeItems({ ...req, outcomes: [], take: 4 })).claimed;
     })).toEqual([]);
     expect(claimed).toHaveLength(4);
     const [a, b, c, d] = claimed as [typeof claimed[0], typeof claimed[0], typeof claimed[0], typeof claimed[0]];
@@ -69,14 +69,14 @@ describe('items', () => {
       { id: b.id, attempt: b.attempt, status: 'failed' as const, error_message: 'boom' },
       { id: c.id, attempt: c.attempt, status: 'pending_review' as const },
     ];
-    const settled = await emitted(() => engine.machines.settleAndClaim({ ...req, outcomes, take: 0 }));
+    const settled = await emitted(() => engine.machines.takeItems({ ...req, outcomes, take: 0 }));
     expect(types(settled).sort()).toEqual(['item.completed', 'item.failed', 'item.pending_review']);
     const completed = settled.find((e) => e.type === 'item.completed')!;
     const [row] = await sql<QueueItemRow[]>`select * from queue_items where id = ${a.id}`;
     // the resource as the API shows it
     expect(completed.data).toEqual(JSON.parse(JSON.stringify(toQueueItemResponse(row!))));
     // the same outcome again after a lost answer changes no status: no event
-    expect(await emitted(() => engine.machines.settleAndClaim({ ...req, outcomes, take: 0 }))).toEqual([]);
+    expect(await emitted(() => engine.machines.takeItems({ ...req, outcomes, take: 0 }))).toEqual([]);
 
     // no retries left: dead letter
     const dead = await emitted(() => engine.sweeps.retryItems(ref.id));
@@ -113,14 +113,14 @@ describe('jobs', () => {
 
     let done!: Awaited<ReturnType<typeof runningJob>>;
     expect(types(await emitted(async () => { done = await runningJob(); }))).toEqual(['job.created', 'job.started']);
-    const completed = await emitted(() => engine.machines.finishJob(done.id, done.attempt, { to: 'completed', output_data: { total: 3 } }));
+    const completed = await emitted(() => engine.machines.finishRun(done.id, done.attempt, { to: 'completed', output_data: { total: 3 } }));
     expect(completed.map((e) => [e.type, e.data.status, e.data.output_data, e.data.process_name])).toEqual([['job.completed', 'completed', { total: 3 }, expect.any(String)]]);
     expect(completed[0]!.data).not.toHaveProperty('logs');
     // a repeat of the finish changes nothing
-    expect(await emitted(() => engine.machines.finishJob(done.id, done.attempt, { to: 'completed' }))).toEqual([]);
+    expect(await emitted(() => engine.machines.finishRun(done.id, done.attempt, { to: 'completed' }))).toEqual([]);
 
     const failing = await runningJob();
-    expect(types(await emitted(() => engine.machines.finishJob(failing.id, failing.attempt, { to: 'failed', error_message: 'x' })))).toEqual(['job.failed']);
+    expect(types(await emitted(() => engine.machines.finishRun(failing.id, failing.attempt, { to: 'failed', error_message: 'x' })))).toEqual(['job.failed']);
 
     const asking = await runningJob();
     expect(types(await emitted(() => engine.machines.askInput(asking.id, asking.attempt, { prompt: '¿Sí?', options: { choices: ['sí', 'no'] } }))))

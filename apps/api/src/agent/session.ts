@@ -159,18 +159,13 @@ export class MachineSession {
       case 'job.finish': {
         const m = msg as AgentRequestOf<'job.finish'>;
         this.holds(m.job_id, m.attempt);
-        let uncertain = m.repeat === true;
-        const job = await this.db('finishing a job', async () => {
-          const done = await machines.finishJob(m.job_id, m.attempt, {
-            to: m.status, output_data: m.output_data, error_message: m.error_message, progress_percent: m.progress_percent,
-            progress_message: m.progress_message, resource_metrics: m.resource_metrics, logs_append: m.log,
-          });
-          // a repeat after a lost answer finds the run already ended as it asked (a job stopped
-          // while it waited for input was ended `stopped` by the stop itself)
-          if (done || (!uncertain && m.status !== 'stopped')) return done?.job ?? null;
-          return machines.findRunEndedAs(m.job_id, m.attempt, m.status);
-        }, () => {
-          uncertain = true;
+        // a retry after Postgres lost the answer is a repeat too: the first try may have committed
+        let repeat = m.repeat === true;
+        const job = await this.db('finishing a job', () => machines.finishRun(m.job_id, m.attempt, {
+          to: m.status, output_data: m.output_data, error_message: m.error_message, progress_percent: m.progress_percent,
+          progress_message: m.progress_message, resource_metrics: m.resource_metrics, logs_append: m.log,
+        }, { repeat }), () => {
+          repeat = true;
         });
         this.release(m.job_id);
         if (!job) throw new ConflictError('Este intento del job ya no es el vigente');
@@ -191,11 +186,11 @@ export class MachineSession {
       case 'job.input.ask': {
         const m = msg as AgentRequestOf<'job.input.ask'>;
         this.holds(m.job_id, m.attempt);
-        const res = await this.db('asking for input', () => machines.askInput(m.job_id, m.attempt, { prompt: m.prompt, options: m.options }));
-        // a repeat after a lost answer finds its own question waiting
+        let repeat = m.repeat === true;
+        const res = await this.db('asking for input', () => machines.askInput(m.job_id, m.attempt, { prompt: m.prompt, options: m.options }, { repeat }), () => {
+          repeat = true;
+        });
         if ('refused' in res) {
-          const state = m.repeat ? await this.db('reading the answer', () => machines.readInput(m.job_id, m.attempt)) : null;
-          if (state?.status === 'waiting_input') return { waiting: true };
           if (res.refused === 'stop_requested') throw new ConflictError('Se pidió detener el job', { stop_requested: true });
           throw this.lost(m.job_id);
         }
@@ -228,32 +223,21 @@ export class MachineSession {
     }
   }
 
-  /**
-   * Settles and takes in one statement, on the consumer job's own queue. A repeat (its answer was
-   * lost with a connection, or with Postgres's) may already have taken items the robot never
-   * heard of: the outcomes are settled again with nothing taken, every item the job holds beyond
-   * those the robot names goes back to the queue, and only then are items taken afresh. Nothing is
-   * settled twice and no item stays `in_progress` unknown to its holder.
-   */
+  /** Settles and takes on the consumer job's own queue (a repeat is resolved by core's fencing rule). */
   private async takeItems(m: AgentRequestOf<'items.take'>): Promise<unknown> {
     const held = this.holds(m.job_id, m.attempt);
     if (!held.queueId) throw new NotFoundError('Este job no consume ninguna cola');
-    const machines = this.deps.engine.machines;
-    const req = { queueId: held.queueId, jobId: m.job_id, jobAttempt: m.attempt, machineId: this.machine.id };
-    let uncertain = m.repeat === true;
-    const res = await this.db('settling and taking queue items', async () => {
-      if (!uncertain) return machines.settleAndClaim({ ...req, outcomes: m.outcomes, take: m.take });
-      const { settled } = await machines.settleAndClaim({ ...req, outcomes: m.outcomes, take: 0 });
-      const released = await machines.releaseUnknownClaims(m.job_id, [...(m.held ?? []), ...m.outcomes.map((o) => o.id)]);
-      const { claimed } = m.take > 0 ? await machines.settleAndClaim({ ...req, outcomes: [], take: m.take }) : { claimed: [] };
-      return { settled, claimed, released };
-    }, () => {
-      uncertain = true;
+    const queueId = held.queueId;
+    let repeat = m.repeat === true;
+    const res = await this.db('settling and taking queue items', () => this.deps.engine.machines.takeItems({
+      queueId, jobId: m.job_id, jobAttempt: m.attempt, machineId: this.machine.id, outcomes: m.outcomes, take: m.take, held: m.held, repeat,
+    }), () => {
+      repeat = true;
     });
     return {
       settled: res.settled,
       items: res.claimed.map((i) => ({ id: i.id, attempt: i.attempt, reference: i.reference, data: i.data, retry_count: i.retry_count })),
-      released_unknown: 'released' in res ? res.released : 0,
+      released_unknown: res.releasedUnknown,
     };
   }
 
