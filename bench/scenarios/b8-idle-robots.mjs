@@ -8,9 +8,11 @@
 // /jobs/trigger with its `machine_id`, the robot answers `job.start` with `job.finish` at once;
 // from the trigger's 201 to the robot receiving `job.start` (the robot's clock), and from the
 // client's clock before the request to the job's `started_at` (B4's measure).
-// Each connection holds a BullMQ Worker on its machine's queue inside the API (two Redis
-// connections each): the API's open file descriptors and the Redis server's connected clients
-// are recorded next to the figures, and when not every robot connects, where it broke.
+// A connection reads its machine's queue (a BullMQ Worker inside the API, with a blocking Redis
+// connection) only while the machine has work: from the robot's first heartbeat until it has been
+// idle for the API's worker idle time, so the steady window starts after that. The API's open
+// file descriptors and the Redis server's connected clients are recorded next to the figures, and
+// when not every robot connects, where it broke.
 import { fork } from 'node:child_process';
 import { openSync, closeSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -131,8 +133,9 @@ export async function b8(run) {
     const online = machines.slice(0, connected.connected).map((m) => m.id);
     if (connected.connected === count) await waitMachinesOnline(s.sql, online, Object.values(platform.procs), 60_000);
     const heartbeatMs = connected.stats.heartbeatMs ?? 5000;
-    // steady: every connection's queue worker started (after its first heartbeat) and a heartbeat period gone by
-    await sleep(run.tiny ? 300 : heartbeatMs + 2_000);
+    // steady: every connection's first reading of its queue over (the API's WORKER_IDLE_MS,
+    // apps/api/src/agent/hub.ts) and a heartbeat period gone by
+    await sleep(run.tiny ? 300 : Math.max(heartbeatMs, 30_000) + heartbeatMs + 2_000);
 
     const meter = platformCpuMeter(s.sql, platform, run.redisPid);
     const a0 = await robots.ask({ cmd: 'stats' }, 'stats');
