@@ -4,10 +4,10 @@
 /**
  * The API's young generation may grow to 32 MB per semi-space (V8's default is 16): a request's
  * objects then die young instead of being promoted and collected again in old space. Under B1's
- * load that cut the API's CPU per request by ~10–15 % and its peak RSS by ~20 MB (BENCHMARKS.md).
- * Its old space grows to twice the live data between full collections (V8 lets it reach ~4 ×
- * under a steady allocation rate): B1's peak RSS ~225–265 → ~200 MB, CPU per request unchanged
- * within the noise. Not a cap: a larger live heap still gets the room it needs.
+ * load that lowered both the API's CPU per request and its peak RSS (BENCHMARKS.md, B1).
+ * Its old space grows to twice the live data between full collections (V8 otherwise lets it grow
+ * several times the live data under a steady allocation rate): a lower peak RSS in B1, the same
+ * CPU per request within the noise. Not a cap: a larger live heap still gets the room it needs.
  */
 export const APPS = {
   api: { script: 'apps/api/dist/main.js', nodeArgs: ['--max-semi-space-size=32', '--heap-growing-percent=100'] },

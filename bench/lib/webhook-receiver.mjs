@@ -3,8 +3,8 @@
 //
 // It stands for another system's machine, so it runs in a process of its own in the idle CPU
 // class (`chrt --idle`; nice 19 without chrt): on this host it takes only the CPU the platform
-// leaves, instead of being charged to B3 (it parses every request, which costs about half as
-// much CPU as the deliverer's own sending).
+// leaves, instead of being charged to B3 (it parses every request, a cost of the same order as
+// the deliverer's own sending).
 import http from 'node:http';
 import { spawn, spawnSync } from 'node:child_process';
 import { setPriority } from 'node:os';

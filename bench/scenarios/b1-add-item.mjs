@@ -14,13 +14,13 @@ export async function b1(run) {
     const connections = 64;
     // Both sides get the same warm-up: this POST load for warmSec before the first round (JIT,
     // pools, the API's key cache), and 1 s of it at the start of every round, not counted (the
-    // load generator's own JIT and connections). Measured: the platform needs ~2–3 s of load
+    // load generator's own JIT and connections). The platform needs a few seconds of load
     // before its figures settle (BENCHMARKS.md, B1).
     const warmSec = run.tiny ? 0 : Math.max(2, Math.round(5 * run.scale));
     const settleSec = run.tiny ? 0 : 1;
     const tenant = await seedTenant(s.sql);
     // 60 requests per minute per key (the public rate-limit table): enough keys that none is limited — at most
-    // ~40 uses each at 8,000 req/s (twice today's rate), warm-up and settling included
+    // ~40 uses each at 8,000 req/s (above any rate B1 has reached), warm-up and settling included
     const loadSec = warmSec + rounds * (durationSec + settleSec);
     const keys = await seedApiKeys(s.sql, tenant.id, Math.max(50, Math.ceil((loadSec * 8000) / 40)));
     const queue = await seedQueue(s.sql, tenant.id, 'bench-b1');

@@ -1,8 +1,9 @@
 /**
  * The consumer's hand-off buffer with `prefetch: 'auto'` (the default).
  *
- * Every round trip to Postgres settles the items just processed and takes the next ones; with
- * one item per round trip a queue of instant items is bound by round trips (BENCHMARKS.md, B3).
+ * Every round trip (an `items.take` to the platform) settles the items just processed and takes
+ * the next ones; with one item per round trip a queue of instant items is bound by round trips
+ * (BENCHMARKS.md, B3).
  * So a consumer whose recent items were fast takes a few at once, and one whose items take
  * time takes exactly one: holding items another consumer could be running costs parallelism,
  * and an urgent item added meanwhile waits behind what is held. The rule keeps what a consumer

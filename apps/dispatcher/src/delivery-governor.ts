@@ -5,10 +5,10 @@ import { availableParallelism } from 'node:os';
  * Holds the webhook delivery thread to a small share of one core while the rest of the host is
  * busy (docs/decisions/events.md, "Delivery yields to the work"). The idle CPU class alone does
  * not do it on every host: on a virtual machine whose hypervisor meters the CPU a guest uses, a
- * thread in SCHED_IDLE that spins a fifth of the time took a tenth of B3's rate, and one that
- * spins all the time over a third. So while the other threads of the host keep more than half
- * of its cores busy, the thread pauses after its work for as long as keeps it to `share` of one
- * core; on a quiet host it runs at full speed. Deliveries wait, nothing is lost, and not for
+ * thread in SCHED_IDLE still takes from the work's rate in proportion to the CPU it uses
+ * (BENCHMARKS.md, "Issue 17, third session"). So while the other threads of the host keep more
+ * than half of its cores busy, the thread pauses after its work for as long as keeps it to
+ * `share` of one core; on a quiet host it runs at full speed. Deliveries wait, nothing is lost, and not for
  * ever: an event that has waited longer than `maxLagMs` goes at full speed, busy host or not
  * (on a host busy for good the backlog would otherwise grow without end).
  */

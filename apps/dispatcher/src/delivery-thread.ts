@@ -70,7 +70,8 @@ export function createDeliveryThread(logger: Logger): WebhookDeliverer {
  * may do to their own threads): it runs only when no other thread wants the CPU, and one that
  * wakes up takes the CPU from it at once. A nice value is not enough: the work's round trips
  * wake up thousands of times a second, and each waited behind a niced thread's time slice (B3
- * with a subscription moved from 0.76 × to 0.79 × with nice 10, to 0.88 × with SCHED_IDLE).
+ * with a subscription kept more of its rate with SCHED_IDLE than with nice 10: BENCHMARKS.md,
+ * "Issues 17 and 20, second session").
  * Without `chrt`, nice 19.
  */
 export function lowerThreadPriority(priority: 'idle' | 'normal', logger: Logger): void {

@@ -72,8 +72,8 @@ function flushAll(): void {
 }
 
 /**
- * A line as JSON: plain JSON.stringify (insertion order, about a third of the cost of winston's
- * `json()` with its key sorting, a measurable share of a busy API's work: BENCHMARKS.md, B1), and
+ * A line as JSON: plain JSON.stringify (insertion order, far cheaper than winston's `json()` with
+ * its key sorting, which was a measurable share of a busy API's work: BENCHMARKS.md, B1), and
  * winston's own for what plain JSON cannot write (BigInt, cycles).
  */
 const careful = winston.format.json();

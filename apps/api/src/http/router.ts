@@ -8,7 +8,7 @@ type MatchResult = ReturnType<Router<AppState>['match']>;
 
 /**
  * Routers remember which of their layers match a method and path. @koa/router walks every layer
- * of the flattened /api/v1 router (~70) on each request, with a debug call per layer that
+ * of the flattened /api/v1 router (one per route) on each request, with a debug call per layer that
  * allocates even when debugging is off: the largest allocation site of the API under load
  * (BENCHMARKS.md, B1). Clients repeat their paths (a queue's items, the same job), so the walk
  * is done once per path. Routes are all declared before the first request; the result is

@@ -38,7 +38,7 @@ type ScriptClient = RedisClient & { svcIncrWindows(numKeys: number, ...args: str
 /**
  * The store client a RateLimiterRedis is given: it answers the limiter's one command,
  * `rlflxIncr([key, points, seconds, …])`, and sends the counts of concurrent requests as one
- * script (BENCHMARKS.md, B1: one script per request was ~15 µs of Redis per request, most of it
+ * script (BENCHMARKS.md, B1: with one script per request, most of Redis's work per request was
  * the per-call cost of a script, and each wake-up of Redis took the CPU from the API). The counts
  * of one event-loop turn leave together, and while a script runs the next ones wait and leave
  * together after it (core's Batcher, one in flight): on an idle API a count goes out at once,

@@ -36,8 +36,8 @@ const bySql = new WeakMap<Sql, Batchers>();
  * trigger) than more, smaller ones, and the machine is CPU-bound long before Postgres runs out of
  * connections. Look-ups and inserts by queue keep two in flight, so a slow batch does not stall
  * everything behind it; the insert by name — the whole of a `POST …/items` under load — keeps one:
- * batches twice the size, Postgres ~55 instead of ~70 µs per item and the API's socket writes
- * halved, for a wait of at most one batch (BENCHMARKS.md, B1).
+ * larger batches, less Postgres CPU per item and fewer socket writes from the API, for a wait of
+ * at most one batch (measured in BENCHMARKS.md, B1).
  */
 
 /** Only the pool batches: a transaction's statements must stay on it, in order. */

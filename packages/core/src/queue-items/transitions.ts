@@ -170,8 +170,8 @@ function checkOutcomes(outcomes: readonly ItemOutcome[]): void {
  * other consumers took a moment ago; when such a take committed after this statement's snapshot,
  * `FOR UPDATE` follows the item to its new version and locks it before seeing it is no longer
  * `new`, and that lock lasts until this statement commits, so the item's own consumer waits for
- * it to settle the item. Taking right after the snapshot keeps that window short (Postgres's
- * waits on such locks halved in B3, BENCHMARKS.md).
+ * it to settle the item. Taking right after the snapshot keeps that window short (fewer waits on
+ * such locks in B3: BENCHMARKS.md, "Issues 17 and 20, second session").
  */
 export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim): Promise<SettleAndClaimResult> {
   checkOutcomes(req.outcomes);
@@ -316,8 +316,9 @@ export async function settleAndClaimItemsBatch(sql: Queryable, reqs: readonly Se
 /**
  * The take's LIMIT written into the SQL text, not sent as a parameter: with a parameter, the
  * planner cannot know how many rows `picked` yields, so the statement's generic plan hashes the
- * whole table to join them (hundreds of ms) and Postgres must plan every round trip afresh (about
- * a third of its cost). A literal gives each take size a prepared statement whose generic plan
+ * whole table to join them (its cost grows with the queue) and Postgres must plan every round
+ * trip afresh (a large share of the statement's cost: BENCHMARKS.md, "Issues 17 and 20, second
+ * session"). A literal gives each take size a prepared statement whose generic plan
  * is the index walk. A take is at most MAX_TAKE items, so there are few such statements.
  */
 function takeLimitSql(sql: Queryable, take: number) {

@@ -9,7 +9,8 @@ import { linearUniqueItems } from './unique-items';
  * The one ajv that admin-supplied schemas (a process's input_schema) are compiled with: patterns
  * on RE2, formats cut off at their length, linear `uniqueItems`, and the budget guard. It registers
  * nothing under `$id`, so the same schema on many processes never clashes. Its code is not
- * optimized: that pass made compiling a schema of many branches about three times slower.
+ * optimized: that pass made compiling a schema of many branches much slower
+ * (docs/decisions/admin-schemas.md).
  */
 const userAjv = new Ajv({ allErrors: true, strict: false, addUsedSchema: false, messages: true, code: { regExp: re2Engine, optimize: false } });
 addCappedFormats(userAjv);
