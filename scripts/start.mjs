@@ -1,6 +1,7 @@
 // `npm start`: zero-configuration start of the whole platform on this machine.
 // Installs and builds, finds or starts Postgres and Redis, migrates, creates the demo workspace
-// on first start, then runs the API, the dispatcher and two simulated machines until Ctrl-C.
+// on first start, then runs the API, the dispatcher, the webhook deliverer and two simulated
+// machines until Ctrl-C.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -116,7 +117,7 @@ async function main() {
   async function stop(code = 0) {
     if (stopping) return;
     stopping = true;
-    console.log('\nStopping: draining the API, the dispatcher and the machines …');
+    console.log('\nStopping: draining the API, the dispatcher, the deliverer and the machines …');
     await Promise.all(children.map((c) => new Promise((resolve) => {
       if (c.exitCode !== null || c.signalCode !== null) return resolve();
       c.once('exit', resolve);
@@ -143,7 +144,9 @@ async function main() {
     children.push(child);
   };
   run('api', APPS.api);
-  run('dispatcher', APPS.dispatcher);
+  run('dispatcher', APPS.dispatcher, [], { ...env, DISPATCHER_ROLE: 'dispatch' });
+  // webhook delivery in a process of its own, as a deployment runs it (docs/decisions/events.md)
+  run('deliverer', APPS.dispatcher, [], { ...env, DISPATCHER_ROLE: 'deliver' });
   const baseUrl = `http://${env.HOST}:${port}`;
   // the robots hold the platform's URL and their machine keys, nothing else of it (docs/agent-sim.md)
   // (nor the metrics settings: the robot would take the platform's metrics port)

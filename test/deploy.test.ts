@@ -54,6 +54,22 @@ it('Prometheus scrapes the METRICS_PORT docker-compose.yml gives every process, 
   // the anchor every platform service shares, and no published metrics port
   expect(compose).not.toMatch(new RegExp(`ports: \\[[^\\]]*"${port}`));
   const jobs = [...scrape.matchAll(/names: \[(\w+)\][\s\S]*?port: (\d+)/g)].map((m) => [m[1], m[2]]);
-  expect(jobs).toEqual([['api', port], ['dispatcher', port], ['agents', port]]);
+  expect(jobs).toEqual([['api', port], ['dispatcher', port], ['deliverer', port], ['agents', port]]);
   expect(scrape).not.toMatch(/:3000\b/);
+});
+
+it('docker-compose.yml runs webhook delivery in a service of its own, apart from the dispatch work', () => {
+  const compose = readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8');
+  // a service's block: its indented lines after `  <name>:` up to the next service
+  const service = (name: string) => {
+    const lines = compose.split('\n');
+    const start = lines.indexOf(`  ${name}:`);
+    if (start < 0) return '';
+    const end = lines.findIndex((l, i) => i > start && /^ {0,2}\S/.test(l));
+    return lines.slice(start + 1, end < 0 ? undefined : end).join('\n');
+  };
+  expect(service('dispatcher')).toMatch(/DISPATCHER_ROLE: dispatch\b/);
+  expect(service('deliverer')).toMatch(/DISPATCHER_ROLE: deliver\b/);
+  expect(service('deliverer')).toMatch(/apps\/dispatcher\/dist\/main\.js/);
+  expect(service('deliverer')).toMatch(/limits: \{ cpus: /);
 });

@@ -58,7 +58,7 @@ describe('npm start, as a newcomer uses it', () => {
     await ctx.close();
   }, 60_000);
 
-  it('starts the platform, prints three curl commands that work, completes 1,000 more items, shows Bull Board and the console with a working sign-in, and stops cleanly on Ctrl-C', async () => {
+  it('starts the platform (a dispatcher and a webhook deliverer apart), prints three curl commands that work, completes 1,000 more items, shows Bull Board and the console with a working sign-in, and stops cleanly on Ctrl-C', async () => {
     const port = await freePort();
     child = spawn(process.execPath, [path.join(ROOT, 'scripts', 'start.mjs')], {
       cwd: ROOT,
@@ -82,6 +82,11 @@ describe('npm start, as a newcomer uses it', () => {
       await new Promise((r) => setTimeout(r, 200));
     }
     expect(output).toContain(`Platform running at http://127.0.0.1:${port}`);
+    // webhook delivery runs in a process of its own, apart from the dispatch work
+    const ours = new Set(processesWithEnv(`REDIS_PREFIX=${ctx.redisPrefix}`));
+    for (const role of ['dispatch', 'deliver']) {
+      expect([role, processesWithEnv(`DISPATCHER_ROLE=${role}`).filter((pid) => ours.has(pid)).length]).toEqual([role, 1]);
+    }
     const commands = curlCommands(output);
     expect(commands).toHaveLength(3);
 

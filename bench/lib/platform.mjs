@@ -8,7 +8,7 @@ import { APPS, robotEnv } from '../../scripts/apps.mjs';
 import { benchRedis } from './services.mjs';
 
 /**
- * Starts what `parts` names ('api', 'dispatcher', 'agents') against the scenario's database and
+ * Starts what `parts` names ('api', 'dispatcher', 'deliverer', 'agents') against the scenario's database and
  * Redis prefix. `agents`: {machines: [{machineKey}], config: {...agent-sim config file}}.
  * `profile`: names of parts to run with --cpu-prof (profiles land in `<logDir>/profiles`).
  * `dispatchers`: how many dispatcher processes (`dispatcher`, `dispatcher-2`, …: replicas, as
@@ -44,7 +44,7 @@ export async function startPlatform(run, { databaseUrl, redisPrefix, parts, agen
     },
     async stop() {
       // agents first (they hold work), then the dispatchers, then the API
-      const order = ['agents', ...Object.keys(procs).filter((n) => n.startsWith('dispatcher')), 'api'];
+      const order = ['agents', ...Object.keys(procs).filter((n) => n.startsWith('dispatcher')), 'deliverer', 'api'];
       for (const name of order) if (procs[name]) await stop(procs[name]);
     },
   };
@@ -61,8 +61,10 @@ export async function startPlatform(run, { databaseUrl, redisPrefix, parts, agen
         }
       }, { procs: [procs.api], timeoutMs: 30_000, everyMs: 100 });
     }
+    // with a 'deliverer' part, webhook delivery runs in a process of its own, as deployed
+    const dispatcherEnv = parts.includes('deliverer') ? { ...env, DISPATCHER_ROLE: 'dispatch' } : env;
     if (parts.includes('dispatcher')) {
-      procs.dispatcher = startNode('dispatcher', path.join(run.root, APPS.dispatcher.script), [], { env, logDir: run.logDir, nodeArgs: nodeArgs('dispatcher', APPS.dispatcher) });
+      procs.dispatcher = startNode('dispatcher', path.join(run.root, APPS.dispatcher.script), [], { env: dispatcherEnv, logDir: run.logDir, nodeArgs: nodeArgs('dispatcher', APPS.dispatcher) });
       // started: it writes the dispatch epoch once its schedulers are in place (whatever the log level)
       const client = benchRedis(redis?.target ?? run.redisUrl);
       try {
@@ -76,7 +78,7 @@ export async function startPlatform(run, { databaseUrl, redisPrefix, parts, agen
       for (let i = 2; i <= dispatchers; i++) {
         const metricsPort = await freePort();
         const name = `dispatcher-${i}`;
-        procs[name] = startNode(name, path.join(run.root, APPS.dispatcher.script), [], { env: { ...env, METRICS_PORT: String(metricsPort) }, logDir: run.logDir, nodeArgs: nodeArgs('dispatcher', APPS.dispatcher) });
+        procs[name] = startNode(name, path.join(run.root, APPS.dispatcher.script), [], { env: { ...dispatcherEnv, METRICS_PORT: String(metricsPort) }, logDir: run.logDir, nodeArgs: nodeArgs('dispatcher', APPS.dispatcher) });
         await waitUntil(`${name} to start`, async () => {
           try {
             await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
@@ -86,6 +88,21 @@ export async function startPlatform(run, { databaseUrl, redisPrefix, parts, agen
           }
         }, { procs: [procs[name]], timeoutMs: 30_000, everyMs: 100 });
       }
+    }
+    if (parts.includes('deliverer')) {
+      // started once its metrics answer (served from its first moments, whatever the log level)
+      const metricsPort = await freePort();
+      procs.deliverer = startNode('deliverer', path.join(run.root, APPS.dispatcher.script), [], {
+        env: { ...env, DISPATCHER_ROLE: 'deliver', METRICS_PORT: String(metricsPort) }, logDir: run.logDir, nodeArgs: nodeArgs('deliverer', APPS.dispatcher),
+      });
+      await waitUntil('the deliverer to start', async () => {
+        try {
+          await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+          return true;
+        } catch {
+          return false;
+        }
+      }, { procs: [procs.deliverer], timeoutMs: 30_000, everyMs: 100 });
     }
     if (parts.includes('agents')) {
       const configFile = path.join(run.logDir, `agent-config-${Date.now()}.json`);

@@ -21,11 +21,21 @@ function summarize(arrivals, type) {
   const delays = got.map((a) => a.at - a.occurredAt);
   const first = Math.min(...got.map((a) => a.occurredAt));
   const last = Math.max(...got.map((a) => a.at));
+  // the delays of the events whose change happened in each minute from the first one
+  const minutes = new Map();
+  for (const a of got) {
+    const m = Math.floor((a.occurredAt - first) / 60_000);
+    if (!minutes.has(m)) minutes.set(m, []);
+    minutes.get(m).push(a.at - a.occurredAt);
+  }
   return {
     received: got.length,
     distinct: new Set(got.map((a) => a.id)).size,
     perSec: round(got.length / Math.max(0.001, (last - first) / 1000), 0),
     delayMs: { p50: percentile(delays, 50), p99: percentile(delays, 99) },
+    byMinute: [...minutes].sort(([a], [b]) => a - b).map(([minute, ds]) => ({
+      minute: minute + 1, events: ds.length, p50: percentile(ds, 50), p99: percentile(ds, 99), max: Math.max(...ds),
+    })),
   };
 }
 

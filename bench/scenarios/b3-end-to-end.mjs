@@ -3,7 +3,9 @@
 // Postgres. Baseline: the same N jobs through raw BullMQ (addBulk, 4 no-op Workers of
 // concurrency 1, one process each), from the first add to the last completion.
 // Then (issue 17) the same with a webhook subscription to `item.completed` whose receiver runs in
-// a process of its own at the lowest CPU priority (it stands for another machine): the events delivered per second and the delay from the change to its delivery,
+// a process of its own at the lowest CPU priority (it stands for another machine), delivered by a
+// deliverer process of its own (DISPATCHER_ROLE=deliver): the events delivered per second, the
+// deliverer's CPU per 1,000 events and the delay from the change to its delivery,
 // and the completed items/s next to the runs without a subscription (two of each at a scale of 0.1
 // and more, in the order A B B A).
 // Next to the first run (not in the tiny smoke run), two peer baselines on Postgres: the same N
@@ -17,7 +19,7 @@ import { itemPayload, seedApiKeys, seedMachines, seedProcess, seedQueue, seedTen
 import { core } from '../lib/core.mjs';
 import { platformCpuMeter, startPlatform, waitMachinesOnline } from '../lib/platform.mjs';
 import { startWebhookReceiver } from '../lib/webhook-receiver.mjs';
-import { sleep, startNode, stop, waitUntil } from '../lib/proc.mjs';
+import { cpuMs, sleep, startNode, stop, waitUntil } from '../lib/proc.mjs';
 import { checkLoad, cpuPer, load, ratio, raw, round, withScenario } from '../lib/scenario.mjs';
 import { BULK_SIZE } from './b2-bulk.mjs';
 import { commandDelta } from '../lib/redis-servers.mjs';
@@ -82,7 +84,8 @@ export async function b3(run) {
         figure: 'completed items/s with a webhook subscription (baseline: without)', unit: 'items/s', platform: round(items, 0), baseline: round(plain, 0),
         ratio: ratio(items, plain), target: { minRatio: 0.9 }, note: `mean of runs in the order A B B A: without ${fmt(without)}, with ${fmt(withSub)}`,
       },
-      { figure: 'item.completed webhooks delivered/s', unit: 'events/s', platform: w.perSec, baseline: null, ratio: null, target: null, note: `${w.distinct} of ${hooked.details.completed} events`, totalExact: w.distinct === hooked.details.completed },
+      { figure: 'item.completed webhooks delivered/s (one deliverer process)', unit: 'events/s', platform: w.perSec, baseline: null, ratio: null, target: null, note: `${w.distinct} of ${hooked.details.completed} events`, totalExact: w.distinct === hooked.details.completed },
+      { figure: 'webhook deliverer CPU per 1,000 events', unit: 'ms', platform: w.delivererCpuPer1000Events, baseline: null, ratio: null, target: null },
       { figure: 'change → webhook delivered, p50', unit: 'ms', platform: w.delayMs.p50, baseline: null, ratio: null, target: null },
       { figure: 'change → webhook delivered, p99', unit: 'ms', platform: w.delayMs.p99, baseline: null, ratio: null, target: null },
     );
@@ -160,7 +163,8 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
       redisPrefix: s.redisPrefix,
       dispatchers,
       redis,
-      parts: ['api', 'dispatcher', 'agents'],
+      // webhook delivery in a process of its own, as deployed: its CPU per event sizes it
+      parts: receiver ? ['api', 'dispatcher', 'deliverer', 'agents'] : ['api', 'dispatcher', 'agents'],
       profile: run.profile,
       env: receiver ? { WEBHOOK_ALLOW_INSECURE: 'true', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } : {},
       agents: {
@@ -178,6 +182,7 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
     const meter = platformCpuMeter(s.sql, platform, redis ? redis.pids : run.redisPid);
     const redisBefore = redis ? { commands: await redis.commandStats(), memory: await redis.usedMemory() } : null;
     await meter.start();
+    const delivererCpuBefore = platform.procs.deliverer ? cpuMs(platform.procs.deliverer.pid) : null;
     // --vacuum-ms N (investigations only): what autovacuum with tight per-table thresholds would
     // do on a server where it runs; the CI server of this project runs with autovacuum = off
     let vacuuming = null;
@@ -244,8 +249,20 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
             usedMemoryDeltaBytes: redisAfter.memory - redisBefore.memory,
           },
         } : {}),
-        ...(receiver ? { webhook: await receiver.summary('item.completed') } : {}),
+        ...(receiver ? { webhook: await webhookSummary(receiver, platform, delivererCpuBefore) } : {}),
       },
     };
   }, { redis });
+}
+
+/**
+ * The receiver's figures and, when every event went out, what the deliverer process spent on them
+ * from the measured phase's start to the last delivery: CPU per 1,000 events, the figure that
+ * sizes deliverers.
+ */
+async function webhookSummary(receiver, platform, cpuBefore) {
+  const summary = await receiver.summary('item.completed');
+  const after = platform.procs.deliverer ? cpuMs(platform.procs.deliverer.pid) : null;
+  const cpu = cpuBefore !== null && after !== null ? after - cpuBefore : null;
+  return { ...summary, delivererCpuMs: cpu, delivererCpuPer1000Events: cpu !== null && summary.distinct ? round((cpu * 1000) / summary.distinct, 0) : null };
 }

@@ -133,12 +133,14 @@ describe('npm run bench at a tiny scale', () => {
     expect(s.details!.completed).toBe(s.details!.total);
     // the run with a webhook subscription: every completion's event delivered once, its rate and delays
     expect(webhookRows.map((r) => r.figure)).toEqual([
-      'completed items/s with a webhook subscription (baseline: without)', 'item.completed webhooks delivered/s',
-      'change → webhook delivered, p50', 'change → webhook delivered, p99',
+      'completed items/s with a webhook subscription (baseline: without)', 'item.completed webhooks delivered/s (one deliverer process)',
+      'webhook deliverer CPU per 1,000 events', 'change → webhook delivered, p50', 'change → webhook delivered, p99',
     ]);
     const hooked = s.details!.webhook;
     expect(hooked.completed).toBe(hooked.total);
     expect(hooked.webhook.distinct).toBe(hooked.completed);
+    // delivered by a process of its own, whose CPU was measured
+    expect(hooked.webhook.delivererCpuMs).toBeGreaterThan(0);
     for (const r of webhookRows) expect(r.platform).toBeGreaterThanOrEqual(0);
   });
 

@@ -12,8 +12,8 @@ export interface DispatcherDeps {
   logger: Logger;
   /** worker concurrency on the `{dispatch}` queue */
   concurrency?: number;
-  /** webhook delivery (default: in this thread; the process runs it in a thread of its own, delivery-thread.ts) */
-  deliverer?: WebhookDeliverer;
+  /** webhook delivery (default: here with DISPATCHER_ROLE=all, none with dispatch; deliverer.ts runs it alone) */
+  deliverer?: WebhookDeliverer | null;
 }
 
 export interface Dispatcher {
@@ -44,10 +44,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   // every tick and nudge talks to Postgres: a restart is one line when it starts, one when it ends
   const outage = new DbOutage(logger);
   const relay = engine.outbox.relay(bull, outage);
-  // webhook deliveries (docs/decisions/events.md): every replica delivers, a lease per subscription
-  const deliverer = deps.deliverer ?? engine.events.deliverer({
-    ...delivererTimingsOf(config), outage,
-  });
+  // webhook deliveries (docs/decisions/events.md): every delivering process takes a lease per subscription
+  const deliverer = deps.deliverer !== undefined
+    ? deps.deliverer
+    : config.dispatcherRole === 'all' ? engine.events.deliverer({ ...delivererTimingsOf(config), outage }) : null;
 
   // the jobs a sweep ends carry their effects (aborts, follow-ups, retry hand-offs) in the outbox
   async function startConsumers(queueId: string): Promise<number> {
@@ -248,14 +248,14 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       };
       epochTimer = setTimeout(() => void tick(), Math.max(250, Math.min(2000, config.dispatchSweepMs)));
       await relay.start();
-      deliverer.start();
+      deliverer?.start();
       logger.info('dispatcher started', { prefix: config.redisPrefix });
     },
     async close() {
       closing = true;
       if (epochTimer) clearTimeout(epochTimer);
       await relay.close();
-      await deliverer.close();
+      await deliverer?.close();
       if (worker) {
         const w = worker;
         worker = null;

@@ -91,9 +91,9 @@ it('twenty slow receivers of one workspace do not hold back another workspace\'s
   for (let i = 0; i < SLOW; i++) slowSubs.push(await subscribe(slowWs.adminToken, `/slow/${i}`));
   const fastSub = await subscribe(fastWs.adminToken, '/fast');
 
-  // polling often; the governor's CPU hold is another matter (delivery-governor.test.ts)
+  // polling often
   const port = await freePort();
-  children.dispatcher(ctx, { WEBHOOK_POLL_MS: '100', WEBHOOK_DELIVERY_PRIORITY: 'normal', METRICS_PORT: String(port) });
+  children.dispatcher(ctx, { WEBHOOK_POLL_MS: '100', METRICS_PORT: String(port) });
   await waitForHttp(`http://127.0.0.1:${port}/metrics`);
 
   const newKey = async (token: string, name: string) => {

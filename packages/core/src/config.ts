@@ -7,6 +7,10 @@ import { DatabaseSettingsError, parseDatabaseSettings, type PoolerMode } from '.
 
 import type { RedisTarget } from './redis';
 
+/** What a dispatcher process runs (Config.dispatcherRole). */
+export const DISPATCHER_ROLES = ['all', 'dispatch', 'deliver'] as const;
+export type DispatcherRole = (typeof DISPATCHER_ROLES)[number];
+
 export interface Config {
   nodeEnv: string;
   host: string;
@@ -54,12 +58,11 @@ export interface Config {
   webhookGiveUpSeconds: number;
   /** Dispatcher: how often webhook subscriptions are looked at. */
   webhookPollMs: number;
-  /** Dispatcher: its webhook delivery thread runs only on CPU the rest leaves (`idle`), or like the rest (docs/decisions/events.md). */
-  webhookDeliveryPriority: 'idle' | 'normal';
-  /** Dispatcher, with `idle`: the share of one core the delivery thread takes while the rest of the host is busy (1: no limit). */
-  webhookDeliveryBusyShare: number;
-  /** Dispatcher, with `idle`: events waiting longer than this go at full speed however busy the host is. */
-  webhookDeliveryMaxLagSeconds: number;
+  /**
+   * What a dispatcher process runs: `dispatch` (the relay, sweeps and nudges), `deliver` (webhook
+   * delivery only: the deliverer, scaled on its own) or `all` (both, one process for small setups).
+   */
+  dispatcherRole: DispatcherRole;
   /** Dispatcher and agent: serve GET /metrics on this port (unset: no metrics server). The API serves /metrics on its own port. */
   metricsPort?: number;
   /** When set, /metrics asks for `Authorization: Bearer <token>`. */
@@ -213,9 +216,7 @@ export function parseConfig(env: Env): Config {
     webhookRetryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 10_000, 10, 3_600_000),
     webhookGiveUpSeconds: int(env, 'WEBHOOK_GIVE_UP_SECONDS', 86_400, 1, 30 * 86_400),
     webhookPollMs: int(env, 'WEBHOOK_POLL_MS', 1000, 10, 60_000),
-    webhookDeliveryPriority: oneOf(env, 'WEBHOOK_DELIVERY_PRIORITY', ['idle', 'normal'] as const, 'idle'),
-    webhookDeliveryBusyShare: num(env, 'WEBHOOK_DELIVERY_BUSY_SHARE', 0.05, 0.01, 1),
-    webhookDeliveryMaxLagSeconds: int(env, 'WEBHOOK_DELIVERY_MAX_LAG_SECONDS', 60, 1, 86_400),
+    dispatcherRole: oneOf(env, 'DISPATCHER_ROLE', DISPATCHER_ROLES, 'all'),
     metricsPort: env.METRICS_PORT ? int(env, 'METRICS_PORT', 0, 0, 65535) : undefined,
     metricsToken: env.METRICS_TOKEN || undefined,
     metricsStateTtlMs: int(env, 'METRICS_STATE_TTL_MS', 5000, 0, 600_000),

@@ -14,7 +14,7 @@ export {
 } from './errors';
 export type { ErrorCode, FieldIssue } from './errors';
 export { ConfigError, parseConfig, parseEncryptionKey, parseRedisTarget } from './config';
-export type { Config } from './config';
+export type { Config, DispatcherRole } from './config';
 export { createLogger } from './logger';
 export type { Logger } from './logger';
 export { onShutdownSignals } from './shutdown';
@@ -217,7 +217,7 @@ export { checkWebhookUrl, isRefusedAddress } from './webhooks/target';
 export type { TargetPolicy } from './webhooks/target';
 export { createWebhookDeliverer, retryDelayMs } from './webhooks/deliver';
 export { postWebhook } from './webhooks/post';
-export type { DelivererOptions, DeliveryOutcome, WebhookDeliverer } from './webhooks/deliver';
+export type { DelivererOptions, WebhookDeliverer } from './webhooks/deliver';
 export { MAX_WEBHOOKS_PER_WORKSPACE, delivererTimingsOf, webhookSettingsOf } from './webhooks/subscriptions';
 export type { WebhookSettings } from './webhooks/subscriptions';
 // Observability: Prometheus metrics (docs/decisions/observability.md).

@@ -92,7 +92,7 @@ export const webhookDeliveries = counter<'outcome'>({
   labelNames: ['outcome'],
 });
 
-/** Counts webhook attempts of one outcome (the dispatcher's delivery thread reports its own here). */
+/** Counts webhook attempts of one outcome (in the process that made them). */
 export function countWebhookOutcome(outcome: 'delivered' | 'retry' | 'given_up' | 'subscription_disabled', n: number): void {
   webhookDeliveries.inc({ outcome }, n);
 }

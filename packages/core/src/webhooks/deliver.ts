@@ -47,18 +47,7 @@ export interface DelivererOptions {
   perTenant?: number;
   /** the process's view of Postgres outages, shared so that one outage is one log line per process */
   outage?: DbOutage;
-  /** counts attempts by outcome (default: svc_webhook_deliveries_total of this thread's registry) */
-  countOutcome?: (outcome: DeliveryOutcome, n: number) => void;
-  /**
-   * Awaited before each in-order request, with the time the event has waited since (its change,
-   * or its delivery row's creation): the delivery thread's hold on its CPU share while the host
-   * is busy (tests and redeliveries are few and go unpaced).
-   */
-  pace?: (waitingSince: number) => Promise<void>;
 }
-
-/** The outcomes the metric counts (svc_webhook_deliveries_total), defined once there. */
-export type DeliveryOutcome = Parameters<typeof countWebhookOutcome>[0];
 
 export interface WebhookDeliverer {
   start(): void;
@@ -106,7 +95,6 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
   const owner = randomUUID();
   const connections = new WebhookConnections();
   const outage = opts.outage ?? new DbOutage(logger);
-  const count = opts.countOutcome ?? countWebhookOutcome;
   let timer: NodeJS.Timeout | null = null;
   let ticking: Promise<unknown> | null = null;
   let closed = false;
@@ -157,7 +145,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
         last_attempt_at = now(), last_status_code = r.status_code, last_error = null, last_duration_ms = r.duration_ms, updated_at = now()
       from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) as r(id uuid, status_code int, duration_ms int)
       where d.id = r.id and d.status = 'pending'`;
-    count('delivered', rows.length);
+    countWebhookOutcome('delivered', rows.length);
   }
 
   /** Signs and posts one event's body. */
@@ -195,7 +183,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
           last_attempt_at = now(), last_status_code = ${result.statusCode}, last_error = null,
           last_duration_ms = ${result.durationMs}, updated_at = now()
         where id = ${d.id} and status = 'pending'`;
-      count('delivered', 1);
+      countWebhookOutcome('delivered', 1);
       return true;
     }
     const outcome = await sql.begin((tx) => writeOutcome(tx, sub, d, result)) as Outcome;
@@ -236,7 +224,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
 
   /** Counts a committed outcome; true when the deliveries after it may go. */
   function reportOutcome(sub: ClaimedSubscription, outcome: Outcome): boolean {
-    count(outcome === 'disabled' ? 'subscription_disabled' : outcome, 1);
+    countWebhookOutcome(outcome === 'disabled' ? 'subscription_disabled' : outcome, 1);
     if (outcome === 'disabled') {
       logger.warn('webhook subscription disabled after failing too long', { subscription_id: sub.id, tenant_id: sub.tenant_id });
       return false;
@@ -259,8 +247,6 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
           order by event_xid, event_seq limit ${DELIVERIES_PER_READ}`;
         for (const d of page) {
           if (d.next_attempt_at.getTime() > Date.now()) return false;
-          // paced before the deadline is checked: a pause never runs the lease out
-          if (opts.pace) await opts.pace(d.created_at.getTime());
           if (closed || Date.now() >= until) return false;
           if (!(await attempt(sub, d, secret, batch))) return false;
         }
@@ -299,7 +285,6 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
       for (let i = 0; i < events.length; i++) {
         const e = events[i]!;
         if (all || sub.event_types.includes(e.type)) {
-          if (opts.pace) await opts.pace(Date.parse(e.occurred_at));
           if (closed || Date.now() >= until) break;
           const body = eventBody(e);
           const result = await send(sub, e.id, e.type, body, secret);
@@ -348,7 +333,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
       if (failed === false) return;
       sub.cursor_xid = upTo.xid;
       sub.cursor_seq = upTo.seq;
-      if (delivered.length) count('delivered', delivered.length);
+      if (delivered.length) countWebhookOutcome('delivered', delivered.length);
       if (failure) {
         if (failed) reportOutcome(sub, failed);
         return;
