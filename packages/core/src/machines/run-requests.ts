@@ -4,7 +4,7 @@ import { askJobInput, readJobInput, type AskResult } from '../jobs/input';
 import { findRunEndedAs, finishJob, type JobEnd } from '../dispatch/job-run';
 import { releaseUnknownClaims } from '../queue-items/transitions';
 import { settleAndClaimItemsBatched } from '../queue-items/settle-batched';
-import type { ItemOutcome, SettleAndClaimResult } from '../queue-items/transitions';
+import type { SettleAndClaim, SettleAndClaimResult } from '../queue-items/transitions';
 
 /**
  * A robot's requests that change a run, with the rule for a request that may be a repeat: the
@@ -14,13 +14,7 @@ import type { ItemOutcome, SettleAndClaimResult } from '../queue-items/transitio
  * (docs/agent-protocol.md, "Repeats").
  */
 
-export interface TakeRequest {
-  queueId: string;
-  jobId: string;
-  jobAttempt: number;
-  machineId: string;
-  outcomes: readonly ItemOutcome[];
-  take: number;
+export interface TakeRequest extends SettleAndClaim {
   /** items the robot holds and has not settled: a repeat keeps them */
   held?: readonly string[];
   /** the robot sent it again, or an earlier try of it may have committed */
