@@ -3,6 +3,7 @@ import { NotFoundError } from '../errors';
 import { validate } from '../validation/validate';
 import { QueueCreate, QueueUpdate, type CatalogListQuery } from './schemas';
 import { assertSameTenant, iso, pageWindow, presentColumns, toPage, uniqueName, type Page } from './shared';
+import { QUEUE_ITEM_STATUSES, type QueueItemStatus } from '../queue-items/schemas';
 
 /** A work queue of a tenant (the public API names only `max_retries`; the rest is ours). */
 export interface QueueRow {
@@ -19,8 +20,7 @@ export interface QueueRow {
   updated_at: Date;
 }
 
-const ITEM_STATUSES = ['new', 'in_progress', 'pending_review', 'completed', 'failed', 'dead_letter'] as const;
-export type QueueItemCounts = Record<(typeof ITEM_STATUSES)[number] | 'total', number>;
+export type QueueItemCounts = Record<QueueItemStatus | 'total', number>;
 
 export function emptyItemCounts(): QueueItemCounts {
   return { total: 0, new: 0, in_progress: 0, pending_review: 0, completed: 0, failed: 0, dead_letter: 0 };
@@ -38,7 +38,7 @@ export async function loadQueueItemCounts(sql: Queryable, queueIds: readonly str
     where queue_id = any(${queueIds as string[]}::uuid[]) group by queue_id, status`;
   for (const r of rows) {
     const counts = out.get(r.queue_id)!;
-    if ((ITEM_STATUSES as readonly string[]).includes(r.status)) counts[r.status as keyof QueueItemCounts] = r.n;
+    if ((QUEUE_ITEM_STATUSES as readonly string[]).includes(r.status)) counts[r.status as keyof QueueItemCounts] = r.n;
     counts.total += r.n;
   }
   return out;
