@@ -9,6 +9,7 @@ import { authenticateUser } from '../auth/bearer';
 import type { ApiDeps } from '../deps';
 import type { AppState } from '../http/state';
 import { requestOverTls } from '../http/tls';
+import { ok } from '../http/respond';
 
 export const BOARD_PATH = '/admin/queues';
 /** Where the console exchanges its bearer token for the board's cookie. */
@@ -103,8 +104,7 @@ export function queuesBoard(deps: ApiDeps): Middleware<AppState> {
     const secure = requestOverTls(ctx, deps.config.trustedProxyCount) ? '; Secure' : '';
     ctx.append('Set-Cookie', `${BOARD_COOKIE}=${id}; Path=${BOARD_PATH}; Max-Age=${BOARD_SESSION_SECONDS}; HttpOnly; SameSite=Strict${secure}`);
     ctx.set('Cache-Control', 'no-store');
-    ctx.status = 200;
-    ctx.body = { success: true, data: { url: BOARD_PATH, expires_in: BOARD_SESSION_SECONDS } };
+    ok(ctx, { url: BOARD_PATH, expires_in: BOARD_SESSION_SECONDS });
   }
 
   /** The workspace of a live board session, re-checking its access token now; else 401 (403 when no longer admin). */

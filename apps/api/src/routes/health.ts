@@ -1,12 +1,12 @@
-import {  } from '@svc/core';
 import type { ApiDeps } from '../deps';
 import { createRouter } from '../http/router';
+import { ok } from '../http/respond';
 
 /** Liveness (`/health`) and readiness (`/ready`: Postgres and Redis answer). Not under /api/v1. */
 export function healthRoutes(deps: ApiDeps) {
   const router = createRouter();
   router.get('/health', (ctx) => {
-    ctx.body = { success: true, data: { status: 'ok' } };
+    ok(ctx, { status: 'ok' });
   });
   router.get('/ready', async (ctx) => {
     const [pg, redis] = await Promise.allSettled([deps.engine.ping(), deps.redis.ping()]);

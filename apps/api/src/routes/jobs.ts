@@ -3,7 +3,7 @@ import {
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
-import { ok, paged } from '../http/respond';
+import { ok, paged, successBody } from '../http/respond';
 import { idempotencyHeaderDoc, withIdempotency, type IdempotentResult } from '../http/idempotency';
 import type { AppState } from '../http/state';
 
@@ -127,7 +127,7 @@ export function jobRoutes(rc: RouteContext): AppRouter {
 
 /** The trigger's success response, as sent and as kept for Idempotency-Key repeats. */
 export function created(job: JobWithNames): IdempotentResult {
-  return { status: JOB_TRIGGER_SUCCESS_STATUS, body: { success: true, data: toJobResponse(job) } };
+  return { status: JOB_TRIGGER_SUCCESS_STATUS, body: successBody(toJobResponse(job)) };
 }
 
 /** Stores the response with the job, in the job's transaction, when the request has a key. */

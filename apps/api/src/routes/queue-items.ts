@@ -3,7 +3,7 @@ import {
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
-import { ok, paged } from '../http/respond';
+import { ok, paged, successBody } from '../http/respond';
 import { idempotencyHeaderDoc, withIdempotency } from '../http/idempotency';
 
 /**
@@ -53,9 +53,9 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
       const body = input.body();
       await withIdempotency(ctx, deps, 'queue-items.add', body, async (claim) => {
         const row = await deps.engine.items.add(queue, body, {
-          inTransaction: claim.active ? (tx, r) => claim.record(tx, { status: 200, body: envelope(toQueueItemResponse(r)) }) : undefined,
+          inTransaction: claim.active ? (tx, r) => claim.record(tx, { status: 200, body: successBody(toQueueItemResponse(r)) }) : undefined,
         });
-        return { status: 200, body: envelope(toQueueItemResponse(row)) };
+        return { status: 200, body: successBody(toQueueItemResponse(row)) };
       });
     },
   );
@@ -84,9 +84,9 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
       const body = input.body();
       await withIdempotency(ctx, deps, 'queue-items.bulk', body, async (claim) => {
         const added = await deps.engine.items.addBulk(queue, body, {
-          inTransaction: claim.active ? (tx, n) => claim.record(tx, { status: 200, body: envelope({ added: n }) }) : undefined,
+          inTransaction: claim.active ? (tx, n) => claim.record(tx, { status: 200, body: successBody({ added: n }) }) : undefined,
         });
-        return { status: 200, body: envelope({ added }) };
+        return { status: 200, body: successBody({ added }) };
       });
     },
   );
@@ -120,6 +120,4 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
 }
 
 /** The success wrapper of `ok()` as a value: an idempotent response is stored before it is sent. */
-function envelope(data: unknown): { success: true; data: unknown } {
-  return { success: true, data };
-}
+
