@@ -49,7 +49,7 @@ import {
   createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, redeliver, rotateWebhookSecret, sendTestEvent, updateWebhook,
   type WebhookSettings,
 } from './webhooks/subscriptions';
-import { purgeOldEvents, readEventFeed } from './webhooks/feed';
+import { purgeOldEvents, readEventFeed } from './events/feed';
 import type { EventFeedQuery } from './webhooks/schemas';
 import { createWebhookDeliverer, type DelivererOptions } from './webhooks/deliver';
 

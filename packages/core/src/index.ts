@@ -210,8 +210,8 @@ export {
   WebhookCreate, WebhookListQuery, WebhookResponse, WebhookUpdate, WebhookWithSecretResponse,
 } from './webhooks/schemas';
 export type { EventType } from './webhooks/schemas';
-export { decodeEventCursor, parseEventTypes, purgeOldEvents, readEventFeed, readEventsAfter } from './webhooks/feed';
-export type { EventRow, FeedPage, FeedPosition } from './webhooks/feed';
+export { decodeEventCursor, parseEventTypes, purgeOldEvents, readEventFeed, readEventsAfter } from './events/feed';
+export type { EventRow, FeedPage, FeedPosition } from './events/feed';
 export { SIGNATURE_TOLERANCE_SECONDS, signWebhook, verifyWebhookSignature } from './webhooks/sign';
 export { checkWebhookUrl, isRefusedAddress } from './webhooks/target';
 export type { TargetPolicy } from './webhooks/target';

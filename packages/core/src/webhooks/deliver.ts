@@ -3,7 +3,7 @@ import type { Sql, Tx } from '../db/sql';
 import type { Logger } from '../logger';
 import { DbOutage } from '../db/outage';
 import { recordAudit } from '../audit/audit';
-import { eventBody, readEventsAfter } from './feed';
+import { eventBody, readEventsAfter } from '../events/feed';
 import { signWebhook } from './sign';
 import { openSecret, type WebhookSettings } from './subscriptions';
 import { postWebhook, WebhookConnections, type AttemptResult } from './post';

@@ -9,7 +9,7 @@ import { decrypt, encrypt } from '../security/secret-box';
 import { validate } from '../validation/validate';
 import { pageMeta, type PageMeta } from '../validation/formats';
 import { checkWebhookUrl, type TargetPolicy } from './target';
-import { eventBody, readEvent } from './feed';
+import { eventBody, readEvent } from '../events/feed';
 import {
   DeliveryListQuery, TEST_EVENT_TYPE, WebhookCreate, WebhookUpdate, type DeliveryResponse, type WebhookListQuery,
   type WebhookResponse, type WebhookWithSecretResponse,

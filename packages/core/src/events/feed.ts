@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/sql';
 import { ValidationError } from '../errors';
-import { EVENT_TYPES, type EventFeedQuery, type EventResponse } from './schemas';
+import { EVENT_TYPES, type EventFeedQuery, type EventResponse } from '../webhooks/schemas';
 
 /**
  * The tenant's event feed (docs/decisions/events.md). Events are read in (xid, seq) order and only
