@@ -1,7 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import {
-  canTransition, findJobWithNames, requestRunningJobStop, transitionJob, JOB_STATUSES, JOB_TRANSITIONS, type JobStatus,
+  appendJobLogs, askJobInput, canTransition, findJobWithNames, giveUpMachineJobs, markSlaBreaches, renewJobLeases, reportJobProgress,
+  requestRunningJobStop, startJob, sweepOfflineMachines, timeOutJobs, transitionJob, JOB_STATUSES, JOB_TRANSITIONS, type JobStatus,
 } from '../src';
 import { JOB_STATUS_TRANSITIONS, jobStatusInSql, jobStatusSql } from '../src/jobs/transitions';
 import { createTestContext, seedJob, seedMachine, seedProcess, seedTenant, type TestContext } from '@svc/testing';
@@ -119,6 +121,59 @@ describe('job transitions', () => {
     expect(() => jobStatusSql(sql, "running' or true or '" as JobStatus)).toThrow(/Unknown job status/);
     expect(() => jobStatusInSql(sql, 'status; drop table jobs; --', ['running'])).toThrow(/Not a job status column/);
     expect(() => jobStatusInSql(sql, 'status', [])).toThrow(/no status/);
+  });
+
+  /** Runs `fn` and returns what it sent through `t.sql` (text and bound values). */
+  async function record(fn: () => Promise<unknown>): Promise<Array<{ text: string; params: unknown[] }>> {
+    const options = (t.sql as unknown as { options: { debug?: unknown } }).options;
+    const seen: Array<{ text: string; params: unknown[] }> = [];
+    options.debug = (_conn: number, text: string, params: unknown[]) => seen.push({ text, params: [...params] });
+    try {
+      await fn();
+    } finally {
+      options.debug = undefined;
+    }
+    return seen;
+  }
+
+  it('the engine\'s statements on jobs take one round trip each on the hot paths and write the table\'s statuses into their text', async () => {
+    const statuses = new Set<string>(JOB_STATUSES);
+    const machine = (await seedMachine(t.sql, tenantId)).row.id;
+    const mine = (fields: Record<string, unknown> = {}) => seedJob(t.sql, tenantId, { process_id: processId, machine_id: machine, ...fields });
+    const a = await mine();
+    const b = await mine({ status: 'running', attempt: 1 });
+    const late = await mine({ status: 'running', attempt: 1 });
+    await t.sql`update jobs set timeout_at = now() - interval '1 second', sla_due_at = now() - interval '1 second' where id = ${late.id}`;
+
+    const hot: Array<[string, () => Promise<unknown>]> = [
+      ['start', () => startJob(t.sql, a.id, machine, { holder: randomUUID(), leaseSeconds: 60 })],
+      ['progress', () => reportJobProgress(t.sql, b.id, 1, { progress_percent: 10 })],
+      ['append', () => appendJobLogs(t.sql, b.id, 1, { text: 'línea\n' })],
+      ['renew', () => renewJobLeases(t.sql, machine, [{ id: b.id, attempt: 1, alive: true }], 60)],
+      ['ask', () => askJobInput(t.sql, b.id, 1, { prompt: '¿Seguir?', options: { choices: ['sí', 'no'] } })],
+    ];
+    const sent: Array<{ text: string; params: unknown[] }> = [];
+    for (const [name, fn] of hot) {
+      const statements = await record(fn);
+      expect({ name, statements: statements.length }).toEqual({ name, statements: 1 });
+      sent.push(...statements);
+    }
+    expect(await findJobWithNames(t.sql, tenantId, a.id)).toMatchObject({ status: 'running', attempt: 1 });
+    expect(await findJobWithNames(t.sql, tenantId, b.id)).toMatchObject({ status: 'waiting_input', progress_percent: 10 });
+
+    sent.push(...await record(async () => {
+      await markSlaBreaches(t.sql);
+      expect((await timeOutJobs(t.sql)).ended.map((j) => j.id)).toContain(late.id);
+      await sweepOfflineMachines(t.sql, 3600);
+      expect((await giveUpMachineJobs(t.sql, machine)).ended.map((j) => j.id).sort()).toEqual([a.id, b.id].sort());
+    }));
+    const updates = sent.filter((s) => /update jobs/.test(s.text));
+    expect(updates.length).toBeGreaterThanOrEqual(9);
+    for (const s of updates) {
+      expect({ text: s.text, boundStatuses: s.params.filter((p) => typeof p === 'string' && statuses.has(p)) })
+        .toEqual({ text: s.text, boundStatuses: [] });
+      expect(s.text).toMatch(new RegExp(`status (= |in \\()'(${JOB_STATUSES.join('|')})'`));
+    }
   });
 
   it('returns the job with its process and machine names', async () => {
