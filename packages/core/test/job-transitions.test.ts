@@ -5,7 +5,7 @@ import {
   appendJobLogs, askJobInput, canTransition, findJobWithNames, giveUpMachineJobs, markSlaBreaches, renewJobLeases, reportJobProgress,
   requestRunningJobStop, startJob, sweepOfflineMachines, timeOutJobs, transitionJob, JOB_STATUSES, JOB_TRANSITIONS, type JobStatus,
 } from '../src';
-import { JOB_STATUS_TRANSITIONS, jobStatusInSql, jobStatusSql } from '../src/jobs/transitions';
+import { ACTIVE_JOB_STATUSES, FINAL_JOB_STATUSES, JOB_STATUS_TRANSITIONS, RUN_STATUSES, jobStatusInSql, jobStatusSql } from '../src/jobs/transitions';
 import { createTestContext, seedJob, seedMachine, seedProcess, seedTenant, type TestContext } from '@svc/testing';
 
 describe('job transitions', () => {
@@ -292,6 +292,12 @@ describe('the job transition table', () => {
       'running→completed complete', 'running→failed fail', 'running→stopped stop', 'running→timed_out timeOut',
       'running→waiting_input ask', 'waiting_input→failed fail', 'waiting_input→running answer', 'waiting_input→stopped stop',
     ]);
+    // the status groups the guards use agree with the table
+    const withWayOut = JOB_STATUSES.filter((s) => JOB_TRANSITIONS[s].length > 0);
+    expect([...ACTIVE_JOB_STATUSES].sort()).toEqual([...withWayOut].sort());
+    expect(JOB_STATUSES.filter((s) => !withWayOut.includes(s)).sort()).toEqual([...FINAL_JOB_STATUSES].sort());
+    expect([...RUN_STATUSES]).toEqual([...JOB_STATUS_TRANSITIONS.fail.from]);
+    expect([...RUN_STATUSES]).toEqual([...JOB_STATUS_TRANSITIONS.stop.from]);
   });
 
 });
