@@ -1,6 +1,11 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import {
-  canTransition, findJobWithNames, requestRunningJobStop, transitionJob, JOB_STATUSES, JOB_TRANSITIONS, type JobStatus,
+  appendJobLogs, askJobInput, canTransition, findJobWithNames, giveUpMachineJobs, markSlaBreaches, renewJobLeases, reportJobProgress,
+  requestRunningJobStop, startJob, sweepOfflineMachines, timeOutJobs, transitionJob, JOB_STATUSES, JOB_TRANSITIONS, type JobStatus,
 } from '../src';
+import { ACTIVE_JOB_STATUSES, FINAL_JOB_STATUSES, JOB_STATUS_TRANSITIONS, RUN_STATUSES, jobStatusInSql, jobStatusSql } from '../src/jobs/transitions';
 import { createTestContext, seedJob, seedMachine, seedProcess, seedTenant, type TestContext } from '@svc/testing';
 
 describe('job transitions', () => {
@@ -107,11 +112,227 @@ describe('job transitions', () => {
     expect((await findJobWithNames(t.sql, tenantId, pending.id))!.stop_requested).toBe(false);
   });
 
+  it('writes a status or a guard into the SQL text, and nothing that is not a job status', () => {
+    const sql = t.sql;
+    const text = (q: unknown) => (q as { strings: readonly string[] }).strings.join('');
+    expect(text(jobStatusSql(sql, 'waiting_input'))).toBe("'waiting_input'");
+    expect(text(jobStatusInSql(sql, 'j.status', ['running']))).toBe("j.status = 'running'");
+    expect(text(jobStatusInSql(sql, 'status', JOB_STATUS_TRANSITIONS.fail.from))).toBe("status in ('running', 'waiting_input')");
+    expect(() => jobStatusSql(sql, "running' or true or '" as JobStatus)).toThrow(/Unknown job status/);
+    expect(() => jobStatusInSql(sql, 'status; drop table jobs; --', ['running'])).toThrow(/Not a job status column/);
+    expect(() => jobStatusInSql(sql, 'status', [])).toThrow(/no status/);
+  });
+
+  /** Runs `fn` and returns what it sent through `t.sql` (text and bound values). */
+  async function record(fn: () => Promise<unknown>): Promise<Array<{ text: string; params: unknown[] }>> {
+    const options = (t.sql as unknown as { options: { debug?: unknown } }).options;
+    const seen: Array<{ text: string; params: unknown[] }> = [];
+    options.debug = (_conn: number, text: string, params: unknown[]) => seen.push({ text, params: [...params] });
+    try {
+      await fn();
+    } finally {
+      options.debug = undefined;
+    }
+    return seen;
+  }
+
+  it('the engine\'s statements on jobs take one round trip each on the hot paths and write the table\'s statuses into their text', async () => {
+    const statuses = new Set<string>(JOB_STATUSES);
+    const machine = (await seedMachine(t.sql, tenantId)).row.id;
+    const mine = (fields: Record<string, unknown> = {}) => seedJob(t.sql, tenantId, { process_id: processId, machine_id: machine, ...fields });
+    const a = await mine();
+    const b = await mine({ status: 'running', attempt: 1 });
+    const late = await mine({ status: 'running', attempt: 1 });
+    await t.sql`update jobs set timeout_at = now() - interval '1 second', sla_due_at = now() - interval '1 second' where id = ${late.id}`;
+
+    const hot: Array<[string, () => Promise<unknown>]> = [
+      ['start', () => startJob(t.sql, a.id, machine, { holder: randomUUID(), leaseSeconds: 60 })],
+      ['progress', () => reportJobProgress(t.sql, b.id, 1, { progress_percent: 10 })],
+      ['append', () => appendJobLogs(t.sql, b.id, 1, { text: 'línea\n' })],
+      ['renew', () => renewJobLeases(t.sql, machine, [{ id: b.id, attempt: 1, alive: true }], 60)],
+      ['ask', () => askJobInput(t.sql, b.id, 1, { prompt: '¿Seguir?', options: { choices: ['sí', 'no'] } })],
+    ];
+    const sent: Array<{ text: string; params: unknown[] }> = [];
+    for (const [name, fn] of hot) {
+      const statements = await record(fn);
+      expect({ name, statements: statements.length }).toEqual({ name, statements: 1 });
+      sent.push(...statements);
+    }
+    expect(await findJobWithNames(t.sql, tenantId, a.id)).toMatchObject({ status: 'running', attempt: 1 });
+    expect(await findJobWithNames(t.sql, tenantId, b.id)).toMatchObject({ status: 'waiting_input', progress_percent: 10 });
+
+    sent.push(...await record(async () => {
+      await markSlaBreaches(t.sql);
+      expect((await timeOutJobs(t.sql)).ended.map((j) => j.id)).toContain(late.id);
+      await sweepOfflineMachines(t.sql, 3600);
+      expect((await giveUpMachineJobs(t.sql, machine)).ended.map((j) => j.id).sort()).toEqual([a.id, b.id].sort());
+    }));
+    const updates = sent.filter((s) => /update jobs/.test(s.text));
+    expect(updates.length).toBeGreaterThanOrEqual(9);
+    for (const s of updates) {
+      expect({ text: s.text, boundStatuses: s.params.filter((p) => typeof p === 'string' && statuses.has(p)) })
+        .toEqual({ text: s.text, boundStatuses: [] });
+      expect(s.text).toMatch(new RegExp(`status (= |in \\()'(${JOB_STATUSES.join('|')})'`));
+    }
+  });
+
   it('returns the job with its process and machine names', async () => {
     const j = await job();
     const found = await findJobWithNames(t.sql, tenantId, j.id);
     const [names] = await t.sql`select p.name as p, m.name as m from processes p, machines m where p.id = ${processId} and m.id = ${machineId}`;
     expect(found).toMatchObject({ process_name: names!.p, machine_name: names!.m });
     expect(await findJobWithNames(t.sql, (await seedTenant(t.sql)).id, j.id)).toBeNull();
+  });
+});
+
+/**
+ * The SQL templates of a TypeScript source: the static text of every template literal, with the
+ * text of templates nested in its `${…}` (conditional fragments) inlined where they stand. A
+ * small tokenizer, enough for this repository's sources: it skips comments, quoted strings and
+ * regular expression literals, whose backticks and quotes are not SQL.
+ */
+function sqlTemplates(src: string): Array<{ line: number; text: string }> {
+  const found: Array<{ line: number; text: string }> = [];
+  let i = 0;
+  const lineAt = (at: number) => src.slice(0, at).split('\n').length;
+
+  // code until `end` (a closing `}` of an interpolation when `inInterpolation`); returns the text
+  // of the templates met on the way
+  function code(inInterpolation: boolean): string {
+    let depth = 0;
+    let nested = '';
+    let prev = '';
+    while (i < src.length) {
+      const c = src[i]!;
+      const n = src[i + 1];
+      if (c === '/' && n === '/') { while (i < src.length && src[i] !== '\n') i++; continue; }
+      if (c === '/' && n === '*') { i = src.indexOf('*/', i + 2) + 2; continue; }
+      if (c === "'" || c === '"') {
+        i++;
+        while (i < src.length && src[i] !== c) i += src[i] === '\\' ? 2 : 1;
+        i++; prev = c; continue;
+      }
+      if (c === '/' && (prev === '' || '(,=:[!&|?{};'.includes(prev))) {
+        // a regular expression literal
+        i++;
+        let inClass = false;
+        while (i < src.length && (inClass || src[i] !== '/')) {
+          if (src[i] === '\\') i++;
+          else if (src[i] === '[') inClass = true;
+          else if (src[i] === ']') inClass = false;
+          i++;
+        }
+        i++; prev = '/'; continue;
+      }
+      if (c === '`') {
+        const start = i;
+        i++;
+        const text = template();
+        found.push({ line: lineAt(start), text });
+        nested += text;
+        prev = '`'; continue;
+      }
+      if (c === '{') depth++;
+      if (c === '}') {
+        if (inInterpolation && depth === 0) { i++; return nested; }
+        depth--;
+      }
+      if (!/\s/.test(c)) prev = c;
+      i++;
+    }
+    return nested;
+  }
+
+  // inside a template, after its opening backtick; returns its static text
+  function template(): string {
+    let text = '';
+    while (i < src.length) {
+      const c = src[i]!;
+      if (c === '\\') { text += src.slice(i, i + 2); i += 2; continue; }
+      if (c === '`') { i++; return text; }
+      if (c === '$' && src[i + 1] === '{') {
+        i += 2;
+        text += ' ' + code(true) + ' ';
+        continue;
+      }
+      text += c;
+      i++;
+    }
+    return text;
+  }
+
+  code(false);
+  return found;
+}
+
+/** The .ts sources under a directory (tests and declarations excluded). */
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) return e.name === 'node_modules' || e.name === 'test' ? [] : sources(p);
+    return /\.tsx?$/.test(e.name) && !e.name.endsWith('.d.ts') ? [p] : [];
+  });
+}
+
+const UPDATES_JOBS = /\bupdate\s+jobs\b/i;
+const JOB_STATUS_LITERAL = new RegExp(`'(${JOB_STATUSES.join('|')})'`, 'g');
+
+/** Job status literals written in SQL that updates jobs, as `file:line 'status'`. */
+function literalsInJobUpdates(file: string, src: string): string[] {
+  return sqlTemplates(src)
+    .filter((t) => UPDATES_JOBS.test(t.text))
+    .flatMap((t) => (t.text.match(JOB_STATUS_LITERAL) ?? []).map((lit) => `${file}:${t.line} ${lit}`));
+}
+
+describe('the job transition table', () => {
+  it('names every legal status change once, and each pair belongs to exactly one name', () => {
+    const pairs = Object.entries(JOB_STATUS_TRANSITIONS).flatMap(([name, t]) => t.from.map((from) => `${from}→${t.to} ${name}`));
+    expect(pairs.sort()).toEqual([
+      'pending→failed failPending', 'pending→running start', 'pending→stopped stopPending',
+      'running→completed complete', 'running→failed fail', 'running→stopped stop', 'running→timed_out timeOut',
+      'running→waiting_input ask', 'waiting_input→failed fail', 'waiting_input→running answer', 'waiting_input→stopped stop',
+    ]);
+    // the status groups the guards use agree with the table
+    const withWayOut = JOB_STATUSES.filter((s) => JOB_TRANSITIONS[s].length > 0);
+    expect([...ACTIVE_JOB_STATUSES].sort()).toEqual([...withWayOut].sort());
+    expect(JOB_STATUSES.filter((s) => !withWayOut.includes(s)).sort()).toEqual([...FINAL_JOB_STATUSES].sort());
+    expect([...RUN_STATUSES]).toEqual([...JOB_STATUS_TRANSITIONS.fail.from]);
+    expect([...RUN_STATUSES]).toEqual([...JOB_STATUS_TRANSITIONS.stop.from]);
+  });
+
+});
+
+describe('job status literals in SQL', () => {
+  const root = path.join(__dirname, '../../..');
+  const dirs = [path.join(root, 'packages/core/src'), ...readdirSync(path.join(root, 'apps')).map((a) => path.join(root, 'apps', a, 'src'))]
+    .filter((d) => { try { return readdirSync(d).length > 0; } catch { return false; } });
+
+  it('the scanner finds a literal in an UPDATE of jobs, also inside a nested fragment, and nothing in comments or other tables', () => {
+    const sample = [
+      "// `update jobs set status = 'failed'` in a comment",
+      "const a = sql`update jobs j set status = ${x ? sql`'stopped'` : sql``} where id = ${id}`;",
+      "const b = sql`update queue_items set status = 'failed' where ${ok ? sql`j.status = 'running'` : sql``}`;",
+      "const c = /`'pending'/.test('`');",
+      "const d = tx`",
+      "  update jobs set progress_percent = 1",
+      "  where status = 'running'`;",
+    ].join('\n');
+    expect(literalsInJobUpdates('sample.ts', sample)).toEqual(["sample.ts:2 'stopped'", "sample.ts:5 'running'"]);
+  });
+
+  it('appear nowhere in statements that update jobs: their statuses come from JOB_STATUS_TRANSITIONS (jobs/transitions.ts)', () => {
+    const offenders: string[] = [];
+    const updates: string[] = [];
+    for (const file of dirs.flatMap(sources)) {
+      const src = readFileSync(file, 'utf8');
+      const rel = path.relative(root, file);
+      for (const t of sqlTemplates(src)) if (UPDATES_JOBS.test(t.text)) updates.push(`${rel}:${t.line}`);
+      offenders.push(...literalsInJobUpdates(rel, src));
+    }
+    expect(offenders).toEqual([]);
+    // the scan did read the statements that change a job's status
+    for (const file of ['dispatch/job-run.ts', 'dispatch/sweeps.ts', 'jobs/input.ts', 'jobs/transitions.ts']) {
+      expect(updates.filter((u) => u.startsWith(`packages/core/src/${file}:`)).length).toBeGreaterThanOrEqual(2);
+    }
   });
 });

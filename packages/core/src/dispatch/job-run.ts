@@ -1,7 +1,7 @@
 import type { Queryable, Sql } from '../db/sql';
 import { jobStartLatencySeconds } from '../metrics/domain';
 import type { JobRow } from '../jobs/repo';
-import { canTransition, transitionJob, type JobStatus } from '../jobs/transitions';
+import { JOB_STATUS_TRANSITIONS as T, RUN_STATUSES, jobStatusInSql, jobStatusSql, transitionJob, type JobStatus } from '../jobs/transitions';
 import { appendJobLogs, checkAppend, logAppendSet, type LogAppend } from '../jobs/logs';
 import { endJobs } from './job-end';
 import type { DispatchJobRef } from './port';
@@ -10,8 +10,6 @@ import type { DispatchJobRef } from './port';
  * A job's life on its machine, as the agent drives it. Every write is guarded by the status and
  * by the fencing token `attempt` that the start hands out (docs/architecture.md, invariants 2 and 3).
  */
-
-if (!canTransition('pending', 'running')) throw new Error('job table lost pending → running');
 
 export interface StartedJob {
   id: string;
@@ -63,16 +61,17 @@ export async function startJob(sql: Queryable, jobId: string, machineId: string,
   const lease = opts.leaseSeconds ?? null;
   const [row] = await sql<StartedJob[]>`
     update jobs j
-       set status = 'running',
-           attempt = case when j.status = 'pending' then j.attempt + 1 else j.attempt end,
-           started_at = case when j.status = 'pending' then now() else j.started_at end,
-           timeout_at = case when j.status = 'pending' then now() + make_interval(secs => p.timeout_seconds) else j.timeout_at end,
+       set status = ${jobStatusSql(sql, T.start.to)},
+           attempt = case when ${jobStatusInSql(sql, 'j.status', T.start.from)} then j.attempt + 1 else j.attempt end,
+           started_at = case when ${jobStatusInSql(sql, 'j.status', T.start.from)} then now() else j.started_at end,
+           timeout_at = case when ${jobStatusInSql(sql, 'j.status', T.start.from)} then now() + make_interval(secs => p.timeout_seconds) else j.timeout_at end,
            lease_holder = ${holder}::uuid, lease_expires_at = now() + make_interval(secs => ${lease}::float8),
            updated_at = now()
       from processes p
      where j.id = ${jobId} and j.machine_id = ${machineId} and p.id = j.process_id
-       and ((j.status = 'pending' and (j.not_before is null or j.not_before <= now()))
-            or (j.status = 'running' and j.lease_holder = ${holder}::uuid))
+       and ((${jobStatusInSql(sql, 'j.status', T.start.from)} and (j.not_before is null or j.not_before <= now()))
+            -- the same holder asking again: its start already happened
+            or (j.status = ${jobStatusSql(sql, T.start.to)} and j.lease_holder = ${holder}::uuid))
     returning j.id, j.tenant_id, j.process_id, p.name as process_name, j.machine_id, j.attempt, j.input_data, j.queue_id,
               j.source, j.priority, j.retry_count, p.timeout_seconds, j.started_at, j.timeout_at,
               extract(epoch from j.started_at - j.created_at)::float8 as start_latency_s`;
@@ -119,7 +118,7 @@ export async function renewJobLeases(
        set lease_expires_at = case when j.id = any(${runs.filter((r) => r.alive).map((r) => r.id)}::uuid[])
                                    then now() + make_interval(secs => ${leaseSeconds}::float8) else j.lease_expires_at end
       from unnest(${runs.map((r) => r.id)}::uuid[], ${runs.map((r) => r.attempt)}::int[]) as r(id, attempt)
-     where j.id = r.id and j.attempt = r.attempt and j.status in ('running', 'waiting_input') and j.machine_id = ${machineId}
+     where j.id = r.id and j.attempt = r.attempt and ${jobStatusInSql(sql, 'j.status', RUN_STATUSES)} and j.machine_id = ${machineId}
     returning j.id, j.stop_requested, j.queue_id`;
 }
 
@@ -145,12 +144,15 @@ export async function reportJobProgress(sql: Queryable, jobId: string, attempt: 
   const append = p.logs_append ? sql`, ${logAppendSet(sql, p.logs_append)}` : sql``;
   const [row] = await sql<Array<{ stop_requested: boolean }>>`
     update jobs set ${sql(set, Object.keys(set))}${append}
-    where id = ${jobId} and status = 'running' and attempt = ${attempt}
+    where id = ${jobId} and status = ${jobStatusSql(sql, 'running')} and attempt = ${attempt}
     returning stop_requested`;
   return row ?? null;
 }
 
 export type FinalByAgent = 'completed' | 'failed' | 'stopped' | 'timed_out';
+
+/** How a run ends by its agent's word: the table's entry for each final status. */
+const END_BY_AGENT = { completed: T.complete, failed: T.fail, stopped: T.stop, timed_out: T.timeOut } as const satisfies Record<FinalByAgent, { to: FinalByAgent }>;
 
 export interface JobEnd extends JobProgress {
   to: FinalByAgent;
@@ -174,16 +176,18 @@ export interface FinishResult {
  * dispatcher already ended the job): the caller's result is then simply dropped.
  */
 export async function finishJob(sql: Sql, jobId: string, attempt: number, end: JobEnd): Promise<FinishResult | null> {
+  const t = END_BY_AGENT[end.to];
+  if (!t) throw new Error(`Illegal job end ${String(end.to)}`);
   // a robot that gives up while it waits for input (its agent shutting down) ends the wait too
-  const giveUpWait = end.to === 'failed' || end.to === 'stopped';
+  const giveUpWait = (t.from as readonly JobStatus[]).includes('waiting_input');
   if (end.logs_append) checkAppend(end.logs_append);
   return sql.begin(async (tx) => {
     // the last lines first, fenced like the transition (a stale run appends nothing)
     if (end.logs_append && !(await appendJobLogs(tx, jobId, attempt, end.logs_append))) return null;
     const job = await transitionJob(tx, {
       id: jobId,
-      from: giveUpWait ? ['running', 'waiting_input'] : 'running',
-      to: end.to,
+      from: t.from,
+      to: t.to,
       attempt,
       set: {
         ...(giveUpWait ? { pending_input_prompt: null, pending_input_options: null } : {}),

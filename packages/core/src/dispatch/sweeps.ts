@@ -1,21 +1,19 @@
 import type { Sql } from '../db/sql';
 import type { JobRow } from '../jobs/repo';
-import { canTransition, type JobStatus } from '../jobs/transitions';
+import { JOB_STATUS_TRANSITIONS as T, ACTIVE_JOB_STATUSES, jobStatusInSql, jobStatusSql } from '../jobs/transitions';
 import { failOrphanedItems } from '../queue-items/transitions';
 import { markSilentMachinesOffline } from '../machines/heartbeat';
 import { recordAudit } from '../audit/audit';
 import { endJobs, type EndedJobs, type JobEndOptions } from './job-end';
 
 /**
- * The dispatcher's periodic work, each step one guarded set statement whose
- * from/to pairs are checked against the job table at load time. Each runs in one transaction
- * with what follows the jobs it ended (endJobs), so a retry, a chain or an abort is never lost.
+ * The dispatcher's periodic work, each step one guarded set statement whose statuses (the
+ * guard's `from`, the `to` it writes) are taken from the job table (JOB_STATUS_TRANSITIONS).
+ * Each runs in one transaction with what follows the jobs it ended (endJobs), so a retry, a
+ * chain or an abort is never lost.
  */
-const USED: Array<[JobStatus, JobStatus]> = [
-  ['running', 'timed_out'], ['running', 'failed'], ['running', 'stopped'], ['pending', 'stopped'],
-  ['waiting_input', 'failed'], ['waiting_input', 'stopped'],
-];
-for (const [from, to] of USED) if (!canTransition(from, to)) throw new Error(`job table lost ${from} → ${to}`);
+// a lost run ends `failed`, or `stopped` when its stop was requested, under one guard: T.fail.from
+if (T.fail.from.some((s) => !(T.stop.from as readonly string[]).includes(s))) throw new Error('job table: a run that may fail may not stop');
 
 /** Messages the engine writes on items it fails (jobs' messages are built in the SQL below). */
 export const DISPATCH_ITEM_MESSAGES = {
@@ -40,10 +38,10 @@ function endedBySweep(sql: Sql, abort: JobEndOptions['abort'], run: (tx: Sql) =>
 export function timeOutJobs(sql: Sql): Promise<EndedJobs> {
   return endedBySweep(sql, 'timeout', async (tx) => {
     const rows = await tx<Array<JobRow & { timeout_seconds: number }>>`
-      update jobs j set status = 'timed_out', finished_at = now(), updated_at = now(),
+      update jobs j set status = ${jobStatusSql(tx, T.timeOut.to)}, finished_at = now(), updated_at = now(),
              error_message = 'Tiempo de ejecución agotado: superó timeout_seconds (' || p.timeout_seconds || ' s)'
         from processes p
-       where j.status = 'running' and j.timeout_at <= now() and p.id = j.process_id
+       where ${jobStatusInSql(tx, 'j.status', T.timeOut.from)} and j.timeout_at <= now() and p.id = j.process_id
       returning j.*, p.timeout_seconds`;
     return { rows, itemMessage: () => DISPATCH_ITEM_MESSAGES.timedOut };
   });
@@ -66,19 +64,21 @@ export async function sweepOfflineMachines(sql: Sql, offlineAfterSeconds: number
   const ended = await endedBySweep(sql, 'lost', async (tx) => {
     const rows = await tx<Array<JobRow & { machine_name: string; lease_lapsed: boolean }>>`
       update jobs j
-         set status = case when j.status in ('running', 'waiting_input') and not j.stop_requested then 'failed' else 'stopped' end,
+         set status = case when ${jobStatusInSql(tx, 'j.status', T.fail.from)} and not j.stop_requested then ${jobStatusSql(tx, T.fail.to)}
+                           -- a run whose stop was requested (stop), or a pending consumer (stopPending)
+                           else ${jobStatusSql(tx, T.stop.to)} end,
              finished_at = now(), updated_at = now(), pending_input_prompt = null, pending_input_options = null,
              error_message = case
-               when j.status = 'pending' then 'La máquina ' || m.name || ' quedó fuera de línea antes de iniciar el consumidor de la cola'
+               when ${jobStatusInSql(tx, 'j.status', T.stopPending.from)} then 'La máquina ' || m.name || ' quedó fuera de línea antes de iniciar el consumidor de la cola'
                when j.stop_requested then j.error_message
                when m.status = 'offline' then 'La máquina ' || m.name || ' dejó de enviar latidos mientras ejecutaba el job'
                else 'El job dejó de avanzar en la máquina ' || m.name || ': su agente no renovó la concesión a tiempo' end
         from machines m
        where m.id = j.machine_id
-         and ((m.status = 'offline' and (j.status in ('running', 'waiting_input') or (j.status = 'pending' and j.source = 'queue')))
+         and ((m.status = 'offline' and (${jobStatusInSql(tx, 'j.status', T.fail.from)} or (${jobStatusInSql(tx, 'j.status', T.stopPending.from)} and j.source = 'queue')))
               -- the agent heartbeated after the lease ran out: alive, but it let the run go
               -- (a job waiting for input keeps its lease renewed by its agent like a running one)
-              or (j.status in ('running', 'waiting_input') and j.lease_expires_at < now() and m.last_heartbeat_at > j.lease_expires_at
+              or (${jobStatusInSql(tx, 'j.status', T.fail.from)} and j.lease_expires_at < now() and m.last_heartbeat_at > j.lease_expires_at
                   and pg_postmaster_start_time() < now() - make_interval(secs => ${offlineAfterSeconds})))
       returning j.*, m.name as machine_name, m.status <> 'offline' as lease_lapsed`;
     return {
@@ -101,12 +101,12 @@ export function giveUpMachineJobs(sql: Sql, machineId: string): Promise<EndedJob
   return endedBySweep(sql, undefined, async (tx) => {
     const rows = await tx<Array<JobRow & { machine_name: string }>>`
       update jobs j
-         set status = case when j.stop_requested then 'stopped' else 'failed' end,
+         set status = case when j.stop_requested then ${jobStatusSql(tx, T.stop.to)} else ${jobStatusSql(tx, T.fail.to)} end,
              finished_at = now(), updated_at = now(), pending_input_prompt = null, pending_input_options = null,
              error_message = case when j.stop_requested then j.error_message
                else 'El agente de la máquina ' || m.name || ' se reinició mientras ejecutaba el job' end
         from machines m
-       where m.id = j.machine_id and j.machine_id = ${machineId} and j.status in ('running', 'waiting_input')
+       where m.id = j.machine_id and j.machine_id = ${machineId} and ${jobStatusInSql(tx, 'j.status', T.fail.from)}
       returning j.*, m.name as machine_name`;
     return { rows, itemMessage: (r) => DISPATCH_ITEM_MESSAGES.machineLost((r as JobRow & { machine_name: string }).machine_name) };
   });
@@ -133,7 +133,7 @@ export async function markSlaBreaches(sql: Sql): Promise<Array<{ id: string; ten
   return sql.begin(async (tx) => {
     const rows = await tx<Array<{ id: string; tenant_id: string; process_id: string; sla_due_at: Date; status: string }>>`
       update jobs set sla_breached_at = now()
-      where status in ('pending', 'running', 'waiting_input') and sla_due_at <= now() and sla_breached_at is null
+      where ${jobStatusInSql(tx, 'status', ACTIVE_JOB_STATUSES)} and sla_due_at <= now() and sla_breached_at is null
       returning id, tenant_id, process_id, sla_due_at, status`;
     for (const r of rows) {
       await recordAudit(tx, {

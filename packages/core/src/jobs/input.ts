@@ -11,7 +11,7 @@ import { ValidationBudgetExceeded, withinBudget } from '../validation/user-schem
 import { cachedUserSchema, userSchemaProblem } from '../validation/user-schema/compile';
 import { getJob } from './service';
 import type { JobRow, JobWithNames } from './repo';
-import { canTransition } from './transitions';
+import { JOB_STATUS_TRANSITIONS as T, jobStatusInSql, jobStatusSql } from './transitions';
 
 /**
  * Human input (docs/decisions/human-input.md): a running job asks a person for a value and waits
@@ -19,9 +19,6 @@ import { canTransition } from './transitions';
  * is fenced by the run's `attempt` like every other write of a run; the person's side is one
  * transaction with its audit row and the `job-input` effect that tells the robot at once.
  */
-for (const [from, to] of [['running', 'waiting_input'], ['waiting_input', 'running']] as const) {
-  if (!canTransition(from, to)) throw new Error(`job table lost ${from} → ${to}`);
-}
 
 export const MAX_INPUT_PROMPT_LENGTH = 2000;
 export const MAX_INPUT_CHOICES = 100;
@@ -102,10 +99,10 @@ export async function askJobInput(sql: Queryable, jobId: string, attempt: number
   const { prompt, options } = checkInputRequest(req);
   const [row] = await sql<Array<{ id: string }>>`
     update jobs
-       set status = 'waiting_input', pending_input_prompt = ${prompt}, pending_input_options = ${sql.json(options as never)},
+       set status = ${jobStatusSql(sql, T.ask.to)}, pending_input_prompt = ${prompt}, pending_input_options = ${sql.json(options as never)},
            input_answer = null, input_timeout_left = greatest(timeout_at - now(), interval '0'), timeout_at = null,
            updated_at = now()
-     where id = ${jobId} and status = 'running' and attempt = ${attempt} and not stop_requested
+     where id = ${jobId} and ${jobStatusInSql(sql, 'status', T.ask.from)} and attempt = ${attempt} and not stop_requested
     returning id`;
   if (row) return { waiting: true };
   const [cur] = await sql<Array<{ stop_requested: boolean }>>`
@@ -205,13 +202,13 @@ export async function answerJobInput(
     const row = await deps.sql.begin(async (tx) => {
       const [answered] = await tx<JobRow[]>`
         update jobs j
-           set status = 'running', pending_input_prompt = null, pending_input_options = null,
+           set status = ${jobStatusSql(tx, T.answer.to)}, pending_input_prompt = null, pending_input_options = null,
                input_answer = ${tx.json({ value } as never)},
                timeout_at = now() + coalesce(j.input_timeout_left, make_interval(secs => p.timeout_seconds)),
                input_timeout_left = null, updated_at = now()
           from processes p
          where j.id = ${jobId} and j.tenant_id = ${tenantId} and p.id = j.process_id
-           and j.status = 'waiting_input' and j.attempt = ${job.attempt}
+           and ${jobStatusInSql(tx, 'j.status', T.answer.from)} and j.attempt = ${job.attempt}
            and j.pending_input_prompt = ${job.pending_input_prompt!}
            and j.pending_input_options = ${tx.json(job.pending_input_options as never)}
         returning j.*`;

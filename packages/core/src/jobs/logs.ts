@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/sql';
 import { ValidationError } from '../errors';
+import { RUN_STATUSES, jobStatusInSql } from './transitions';
 
 /**
  * A job's log (docs/decisions/job-logs.md): the robot appends text to it while the job runs, the
@@ -42,7 +43,7 @@ export async function appendJobLogs(sql: Queryable, jobId: string, attempt: numb
   checkAppend(append);
   const [row] = await sql<Array<{ stop_requested: boolean }>>`
     update jobs set ${logAppendSet(sql, append)}, updated_at = now()
-    where id = ${jobId} and status in ('running', 'waiting_input') and attempt = ${attempt}
+    where id = ${jobId} and ${jobStatusInSql(sql, 'status', RUN_STATUSES)} and attempt = ${attempt}
     returning stop_requested`;
   return row ?? null;
 }

@@ -2,37 +2,119 @@ import type { Queryable } from '../db/sql';
 import type { JobRow } from './repo';
 
 /**
- * The job state machine (docs/decisions/jobs.md; docs/architecture.md, invariant 2). This table is the only
- * place where legal status changes are written down; every status change of a job goes through
- * `transitionJob`, which refuses a pair that is not in it and turns the rest into one guarded
- * `UPDATE … WHERE id = $id AND status = $from [AND attempt = $token] RETURNING *`.
+ * The job state machine (docs/decisions/jobs.md; docs/architecture.md, invariant 2).
+ * JOB_STATUS_TRANSITIONS below is the only place where legal status changes are written down.
+ * Every statement that changes `jobs.status` takes its `from` (the guard) and its `to` from an
+ * entry of it: `transitionJob` for the one-job changes, and the set-based statements of the
+ * engine (start, ask, answer, the sweeps) through jobStatusSql / jobStatusInSql, which write
+ * the table's statuses into the SQL text. A test scans the sources for job status literals in
+ * SQL that updates jobs (packages/core/test/job-transitions.test.ts).
  */
 export const JOB_STATUSES = ['pending', 'running', 'waiting_input', 'completed', 'failed', 'stopped', 'timed_out'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
 export const FINAL_JOB_STATUSES: readonly JobStatus[] = ['completed', 'failed', 'stopped', 'timed_out'];
 export const ACTIVE_JOB_STATUSES: readonly JobStatus[] = ['pending', 'running', 'waiting_input'];
+/**
+ * The statuses in which a started run still owns its job (fenced by `attempt`): it may append
+ * logs and renew its lease, and the engine may end it when its machine or lease is lost.
+ */
+export const RUN_STATUSES: readonly JobStatus[] = ['running', 'waiting_input'];
 
 export function isFinalJobStatus(status: string): boolean {
   return (FINAL_JOB_STATUSES as readonly string[]).includes(status);
 }
 
-/** from → the statuses it may move to. Final statuses have no way out. */
-export const JOB_TRANSITIONS: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
-  // start on a machine; stop before it ran; the engine gives up on it (machine or process gone)
-  pending: ['running', 'stopped', 'failed'],
-  // waiting_input: the robot asked a person for a value (docs/decisions/human-input.md)
-  running: ['waiting_input', 'completed', 'failed', 'stopped', 'timed_out'],
-  // answered; stopped at once by a person; failed when its machine or its lease is lost
-  waiting_input: ['running', 'stopped', 'failed'],
-  completed: [],
-  failed: [],
-  stopped: [],
-  timed_out: [],
-};
+/**
+ * Every legal job status change, by name: `from` → `to`, and what the statement that applies it
+ * writes besides `status` and `updated_at`. Entering a final status always stamps `finished_at`.
+ */
+export const JOB_STATUS_TRANSITIONS = {
+  /**
+   * The agent starts the job on its machine (dispatch/job-run.ts, startJob): `attempt + 1` (the
+   * new fencing token), `started_at`, `timeout_at` and the run's lease.
+   */
+  start: { from: ['pending'], to: 'running' },
+  /** Stopped before it ran: by a person (jobs/service.ts, stopJob: `stop_requested`), or a queue consumer of a machine gone offline (sweeps.ts). */
+  stopPending: { from: ['pending'], to: 'stopped' },
+  /** The engine gives up on a job it cannot place: `error_message`. */
+  failPending: { from: ['pending'], to: 'failed' },
+  /**
+   * The robot asks a person for a value (jobs/input.ts, askJobInput): the prompt and options,
+   * the earlier answer cleared, the timeout paused (`input_timeout_left`, `timeout_at` null).
+   * docs/decisions/human-input.md.
+   */
+  ask: { from: ['running'], to: 'waiting_input' },
+  /** A person answers (jobs/input.ts, answerJobInput): `input_answer`, the prompt cleared, the timeout resumed. */
+  answer: { from: ['waiting_input'], to: 'running' },
+  /** The robot ends well (finishJob): `output_data`, metrics, progress. */
+  complete: { from: ['running'], to: 'completed' },
+  /** The robot ran out of time by its own clock (finishJob), or the timeout sweep: `error_message`. A job waiting for input is never timed out. */
+  timeOut: { from: ['running'], to: 'timed_out' },
+  /**
+   * The robot fails (finishJob), or the engine ends a run whose machine, lease or agent was
+   * lost (sweeps.ts): `error_message`; a pending question is cleared.
+   */
+  fail: { from: ['running', 'waiting_input'], to: 'failed' },
+  /**
+   * The run ends after a requested stop (finishJob, the sweeps when its stop was requested), or a
+   * person stops a job waiting for input at once (stopJob): a pending question is cleared.
+   */
+  stop: { from: ['running', 'waiting_input'], to: 'stopped' },
+} as const satisfies Record<string, { from: readonly JobStatus[]; to: JobStatus }>;
+
+export type JobTransitionName = keyof typeof JOB_STATUS_TRANSITIONS;
+
+/** from → the statuses it may move to, derived from JOB_STATUS_TRANSITIONS. Final statuses have no way out. */
+export const JOB_TRANSITIONS: Readonly<Record<JobStatus, readonly JobStatus[]>> = (() => {
+  const out = Object.fromEntries(JOB_STATUSES.map((s) => [s, [] as JobStatus[]])) as Record<JobStatus, JobStatus[]>;
+  for (const t of Object.values(JOB_STATUS_TRANSITIONS)) {
+    for (const from of t.from) if (!out[from].includes(t.to)) out[from].push(t.to);
+  }
+  return out;
+})();
 
 export function canTransition(from: JobStatus, to: JobStatus): boolean {
   return JOB_TRANSITIONS[from].includes(to);
+}
+
+/** The seven statuses as SQL string literals, checked once: lowercase letters and `_` only. */
+const STATUS_LITERALS = new Map<string, string>(
+  JOB_STATUSES.map((s) => {
+    if (!/^[a-z_]+$/.test(s)) throw new Error(`job status ${s} cannot be written into SQL text`);
+    return [s, `'${s}'`];
+  }),
+);
+
+function statusLiteral(status: JobStatus): string {
+  const literal = STATUS_LITERALS.get(status);
+  if (!literal) throw new Error(`Unknown job status ${String(status)}`);
+  return literal;
+}
+
+/**
+ * A status written into the SQL text, as the statements had it before they took it from the
+ * table: the text, and so each prepared statement and its plans, stays what it was (the partial
+ * indexes on `jobs` name statuses in their predicates, which only a literal lets a generic plan
+ * prove). `unsafe` is safe: the value is one of JOB_STATUSES (anything else throws here), checked
+ * above to be lowercase letters and `_`, which cannot end the quoted literal.
+ */
+export function jobStatusSql(sql: Queryable, status: JobStatus) {
+  return sql.unsafe(statusLiteral(status));
+}
+
+/** The guard columns a caller may name: the status of `jobs`, bare or under an alias. */
+const STATUS_COLUMN = /^([a-z]\w*\.)?status$/;
+
+/**
+ * `<column> = 's'` for one status, `<column> in ('a', 'b')` for several: a transition's `from` (or
+ * one of the status lists above) as a guard, written into the SQL text like jobStatusSql.
+ */
+export function jobStatusInSql(sql: Queryable, column: string, statuses: readonly JobStatus[]) {
+  if (!STATUS_COLUMN.test(column)) throw new Error(`Not a job status column: ${column}`);
+  if (statuses.length === 0) throw new Error('jobStatusInSql: no status');
+  const literals = statuses.map(statusLiteral);
+  return sql.unsafe(literals.length === 1 ? `${column} = ${literals[0]}` : `${column} in (${literals.join(', ')})`);
 }
 
 /** Columns a transition may write besides `status` (JSON columns are serialized here). */
@@ -116,7 +198,7 @@ export async function transitionJob(sql: Queryable, t: JobTransition): Promise<J
 export async function requestRunningJobStop(sql: Queryable, id: string, tenantId?: string): Promise<JobRow | null> {
   const [row] = await sql<JobRow[]>`
     update jobs set stop_requested = true, stop_requested_at = coalesce(stop_requested_at, now()), updated_at = now()
-    where id = ${id} and status = 'running'
+    where id = ${id} and status = ${jobStatusSql(sql, 'running')}
       ${tenantId !== undefined ? sql`and tenant_id = ${tenantId}` : sql``}
     returning *`;
   return row ?? null;
