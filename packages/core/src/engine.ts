@@ -30,7 +30,7 @@ import { answerJobInput, askJobInput, readJobInput } from './jobs/input';
 import { addItem, addItemToQueueNamed, addItemsBulk, getActiveQueueByName, listItems } from './queue-items/service';
 import { releaseQueueItems, releaseUnknownClaims, applyItemRetryPolicy } from './queue-items/transitions';
 import { settleAndClaimItemsBatched } from './queue-items/settle-batched';
-import { redriveQueueItems, reviewQueueItem } from './dispatch/review';
+import { redriveQueueItems, reviewQueueItem } from './queue-items/review';
 import { findRunEndedAs, finishJob, renewJobLeases, reportJobProgress, startJob } from './dispatch/job-run';
 import { findLiveMachineKeys, findMachineByKey, recordGoodbye, recordHeartbeat } from './machines/heartbeat';
 import { askInputForRun, finishRun, takeItemsForRun } from './machines/run-requests';

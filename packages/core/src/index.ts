@@ -62,8 +62,8 @@ export { findLiveMachineKeys, findMachineByKey, pickMachineForFollowUp, recordGo
 export type { AgentMachine } from './machines/heartbeat';
 export {
   DISPATCH_QUEUE, DISPATCH_SCHEDULERS, IDEMPOTENCY_PURGE_EVERY_MS, machineQueueName, queueDisplayName,
-} from './dispatch/catalog';
-export type { DispatchJobName, DispatchPayloads, MachineJobPayload } from './dispatch/catalog';
+} from './dispatch/bull-queues';
+export type { DispatchJobName, DispatchPayloads, MachineJobPayload } from './dispatch/bull-queues';
 export { decodeAbort, decodeInputAnswered, decodeMachineWork } from './dispatch/stops';
 export type { JobAbortMessage, JobInputMessage, MachineWorkMessage } from './dispatch/stops';
 export { createBullDispatch } from './dispatch/bull-dispatch';
@@ -77,8 +77,8 @@ export { reconcilePendingJobs } from './dispatch/reconcile';
 export {
   ApproveItemBody, QueueItemPathParams, QueuePathParams, RedriveBody, RedriveResponse, RejectItemBody, getTenantQueue,
   reviewQueueItem,
-} from './dispatch/review';
-export type { ReviewActor } from './dispatch/review';
+} from './queue-items/review';
+export type { ReviewActor } from './queue-items/review';
 
 // Resources: their schemas and responses (the transports render them), and the commands and queries
 // behind the engine's groups (the CLI's workspace apply and the tests call some of them directly).

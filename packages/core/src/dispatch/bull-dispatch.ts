@@ -6,7 +6,7 @@ import type { DispatchJobRef, DispatchPort } from './port';
 import {
   DISPATCH_JOB_OPTIONS, DISPATCH_QUEUE, MACHINE_JOB_OPTIONS, bullJobId, bullPriority, machineQueueName,
   type DispatchJobName, type DispatchPayloads, type MachineJobPayload,
-} from './catalog';
+} from './bull-queues';
 import { encodeAbort, encodeInputAnswered, encodeMachineWork, type AbortReason } from './stops';
 
 export interface BullDispatchOptions {

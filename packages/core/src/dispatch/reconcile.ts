@@ -2,7 +2,7 @@ import type { Sql } from '../db/sql';
 import type { Logger } from '../logger';
 import { existsMany } from '../redis';
 import type { BullDispatch } from './bull-dispatch';
-import { bullJobId } from './catalog';
+import { bullJobId } from './bull-queues';
 import type { DispatchJobRef } from './port';
 
 /**

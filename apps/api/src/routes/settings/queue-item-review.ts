@@ -18,7 +18,7 @@ function actorOf(ctx: Ctx): ReviewActor {
  *   POST /settings/queues/{queue_id}/items/{item_id}/approve   pending_review → new
  *   POST /settings/queues/{queue_id}/items/{item_id}/reject    pending_review → failed (retry policy follows)
  *   POST /settings/queues/{queue_id}/items/redrive             dead_letter → new
- * The rules live in core (dispatch/review.ts).
+ * The rules live in core (queue-items/review.ts).
  */
 export function queueItemReviewRoutes(rc: RouteContext): AppRouter {
   const router = createRouter();

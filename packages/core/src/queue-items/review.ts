@@ -4,8 +4,8 @@ import type { Logger } from '../logger';
 import { ConflictError, NotFoundError } from '../errors';
 import { recordAudit } from '../audit/audit';
 import { Uuid } from '../validation/formats';
-import type { QueueItemRow } from '../queue-items/repo';
-import { approveQueueItem, redriveDeadLetterItems, rejectQueueItem } from '../queue-items/transitions';
+import type { QueueItemRow } from './repo';
+import { approveQueueItem, redriveDeadLetterItems, rejectQueueItem } from './transitions';
 import { recordEffect } from '../outbox/effects';
 
 /**

@@ -1,16 +1,16 @@
 import type { DefaultJobOptions } from 'bullmq';
 
 /**
- * The one catalogue of BullMQ queues and job payloads, shared by the API, the
- * dispatcher and the agents. Every queue lives under `redisKeys(prefix).bull`; each queue name
+ * The one list of BullMQ queues and job payloads, shared by the API (which runs the machine
+ * queues' workers for its robots) and the dispatcher. Every queue lives under `redisKeys(prefix).bull`; each queue name
  * carries its own Redis hash tag (`{…}`) so all keys of one queue land in one Cluster slot.
  * BullMQ forbids `:` in queue names, hence the dots.
  *
  * Queues:
- *  - `{dispatch}`            — the dispatcher's own work: nudges from the API/agents and the
+ *  - `{dispatch}`            — the dispatcher's own work: nudges from the outbox relay and the
  *                              periodic sweeps (BullMQ job schedulers: one replica runs each tick).
- *  - `{machine.<machine id>}` — jobs to run on one machine; its agent's Worker runs them with
- *                              concurrency = the machine's slots.
+ *  - `{machine.<machine id>}` — jobs to run on one machine; the API replica holding its robot
+ *                              reads it while it has work, with concurrency = the machine's slots.
  */
 export const DISPATCH_QUEUE = '{dispatch}';
 
