@@ -144,9 +144,16 @@ describe('npm run bench at a tiny scale', () => {
     for (const r of webhookRows) expect(r.platform).toBeGreaterThanOrEqual(0);
   });
 
-  it('B4 measures trigger → running and stop → stopped next to raw BullMQ and pub/sub', () => {
+  it('B4 measures trigger → running and stop → stopped next to raw BullMQ and pub/sub, and the legs of trigger → running', () => {
     const s = scenario('B4');
-    expectFigures(s);
+    const legRows = s.rows.filter((r) => r.figure.startsWith('trigger → running, '));
+    expectFigures({ ...s, rows: s.rows.filter((r) => !legRows.includes(r)) });
+    expect(legRows.map((r) => r.figure)).toEqual([
+      'trigger → running, request → transaction begins, p50', 'trigger → running, transaction → on the machine queue, p50',
+      'trigger → running, queue → the API\'s worker takes it, p50', 'trigger → running, worker → start statement, p50',
+    ]);
+    // every measured try found on its machine queue
+    for (const values of Object.values(s.details!.legs as Record<string, number[]>)) expect(values).toHaveLength(s.details!.tries);
     expect(s.details!.toRunning).toHaveLength(s.details!.tries);
     expect(s.details!.toStopped).toHaveLength(s.details!.tries);
   });

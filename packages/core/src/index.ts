@@ -61,7 +61,7 @@ export type { DispatchJobRef, DispatchPort } from './dispatch/port';
 export { findLiveMachineKeys, findMachineByKey, pickMachineForFollowUp, recordGoodbye, recordHeartbeat } from './machines/heartbeat';
 export type { AgentMachine } from './machines/heartbeat';
 export {
-  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, IDEMPOTENCY_PURGE_EVERY_MS, machineQueueName, queueDisplayName,
+  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, IDEMPOTENCY_PURGE_EVERY_MS, bullJobId, machineQueueName, queueDisplayName,
 } from './dispatch/bull-queues';
 export type { DispatchJobName, DispatchPayloads, MachineJobPayload } from './dispatch/bull-queues';
 export { decodeAbort, decodeInputAnswered, decodeMachineWork } from './dispatch/stops';
