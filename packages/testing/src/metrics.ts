@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { waitFor } from './wait';
 
 /** Fetches a Prometheus exposition (text), failing on anything but 200. */
 export async function scrape(url: string, token?: string): Promise<string> {
@@ -28,6 +29,23 @@ export function sampleValue(text: string, name: string, labels: Record<string, s
     total = (total ?? 0) + Number(m[4]);
   }
   return total;
+}
+
+/** The dispatcher's periodic passes (DISPATCH_SCHEDULERS). */
+export type DispatcherPass = 'sweep' | 'consumers' | 'reconcile' | 'schedules' | 'purge-idempotency-keys';
+
+/**
+ * Resolves once the dispatcher whose metrics are at `metricsUrl` has completed a `pass` that began
+ * after this call: then whatever that pass would do about the state written before the call is
+ * done, and a check that something did not happen means it. Passes may overlap, so a completed
+ * count past the count started at the call is what proves it (more completions than passes
+ * begun by then). A single dispatcher: on several, each runs only some of the ticks.
+ */
+export async function passBegunAfter(metricsUrl: string, pass: DispatcherPass, timeoutMs = 30_000): Promise<void> {
+  // a dispatcher just started may not serve its metrics yet: its counters are read once it does
+  const started = sampleValue(await waitFor('the dispatcher serving its metrics', () => scrape(metricsUrl), timeoutMs), 'svc_dispatcher_passes_started_total', { pass }) ?? 0;
+  await waitFor(`a ${pass} pass of the dispatcher begun after pass ${started}`, async () =>
+    (sampleValue(await scrape(metricsUrl), 'svc_dispatcher_pass_seconds_count', { pass }) ?? 0) > started, timeoutMs, 50);
 }
 
 /** Every label value `label` takes in the samples of `name`. */
