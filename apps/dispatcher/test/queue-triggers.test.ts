@@ -1,5 +1,5 @@
 import { apiSuite, type ApiTestContext } from '@svc/testing/api';
-import { itemStatusCounts, seedWorkspace, sleep, waitFor } from '@svc/testing';
+import { itemStatusCounts, seedWorkspace, waitFor } from '@svc/testing';
 
 /**
  * Queue triggers and attended machines end to end (docs/decisions/triggers.md): the in-process
@@ -52,7 +52,9 @@ it("starts a queue trigger's consumers only from min_items_to_start ready items,
 
   // four ready items are fewer than the minimum: nudges and sweeps start nothing
   await addItems(queue.name, 4);
-  await sleep(1_500);
+  // their nudges left the outbox, and a consumers pass and a sweep that began after them ended
+  await waitFor('the outbox published', async () => (await ctx.sql`select count(*)::int as n from outbox`)[0]!.n === 0);
+  await Promise.all([suite.dispatcher.passBegunAfter('consumers'), suite.dispatcher.passBegunAfter('sweep')]);
   expect(await jobsOfQueue(queue.id)).toEqual([]);
   expect(await itemStatusCounts(ctx.sql, queue.id)).toEqual({ new: 4 });
 
