@@ -50,6 +50,8 @@ it("starts a queue trigger's consumers only from min_items_to_start ready items,
   await children.agent(ctx, ['--machine-key', machine.machineKey, '--item-duration', '20ms', '--prefetch', '1']);
   const trigger = await createTrigger({ queue_id: queue.id, process_id: proc.id, min_items_to_start: 5, max_concurrent_jobs: 2 });
 
+  // online first: else nothing could start for want of a machine, whatever the minimum said
+  await waitFor('the machine online', async () => (await ctx.sql`select status from machines where id = ${machine.row.id}`)[0]!.status === 'online');
   // four ready items are fewer than the minimum: nudges and sweeps start nothing
   await addItems(queue.name, 4);
   // their nudges left the outbox, and a consumers pass and a sweep that began after them ended
