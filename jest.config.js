@@ -4,7 +4,7 @@ const { findPgBouncer, PGBOUNCER_TESTS } = require('./scripts/pgbouncer.cjs');
 const { findRedisClusterTools, CLUSTER_TESTS } = require('./scripts/redis-cluster.cjs');
 
 // The console's browser tests (apps/console/test/*.browser.test.ts) need a Chromium; without one
-// they are left out (scripts/test.mjs says so in one line) and everything else runs.
+// they are left out (scripts/test.mjs names every suite left out in one line) and everything else runs.
 const chromium = findChromium();
 if (chromium) process.env.SVC_CHROMIUM = chromium;
 // Likewise the checks of the metrics exposition and alert rules with promtool (*.promtool.test.ts).

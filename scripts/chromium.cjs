@@ -18,7 +18,7 @@ function findChromium(env = process.env) {
   return null;
 }
 
-const NOT_RUN_MESSAGE =
-  'Console browser tests not run: no Chromium found (install it with `apt-get install -y chromium`, or set CHROMIUM_PATH).';
+/** What scripts/test.mjs says when these tests are left out. */
+const LEFT_OUT = { suites: 'console browser tests (*.browser.test.ts)', missing: 'Chromium', install: 'apt-get install -y chromium, or set CHROMIUM_PATH' };
 
-module.exports = { findChromium, NOT_RUN_MESSAGE, BROWSER_TESTS: '\\.browser\\.test\\.ts$' };
+module.exports = { findChromium, LEFT_OUT, BROWSER_TESTS: '\\.browser\\.test\\.ts$' };

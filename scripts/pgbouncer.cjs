@@ -14,7 +14,7 @@ function findPgBouncer(env = process.env) {
   return null;
 }
 
-const NOT_RUN_MESSAGE =
-  'PgBouncer tests not run: no pgbouncer found (install it with `apt-get install -y pgbouncer`, or set PGBOUNCER_PATH).';
+/** What scripts/test.mjs says when these tests are left out. */
+const LEFT_OUT = { suites: 'tests behind PgBouncer (*.pgbouncer.test.ts)', missing: 'pgbouncer', install: 'apt-get install -y pgbouncer, or set PGBOUNCER_PATH' };
 
-module.exports = { findPgBouncer, NOT_RUN_MESSAGE, PGBOUNCER_TESTS: '\\.pgbouncer\\.test\\.ts$' };
+module.exports = { findPgBouncer, LEFT_OUT, PGBOUNCER_TESTS: '\\.pgbouncer\\.test\\.ts$' };

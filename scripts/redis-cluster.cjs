@@ -1,7 +1,7 @@
 // Where redis-server and redis-cli are, for the tests on a Redis Cluster: the `*.cluster.test.ts`
 // variants (the run's three-primary cluster, started by test/global-setup.ts) and the dedicated
 // redis-cluster*.test.ts files (private clusters). Both binaries must be on PATH (Debian's
-// redis-server package has both). CommonJS so that jest.config.js and scripts/test.mjs share it.
+// redis-server package, and redis-tools for redis-cli). CommonJS so that jest.config.js and scripts/test.mjs share it.
 const { existsSync } = require('node:fs');
 const path = require('node:path');
 
@@ -19,11 +19,15 @@ function findRedisClusterTools(env = process.env) {
   return server && onPath('redis-cli', env) ? server : null;
 }
 
-const NOT_RUN_MESSAGE =
-  'Redis Cluster tests not run: no redis-server and redis-cli found (install them with `apt-get install -y redis-server`).';
+/** What scripts/test.mjs says when these tests are left out. */
+const LEFT_OUT = {
+  suites: 'Redis Cluster tests (*.cluster.test.ts, redis-cluster*.test.ts)',
+  missing: 'redis-server and redis-cli on PATH',
+  install: 'apt-get install -y redis-server redis-tools',
+};
 
 module.exports = {
   findRedisClusterTools,
-  NOT_RUN_MESSAGE,
+  LEFT_OUT,
   CLUSTER_TESTS: '(\\.cluster|/redis-cluster(-failover)?)\\.test\\.ts$',
 };

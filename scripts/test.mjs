@@ -1,6 +1,8 @@
 // `npm test`: installs, builds, finds or starts Postgres and Redis, type-checks the tests (jest
 // only transpiles them), then runs the whole jest suite. Extra arguments go to jest
-// (`npm test -- apps/api/test/errors.test.ts`), and skip the type check.
+// (`npm test -- apps/api/test/errors.test.ts`), and skip the type check. Suites whose tool is not
+// installed are left out (jest.config.js) and named in one line; with SVC_REQUIRE_ALL_SUITES=1
+// (CI) that is a failure, before anything runs, so a green run has run every suite.
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { ensureInstalledAndBuilt, ensureServices, ROOT, SetupError } from './services.mjs';
@@ -8,6 +10,20 @@ import chromium from './chromium.cjs';
 import promtool from './promtool.cjs';
 import pgbouncer from './pgbouncer.cjs';
 import redisCluster from './redis-cluster.cjs';
+
+const leftOut = [
+  [chromium.findChromium(), chromium.LEFT_OUT],
+  [promtool.findPromtool(), promtool.LEFT_OUT],
+  [pgbouncer.findPgBouncer(), pgbouncer.LEFT_OUT],
+  [redisCluster.findRedisClusterTools(), redisCluster.LEFT_OUT],
+].filter(([found]) => !found).map(([, l]) => l);
+if (leftOut.length) {
+  console.log(`Suites left out: ${leftOut.map((l) => `${l.suites}: no ${l.missing} (${l.install})`).join('; ')}.`);
+  if (process.env.SVC_REQUIRE_ALL_SUITES === '1') {
+    console.error(`SVC_REQUIRE_ALL_SUITES=1: not running with ${leftOut.length === 1 ? 'a suite' : `${leftOut.length} suites`} left out; install what the line above names.`);
+    process.exit(1);
+  }
+}
 
 try {
   ensureInstalledAndBuilt();
@@ -19,11 +35,6 @@ try {
       process.exit(1);
     }
   }
-  // jest.config.js leaves the console's browser tests out without a Chromium: say so, once
-  if (!chromium.findChromium()) console.log(chromium.NOT_RUN_MESSAGE);
-  if (!promtool.findPromtool()) console.log(promtool.NOT_RUN_MESSAGE);
-  if (!pgbouncer.findPgBouncer()) console.log(pgbouncer.NOT_RUN_MESSAGE);
-  if (!redisCluster.findRedisClusterTools()) console.log(redisCluster.NOT_RUN_MESSAGE);
   const { databaseUrl, redisUrl, stopStarted } = await ensureServices();
   const res = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'), ...jestArgs], {
     cwd: ROOT,

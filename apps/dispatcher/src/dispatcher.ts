@@ -1,8 +1,10 @@
 import { Worker, type Job } from 'bullmq';
 import {
-  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, delivererTimingsOf, webhookSettingsOf, DbOutage, dispatcherPassSeconds, IDEMPOTENCY_PURGE_EVERY_MS, createBullDispatch, createEngine, createRedis, isConnectionError, primaries, renewEpoch,
+  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, delivererTimingsOf, webhookSettingsOf, DbOutage, dispatcherPassSeconds, dispatcherPassesStarted, IDEMPOTENCY_PURGE_EVERY_MS, createBullDispatch, createEngine, createRedis, isConnectionError, primaries, renewEpoch,
   type BullDispatch, type Config, type DispatchJobName, type DispatchPayloads, type Logger, type OutboxRelay, type RedisClient, type Sql, type WebhookDeliverer,
 } from '@svc/core';
+
+const PERIODIC: ReadonlySet<string> = new Set(DISPATCH_SCHEDULERS);
 
 export interface DispatcherDeps {
   config: Config;
@@ -93,8 +95,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
    * the work resumes by itself once Postgres answers. The outage is logged once (see DbOutage).
    */
   async function handle(job: Job): Promise<unknown> {
+    const periodic = PERIODIC.has(job.name) ? job.name : null;
+    if (periodic) dispatcherPassesStarted.inc({ pass: periodic });
+    const end = periodic ? dispatcherPassSeconds.startTimer({ pass: periodic }) : null;
     try {
       const result = await dispatch(job);
+      end?.();
       outage.ok();
       return result;
     } catch (err) {
@@ -121,9 +127,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         return { started };
       }
       case 'sweep': {
-        const end = dispatcherPassSeconds.startTimer({ pass: 'sweep' });
         await sweep();
-        end();
         return null;
       }
       case 'consumers': {
@@ -132,10 +136,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         return { started };
       }
       case 'reconcile': {
-        const end = dispatcherPassSeconds.startTimer({ pass: 'reconcile' });
-        const r = await sweeps.reconcile(bull, { logger });
-        end();
-        return r;
+        return sweeps.reconcile(bull, { logger });
       }
       case 'purge-idempotency-keys': {
         // the periodic housekeeping: expired Idempotency-Keys, and queue-stat buckets past their hour

@@ -1,5 +1,5 @@
 import { apiSuite, type ApiTestContext } from '@svc/testing/api';
-import { assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJournal, seedWorkspace, sleep, tempFile, waitFor } from '@svc/testing';
+import { assertNoItemProcessedTwiceAtOnce, itemStatusCounts, readJournal, seedWorkspace, tempFile, waitFor } from '@svc/testing';
 
 /**
  * Fault: the dispatcher is killed (SIGKILL) mid-load and started again. It keeps no state of
@@ -42,9 +42,18 @@ it('kill and restart the dispatcher mid-load: every item and job ends final, non
   }, 60_000);
   // work arrives while no dispatcher runs: jobs still reach their machine (the API enqueues them)
   expect((await bulk(100, 150)).status).toBe(200);
-  expect((await trigger(failing.id)).status).toBe(201);
-  for (let i = 0; i < 2; i++) expect((await trigger(proc.id)).status).toBe(201);
-  await sleep(1000);
+  const triggeredWhileDown: string[] = [];
+  for (const p of [failing.id, proc.id, proc.id]) {
+    const r = await trigger(p);
+    expect(r.status).toBe(201);
+    triggeredWhileDown.push(r.body.data.id as string);
+  }
+  // the jobs triggered after the items ran to their end on the robot: by then a consumer started
+  // for those items without a dispatcher would have been under way as well
+  await waitFor('the jobs triggered while the dispatcher is down ended', async () => {
+    const rows = await ctx.sql`select status from jobs where id = any(${triggeredWhileDown}::uuid[])`;
+    return rows.length === 3 && rows.every((r) => r.status === 'completed' || r.status === 'failed');
+  }, 60_000);
   const whileDown = await itemStatusCounts(ctx.sql, queue.id);
   expect(whileDown.new ?? 0).toBeGreaterThanOrEqual(100);
 

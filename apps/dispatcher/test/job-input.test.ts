@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { apiSuite, type ApiTestContext } from '@svc/testing/api';
-import { readJournal, seedWorkspace, sleep, tempFile, waitFor } from '@svc/testing';
+import { readJournal, seedWorkspace, tempFile, waitFor } from '@svc/testing';
 
 /**
  * Human input end to end (docs/decisions/human-input.md): the in-process API, a real dispatcher
@@ -97,7 +97,11 @@ it('a job waiting longer than its timeout is not timed out, and completes once a
   // timeout_seconds 8: it asks after about 200 ms and then waits past the 8 s
   const id = await trigger(short.id, { _sim: { input: true } });
   await statusIs(id, 'waiting_input');
-  await sleep(9_000);
+  // the deadline it had when it started passes (database clock), then a sweep that began after
+  // that ends: had the wait not paused the timeout, that sweep would have timed the job out
+  await waitFor('the 8 s since the job started to pass', async () =>
+    (await ctx.sql`select started_at + interval '8 seconds' < now() as past from jobs where id = ${id}`)[0]!.past === true, 30_000, 200);
+  await suite.dispatcher.passBegunAfter('sweep');
   const still = await readJob(id);
   expect([still.status, still.error_message]).toEqual(['waiting_input', null]);
   const res = await ctx.http.post(`/api/v1/settings/jobs/${id}/input`).set(admin()).send({ value: 'continuar' });

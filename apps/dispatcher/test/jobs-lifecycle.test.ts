@@ -1,5 +1,5 @@
 import { apiSuite, type ApiTestContext } from '@svc/testing/api';
-import { seedWorkspace, waitFor, sleep } from '@svc/testing';
+import { seedWorkspace, waitFor } from '@svc/testing';
 
 /**
  * Jobs end to end: the in-process API (its DispatchPort is BullMQ), a real dispatcher and real
@@ -39,6 +39,15 @@ async function waitStatus(id: string, status: string, timeoutMs = 60_000) {
     return row?.status === status;
   }, timeoutMs);
   return getJob(id);
+}
+
+/**
+ * The outbox relayed (what the writes so far cause is on its way) and a sweep that began after
+ * that ended: what the engine would still do about those writes by itself is done.
+ */
+async function engineSettled() {
+  await waitFor('the outbox published', async () => (await ctx.sql`select count(*)::int as n from outbox`)[0]!.n === 0);
+  await suite.dispatcher.passBegunAfter('sweep');
 }
 
 describe('a job on a simulated machine', () => {
@@ -97,7 +106,7 @@ describe('a job on a simulated machine', () => {
     for (const i of [1, 2]) {
       expect(jobs[i]!.started_at.getTime()).toBeGreaterThanOrEqual(jobs[i - 1]!.finished_at.getTime() + 1000 - 5);
     }
-    await sleep(1500);
+    await engineSettled();
     const [{ n }] = await ctx.sql`select count(*)::int as n from jobs where process_id = ${proc.id}`;
     expect(n).toBe(3);
   });
@@ -106,7 +115,7 @@ describe('a job on a simulated machine', () => {
     const proc = await ws.process({ auto_retry: false, max_retries: 3, retry_delay_seconds: 0 });
     const job = await trigger(proc.id, machine.row.id, { _sim: { outcome: 'fail' } });
     await waitStatus(job.id, 'failed');
-    await sleep(800);
+    await engineSettled();
     const [{ n }] = await ctx.sql`select count(*)::int as n from jobs where process_id = ${proc.id}`;
     expect(n).toBe(1);
   });
@@ -140,7 +149,7 @@ describe('a job on a simulated machine', () => {
     const first = await ws.process({ on_success_trigger_process_id: next.id });
     const job = await trigger(first.id, machine.row.id, { _sim: { outcome: 'fail' } });
     await waitStatus(job.id, 'failed');
-    await sleep(500);
+    await engineSettled();
     const rows = await ctx.sql`select id from jobs where parent_job_id = ${job.id}`;
     expect(rows).toHaveLength(0);
   });
@@ -164,7 +173,7 @@ describe('a machine without a running agent', () => {
     const machine = await ws.machine({ status: 'offline' });
     const proc = await ws.process();
     const job = await trigger(proc.id, machine.row.id);
-    await sleep(1000);
+    await engineSettled();
     const [pending] = await ctx.sql`select status from jobs where id = ${job.id}`;
     expect(pending!.status).toBe('pending');
     await children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '100ms']);
@@ -185,7 +194,9 @@ describe('a machine without a running agent', () => {
       const [m] = await ctx.sql`select status from machines where id = ${machine.row.id}`;
       return m!.status === 'online';
     });
-    await sleep(500);
+    // a job triggered later on the same machine completing: the robot has read its queue past the stopped one
+    const later = await trigger(proc.id, machine.row.id);
+    await waitStatus(later.id, 'completed');
     const after = await getJob(job.id);
     expect(after.status).toBe('stopped');
     expect(after.started_at).toBeNull();
@@ -204,7 +215,8 @@ describe('a machine without a running agent', () => {
       const [r] = await ctx.sql`select sla_breached_at from jobs where id = ${job.id}`;
       return r!.sla_breached_at;
     });
-    await sleep(500);
+    // a sweep that began after the breach was recorded would have recorded it again
+    await suite.dispatcher.passBegunAfter('sweep');
     const audits = await ctx.sql`select * from audit_log where resource_id = ${job.id} and action = 'sla_breach'`;
     expect(audits).toHaveLength(1);
     expect(audits[0]!.source).toBe('dispatcher');

@@ -46,7 +46,9 @@ it('a paused queue keeps its items waiting with nothing in progress, and resume 
 
   // items are still accepted, and nothing starts for them (nudges and sweeps alike)
   await add(5, 100);
-  await new Promise((r) => setTimeout(r, 1_500));
+  // the adds' nudges left the outbox, and a consumers pass and a sweep that began after them ended
+  await waitFor('the outbox published', async () => (await ctx.sql`select count(*)::int as n from outbox`)[0]!.n === 0);
+  await Promise.all([suite.dispatcher.passBegunAfter('consumers'), suite.dispatcher.passBegunAfter('sweep')]);
   const stillPaused = await itemStatusCounts(ctx.sql, queue.id);
   expect(stillPaused.new).toBe((atPause.new ?? 0) + 5);
   expect(stillPaused.completed).toBe(atPause.completed);

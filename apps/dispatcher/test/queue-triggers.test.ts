@@ -1,5 +1,5 @@
 import { apiSuite, type ApiTestContext } from '@svc/testing/api';
-import { itemStatusCounts, seedWorkspace, sleep, waitFor } from '@svc/testing';
+import { itemStatusCounts, seedWorkspace, waitFor } from '@svc/testing';
 
 /**
  * Queue triggers and attended machines end to end (docs/decisions/triggers.md): the in-process
@@ -50,9 +50,13 @@ it("starts a queue trigger's consumers only from min_items_to_start ready items,
   await children.agent(ctx, ['--machine-key', machine.machineKey, '--item-duration', '20ms', '--prefetch', '1']);
   const trigger = await createTrigger({ queue_id: queue.id, process_id: proc.id, min_items_to_start: 5, max_concurrent_jobs: 2 });
 
+  // online first: else nothing could start for want of a machine, whatever the minimum said
+  await waitFor('the machine online', async () => (await ctx.sql`select status from machines where id = ${machine.row.id}`)[0]!.status === 'online');
   // four ready items are fewer than the minimum: nudges and sweeps start nothing
   await addItems(queue.name, 4);
-  await sleep(1_500);
+  // their nudges left the outbox, and a consumers pass and a sweep that began after them ended
+  await waitFor('the outbox published', async () => (await ctx.sql`select count(*)::int as n from outbox`)[0]!.n === 0);
+  await Promise.all([suite.dispatcher.passBegunAfter('consumers'), suite.dispatcher.passBegunAfter('sweep')]);
   expect(await jobsOfQueue(queue.id)).toEqual([]);
   expect(await itemStatusCounts(ctx.sql, queue.id)).toEqual({ new: 4 });
 

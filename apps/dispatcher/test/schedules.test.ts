@@ -1,5 +1,5 @@
 import { apiSuite, type ApiTestContext } from '@svc/testing/api';
-import { seedWorkspace, waitFor } from '@svc/testing';
+import { passBegunAfter, seedWorkspace, waitFor } from '@svc/testing';
 
 /**
  * Schedules end to end (docs/decisions/schedules.md): the in-process API, real dispatcher
@@ -34,8 +34,7 @@ it('two dispatchers start exactly one job per tick of a seconds cron, none lost,
   const ws = await seedWorkspace(ctx.sql);
   const proc = await ws.process();
   const machine = await ws.machine({ slots: 4 });
-  children.dispatcher(ctx);
-  children.dispatcher(ctx);
+  const dispatchers = [await children.watchedDispatcher(ctx), await children.watchedDispatcher(ctx)];
   await children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '50ms']);
   // the schedule names its machine: an auto-selected one could be between heartbeats (offline to
   // the engine) on a loaded host at some tick, which is a recorded refusal, not the point here
@@ -65,8 +64,10 @@ it('two dispatchers start exactly one job per tick of a seconds cron, none lost,
   expect(record.last_run_at).toBe(new Date(ticks[ticks.length - 1]!).toISOString());
   expect(record.last_job_id).toBe(jobs[jobs.length - 1]!.id);
 
-  // deactivated: no more ticks
-  await new Promise((r) => setTimeout(r, 1_500));
+  // deactivated: once the next tick is due, a schedules pass that began after it starts no job
+  const nextTick = ticks[ticks.length - 1]! + 1000;
+  await waitFor('the next tick due', async () => (await dbNow()).getTime() > nextTick);
+  await passBegunAfter(dispatchers.map((d) => d.metricsUrl), 'schedules');
   expect(await jobsOf(sched.id)).toHaveLength(jobs.length);
   await children.stopAll();
 });

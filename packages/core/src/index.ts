@@ -223,7 +223,7 @@ export type { WebhookSettings } from './webhooks/subscriptions';
 // Observability: Prometheus metrics (docs/decisions/observability.md).
 export {
   metricsRegistry, renderMetrics, observeHttpRequest, rateLimitRejections, apiKeyCacheLookups, UNMATCHED_ROUTE,
-  registerPlatformGauges, OTHER_LABEL, startMetricsServer, metricsAuthorized, dispatcherPassSeconds, countWebhookOutcome,
+  registerPlatformGauges, OTHER_LABEL, startMetricsServer, metricsAuthorized, dispatcherPassSeconds, dispatcherPassesStarted, countWebhookOutcome,
 } from './metrics';
 export type { MetricsServer, PlatformGaugeOptions } from './metrics';
 // Traces: OpenTelemetry, off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/decisions/observability.md).

@@ -39,16 +39,20 @@ it('gives two transactions open at once different shards, so neither waits for t
   try {
     let release!: () => void;
     const secondDone = new Promise<void>((resolve) => { release = resolve; });
+    let holding!: () => void;
+    const firstHolds = new Promise<void>((resolve) => { holding = resolve; });
     const shards: Record<string, Array<number | null>> = { a: [], b: [] };
     const first = a.begin(async (tx) => {
       await insertItems(tx as unknown as Sql, q.id, 3);
       shards.a.push(await shardOf(tx as unknown as Sql));
+      holding();
       // still open, holding its counter rows, while the other writes the same queue and status
       await secondDone;
       await insertItems(tx as unknown as Sql, q.id, 4);
       shards.a.push(await shardOf(tx as unknown as Sql));
     });
-    await new Promise((r) => setTimeout(r, 50));
+    // the first has written its counter rows: from here a shared shard would make the second wait
+    await firstHolds;
     await b.begin(async (tx) => {
       // on a shared shard this insert would wait for the first transaction's commit: refused instead
       await tx`set local lock_timeout = '2s'`;

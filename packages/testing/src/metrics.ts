@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { waitFor } from './wait';
 
 /** Fetches a Prometheus exposition (text), failing on anything but 200. */
 export async function scrape(url: string, token?: string): Promise<string> {
@@ -28,6 +29,29 @@ export function sampleValue(text: string, name: string, labels: Record<string, s
     total = (total ?? 0) + Number(m[4]);
   }
   return total;
+}
+
+/** The dispatcher's periodic passes (DISPATCH_SCHEDULERS). */
+export type DispatcherPass = 'sweep' | 'consumers' | 'reconcile' | 'schedules' | 'purge-idempotency-keys';
+
+/**
+ * Resolves once a dispatcher whose metrics are at `metricsUrls` has completed a `pass` that began
+ * after this call: then whatever that pass would do about the state written before the call is
+ * done, and a check that something did not happen means it. Passes may overlap, so completions
+ * past the count of passes started at the call are what prove it. Each tick runs on one
+ * dispatcher only: give every dispatcher's URL, the counts are summed.
+ */
+export async function passBegunAfter(metricsUrls: string | readonly string[], pass: DispatcherPass, timeoutMs = 30_000): Promise<void> {
+  const urls = typeof metricsUrls === 'string' ? [metricsUrls] : metricsUrls;
+  const total = async (name: string) => {
+    let n = 0;
+    for (const url of urls) n += sampleValue(await scrape(url), name, { pass }) ?? 0;
+    return n;
+  };
+  // a dispatcher just started may not serve its metrics yet: its counters are read once it does
+  const started = await waitFor('the dispatchers serving their metrics', () => total('svc_dispatcher_passes_started_total').then((n) => ({ n })), timeoutMs);
+  await waitFor(`a ${pass} pass begun after ${started.n} had started`, async () =>
+    (await total('svc_dispatcher_pass_seconds_count')) > started.n, timeoutMs, 50);
 }
 
 /** Every label value `label` takes in the samples of `name`. */

@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { TestContext } from './context';
 import { freePort, sleep, timeoutDiagnostics } from './wait';
+import { passBegunAfter, type DispatcherPass } from './metrics';
 
 /**
  * Real dispatcher, agent-sim and API processes spawned from their dist/ (build first: `npx tsc
@@ -28,6 +29,13 @@ export const FAST_ENGINE_ENV = {
   DISPATCH_SWEEP_MS: '200',
   DISPATCH_RECONCILE_MS: '500',
 };
+
+export interface WatchedDispatcher {
+  child: Child;
+  metricsUrl: string;
+  /** see passBegunAfter (metrics.ts) */
+  passBegunAfter(pass: DispatcherPass, timeoutMs?: number): Promise<void>;
+}
 
 export interface Child {
   name: string;
@@ -114,6 +122,17 @@ export class Children {
 
   dispatcher(ctx: TestContext, env: Record<string, string> = {}): Child {
     return this.spawn('dispatcher', DISPATCHER_MAIN, [], { ...ctx.childEnv, ...FAST_ENGINE_ENV, ...env });
+  }
+
+  /**
+   * A dispatcher serving its metrics on a port of its own, so that a test can wait for its
+   * periodic passes (passBegunAfter) instead of sleeping before a check that nothing happened.
+   */
+  async watchedDispatcher(ctx: TestContext, env: Record<string, string> = {}): Promise<WatchedDispatcher> {
+    const port = await freePort();
+    const child = this.dispatcher(ctx, { METRICS_PORT: String(port), ...env });
+    const metricsUrl = `http://127.0.0.1:${port}/metrics`;
+    return { child, metricsUrl, passBegunAfter: (pass, timeoutMs) => passBegunAfter(metricsUrl, pass, timeoutMs) };
   }
 
   /**

@@ -1,6 +1,6 @@
 import { createBullDispatch, type BullDispatch, type Sql } from '@svc/core';
 import { createTestContext, type TestContext } from './context';
-import { Children } from './processes';
+import { Children, type WatchedDispatcher } from './processes';
 
 /**
  * A test file's own context (database and Redis prefix), made in `beforeAll`, and the child
@@ -13,6 +13,8 @@ export interface TestSuite<C extends TestContext = TestContext> {
   readonly children: Children;
   /** a BullDispatch on the context's Redis prefix (with `bull: true`) */
   readonly bull: BullDispatch;
+  /** the dispatcher started with `dispatcher: true` */
+  readonly dispatcher: WatchedDispatcher;
 }
 
 export interface SuiteOptions<C extends TestContext> {
@@ -27,10 +29,11 @@ export function testSuite<C extends TestContext = TestContext>(options: SuiteOpt
   const children = new Children();
   let ctx: C | undefined;
   let bull: BullDispatch | undefined;
+  let dispatcher: WatchedDispatcher | undefined;
   beforeAll(async () => {
     ctx = options.context ? await options.context() : ((await createTestContext()) as C);
     if (options.bull) bull = createBullDispatch({ redis: ctx.redisTarget, prefix: ctx.redisPrefix });
-    if (options.dispatcher) children.dispatcher(ctx);
+    if (options.dispatcher) dispatcher = await children.watchedDispatcher(ctx);
   });
   afterAll(async () => {
     await children.stopAll();
@@ -48,6 +51,10 @@ export function testSuite<C extends TestContext = TestContext>(options: SuiteOpt
     get bull() {
       if (!bull) throw new Error('this suite has no BullDispatch: make it with testSuite({ bull: true })');
       return bull;
+    },
+    get dispatcher() {
+      if (!dispatcher) throw new Error('this suite started no dispatcher: make it with dispatcher: true');
+      return dispatcher;
     },
   };
 }

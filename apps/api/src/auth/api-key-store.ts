@@ -37,6 +37,8 @@ export interface ApiKeyStore extends ApiKeyChangeListener {
   peek(hashHex: string): ApiKeyRow | null | undefined;
   /** Records a use of the key; last_used_at must become visible within a second. */
   touch(keyId: string): void;
+  /** Keys whose last use is held in memory for the next flush. */
+  readonly pendingUses: number;
   /** Subscribes to invalidations; caching is on from then on. */
   start(): Promise<void>;
   /** Stops caching, writes the buffered last-use times, closes the subscriber. */
@@ -170,6 +172,10 @@ class CachedApiKeyStore implements ApiKeyStore {
       if (!this.outage.failed(err, 'api key cache refresh')) this.log.warn('api key cache refresh failed', { err: err.message });
       if (this.cache.get(hex) === entry) entry.refreshAt = Date.now() + 1_000;
     });
+  }
+
+  get pendingUses(): number {
+    return this.pending.size;
   }
 
   touch(keyId: string): void {

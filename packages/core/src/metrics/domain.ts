@@ -70,9 +70,17 @@ export const jobStopLatencySeconds = histogram({
 
 export const dispatcherPassSeconds = histogram<'pass'>({
   name: 'svc_dispatcher_pass_seconds',
-  help: "Duration of the dispatcher's periodic passes (sweep, reconcile).",
+  help: "Duration of the dispatcher's periodic passes that completed (sweep, consumers, reconcile, schedules, purge-idempotency-keys).",
   labelNames: ['pass'],
   buckets: FAST_BUCKETS,
+});
+
+// Started next to completed (the histogram's _count): a gap that grows is a pass failing or hanging,
+// and a completed count past the started count read earlier proves a pass began after that read.
+export const dispatcherPassesStarted = counter<'pass'>({
+  name: 'svc_dispatcher_passes_started_total',
+  help: "The dispatcher's periodic passes started, by pass (completed ones are svc_dispatcher_pass_seconds_count).",
+  labelNames: ['pass'],
 });
 
 export const outboxPublished = counter<'kind'>({

@@ -2,4 +2,4 @@ export { metricsRegistry, renderMetrics, counter, histogram, gauge } from './reg
 export { observeHttpRequest, rateLimitRejections, apiKeyCacheLookups, UNMATCHED_ROUTE } from './http';
 export { registerPlatformGauges, OTHER_LABEL, type PlatformGaugeOptions } from './platform';
 export { startMetricsServer, metricsAuthorized, type MetricsServer } from './server';
-export { dispatcherPassSeconds, countWebhookOutcome } from './domain';
+export { dispatcherPassSeconds, dispatcherPassesStarted, countWebhookOutcome } from './domain';
