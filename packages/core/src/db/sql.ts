@@ -24,7 +24,7 @@ export interface SqlOptions {
 export function createSql(url: string, options: SqlOptions = {}): Sql {
   const max = options.max ?? 10;
   const behindPooler = options.pooler === 'transaction';
-  const { sql, connections } = withConnections(max, () => postgres(url, {
+  const sql = postgres(url, {
     max,
     prepare: !behindPooler,
     ...(options.maxPipeline !== undefined ? { max_pipeline: options.maxPipeline } : {}),
@@ -41,8 +41,8 @@ export function createSql(url: string, options: SqlOptions = {}): Sql {
     // already back. Capped at 2 s like the processes' own retries (db/outage.ts).
     backoff: reconnectDelaySeconds,
     socket: connectSocket,
-  } as postgres.Options<Record<string, postgres.PostgresType>>) as unknown as Sql);
-  const pool = withReservedTransactions(withSettledReserves(sql, connections));
+  } as postgres.Options<Record<string, postgres.PostgresType>>) as unknown as Sql;
+  const pool = withReservedTransactions(sql);
   // tracing on (OTEL_EXPORTER_OTLP_ENDPOINT): a span per statement; off, the pool as it is
   return tracingEnabled() ? withTracedStatements(pool) : pool;
 }
@@ -130,106 +130,14 @@ export function reconnectDelaySeconds(failures: number): number {
   return Math.min(2, 0.05 * 2 ** failures) * (0.75 + Math.random() / 2);
 }
 
-/** The fields of postgres.js's internal connection object that the wrappers below use. */
+/**
+ * The field of postgres.js's internal connection object that the transaction wrapper below uses
+ * (postgres.js's own `begin` uses it the same way). Reservations waiting while connections fail
+ * or close are settled by the patch of postgres.js itself (patches/postgres+3.4.9.patch,
+ * docs/decisions/postgres-driver-patch.md).
+ */
 interface PgConnection {
   onclose: ((err: Error) => void) | null;
-  /** set while reserved; with `release` set, postgres.js calls it at the next ReadyForQuery */
-  reserved: ((() => void) & { release?: boolean }) | null;
-  connect(initial?: unknown): void;
-}
-
-/** What postgres.js's `reserve()` queues while it waits for a connection. */
-interface PendingReserve {
-  reserve: (connection: PgConnection) => void;
-  reject: (err: unknown) => void;
-}
-
-const isPendingReserve = (q: unknown): q is PendingReserve =>
-  typeof q === 'object' && q !== null && typeof (q as PendingReserve).reserve === 'function' && !('strings' in q);
-
-const isPgConnection = (c: unknown): c is PgConnection =>
-  typeof c === 'object' && c !== null && ['connect', 'execute', 'terminate', 'end'].every((k) => typeof (c as Record<string, unknown>)[k] === 'function') && 'queue' in c;
-
-/**
- * postgres.js keeps its connection objects private; `withSettledReserves` needs them from the
- * start, before any of them connects. postgres() builds them with one `Array.prototype.map` (after
- * its own logical-replication pool of one connection), synchronously: that call is watched for the
- * duration of postgres() only.
- */
-function withConnections(max: number, create: () => Sql): { sql: Sql; connections: PgConnection[] } {
-  const built: PgConnection[][] = [];
-  const map = Array.prototype.map;
-  Array.prototype.map = function (this: unknown[], ...args: Parameters<typeof map>) {
-    const out = map.apply(this, args);
-    if (out.length > 0 && out.every(isPgConnection)) built.push(out as PgConnection[]);
-    return out;
-  } as typeof map;
-  let sql: Sql;
-  try {
-    sql = create();
-  } finally {
-    Array.prototype.map = map;
-  }
-  const connections = built.at(-1) ?? [];
-  if (connections.length !== max) throw new Error('postgres.js did not build its connections as expected: its internals changed (see packages/core/src/db/sql.ts)');
-  return { sql, connections };
-}
-
-/**
- * postgres.js 3.4.9's `reserve()` loses track of a waiting reservation when connections fail or
- * close while it waits (a restart under load; porsager/postgres #1195 describes the second way):
- *
- * - A reservation waits in the pool's queue, and when no connection is open it also becomes the
- *   startup "query" of a closed connection it connects. If that attempt fails (the server still
- *   refusing: 57P03, ECONNREFUSED; or the 57P01 of the connection's previous session, which
- *   postgres.js hands to the first answer of the new one), the reservation is rejected but stays
- *   in the queue. The next connection that becomes ready is handed to it: nobody holds that
- *   connection and it never comes back to the pool, which has one connection fewer until the
- *   server ends that session.
- * - A connection that closes while reservations wait takes the first one out of the queue as the
- *   startup query of its reconnection, and once connected drops it: that reservation never settles.
- *
- * So every connection hears what it is asked to connect for: a reservation still in the queue is
- * not given to the attempt (a placeholder is: the reservation is served by whichever connection is
- * ready first, as ever); one taken out of the queue is handed this connection when it is ready
- * (postgres.js's `reserved` callback, run at ReadyForQuery), or rejected if the attempt fails.
- * Requires `fetch_types` (the default): without it a ready connection with a reservation as its
- * startup query is not reported at all.
- * See docs/decisions/postgres-outages.md, "A connection that never reconnects".
- */
-function withSettledReserves(sql: Sql, connections: PgConnection[]): Sql {
-  const reserve = sql.reserve.bind(sql);
-  let reserving = false;
-  // reserve() picks a closed connection for a waiting reservation synchronously
-  (sql as { reserve: () => ReturnType<typeof reserve> }).reserve = () => {
-    reserving = true;
-    try {
-      return reserve();
-    } finally {
-      reserving = false;
-    }
-  };
-  const placeholder: PendingReserve = { reserve: () => undefined, reject: () => undefined };
-  for (const c of connections) {
-    const connect = c.connect.bind(c);
-    c.connect = (initial?: unknown) => {
-      if (!isPendingReserve(initial)) return connect(initial);
-      if (reserving) return connect(placeholder);
-      const handOver = Object.assign(() => {
-        c.reserved = null;
-        initial.reserve(c);
-      }, { release: true });
-      c.reserved = handOver;
-      return connect({
-        reserve: placeholder.reserve,
-        reject: (err: unknown) => {
-          if (c.reserved === handOver) c.reserved = null;
-          initial.reject(err);
-        },
-      } satisfies PendingReserve);
-    };
-  }
-  return sql;
 }
 
 type TxFn<T> = (tx: Tx) => T | Promise<T>;
