@@ -75,6 +75,21 @@ describe('the patched postgres.js', () => {
     }
   });
 
+  it('serves a reservation on a pool that does not fetch array types', async () => {
+    // unpatched, a connection started for a reservation reported itself ready only after
+    // fetching the array types: with fetch_types off it never did, and reserve() hung
+    const sql = postgres(ctx.databaseUrl, { max: 1, fetch_types: false, onnotice: () => undefined });
+    try {
+      const outcome = await within(sql.reserve());
+      expect(outcome).toHaveProperty('ok');
+      const reserved = (outcome as { ok: postgres.ReservedSql<Record<string, unknown>> }).ok;
+      expect(await reserved`select 1 as one`).toEqual([{ one: 1 }]);
+      reserved.release();
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+
   it('never hands a connection to a reservation an earlier refused attempt gave up on', async () => {
     // A server starting up refuses connections (FATAL 57P03). Unpatched, the reservation whose
     // own attempt was refused was rejected yet stayed queued: the next connection ready was
