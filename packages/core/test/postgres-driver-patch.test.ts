@@ -9,7 +9,7 @@ import { createTestContext, type TestContext } from '@svc/testing';
  * docs/decisions/postgres-driver-patch.md), tested on the driver itself: createSql is not used.
  */
 
-const PATCH_MARKER = 'svc-patch (porsager/postgres#1195)';
+const PATCH_MARKERS = ['svc-patch (porsager/postgres#1195)', 'svc-patch (porsager/postgres#1199, #1208)'];
 const LIVENESS_MS = 10_000;
 
 type Outcome<T> = { ok: T } | { err: unknown } | 'hung';
@@ -45,8 +45,9 @@ describe('the patched postgres.js', () => {
     expect(fs.existsSync(path.join(__dirname, '..', '..', '..', 'patches', `postgres+${version}.patch`))).toBe(true);
     expect(main).toBe(path.join(root, 'cjs', 'src', 'index.js'));
     // cjs/ for require(), src/ for import
-    for (const file of ['cjs/src/index.js', 'cjs/src/connection.js', 'src/index.js', 'src/connection.js']) {
-      expect([file, fs.readFileSync(path.join(root, file), 'utf8').includes(PATCH_MARKER)]).toEqual([file, true]);
+    for (const dir of ['cjs/src', 'src']) {
+      const code = ['index.js', 'connection.js'].map((f) => fs.readFileSync(path.join(root, dir, f), 'utf8')).join('\n');
+      expect(PATCH_MARKERS.map((marker) => [dir, marker, code.includes(marker)])).toEqual(PATCH_MARKERS.map((marker) => [dir, marker, true]));
     }
   });
 
@@ -145,5 +146,53 @@ describe('the patched postgres.js', () => {
       for (const s of sockets) s.destroy();
       proxy.close();
     }
+  });
+  describe('when the session of a reserved connection ends (a restart, a failover)', () => {
+    // unpatched (porsager/postgres#1199, #1208), a statement on the reserved connection was
+    // written on the closed connection (an uncaught TypeError from a timer, which ends the
+    // process) or into the next session, and release() put the dead connection back into the
+    // pool, where the next query hung
+    const uncaught: unknown[] = [];
+    const onUncaught = (err: unknown) => uncaught.push(err);
+    let sql: postgres.Sql<Record<string, unknown>>;
+    let closes: Promise<void>;
+    beforeEach(() => {
+      uncaught.length = 0;
+      process.on('uncaughtException', onUncaught);
+      let closed!: () => void;
+      closes = new Promise<void>((r) => (closed = r));
+      // the driver's own close callback: the test goes on once the driver has seen the close
+      sql = postgres(ctx.databaseUrl, { max: 1, onnotice: () => undefined, onclose: () => closed() });
+    });
+    afterEach(async () => {
+      process.off('uncaughtException', onUncaught);
+      await sql.end({ timeout: 1 });
+    });
+
+    /** a reserved connection whose session the server ended, once the driver saw the close */
+    async function endedReservation(): Promise<{ reserved: postgres.ReservedSql<Record<string, unknown>>; pid: number }> {
+      const reserved = await sql.reserve();
+      const pid = await pidOf(reserved);
+      await ctx.sql`select pg_terminate_backend(${pid}, 10000)`;
+      expect(await within(closes)).toEqual({ ok: undefined });
+      return { reserved, pid };
+    }
+
+    it('a statement on it fails with the connection error, in no other session', async () => {
+      const { reserved } = await endedReservation();
+      const outcome = await within(reserved`select pg_backend_pid() as pid`);
+      expect(outcome).toHaveProperty('err');
+      expect((outcome as { err: { code?: string } }).err.code).toBe('CONNECTION_CLOSED');
+      expect(uncaught).toEqual([]);
+    });
+
+    it('releasing it leaves no dead connection in the pool', async () => {
+      const { reserved, pid } = await endedReservation();
+      reserved.release();
+      const outcome = await within(sql`select pg_backend_pid() as pid`.then((r) => r[0]!.pid as number));
+      expect(outcome).toHaveProperty('ok');
+      expect((outcome as { ok: number }).ok).not.toBe(pid);
+      expect(uncaught).toEqual([]);
+    });
   });
 });

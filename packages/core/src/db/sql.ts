@@ -130,16 +130,6 @@ export function reconnectDelaySeconds(failures: number): number {
   return Math.min(2, 0.05 * 2 ** failures) * (0.75 + Math.random() / 2);
 }
 
-/**
- * The field of postgres.js's internal connection object that the transaction wrapper below uses
- * (postgres.js's own `begin` uses it the same way). Reservations waiting while connections fail
- * or close are settled by the patch of postgres.js itself (patches/postgres+3.4.9.patch,
- * docs/decisions/postgres-driver-patch.md).
- */
-interface PgConnection {
-  onclose: ((err: Error) => void) | null;
-}
-
 type TxFn<T> = (tx: Tx) => T | Promise<T>;
 
 /**
@@ -147,16 +137,13 @@ type TxFn<T> = (tx: Tx) => T | Promise<T>;
  * when BEGIN is pipelined onto a busy connection at the pipeline boundary (porsager/postgres
  * #1189, #823; fix unreleased). The transaction then fails with UNSAFE_TRANSACTION while the
  * server keeps it open and hands the connection to unrelated queries. So `begin` is replaced by
- * one that first reserves a connection and runs BEGIN/COMMIT on it; savepoints work as before.
+ * one that first reserves a connection (the public `reserve()`) and runs BEGIN/COMMIT on it;
+ * savepoints work as before.
  *
- * A reserved connection has defects of its own when its server session ends (a restart, a
- * failover: porsager/postgres #1199, #1208, unreleased): a statement sent on it afterwards throws
- * an uncaught TypeError from a timer (the process dies) or never settles, and releasing it puts
- * the dead connection back into the pool, where the next query hangs for good. So the wrapper
- * learns the connection object from BEGIN's `onexecute` hook (the one postgres.js's own `begin`
- * uses), hears its close through the pool's `onclose` callback, and after a close sends nothing
- * more on it: statements fail with the connection error, no ROLLBACK (the server already rolled
- * back), no release (the pool reconnects it by itself). A COMMIT lost that way has an unknown
+ * When the session of that connection ends (a restart, a failover), the patched driver ends the
+ * reservation (patches/postgres+3.4.9.patch, porsager/postgres #1199, #1208): its statements,
+ * the ROLLBACK included, fail with the connection error and are sent nowhere, and its release
+ * leaves the connection to the pool, which reconnects it. A COMMIT lost that way has an unknown
  * outcome; callers resolve it by their fencing rules (docs/decisions/postgres-outages.md).
  */
 function withReservedTransactions(sql: Sql): Sql {
@@ -164,68 +151,23 @@ function withReservedTransactions(sql: Sql): Sql {
     const fn = (typeof optionsOrFn === 'function' ? optionsOrFn : maybeFn) as TxFn<T>;
     const options = typeof optionsOrFn === 'string' ? optionsOrFn.replace(/[^a-z ]/gi, '') : '';
     const conn = await sql.reserve();
-    const link: Link = { connection: null, lost: null };
-    const onclose = (err: Error) => {
-      link.lost = err;
-    };
-    let dead = false;
     try {
-      const hook = {
-        onexecute: (c: PgConnection) => {
-          link.connection = c;
-          c.onclose = onclose;
-          return true;
-        },
-      } as never;
-      await conn.unsafe(`begin ${options}`, [], hook);
-      // the hook is skipped when BEGIN was written behind other callers' statements still in
-      // flight on that connection (reserve can hand one out so); alone on it, a no-op is not
-      if (!link.connection) await conn.unsafe('select 1', [], hook);
-      if (!link.connection) {
-        await conn`rollback`.catch(() => undefined);
-        throw new Error('postgres.js did not hand over the connection of a transaction: its internals changed (see packages/core/src/db/sql.ts)');
-      }
-      const tx = asTransaction(conn, link);
+      await conn.unsafe(`begin ${options}`);
+      const tx = asTransaction(conn);
       try {
         const result = await run(tx, fn);
-        if (link.lost) throw link.lost;
         await tx`commit`;
         return result;
       } catch (err) {
-        if (!(await sessionEnded(link, err))) await tx`rollback`.catch(() => undefined);
+        await tx`rollback`.catch(() => undefined);
         throw err;
       }
-    } catch (err) {
-      dead = await sessionEnded(link, err);
-      throw err;
     } finally {
-      // once the session ended the pool reconnects the connection by itself, and another
-      // transaction may already hold it with its own close callback
-      if (link.connection?.onclose === onclose) link.connection.onclose = null;
-      if (!dead) conn.release();
+      conn.release();
     }
   };
   (sql as unknown as { begin: typeof begin }).begin = begin;
   return sql;
-}
-
-interface Link {
-  connection: PgConnection | null;
-  /** set by the pool when the connection closed: nothing more may be sent on it */
-  lost: Error | null;
-}
-
-/**
- * Whether the transaction's session is gone. A socket error reaches the statement before the
- * pool's close callback in some paths, so a connection error waits one turn of the event loop for
- * the close before deciding; a connection error that did not close this connection (it came from
- * elsewhere) leaves it alive, to be rolled back and released as usual.
- */
-async function sessionEnded(link: Link, err: unknown): Promise<boolean> {
-  if (link.lost) return true;
-  if (!isConnectionError(err) || !link.connection) return false;
-  await new Promise((resolve) => setImmediate(resolve));
-  return link.lost !== null;
 }
 
 async function run<T>(tx: Tx, fn: TxFn<T>): Promise<T> {
@@ -233,26 +175,22 @@ async function run<T>(tx: Tx, fn: TxFn<T>): Promise<T> {
   return (Array.isArray(out) ? Promise.all(out) : out) as Promise<T>;
 }
 
-/** The reserved connection as a transaction: refuses to build statements once its session ended. */
-function asTransaction(conn: postgres.ReservedSql<Record<string, unknown>>, link: Link): Tx {
-  const guard = () => {
-    if (link.lost) throw link.lost;
-  };
-  const unsafe = (...args: Parameters<typeof conn.unsafe>) => {
-    guard();
-    return conn.unsafe(...args);
-  };
+/** The reserved connection as a transaction: savepoints on it, no two-phase commit. */
+function asTransaction(conn: postgres.ReservedSql<Record<string, unknown>>): Tx {
   let savepoints = 0;
   const savepoint = async <T>(nameOrFn: string | TxFn<T>, maybeFn?: TxFn<T>): Promise<T> => {
     const fn = (typeof nameOrFn === 'function' ? nameOrFn : maybeFn) as TxFn<T>;
     const name = `s${savepoints++}${typeof nameOrFn === 'string' ? `_${nameOrFn.replace(/\W/g, '')}` : ''}`;
-    await unsafe(`savepoint ${name}`);
+    await conn.unsafe(`savepoint ${name}`);
     try {
       const result = await run(tx, fn);
-      await unsafe(`release savepoint ${name}`);
+      await conn.unsafe(`release savepoint ${name}`);
       return result;
     } catch (err) {
-      if (!link.lost) await unsafe(`rollback to savepoint ${name}`);
+      // after the session ended this fails at once with the connection error: the caller gets its own
+      await conn.unsafe(`rollback to savepoint ${name}`).catch((e: unknown) => {
+        if (!isConnectionError(e)) throw e;
+      });
       throw err;
     }
   };
@@ -260,17 +198,11 @@ function asTransaction(conn: postgres.ReservedSql<Record<string, unknown>>, link
     throw new Error('Two-phase commit is not used by this platform.');
   };
   const tx = new Proxy(conn, {
-    // a tagged template builds a statement (or a fragment of one): not on a dead session
-    apply(target, thisArg, args: unknown[]) {
-      guard();
-      return Reflect.apply(target as unknown as (...a: unknown[]) => unknown, thisArg, args);
-    },
     // `'savepoint' in tx` tells a transaction from a pool (catalog/shared.ts inTransaction)
     has(target, prop) {
       return prop === 'savepoint' || prop === 'prepare' || Reflect.has(target, prop);
     },
     get(target, prop, receiver) {
-      if (prop === 'unsafe') return unsafe;
       if (prop === 'savepoint') return savepoint;
       if (prop === 'prepare') return prepare;
       return Reflect.get(target, prop, receiver);
