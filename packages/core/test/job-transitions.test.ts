@@ -6,7 +6,7 @@ import {
   requestRunningJobStop, startJob, sweepOfflineMachines, timeOutJobs, transitionJob, JOB_STATUSES, JOB_TRANSITIONS, type JobStatus,
 } from '../src';
 import { ACTIVE_JOB_STATUSES, FINAL_JOB_STATUSES, JOB_STATUS_TRANSITIONS, RUN_STATUSES, jobStatusInSql, jobStatusSql } from '../src/jobs/transitions';
-import { createTestContext, seedJob, seedMachine, seedProcess, seedTenant, type TestContext } from '@svc/testing';
+import { createTestContext, seedJob, seedMachine, seedProcess, seedTenant, type TestContext, recordStatements } from '@svc/testing';
 
 describe('job transitions', () => {
   let t: TestContext;
@@ -123,18 +123,7 @@ describe('job transitions', () => {
     expect(() => jobStatusInSql(sql, 'status', [])).toThrow(/no status/);
   });
 
-  /** Runs `fn` and returns what it sent through `t.sql` (text and bound values). */
-  async function record(fn: () => Promise<unknown>): Promise<Array<{ text: string; params: unknown[] }>> {
-    const options = (t.sql as unknown as { options: { debug?: unknown } }).options;
-    const seen: Array<{ text: string; params: unknown[] }> = [];
-    options.debug = (_conn: number, text: string, params: unknown[]) => seen.push({ text, params: [...params] });
-    try {
-      await fn();
-    } finally {
-      options.debug = undefined;
-    }
-    return seen;
-  }
+  const record = (fn: () => Promise<unknown>) => recordStatements(t.sql, fn);
 
   it('the engine\'s statements on jobs take one round trip each on the hot paths and write the table\'s statuses into their text', async () => {
     const statuses = new Set<string>(JOB_STATUSES);

@@ -6,7 +6,7 @@ import {
   failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, releaseQueueItems, releaseUnknownClaims, settleAndClaimItems, settleAndClaimItemsBatch,
   type Sql,
 } from '@svc/core';
-import { createTestContext, seedMachine, seedProcess, seedQueue, seedTenant, type TestContext } from '@svc/testing';
+import { createTestContext, seedMachine, seedProcess, seedQueue, seedTenant, type TestContext, recordStatements } from '@svc/testing';
 
 /**
  * Every public queue item transition through the guarded statements of
@@ -78,18 +78,7 @@ describe('the transition table', () => {
 describe('statements sent for the transitions', () => {
   const STATUSES = new Set(['new', 'in_progress', 'pending_review', 'completed', 'failed', 'dead_letter']);
 
-  /** Runs `fn` and returns what it sent through `sql` (text and bound values). */
-  async function record(fn: () => Promise<unknown>): Promise<Array<{ text: string; params: unknown[] }>> {
-    const options = (sql as unknown as { options: { debug?: unknown } }).options;
-    const seen: Array<{ text: string; params: unknown[] }> = [];
-    options.debug = (_conn: number, text: string, params: unknown[]) => seen.push({ text, params: [...params] });
-    try {
-      await fn();
-    } finally {
-      options.debug = undefined;
-    }
-    return seen;
-  }
+  const record = (fn: () => Promise<unknown>) => recordStatements(sql, fn);
 
   it('write the statuses into the SQL text, never as bound values, so every plan can use the partial indexes', async () => {
     const q = await newQueue(1);

@@ -17,3 +17,4 @@ export * from './metrics';
 export * from './otlp-receiver';
 export * from './http-once';
 export * from './tcp-proxy';
+export * from './statements';
