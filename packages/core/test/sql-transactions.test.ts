@@ -66,8 +66,7 @@ describe('transactions through createSql', () => {
     // a server starting up refuses connections (FATAL 57P03); postgres.js 3.4.9 then rejected
     // the waiting reservation yet kept it queued (the next connection ready was handed to it
     // and lost), and a reconnecting connection dropped the reservation it reconnected for (it
-    // never settled): fixed by the patch of postgres.js (patches/postgres+3.4.9.patch), which
-    // packages/core/test/postgres-driver-patch.test.ts tests on the driver alone
+    // never settled): see createSql, withSettledReserves
     const target = new URL(ctx.databaseUrl);
     let accepted = 0;
     const proxy = net.createServer((client) => {
