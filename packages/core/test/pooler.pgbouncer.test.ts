@@ -101,6 +101,8 @@ describe('the outbox relay behind PgBouncer', () => {
     });
     await pooled.begin((tx) => recordEffect(tx, { kind: 'queue-ready', queue_id: queue.id as string, tenant_id: tenant.id }));
     await waitFor('the effect published', async () => ready.includes(queue.id as string), 20_000);
+    // the relay publishes inside its transaction and deletes the row at its commit, a moment later
+    await relay.idle();
     const left = await db.sql`select 1 from outbox where payload->>'queue_id' = ${queue.id as string}`;
     expect(left).toHaveLength(0);
   });
