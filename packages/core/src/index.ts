@@ -64,8 +64,8 @@ export {
   DISPATCH_QUEUE, DISPATCH_SCHEDULERS, IDEMPOTENCY_PURGE_EVERY_MS, bullJobId, machineQueueName, queueDisplayName,
 } from './dispatch/bull-queues';
 export type { DispatchJobName, DispatchPayloads, MachineJobPayload } from './dispatch/bull-queues';
-export { decodeAbort, decodeInputAnswered, decodeMachineWork } from './dispatch/stops';
-export type { JobAbortMessage, JobInputMessage, MachineWorkMessage } from './dispatch/stops';
+export { decodeAbort, decodeInputAnswered } from './dispatch/stops';
+export type { JobAbortMessage, JobInputMessage } from './dispatch/stops';
 export { createBullDispatch } from './dispatch/bull-dispatch';
 export { epochKeys, keySlot, renewEpoch } from './dispatch/epoch';
 export type { BullDispatch } from './dispatch/bull-dispatch';

@@ -2,15 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { Worker, type Job } from 'bullmq';
 import type { WebSocket } from 'ws';
 import {
-  AGENT_CLOSE, AGENT_REQUESTS, AppError, ConflictError, NotFoundError, RateLimitError, SpanKind, ValidationError, currentTraceCarrier,
+  AGENT_CLOSE, AGENT_REQUESTS, AppError, ConflictError, NotFoundError, RateLimitError, SpanKind, ValidationError, createRedis, currentTraceCarrier,
   jsonInputIssue, jsonTextMayHoldUnstorable, machineQueueName, retryOnConnectionLoss, skipDelivery, validate, withSpan, withTraceCarrier,
   type AgentMachine, type AgentRequestOf, type AgentRequestType, type DbOutage, type Engine, type JobAbortMessage, type JobInputMessage, type Logger,
-  type MachineJobPayload, type RedisClient,
+  type MachineJobPayload, type RedisTarget,
 } from '@svc/core';
 
 /** What a session needs of its process (the hub builds it). */
 export interface SessionDeps {
   engine: Engine;
+  redis: RedisTarget;
   bullPrefix: string;
   logger: Logger;
   heartbeatMs: number;
@@ -19,10 +20,6 @@ export interface SessionDeps {
   encryptionKey: Buffer;
   /** the process's view of Postgres outages: one log line per outage for periodic writes */
   outage: DbOutage;
-  /** the command connection every machine worker of the process shares (opened on first use) */
-  workerConnection: () => RedisClient;
-  /** how long a machine's queue is read after its last sign of work */
-  workerIdleMs: number;
 }
 
 /** A run this connection holds: its fencing token and, for a consumer job, its queue. */
@@ -72,73 +69,28 @@ export class MachineSession {
     });
   }
 
-  /** the robot's first heartbeat said what it still runs: jobs may be handed out */
-  private greeted = false;
-  /** when the machine's queue last showed signs of work (a message, a hand-off) */
-  private lastWork = 0;
-  private idleTimer: NodeJS.Timeout | null = null;
-  /** a start asked for at a later time (a job's retry delay) */
-  private wake: { at: number; timer: NodeJS.Timeout } | null = null;
-  /** the worker's stop under way: a start waits for it */
-  private stopping: Promise<void> | null = null;
-  private startAfterStop = false;
+  private starting: Promise<void> | null = null;
 
   /**
-   * There may be jobs on the machine's queue (it was told so, or the robot just came): its
-   * worker runs, or starts. An idle robot holds no worker (docs/decisions/agent-protocol.md): the
-   * queue is read from the first sign of work until `workerIdleMs` pass without one and without
-   * a run handed out. Nothing is handed out before the robot's first heartbeat: a fresh robot
-   * would give up a job handed to it before, and the runs it brings along count against its slots.
+   * The machine's queue worker, started after the robot's first heartbeat: a job handed out
+   * before it would be given up by a fresh robot's heartbeat, and the runs it brings along must
+   * be counted against its slots first.
    */
-  wantWork(at = 0): void {
-    if (this.closed || this.leaving) return;
-    const wait = at - Date.now();
-    if (wait > 0) {
-      if (this.wake && this.wake.at <= at) return;
-      if (this.wake) clearTimeout(this.wake.timer);
-      this.wake = { at, timer: setTimeout(() => {
-        this.wake = null;
-        this.wantWork();
-      }, wait) };
-      this.wake.timer.unref();
-      return;
-    }
-    this.lastWork = Date.now();
-    if (!this.greeted || this.worker) return;
-    if (this.stopping) {
-      this.startAfterStop = true;
-      return;
-    }
-    const worker = new Worker<MachineJobPayload>(machineQueueName(this.machine.id), (job, token) => this.handOff(job, token), {
-      // the process's one command connection; the worker's blocking read is its own
-      connection: this.deps.workerConnection(),
-      prefix: this.deps.bullPrefix,
-      concurrency: this.slots,
-    });
-    worker.on('error', (err) => this.log.warn('machine worker error', { err: err.message }));
-    this.worker = worker;
-    this.fitCapacity();
-    this.armIdle(this.deps.workerIdleMs);
-  }
-
-  /** Whether the machine's queue is being read now (tests, the hub's gauge). */
-  get reading(): boolean {
-    return this.worker !== null;
-  }
-
-  private armIdle(ms: number): void {
-    if (this.idleTimer) clearTimeout(this.idleTimer);
-    this.idleTimer = setTimeout(() => {
-      this.idleTimer = null;
-      if (!this.worker) return;
-      const quiet = Date.now() - this.lastWork;
-      if (this.handOffs.size > 0 || quiet < this.deps.workerIdleMs) {
-        this.armIdle(Math.max(50, this.deps.workerIdleMs - quiet));
-        return;
-      }
-      void this.stopWorker();
-    }, ms);
-    this.idleTimer.unref();
+  private startWorker(): Promise<void> {
+    this.starting ??= (async () => {
+      if (this.closed || this.leaving) return;
+      const worker = new Worker<MachineJobPayload>(machineQueueName(this.machine.id), (job, token) => this.handOff(job, token), {
+        connection: createRedis(this.deps.redis, { blocking: true }),
+        prefix: this.deps.bullPrefix,
+        concurrency: this.slots,
+      });
+      worker.on('error', (err) => this.log.warn('machine worker error', { err: err.message }));
+      this.worker = worker;
+      this.fitCapacity();
+      await worker.waitUntilReady();
+      if (this.closed) await this.stopWorker();
+    })();
+    return this.starting;
   }
 
   /** A message from the robot: one request, answered in order of completion. */
@@ -311,11 +263,8 @@ export class MachineSession {
       hostInfo: m.host ?? null,
     }));
     if (hb) this.applyMachine(hb.slots, hb.is_active);
-    if (!this.greeted) {
-      // jobs that waited for the robot while it was away
-      this.greeted = true;
-      this.wantWork();
-    }
+    // not awaited: with Redis away the worker waits for it, the robot's heartbeats must not
+    if (!this.worker) void this.startWorker().catch((err) => this.log.warn('machine worker could not start', { err: (err as Error).message }));
     this.fitCapacity();
     return {
       slots: this.slots,
@@ -335,7 +284,6 @@ export class MachineSession {
 
   private async startAndHand(job: Job<MachineJobPayload>, token: string | undefined): Promise<unknown> {
     if (this.closed) throw new Error('connection closed');
-    this.lastWork = Date.now();
     // this delivery's name: asked again after a lost answer, the start returns our own run
     const holder = randomUUID();
     const res = await this.db('starting a job', () => this.deps.engine.machines.startJob(job.data.job_id, this.machine.id, { holder, leaseSeconds: this.deps.leaseSeconds }));
@@ -376,7 +324,6 @@ export class MachineSession {
     this.owned.delete(jobId);
     const end = this.handOffs.get(jobId);
     this.handOffs.delete(jobId);
-    if (end) this.lastWork = Date.now();
     end?.();
     if (end) this.reportLoad();
     this.fitCapacity();
@@ -450,33 +397,18 @@ export class MachineSession {
     this.closed = true;
     this.ended.abort();
     if (this.socket.readyState === this.socket.OPEN || this.socket.readyState === this.socket.CONNECTING) this.socket.close(code, reason);
-    if (this.wake) clearTimeout(this.wake.timer);
-    this.wake = null;
     await this.stopWorker();
   }
 
-  /** Stops reading the machine's queue; runs handed out from it are let go (their leases go on). */
-  private stopWorker(): Promise<void> {
+  private async stopWorker(): Promise<void> {
     for (const end of this.handOffs.values()) end();
     this.handOffs.clear();
-    if (this.idleTimer) clearTimeout(this.idleTimer);
-    this.idleTimer = null;
     const w = this.worker;
     this.worker = null;
-    if (!w) return this.stopping ?? Promise.resolve();
-    const stopping = w.close()
-      .catch((err: Error) => {
-        this.log.warn('machine worker did not close cleanly', { err: err.message });
-      })
-      .finally(() => {
-        this.stopping = null;
-        if (this.startAfterStop) {
-          this.startAfterStop = false;
-          this.wantWork();
-        }
-      });
-    this.stopping = stopping;
-    return stopping;
+    if (w) {
+      await w.close();
+      await w.disconnect();
+    }
   }
 
   private send(message: unknown): void {
