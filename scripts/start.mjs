@@ -159,7 +159,29 @@ async function main() {
     } catch {}
     await new Promise((r) => setTimeout(r, 200));
   }
+  // the banner's trigger picks an online machine: print it once the robots have said hello, so
+  // the commands work as soon as they are shown (a loaded host starts the robots last)
+  if (!stopping && !(await machinesOnline(baseUrl, demo, until + 30_000))) {
+    console.error('The simulated machines are not online yet: the trigger below answers NO_MACHINE_AVAILABLE until they are.');
+  }
   if (!stopping) banner(demo, baseUrl, env.METRICS_TOKEN);
+}
+
+/** Waits until every demo machine is online (or busy), as the console's machine list shows them. */
+async function machinesOnline(baseUrl, demo, deadline) {
+  const names = new Set(demo.machines.map((m) => m.name));
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(`${baseUrl}/api/v1/settings/machines?limit=100`, { headers: { Authorization: `Bearer ${demo.access_token}` } });
+      if (res.ok) {
+        const { data } = await res.json();
+        const up = data.filter((m) => names.has(m.name) && (m.status === 'online' || m.status === 'busy'));
+        if (up.length === names.size) return true;
+      }
+    } catch {}
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return false;
 }
 
 main().catch((err) => {
