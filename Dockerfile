@@ -9,6 +9,8 @@ COPY apps/api/package.json apps/api/
 COPY apps/dispatcher/package.json apps/dispatcher/
 COPY apps/agent-sim/package.json apps/agent-sim/
 COPY apps/console/package.json apps/console/
+# postgres.js carries a patch (docs/decisions/postgres-driver-patch.md): npm ci's postinstall applies it
+COPY patches patches
 # exactly the lock file's versions: a lock file out of step with package.json fails the build
 RUN npm ci --no-audit --no-fund
 COPY packages packages

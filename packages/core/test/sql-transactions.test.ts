@@ -66,7 +66,8 @@ describe('transactions through createSql', () => {
     // a server starting up refuses connections (FATAL 57P03); postgres.js 3.4.9 then rejected
     // the waiting reservation yet kept it queued (the next connection ready was handed to it
     // and lost), and a reconnecting connection dropped the reservation it reconnected for (it
-    // never settled): see createSql, withSettledReserves
+    // never settled): fixed by the patch of postgres.js (patches/postgres+3.4.9.patch), which
+    // packages/core/test/postgres-driver-patch.test.ts tests on the driver alone
     const target = new URL(ctx.databaseUrl);
     let accepted = 0;
     const proxy = net.createServer((client) => {

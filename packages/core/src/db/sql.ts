@@ -24,7 +24,7 @@ export interface SqlOptions {
 export function createSql(url: string, options: SqlOptions = {}): Sql {
   const max = options.max ?? 10;
   const behindPooler = options.pooler === 'transaction';
-  const { sql, connections } = withConnections(max, () => postgres(url, {
+  const sql = postgres(url, {
     max,
     prepare: !behindPooler,
     ...(options.maxPipeline !== undefined ? { max_pipeline: options.maxPipeline } : {}),
@@ -41,8 +41,8 @@ export function createSql(url: string, options: SqlOptions = {}): Sql {
     // already back. Capped at 2 s like the processes' own retries (db/outage.ts).
     backoff: reconnectDelaySeconds,
     socket: connectSocket,
-  } as postgres.Options<Record<string, postgres.PostgresType>>) as unknown as Sql);
-  const pool = withReservedTransactions(withSettledReserves(sql, connections));
+  } as postgres.Options<Record<string, postgres.PostgresType>>) as unknown as Sql;
+  const pool = withReservedTransactions(sql);
   // tracing on (OTEL_EXPORTER_OTLP_ENDPOINT): a span per statement; off, the pool as it is
   return tracingEnabled() ? withTracedStatements(pool) : pool;
 }
@@ -130,108 +130,6 @@ export function reconnectDelaySeconds(failures: number): number {
   return Math.min(2, 0.05 * 2 ** failures) * (0.75 + Math.random() / 2);
 }
 
-/** The fields of postgres.js's internal connection object that the wrappers below use. */
-interface PgConnection {
-  onclose: ((err: Error) => void) | null;
-  /** set while reserved; with `release` set, postgres.js calls it at the next ReadyForQuery */
-  reserved: ((() => void) & { release?: boolean }) | null;
-  connect(initial?: unknown): void;
-}
-
-/** What postgres.js's `reserve()` queues while it waits for a connection. */
-interface PendingReserve {
-  reserve: (connection: PgConnection) => void;
-  reject: (err: unknown) => void;
-}
-
-const isPendingReserve = (q: unknown): q is PendingReserve =>
-  typeof q === 'object' && q !== null && typeof (q as PendingReserve).reserve === 'function' && !('strings' in q);
-
-const isPgConnection = (c: unknown): c is PgConnection =>
-  typeof c === 'object' && c !== null && ['connect', 'execute', 'terminate', 'end'].every((k) => typeof (c as Record<string, unknown>)[k] === 'function') && 'queue' in c;
-
-/**
- * postgres.js keeps its connection objects private; `withSettledReserves` needs them from the
- * start, before any of them connects. postgres() builds them with one `Array.prototype.map` (after
- * its own logical-replication pool of one connection), synchronously: that call is watched for the
- * duration of postgres() only.
- */
-function withConnections(max: number, create: () => Sql): { sql: Sql; connections: PgConnection[] } {
-  const built: PgConnection[][] = [];
-  const map = Array.prototype.map;
-  Array.prototype.map = function (this: unknown[], ...args: Parameters<typeof map>) {
-    const out = map.apply(this, args);
-    if (out.length > 0 && out.every(isPgConnection)) built.push(out as PgConnection[]);
-    return out;
-  } as typeof map;
-  let sql: Sql;
-  try {
-    sql = create();
-  } finally {
-    Array.prototype.map = map;
-  }
-  const connections = built.at(-1) ?? [];
-  if (connections.length !== max) throw new Error('postgres.js did not build its connections as expected: its internals changed (see packages/core/src/db/sql.ts)');
-  return { sql, connections };
-}
-
-/**
- * postgres.js 3.4.9's `reserve()` loses track of a waiting reservation when connections fail or
- * close while it waits (a restart under load; porsager/postgres #1195 describes the second way):
- *
- * - A reservation waits in the pool's queue, and when no connection is open it also becomes the
- *   startup "query" of a closed connection it connects. If that attempt fails (the server still
- *   refusing: 57P03, ECONNREFUSED; or the 57P01 of the connection's previous session, which
- *   postgres.js hands to the first answer of the new one), the reservation is rejected but stays
- *   in the queue. The next connection that becomes ready is handed to it: nobody holds that
- *   connection and it never comes back to the pool, which has one connection fewer until the
- *   server ends that session.
- * - A connection that closes while reservations wait takes the first one out of the queue as the
- *   startup query of its reconnection, and once connected drops it: that reservation never settles.
- *
- * So every connection hears what it is asked to connect for: a reservation still in the queue is
- * not given to the attempt (a placeholder is: the reservation is served by whichever connection is
- * ready first, as ever); one taken out of the queue is handed this connection when it is ready
- * (postgres.js's `reserved` callback, run at ReadyForQuery), or rejected if the attempt fails.
- * Requires `fetch_types` (the default): without it a ready connection with a reservation as its
- * startup query is not reported at all.
- * See docs/decisions/postgres-outages.md, "A connection that never reconnects".
- */
-function withSettledReserves(sql: Sql, connections: PgConnection[]): Sql {
-  const reserve = sql.reserve.bind(sql);
-  let reserving = false;
-  // reserve() picks a closed connection for a waiting reservation synchronously
-  (sql as { reserve: () => ReturnType<typeof reserve> }).reserve = () => {
-    reserving = true;
-    try {
-      return reserve();
-    } finally {
-      reserving = false;
-    }
-  };
-  const placeholder: PendingReserve = { reserve: () => undefined, reject: () => undefined };
-  for (const c of connections) {
-    const connect = c.connect.bind(c);
-    c.connect = (initial?: unknown) => {
-      if (!isPendingReserve(initial)) return connect(initial);
-      if (reserving) return connect(placeholder);
-      const handOver = Object.assign(() => {
-        c.reserved = null;
-        initial.reserve(c);
-      }, { release: true });
-      c.reserved = handOver;
-      return connect({
-        reserve: placeholder.reserve,
-        reject: (err: unknown) => {
-          if (c.reserved === handOver) c.reserved = null;
-          initial.reject(err);
-        },
-      } satisfies PendingReserve);
-    };
-  }
-  return sql;
-}
-
 type TxFn<T> = (tx: Tx) => T | Promise<T>;
 
 /**
@@ -239,16 +137,13 @@ type TxFn<T> = (tx: Tx) => T | Promise<T>;
  * when BEGIN is pipelined onto a busy connection at the pipeline boundary (porsager/postgres
  * #1189, #823; fix unreleased). The transaction then fails with UNSAFE_TRANSACTION while the
  * server keeps it open and hands the connection to unrelated queries. So `begin` is replaced by
- * one that first reserves a connection and runs BEGIN/COMMIT on it; savepoints work as before.
+ * one that first reserves a connection (the public `reserve()`) and runs BEGIN/COMMIT on it;
+ * savepoints work as before.
  *
- * A reserved connection has defects of its own when its server session ends (a restart, a
- * failover: porsager/postgres #1199, #1208, unreleased): a statement sent on it afterwards throws
- * an uncaught TypeError from a timer (the process dies) or never settles, and releasing it puts
- * the dead connection back into the pool, where the next query hangs for good. So the wrapper
- * learns the connection object from BEGIN's `onexecute` hook (the one postgres.js's own `begin`
- * uses), hears its close through the pool's `onclose` callback, and after a close sends nothing
- * more on it: statements fail with the connection error, no ROLLBACK (the server already rolled
- * back), no release (the pool reconnects it by itself). A COMMIT lost that way has an unknown
+ * When the session of that connection ends (a restart, a failover), the patched driver ends the
+ * reservation (patches/postgres+3.4.9.patch, porsager/postgres #1199, #1208): its statements,
+ * the ROLLBACK included, fail with the connection error and are sent nowhere, and its release
+ * leaves the connection to the pool, which reconnects it. A COMMIT lost that way has an unknown
  * outcome; callers resolve it by their fencing rules (docs/decisions/postgres-outages.md).
  */
 function withReservedTransactions(sql: Sql): Sql {
@@ -256,68 +151,23 @@ function withReservedTransactions(sql: Sql): Sql {
     const fn = (typeof optionsOrFn === 'function' ? optionsOrFn : maybeFn) as TxFn<T>;
     const options = typeof optionsOrFn === 'string' ? optionsOrFn.replace(/[^a-z ]/gi, '') : '';
     const conn = await sql.reserve();
-    const link: Link = { connection: null, lost: null };
-    const onclose = (err: Error) => {
-      link.lost = err;
-    };
-    let dead = false;
     try {
-      const hook = {
-        onexecute: (c: PgConnection) => {
-          link.connection = c;
-          c.onclose = onclose;
-          return true;
-        },
-      } as never;
-      await conn.unsafe(`begin ${options}`, [], hook);
-      // the hook is skipped when BEGIN was written behind other callers' statements still in
-      // flight on that connection (reserve can hand one out so); alone on it, a no-op is not
-      if (!link.connection) await conn.unsafe('select 1', [], hook);
-      if (!link.connection) {
-        await conn`rollback`.catch(() => undefined);
-        throw new Error('postgres.js did not hand over the connection of a transaction: its internals changed (see packages/core/src/db/sql.ts)');
-      }
-      const tx = asTransaction(conn, link);
+      await conn.unsafe(`begin ${options}`);
+      const tx = asTransaction(conn);
       try {
         const result = await run(tx, fn);
-        if (link.lost) throw link.lost;
         await tx`commit`;
         return result;
       } catch (err) {
-        if (!(await sessionEnded(link, err))) await tx`rollback`.catch(() => undefined);
+        await tx`rollback`.catch(() => undefined);
         throw err;
       }
-    } catch (err) {
-      dead = await sessionEnded(link, err);
-      throw err;
     } finally {
-      // once the session ended the pool reconnects the connection by itself, and another
-      // transaction may already hold it with its own close callback
-      if (link.connection?.onclose === onclose) link.connection.onclose = null;
-      if (!dead) conn.release();
+      conn.release();
     }
   };
   (sql as unknown as { begin: typeof begin }).begin = begin;
   return sql;
-}
-
-interface Link {
-  connection: PgConnection | null;
-  /** set by the pool when the connection closed: nothing more may be sent on it */
-  lost: Error | null;
-}
-
-/**
- * Whether the transaction's session is gone. A socket error reaches the statement before the
- * pool's close callback in some paths, so a connection error waits one turn of the event loop for
- * the close before deciding; a connection error that did not close this connection (it came from
- * elsewhere) leaves it alive, to be rolled back and released as usual.
- */
-async function sessionEnded(link: Link, err: unknown): Promise<boolean> {
-  if (link.lost) return true;
-  if (!isConnectionError(err) || !link.connection) return false;
-  await new Promise((resolve) => setImmediate(resolve));
-  return link.lost !== null;
 }
 
 async function run<T>(tx: Tx, fn: TxFn<T>): Promise<T> {
@@ -325,26 +175,22 @@ async function run<T>(tx: Tx, fn: TxFn<T>): Promise<T> {
   return (Array.isArray(out) ? Promise.all(out) : out) as Promise<T>;
 }
 
-/** The reserved connection as a transaction: refuses to build statements once its session ended. */
-function asTransaction(conn: postgres.ReservedSql<Record<string, unknown>>, link: Link): Tx {
-  const guard = () => {
-    if (link.lost) throw link.lost;
-  };
-  const unsafe = (...args: Parameters<typeof conn.unsafe>) => {
-    guard();
-    return conn.unsafe(...args);
-  };
+/** The reserved connection as a transaction: savepoints on it, no two-phase commit. */
+function asTransaction(conn: postgres.ReservedSql<Record<string, unknown>>): Tx {
   let savepoints = 0;
   const savepoint = async <T>(nameOrFn: string | TxFn<T>, maybeFn?: TxFn<T>): Promise<T> => {
     const fn = (typeof nameOrFn === 'function' ? nameOrFn : maybeFn) as TxFn<T>;
     const name = `s${savepoints++}${typeof nameOrFn === 'string' ? `_${nameOrFn.replace(/\W/g, '')}` : ''}`;
-    await unsafe(`savepoint ${name}`);
+    await conn.unsafe(`savepoint ${name}`);
     try {
       const result = await run(tx, fn);
-      await unsafe(`release savepoint ${name}`);
+      await conn.unsafe(`release savepoint ${name}`);
       return result;
     } catch (err) {
-      if (!link.lost) await unsafe(`rollback to savepoint ${name}`);
+      // after the session ended this fails at once with the connection error: the caller gets its own
+      await conn.unsafe(`rollback to savepoint ${name}`).catch((e: unknown) => {
+        if (!isConnectionError(e)) throw e;
+      });
       throw err;
     }
   };
@@ -352,17 +198,11 @@ function asTransaction(conn: postgres.ReservedSql<Record<string, unknown>>, link
     throw new Error('Two-phase commit is not used by this platform.');
   };
   const tx = new Proxy(conn, {
-    // a tagged template builds a statement (or a fragment of one): not on a dead session
-    apply(target, thisArg, args: unknown[]) {
-      guard();
-      return Reflect.apply(target as unknown as (...a: unknown[]) => unknown, thisArg, args);
-    },
     // `'savepoint' in tx` tells a transaction from a pool (catalog/shared.ts inTransaction)
     has(target, prop) {
       return prop === 'savepoint' || prop === 'prepare' || Reflect.has(target, prop);
     },
     get(target, prop, receiver) {
-      if (prop === 'unsafe') return unsafe;
       if (prop === 'savepoint') return savepoint;
       if (prop === 'prepare') return prepare;
       return Reflect.get(target, prop, receiver);
