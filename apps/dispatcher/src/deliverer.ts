@@ -14,20 +14,13 @@ export interface DelivererProcess {
 export function createDelivererProcess(deps: { config: Config; sql: Sql; logger: Logger }): DelivererProcess {
   const { config, sql, logger } = deps;
   const engine = createEngine({ sql, logger, webhooks: webhookSettingsOf(config) });
-  const deliverer = engine.events.deliverer({ ...delivererTimingsOf(config), outage: new DbOutage(logger) });
-  // the deliverer's timers do not hold a process open (it also runs inside a dispatcher); this
-  // process lives for them, until close()
-  let alive: NodeJS.Timeout | null = null;
+  // this process lives for the deliverer, until close()
+  const deliverer = engine.events.deliverer({ ...delivererTimingsOf(config), outage: new DbOutage(logger), holdsProcessOpen: true });
   return {
     start() {
-      alive = setInterval(() => undefined, 1 << 30);
       deliverer.start();
       logger.info('webhook deliverer started', { prefix: config.redisPrefix });
     },
-    async close() {
-      if (alive) clearInterval(alive);
-      alive = null;
-      await deliverer.close();
-    },
+    close: () => deliverer.close(),
   };
 }

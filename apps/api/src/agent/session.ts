@@ -126,8 +126,17 @@ export class MachineSession {
    * A database call of a request: a Postgres outage is waited out while the connection lasts
    * (the robot's request just takes longer), so robots need no retry logic of their own for it.
    */
-  private db<T>(context: string, fn: () => Promise<T>, onRetry?: () => void): Promise<T> {
-    return retryOnConnectionLoss(fn, { context, signal: this.ended.signal, onRetry });
+  private db<T>(context: string, fn: () => Promise<T>): Promise<T> {
+    return retryOnConnectionLoss(fn, { context, signal: this.ended.signal });
+  }
+
+  /**
+   * A database call the robot may have sent before (`repeat`): core resolves a repeat by its own
+   * rule. A try whose answer Postgres lost is a repeat too, since that try may have committed.
+   */
+  private dbRepeatable<T>(context: string, robotSaysRepeat: boolean | undefined, fn: (repeat: boolean) => Promise<T>): Promise<T> {
+    let repeat = robotSaysRepeat === true;
+    return retryOnConnectionLoss(() => fn(repeat), { context, signal: this.ended.signal, onRetry: () => (repeat = true) });
   }
 
   /** A request over the connection's message rate: answered at once, not run. */
@@ -159,14 +168,10 @@ export class MachineSession {
       case 'job.finish': {
         const m = msg as AgentRequestOf<'job.finish'>;
         this.holds(m.job_id, m.attempt);
-        // a retry after Postgres lost the answer is a repeat too: the first try may have committed
-        let repeat = m.repeat === true;
-        const job = await this.db('finishing a job', () => machines.finishRun(m.job_id, m.attempt, {
+        const job = await this.dbRepeatable('finishing a job', m.repeat, (repeat) => machines.finishRun(m.job_id, m.attempt, {
           to: m.status, output_data: m.output_data, error_message: m.error_message, progress_percent: m.progress_percent,
           progress_message: m.progress_message, resource_metrics: m.resource_metrics, logs_append: m.log,
-        }, { repeat }), () => {
-          repeat = true;
-        });
+        }, { repeat }));
         this.release(m.job_id);
         if (!job) throw new ConflictError('Este intento del job ya no es el vigente');
         return { status: job.status };
@@ -186,10 +191,8 @@ export class MachineSession {
       case 'job.input.ask': {
         const m = msg as AgentRequestOf<'job.input.ask'>;
         this.holds(m.job_id, m.attempt);
-        let repeat = m.repeat === true;
-        const res = await this.db('asking for input', () => machines.askInput(m.job_id, m.attempt, { prompt: m.prompt, options: m.options }, { repeat }), () => {
-          repeat = true;
-        });
+        const res = await this.dbRepeatable('asking for input', m.repeat, (repeat) =>
+          machines.askInput(m.job_id, m.attempt, { prompt: m.prompt, options: m.options }, { repeat }));
         if ('refused' in res) {
           if (res.refused === 'stop_requested') throw new ConflictError('Se pidió detener el job', { stop_requested: true });
           throw this.lost(m.job_id);
@@ -228,12 +231,9 @@ export class MachineSession {
     const held = this.holds(m.job_id, m.attempt);
     if (!held.queueId) throw new NotFoundError('Este job no consume ninguna cola');
     const queueId = held.queueId;
-    let repeat = m.repeat === true;
-    const res = await this.db('settling and taking queue items', () => this.deps.engine.machines.takeItems({
+    const res = await this.dbRepeatable('settling and taking queue items', m.repeat, (repeat) => this.deps.engine.machines.takeItems({
       queueId, jobId: m.job_id, jobAttempt: m.attempt, machineId: this.machine.id, outcomes: m.outcomes, take: m.take, held: m.held, repeat,
-    }), () => {
-      repeat = true;
-    });
+    }));
     return {
       settled: res.settled,
       items: res.claimed.map((i) => ({ id: i.id, attempt: i.attempt, reference: i.reference, data: i.data, retry_count: i.retry_count })),

@@ -47,6 +47,11 @@ export interface DelivererOptions {
   perTenant?: number;
   /** the process's view of Postgres outages, shared so that one outage is one log line per process */
   outage?: DbOutage;
+  /**
+   * whether the deliverer's timer keeps the process alive: true in a process that lives only to
+   * deliver; false (default) where it runs beside other work, which decides when the process ends
+   */
+  holdsProcessOpen?: boolean;
 }
 
 export interface WebhookDeliverer {
@@ -399,7 +404,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
           schedule(pollMs);
         });
     }, delayMs);
-    timer.unref?.();
+    if (!opts.holdsProcessOpen) timer.unref?.();
   }
 
   /** A slot came free with work likely waiting: the next look is now (unless one is under way). */
