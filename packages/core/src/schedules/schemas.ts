@@ -62,6 +62,7 @@ export const ScheduleResponse = Type.Object({
   created_at: DateTime(),
   updated_at: DateTime(),
 });
+export type ScheduleResponse = Static<typeof ScheduleResponse>;
 
 export const ScheduleListQuery = Type.Object({
   ...PageQuery,
@@ -79,3 +80,4 @@ export const SchedulePreviewResponse = Type.Object({
   timezone: Type.String(),
   runs: Type.Array(DateTime(), { description: 'The next ticks from now, oldest first, in UTC' }),
 });
+export type SchedulePreviewResponse = Static<typeof SchedulePreviewResponse>;
