@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { ActiveFilter, CatalogName, Description, patchOf } from '../catalog/schemas';
+import { ActiveFilter, CatalogName, Description, patchOf, RecordHead } from '../catalog/schemas';
 import { DateTime, Nullable, PageQuery, Uuid } from '../validation/formats';
 import { CRON_MAX_LENGTH, TIMEZONE_MAX_LENGTH } from './cron';
 
@@ -42,10 +42,7 @@ export const ScheduleUpdate = patchOf(scheduleProps);
 export type ScheduleUpdate = Static<typeof ScheduleUpdate>;
 
 export const ScheduleResponse = Type.Object({
-  id: Uuid(),
-  tenant_id: Uuid(),
-  name: Type.String(),
-  description: Nullable(Type.String()),
+  ...RecordHead,
   process_id: Uuid(),
   cron: Type.String(),
   timezone: Type.String(),
