@@ -6,10 +6,6 @@ import { routeGroup, type RouteContext, type RouteSpec } from '../http/route';
 import { ok, paged, successBody } from '../http/respond';
 import { idempotencyHeaderDoc, withIdempotency } from '../http/idempotency';
 
-/**
- * Items of a queue addressed by name. Order of checks: key (401) → rate limit (429)
- * → scope (403) → the queue exists, active, in the key's tenant (404) → body/query (422).
- */
 /** The two routes that add items declare alike their scope, queue, answers and Idempotency-Key. */
 const ADDS_ITEMS = {
   auth: { kind: 'api_key', scope: 'queues:write' },
@@ -19,6 +15,10 @@ const ADDS_ITEMS = {
   headers: [idempotencyHeaderDoc],
 } satisfies Partial<RouteSpec>;
 
+/**
+ * Items of a queue addressed by name. Order of checks: key (401) → rate limit (429)
+ * → scope (403) → the queue exists, active, in the key's tenant (404) → body/query (422).
+ */
 export function queueItemRoutes(rc: RouteContext): AppRouter {
   const { router, add } = routeGroup(rc, { tags: ['queues'] });
   const { deps } = rc;
