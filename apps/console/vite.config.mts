@@ -1,4 +1,4 @@
-import { defineConfig } from 'vite';
+import { defaultClientConditions, defineConfig } from 'vite';
 import react from '@vitejs/plugin-react';
 
 // Served by the API under /console (apps/api/src/console/serve.ts); assets get content hashes in
@@ -6,6 +6,9 @@ import react from '@vitejs/plugin-react';
 export default defineConfig({
   base: '/console/',
   plugins: [react()],
+  // `svc-source`: a workspace module the console shares (@svc/core/queue-items/statuses) is
+  // bundled from its TypeScript source; core's dist is CommonJS for Node
+  resolve: { conditions: ['svc-source', ...defaultClientConditions] },
   build: {
     outDir: 'dist',
     emptyOutDir: true,

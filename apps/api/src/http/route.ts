@@ -6,7 +6,7 @@ import {
 } from '@svc/core';
 import type { ApiDeps } from '../deps';
 import type { AppState } from './state';
-import type { AppRouter } from './router';
+import { createRouter, type AppRouter } from './router';
 import { authenticateApiKey, checkKeyIp, requirePlanFeature, requireScope, type ApiKeyStore } from '../auth/api-key';
 import { authenticateUser, requireAdmin } from '../auth/bearer';
 import { rateLimit } from '../middleware/rate-limit';
@@ -160,4 +160,27 @@ function refuseUnstorableQuery(query: Record<string, string | string[] | undefin
       if (problem) throw new ValidationError([textIssue(['query', printableText(name)], problem)]);
     }
   }
+}
+
+/** What the routes of one file may declare once for all of them (a route may still set its own). */
+type SharedKey = 'tags' | 'auth' | 'errors';
+
+/**
+ * The routes of one file: its router, and `add(spec, handler)`, addRoute on that router and
+ * context with the file's `shared` declarations (most files have one tag, many one auth) under
+ * each spec.
+ */
+export function routeGroup<K extends SharedKey = never>(rc: RouteContext, shared?: Pick<RouteSpec, K>): {
+  router: AppRouter;
+  add<P extends TObject | undefined, Q extends TObject | undefined, B extends TSchema | undefined>(
+    spec: Omit<RouteSpec<P, Q, B>, K> & Partial<Pick<RouteSpec<P, Q, B>, K>>,
+    handler: RouteHandler<Infer<NoInfer<P>>, Infer<NoInfer<Q>>, Infer<NoInfer<B>>>,
+  ): void;
+} {
+  const router = createRouter();
+  return {
+    router,
+    // the spec's own declarations win; with `shared`, it has every key a RouteSpec needs
+    add: (spec, handler) => addRoute(router, rc, { ...shared, ...spec } as unknown as RouteSpec, handler as never),
+  };
 }

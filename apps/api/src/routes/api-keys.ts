@@ -2,8 +2,8 @@ import { Type } from '@sinclair/typebox';
 import {
   ApiKeyIdParams, ApiKeyListQuery, ApiKeyResponse, ApiKeyWithSecretResponse, AvailableScopeResponse, CreateApiKeyBody, availableScopes, type ApiKeyActor,
 } from '@svc/core';
-import { createRouter, type AppRouter } from '../http/router';
-import { addRoute, type RouteContext } from '../http/route';
+import type { AppRouter } from '../http/router';
+import { routeGroup, type RouteContext } from '../http/route';
 import { ok, paged } from '../http/respond';
 import type { AppState } from '../http/state';
 
@@ -21,27 +21,21 @@ function actor(state: AppState): ApiKeyActor {
  * The static `available-scopes` path is declared before the `:key_id` ones.
  */
 export function apiKeyRoutes(rc: RouteContext): AppRouter {
-  const router = createRouter();
+  const { router, add } = routeGroup(rc, { tags: TAGS, auth: ADMIN });
   const { keys } = rc.deps.engine;
 
-  addRoute(
-    router,
-    rc,
+  add(
     {
       method: 'get',
       path: '/settings/api-keys/available-scopes',
       summary: 'The catalogue of scopes a key may carry',
       description: 'Each scope with its description and group.',
-      tags: TAGS,
-      auth: ADMIN,
       response: Type.Array(AvailableScopeResponse),
     },
     (ctx) => ok(ctx, availableScopes()),
   );
 
-  addRoute(
-    router,
-    rc,
+  add(
     {
       method: 'post',
       path: '/settings/api-keys',
@@ -50,8 +44,6 @@ export function apiKeyRoutes(rc: RouteContext): AppRouter {
         'Returns the record with the full secret in `key`, shown this once (only its SHA-256 is stored). ' +
         'Unknown body fields, a name under 2 characters, no scope or an unknown one, an environment other than ' +
         'dev/staging/production, an invalid IP or CIDR range, or an expiry not in the future → 422. Audited as `create_api_key`.',
-      tags: TAGS,
-      auth: ADMIN,
       body: CreateApiKeyBody,
       response: ApiKeyWithSecretResponse,
       successStatus: 201,
@@ -62,16 +54,12 @@ export function apiKeyRoutes(rc: RouteContext): AppRouter {
     },
   );
 
-  addRoute(
-    router,
-    rc,
+  add(
     {
       method: 'get',
       path: '/settings/api-keys',
       summary: 'List the API keys of the workspace',
       description: 'Newest first, revoked keys included (`is_active` false). Never returns a secret.',
-      tags: TAGS,
-      auth: ADMIN,
       query: ApiKeyListQuery,
       response: ApiKeyResponse,
       paged: true,
@@ -83,9 +71,7 @@ export function apiKeyRoutes(rc: RouteContext): AppRouter {
     },
   );
 
-  addRoute(
-    router,
-    rc,
+  add(
     {
       method: 'post',
       path: '/settings/api-keys/:key_id/rotate',
@@ -93,8 +79,6 @@ export function apiKeyRoutes(rc: RouteContext): AppRouter {
       description:
         'Same record (id, name, scopes, IPs, environments, expiry); the old value stops working at once on every ' +
         'API process. Returns the new secret in `key`, once. A revoked key cannot be rotated (409). Audited as `rotate_api_key`.',
-      tags: TAGS,
-      auth: ADMIN,
       params: ApiKeyIdParams,
       response: ApiKeyWithSecretResponse,
       errors: [404, 409, 422],
@@ -104,9 +88,7 @@ export function apiKeyRoutes(rc: RouteContext): AppRouter {
     },
   );
 
-  addRoute(
-    router,
-    rc,
+  add(
     {
       method: 'delete',
       path: '/settings/api-keys/:key_id',
@@ -114,8 +96,6 @@ export function apiKeyRoutes(rc: RouteContext): AppRouter {
       description:
         'Sets `is_active` false; the key stops working at once on every API process. Returns the record. ' +
         'Revoking a revoked key answers the record again. Audited as `revoke_api_key`.',
-      tags: TAGS,
-      auth: ADMIN,
       params: ApiKeyIdParams,
       response: ApiKeyResponse,
       errors: [404, 422],

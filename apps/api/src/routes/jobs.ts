@@ -1,25 +1,30 @@
 import {
   toJobResponse, toStopJobResponse, JobIdParams, JobListQuery, JobResponse, StopJobResponse, TriggerJobBody, type IdempotencyClaim, type JobWithNames, type OnJobCreated,
 } from '@svc/core';
-import { createRouter, type AppRouter } from '../http/router';
-import { addRoute, type RouteContext } from '../http/route';
+import type { AppRouter } from '../http/router';
+import { routeGroup, type RouteContext, type RouteSpec } from '../http/route';
 import { ok, paged, successBody } from '../http/respond';
 import { idempotencyHeaderDoc, withIdempotency, type IdempotentResult } from '../http/idempotency';
 import type { AppState } from '../http/state';
 
 export const JOB_TRIGGER_SUCCESS_STATUS = 201;
+/** What a route that triggers a job answers (this file's generic trigger, the webhook's). */
+export const JOB_TRIGGER_ANSWERS = {
+  response: JobResponse,
+  successStatus: JOB_TRIGGER_SUCCESS_STATUS,
+  errors: [404, 409, 422, 429],
+  headers: [idempotencyHeaderDoc],
+} satisfies Partial<RouteSpec>;
 
 /**
  * Jobs through an API key: the generic trigger, list jobs, read one job, stop one job.
  * The rules (check order, quota, machine choice, transitions) are in core's jobs/service.
  */
 export function jobRoutes(rc: RouteContext): AppRouter {
-  const router = createRouter();
+  const { router, add } = routeGroup(rc, { tags: ['jobs'] });
   const { deps } = rc;
 
-  addRoute(
-    router,
-    rc,
+  add(
     {
       method: 'post',
       path: '/jobs/trigger',
@@ -31,13 +36,9 @@ export function jobRoutes(rc: RouteContext): AppRouter {
         '(404 `Máquina no encontrada`; it may be offline, the job then waits), else the least-loaded online ' +
         'active machine (409 `NO_MACHINE_AVAILABLE` when there is none). `input_data` is not validated against ' +
         'the process input_schema.',
-      tags: ['jobs'],
       auth: { kind: 'api_key', scope: 'jobs:write', feature: 'api_keys' },
       body: TriggerJobBody,
-      response: JobResponse,
-      successStatus: JOB_TRIGGER_SUCCESS_STATUS,
-      errors: [404, 409, 422, 429],
-      headers: [idempotencyHeaderDoc],
+      ...JOB_TRIGGER_ANSWERS,
     },
     async (ctx, input) => {
       const raw = input.peekBody() as { process_id?: unknown } | undefined;
@@ -52,9 +53,7 @@ export function jobRoutes(rc: RouteContext): AppRouter {
   );
 
   // declared before /jobs/:job_id, which would take `list` for a malformed id
-  addRoute(
-    router,
-    rc,
+  add(
     {
       method: 'get',
       path: '/jobs/list',
@@ -63,7 +62,6 @@ export function jobRoutes(rc: RouteContext): AppRouter {
         'The workspace\'s jobs ordered by created_at desc, id desc, paged like /processes/list (meta.total exact). ' +
         'Filters combine: status, process_id, machine_id; an id the workspace does not have (another workspace\'s ' +
         'included) → 422 naming the filter. Each element is the whole JobResponse, as GET /jobs/{job_id} answers it.',
-      tags: ['jobs'],
       auth: { kind: 'api_key', scope: 'jobs:read' },
       query: JobListQuery,
       response: JobResponse,
@@ -76,15 +74,12 @@ export function jobRoutes(rc: RouteContext): AppRouter {
     },
   );
 
-  addRoute(
-    router,
-    rc,
+  add(
     {
       method: 'get',
       path: '/jobs/:job_id',
       summary: 'Read a job',
       description: 'The whole JobResponse. Another tenant\'s job answers 404 like a missing one.',
-      tags: ['jobs'],
       auth: { kind: 'api_key', scope: 'jobs:read' },
       params: JobIdParams,
       response: JobResponse,
@@ -96,9 +91,7 @@ export function jobRoutes(rc: RouteContext): AppRouter {
     },
   );
 
-  addRoute(
-    router,
-    rc,
+  add(
     {
       method: 'post',
       path: '/jobs/:job_id/stop',
@@ -108,7 +101,6 @@ export function jobRoutes(rc: RouteContext): AppRouter {
         'and stays `running` until its machine aborts it (it then ends `stopped`); a job waiting for input ' +
         '(`waiting_input`) ends `stopped` at once; a finished job (completed, ' +
         'failed, stopped, timed_out) answers 409. The response documents the contract\'s subset of job fields.',
-      tags: ['jobs'],
       auth: { kind: 'api_key', scope: 'jobs:stop' },
       params: JobIdParams,
       response: StopJobResponse,

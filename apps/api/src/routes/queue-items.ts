@@ -1,22 +1,29 @@
 import {
   toQueueItemResponse, AddQueueItemBody, AddQueueItemsBulkBody, BulkAddedResponse, QueueItemListQuery, QueueItemResponse, QueueNameParams,
 } from '@svc/core';
-import { createRouter, type AppRouter } from '../http/router';
-import { addRoute, type RouteContext } from '../http/route';
+import type { AppRouter } from '../http/router';
+import { routeGroup, type RouteContext, type RouteSpec } from '../http/route';
 import { ok, paged, successBody } from '../http/respond';
 import { idempotencyHeaderDoc, withIdempotency } from '../http/idempotency';
+
+/** The two routes that add items declare alike their scope, queue, answers and Idempotency-Key. */
+const ADDS_ITEMS = {
+  auth: { kind: 'api_key', scope: 'queues:write' },
+  params: QueueNameParams,
+  successStatus: 200,
+  errors: [404, 409, 413, 422],
+  headers: [idempotencyHeaderDoc],
+} satisfies Partial<RouteSpec>;
 
 /**
  * Items of a queue addressed by name. Order of checks: key (401) → rate limit (429)
  * → scope (403) → the queue exists, active, in the key's tenant (404) → body/query (422).
  */
 export function queueItemRoutes(rc: RouteContext): AppRouter {
-  const router = createRouter();
+  const { router, add } = routeGroup(rc, { tags: ['queues'] });
   const { deps } = rc;
 
-  addRoute(
-    router,
-    rc,
+  add(
     {
       method: 'post',
       path: '/queues/by-name/:name/items',
@@ -25,14 +32,9 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
         'Checks after the key: scope queues:write (403), the active queue of that name in the key\'s workspace (404), ' +
         'body (422; unknown fields refused; deadline/postpone RFC 3339 with a time zone). Answers the item with status ' +
         'new, retry_count 0, result null. See docs/decisions/queue-items.md.',
-      tags: ['queues'],
-      auth: { kind: 'api_key', scope: 'queues:write' },
-      params: QueueNameParams,
+      ...ADDS_ITEMS,
       body: AddQueueItemBody,
       response: QueueItemResponse,
-      successStatus: 200,
-      errors: [404, 409, 413, 422],
-      headers: [idempotencyHeaderDoc],
     },
     async (ctx, input) => {
       const tenantId = ctx.state.apiKey!.tenantId;
@@ -60,9 +62,7 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
     },
   );
 
-  addRoute(
-    router,
-    rc,
+  add(
     {
       method: 'post',
       path: '/queues/by-name/:name/items/bulk',
@@ -70,14 +70,9 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
       description:
         'Each element of `items` is the `data` of one item (priority 3). One multi-row insert: either every item is ' +
         'stored or none. 0 or more than 1000 items → 422.',
-      tags: ['queues'],
-      auth: { kind: 'api_key', scope: 'queues:write' },
-      params: QueueNameParams,
+      ...ADDS_ITEMS,
       body: AddQueueItemsBulkBody,
       response: BulkAddedResponse,
-      successStatus: 200,
-      errors: [404, 409, 413, 422],
-      headers: [idempotencyHeaderDoc],
     },
     async (ctx, input) => {
       const queue = await deps.engine.items.activeQueueByName(ctx.state.apiKey!.tenantId, ctx.params.name!);
@@ -91,9 +86,7 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
     },
   );
 
-  addRoute(
-    router,
-    rc,
+  add(
     {
       method: 'get',
       path: '/queues/by-name/:name/items',
@@ -101,7 +94,6 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
       description:
         'Ordered by created_at desc, id desc; optional status filter; meta.total is exact and read from per-status ' +
         'counters (constant time on any queue size).',
-      tags: ['queues'],
       auth: { kind: 'api_key', scope: 'queues:read' },
       params: QueueNameParams,
       query: QueueItemListQuery,

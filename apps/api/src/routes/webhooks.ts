@@ -1,20 +1,18 @@
-import { JobResponse, WebhookTriggerBody, WebhookTriggerParams } from '@svc/core';
-import { createRouter, type AppRouter } from '../http/router';
-import { addRoute, type RouteContext } from '../http/route';
-import { idempotencyHeaderDoc, withIdempotency } from '../http/idempotency';
-import { actorOf, created, recordIn } from './jobs';
+import { WebhookTriggerBody, WebhookTriggerParams } from '@svc/core';
+import type { AppRouter } from '../http/router';
+import { routeGroup, type RouteContext } from '../http/route';
+import { withIdempotency } from '../http/idempotency';
+import { actorOf, created, JOB_TRIGGER_ANSWERS, recordIn } from './jobs';
 
 /**
  * The per-process inbound webhook: any valid key of a tenant whose plan has
  * `webhooks`; the checks run in the contract's order inside core's triggerJobByWebhook.
  */
 export function webhookRoutes(rc: RouteContext): AppRouter {
-  const router = createRouter();
+  const { router, add } = routeGroup(rc);
   const { deps } = rc;
 
-  addRoute(
-    router,
-    rc,
+  add(
     {
       method: 'post',
       path: '/webhooks/trigger/:process_id',
@@ -32,10 +30,7 @@ export function webhookRoutes(rc: RouteContext): AppRouter {
       auth: { kind: 'api_key', feature: 'webhooks' },
       params: WebhookTriggerParams,
       body: WebhookTriggerBody,
-      response: JobResponse,
-      successStatus: 201,
-      errors: [404, 409, 422, 429],
-      headers: [idempotencyHeaderDoc],
+      ...JOB_TRIGGER_ANSWERS,
     },
     async (ctx, input) => {
       await withIdempotency(ctx, deps, 'webhooks.trigger', input.peekBody(), async (claim) => {

@@ -2,6 +2,7 @@ import type { ReactNode } from 'react';
 import type { UseQueryResult } from '@tanstack/react-query';
 import { t } from '../i18n';
 import type { Answer } from '../lib/api';
+import { DataTable } from './DataTable';
 import { Empty, ErrorState, Loading } from './States';
 
 /**
@@ -25,13 +26,7 @@ export function AdminTable<T>({ query, caption, className, empty, head, row }: {
         : query.isError ? <ErrorState error={query.error} onRetry={() => void query.refetch()} />
         : !list || list.length === 0 ? <Empty>{empty}</Empty>
         : (
-          <div className="table-wrap" role="region" aria-label={caption} tabIndex={0}>
-            <table className={className}>
-              <caption className="visually-hidden">{caption}</caption>
-              <thead><tr>{head}</tr></thead>
-              <tbody>{list.map(row)}</tbody>
-            </table>
-          </div>
+          <DataTable caption={caption} className={className} head={head} rows={list} row={row} />
         )}
       {list && meta && meta.total > list.length && <p className="muted">{t.admin.moreRows(list.length, meta.total)}</p>}
     </>

@@ -1,4 +1,11 @@
 /** The shapes of the API's answers the console reads (docs/endpoints.md, GET /api/v1/openapi.json). */
+import type { SchedulePreviewResponse, ScheduleResponse, TriggerResponse } from '@svc/core';
+import type { QueueItemStatus } from '@svc/core/queue-items/statuses';
+
+// the statuses' list is core's, bundled from a module without dependencies; the response types
+// below that core declares are imported as types only (erased from the bundle)
+export { QUEUE_ITEM_STATUSES as ITEM_STATUSES } from '@svc/core/queue-items/statuses';
+export type ItemStatus = QueueItemStatus;
 
 export interface PageMeta {
   page: number;
@@ -21,9 +28,6 @@ export interface LoginAnswer {
   expires_at: string;
   user: User;
 }
-
-export const ITEM_STATUSES = ['new', 'in_progress', 'pending_review', 'completed', 'failed', 'dead_letter'] as const;
-export type ItemStatus = (typeof ITEM_STATUSES)[number];
 
 export interface Queue {
   id: string;
@@ -185,43 +189,9 @@ export interface Process {
   is_active: boolean;
 }
 
-export const MISSED_RUNS = ['skip', 'run_once'] as const;
+export type Schedule = ScheduleResponse;
+export const MISSED_RUNS = ['skip', 'run_once'] as const satisfies ReadonlyArray<Schedule['missed_runs']>;
 
-export interface Schedule {
-  id: string;
-  name: string;
-  description: string | null;
-  process_id: string;
-  cron: string;
-  timezone: string;
-  machine_id: string | null;
-  input_data: Record<string, unknown> | null;
-  priority: number;
-  is_active: boolean;
-  missed_runs: (typeof MISSED_RUNS)[number];
-  next_run_at: string | null;
-  last_run_at: string | null;
-  last_error: string | null;
-  last_error_at: string | null;
-  created_at: string;
-}
+export type SchedulePreview = SchedulePreviewResponse;
 
-export interface SchedulePreview {
-  schedule_id: string;
-  cron: string;
-  timezone: string;
-  runs: string[];
-}
-
-export interface Trigger {
-  id: string;
-  type: 'queue';
-  queue_id: string;
-  process_id: string;
-  machine_id: string | null;
-  max_concurrent_jobs: number;
-  min_items_to_start: number;
-  is_active: boolean;
-  is_queue_default: boolean;
-  created_at: string;
-}
+export type Trigger = TriggerResponse;

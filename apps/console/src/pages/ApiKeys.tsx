@@ -1,5 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { describedBy, NO_ERRORS } from '../components/AdminForm';
 import { AdminTable } from '../components/AdminTable';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { Field } from '../components/Field';
@@ -14,8 +15,6 @@ import { ENVIRONMENTS, type ApiKey, type ApiKeyWithSecret } from '../lib/types';
 import { useSession } from '../session-context';
 
 const FIELDS = ['name', 'scopes', 'environments', 'allowed_ips', 'expires_at'] as const;
-const NO_ERRORS: FormErrors = { fields: {}, general: null };
-const describedBy = (id: string, hint: boolean, error: boolean) => [hint && `${id}-hint`, error && `${id}-error`].filter(Boolean).join(' ') || undefined;
 
 /** The workspace's API keys (admins): list, create with the secret shown once, rotate, revoke. */
 export function ApiKeysPage() {

@@ -1,6 +1,7 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { useSearchParams } from 'react-router';
+import { DataTable } from '../components/DataTable';
 import { Field } from '../components/Field';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { Time } from '../components/Time';
@@ -89,33 +90,29 @@ export function AuditLogPage() {
         : entries.length === 0 ? <Empty>{t.audit.empty}</Empty>
         : (
           <>
-            <div className="table-wrap" role="region" aria-label={t.audit.caption} tabIndex={0}>
-              <table className="audit">
-                <caption className="visually-hidden">{t.audit.caption}</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">{t.audit.when}</th>
-                    <th scope="col">{t.audit.action}</th>
-                    <th scope="col">{t.audit.actor}</th>
-                    <th scope="col">{t.audit.resource}</th>
-                    <th scope="col">{t.audit.source}</th>
-                    <th scope="col">{t.audit.details}</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {entries.map((e) => (
-                    <tr key={e.id} data-action={e.action} data-resource={e.resource_id ?? ''}>
-                      <td><Time iso={e.created_at} /></td>
-                      <td><code>{e.action}</code></td>
-                      <td>{t.audit.actorTypes[e.actor_type] ?? e.actor_type}{e.actor_id && <><br /><code className="small">{e.actor_id}</code></>}</td>
-                      <td>{e.resource_type ?? t.common.none}{e.resource_id && <><br /><code className="small">{e.resource_id}</code></>}</td>
-                      <td>{e.source}{e.ip && <><br /><span className="muted small">{e.ip}</span></>}</td>
-                      <td className="wrap"><code className="small">{Object.keys(e.details).length ? JSON.stringify(e.details) : t.common.none}</code></td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable
+              caption={t.audit.caption}
+              className="audit"
+              head={<>
+                <th scope="col">{t.audit.when}</th>
+                <th scope="col">{t.audit.action}</th>
+                <th scope="col">{t.audit.actor}</th>
+                <th scope="col">{t.audit.resource}</th>
+                <th scope="col">{t.audit.source}</th>
+                <th scope="col">{t.audit.details}</th>
+              </>}
+              rows={entries}
+              row={(e) => (
+                <tr key={e.id} data-action={e.action} data-resource={e.resource_id ?? ''}>
+                  <td><Time iso={e.created_at} /></td>
+                  <td><code>{e.action}</code></td>
+                  <td>{t.audit.actorTypes[e.actor_type] ?? e.actor_type}{e.actor_id && <><br /><code className="small">{e.actor_id}</code></>}</td>
+                  <td>{e.resource_type ?? t.common.none}{e.resource_id && <><br /><code className="small">{e.resource_id}</code></>}</td>
+                  <td>{e.source}{e.ip && <><br /><span className="muted small">{e.ip}</span></>}</td>
+                  <td className="wrap"><code className="small">{Object.keys(e.details).length ? JSON.stringify(e.details) : t.common.none}</code></td>
+                </tr>
+              )}
+            />
             {log.isFetchNextPageError && <ErrorState error={log.error} onRetry={() => void log.fetchNextPage()} />}
             <div className="pager">
               {log.hasNextPage

@@ -1,5 +1,6 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { Link, useSearchParams } from 'react-router';
+import { DataTable } from '../components/DataTable';
 import { ProgressBar } from '../components/ProgressBar';
 import { Pager } from '../components/Pager';
 import { Empty, ErrorState, Loading } from '../components/States';
@@ -86,38 +87,34 @@ export function JobsPage() {
         : jobs.isError ? <ErrorState error={jobs.error} onRetry={() => void jobs.refetch()} />
         : jobs.data.data.length === 0 ? <Empty>{filtered ? t.jobs.noJobs : t.jobs.emptyList}</Empty>
         : (
-          <div className="table-wrap" tabIndex={0} role="region" aria-label={t.jobs.list}>
-            <table className="jobs">
-              <caption className="visually-hidden">{t.jobs.list}</caption>
-              <thead>
-                <tr>
-                  <th scope="col">{t.jobs.process}</th>
-                  <th scope="col">{t.jobs.status}</th>
-                  <th scope="col">{t.jobs.progress}</th>
-                  <th scope="col">{t.jobs.machine}</th>
-                  <th scope="col">{t.jobs.created}</th>
-                  <th scope="col">{t.jobs.finished}</th>
+          <DataTable
+            caption={t.jobs.list}
+            className="jobs"
+            head={<>
+              <th scope="col">{t.jobs.process}</th>
+              <th scope="col">{t.jobs.status}</th>
+              <th scope="col">{t.jobs.progress}</th>
+              <th scope="col">{t.jobs.machine}</th>
+              <th scope="col">{t.jobs.created}</th>
+              <th scope="col">{t.jobs.finished}</th>
+            </>}
+            rows={jobs.data.data}
+            row={(job) => {
+              const process = job.process_name ?? job.process_id;
+              return (
+                <tr key={job.id} data-job={job.id}>
+                  <td>
+                    <Link to={`/jobs/${job.id}`} aria-label={t.jobs.open(process, absoluteTime(job.created_at, t.locale))}>{process}</Link>
+                  </td>
+                  <td data-cell="status"><StatusBadge kind="job" status={job.status} /></td>
+                  <td><ProgressBar job={job} label={`${t.jobs.progressLabel}: ${process}`} /></td>
+                  <td>{job.machine_name ?? job.machine_id}</td>
+                  <td><Time iso={job.created_at} /></td>
+                  <td><Time iso={job.finished_at} /></td>
                 </tr>
-              </thead>
-              <tbody>
-                {jobs.data.data.map((job) => {
-                  const process = job.process_name ?? job.process_id;
-                  return (
-                    <tr key={job.id} data-job={job.id}>
-                      <td>
-                        <Link to={`/jobs/${job.id}`} aria-label={t.jobs.open(process, absoluteTime(job.created_at, t.locale))}>{process}</Link>
-                      </td>
-                      <td data-cell="status"><StatusBadge kind="job" status={job.status} /></td>
-                      <td><ProgressBar job={job} label={`${t.jobs.progressLabel}: ${process}`} /></td>
-                      <td>{job.machine_name ?? job.machine_id}</td>
-                      <td><Time iso={job.created_at} /></td>
-                      <td><Time iso={job.finished_at} /></td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
-          </div>
+              );
+            }}
+          />
         )}
       {meta && meta.total > 0 && (
         <Pager page={page} pages={pages} total={t.jobs.total(formatCount(meta.total, t.locale))} onPage={(n) => setFilter({ page: String(n) })} />

@@ -1,4 +1,5 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import { DataTable } from '../components/DataTable';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { StatusBadge } from '../components/StatusBadge';
 import { Time } from '../components/Time';
@@ -26,36 +27,31 @@ export function MachinesPage() {
         : machines.data.data.length === 0 ? <Empty>{t.machines.none}</Empty>
         : (
           <>
-            {/* focusable: at phone width the table scrolls sideways, which the keyboard must reach */}
-            <div className="table-wrap" tabIndex={0} role="region" aria-label={t.machines.list}>
-              <table className="machines">
-                <caption className="visually-hidden">{t.machines.list}</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">{t.machines.name}</th>
-                    <th scope="col">{t.machines.status}</th>
-                    <th scope="col" className="num">{t.machines.slots}</th>
-                    <th scope="col">{t.machines.heartbeat}</th>
-                    <th scope="col">{t.machines.kind}</th>
-                    <th scope="col">{t.machines.active}</th>
-                    <th scope="col">{t.machines.agent}</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {machines.data.data.map((m) => (
-                    <tr key={m.id} data-machine={m.name}>
-                      <th scope="row">{m.name}{m.description && <span className="muted small block">{m.description}</span>}</th>
-                      <td data-cell="status"><StatusBadge kind="machine" status={m.status} /></td>
-                      <td className="num" data-cell="slots">{t.machines.slotsValue(m.running_jobs, m.slots)}</td>
-                      <td><Time iso={m.last_heartbeat_at} /></td>
-                      <td data-cell="kind">{m.kind ? t.machines.kinds[m.kind] ?? m.kind : t.common.none}</td>
-                      <td data-cell="active">{m.is_active ? t.common.yes : t.common.no}</td>
-                      <td className="small">{m.agent_version ?? t.common.none}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable
+              caption={t.machines.list}
+              className="machines"
+              head={<>
+                <th scope="col">{t.machines.name}</th>
+                <th scope="col">{t.machines.status}</th>
+                <th scope="col" className="num">{t.machines.slots}</th>
+                <th scope="col">{t.machines.heartbeat}</th>
+                <th scope="col">{t.machines.kind}</th>
+                <th scope="col">{t.machines.active}</th>
+                <th scope="col">{t.machines.agent}</th>
+              </>}
+              rows={machines.data.data}
+              row={(m) => (
+                <tr key={m.id} data-machine={m.name}>
+                  <th scope="row">{m.name}{m.description && <span className="muted small block">{m.description}</span>}</th>
+                  <td data-cell="status"><StatusBadge kind="machine" status={m.status} /></td>
+                  <td className="num" data-cell="slots">{t.machines.slotsValue(m.running_jobs, m.slots)}</td>
+                  <td><Time iso={m.last_heartbeat_at} /></td>
+                  <td data-cell="kind">{m.kind ? t.machines.kinds[m.kind] ?? m.kind : t.common.none}</td>
+                  <td data-cell="active">{m.is_active ? t.common.yes : t.common.no}</td>
+                  <td className="small">{m.agent_version ?? t.common.none}</td>
+                </tr>
+              )}
+            />
             {(machines.data.meta?.total ?? 0) > machines.data.data.length && (
               <p className="muted">{t.machines.total(formatCount(machines.data.meta!.total, t.locale))}</p>
             )}

@@ -1,21 +1,19 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { AdminTable } from '../components/AdminTable';
-import { ConfirmDialog } from '../components/ConfirmDialog';
+import { ActiveCheck, FormActions, NO_ERRORS, useAdminForm } from '../components/AdminForm';
 import { MachineField, ProcessField } from '../components/CatalogueFields';
+import { DeactivateDialog, useDeactivation } from '../components/Deactivation';
 import { Field } from '../components/Field';
 import { SchedulePreview } from '../components/SchedulePreview';
 import { Time } from '../components/Time';
 import { t } from '../i18n';
 import { browserTimeZone, parseJsonObject, topLevelErrors } from '../lib/admin';
-import { ApiError, type FormErrors } from '../lib/errors';
 import { MISSED_RUNS, type Schedule } from '../lib/types';
 import { useIsAdmin, useSession } from '../session-context';
 import { useCatalogueOptions } from './catalogue-options';
 
 const FIELDS = ['name', 'description', 'process_id', 'cron', 'timezone', 'machine_id', 'input_data', 'priority', 'missed_runs', 'is_active'] as const;
-const NO_ERRORS: FormErrors = { fields: {}, general: null };
-const describedBy = (id: string, hint: boolean, error: boolean) => [hint && `${id}-hint`, error && `${id}-error`].filter(Boolean).join(' ') || undefined;
 
 /** Schedules: every member sees them and their next runs; admins create, edit and deactivate. */
 export function SchedulesPage() {
@@ -25,17 +23,15 @@ export function SchedulesPage() {
   const options = useCatalogueOptions();
   const [editing, setEditing] = useState<Schedule | 'new' | null>(null);
   const [previewing, setPreviewing] = useState<Schedule | null>(null);
-  const [pending, setPending] = useState<Schedule | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
-  const [dialogError, setDialogError] = useState<string | null>(null);
 
   const schedules = useQuery({ queryKey: ['schedules'], queryFn: () => request<Schedule[]>('/settings/schedules?limit=100') });
   const refresh = () => queryClient.invalidateQueries({ queryKey: ['schedules'] });
 
-  const deactivate = useMutation({
-    mutationFn: (s: Schedule) => request<Schedule>(`/settings/schedules/${s.id}`, { method: 'DELETE' }),
-    onSuccess: ({ data }) => { setPending(null); setNotice(t.schedules.deactivated(data.name)); if (previewing?.id === data.id) setPreviewing(data); void refresh(); },
-    onError: (err) => setDialogError(err instanceof ApiError ? err.message : t.common.unexpectedError),
+  const deactivation = useDeactivation<Schedule>('/settings/schedules', (data) => {
+    setNotice(t.schedules.deactivated(data.name));
+    if (previewing?.id === data.id) setPreviewing(data);
+    void refresh();
   });
 
   return (
@@ -92,25 +88,16 @@ export function SchedulesPage() {
               {isAdmin && <button type="button" className="secondary" aria-label={t.schedules.editLabel(s.name)} onClick={() => { setEditing(s); setNotice(null); }}>{t.admin.edit}</button>}
               {isAdmin && s.is_active && (
                 <button type="button" className="danger" aria-label={t.schedules.deactivateLabel(s.name)}
-                  onClick={() => { setDialogError(null); setPending(s); }}>{t.admin.deactivate}</button>
+                  onClick={() => deactivation.ask(s)}>{t.admin.deactivate}</button>
               )}
             </div></td>
           </tr>
         )}
       />
 
-      <ConfirmDialog
-        open={pending !== null}
-        title={pending ? t.schedules.deactivateTitle(pending.name) : ''}
-        confirmLabel={t.admin.deactivate}
-        danger
-        busy={deactivate.isPending}
-        error={dialogError}
-        onConfirm={() => pending && deactivate.mutate(pending)}
-        onCancel={() => setPending(null)}
-      >
+      <DeactivateDialog deactivation={deactivation} title={(s) => t.schedules.deactivateTitle(s.name)}>
         <p>{t.schedules.deactivateBody}</p>
-      </ConfirmDialog>
+      </DeactivateDialog>
     </>
   );
 }
@@ -122,7 +109,7 @@ function ScheduleForm({ schedule, options, onCancel, onSaved }: {
   onSaved(s: Schedule): void;
 }) {
   const { request } = useSession();
-  const [form, setForm] = useState({
+  const { form, setForm, errors, setErrors, set, input } = useAdminForm(() => ({
     name: schedule?.name ?? '',
     description: schedule?.description ?? '',
     process_id: schedule?.process_id ?? '',
@@ -133,8 +120,7 @@ function ScheduleForm({ schedule, options, onCancel, onSaved }: {
     priority: String(schedule?.priority ?? 3),
     missed_runs: schedule?.missed_runs ?? 'skip',
     is_active: schedule?.is_active ?? true,
-  });
-  const [errors, setErrors] = useState<FormErrors>(NO_ERRORS);
+  }));
 
   const save = useMutation({
     mutationFn: (body: Record<string, unknown>) => schedule
@@ -167,11 +153,7 @@ function ScheduleForm({ schedule, options, onCancel, onSaved }: {
     });
   }
 
-  const set = (k: keyof typeof form) => (e: { target: { value: string } }) => setForm((f) => ({ ...f, [k]: e.target.value }));
   const fe = errors.fields;
-  const input = (id: keyof typeof form, hint = false) => ({
-    id, 'aria-invalid': !!fe[id], 'aria-describedby': describedBy(id, hint, !!fe[id]),
-  });
   return (
     <form className="card wide admin-form" onSubmit={submit} noValidate aria-labelledby="schedule-form-title">
       <h2 id="schedule-form-title">{schedule ? t.schedules.editTitle(schedule.name) : t.schedules.createTitle}</h2>
@@ -206,16 +188,10 @@ function ScheduleForm({ schedule, options, onCancel, onSaved }: {
       <Field id="input_data" label={t.schedules.inputData} hint={t.schedules.inputDataHint} error={fe.input_data}>
         <textarea {...input('input_data', true)} rows={4} spellCheck={false} value={form.input_data} onChange={set('input_data')} />
       </Field>
-      <label className="check">
-        <input type="checkbox" checked={form.is_active} onChange={(e) => setForm((f) => ({ ...f, is_active: e.target.checked }))} />
-        <span>{t.schedules.isActive}</span>
-      </label>
+      <ActiveCheck checked={form.is_active} label={t.schedules.isActive} onChange={(on) => setForm((f) => ({ ...f, is_active: on }))} />
       {fe.is_active && <span className="field-error">{fe.is_active}</span>}
       {!schedule && <p className="muted small">{t.schedules.previewAfterSave}</p>}
-      <div className="form-actions">
-        <button type="submit" disabled={save.isPending}>{save.isPending ? t.admin.saving : t.admin.save}</button>
-        <button type="button" className="secondary" onClick={onCancel}>{t.common.cancel}</button>
-      </div>
+      <FormActions saving={save.isPending} onCancel={onCancel} />
     </form>
   );
 }

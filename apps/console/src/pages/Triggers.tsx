@@ -1,20 +1,18 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { AdminTable } from '../components/AdminTable';
-import { ConfirmDialog } from '../components/ConfirmDialog';
+import { ActiveCheck, FormActions, NO_ERRORS, useAdminForm } from '../components/AdminForm';
 import { MachineField, ProcessField } from '../components/CatalogueFields';
+import { DeactivateDialog, useDeactivation } from '../components/Deactivation';
 import { Field } from '../components/Field';
 import { t } from '../i18n';
 import { topLevelErrors } from '../lib/admin';
-import { ApiError, type FormErrors } from '../lib/errors';
 import { formatCount } from '../lib/format';
 import type { Trigger } from '../lib/types';
 import { useIsAdmin, useSession } from '../session-context';
 import { useCatalogueOptions } from './catalogue-options';
 
 const FIELDS = ['queue_id', 'process_id', 'max_concurrent_jobs', 'min_items_to_start', 'machine_id', 'is_active'] as const;
-const NO_ERRORS: FormErrors = { fields: {}, general: null };
-const describedBy = (id: string, hint: boolean, error: boolean) => [hint && `${id}-hint`, error && `${id}-error`].filter(Boolean).join(' ') || undefined;
 
 /** Queue triggers: every member sees them; admins create, edit and deactivate. */
 export function TriggersPage() {
@@ -23,18 +21,12 @@ export function TriggersPage() {
   const queryClient = useQueryClient();
   const options = useCatalogueOptions({ queues: true });
   const [editing, setEditing] = useState<Trigger | 'new' | null>(null);
-  const [pending, setPending] = useState<Trigger | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
-  const [dialogError, setDialogError] = useState<string | null>(null);
 
   const triggers = useQuery({ queryKey: ['triggers'], queryFn: () => request<Trigger[]>('/settings/triggers?limit=100') });
   const refresh = () => queryClient.invalidateQueries({ queryKey: ['triggers'] });
 
-  const deactivate = useMutation({
-    mutationFn: (tr: Trigger) => request<Trigger>(`/settings/triggers/${tr.id}`, { method: 'DELETE' }),
-    onSuccess: () => { setPending(null); setNotice(t.triggers.deactivated); void refresh(); },
-    onError: (err) => setDialogError(err instanceof ApiError ? err.message : t.common.unexpectedError),
-  });
+  const deactivation = useDeactivation<Trigger>('/settings/triggers', () => { setNotice(t.triggers.deactivated); void refresh(); });
 
   return (
     <>
@@ -83,7 +75,7 @@ export function TriggersPage() {
                 {isAdmin && <button type="button" className="secondary" aria-label={t.triggers.editLabel(queue)} onClick={() => { setEditing(tr); setNotice(null); }}>{t.admin.edit}</button>}
                 {isAdmin && tr.is_active && (
                   <button type="button" className="danger" aria-label={t.triggers.deactivateLabel(queue)}
-                    onClick={() => { setDialogError(null); setPending(tr); }}>{t.admin.deactivate}</button>
+                    onClick={() => deactivation.ask(tr)}>{t.admin.deactivate}</button>
                 )}
               </div></td>
             </tr>
@@ -91,18 +83,9 @@ export function TriggersPage() {
         }}
       />
 
-      <ConfirmDialog
-        open={pending !== null}
-        title={pending ? t.triggers.deactivateTitle(options.queueName(pending.queue_id)) : ''}
-        confirmLabel={t.admin.deactivate}
-        danger
-        busy={deactivate.isPending}
-        error={dialogError}
-        onConfirm={() => pending && deactivate.mutate(pending)}
-        onCancel={() => setPending(null)}
-      >
+      <DeactivateDialog deactivation={deactivation} title={(tr) => t.triggers.deactivateTitle(options.queueName(tr.queue_id))}>
         <p>{t.triggers.deactivateBody}</p>
-      </ConfirmDialog>
+      </DeactivateDialog>
     </>
   );
 }
@@ -114,15 +97,14 @@ function TriggerForm({ trigger, options, onCancel, onSaved }: {
   onSaved(tr: Trigger): void;
 }) {
   const { request } = useSession();
-  const [form, setForm] = useState({
+  const { form, setForm, errors, setErrors, set, input } = useAdminForm(() => ({
     queue_id: trigger?.queue_id ?? '',
     process_id: trigger?.process_id ?? '',
     machine_id: trigger?.machine_id ?? '',
     max_concurrent_jobs: String(trigger?.max_concurrent_jobs ?? 1),
     min_items_to_start: String(trigger?.min_items_to_start ?? 1),
     is_active: trigger?.is_active ?? true,
-  });
-  const [errors, setErrors] = useState<FormErrors>(NO_ERRORS);
+  }));
 
   const save = useMutation({
     mutationFn: (body: Record<string, unknown>) => trigger
@@ -146,9 +128,7 @@ function TriggerForm({ trigger, options, onCancel, onSaved }: {
     });
   }
 
-  const set = (k: keyof typeof form) => (e: { target: { value: string } }) => setForm((f) => ({ ...f, [k]: e.target.value }));
   const fe = errors.fields;
-  const input = (id: keyof typeof form, hint = false) => ({ id, 'aria-invalid': !!fe[id], 'aria-describedby': describedBy(id, hint, !!fe[id]) });
   return (
     <form className="card wide admin-form" onSubmit={submit} noValidate aria-labelledby="trigger-form-title">
       <h2 id="trigger-form-title">{trigger ? t.triggers.editTitle : t.triggers.createTitle}</h2>
@@ -170,14 +150,8 @@ function TriggerForm({ trigger, options, onCancel, onSaved }: {
           <input {...input('min_items_to_start', true)} type="number" inputMode="numeric" min={1} max={10000} value={form.min_items_to_start} onChange={set('min_items_to_start')} />
         </Field>
       </div>
-      <label className="check">
-        <input type="checkbox" checked={form.is_active} onChange={(e) => setForm((f) => ({ ...f, is_active: e.target.checked }))} />
-        <span>{t.triggers.isActive}</span>
-      </label>
-      <div className="form-actions">
-        <button type="submit" disabled={save.isPending}>{save.isPending ? t.admin.saving : t.admin.save}</button>
-        <button type="button" className="secondary" onClick={onCancel}>{t.common.cancel}</button>
-      </div>
+      <ActiveCheck checked={form.is_active} label={t.triggers.isActive} onChange={(on) => setForm((f) => ({ ...f, is_active: on }))} />
+      <FormActions saving={save.isPending} onCancel={onCancel} />
     </form>
   );
 }

@@ -15,6 +15,8 @@ export const CatalogName = Type.String({
   description: 'Unique per workspace; 1-100 characters, no "/" and no leading or trailing blanks',
 });
 export const Description = Nullable(Type.String({ maxLength: 2000 }));
+/** The first properties of a named record of a workspace as answered (catalogue, schedules). */
+export const RecordHead = { id: Uuid(), tenant_id: Uuid(), name: Type.String(), description: Nullable(Type.String()) };
 
 const strict = { additionalProperties: false } as const;
 
@@ -47,7 +49,7 @@ export type FolderCreate = Static<typeof FolderCreate>;
 export const FolderUpdate = patchOf(folderProps);
 export type FolderUpdate = Static<typeof FolderUpdate>;
 export const FolderResponse = Type.Object({
-  id: Uuid(), tenant_id: Uuid(), name: Type.String(), description: Nullable(Type.String()),
+  ...RecordHead,
   is_active: Type.Boolean(), created_at: DateTime(), updated_at: DateTime(),
 });
 
@@ -118,10 +120,7 @@ export type MachineCreate = Static<typeof MachineCreate>;
 export const MachineUpdate = patchOf(machineProps);
 export type MachineUpdate = Static<typeof MachineUpdate>;
 export const MachineResponse = Type.Object({
-  id: Uuid(),
-  tenant_id: Uuid(),
-  name: Type.String(),
-  description: Nullable(Type.String()),
+  ...RecordHead,
   status: MachineStatusSchema,
   slots: Type.Integer(),
   kind: MachineKindSchema,
@@ -158,10 +157,7 @@ export const QueueItemCountsSchema = Type.Object({
   completed: Type.Integer(), failed: Type.Integer(), dead_letter: Type.Integer(),
 });
 export const QueueResponse = Type.Object({
-  id: Uuid(),
-  tenant_id: Uuid(),
-  name: Type.String(),
-  description: Nullable(Type.String()),
+  ...RecordHead,
   max_retries: Type.Integer(),
   consumer_process_id: Nullable(Uuid()),
   max_consumers: Type.Integer(),

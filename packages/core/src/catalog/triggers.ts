@@ -81,6 +81,7 @@ export const TriggerResponse = Type.Object({
   created_at: DateTime(),
   updated_at: DateTime(),
 });
+export type TriggerResponse = Static<typeof TriggerResponse>;
 
 export function toTriggerResponse(row: TriggerRow) {
   return {

@@ -99,6 +99,11 @@ async function findQueuesByNames(sql: Sql, keys: Array<{ tenantId: string; name:
   return keys.map((k) => found.get(`${k.tenantId}\u0000${k.name}`) ?? null);
 }
 
+/** An item's own columns in a batch's JSON rows (the INSERT reads them by name). */
+function itemRecord(item: NewQueueItem): NewQueueItem {
+  return { priority: item.priority, reference: item.reference, deadline: item.deadline, postpone: item.postpone, data: item.data };
+}
+
 /**
  * One INSERT for items of any queues: the rows travel as one JSON array (one parameter, one
  * parse whatever the count) and keep their order; ids are made here to give each caller its row.
@@ -108,11 +113,7 @@ async function insertQueueItemsBatch(sql: Sql, inputs: Array<{ queue: QueueRef; 
     id: randomUUID(),
     tenant_id: queue.tenant_id,
     queue_id: queue.id,
-    priority: item.priority,
-    reference: item.reference,
-    deadline: item.deadline,
-    postpone: item.postpone,
-    data: item.data,
+    ...itemRecord(item),
   }));
   const rows = await sql<ChosenOnInsert[]>`
     with ins as (
@@ -134,11 +135,7 @@ async function insertQueueItemsByNameBatch(sql: Sql, inputs: ByName[]): Promise<
     id: randomUUID(),
     tenant_id: tenantId,
     queue_name: queueName,
-    priority: item.priority,
-    reference: item.reference,
-    deadline: item.deadline,
-    postpone: item.postpone,
-    data: item.data,
+    ...itemRecord(item),
   }));
   const rows = await sql<ChosenOnInsert[]>`
     with ins as (

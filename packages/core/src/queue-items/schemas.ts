@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { DateTime, Nullable, PageQuery, Uuid } from '../validation/formats';
+import { QUEUE_ITEM_STATUSES, type QueueItemStatus } from './statuses';
 
 /**
  * Request and response schemas of queue items: one source for the API's
@@ -7,8 +8,7 @@ import { DateTime, Nullable, PageQuery, Uuid } from '../validation/formats';
  * so a misspelt `priorty` or `statuss` is an error instead of being silently ignored
  * (docs/decisions/queue-items.md).
  */
-export const QUEUE_ITEM_STATUSES = ['new', 'in_progress', 'pending_review', 'completed', 'failed', 'dead_letter'] as const;
-export type QueueItemStatus = (typeof QUEUE_ITEM_STATUSES)[number];
+export { QUEUE_ITEM_STATUSES, type QueueItemStatus } from './statuses';
 /** An enum (not a union of literals) so a bad value gives one readable message. */
 export const QueueItemStatusSchema = Type.Unsafe<QueueItemStatus>({ type: 'string', enum: [...QUEUE_ITEM_STATUSES] });
 

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { ActiveFilter, CatalogName, Description, patchOf } from '../catalog/schemas';
+import { ActiveFilter, CatalogName, Description, patchOf, RecordHead } from '../catalog/schemas';
 import { DateTime, Nullable, PageQuery, Uuid } from '../validation/formats';
 import { CRON_MAX_LENGTH, TIMEZONE_MAX_LENGTH } from './cron';
 
@@ -42,10 +42,7 @@ export const ScheduleUpdate = patchOf(scheduleProps);
 export type ScheduleUpdate = Static<typeof ScheduleUpdate>;
 
 export const ScheduleResponse = Type.Object({
-  id: Uuid(),
-  tenant_id: Uuid(),
-  name: Type.String(),
-  description: Nullable(Type.String()),
+  ...RecordHead,
   process_id: Uuid(),
   cron: Type.String(),
   timezone: Type.String(),
@@ -62,6 +59,7 @@ export const ScheduleResponse = Type.Object({
   created_at: DateTime(),
   updated_at: DateTime(),
 });
+export type ScheduleResponse = Static<typeof ScheduleResponse>;
 
 export const ScheduleListQuery = Type.Object({
   ...PageQuery,
@@ -79,3 +77,4 @@ export const SchedulePreviewResponse = Type.Object({
   timezone: Type.String(),
   runs: Type.Array(DateTime(), { description: 'The next ticks from now, oldest first, in UTC' }),
 });
+export type SchedulePreviewResponse = Static<typeof SchedulePreviewResponse>;

@@ -11,18 +11,8 @@ import { TenantCreateBody, TenantUpdateBody, type TenantCreateInput, type Tenant
  * feature flags, the subscription state and the monthly quota are what the API checks on use.
  */
 
-export interface TenantResponseBody {
-  id: string;
-  name: string;
-  plan: string;
-  plan_features: string[];
-  subscription_status: string;
-  monthly_quota: number;
-  quota_used: number;
-  quota_period: string;
-  created_at: string;
-  updated_at: string;
-}
+/** A tenant as answered: its row, with every date as text (`quota_period` a day, YYYY-MM-DD). */
+export type TenantResponseBody = { [K in keyof TenantRow]: TenantRow[K] extends Date ? string : TenantRow[K] };
 
 function isoDate(value: Date | string): string {
   // postgres.js parses a `date` as `new Date('YYYY-MM-DD')`, i.e. UTC midnight

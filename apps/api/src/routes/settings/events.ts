@@ -3,8 +3,8 @@ import {
   DeliveryListQuery, DeliveryParams, DeliveryResponse, EVENT_TYPES, EventFeedQuery, EventResponse, EventStreamQuery, IdParams,
   MAX_WEBHOOKS_PER_WORKSPACE, ValidationError, WebhookCreate, WebhookListQuery, WebhookResponse, WebhookUpdate, WebhookWithSecretResponse,
 } from '@svc/core';
-import { createRouter, type AppRouter } from '../../http/router';
-import { addRoute, type RouteContext } from '../../http/route';
+import type { AppRouter } from '../../http/router';
+import { routeGroup, type RouteContext } from '../../http/route';
 import { ok, paged } from '../../http/respond';
 import { ADMIN, tenantOf, userActorOf } from './crud';
 
@@ -20,11 +20,11 @@ const STREAM_KEEPALIVE_MS = 15_000;
  * the replayable event feed, for the workspace's admins.
  */
 export function eventRoutes(rc: RouteContext): AppRouter {
-  const router = createRouter();
+  const { router, add } = routeGroup(rc, { tags, auth: ADMIN });
   const { engine } = rc.deps;
   const hooks = engine.events.webhooks;
 
-  addRoute(router, rc, {
+  add({
     method: 'get',
     path: '/settings/events',
     summary: 'Read the event feed of the workspace',
@@ -33,8 +33,6 @@ export function eventRoutes(rc: RouteContext): AppRouter {
       'page (from the oldest kept event when absent), `types` = comma-separated types, `limit` 1..500 (default 100). ' +
       '`meta.next_cursor` is the last event\'s id (or `after` when there is nothing new): a client that keeps it never ' +
       `misses an event. Events are kept EVENT_RETENTION_DAYS days (default 7). ${TYPES}`,
-    tags,
-    auth: ADMIN,
     query: EventFeedQuery,
     response: EventResponse,
     paged: 'cursor',
@@ -44,7 +42,7 @@ export function eventRoutes(rc: RouteContext): AppRouter {
     paged(ctx, rows, meta);
   });
 
-  addRoute(router, rc, {
+  add({
     method: 'get',
     path: '/settings/events/stream',
     summary: 'Stream the event feed (Server-Sent Events)',
@@ -54,8 +52,6 @@ export function eventRoutes(rc: RouteContext): AppRouter {
       'the connection open. The stream ends within a second of its token\'s logout, revocation or expiry, or its ' +
       'user\'s deactivation or loss of the admin role. At most EVENT_STREAMS_PER_USER (default 5) streams per user and ' +
       'EVENT_STREAMS_PER_WORKSPACE (default 20) per workspace are open at once: past that, 429.',
-    tags,
-    auth: ADMIN,
     query: EventStreamQuery,
     headers: [{ name: 'Last-Event-ID', description: 'The id of the last event received: the stream resumes after it' }],
     errors: [422, 429],
@@ -137,7 +133,7 @@ export function eventRoutes(rc: RouteContext): AppRouter {
     })();
   });
 
-  addRoute(router, rc, {
+  add({
     method: 'post',
     path: '/settings/webhooks',
     summary: 'Subscribe a URL to events',
@@ -148,8 +144,6 @@ export function eventRoutes(rc: RouteContext): AppRouter {
       '"<timestamp>.<body>">` (README "Webhooks"); at least once, in order, retried with back-off for 24 h. ' +
       `A workspace has at most ${MAX_WEBHOOKS_PER_WORKSPACE} subscriptions: one more answers 409. Audited as ` +
       `\`create_webhook\`. ${TYPES}`,
-    tags,
-    auth: ADMIN,
     body: WebhookCreate,
     response: WebhookWithSecretResponse,
     successStatus: 201,
@@ -158,13 +152,11 @@ export function eventRoutes(rc: RouteContext): AppRouter {
     ok(ctx, await hooks.create(userActorOf(ctx), tenantOf(ctx), input.body()), 201);
   });
 
-  addRoute(router, rc, {
+  add({
     method: 'get',
     path: '/settings/webhooks',
     summary: 'List the webhook subscriptions of the workspace',
     description: 'Oldest first; the secrets are never shown again (only `secret_prefix`).',
-    tags,
-    auth: ADMIN,
     query: WebhookListQuery,
     response: WebhookResponse,
     paged: true,
@@ -174,13 +166,11 @@ export function eventRoutes(rc: RouteContext): AppRouter {
     paged(ctx, rows, meta);
   });
 
-  addRoute(router, rc, {
+  add({
     method: 'get',
     path: '/settings/webhooks/:id',
     summary: 'Get a webhook subscription',
     description: 'Another workspace\'s subscription answers 404, like a missing one.',
-    tags,
-    auth: ADMIN,
     params: IdParams,
     response: WebhookResponse,
     errors: [404, 422],
@@ -188,13 +178,11 @@ export function eventRoutes(rc: RouteContext): AppRouter {
     ok(ctx, await hooks.get(tenantOf(ctx), input.params().id));
   });
 
-  addRoute(router, rc, {
+  add({
     method: 'patch',
     path: '/settings/webhooks/:id',
     summary: 'Change a webhook subscription',
     description: 'Partial update (at least one field). `is_active: true` re-enables a subscription disabled after 24 h of failures. Audited as `update_webhook`.',
-    tags,
-    auth: ADMIN,
     params: IdParams,
     body: WebhookUpdate,
     response: WebhookResponse,
@@ -205,13 +193,11 @@ export function eventRoutes(rc: RouteContext): AppRouter {
     ok(ctx, await hooks.update(userActorOf(ctx), tenantOf(ctx), id, input.body()));
   });
 
-  addRoute(router, rc, {
+  add({
     method: 'delete',
     path: '/settings/webhooks/:id',
     summary: 'Delete a webhook subscription',
     description: 'Deletes it with its deliveries and returns the record. Audited as `delete_webhook`.',
-    tags,
-    auth: ADMIN,
     params: IdParams,
     response: WebhookResponse,
     errors: [404, 422],
@@ -219,13 +205,11 @@ export function eventRoutes(rc: RouteContext): AppRouter {
     ok(ctx, await hooks.delete(userActorOf(ctx), tenantOf(ctx), input.params().id));
   });
 
-  addRoute(router, rc, {
+  add({
     method: 'post',
     path: '/settings/webhooks/:id/rotate-secret',
     summary: 'Rotate the signing secret of a webhook subscription',
     description: 'The new `secret` is shown this once and signs every delivery from now on. Audited as `rotate_webhook_secret`.',
-    tags,
-    auth: ADMIN,
     params: IdParams,
     response: WebhookWithSecretResponse,
     errors: [404, 422],
@@ -233,13 +217,11 @@ export function eventRoutes(rc: RouteContext): AppRouter {
     ok(ctx, await hooks.rotateSecret(userActorOf(ctx), tenantOf(ctx), input.params().id));
   });
 
-  addRoute(router, rc, {
+  add({
     method: 'post',
     path: '/settings/webhooks/:id/test',
     summary: 'Send a test event to a webhook subscription',
     description: 'Queues a `webhook.test` event (signed like any other, not in the feed) for this subscription; its delivery is returned (202).',
-    tags,
-    auth: ADMIN,
     params: IdParams,
     response: DeliveryResponse,
     successStatus: 202,
@@ -248,13 +230,11 @@ export function eventRoutes(rc: RouteContext): AppRouter {
     ok(ctx, await hooks.test(tenantOf(ctx), input.params().id), 202);
   });
 
-  addRoute(router, rc, {
+  add({
     method: 'get',
     path: '/settings/webhooks/:id/deliveries',
     summary: 'List the deliveries of a webhook subscription',
     description: 'Newest first: status (`pending`, `delivered`, `failed`), attempts, last response code, time and duration; filter by `status`.',
-    tags,
-    auth: ADMIN,
     params: IdParams,
     query: DeliveryListQuery,
     response: DeliveryResponse,
@@ -265,13 +245,11 @@ export function eventRoutes(rc: RouteContext): AppRouter {
     paged(ctx, rows, meta);
   });
 
-  addRoute(router, rc, {
+  add({
     method: 'post',
     path: '/settings/webhooks/:id/deliveries/:delivery_id/redeliver',
     summary: 'Deliver an event again',
     description: 'Sends the delivery\'s event again as a new delivery (returned, 202), outside the subscription\'s order, with the same body. Audited as `redeliver_webhook`. 404 also when the event is older than the retention (`EVENT_RETENTION_DAYS`) and the delivery kept no body of its own.',
-    tags,
-    auth: ADMIN,
     params: DeliveryParams,
     response: DeliveryResponse,
     successStatus: 202,

@@ -1,8 +1,8 @@
 import {
   ApproveItemBody, QueueItemPathParams, QueueItemResponse, QueuePathParams, RedriveBody, RedriveResponse, RejectItemBody, toQueueItemResponse, type ReviewActor,
 } from '@svc/core';
-import { createRouter, type AppRouter } from '../../http/router';
-import { addRoute, type RouteContext } from '../../http/route';
+import type { AppRouter } from '../../http/router';
+import { routeGroup, type RouteContext } from '../../http/route';
 import { ok } from '../../http/respond';
 import { ADMIN, type Ctx } from './crud';
 
@@ -21,13 +21,11 @@ function actorOf(ctx: Ctx): ReviewActor {
  * The rules live in core (queue-items/review.ts).
  */
 export function queueItemReviewRoutes(rc: RouteContext): AppRouter {
-  const router = createRouter();
+  const { router, add } = routeGroup(rc, { tags: TAGS, auth: ADMIN });
   const { deps } = rc;
 
   for (const decision of ['approve', 'reject'] as const) {
-    addRoute(
-      router,
-      rc,
+    add(
       {
         method: 'post',
         path: `/settings/queues/:queue_id/items/:item_id/${decision}`,
@@ -39,8 +37,6 @@ export function queueItemReviewRoutes(rc: RouteContext): AppRouter {
               'item is not pending review.'
             : 'pending_review → failed, with `reason` (or a default text) as error_message; the queue retry policy then ' +
               'moves it to new (retries remain) or dead_letter. Records reviewed_by and reviewed_at. 404 / 409 as for approve.',
-        tags: TAGS,
-        auth: ADMIN,
         params: QueueItemPathParams,
         body: decision === 'approve' ? ApproveItemBody : RejectItemBody,
         response: QueueItemResponse,
@@ -59,9 +55,7 @@ export function queueItemReviewRoutes(rc: RouteContext): AppRouter {
     );
   }
 
-  addRoute(
-    router,
-    rc,
+  add(
     {
       method: 'post',
       path: '/settings/queues/:queue_id/items/redrive',
@@ -69,8 +63,6 @@ export function queueItemReviewRoutes(rc: RouteContext): AppRouter {
       description:
         'dead_letter → new for the listed items (those not in dead_letter are left alone), or for every dead-letter ' +
         'item of the queue when `item_ids` is omitted. retry_count starts again at 0. Answers how many moved.',
-      tags: TAGS,
-      auth: ADMIN,
       params: QueuePathParams,
       body: RedriveBody,
       response: RedriveResponse,
