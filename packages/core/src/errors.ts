@@ -1,8 +1,8 @@
-import { es } from './messages/es';
 /**
  * Typed domain errors. Core code throws these; the API's error middleware is the one place
  * that turns them into the contract's envelope (docs/architecture.md, invariant 5).
  */
+import { es } from './messages/es';
 
 export type ErrorCode =
   | 'UNAUTHORIZED'

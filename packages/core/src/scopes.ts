@@ -1,4 +1,5 @@
 import { es } from './messages/es';
+
 /** The API key scope catalogue (served by GET /settings/api-keys/available-scopes). Scopes are resource:action. */
 export const SCOPES = [
   { scope: 'assets:read', description: es.scopes['assets:read'], group: 'credentials' },

@@ -1,5 +1,5 @@
-import { es,
-  UnauthorizedError, ForbiddenError, apiKeyCacheLookups, hasScope, buildAllowList, checkIpEntry, ipAllowed, sha256Hex, API_KEY_PREFIX,
+import {
+  es, UnauthorizedError, ForbiddenError, apiKeyCacheLookups, hasScope, buildAllowList, checkIpEntry, ipAllowed, sha256Hex, API_KEY_PREFIX,
   type ApiKeyRow, type Environment, type PlanFeature, type Scope,
 } from '@svc/core';
 import type { ApiDeps } from '../deps';

@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import coBody from 'co-body';
-import { es,
-  HttpError, PayloadTooLargeError, ValidationError, jsonInputIssue, jsonTextMayHoldUnstorable,
+import {
+  es, HttpError, PayloadTooLargeError, ValidationError, jsonInputIssue, jsonTextMayHoldUnstorable,
 } from '@svc/core';
 
 /** Ordinary JSON endpoints accept bodies up to 2 MiB. */

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { es,
-  AssetUpdate, CatalogName, FolderUpdate, MachineUpdate, ProcessUpdate, QueueUpdate, ScheduleUpdate, ValidationError, validate,
+import {
+  es, AssetUpdate, CatalogName, FolderUpdate, MachineUpdate, ProcessUpdate, QueueUpdate, ScheduleUpdate, ValidationError, validate,
   type AssetType, type FieldIssue,
 } from '@svc/core';
 import { CliError, EXIT, UsageError } from '../errors';

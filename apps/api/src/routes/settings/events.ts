@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
-import { es,
-  DeliveryListQuery, DeliveryParams, DeliveryResponse, EVENT_TYPES, EventFeedQuery, EventResponse, EventStreamQuery, IdParams,
+import {
+  es, DeliveryListQuery, DeliveryParams, DeliveryResponse, EVENT_TYPES, EventFeedQuery, EventResponse, EventStreamQuery, IdParams,
   MAX_WEBHOOKS_PER_WORKSPACE, ValidationError, WebhookCreate, WebhookListQuery, WebhookResponse, WebhookUpdate, WebhookWithSecretResponse,
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../../http/router';
