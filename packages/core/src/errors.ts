@@ -2,6 +2,7 @@
  * Typed domain errors. Core code throws these; the API's error middleware is the one place
  * that turns them into the contract's envelope (docs/architecture.md, invariant 5).
  */
+import { es } from './messages/es';
 
 export type ErrorCode =
   | 'UNAUTHORIZED'
@@ -26,19 +27,8 @@ export interface FieldIssue {
   type: string;
 }
 
-export const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
-  UNAUTHORIZED: 'Credenciales inválidas',
-  FORBIDDEN: 'Permisos insuficientes',
-  NOT_FOUND: 'Recurso no encontrado',
-  CONFLICT: 'El recurso ya existe',
-  PAYLOAD_TOO_LARGE: 'El cuerpo de la solicitud supera el tamaño máximo permitido',
-  VALIDATION_ERROR: 'Error de validación',
-  RATE_LIMIT_EXCEEDED: 'Límite de solicitudes excedido',
-  QUOTA_EXCEEDED: 'Cuota mensual de ejecuciones agotada',
-  NO_MACHINE_AVAILABLE: 'No hay ninguna máquina en línea y activa disponible',
-  HTTP_ERROR: 'Error HTTP',
-  INTERNAL_ERROR: 'Error interno del servidor',
-};
+/** The default `message` of each code: the catalogue's (messages/es.ts). */
+export const DEFAULT_MESSAGES: Record<ErrorCode, string> = es.errors;
 
 export class AppError extends Error {
   readonly code: ErrorCode;

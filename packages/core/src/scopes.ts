@@ -1,13 +1,15 @@
+import { es } from './messages/es';
+
 /** The API key scope catalogue (served by GET /settings/api-keys/available-scopes). Scopes are resource:action. */
 export const SCOPES = [
-  { scope: 'assets:read', description: 'Leer assets', group: 'credentials' },
-  { scope: 'queues:read', description: 'Leer elementos de colas', group: 'queues' },
-  { scope: 'queues:write', description: 'Añadir elementos a colas', group: 'queues' },
-  { scope: 'jobs:read', description: 'Leer el estado de ejecuciones', group: 'executions' },
-  { scope: 'jobs:write', description: 'Lanzar ejecuciones', group: 'executions' },
-  { scope: 'jobs:stop', description: 'Detener ejecuciones', group: 'executions' },
-  { scope: 'processes:read', description: 'Leer procesos', group: 'processes' },
-  { scope: 'machines:read', description: 'Leer máquinas', group: 'machines' },
+  { scope: 'assets:read', description: es.scopes['assets:read'], group: 'credentials' },
+  { scope: 'queues:read', description: es.scopes['queues:read'], group: 'queues' },
+  { scope: 'queues:write', description: es.scopes['queues:write'], group: 'queues' },
+  { scope: 'jobs:read', description: es.scopes['jobs:read'], group: 'executions' },
+  { scope: 'jobs:write', description: es.scopes['jobs:write'], group: 'executions' },
+  { scope: 'jobs:stop', description: es.scopes['jobs:stop'], group: 'executions' },
+  { scope: 'processes:read', description: es.scopes['processes:read'], group: 'processes' },
+  { scope: 'machines:read', description: es.scopes['machines:read'], group: 'machines' },
 ] as const;
 
 export type Scope = (typeof SCOPES)[number]['scope'];

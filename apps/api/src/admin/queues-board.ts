@@ -4,7 +4,7 @@ import { Queue } from 'bullmq';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { KoaAdapter } from '@bull-board/koa';
-import { bearerToken, machineQueueName, queueDisplayName, requireAdminRole, UnauthorizedError } from '@svc/core';
+import { bearerToken, es, machineQueueName, queueDisplayName, requireAdminRole, UnauthorizedError } from '@svc/core';
 import { authenticateUser } from '../auth/bearer';
 import type { ApiDeps } from '../deps';
 import type { AppState } from '../http/state';
@@ -170,16 +170,7 @@ function wantsPage(ctx: ParameterizedContext<AppState>): boolean {
   return (ctx.method === 'GET' || ctx.method === 'HEAD') && ctx.get('Accept').includes('text/html');
 }
 
-export const OPEN_FROM_CONSOLE_HTML = `<!doctype html>
-<html lang="es">
-<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="robots" content="noindex"><title>Bull Board · svc</title></head>
-<body>
-<h1>Bull Board necesita una sesión</h1>
-<p>Abra Bull Board desde la consola con un usuario administrador (botón «Colas (Bull Board)»). La sesión dura ${BOARD_SESSION_SECONDS / 60} minutos y termina al cerrar la sesión de la consola.</p>
-<p><a href="/console/">Ir a la consola</a></p>
-</body>
-</html>
-`;
+export const OPEN_FROM_CONSOLE_HTML = es.pages.boardNeedsSession(BOARD_SESSION_SECONDS / 60);
 
 /** 401 as a tiny page without scripts: the way in is the console's button. */
 function openFromConsolePage(ctx: ParameterizedContext<AppState>): void {

@@ -3,7 +3,7 @@ import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import {
-  AGENT_CLOSE, AGENT_MAX_MESSAGE_BYTES, AppError, MACHINE_KEY_PREFIX, UnauthorizedError, bearerToken, clientIp, createRedis, decodeAbort, decodeInputAnswered, sha256Hex,
+  es, AGENT_CLOSE, AGENT_MAX_MESSAGE_BYTES, AppError, MACHINE_KEY_PREFIX, UnauthorizedError, bearerToken, clientIp, createRedis, decodeAbort, decodeInputAnswered, sha256Hex,
   type AgentMachine, type RedisClient,
 } from '@svc/core';
 import type { ApiDeps } from '../deps';
@@ -69,7 +69,7 @@ export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: num
       if (channel === connectedChannel) {
         const news = parseConnected(raw);
         const held = news && sessions.get(news.machine_id);
-        if (held && held.connection !== news.connection) void held.session.close(AGENT_CLOSE.replaced, 'la máquina se conectó de nuevo');
+        if (held && held.connection !== news.connection) void held.session.close(AGENT_CLOSE.replaced, es.agent.reconnected);
         return;
       }
       if (channel === keys.jobInputs) {
@@ -96,7 +96,7 @@ export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: num
     try {
       const live = new Set(await engine.machines.liveKeys(held.map((s) => ({ id: s.machine.id, keyHashHex: s.keyHashHex }))));
       outage.ok();
-      for (const s of held) if (!live.has(s.machine.id)) void s.close(AGENT_CLOSE.credentialLapsed, 'la clave de la máquina ya no es válida');
+      for (const s of held) if (!live.has(s.machine.id)) void s.close(AGENT_CLOSE.credentialLapsed, es.agent.keyNoLongerValid);
     } catch (err) {
       if (!outage.failed(err, 'checking machine keys')) logger.warn('machine keys could not be checked', { err: (err as Error).message });
     }
@@ -115,7 +115,7 @@ export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: num
     const requestId = randomUUID();
     socket.on('error', () => undefined);
     try {
-      if (closing) throw new AppError('HTTP_ERROR', 503, 'El servidor se está deteniendo');
+      if (closing) throw new AppError('HTTP_ERROR', 503, es.http.serverStopping);
       const key = bearerToken(req.headers.authorization);
       if (!key || !key.startsWith(MACHINE_KEY_PREFIX) || key.length > 256) throw new UnauthorizedError();
       const ip = clientIp(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'] as string | undefined, config.trustedProxyCount);
@@ -132,7 +132,7 @@ export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: num
       if (err instanceof AppError) refuse(socket, err, requestId);
       else if (outage.failed(err, 'looking up a machine key')) {
         // Postgres away: the robot tries again with back-off
-        refuse(socket, new AppError('HTTP_ERROR', 503, 'La base de datos no responde: vuelve a intentarlo'), requestId);
+        refuse(socket, new AppError('HTTP_ERROR', 503, es.http.databaseUnavailable), requestId);
       } else {
         logger.error('machine connection failed', { err: (err as Error).message });
         socket.destroy();
@@ -144,7 +144,7 @@ export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: num
     const connection = randomUUID();
     const session = new MachineSession(sessionDeps, ws, machine, keyHashHex);
     const earlier = sessions.get(machine.id);
-    if (earlier) void earlier.session.close(AGENT_CLOSE.replaced, 'la máquina se conectó de nuevo');
+    if (earlier) void earlier.session.close(AGENT_CLOSE.replaced, es.agent.reconnected);
     sessions.set(machine.id, { session, connection });
     void deps.redis.publish(connectedChannel, JSON.stringify({ machine_id: machine.id, connection })).catch(() => undefined);
     timer ??= setInterval(() => void check(), CHECK_MS).unref();
@@ -152,7 +152,7 @@ export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: num
     let count = 0;
     ws.on('message', (data, isBinary) => {
       if (isBinary) {
-        void session.close(1003, 'solo mensajes de texto JSON');
+        void session.close(1003, es.agent.textJsonOnly);
         return;
       }
       const now = Math.floor(Date.now() / 1000);
@@ -162,7 +162,7 @@ export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: num
       }
       count++;
       if (count > perSecond * FLOOD_FACTOR) {
-        void session.close(AGENT_CLOSE.rateLimited, 'demasiados mensajes');
+        void session.close(AGENT_CLOSE.rateLimited, es.agent.tooManyMessages);
         return;
       }
       if (count > perSecond) {
@@ -184,7 +184,7 @@ export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: num
       await session.start();
     } catch (err) {
       logger.warn('machine session could not start', { err: (err as Error).message });
-      await session.close(1011, 'no se pudo iniciar la sesión');
+      await session.close(1011, es.agent.sessionFailed);
     }
   };
 
@@ -205,7 +205,7 @@ export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: num
       closing = true;
       if (timer) clearInterval(timer);
       timer = null;
-      await Promise.all([...sessions.values()].map((h) => h.session.close(AGENT_CLOSE.goingAway, 'el servidor se detiene')));
+      await Promise.all([...sessions.values()].map((h) => h.session.close(AGENT_CLOSE.goingAway, es.agent.serverStopping)));
       sessions.clear();
       sub?.disconnect();
       wss.close();

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Worker, type Job } from 'bullmq';
 import type { WebSocket } from 'ws';
 import {
-  AGENT_CLOSE, AGENT_REQUESTS, AppError, ConflictError, NotFoundError, RateLimitError, SpanKind, ValidationError, createRedis, currentTraceCarrier,
+  es, AGENT_CLOSE, AGENT_REQUESTS, AppError, ConflictError, NotFoundError, RateLimitError, SpanKind, ValidationError, createRedis, currentTraceCarrier,
   jsonInputIssue, jsonTextMayHoldUnstorable, machineQueueName, retryOnConnectionLoss, skipDelivery, validate, withSpan, withTraceCarrier,
   type AgentMachine, type AgentRequestOf, type AgentRequestType, type DbOutage, type Engine, type JobAbortMessage, type JobInputMessage, type Logger,
   type MachineJobPayload, type RedisTarget,
@@ -99,18 +99,18 @@ export class MachineSession {
     try {
       msg = JSON.parse(raw) as { id?: unknown; type?: unknown };
     } catch {
-      this.reply(null, new ValidationError([{ field: 'message', message: 'no es JSON válido', loc: ['message'], type: 'json_invalid' }]));
+      this.reply(null, new ValidationError([{ field: 'message', message: es.agent.notJson, loc: ['message'], type: 'json_invalid' }]));
       return;
     }
     const id = typeof msg === 'object' && msg !== null && Number.isInteger(msg.id) ? (msg.id as number) : null;
     try {
-      if (id === null) throw ValidationError.single(['message', 'id'], 'debe ser un número entero', 'integer_type');
+      if (id === null) throw ValidationError.single(['message', 'id'], es.agent.notAnInteger, 'integer_type');
       // what Postgres cannot store (U+0000, lone surrogates), nesting past the bound, __proto__ keys
       const issue = jsonInputIssue(msg, ['message'], { strings: jsonTextMayHoldUnstorable(raw) });
       if (issue) throw new ValidationError([issue]);
       const type = msg.type;
       if (typeof type !== 'string' || !Object.hasOwn(AGENT_REQUESTS, type)) {
-        throw ValidationError.single(['message', 'type'], `debe ser uno de: ${Object.keys(AGENT_REQUESTS).join(', ')}`, 'enum');
+        throw ValidationError.single(['message', 'type'], es.agent.oneOf(Object.keys(AGENT_REQUESTS).join(', ')), 'enum');
       }
       const request = validate(AGENT_REQUESTS[type as AgentRequestType], msg, 'body') as { trace?: Record<string, string> };
       // under the robot's span when it sent one: its trace goes on through the platform's statements
@@ -148,7 +148,7 @@ export class MachineSession {
     } catch {
       // answered with re: null like any message that is not JSON
     }
-    this.reply(re, new RateLimitError(Math.ceil(retryAfterMs / 1000), {}, 'Demasiados mensajes por segundo en esta conexión', { retry_after_ms: retryAfterMs }));
+    this.reply(re, new RateLimitError(Math.ceil(retryAfterMs / 1000), {}, es.agent.tooManyMessagesPerSecond, { retry_after_ms: retryAfterMs }));
   }
 
   private async handle(type: AgentRequestType, msg: unknown): Promise<unknown> {
@@ -173,7 +173,7 @@ export class MachineSession {
           progress_message: m.progress_message, resource_metrics: m.resource_metrics, logs_append: m.log,
         }, { repeat }));
         this.release(m.job_id);
-        if (!job) throw new ConflictError('Este intento del job ya no es el vigente');
+        if (!job) throw new ConflictError(es.jobs.staleAttempt);
         return { status: job.status };
       }
       case 'items.take':
@@ -194,7 +194,7 @@ export class MachineSession {
         const res = await this.dbRepeatable('asking for input', m.repeat, (repeat) =>
           machines.askInput(m.job_id, m.attempt, { prompt: m.prompt, options: m.options }, { repeat }));
         if ('refused' in res) {
-          if (res.refused === 'stop_requested') throw new ConflictError('Se pidió detener el job', { stop_requested: true });
+          if (res.refused === 'stop_requested') throw new ConflictError(es.jobs.stopRequested, { stop_requested: true });
           throw this.lost(m.job_id);
         }
         return { waiting: true };
@@ -229,7 +229,7 @@ export class MachineSession {
   /** Settles and takes on the consumer job's own queue (a repeat is resolved by core's fencing rule). */
   private async takeItems(m: AgentRequestOf<'items.take'>): Promise<unknown> {
     const held = this.holds(m.job_id, m.attempt);
-    if (!held.queueId) throw new NotFoundError('Este job no consume ninguna cola');
+    if (!held.queueId) throw new NotFoundError(es.jobs.consumesNoQueue);
     const queueId = held.queueId;
     const res = await this.dbRepeatable('settling and taking queue items', m.repeat, (repeat) => this.deps.engine.machines.takeItems({
       queueId, jobId: m.job_id, jobAttempt: m.attempt, machineId: this.machine.id, outcomes: m.outcomes, take: m.take, held: m.held, repeat,
@@ -381,14 +381,14 @@ export class MachineSession {
 
   private holds(jobId: string, attempt: number): Held {
     const held = this.owned.get(jobId);
-    if (held === undefined) throw new NotFoundError('Job no encontrado');
-    if (held.attempt !== attempt) throw new ConflictError('Este intento del job ya no es el vigente');
+    if (held === undefined) throw new NotFoundError(es.jobs.notFound);
+    if (held.attempt !== attempt) throw new ConflictError(es.jobs.staleAttempt);
     return held;
   }
 
   private lost(jobId: string): AppError {
     this.release(jobId);
-    return new ConflictError('Este intento del job ya no es el vigente');
+    return new ConflictError(es.jobs.staleAttempt);
   }
 
   /** Ends the connection: runs are left to their leases (the robot may come back anywhere). */
@@ -425,6 +425,6 @@ export class MachineSession {
       return;
     }
     this.log.error('machine request failed', { err: (err as Error).message });
-    this.send({ type: 'reply', re, error: { code: 'INTERNAL_ERROR', message: 'Error interno del servidor' } });
+    this.send({ type: 'reply', re, error: { code: 'INTERNAL_ERROR', message: es.errors.INTERNAL_ERROR } });
   }
 }

@@ -1,5 +1,5 @@
 import {
-  UnauthorizedError, ForbiddenError, apiKeyCacheLookups, hasScope, buildAllowList, checkIpEntry, ipAllowed, sha256Hex, API_KEY_PREFIX,
+  es, UnauthorizedError, ForbiddenError, apiKeyCacheLookups, hasScope, buildAllowList, checkIpEntry, ipAllowed, sha256Hex, API_KEY_PREFIX,
   type ApiKeyRow, type Environment, type PlanFeature, type Scope,
 } from '@svc/core';
 import type { ApiDeps } from '../deps';
@@ -27,7 +27,7 @@ export function authenticateApiKey(store: ApiKeyStore, throttle: AuthThrottle): 
     const ip = ctx.state.clientIp;
     const admit = (key: ApiKeyRow | null): void => {
       if (!key || !key.is_active) throw new UnauthorizedError();
-      if (key.expires_at && key.expires_at.getTime() <= Date.now()) throw new UnauthorizedError('API key expirada');
+      if (key.expires_at && key.expires_at.getTime() <= Date.now()) throw new UnauthorizedError(es.auth.apiKeyExpired);
       store.touch(key.id);
       ctx.state.apiKey = principalOf(key, hashHex);
     };
@@ -100,7 +100,7 @@ export function checkKeyIp(): Guard {
         if (allowLists.size > 10_000) allowLists.clear();
         allowLists.set(cacheKey, list);
       }
-      if (!ipAllowed(list, ctx.state.clientIp)) throw new ForbiddenError('IP no autorizada');
+      if (!ipAllowed(list, ctx.state.clientIp)) throw new ForbiddenError(es.auth.ipNotAllowed);
     }
   };
 }
@@ -109,7 +109,7 @@ export function checkKeyIp(): Guard {
 export function requireScope(scope: Scope): Guard {
   return (ctx) => {
     if (!hasScope(ctx.state.apiKey?.scopes, scope)) {
-      throw new ForbiddenError(`La API key no tiene el scope requerido: ${scope}`, { required_scope: scope });
+      throw new ForbiddenError(es.auth.missingScope(scope), { required_scope: scope });
     }
   };
 }

@@ -1,6 +1,6 @@
 import { isIPv6 } from 'node:net';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { RateLimitError, sha256Hex, UnauthorizedError, type Logger, type RedisClient, type RedisKeys } from '@svc/core';
+import { es, RateLimitError, sha256Hex, UnauthorizedError, type Logger, type RedisClient, type RedisKeys } from '@svc/core';
 import { limiterClient } from '../middleware/rate-limit';
 
 /**
@@ -56,7 +56,7 @@ const LOOKUPS_WAITING = 1000;
 /** How long an in-flight password check holds its place if its process dies before releasing it. */
 const IN_FLIGHT_TTL_MS = 30_000;
 
-const SIGN_IN_BLOCKED = 'Demasiados intentos de inicio de sesión; espera antes de reintentar';
+const SIGN_IN_BLOCKED = es.auth.signInBlocked;
 
 /** KEYS[1] an in-flight count; ARGV: most at once, TTL (ms). 1 when a place was taken, else 0. */
 const TAKE_LUA = `

@@ -2,7 +2,7 @@ import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Middleware } from 'koa';
 import { send } from '@koa/send';
-import { HttpError, NotFoundError } from '@svc/core';
+import { es, HttpError, NotFoundError } from '@svc/core';
 import type { AppState } from '../http/state';
 
 export const CONSOLE_PATH = '/console';
@@ -15,8 +15,7 @@ const IMMUTABLE = 'public, max-age=31536000, immutable';
 /** index.html names the current hashed files: always revalidated, so a deploy is seen at once. */
 const REVALIDATE = 'no-cache';
 
-export const CONSOLE_NOT_BUILT =
-  'La consola no está compilada en este servidor: ejecute `node apps/console/build.mjs` (npm start y npm test lo hacen solos).';
+export const CONSOLE_NOT_BUILT = es.http.consoleNotBuilt;
 
 async function isFile(file: string): Promise<boolean> {
   try {

@@ -1,13 +1,13 @@
 import type { Context } from 'koa';
 import coBody from 'co-body';
 import {
-  HttpError, PayloadTooLargeError, ValidationError, jsonInputIssue, jsonTextMayHoldUnstorable,
+  es, HttpError, PayloadTooLargeError, ValidationError, jsonInputIssue, jsonTextMayHoldUnstorable,
 } from '@svc/core';
 
 /** Ordinary JSON endpoints accept bodies up to 2 MiB. */
 export const BODY_LIMIT_BYTES = 2 * 1024 * 1024;
 
-const malformed = () => ValidationError.single(['body'], 'JSON mal formado', 'json_invalid', 'El cuerpo no es un JSON válido');
+const malformed = () => ValidationError.single(['body'], es.http.malformedJson, 'json_invalid', es.http.bodyNotJson);
 
 // what JSON.parse accepts at the top but a request body may not be: only objects and arrays
 const OBJECT_OR_ARRAY = /^[\x20\x09\x0a\x0d]*[[{]/;
@@ -70,7 +70,7 @@ export async function readRequestBody(ctx: Context): Promise<RequestBody> {
   const length = ctx.request.length;
   if (length === undefined ? ctx.req.headers['transfer-encoding'] === undefined : length === 0) return new RequestBody('');
   if (!ctx.is('application/json', 'application/*+json')) {
-    throw new HttpError(415, 'El cuerpo debe ser JSON (Content-Type: application/json)');
+    throw new HttpError(415, es.http.contentTypeNotJson);
   }
   if (length !== undefined && length > BODY_LIMIT_BYTES) throw new PayloadTooLargeError();
   try {
@@ -78,8 +78,8 @@ export async function readRequestBody(ctx: Context): Promise<RequestBody> {
   } catch (raw) {
     const err = raw as { type?: string; status?: number };
     if (err.type === 'entity.too.large') throw new PayloadTooLargeError();
-    if (err.status === 415 || err.type === 'encoding.unsupported') throw new HttpError(415, 'Codificación de contenido no soportada');
-    if (err.type === 'request.aborted') throw new HttpError(400, 'La solicitud se interrumpió antes de terminar el cuerpo');
-    return new RequestBody('', ValidationError.single(['body'], 'el cuerpo no se pudo decodificar', 'body_undecodable', 'El cuerpo no es un JSON válido'));
+    if (err.status === 415 || err.type === 'encoding.unsupported') throw new HttpError(415, es.http.encodingUnsupported);
+    if (err.type === 'request.aborted') throw new HttpError(400, es.http.requestAborted);
+    return new RequestBody('', ValidationError.single(['body'], es.http.bodyUndecodable, 'body_undecodable', es.http.bodyNotJson));
   }
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { RateLimitError, type AccessTokenPrincipal, type Engine, type Logger, type RedisClient, type RedisKeys } from '@svc/core';
+import { es, RateLimitError, type AccessTokenPrincipal, type Engine, type Logger, type RedisClient, type RedisKeys } from '@svc/core';
 
 /**
  * The API's long-lived reads (the event stream): each is held by a user's access token and ends as
@@ -154,7 +154,7 @@ export function createStreamRegistry(o: StreamRegistryOptions): StreamRegistry {
         throw new RateLimitError(
           RETRY_AFTER_SECONDS,
           {},
-          scope === 'user' ? 'Demasiados streams de eventos abiertos por este usuario' : 'Demasiados streams de eventos abiertos en este workspace',
+          scope === 'user' ? es.http.tooManyStreamsPerUser : es.http.tooManyStreamsPerWorkspace,
           { limit, scope },
         );
       }

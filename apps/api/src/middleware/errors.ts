@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { AppError, DEFAULT_MESSAGES, HttpError, ValidationError, type ErrorCode } from '@svc/core';
+import { es, AppError, DEFAULT_MESSAGES, HttpError, ValidationError, type ErrorCode } from '@svc/core';
 import type { AppState } from '../http/state';
 
 function codeForStatus(status: number): ErrorCode {
@@ -26,9 +26,9 @@ export function errorEnvelope(): Middleware<AppState> {
       await next();
       if (ctx.body === undefined || ctx.body === null) {
         // what the routers answered without a body: no route, or a method the route lacks (Allow is set)
-        if (ctx.status === 404) throw new AppError('NOT_FOUND', 404, 'Ruta no encontrada');
-        if (ctx.status === 405) throw new HttpError(405, 'Método no permitido');
-        if (ctx.status === 501) throw new HttpError(501, 'Método no implementado');
+        if (ctx.status === 404) throw new AppError('NOT_FOUND', 404, es.http.routeNotFound);
+        if (ctx.status === 405) throw new HttpError(405, es.http.methodNotAllowed);
+        if (ctx.status === 501) throw new HttpError(501, es.http.methodNotImplemented);
       }
     } catch (raw) {
       const err = raw as Error & { status?: number; statusCode?: number; expose?: boolean; headers?: Record<string, string> };

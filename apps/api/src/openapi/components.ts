@@ -1,4 +1,4 @@
-import { DEFAULT_MESSAGES, MAX_JSON_DEPTH, type ErrorCode } from '@svc/core';
+import { DEFAULT_MESSAGES, es, MAX_JSON_DEPTH, type ErrorCode } from '@svc/core';
 import type { JsonSchema } from './json-schema';
 
 /** Every code the error middleware can put in `error.code` (the public codes plus our two domain codes). */
@@ -82,8 +82,8 @@ export const COMPONENT_SCHEMAS: Record<string, JsonSchema> = {
 };
 
 export const ERROR_DESCRIPTIONS: Record<number, string> = {
-  401: `UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: \`API key expirada\`; token expired). Default message \`${DEFAULT_MESSAGES.UNAUTHORIZED}\`.`,
-  403: `FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (\`IP no autorizada\`), feature not in plan, inactive subscription, non-admin user. Default message \`${DEFAULT_MESSAGES.FORBIDDEN}\`.`,
+  401: `UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: \`${es.auth.apiKeyExpired}\`; token expired). Default message \`${DEFAULT_MESSAGES.UNAUTHORIZED}\`.`,
+  403: `FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (\`${es.auth.ipNotAllowed}\`), feature not in plan, inactive subscription, non-admin user. Default message \`${DEFAULT_MESSAGES.FORBIDDEN}\`.`,
   404: `NOT_FOUND — resource missing or not in the caller's workspace. Default message \`${DEFAULT_MESSAGES.NOT_FOUND}\`.`,
   409: `CONFLICT — the resource exists or its state conflicts with the request. Default message \`${DEFAULT_MESSAGES.CONFLICT}\`.`,
   413: 'PAYLOAD_TOO_LARGE — body above 2 MiB (compressed bodies counted after inflating), refused once the caller is authenticated, before any handler runs.',

@@ -1,4 +1,4 @@
-import { HttpError } from '@svc/core';
+import { es, HttpError } from '@svc/core';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
 
@@ -24,7 +24,7 @@ export function agentRoutes(rc: RouteContext): AppRouter {
     successStatus: 101,
     errors: [401, 426],
   }, () => {
-    throw new HttpError(426, 'Este recurso se abre como WebSocket (Upgrade: websocket)', { Upgrade: 'websocket' });
+    throw new HttpError(426, es.http.webSocketOnly, { Upgrade: 'websocket' });
   });
   return router;
 }

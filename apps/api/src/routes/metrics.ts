@@ -1,4 +1,4 @@
-import { metricsAuthorized, registerPlatformGauges, renderMetrics, UnauthorizedError } from '@svc/core';
+import { es, metricsAuthorized, registerPlatformGauges, renderMetrics, UnauthorizedError } from '@svc/core';
 import type { ApiDeps } from '../deps';
 import { createRouter } from '../http/router';
 
@@ -18,7 +18,7 @@ export function metricsRoute(deps: ApiDeps) {
   router.get('/metrics', async (ctx) => {
     if (!metricsAuthorized(token, ctx.get('Authorization') || undefined)) {
       ctx.set('WWW-Authenticate', 'Bearer');
-      throw new UnauthorizedError('Token de métricas inválido');
+      throw new UnauthorizedError(es.http.metricsTokenInvalid);
     }
     const { contentType, body } = await renderMetrics();
     ctx.type = contentType;

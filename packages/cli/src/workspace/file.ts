@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
-  AssetUpdate, CatalogName, FolderUpdate, MachineUpdate, ProcessUpdate, QueueUpdate, ScheduleUpdate, ValidationError, validate,
+  es, AssetUpdate, CatalogName, FolderUpdate, MachineUpdate, ProcessUpdate, QueueUpdate, ScheduleUpdate, ValidationError, validate,
   type AssetType, type FieldIssue,
 } from '@svc/core';
 import { CliError, EXIT, UsageError } from '../errors';
@@ -127,7 +127,7 @@ export function checkWorkspace(doc: unknown): WorkspaceFile {
     const seen = new Map<string, number>();
     (file[kind] ?? []).forEach((entry: { name: string }, i: number) => {
       const first = seen.get(entry.name);
-      if (first !== undefined) problems.push(issue(['body', kind, i, 'name'], `nombre repetido (ya en ${kind} → ${first})`, 'unique'));
+      if (first !== undefined) problems.push(issue(['body', kind, i, 'name'], es.cli.duplicateName(kind, first), 'unique'));
       else seen.set(entry.name, i);
     });
   }
@@ -153,13 +153,13 @@ export function resolveEnvRefs(value: unknown, env: Record<string, string | unde
     const keys = Object.keys(value);
     if (keys.length === 1 && keys[0] === '$env') {
       const name = (value as { $env: unknown }).$env;
-      if (typeof name !== 'string' || !name) throw new ValidationError([issue(loc, '$env debe nombrar una variable de entorno')]);
+      if (typeof name !== 'string' || !name) throw new ValidationError([issue(loc, es.cli.envNameRequired)]);
       // refused before it is read: nothing of another variable reaches the tenant, not even whether it is set
       if (!name.startsWith(ENV_REF_PREFIX) || name.length === ENV_REF_PREFIX.length) {
-        throw new ValidationError([issue(loc, `$env solo puede leer variables que empiezan por ${ENV_REF_PREFIX} (p. ej. ${ENV_REF_PREFIX}ERP_PASSWORD), no ${name}`, 'env')]);
+        throw new ValidationError([issue(loc, es.cli.envPrefix(ENV_REF_PREFIX, name), 'env')]);
       }
       const v = env[name];
-      if (v === undefined) throw new ValidationError([issue(loc, `la variable de entorno ${name} no está definida`, 'env')]);
+      if (v === undefined) throw new ValidationError([issue(loc, es.cli.envUndefined(name), 'env')]);
       return v;
     }
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, resolveEnvRefs(v, env, [...loc, k])]));

@@ -3,6 +3,7 @@ import { ForbiddenError, UnauthorizedError } from '../errors';
 import { sha256 } from '../security/hash';
 import type { UserRole } from '../users/schemas';
 import { findAccessTokenByHash } from './repo';
+import { es } from '../messages/es';
 
 /**
  * The one check of a user access token, for every way one is presented (the API's Bearer guard,
@@ -32,7 +33,7 @@ export async function authenticateAccessToken(sql: Queryable, token: string | un
   if (!token) throw new UnauthorizedError();
   const row = await findAccessTokenByHash(sql, sha256(token));
   if (!row || row.revoked_at || !row.user_active) throw new UnauthorizedError();
-  if (row.expires_at.getTime() <= Date.now()) throw new UnauthorizedError('Token de acceso expirado');
+  if (row.expires_at.getTime() <= Date.now()) throw new UnauthorizedError(es.auth.accessTokenExpired);
   return { kind: 'user', userId: row.user_id, tenantId: row.tenant_id, role: row.role, tokenId: row.token_id, email: row.email };
 }
 
@@ -43,5 +44,5 @@ export function authenticateBearer(sql: Queryable, authorization: string | undef
 
 /** Workspace administration needs the admin role: else 403. */
 export function requireAdminRole(principal: Pick<AccessTokenPrincipal, 'role'> | undefined): void {
-  if (principal?.role !== 'admin') throw new ForbiddenError('Se requiere el rol de administrador del workspace');
+  if (principal?.role !== 'admin') throw new ForbiddenError(es.auth.adminRequired);
 }

@@ -6,6 +6,7 @@ import { verifyPassword } from '../security/password';
 import { ACCESS_TOKEN_PREFIX, DISPLAY_PREFIX_LENGTH, issueSecret } from '../security/secrets';
 import { findUserByEmail, findUserById, type UserRow } from '../users/repo';
 import type { UserRole } from '../users/schemas';
+import { es } from '../messages/es';
 
 /**
  * User access tokens: `svc_at_` + 256 random bits, shown once; only SHA-256 of the value and its
@@ -64,7 +65,7 @@ function checkTtl(ttlSeconds: number): void {
   if (!Number.isInteger(ttlSeconds) || ttlSeconds < MIN_ACCESS_TOKEN_TTL_SECONDS || ttlSeconds > MAX_ACCESS_TOKEN_TTL_SECONDS) {
     throw ValidationError.single(
       ['ttl'],
-      `debe ser un entero entre ${MIN_ACCESS_TOKEN_TTL_SECONDS} y ${MAX_ACCESS_TOKEN_TTL_SECONDS} segundos`,
+      es.auth.ttlOutOfRange(MIN_ACCESS_TOKEN_TTL_SECONDS, MAX_ACCESS_TOKEN_TTL_SECONDS),
       'range',
     );
   }
@@ -90,20 +91,20 @@ async function insertToken(sql: Queryable, user: UserRow, ttlSeconds: number): P
 export async function issueAccessToken(sql: Queryable, userId: string, ttlSeconds: number): Promise<IssuedAccessToken> {
   checkTtl(ttlSeconds);
   const user = isUuid(userId) ? await findUserById(sql, userId) : null;
-  if (!user) throw new NotFoundError('Usuario no encontrado');
-  if (!user.is_active) throw new ValidationError([{ field: 'user', message: 'El usuario está desactivado', loc: ['user'], type: 'inactive' }]);
+  if (!user) throw new NotFoundError(es.users.notFound);
+  if (!user.is_active) throw new ValidationError([{ field: 'user', message: es.users.inactive, loc: ['user'], type: 'inactive' }]);
   return insertToken(sql, user, ttlSeconds);
 }
 
 /** Revokes a token; true when this call revoked it, false when it already was revoked. */
 export async function revokeAccessToken(sql: Queryable, tokenId: string): Promise<boolean> {
-  if (!isUuid(tokenId)) throw new NotFoundError('Token de acceso no encontrado');
+  if (!isUuid(tokenId)) throw new NotFoundError(es.auth.accessTokenNotFound);
   const [row] = await sql<{ was_revoked: boolean }[]>`
     update access_tokens t set revoked_at = coalesce(t.revoked_at, now())
     from (select id, revoked_at is not null as was_revoked from access_tokens where id = ${tokenId} for update) old
     where t.id = old.id
     returning old.was_revoked`;
-  if (!row) throw new NotFoundError('Token de acceso no encontrado');
+  if (!row) throw new NotFoundError(es.auth.accessTokenNotFound);
   return !row.was_revoked;
 }
 

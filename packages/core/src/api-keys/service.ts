@@ -10,6 +10,7 @@ import { deactivateApiKey, findApiKey, insertApiKey, listApiKeyRows, replaceApiK
 import { CreateApiKeyBody, type ApiKeyResponse, type ApiKeyWithSecretResponse, type CreateApiKeyInput } from './schemas';
 import { toApiKeyResponse, toApiKeyWithSecretResponse } from './serialize';
 import type { ApiKeyChangeListener } from './invalidation';
+import { es } from '../messages/es';
 
 /**
  * API key management (docs/decisions/api-keys.md). Each change is one transaction with its audit row; the
@@ -47,13 +48,13 @@ function checkCreateRules(input: CreateApiKeyInput, now: Date): FieldIssue[] {
   const issues: FieldIssue[] = [];
   const issue = (loc: Array<string | number>, message: string, type: string) =>
     issues.push({ field: loc.join(' → '), message, loc, type });
-  if (input.name.trim().length < 2) issue(['body', 'name'], 'debe tener al menos 2 caracteres que no sean espacios', 'min_length');
+  if (input.name.trim().length < 2) issue(['body', 'name'], es.auth.nameTooShort, 'min_length');
   input.allowed_ips?.forEach((entry, i) => {
     const why = checkIpEntry(entry);
     if (why) issue(['body', 'allowed_ips', i], why, 'ip_address');
   });
   if (input.expires_at && new Date(input.expires_at).getTime() <= now.getTime()) {
-    issue(['body', 'expires_at'], 'debe ser una fecha futura', 'future_datetime');
+    issue(['body', 'expires_at'], es.auth.mustBeFutureDate, 'future_datetime');
   }
   return issues;
 }
@@ -122,7 +123,7 @@ export async function rotateApiKey(
   if (!result) {
     const existing = await findApiKey(sql, actor.tenantId, keyId);
     if (!existing) throw new NotFoundError();
-    throw new ConflictError('La API key está revocada y no se puede rotar');
+    throw new ConflictError(es.auth.apiKeyRevokedCannotRotate);
   }
   await listener.invalidate({ id: keyId, hashes: [result.oldHash.toString('hex'), secret.hash.toString('hex')] });
   return toApiKeyWithSecretResponse(result.row, secret.value);

@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { Queryable } from '../db/sql';
 import { ValidationError } from '../errors';
 import { DateTime, Nullable, Uuid } from '../validation/formats';
+import { es } from '../messages/es';
 
 /**
  * GET /settings/audit-log: a workspace's audit log, newest first, in keyset pages
@@ -63,7 +64,7 @@ function encodeCursor(row: AuditRow): string {
 function decodeCursor(cursor: string): { at: string; id: number } {
   const m = /^[A-Za-z0-9_-]+$/.test(cursor) ? CURSOR_RE.exec(Buffer.from(cursor, 'base64url').toString('utf8')) : null;
   if (!m || Number.isNaN(Date.parse(m[1]!))) {
-    throw ValidationError.single(['query', 'cursor'], 'no es un cursor de esta lista (usa meta.next_cursor de la página anterior)', 'invalid_cursor');
+    throw ValidationError.single(['query', 'cursor'], es.feeds.notAnAuditCursor, 'invalid_cursor');
   }
   return { at: m[1]!, id: Number(m[2]) };
 }
@@ -71,7 +72,7 @@ function decodeCursor(cursor: string): { at: string; id: number } {
 export async function listAuditLog(sql: Queryable, tenantId: string, query: AuditLogQuery): Promise<{ rows: AuditEntryResponse[]; meta: CursorMeta }> {
   const limit = query.limit ?? 50;
   if (query.since !== undefined && query.until !== undefined && Date.parse(query.since) > Date.parse(query.until)) {
-    throw ValidationError.single(['query', 'until'], 'debe ser igual o posterior a since', 'value_error');
+    throw ValidationError.single(['query', 'until'], es.feeds.untilBeforeSince, 'value_error');
   }
   const after = query.cursor !== undefined ? decodeCursor(query.cursor) : null;
   const rows = await sql<AuditRow[]>`

@@ -3,6 +3,7 @@ import type { Queryable } from '../db/sql';
 import { ForbiddenError, NotFoundError, ValidationError } from '../errors';
 import { ENVIRONMENTS, type Environment } from '../scopes';
 import { readAssetValue, type AssetRead, type AssetValue } from './assets';
+import { es } from '../messages/es';
 
 /**
  * Reading an asset's value with an API key: the environment policy, the order of its refusals and
@@ -64,19 +65,19 @@ export async function readAssetWithKey(
   const allowed = reader.environments ?? ENVIRONMENTS;
   const asked = req.environment;
   if (isEnvironment(asked) && !allowed.includes(asked)) {
-    throw new ForbiddenError(`La API key no tiene acceso al entorno ${asked}`, { environment: asked });
+    throw new ForbiddenError(es.catalog.environmentDenied(asked), { environment: asked });
   }
-  if (allowed.length === 0) throw new ForbiddenError('La API key no tiene acceso a ningún entorno');
+  if (allowed.length === 0) throw new ForbiddenError(es.catalog.noEnvironment);
 
   const chosen = asked === undefined ? defaultEnvironment(allowed) : isEnvironment(asked) ? asked : undefined;
   if (!chosen) {
     if (!(await activeAssetExists(sql, reader.tenantId, req.name))) throw new NotFoundError();
     req.checkRequest?.();
-    throw ValidationError.single(['query', 'environment'], `Indica el entorno: la API key puede leer ${allowed.join(', ')}`, 'missing');
+    throw ValidationError.single(['query', 'environment'], es.catalog.environmentRequired(allowed.join(', ')), 'missing');
   }
   const read = await readAssetValue(sql, encryptionKey, reader.tenantId, req.name, chosen);
   req.checkRequest?.();
-  if (read.value === null) throw new NotFoundError(`El asset ${req.name} no tiene valor en el entorno ${chosen}`);
+  if (read.value === null) throw new NotFoundError(es.catalog.assetHasNoValue(req.name, chosen));
 
   await auditCredentialRead(sql, read, { actorType: 'api_key', actorId: reader.keyId, source: 'api', requestId: reader.requestId ?? null, ip: reader.ip ?? null });
   return { ...read, value: read.value };
@@ -115,7 +116,7 @@ export async function readAssetForMachine(
   environment: Environment = 'production',
 ): Promise<AssetValueRead> {
   const read = await readAssetValue(sql, encryptionKey, reader.tenantId, name, environment);
-  if (read.value === null) throw new NotFoundError(`El asset ${name} no tiene valor en el entorno ${environment}`);
+  if (read.value === null) throw new NotFoundError(es.catalog.assetHasNoValue(name, environment));
   await auditCredentialRead(sql, read, { actorType: 'machine', actorId: reader.machineId, source: 'agent' }, { job_id: reader.jobId });
   return { ...read, value: read.value };
 }

@@ -4,6 +4,7 @@ import { validate } from '../validation/validate';
 import { userSchemaProblem } from '../validation/user-schema/compile';
 import { ProcessCreate, ProcessUpdate, type ProcessListQuery } from './schemas';
 import { assertSameTenant, iso, pageWindow, presentColumns, toPage, uniqueName, type Page } from './shared';
+import { es } from '../messages/es';
 
 /** A process (robot) of a tenant. */
 export interface ProcessRow {
@@ -78,7 +79,7 @@ async function assertNoChainCycle(sql: Queryable, tenantId: string, processId: s
   if (row!.cycle) {
     throw ValidationError.single(
       ['body', 'on_success_trigger_process_id'],
-      'El encadenamiento formaría un ciclo: el proceso acabaría lanzándose a sí mismo',
+      es.catalog.chainCycle,
       'reference',
     );
   }

@@ -2,6 +2,7 @@ import type postgres from 'postgres';
 import type { Queryable, Sql } from '../db/sql';
 import { ConflictError, ValidationError } from '../errors';
 import { pageMeta, type PageMeta } from '../validation/formats';
+import { es } from '../messages/es';
 
 /** Datetimes leave the system as ISO 8601 strings (one rule for every response). */
 export function iso(value: Date | string): string;
@@ -64,10 +65,10 @@ export async function uniqueName<T>(sql: Queryable, resource: string, name: stri
 type RefTable = 'folders' | 'processes' | 'queues' | 'machines';
 
 const REF_MESSAGES: Record<RefTable, string> = {
-  folders: 'La carpeta no existe en este workspace',
-  processes: 'El proceso no existe en este workspace',
-  queues: 'La cola no existe en este workspace',
-  machines: 'La máquina no existe en este workspace',
+  folders: es.catalog.folderNotInWorkspace,
+  processes: es.catalog.processNotInWorkspace,
+  queues: es.catalog.queueNotInWorkspace,
+  machines: es.catalog.machineNotInWorkspace,
 };
 
 export async function assertSameTenant(sql: Queryable, table: RefTable, tenantId: string, id: string | null | undefined, field: string): Promise<void> {

@@ -5,6 +5,7 @@ import { JOB_STATUS_TRANSITIONS as T, RUN_STATUSES, jobStatusInSql, jobStatusSql
 import { appendJobLogs, checkAppend, logAppendSet, type LogAppend } from '../jobs/logs';
 import { endJobs } from './job-end';
 import type { DispatchJobRef } from './port';
+import { es } from '../messages/es';
 
 /**
  * A job's life on its machine, as the agent drives it. Every write is guarded by the status and
@@ -199,7 +200,7 @@ export async function finishJob(sql: Sql, jobId: string, attempt: number, end: J
       },
     });
     if (!job) return null;
-    const ended = await endJobs(tx, [job], { itemMessage: () => end.orphanItemMessage ?? 'El trabajo consumidor terminó sin cerrar el elemento' });
+    const ended = await endJobs(tx, [job], { itemMessage: () => end.orphanItemMessage ?? es.queues.consumerEndedWithoutClosing });
     return { job, followUps: ended.followUps, failedItemQueues: ended.failedItemQueues };
   }) as Promise<FinishResult | null>;
 }

@@ -5,6 +5,7 @@ import { failOrphanedItems } from '../queue-items/transitions';
 import { markSilentMachinesOffline } from '../machines/heartbeat';
 import { recordAudit } from '../audit/audit';
 import { endJobs, type EndedJobs, type JobEndOptions } from './job-end';
+import { es, sqlFormat } from '../messages/es';
 
 /**
  * The dispatcher's periodic work, each step one guarded set statement whose statuses (the
@@ -17,10 +18,10 @@ if (T.fail.from.some((s) => !(T.stop.from as readonly string[]).includes(s))) th
 
 /** Messages the engine writes on items it fails (jobs' messages are built in the SQL below). */
 export const DISPATCH_ITEM_MESSAGES = {
-  robotLost: 'El robot que procesaba el elemento dejó de responder (su job terminó sin cerrarlo)',
-  timedOut: 'El job que procesaba el elemento superó su tiempo máximo de ejecución',
-  machineLost: (name: string) => `La máquina ${name} dejó de responder mientras procesaba el elemento`,
-  runStalled: (name: string) => `El job que procesaba el elemento dejó de avanzar en la máquina ${name}`,
+  robotLost: es.queues.robotLost,
+  timedOut: es.queues.jobTimedOut,
+  machineLost: es.queues.machineLost,
+  runStalled: es.queues.runStalled,
 };
 
 /** The jobs a sweep ended, in one transaction with everything that follows them (endJobs). */
@@ -39,7 +40,7 @@ export function timeOutJobs(sql: Sql): Promise<EndedJobs> {
   return endedBySweep(sql, 'timeout', async (tx) => {
     const rows = await tx<Array<JobRow & { timeout_seconds: number }>>`
       update jobs j set status = ${jobStatusSql(tx, T.timeOut.to)}, finished_at = now(), updated_at = now(),
-             error_message = 'Tiempo de ejecución agotado: superó timeout_seconds (' || p.timeout_seconds || ' s)'
+             error_message = format(${sqlFormat(es.jobs.timedOut)}::text, p.timeout_seconds)
         from processes p
        where ${jobStatusInSql(tx, 'j.status', T.timeOut.from)} and j.timeout_at <= now() and p.id = j.process_id
       returning j.*, p.timeout_seconds`;
@@ -69,10 +70,10 @@ export async function sweepOfflineMachines(sql: Sql, offlineAfterSeconds: number
                            else ${jobStatusSql(tx, T.stop.to)} end,
              finished_at = now(), updated_at = now(), pending_input_prompt = null, pending_input_options = null,
              error_message = case
-               when ${jobStatusInSql(tx, 'j.status', T.stopPending.from)} then 'La máquina ' || m.name || ' quedó fuera de línea antes de iniciar el consumidor de la cola'
+               when ${jobStatusInSql(tx, 'j.status', T.stopPending.from)} then format(${sqlFormat(es.jobs.machineOfflineBeforeConsumer)}::text, m.name)
                when j.stop_requested then j.error_message
-               when m.status = 'offline' then 'La máquina ' || m.name || ' dejó de enviar latidos mientras ejecutaba el job'
-               else 'El job dejó de avanzar en la máquina ' || m.name || ': su agente no renovó la concesión a tiempo' end
+               when m.status = 'offline' then format(${sqlFormat(es.jobs.machineStoppedHeartbeats)}::text, m.name)
+               else format(${sqlFormat(es.jobs.leaseLapsed)}::text, m.name) end
         from machines m
        where m.id = j.machine_id
          and ((m.status = 'offline' and (${jobStatusInSql(tx, 'j.status', T.fail.from)} or (${jobStatusInSql(tx, 'j.status', T.stopPending.from)} and j.source = 'queue')))
@@ -104,7 +105,7 @@ export function giveUpMachineJobs(sql: Sql, machineId: string): Promise<EndedJob
          set status = case when j.stop_requested then ${jobStatusSql(tx, T.stop.to)} else ${jobStatusSql(tx, T.fail.to)} end,
              finished_at = now(), updated_at = now(), pending_input_prompt = null, pending_input_options = null,
              error_message = case when j.stop_requested then j.error_message
-               else 'El agente de la máquina ' || m.name || ' se reinició mientras ejecutaba el job' end
+               else format(${sqlFormat(es.jobs.agentRestarted)}::text, m.name) end
         from machines m
        where m.id = j.machine_id and j.machine_id = ${machineId} and ${jobStatusInSql(tx, 'j.status', T.fail.from)}
       returning j.*, m.name as machine_name`;

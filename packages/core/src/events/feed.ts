@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/sql';
 import { ValidationError } from '../errors';
 import { EVENT_TYPES, type EventFeedQuery, type EventResponse } from '../webhooks/schemas';
+import { es } from '../messages/es';
 
 /**
  * The tenant's event feed (docs/decisions/events.md). Events are read in (xid, seq) order and only
@@ -17,7 +18,7 @@ export interface FeedPosition {
 export function decodeEventCursor(cursor: string | undefined): FeedPosition {
   if (cursor === undefined) return { xid: '0', seq: '0' };
   if (!/^[0-9a-f]{32}$/.test(cursor)) {
-    throw ValidationError.single(['query', 'after'], 'no es un id de evento (usa el id de un evento o meta.next_cursor)', 'invalid_cursor');
+    throw ValidationError.single(['query', 'after'], es.feeds.notAnEventIdHint, 'invalid_cursor');
   }
   return { xid: BigInt(`0x${cursor.slice(0, 16)}`).toString(), seq: BigInt(`0x${cursor.slice(16)}`).toString() };
 }
@@ -26,7 +27,7 @@ export function parseEventTypes(types: string | undefined): string[] | null {
   if (types === undefined) return null;
   const list = [...new Set(types.split(','))];
   const unknown = list.filter((t) => !(EVENT_TYPES as readonly string[]).includes(t));
-  if (unknown.length) throw ValidationError.single(['query', 'types'], `tipo de evento desconocido: ${unknown[0]}`, 'enum');
+  if (unknown.length) throw ValidationError.single(['query', 'types'], es.feeds.unknownEventType(unknown[0]!), 'enum');
   return list;
 }
 

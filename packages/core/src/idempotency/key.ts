@@ -1,5 +1,6 @@
 import { ValidationError } from '../errors';
 import { sha256 } from '../security/hash';
+import { es } from '../messages/es';
 
 /** The request header a client sets to make a POST safe to repeat (docs/decisions/idempotency.md). */
 export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
@@ -26,7 +27,7 @@ export function parseIdempotencyKey(raw: string | string[] | undefined): string 
   if (value.length === 0 || value.length > IDEMPOTENCY_KEY_MAX_LENGTH || !PRINTABLE.test(value)) {
     throw ValidationError.single(
       ['header', IDEMPOTENCY_HEADER],
-      `debe tener entre 1 y ${IDEMPOTENCY_KEY_MAX_LENGTH} caracteres ASCII imprimibles`,
+      es.idempotency.keyFormat(IDEMPOTENCY_KEY_MAX_LENGTH),
       'idempotency_key_invalid',
     );
   }
@@ -53,7 +54,7 @@ export function idempotencyRequestHash(request: unknown): Buffer {
     return sha256(canonicalJson(request));
   } catch (err) {
     // absurdly deep JSON overflows the recursion: the client's data, so a 422, not a 500
-    if (err instanceof RangeError) throw ValidationError.single(['body'], 'el JSON está demasiado anidado', 'json_too_deep');
+    if (err instanceof RangeError) throw ValidationError.single(['body'], es.validation.jsonTooDeep, 'json_too_deep');
     throw err;
   }
 }

@@ -6,6 +6,7 @@ import { IDEMPOTENCY_HEADER, IDEMPOTENCY_IN_FLIGHT_LEASE_SECONDS, idempotencyReq
 import {
   claimIdempotencyKey, completeIdempotencyKey, findIdempotencyKey, releaseIdempotencyKey, releaseLostClaim, type IdempotencyKeyId,
 } from './repo';
+import { es } from '../messages/es';
 
 /** A response worth keeping: what a repeat of the request answers. */
 export interface IdempotentResult {
@@ -34,13 +35,13 @@ export type IdempotencyOutcome =
 const reused = () =>
   ValidationError.single(
     ['header', IDEMPOTENCY_HEADER],
-    'la Idempotency-Key ya se usó con otra solicitud (otro cuerpo u otro destino)',
+    es.idempotency.reusedField,
     'idempotency_key_reused',
-    'La Idempotency-Key ya se usó con una solicitud distinta',
+    es.idempotency.reused,
   );
 
 export const inFlight = () =>
-  new AppError('CONFLICT', 409, 'Una solicitud con la misma Idempotency-Key todavía está en curso', {
+  new AppError('CONFLICT', 409, es.idempotency.inProgress, {
     headers: { 'Retry-After': '1' },
   });
 
@@ -53,7 +54,7 @@ export class LiveClaim implements IdempotencyClaim {
     if (result.status >= 400) return;
     // fenced by the claim token: if the claim was taken over, the caller's transaction rolls back
     if (!(await completeIdempotencyKey(tx, this.id, this.token, result.status, result.body))) {
-      throw new ConflictError('La Idempotency-Key fue reclamada por otra solicitud');
+      throw new ConflictError(es.idempotency.claimedByOther);
     }
     this.recorded = true;
   }

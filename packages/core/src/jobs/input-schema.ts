@@ -3,10 +3,11 @@ import { ValidationError, type FieldIssue } from '../errors';
 import { ajvErrorsToIssues } from '../validation/validate';
 import { ValidationBudgetExceeded, VALIDATION_TIME_LIMIT_MS, withinBudget } from '../validation/user-schema/budget';
 import { cachedUserSchema } from '../validation/user-schema/compile';
+import { es } from '../messages/es';
 
 /** The webhook trigger's fifth check (docs/decisions/jobs.md): input_data against the process's input_schema. */
-export const INPUT_DATA_REQUIRED_MESSAGE = 'El proceso requiere input_data según su schema';
-export const INPUT_DATA_INVALID_PREFIX = 'input_data no cumple el schema del proceso:';
+export const INPUT_DATA_REQUIRED_MESSAGE = es.inputData.required;
+export const INPUT_DATA_INVALID_PREFIX = es.inputData.invalidPrefix;
 
 /** A process's input_schema as the trigger reads it: Postgres adds its hash and size. */
 export interface StoredInputSchema {
@@ -25,7 +26,7 @@ function violationsError(errors: ErrorObject[], more: boolean): ValidationError 
     return { ...i, loc, field: loc.join(' → ') };
   });
   const described = issues.map((i) => `${i.loc.slice(1).join(' → ')}: ${i.message}`).join('; ');
-  return new ValidationError(issues, `${INPUT_DATA_INVALID_PREFIX} ${described}${more ? '; (y más)' : ''}`);
+  return new ValidationError(issues, `${INPUT_DATA_INVALID_PREFIX} ${described}${more ? es.inputData.andMore : ''}`);
 }
 
 /**
@@ -41,17 +42,17 @@ export function checkInputAgainstSchema(stored: StoredInputSchema | null, inputD
     throw ValidationError.single(['body', 'input_data'], INPUT_DATA_REQUIRED_MESSAGE, 'missing', INPUT_DATA_REQUIRED_MESSAGE);
   }
   const verdict = cachedUserSchema(stored.hash, stored.schema, stored.bytes);
-  if (!verdict.ok) throw refusal(`el input_schema del proceso no se puede usar (${verdict.problem.message}); corríjalo en la configuración del proceso`, 'schema');
+  if (!verdict.ok) throw refusal(es.inputData.schemaUnusable(verdict.problem.message), 'schema');
   let valid: boolean;
   try {
     valid = withinBudget(() => verdict.validate(inputData) as boolean);
   } catch (err) {
     if (err instanceof ValidationBudgetExceeded) {
       if (err.reason === 'violations') throw violationsError(err.errors, true);
-      throw refusal(`la validación superó su tiempo máximo (${VALIDATION_TIME_LIMIT_MS} ms): el input_schema del proceso es demasiado costoso para estos datos`, 'schema_budget');
+      throw refusal(es.inputData.timeLimit(VALIDATION_TIME_LIMIT_MS), 'schema_budget');
     }
-    if (err instanceof RangeError) throw refusal('input_data está demasiado anidado para validarlo con el input_schema del proceso', 'schema_budget');
-    throw refusal('no se pudo validar input_data con el input_schema del proceso', 'schema');
+    if (err instanceof RangeError) throw refusal(es.inputData.tooDeep, 'schema_budget');
+    throw refusal(es.inputData.couldNotValidate, 'schema');
   }
   if (!valid) throw violationsError(verdict.validate.errors ?? [], false);
 }

@@ -12,6 +12,7 @@ import { cachedUserSchema, userSchemaProblem } from '../validation/user-schema/c
 import { getJob } from './service';
 import type { JobRow, JobWithNames } from './repo';
 import { JOB_STATUS_TRANSITIONS as T, jobStatusInSql, jobStatusSql } from './transitions';
+import { es } from '../messages/es';
 
 /**
  * Human input (docs/decisions/human-input.md): a running job asks a person for a value and waits
@@ -50,28 +51,28 @@ function jsonBytes(value: unknown): number {
  */
 export function checkInputRequest(req: { prompt?: unknown; options?: unknown }): InputRequest {
   const { prompt, options } = req;
-  if (typeof prompt !== 'string' || prompt.trim().length === 0) throw bad(['prompt'], 'debe ser un texto no vacío');
-  if (prompt.length > MAX_INPUT_PROMPT_LENGTH) throw bad(['prompt'], `admite como máximo ${MAX_INPUT_PROMPT_LENGTH} caracteres`);
+  if (typeof prompt !== 'string' || prompt.trim().length === 0) throw bad(['prompt'], es.humanInput.promptEmpty);
+  if (prompt.length > MAX_INPUT_PROMPT_LENGTH) throw bad(['prompt'], es.humanInput.atMostCharacters(MAX_INPUT_PROMPT_LENGTH));
   const promptIssue = jsonInputIssue(prompt, ['prompt']);
   if (promptIssue) throw new ValidationError([promptIssue]);
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw bad(['options'], 'debe ser {"choices": [...]} o {"schema": {...}}');
+    throw bad(['options'], es.humanInput.optionsShape);
   }
   const keys = Object.keys(options);
   if (keys.length !== 1 || (keys[0] !== 'choices' && keys[0] !== 'schema')) {
-    throw bad(['options'], 'debe tener exactamente una clave: choices o schema');
+    throw bad(['options'], es.humanInput.optionsOneKey);
   }
   const issue = jsonInputIssue(options, ['options']);
   if (issue) throw new ValidationError([issue]);
-  if (jsonBytes(options) > MAX_INPUT_OPTIONS_BYTES) throw bad(['options'], `ocupa más de ${MAX_INPUT_OPTIONS_BYTES} bytes`);
+  if (jsonBytes(options) > MAX_INPUT_OPTIONS_BYTES) throw bad(['options'], es.humanInput.moreThanBytes(MAX_INPUT_OPTIONS_BYTES));
   if ('choices' in options) {
     const choices = (options as { choices: unknown }).choices;
-    if (!Array.isArray(choices) || choices.length === 0) throw bad(['options', 'choices'], 'debe ser una lista no vacía');
-    if (choices.length > MAX_INPUT_CHOICES) throw bad(['options', 'choices'], `admite como máximo ${MAX_INPUT_CHOICES} opciones`);
+    if (!Array.isArray(choices) || choices.length === 0) throw bad(['options', 'choices'], es.humanInput.choicesEmpty);
+    if (choices.length > MAX_INPUT_CHOICES) throw bad(['options', 'choices'], es.humanInput.atMostChoices(MAX_INPUT_CHOICES));
     const seen = new Set<string>();
     choices.forEach((c, i) => {
       const key = canonicalJson(c);
-      if (seen.has(key)) throw bad(['options', 'choices', i], 'opción repetida');
+      if (seen.has(key)) throw bad(['options', 'choices', i], es.humanInput.repeatedChoice);
       seen.add(key);
     });
     return { prompt, options: { choices } };
@@ -146,27 +147,27 @@ const VALUE_LOC = ['body', 'value'];
 
 /** Throws 422 naming `value` when it is not one of the choices or does not satisfy the schema. */
 export function checkInputValue(options: Record<string, unknown> | null, value: unknown): void {
-  if (jsonBytes(value) > MAX_INPUT_VALUE_BYTES) throw bad(VALUE_LOC, `ocupa más de ${MAX_INPUT_VALUE_BYTES} bytes`);
+  if (jsonBytes(value) > MAX_INPUT_VALUE_BYTES) throw bad(VALUE_LOC, es.humanInput.moreThanBytes(MAX_INPUT_VALUE_BYTES));
   if (options && Array.isArray(options.choices)) {
     const wanted = canonicalJson(value);
-    if (!options.choices.some((c) => canonicalJson(c) === wanted)) throw bad(VALUE_LOC, 'no es una de las opciones ofrecidas (pending_input_options.choices)', 'choice');
+    if (!options.choices.some((c) => canonicalJson(c) === wanted)) throw bad(VALUE_LOC, es.humanInput.notAChoice, 'choice');
     return;
   }
   if (!options || typeof options.schema !== 'object' || options.schema === null) return;
   const text = canonicalJson(options.schema);
   const verdict = cachedUserSchema(`input:${sha256Hex(text)}`, options.schema, Buffer.byteLength(text));
-  if (!verdict.ok) throw bad(VALUE_LOC, `el schema de la pregunta no se puede usar (${verdict.problem.message})`, 'schema');
+  if (!verdict.ok) throw bad(VALUE_LOC, es.humanInput.questionSchemaUnusable(verdict.problem.message), 'schema');
   let valid: boolean;
   try {
     valid = withinBudget(() => verdict.validate(value) as boolean);
   } catch (err) {
-    if (err instanceof ValidationBudgetExceeded || err instanceof RangeError) throw bad(VALUE_LOC, 'la validación superó su presupuesto: el valor es demasiado costoso de validar', 'schema_budget');
-    throw bad(VALUE_LOC, 'no se pudo validar el valor con el schema de la pregunta', 'schema');
+    if (err instanceof ValidationBudgetExceeded || err instanceof RangeError) throw bad(VALUE_LOC, es.humanInput.overBudget, 'schema_budget');
+    throw bad(VALUE_LOC, es.humanInput.couldNotValidate, 'schema');
   }
   if (!valid) {
     const first = verdict.validate.errors?.[0];
     const where = first?.instancePath ? `${first.instancePath}: ` : '';
-    throw bad(VALUE_LOC, `no cumple el schema de la pregunta (${where}${first?.message ?? 'no válido'})`, 'schema');
+    throw bad(VALUE_LOC, es.humanInput.schemaMismatch(where, first?.message ?? es.humanInput.notValid), 'schema');
   }
 }
 
@@ -195,7 +196,7 @@ export async function answerJobInput(
     const job = await getJob(deps.sql, tenantId, jobId);
     parsed ??= body();
     if (job.status !== 'waiting_input') {
-      throw new ConflictError(`El job no está esperando una respuesta (estado: ${job.status})`, { status: job.status });
+      throw new ConflictError(es.jobs.notWaitingInput(job.status), { status: job.status });
     }
     checkInputValue(job.pending_input_options, parsed.value);
     const value = parsed.value;
@@ -222,5 +223,5 @@ export async function answerJobInput(
     });
     if (row) return { ...row, process_name: job.process_name, machine_name: job.machine_name };
   }
-  throw new ConflictError('El job cambió de estado durante la solicitud; inténtalo de nuevo');
+  throw new ConflictError(es.jobs.changedDuringRequest);
 }

@@ -6,6 +6,7 @@ import { gunzip, gzip } from 'node:zlib';
 import type { Queryable, Sql } from '../db/sql';
 import { NotFoundError } from '../errors';
 import { FINAL_JOB_STATUSES } from './transitions';
+import { es } from '../messages/es';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
@@ -95,7 +96,7 @@ export type JobLogsRead = Static<typeof JobLogsResponse>;
 export async function readJobLogs(sql: Sql, archive: LogArchive, tenantId: string, jobId: string): Promise<JobLogsRead> {
   const [job] = await sql<Array<{ id: string; status: string; logs: string | null; logs_archived: boolean; logs_archive_key: string | null; logs_dropped_bytes: string | number }>>`
     select id, status, logs, logs_archived, logs_archive_key, logs_dropped_bytes from jobs where id = ${jobId} and tenant_id = ${tenantId}`;
-  if (!job) throw new NotFoundError('Job no encontrado');
+  if (!job) throw new NotFoundError(es.jobs.notFound);
   let logs = job.logs;
   if (job.logs_archived && job.logs_archive_key) {
     logs = await archive.get(sql, job.logs_archive_key);

@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/sql';
 import { ValidationError } from '../errors';
 import { RUN_STATUSES, jobStatusInSql } from './transitions';
+import { es } from '../messages/es';
 
 /**
  * A job's log (docs/decisions/job-logs.md): the robot appends text to it while the job runs, the
@@ -16,7 +17,7 @@ export const LOG_TOTAL_MAX_BYTES = 1024 * 1024;
 export const LOG_INLINE_MAX_BYTES = 64 * 1024;
 
 /** Written once, when the first append does not fit in LOG_TOTAL_MAX_BYTES. */
-export const LOG_TRUNCATED_MARKER = `… (registro truncado: superó ${LOG_TOTAL_MAX_BYTES / 1024 / 1024} MiB; se descartaron las líneas siguientes)\n`;
+export const LOG_TRUNCATED_MARKER = es.logs.truncatedMarker(LOG_TOTAL_MAX_BYTES / 1024 / 1024);
 
 export const LOGS_FIELD_DESCRIPTION =
   `The job's log as the robot appended it while running. Inline it is capped: a log over ${LOG_INLINE_MAX_BYTES / 1024} KiB ` +
@@ -51,10 +52,10 @@ export async function appendJobLogs(sql: Queryable, jobId: string, attempt: numb
 /** Refuses an append over LOG_APPEND_MAX_BYTES (a robot's bug, told at once rather than cut). */
 export function checkAppend(append: LogAppend): void {
   if (Buffer.byteLength(append.text, 'utf8') > LOG_APPEND_MAX_BYTES) {
-    throw ValidationError.single(['logs_append', 'text'], `supera ${LOG_APPEND_MAX_BYTES / 1024} KiB por envío`, 'too_long');
+    throw ValidationError.single(['logs_append', 'text'], es.logs.appendTooLong(LOG_APPEND_MAX_BYTES / 1024), 'too_long');
   }
   if (append.seq !== undefined && !(Number.isInteger(append.seq) && append.seq > 0 && append.seq < 2 ** 31)) {
-    throw ValidationError.single(['logs_append', 'seq'], 'debe ser un entero positivo', 'value_error');
+    throw ValidationError.single(['logs_append', 'seq'], es.logs.seqNotPositive, 'value_error');
   }
 }
 
@@ -89,6 +90,5 @@ export function inlineLogs(logs: string | null): string | null {
   let start = bytes.length - LOG_INLINE_MAX_BYTES;
   // never start inside a UTF-8 sequence: skip its continuation bytes (10xxxxxx)
   while (start < bytes.length && (bytes[start]! & 0xc0) === 0x80) start++;
-  return `… (registro recortado: se omiten los primeros ${start} de ${bytes.length} bytes; ` +
-    `el texto completo en GET /api/v1/settings/jobs/{job_id}/logs)\n${bytes.subarray(start).toString('utf8')}`;
+  return es.logs.trimmedHeader(start, bytes.length) + bytes.subarray(start).toString('utf8');
 }

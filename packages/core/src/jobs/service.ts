@@ -12,9 +12,10 @@ import type { JobListQuery } from './schemas';
 import { pageMeta, type PageMeta } from '../validation/formats';
 import { isFinalJobStatus, requestRunningJobStop, transitionJob } from './transitions';
 import { endJobs } from '../dispatch/job-end';
+import { es } from '../messages/es';
 
 /** Items a consumer job still held when it was stopped while waiting for input. */
-export const STOPPED_WHILE_WAITING_ITEM_MESSAGE = 'El job se detuvo mientras esperaba una respuesta';
+export const STOPPED_WHILE_WAITING_ITEM_MESSAGE = es.queues.stoppedWhileWaiting;
 
 export interface JobServiceDeps {
   sql: Sql;
@@ -35,9 +36,9 @@ export interface TriggerActor {
   ip?: string | null;
 }
 
-export const PROCESS_NOT_FOUND_MESSAGE = 'Proceso no encontrado';
-export const MACHINE_NOT_FOUND_MESSAGE = 'Máquina no encontrada';
-export const WEBHOOK_MACHINE_INVALID_MESSAGE = 'La máquina no existe en este workspace o no está activa';
+export const PROCESS_NOT_FOUND_MESSAGE = es.jobs.processNotFound;
+export const MACHINE_NOT_FOUND_MESSAGE = es.jobs.machineNotFound;
+export const WEBHOOK_MACHINE_INVALID_MESSAGE = es.jobs.webhookMachineInvalid;
 
 interface TriggerSpec {
   source: 'api' | 'webhook';
@@ -150,7 +151,7 @@ export function triggerJobByWebhook(
 
 export async function getJob(sql: Sql, tenantId: string, id: string): Promise<JobWithNames> {
   const job = await findJobWithNames(sql, tenantId, id);
-  if (!job) throw new NotFoundError('Job no encontrado');
+  if (!job) throw new NotFoundError(es.jobs.notFound);
   return job;
 }
 
@@ -167,10 +168,10 @@ export async function listJobs(sql: Sql, tenantId: string, query: JobListQuery):
   if (filter.process_id !== undefined || filter.machine_id !== undefined) {
     const known = await tenantHasProcessAndMachine(sql, tenantId, filter.process_id ?? null, filter.machine_id ?? null);
     if (filter.process_id !== undefined && !known.process) {
-      throw ValidationError.single(['query', 'process_id'], 'no es un proceso de este espacio de trabajo', 'unknown_id');
+      throw ValidationError.single(['query', 'process_id'], es.jobs.notAProcessOfWorkspace, 'unknown_id');
     }
     if (filter.machine_id !== undefined && !known.machine) {
-      throw ValidationError.single(['query', 'machine_id'], 'no es una máquina de este espacio de trabajo', 'unknown_id');
+      throw ValidationError.single(['query', 'machine_id'], es.jobs.notAMachineOfWorkspace, 'unknown_id');
     }
   }
   const [rows, total] = await Promise.all([
@@ -190,7 +191,7 @@ export async function stopJob(deps: JobServiceDeps, tenantId: string, id: string
   for (let round = 0; round < 3; round++) {
     const job = await getJob(deps.sql, tenantId, id);
     if (isFinalJobStatus(job.status)) {
-      throw new ConflictError(`El job ya ha finalizado (estado: ${job.status})`, { status: job.status });
+      throw new ConflictError(es.jobs.alreadyEnded(job.status), { status: job.status });
     }
     const names = { process_name: job.process_name, machine_name: job.machine_name };
     const row = await deps.sql.begin(async (tx) => {
@@ -214,5 +215,5 @@ export async function stopJob(deps: JobServiceDeps, tenantId: string, id: string
     });
     if (row) return { ...row, ...names };
   }
-  throw new ConflictError('El job cambió de estado durante la solicitud; inténtalo de nuevo');
+  throw new ConflictError(es.jobs.changedDuringRequest);
 }

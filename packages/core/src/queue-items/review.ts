@@ -7,6 +7,7 @@ import { Uuid } from '../validation/formats';
 import type { QueueItemRow } from './repo';
 import { approveQueueItem, redriveDeadLetterItems, rejectQueueItem } from './transitions';
 import { recordEffect } from '../outbox/effects';
+import { es } from '../messages/es';
 
 /**
  * Human review and dead-letter re-drive (docs/decisions/dispatch.md "Queue items"), for the
@@ -56,13 +57,13 @@ export interface ReviewDeps {
 export async function getTenantQueue(sql: Sql, tenantId: string, queueId: string): Promise<{ id: string; tenant_id: string; name: string }> {
   const [q] = await sql<Array<{ id: string; tenant_id: string; name: string }>>`
     select id, tenant_id, name from queues where id = ${queueId} and tenant_id = ${tenantId}`;
-  if (!q) throw new NotFoundError('Cola no encontrada');
+  if (!q) throw new NotFoundError(es.queues.queueNotFound);
   return q;
 }
 
 async function itemStatus(sql: Sql, queueId: string, itemId: string): Promise<string> {
   const [row] = await sql<Array<{ status: string }>>`select status from queue_items where id = ${itemId} and queue_id = ${queueId}`;
-  if (!row) throw new NotFoundError('Elemento no encontrado');
+  if (!row) throw new NotFoundError(es.queues.itemNotFound);
   return row.status;
 }
 
@@ -101,7 +102,7 @@ export async function reviewQueueItem(
   });
   if (!row) {
     const status = await itemStatus(deps.sql, queue.id, target.itemId);
-    throw new ConflictError(`El elemento no está pendiente de revisión (estado: ${status})`, { status });
+    throw new ConflictError(es.queues.itemNotPendingReview(status), { status });
   }
   return row;
 }

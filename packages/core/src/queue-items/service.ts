@@ -9,6 +9,7 @@ import {
 } from './repo';
 import type { AddQueueItemInput, AddQueueItemsBulkInput, QueueItemListQuery } from './schemas';
 import { findQueueByNameBatched, insertQueueItemBatched, insertQueueItemByNameBatched } from './batched';
+import { es } from '../messages/es';
 
 type Tx = postgres.TransactionSql<Record<string, unknown>>;
 
@@ -23,7 +24,7 @@ export interface QueueItemDeps {
  */
 export async function getActiveQueueByName(sql: Sql, tenantId: string, name: string): Promise<QueueRef> {
   const queue = await findQueueByNameBatched(sql, tenantId, name);
-  if (!queue || !queue.is_active) throw new NotFoundError('Cola no encontrada');
+  if (!queue || !queue.is_active) throw new NotFoundError(es.queues.queueNotFound);
   return { id: queue.id, tenant_id: queue.tenant_id, name: queue.name };
 }
 
@@ -34,7 +35,7 @@ export async function getActiveQueueByName(sql: Sql, tenantId: string, name: str
 function storableDate(value: string | null | undefined, field: string): string | null {
   if (value === null || value === undefined) return null;
   if (value.startsWith('0000')) {
-    throw ValidationError.single(['body', field], 'la fecha está fuera del rango admitido (años 0001 a 9999)', 'date_range');
+    throw ValidationError.single(['body', field], es.queues.dateOutOfRange, 'date_range');
   }
   return value;
 }
@@ -48,9 +49,9 @@ async function mapJsonErrors<T>(field: Array<string | number>, run: () => Promis
     return await run();
   } catch (err) {
     const code = (err as { code?: string }).code;
-    if (code === '22P05') throw ValidationError.single(field, 'no puede contener el carácter \\u0000', 'json_null_char');
+    if (code === '22P05') throw ValidationError.single(field, es.queues.nulCharacter, 'json_null_char');
     if (code === '54001' || err instanceof RangeError) {
-      throw ValidationError.single(field, 'el JSON está demasiado anidado', 'json_too_deep');
+      throw ValidationError.single(field, es.validation.jsonTooDeep, 'json_too_deep');
     }
     throw err;
   }
@@ -107,7 +108,7 @@ export async function addItemToQueueNamed(deps: QueueItemDeps, tenantId: string,
     if (err instanceof ValidationError) await getActiveQueueByName(deps.sql, tenantId, queueName);
     throw err;
   }
-  if (!row) throw new NotFoundError('Cola no encontrada');
+  if (!row) throw new NotFoundError(es.queues.queueNotFound);
   return row;
 }
 

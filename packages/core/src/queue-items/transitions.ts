@@ -3,6 +3,7 @@ import { itemRetryOutcomes } from '../metrics/domain';
 import { observeSettleAndClaim } from '../metrics/items';
 import { QUEUE_ITEM_STATUSES, type QueueItemStatus } from './schemas';
 import type { QueueItemRow } from './repo';
+import { es } from '../messages/es';
 
 /**
  * The queue item state machine (docs/architecture.md, invariants 2 and 3). This table is
@@ -423,7 +424,7 @@ export async function approveQueueItem(sql: Queryable, d: ReviewDecision): Promi
 export async function rejectQueueItem(sql: Queryable, d: ReviewDecision): Promise<QueueItemRow | null> {
   const [row] = await sql<QueueItemRow[]>`
     update queue_items set status = ${statusSql(sql, T.reject.to)}, reviewed_by = ${d.reviewer}, reviewed_at = now(),
-           error_message = ${d.reason ?? 'Rechazado en la revisión humana'}, updated_at = now()
+           error_message = ${d.reason ?? es.queues.rejectedInReview}, updated_at = now()
     where id = ${d.itemId} and queue_id = ${d.queueId} and tenant_id = ${d.tenantId} and status = ${statusSql(sql, T.reject.from)}
     returning *`;
   return row ?? null;

@@ -1,5 +1,6 @@
 import { Cron } from 'croner';
 import { ValidationError } from '../errors';
+import { es } from '../messages/es';
 
 /**
  * Cron expressions of schedules (docs/decisions/schedules.md), read by croner, never by a parser
@@ -39,18 +40,18 @@ export function isValidTimeZone(timezone: string): boolean {
  */
 export function assertValidCron(cron: string, timezone: string, at: Date = new Date()): void {
   if (!isValidTimeZone(timezone)) {
-    throw ValidationError.single(['body', 'timezone'], 'Zona horaria desconocida: use un nombre IANA como Europe/Madrid o UTC', 'timezone');
+    throw ValidationError.single(['body', 'timezone'], es.schedules.unknownTimezone, 'timezone');
   }
-  const fail = (reason: string) => ValidationError.single(['body', 'cron'], `Expresión cron no válida: ${reason}`, 'cron');
-  if (cron.length > CRON_MAX_LENGTH) throw fail(`como máximo ${CRON_MAX_LENGTH} caracteres`);
-  if (cron.includes('?')) throw fail('"?" no está admitido');
+  const fail = (reason: string) => ValidationError.single(['body', 'cron'], es.schedules.invalidCron(reason), 'cron');
+  if (cron.length > CRON_MAX_LENGTH) throw fail(es.schedules.cronTooLong(CRON_MAX_LENGTH));
+  if (cron.includes('?')) throw fail(es.schedules.questionMarkNotSupported);
   let next: Date | null;
   try {
     next = cronOf(cron, timezone).nextRun(at);
   } catch (err) {
     throw fail((err as Error).message.replace(/^CronPattern: /, ''));
   }
-  if (next === null) throw fail('no se ejecutaría nunca');
+  if (next === null) throw fail(es.schedules.neverRuns);
 }
 
 /** The first tick strictly after `after`, or null when the expression never fires again. */

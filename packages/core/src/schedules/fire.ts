@@ -5,6 +5,7 @@ import { recordEffect } from '../outbox/effects';
 import { consumeExecution, isSubscriptionActive } from '../tenants/quota';
 import type { ScheduleRow } from './catalog';
 import { nextTick, ticksBetween } from './cron';
+import { es } from '../messages/es';
 
 /**
  * The schedules' fire loop (docs/decisions/schedules.md), run by the dispatchers every second.
@@ -47,13 +48,7 @@ export interface FireResult {
 /** Most ticks of one schedule fired in one transaction (only a seconds cron that fell behind has more). */
 const MAX_TICKS_PER_PASS = 10;
 
-const REFUSAL_MESSAGES: Record<RefusalReason, string> = {
-  quota_exceeded: 'Cuota mensual de ejecuciones agotada',
-  no_machine: 'No hay ninguna máquina disponible',
-  process_inactive: 'El proceso no existe o no está activo',
-  subscription_inactive: 'La suscripción del workspace no está activa',
-  invalid_cron: 'La expresión cron o la zona horaria ya no son válidas',
-};
+const REFUSAL_MESSAGES: Record<RefusalReason, string> = es.schedules.refused;
 
 class Refused extends Error {
   constructor(readonly reason: RefusalReason) {

@@ -1,4 +1,5 @@
 import { BlockList, isIP } from 'node:net';
+import { es } from '../messages/es';
 
 /**
  * allowed_ips entries are single addresses or CIDR ranges, IPv4 or IPv6.
@@ -14,12 +15,12 @@ export function normalizeIp(ip: string): string {
 /** Returns null when valid, or why not (in Spanish, for the API's validation message). */
 export function checkIpEntry(entry: string): string | null {
   const [address, bits, extra] = entry.split('/');
-  if (extra !== undefined || !address) return 'Dirección IP o rango CIDR inválido';
+  if (extra !== undefined || !address) return es.security.invalidIpOrCidr;
   const family = isIP(address);
-  if (family === 0) return 'Dirección IP o rango CIDR inválido';
+  if (family === 0) return es.security.invalidIpOrCidr;
   if (bits === undefined) return null;
   const max = family === 4 ? 32 : 128;
-  if (!/^\d{1,3}$/.test(bits) || Number(bits) > max) return 'Prefijo CIDR inválido';
+  if (!/^\d{1,3}$/.test(bits) || Number(bits) > max) return es.security.invalidCidrPrefix;
   return null;
 }
 

@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/sql';
 import { quotaRejections } from '../metrics/domain';
 import { ForbiddenError, QuotaExceededError } from '../errors';
+import { es } from '../messages/es';
 
 /**
  * The monthly execution quota (docs/decisions/quota.md). A period is a calendar month in UTC,
@@ -17,7 +18,7 @@ export function isSubscriptionActive(status: string): boolean {
 
 export function assertSubscriptionActive(status: string): void {
   if (!isSubscriptionActive(status)) {
-    throw new ForbiddenError('La suscripción del workspace no está activa', { subscription_status: status });
+    throw new ForbiddenError(es.tenants.subscriptionInactive, { subscription_status: status });
   }
 }
 

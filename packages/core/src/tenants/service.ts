@@ -5,6 +5,7 @@ import { isUuid } from '../ids';
 import { validate } from '../validation/validate';
 import { findTenant, type TenantRow } from './repo';
 import { TenantCreateBody, TenantUpdateBody, type TenantCreateInput, type TenantUpdateInput } from './schemas';
+import { es } from '../messages/es';
 
 /**
  * Tenants are created and changed by operators (CLI) — never through the public API. The plan's
@@ -34,7 +35,7 @@ export function toTenantResponse(row: TenantRow): TenantResponseBody {
   };
 }
 
-const TENANT_NAME_TAKEN = 'Ya existe un tenant con ese nombre';
+const TENANT_NAME_TAKEN = es.tenants.nameTaken;
 
 function isUniqueViolation(err: unknown, constraint?: string): boolean {
   const e = err as { code?: string; constraint_name?: string };
@@ -60,7 +61,7 @@ export async function createTenant(sql: Queryable, input: TenantCreateInput): Pr
 /** Changes only the fields given; an empty change returns the tenant as it is. */
 export async function updateTenant(sql: Queryable, id: string, input: TenantUpdateInput): Promise<TenantRow> {
   const body = validate(TenantUpdateBody, { ...input }, 'body');
-  if (!isUuid(id)) throw new NotFoundError('Tenant no encontrado');
+  if (!isUuid(id)) throw new NotFoundError(es.tenants.notFound);
   try {
     const [row] = await sql<TenantRow[]>`
       update tenants set
@@ -72,7 +73,7 @@ export async function updateTenant(sql: Queryable, id: string, input: TenantUpda
         updated_at = case when ${Object.keys(body).length > 0} then now() else updated_at end
       where id = ${id}
       returning *`;
-    if (!row) throw new NotFoundError('Tenant no encontrado');
+    if (!row) throw new NotFoundError(es.tenants.notFound);
     return row;
   } catch (err) {
     if (isUniqueViolation(err, 'tenants_name_key')) throw new ConflictError(TENANT_NAME_TAKEN);
@@ -82,7 +83,7 @@ export async function updateTenant(sql: Queryable, id: string, input: TenantUpda
 
 export async function getTenant(sql: Queryable, id: string): Promise<TenantRow> {
   const row = isUuid(id) ? await findTenant(sql, id) : null;
-  if (!row) throw new NotFoundError('Tenant no encontrado');
+  if (!row) throw new NotFoundError(es.tenants.notFound);
   return row;
 }
 
@@ -94,7 +95,7 @@ export async function findTenantByName(sql: Queryable, name: string): Promise<Te
 /** A tenant by id or by name (operators type either); unknown → NotFoundError. */
 export async function resolveTenant(sql: Queryable, idOrName: string): Promise<TenantRow> {
   const row = (isUuid(idOrName) ? await findTenant(sql, idOrName) : null) ?? (await findTenantByName(sql, idOrName));
-  if (!row) throw new NotFoundError(`Tenant no encontrado: ${idOrName}`);
+  if (!row) throw new NotFoundError(es.tenants.notFoundNamed(idOrName));
   return row;
 }
 
@@ -106,6 +107,6 @@ export async function listTenants(sql: Queryable): Promise<TenantRow[]> {
 export async function assertPlanFeature(sql: Queryable, tenantId: string | null | undefined, feature: PlanFeature): Promise<void> {
   const tenant = tenantId ? await findTenant(sql, tenantId) : null;
   if (!tenant || !tenant.plan_features.includes(feature)) {
-    throw new ForbiddenError(`El plan no incluye la funcionalidad ${feature}`, { feature });
+    throw new ForbiddenError(es.tenants.featureNotInPlan(feature), { feature });
   }
 }

@@ -5,6 +5,7 @@ import { hashPassword } from '../security/password';
 import { validate } from '../validation/validate';
 import { deactivateUserRow, findUserByEmail, findUserById, insertUser, updateUserPasswordHash, type UserRow } from './repo';
 import { PasswordBody, UserCreateBody, type UserCreateInput, type UserRole } from './schemas';
+import { es } from '../messages/es';
 
 export interface UserResponseBody {
   id: string;
@@ -28,7 +29,7 @@ export function toUserResponse(row: UserRow): UserResponseBody {
   };
 }
 
-const EMAIL_TAKEN = 'Ya existe un usuario con ese email';
+const EMAIL_TAKEN = es.users.emailTaken;
 
 /** A user of `tenantId`; the password is hashed with scrypt and never stored or logged in clear. */
 export async function createUser(sql: Queryable, tenantId: string, input: UserCreateInput): Promise<UserRow> {
@@ -42,28 +43,28 @@ export async function createUser(sql: Queryable, tenantId: string, input: UserCr
   } catch (err) {
     const e = err as { code?: string; constraint_name?: string };
     if (e.code === '23505' && e.constraint_name === 'users_email_key') throw new ConflictError(EMAIL_TAKEN);
-    if (e.code === '23503') throw new NotFoundError('Tenant no encontrado');
+    if (e.code === '23503') throw new NotFoundError(es.tenants.notFound);
     throw err;
   }
 }
 
 export async function getUser(sql: Queryable, id: string): Promise<UserRow> {
   const row = isUuid(id) ? await findUserById(sql, id) : null;
-  if (!row) throw new NotFoundError('Usuario no encontrado');
+  if (!row) throw new NotFoundError(es.users.notFound);
   return row;
 }
 
 /** A user by id or by email (operators type either); unknown → NotFoundError. */
 export async function resolveUser(sql: Queryable, idOrEmail: string): Promise<UserRow> {
   const row = isUuid(idOrEmail) ? await findUserById(sql, idOrEmail) : await findUserByEmail(sql, idOrEmail);
-  if (!row) throw new NotFoundError(`Usuario no encontrado: ${idOrEmail}`);
+  if (!row) throw new NotFoundError(es.users.notFoundNamed(idOrEmail));
   return row;
 }
 
 export async function setPassword(sql: Queryable, userId: string, password: string): Promise<UserRow> {
   const body = validate(PasswordBody, { password }, 'body');
   const row = isUuid(userId) ? await updateUserPasswordHash(sql, userId, await hashPassword(body.password)) : null;
-  if (!row) throw new NotFoundError('Usuario no encontrado');
+  if (!row) throw new NotFoundError(es.users.notFound);
   return row;
 }
 
@@ -73,6 +74,6 @@ export async function setPassword(sql: Queryable, userId: string, password: stri
  */
 export async function deactivateUser(sql: Queryable, userId: string): Promise<UserRow> {
   const row = isUuid(userId) ? await deactivateUserRow(sql, userId) : null;
-  if (!row) throw new NotFoundError('Usuario no encontrado');
+  if (!row) throw new NotFoundError(es.users.notFound);
   return row;
 }

@@ -1,5 +1,6 @@
 import type { FieldIssue } from '../errors';
 import { ValidationError } from '../errors';
+import { es } from '../messages/es';
 
 /**
  * The deepest nesting of objects and arrays a request may send, counted from the top of the
@@ -33,8 +34,8 @@ export function textProblem(text: string): TextProblem | null {
 }
 
 const TEXT_MESSAGES: Record<TextProblem, string> = {
-  nul: 'no puede contener el carácter nulo (U+0000)',
-  lone_surrogate: 'no puede contener un carácter sustituto UTF-16 sin pareja (U+D800 a U+DFFF)',
+  nul: es.validation.nulCharacter,
+  lone_surrogate: es.validation.loneSurrogate,
 };
 
 /** The 422 issue for a text value at `loc` (`['query', 'status']`, `['body', 'data', 'x']`). */
@@ -133,8 +134,8 @@ function locate(value: object, root: Array<string | number>, strings: boolean): 
     } else {
       const key = top.keys[i]!;
       const problem = strings ? textProblem(key) : null;
-      if (problem) return issue(pathOf(root, stack), `el nombre del campo ${TEXT_MESSAGES[problem]}`, `key_${problem}`);
-      if (key === '__proto__') return issue(pathOf(root, stack), 'nombre de campo no permitido', 'key_forbidden');
+      if (problem) return issue(pathOf(root, stack), es.validation.fieldName(TEXT_MESSAGES[problem]), `key_${problem}`);
+      if (key === '__proto__') return issue(pathOf(root, stack), es.validation.fieldNameForbidden, 'key_forbidden');
       child = (top.node as Record<string, unknown>)[key];
     }
     if (typeof child === 'string') {
@@ -142,7 +143,7 @@ function locate(value: object, root: Array<string | number>, strings: boolean): 
       if (problem) return textIssue(pathOf(root, stack), problem);
     } else if (child !== null && typeof child === 'object') {
       if (stack.length >= MAX_JSON_DEPTH) {
-        return issue(pathOf(root, stack), `no puede anidar objetos o listas a más de ${MAX_JSON_DEPTH} niveles`, 'json_too_deep');
+        return issue(pathOf(root, stack), es.validation.nestedTooDeep(MAX_JSON_DEPTH), 'json_too_deep');
       }
       stack.push(frameOf(child));
     }

@@ -3,6 +3,7 @@ import addFormats from 'ajv-formats';
 import localizeEs from 'ajv-i18n/localize/es';
 import type { Static, TSchema } from '@sinclair/typebox';
 import { ValidationError, type FieldIssue } from '../errors';
+import { es } from '../messages/es';
 
 /**
  * One ajv setup for every schema in the system. Bodies are validated as sent (no coercion);
@@ -45,7 +46,7 @@ export function ajvErrorsToIssues(errors: ErrorObject[], where: Location): Field
     if (e.keyword === 'required') loc.push((e.params as { missingProperty: string }).missingProperty);
     if (e.keyword === 'additionalProperties') loc.push((e.params as { additionalProperty: string }).additionalProperty);
     const field = loc.join(' → ');
-    const message = e.message ?? 'valor inválido';
+    const message = e.message ?? es.validation.invalidValue;
     const key = `${field}|${message}`;
     if (seen.has(key)) continue;
     seen.add(key);

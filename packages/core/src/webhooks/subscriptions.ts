@@ -14,6 +14,7 @@ import {
   DeliveryListQuery, TEST_EVENT_TYPE, WebhookCreate, WebhookUpdate, type DeliveryResponse, type WebhookListQuery,
   type WebhookResponse, type WebhookWithSecretResponse,
 } from './schemas';
+import { es } from '../messages/es';
 
 /**
  * Webhook subscriptions of a tenant (docs/decisions/events.md): admins create, change, delete and
@@ -105,7 +106,7 @@ async function checkRoomForWebhook(tx: Tx, tenantId: string): Promise<void> {
   const [{ n }] = await tx<Array<{ n: number }>>`select count(*)::int as n from webhook_subscriptions where tenant_id = ${tenantId}`;
   if (n >= MAX_WEBHOOKS_PER_WORKSPACE) {
     throw new ConflictError(
-      `El espacio de trabajo ya tiene ${MAX_WEBHOOKS_PER_WORKSPACE} webhooks, el máximo; elimina alguno antes de crear otro`,
+      es.webhooks.tooMany(MAX_WEBHOOKS_PER_WORKSPACE),
       { limit: MAX_WEBHOOKS_PER_WORKSPACE },
     );
   }
@@ -141,7 +142,7 @@ export async function listWebhooks(sql: Queryable, tenantId: string, query: Webh
 
 export async function findWebhook(sql: Queryable, tenantId: string, id: string): Promise<SubscriptionRow> {
   const [row] = await sql<SubscriptionRow[]>`select * from webhook_subscriptions where id = ${id} and tenant_id = ${tenantId}`;
-  if (!row) throw new NotFoundError('Webhook no encontrado');
+  if (!row) throw new NotFoundError(es.webhooks.notFound);
   return row;
 }
 
@@ -166,7 +167,7 @@ export async function updateWebhook(sql: Sql, settings: WebhookSettings, actor: 
         updated_at = now()
       where id = ${id} and tenant_id = ${tenantId}
       returning *`;
-    if (!row) throw new NotFoundError('Webhook no encontrado');
+    if (!row) throw new NotFoundError(es.webhooks.notFound);
     await recordAudit(tx, auditOf(actor, tenantId, 'update_webhook', id, { fields: Object.keys(body) }));
     return toWebhookResponse(row);
   }) as Promise<WebhookResponse>;
@@ -175,7 +176,7 @@ export async function updateWebhook(sql: Sql, settings: WebhookSettings, actor: 
 export async function deleteWebhook(sql: Sql, actor: AuditActor, tenantId: string, id: string): Promise<WebhookResponse> {
   return sql.begin(async (tx) => {
     const [row] = await tx<SubscriptionRow[]>`delete from webhook_subscriptions where id = ${id} and tenant_id = ${tenantId} returning *`;
-    if (!row) throw new NotFoundError('Webhook no encontrado');
+    if (!row) throw new NotFoundError(es.webhooks.notFound);
     await recordAudit(tx, auditOf(actor, tenantId, 'delete_webhook', id, {}));
     return toWebhookResponse(row);
   }) as Promise<WebhookResponse>;
@@ -187,7 +188,7 @@ export async function rotateWebhookSecret(sql: Sql, settings: WebhookSettings, a
     const [row] = await tx<SubscriptionRow[]>`
       update webhook_subscriptions set secret_sealed = ${s.sealed}, secret_prefix = ${s.prefix}, updated_at = now()
       where id = ${id} and tenant_id = ${tenantId} returning *`;
-    if (!row) throw new NotFoundError('Webhook no encontrado');
+    if (!row) throw new NotFoundError(es.webhooks.notFound);
     await recordAudit(tx, auditOf(actor, tenantId, 'rotate_webhook_secret', id, {}));
     return { ...toWebhookResponse(row), secret: s.secret };
   }) as Promise<WebhookWithSecretResponse>;
@@ -254,13 +255,13 @@ export async function redeliver(sql: Sql, actor: AuditActor, tenantId: string, i
     const [original] = await tx<Array<{ event_id: string; event_type: string; body: string | null; event_xid: string | null; event_seq: string | null }>>`
       select event_id, event_type, body, event_xid::text as event_xid, event_seq::text as event_seq from webhook_deliveries
       where id = ${deliveryId} and subscription_id = ${id} and tenant_id = ${tenantId}`;
-    if (!original) throw new NotFoundError('Entrega no encontrada');
+    if (!original) throw new NotFoundError(es.webhooks.deliveryNotFound);
     let body = original.body;
     if (body === null) {
       const event = original.event_xid !== null && original.event_seq !== null
         ? await readEvent(tx, tenantId, { xid: original.event_xid, seq: original.event_seq })
         : null;
-      if (!event) throw new NotFoundError('El evento de esta entrega ya no se conserva (retención de eventos)');
+      if (!event) throw new NotFoundError(es.webhooks.eventNoLongerKept);
       body = eventBody(event);
     }
     const [row] = await tx<DeliveryRow[]>`

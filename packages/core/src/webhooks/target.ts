@@ -1,6 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 import { ValidationError } from '../errors';
+import { es } from '../messages/es';
 
 /**
  * Where a webhook may be sent (docs/decisions/events.md, "SSRF"). The URL is checked when saved
@@ -43,15 +44,15 @@ export function checkWebhookUrl(raw: string, policy: TargetPolicy, field: Array<
   try {
     url = new URL(raw);
   } catch {
-    throw ValidationError.single(field, 'no es una URL válida', 'url');
+    throw ValidationError.single(field, es.webhooks.urlInvalid, 'url');
   }
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && policy.allowInsecure)) {
-    throw ValidationError.single(field, policy.allowInsecure ? 'la URL debe usar https o http' : 'la URL debe usar https', 'url');
+    throw ValidationError.single(field, policy.allowInsecure ? es.webhooks.urlHttpsOrHttp : es.webhooks.urlHttps, 'url');
   }
-  if (url.username || url.password) throw ValidationError.single(field, 'la URL no puede llevar credenciales', 'url');
+  if (url.username || url.password) throw ValidationError.single(field, es.webhooks.urlCredentials, 'url');
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (!policy.allowPrivateNetworks && (isIP(host) ? isRefusedAddress(host) : host === 'localhost' || host.endsWith('.localhost'))) {
-    throw ValidationError.single(field, 'la URL apunta a una red privada o local', 'url');
+    throw ValidationError.single(field, es.webhooks.urlPrivate, 'url');
   }
   return url;
 }

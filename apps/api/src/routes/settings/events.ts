@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import {
-  DeliveryListQuery, DeliveryParams, DeliveryResponse, EVENT_TYPES, EventFeedQuery, EventResponse, EventStreamQuery, IdParams,
+  es, DeliveryListQuery, DeliveryParams, DeliveryResponse, EVENT_TYPES, EventFeedQuery, EventResponse, EventStreamQuery, IdParams,
   MAX_WEBHOOKS_PER_WORKSPACE, ValidationError, WebhookCreate, WebhookListQuery, WebhookResponse, WebhookUpdate, WebhookWithSecretResponse,
 } from '@svc/core';
 import type { AppRouter } from '../../http/router';
@@ -59,7 +59,7 @@ export function eventRoutes(rc: RouteContext): AppRouter {
     const query = input.query();
     const lastId = ctx.get('last-event-id');
     if (lastId !== '' && !/^[0-9a-f]{32}$/.test(lastId)) {
-      throw ValidationError.single(['header', 'Last-Event-ID'], 'no es un id de evento', 'invalid_cursor');
+      throw ValidationError.single(['header', 'Last-Event-ID'], es.feeds.notAnEventId, 'invalid_cursor');
     }
     let after = lastId || query.after;
     const tenantId = tenantOf(ctx);

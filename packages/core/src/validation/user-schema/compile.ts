@@ -4,6 +4,7 @@ import { addCappedFormats } from './formats';
 import { guardedCopy, schemaProblem, type SchemaProblem } from './limits';
 import { re2Engine } from './regexp';
 import { linearUniqueItems } from './unique-items';
+import { es } from '../../messages/es';
 
 /**
  * The one ajv that admin-supplied schemas (a process's input_schema) are compiled with: patterns
@@ -23,7 +24,7 @@ export type UserSchemaVerdict = { ok: true; validate: ValidateFunction; compiled
 /** Checks the limits, then compiles a guarded copy; never throws. */
 export function compileUserSchema(schema: unknown): UserSchemaVerdict {
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
-    return { ok: false, problem: { path: [], type: 'json_schema', message: 'input_schema no es un JSON Schema válido: debe ser un objeto JSON Schema' } };
+    return { ok: false, problem: { path: [], type: 'json_schema', message: es.validation.schemaNotAnObject } };
   }
   const problem = schemaProblem(schema);
   if (problem) return { ok: false, problem };
@@ -32,7 +33,7 @@ export function compileUserSchema(schema: unknown): UserSchemaVerdict {
     return { ok: true, validate: userAjv.compile(compiled), compiled };
   } catch (err) {
     userAjv.removeSchema(compiled);
-    return { ok: false, problem: { path: [], type: 'json_schema', message: `input_schema no es un JSON Schema válido: ${(err as Error).message}` } };
+    return { ok: false, problem: { path: [], type: 'json_schema', message: es.validation.schemaInvalid((err as Error).message) } };
   }
 }
 

@@ -1,5 +1,6 @@
 import { GUARD_KEYWORD } from './budget';
 import { patternProblem } from './regexp';
+import { es } from '../../messages/es';
 
 /**
  * What an admin-supplied JSON Schema may contain, checked before it is stored (and again before a
@@ -86,7 +87,7 @@ function resolves(schema: unknown, pointer: string): boolean {
 }
 
 const tooBig = (path: SchemaPath, what: string, actual: number, max: number): SchemaProblem => ({
-  path, type: 'schema_limit', message: `input_schema supera el límite de ${what}: ${actual} (máximo ${max})`,
+  path, type: 'schema_limit', message: es.validation.schemaOverLimit(what, actual, max),
 });
 
 /**
@@ -95,10 +96,10 @@ const tooBig = (path: SchemaPath, what: string, actual: number, max: number): Sc
  */
 export function schemaProblem(schema: object): SchemaProblem | null {
   if (exceedsDepth(schema, MAX_SCHEMA_DEPTH)) {
-    return { path: [], type: 'schema_limit', message: `input_schema supera el límite de anidamiento: más de ${MAX_SCHEMA_DEPTH} niveles` };
+    return { path: [], type: 'schema_limit', message: es.validation.schemaTooDeep(MAX_SCHEMA_DEPTH) };
   }
   const bytes = Buffer.byteLength(JSON.stringify(schema));
-  if (bytes > MAX_SCHEMA_BYTES) return tooBig([], 'tamaño en bytes', bytes, MAX_SCHEMA_BYTES);
+  if (bytes > MAX_SCHEMA_BYTES) return tooBig([], es.validation.limitBytes, bytes, MAX_SCHEMA_BYTES);
 
   let problem: SchemaProblem | null = null;
   let subschemas = 0;
@@ -108,14 +109,14 @@ export function schemaProblem(schema: object): SchemaProblem | null {
   const checkPattern = (pattern: string, path: SchemaPath) => {
     patterns++;
     const reason = patternProblem(pattern);
-    if (reason) problem ??= { path, type: 'schema_pattern', message: `patrón no admitido: ${reason}` };
+    if (reason) problem ??= { path, type: 'schema_pattern', message: es.validation.patternNotSupported(reason) };
   };
   forEachSubschema(schema, (node, path) => {
     subschemas++;
     positions.add(pointerOf(path));
     if (problem || !isObject(node)) return;
     if (path.length > 0 && '$id' in node) {
-      problem = { path: [...path, '$id'], type: 'schema_ref', message: '$id solo se admite en la raíz del schema' };
+      problem = { path: [...path, '$id'], type: 'schema_ref', message: es.validation.idOnlyAtRoot };
     }
     if (typeof node.pattern === 'string') checkPattern(node.pattern, [...path, 'pattern']);
     if (isObject(node.patternProperties)) {
@@ -124,15 +125,15 @@ export function schemaProblem(schema: object): SchemaProblem | null {
     if (typeof node.$ref === 'string') refs.push({ ref: node.$ref, path: [...path, '$ref'] });
   });
   if (problem) return problem;
-  if (subschemas > MAX_SUBSCHEMAS) return tooBig([], 'subesquemas', subschemas, MAX_SUBSCHEMAS);
-  if (patterns > MAX_PATTERNS) return tooBig([], 'patrones (pattern y patternProperties)', patterns, MAX_PATTERNS);
+  if (subschemas > MAX_SUBSCHEMAS) return tooBig([], es.validation.limitSubschemas, subschemas, MAX_SUBSCHEMAS);
+  if (patterns > MAX_PATTERNS) return tooBig([], es.validation.limitPatterns, patterns, MAX_PATTERNS);
   for (const { ref, path } of refs) {
     const target = refTarget(ref);
     // a reference that resolves nowhere is left to ajv, which names it
     if (target !== null && (positions.has(target) || !resolves(schema, target))) continue;
     return {
       path, type: 'schema_ref',
-      message: 'referencia no admitida: solo se admiten referencias locales (# o #/…) a un subesquema del mismo input_schema',
+      message: es.validation.refNotSupported,
     };
   }
   return null;

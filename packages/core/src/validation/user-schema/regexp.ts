@@ -1,5 +1,6 @@
 import type { RegExpEngine, RegExpLike } from 'ajv/dist/types';
 import { RE2JS } from 're2js';
+import { es } from '../../messages/es';
 
 /**
  * Admin-supplied `pattern` / `patternProperties` run on RE2 (re2js, a pure-JS port): matching is
@@ -21,19 +22,19 @@ function compileRe2(pattern: string): RE2JS {
 /** Spanish reason why `pattern` cannot be used, or null when RE2 accepts it within the limits. */
 export function patternProblem(pattern: string): string | null {
   if (pattern.length > MAX_PATTERN_LENGTH) {
-    return `el patrón tiene ${pattern.length} caracteres (máximo ${MAX_PATTERN_LENGTH})`;
+    return es.validation.patternTooLong(pattern.length, MAX_PATTERN_LENGTH);
   }
   let compiled: RE2JS;
   try {
     compiled = compileRe2(pattern);
   } catch (err) {
-    if (/\(\?<?[=!]/.test(pattern)) return 'las aserciones lookahead / lookbehind ((?=…), (?!…), (?<=…), (?<!…)) no están admitidas';
-    if (/\\[1-9]|\\k</.test(pattern)) return 'las referencias hacia atrás (\\1, \\k<nombre>) no están admitidas';
-    return `sintaxis no admitida por el motor de expresiones regulares (RE2): ${(err as Error).message}`;
+    if (/\(\?<?[=!]/.test(pattern)) return es.validation.patternLookaround;
+    if (/\\[1-9]|\\k</.test(pattern)) return es.validation.patternBackreference;
+    return es.validation.patternSyntax((err as Error).message);
   }
   const size = compiled.programSize();
   if (size > MAX_PATTERN_PROGRAM_SIZE) {
-    return `el patrón es demasiado complejo: ${size} instrucciones (máximo ${MAX_PATTERN_PROGRAM_SIZE})`;
+    return es.validation.patternTooComplex(size, MAX_PATTERN_PROGRAM_SIZE);
   }
   return null;
 }
