@@ -179,6 +179,10 @@ export type { AssetRecord } from './catalog/assets';
 export { readAssetForMachine, readAssetWithKey } from './catalog/asset-read';
 export type { AssetReader } from './catalog/asset-read';
 export { writeCatalogEntity } from './catalog/write';
+export type { CatalogBatch, SaveOptions, SaveTarget, SavedRecord } from './catalog/records';
+export type { FolderRow } from './catalog/folders';
+export type { ProcessRow } from './catalog/processes';
+export type { MachineRow } from './catalog/machines';
 export type { CatalogEffect } from './catalog/write';
 export {
   MISSED_RUNS, ScheduleCreate, ScheduleListQuery, SchedulePreviewQuery, SchedulePreviewResponse, ScheduleResponse, ScheduleUpdate,
