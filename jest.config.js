@@ -26,6 +26,7 @@ module.exports = {
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.test.json' }] },
   moduleNameMapper: {
     '^@svc/core$': '<rootDir>/packages/core/src/index.ts',
+    '^@svc/core/internals$': '<rootDir>/packages/core/src/internals.ts',
     '^@svc/testing$': '<rootDir>/packages/testing/src/index.ts',
     '^@svc/testing/api$': '<rootDir>/packages/testing/src/api.ts',
     '^@svc/api$': '<rootDir>/apps/api/src/index.ts',

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { API_KEY_PREFIX, clientIp, createEngine, createLogger, issueSecret, sha256, touchApiKeys, type Sql } from '@svc/core';
+import { API_KEY_PREFIX, clientIp, createEngine, createLogger, type Sql } from '@svc/core';
+import { issueSecret, sha256, touchApiKeys } from '@svc/core/internals';
 import { killSubscriberNamed, seedApiKey, seedTenant, seedUser, startApiProcesses, type ApiProcess } from '@svc/testing';
 import { createApp } from '@svc/api';
 import { createApiKeyStore } from '../src/auth/api-key-store';

@@ -1,5 +1,5 @@
 import { createTestContext, TEST_ENCRYPTION_KEY, type TestContext } from '@svc/testing';
-import { sha256 } from '@svc/core';
+import { sha256 } from '@svc/core/internals';
 import { setUpDemo } from '../src/commands/demo';
 import { createCliEngine } from '../src/db';
 

@@ -1,4 +1,5 @@
-import { CLI_ACTOR, createEngine, createLogger, noopDispatch, type DispatchJobRef, type DispatchPort } from '@svc/core';
+import { CLI_ACTOR, createEngine, createLogger } from '@svc/core';
+import { noopDispatch, type DispatchJobRef, type DispatchPort } from '@svc/core/internals';
 import { databaseSuite, seedApiKey, seedMachine, seedTenant } from '@svc/testing';
 
 /**

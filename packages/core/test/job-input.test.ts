@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import {
-  ValidationError, askJobInput, checkInputRequest, checkInputValue, createBullDispatch, createRedis, decodeInputAnswered, finishJob,
-  giveUpMachineJobs, readJobInput, renewJobLeases, startJob, sweepOfflineMachines, timeOutJobs, type Sql,
-} from '@svc/core';
+import { ValidationError, createBullDispatch, createRedis, decodeInputAnswered, type Sql } from '@svc/core';
+import { askJobInput, checkInputRequest, checkInputValue, finishJob, giveUpMachineJobs, readJobInput, renewJobLeases, startJob, sweepOfflineMachines, timeOutJobs } from '@svc/core/internals';
 import { databaseSuite, seedJob, seedMachine, seedProcess, seedTenant } from '@svc/testing';
 
 /**
