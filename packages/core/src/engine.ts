@@ -11,7 +11,7 @@ import { authenticateBearer } from './access-tokens/authenticate';
 import { assertPlanFeature, createTenant, findTenantByName, getTenant, listTenants, resolveTenant, updateTenant } from './tenants/service';
 import { createUser, deactivateUser, resolveUser, setPassword } from './users/service';
 import { listUsersOfTenant } from './users/repo';
-import { getProcess, listProcesses } from './catalog/processes';
+import { listProcesses } from './catalog/processes';
 import { getQueue, loadQueueItemCounts } from './catalog/queues';
 import { listMachineNames, listMachines } from './catalog/machines';
 import { readAssetWithKey, readAssetForMachine } from './catalog/asset-read';
@@ -144,7 +144,7 @@ export function createEngine(deps: EngineDeps) {
       /** several saves in one transaction (`svc apply`), all rolled back on `dryRun` */
       batch: <T>(actor: AuditActor, tenantId: string, work: (batch: CatalogBatch) => Promise<T>, options?: { dryRun?: boolean }) =>
         inCatalogBatch(sql, assetKey, actor, tenantId, work, options),
-      processes: bind(sql, { get: getProcess, list: listProcesses }),
+      processes: bind(sql, { list: listProcesses }),
       queues: {
         ...bind(sql, { get: getQueue, itemCounts: loadQueueItemCounts, stats: readQueueStats }),
         /** pause (true) or resume (false), audited */
