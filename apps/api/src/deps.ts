@@ -1,7 +1,11 @@
 import { createApiKeyStore, type ApiKeyStore } from './auth/api-key-store';
 import { createStreamRegistry, type StreamRegistry } from './http/streams';
 import { createAuthThrottle, type AuthThrottle } from './auth/throttle';
-import { DbOutage, createEngine, webhookSettingsOf, type Engine, createLogger, createRedis, createPooledSql, databaseSettings, redisKeys, type ApiKeyChangeListener, type Config, type Logger, type RedisClient, type RedisKeys, type Sql } from '@svc/core';
+import {
+  DbOutage, createEngine, webhookSettingsOf, type Engine, createLogger, createRedis, createPooledSql,
+  databaseSettings, redisKeys, type ApiKeyChangeListener, type Config, type Logger, type RedisClient, type RedisKeys,
+  type Sql,
+} from '@svc/core';
 
 /**
  * Everything a request handler may use; built once in main.ts (or by a test) and passed in. No

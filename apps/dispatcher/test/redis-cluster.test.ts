@@ -1,4 +1,7 @@
-import { createEngine, createLogger, createRedis, decodeAbort, machineQueueName, publishApiKeyInvalidation, redisKeys, DISPATCH_QUEUE } from '@svc/core';
+import {
+  createEngine, createLogger, createRedis, decodeAbort, machineQueueName, publishApiKeyInvalidation, redisKeys,
+  DISPATCH_QUEUE,
+} from '@svc/core';
 import { epochKeys, keySlot, redisApiKeyPublisher } from '@svc/core/internals';
 import {
   freePort, itemStatusCounts, seedApiKey, seedWorkspace, startPrivateRedisCluster, testSuite, waitFor, waitForHttp,

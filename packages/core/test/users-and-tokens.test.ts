@@ -1,6 +1,9 @@
 import * as passwords from '../src/security/password';
 import { ConflictError, NotFoundError, UnauthorizedError, ValidationError, toTenantResponse, toUserResponse } from '@svc/core';
-import { createTenant, createUser, deactivateUser, findAccessTokens, getTenant, hashPassword, issueAccessToken, listTenants, login, resolveTenant, resolveUser, revokeAccessToken, setPassword, sha256, updateTenant, verifyPassword } from '@svc/core/internals';
+import {
+  createTenant, createUser, deactivateUser, findAccessTokens, getTenant, hashPassword, issueAccessToken, listTenants,
+  login, resolveTenant, resolveUser, revokeAccessToken, setPassword, sha256, updateTenant, verifyPassword,
+} from '@svc/core/internals';
 import { createTestContext, type TestContext } from '@svc/testing';
 
 let t: TestContext;
