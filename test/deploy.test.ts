@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { metricsRegistry, renderMetrics } from '@svc/core';
+import { renderMetrics } from '@svc/core';
+import { metricsRegistry } from '@svc/core/internals';
 
 /**
  * The Grafana dashboard and the alert rules in deploy/ name only metrics the processes export:

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { createSql, migrate } from '../packages/core/src';
+import { createSql, migrate } from '@svc/core';
 import { databaseUrl } from '../packages/testing/src/context';
 import { startPgBouncer, type PrivatePgBouncer } from '../packages/testing/src/pgbouncer';
 import { startPrivateRedisCluster, type PrivateRedisCluster } from '../packages/testing/src/private-servers';

@@ -1,4 +1,4 @@
-import { createRedis, createSql } from '../packages/core/src';
+import { createRedis, createSql } from '@svc/core';
 import type { PrivatePgBouncer } from '../packages/testing/src/pgbouncer';
 import type { PrivateRedisCluster } from '../packages/testing/src/private-servers';
 import { RUN_CLUSTER, RUN_PGBOUNCER } from './global-setup';

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createRedis, createSql } from '../packages/core/src';
+import { createRedis, createSql } from '@svc/core';
 import { freePort } from '@svc/testing';
 
 const SERVICES = path.join(__dirname, '..', 'scripts', 'services.mjs');

@@ -2,5 +2,5 @@
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-/** @type {typeof import('../../packages/core/dist/index')} */
-export const core = require('@svc/core');
+/** @type {typeof import('../../packages/core/dist/index') & typeof import('../../packages/core/dist/internals')} */
+export const core = { ...require('@svc/core'), ...require('@svc/core/internals') };

@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import { recordHeartbeat } from '@svc/core';
+import { recordHeartbeat } from '@svc/core/internals';
 import { AUTO_MAX } from '../src/prefetch';
 import { apiSuite, type ApiTestContext } from '@svc/testing/api';
 import {

@@ -1,7 +1,11 @@
 import { createApiKeyStore, type ApiKeyStore } from './auth/api-key-store';
 import { createStreamRegistry, type StreamRegistry } from './http/streams';
 import { createAuthThrottle, type AuthThrottle } from './auth/throttle';
-import { DbOutage, createEngine, webhookSettingsOf, type Engine, createLogger, createRedis, createPooledSql, databaseSettings, redisKeys, type Config, type Logger, type RedisClient, type RedisKeys, type Sql } from '@svc/core';
+import {
+  DbOutage, createEngine, webhookSettingsOf, type Engine, createLogger, createRedis, createPooledSql,
+  databaseSettings, redisKeys, type ApiKeyChangeListener, type Config, type Logger, type RedisClient, type RedisKeys,
+  type Sql,
+} from '@svc/core';
 
 /**
  * Everything a request handler may use; built once in main.ts (or by a test) and passed in. No
@@ -34,13 +38,14 @@ export function buildDeps(config: Config, overrides: Partial<ApiDeps> = {}): Api
   const keys = redisKeys(config.redisPrefix);
   const logger = overrides.logger ?? createLogger({ level: config.logLevel, service: 'api' });
   const outage = overrides.outage ?? new DbOutage(logger);
-  const apiKeys =
-    overrides.apiKeys ??
-    createApiKeyStore({
-      sql, redis, logger, outage, channel: keys.apiKeyInvalidations, ttlMs: config.apiKeyCacheTtlMs, flushMs: config.lastUsedFlushMs,
-    });
-  // a key revoked or rotated here leaves every API process's cache at once
-  const engine = overrides.engine ?? createEngine({ sql, logger, apiKeyChanges: apiKeys, webhooks: webhookSettingsOf(config) });
+  // a key revoked or rotated here leaves every API process's cache at once; the store reads keys through the engine
+  let apiKeys: ApiKeyStore | undefined = overrides.apiKeys;
+  const keyChanges: ApiKeyChangeListener = { invalidate: (message) => apiKeys!.invalidate(message) };
+  const engine = overrides.engine ??
+    createEngine({ sql, logger, apiKeyChanges: keyChanges, webhooks: webhookSettingsOf(config), assetKey: config.assetEncryptionKey });
+  apiKeys ??= createApiKeyStore({
+    engine, redis, logger, outage, channel: keys.apiKeyInvalidations, ttlMs: config.apiKeyCacheTtlMs, flushMs: config.lastUsedFlushMs,
+  });
   const streams =
     overrides.streams ??
     createStreamRegistry({ engine, redis, keys, logger, perUser: config.eventStreamsPerUser, perWorkspace: config.eventStreamsPerWorkspace });

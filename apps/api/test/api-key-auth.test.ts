@@ -1,11 +1,14 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { API_KEY_PREFIX, clientIp, createLogger, issueSecret, sha256, touchApiKeys } from '@svc/core';
+import { API_KEY_PREFIX, clientIp, createEngine, createLogger, type Sql } from '@svc/core';
+import { issueSecret, sha256, touchApiKeys } from '@svc/core/internals';
 import { killSubscriberNamed, seedApiKey, seedTenant, seedUser, startApiProcesses, type ApiProcess } from '@svc/testing';
 import { createApp } from '@svc/api';
 import { createApiKeyStore } from '../src/auth/api-key-store';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
+/** The engine the key store reads through (its `auth` commands), over `sql`. */
+const engineOn = (sql: Sql) => createEngine({ sql, logger: createLogger({ service: 'api-test', level: 'error' }) });
 const MISSING = '00000000-0000-4000-8000-000000000000';
 const past = () => new Date(Date.now() - 60_000);
 
@@ -267,7 +270,7 @@ describe('X-API-Key authentication', () => {
 
     it('buffers uses in memory instead of writing Postgres per request, and flushes them on close', async () => {
       const store = createApiKeyStore({
-        sql: t.sql, redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: createLogger({ service: 'api-test', level: 'error' }),
+        engine: engineOn(t.sql), redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: createLogger({ service: 'api-test', level: 'error' }),
         ttlMs: 30_000, flushMs: 60_000,
       });
       await store.start();
@@ -310,7 +313,7 @@ describe('X-API-Key authentication', () => {
   describe('the per-process cache', () => {
     const quiet = createLogger({ service: 'api-test', level: 'error' });
     const storeOn = (ttlMs = 30_000) =>
-      createApiKeyStore({ sql: t.sql, redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: quiet, ttlMs, flushMs: 100 });
+      createApiKeyStore({ engine: engineOn(t.sql), redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: quiet, ttlMs, flushMs: 100 });
 
     it('remembers a miss, and forgets it when another process announces the hash', async () => {
       const mine = storeOn();
@@ -374,7 +377,7 @@ describe('X-API-Key authentication', () => {
     it('stops caching while its subscription is down and starts again, empty, once it is back', async () => {
       const name = `apikey-sub-${Date.now().toString(36)}`;
       const mine = createApiKeyStore({
-        sql: t.sql, redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: quiet, ttlMs: 30_000, flushMs: 100, subscriberName: name,
+        engine: engineOn(t.sql), redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: quiet, ttlMs: 30_000, flushMs: 100, subscriberName: name,
       });
       const theirs = storeOn();
       await mine.start();
@@ -411,7 +414,7 @@ describe('X-API-Key authentication', () => {
     it('reads a key in use again before its entry expires, answering from memory all along', async () => {
       const clock = withOwnClock();
       const store = createApiKeyStore({
-        sql: t.sql, redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: quiet, ttlMs: 3_000, refreshAheadMs: 1_000, flushMs: 100,
+        engine: engineOn(t.sql), redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: quiet, ttlMs: 3_000, refreshAheadMs: 1_000, flushMs: 100,
       });
       await store.start();
       try {
@@ -459,7 +462,7 @@ describe('X-API-Key authentication', () => {
     it('lets an unused entry expire, and does not read a cached miss ahead', async () => {
       const clock = withOwnClock();
       const store = createApiKeyStore({
-        sql: t.sql, redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: quiet, ttlMs: 1_000, negativeTtlMs: 1_000, refreshAheadMs: 500, flushMs: 100,
+        engine: engineOn(t.sql), redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: quiet, ttlMs: 1_000, negativeTtlMs: 1_000, refreshAheadMs: 500, flushMs: 100,
       });
       await store.start();
       try {
@@ -488,7 +491,7 @@ describe('X-API-Key authentication', () => {
           return Reflect.apply(target as never, self, args);
         },
       });
-      const store = createApiKeyStore({ sql: counted, redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: quiet, ttlMs: 30_000, flushMs: 100 });
+      const store = createApiKeyStore({ engine: engineOn(counted), redis: t.redis, channel: t.deps.keys.apiKeyInvalidations, logger: quiet, ttlMs: 30_000, flushMs: 100 });
       await store.start();
       try {
         const keys = await Promise.all(Array.from({ length: 120 }, (_, i) => seedApiKey(t.sql, tenant, { is_active: i % 3 !== 0 })));

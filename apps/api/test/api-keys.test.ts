@@ -1,4 +1,4 @@
-import { SCOPES, sha256 } from '@svc/core';
+import { SCOPES, sha256 } from '@svc/core/internals';
 import { seedApiKey, seedTenant, seedUser } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 

@@ -1,4 +1,5 @@
-import { createAsset, type Environment } from '@svc/core';
+import { type Environment } from '@svc/core';
+import { createAsset } from '@svc/core/internals';
 import { seedApiKey, seedTenant } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 

@@ -1,4 +1,5 @@
-import { createLogger, createRedis, createUser, RateLimitError, redisKeys } from '@svc/core';
+import { createLogger, createRedis, RateLimitError, redisKeys } from '@svc/core';
+import { createUser } from '@svc/core/internals';
 import { freePort, seedApiKey, seedTenant, seedUser, waitFor } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { createHashGate } from '../src/auth/hash-gate';

@@ -1,4 +1,4 @@
-import { createUser, deactivateUser, issueAccessToken } from '@svc/core';
+import { createUser, deactivateUser, issueAccessToken } from '@svc/core/internals';
 import { seedTenant, seedUser } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 

@@ -1,5 +1,6 @@
 import { seedQueue } from '@svc/testing';
-import { ConflictError, beginIdempotent, canonicalJson, idempotencyRequestHash, runIdempotent } from '@svc/core';
+import { ConflictError } from '@svc/core';
+import { beginIdempotent, canonicalJson, idempotencyRequestHash, runIdempotent } from '@svc/core/internals';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { bulkPath, itemsInDb, itemsPath, queueWorld, type QueueWorld } from './queue-items-support';
 

@@ -1,4 +1,4 @@
-import { askJobInput } from '@svc/core';
+import { askJobInput } from '@svc/core/internals';
 import { seedJob, seedUser } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { CONTRACT_JOB_FIELDS, recordingDispatch, seedWorkspace, type Workspace } from './jobs-support';

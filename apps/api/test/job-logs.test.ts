@@ -1,4 +1,4 @@
-import { LOG_INLINE_MAX_BYTES, archiveJobLogs, pgLogArchive } from '@svc/core';
+import { LOG_INLINE_MAX_BYTES, archiveJobLogs, pgLogArchive } from '@svc/core/internals';
 import { seedJob, seedUser } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { seedWorkspace, type Workspace } from './jobs-support';

@@ -1,5 +1,5 @@
 import { seedApiKey, seedJob } from '@svc/testing';
-import { transitionJob } from '@svc/core';
+import { transitionJob } from '@svc/core/internals';
 import type { ApiTestContext } from '@svc/testing/api';
 import { CONTRACT_STOP_FIELDS, ISO_RE, jobRouteSuite, recordingDispatch, seedWorkspace, type Workspace } from './jobs-support';
 

@@ -1,4 +1,4 @@
-import { noopDispatch, type DispatchPort, type Queryable } from '@svc/core';
+import { noopDispatch, type DispatchPort, type Queryable } from '@svc/core/internals';
 import { seedApiKey, seedMachine, seedProcess, seedTenant } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 

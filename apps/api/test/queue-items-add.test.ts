@@ -1,5 +1,5 @@
 import { seedApiKey } from '@svc/testing';
-import { noopDispatch } from '@svc/core';
+import { noopDispatch } from '@svc/core/internals';
 import type { ApiTestContext } from '@svc/testing/api';
 import {
   ISO_UTC, QUEUE_ITEM_FIELDS, UUID, itemsInDb, itemsPath, postRouteSuite, recordingDispatch, withoutRequestId, type QueueWorld,

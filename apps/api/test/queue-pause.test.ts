@@ -1,4 +1,4 @@
-import { noopDispatch } from '@svc/core';
+import { noopDispatch } from '@svc/core/internals';
 import { seedJob, seedMachine, seedProcess, seedQueue, seedTenant, seedUser } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { itemsPath } from './queue-items-support';

@@ -1,4 +1,5 @@
-import { decrypt, NotFoundError, readAssetValue } from '@svc/core';
+import { NotFoundError } from '@svc/core';
+import { decrypt, readAssetValue } from '@svc/core/internals';
 import type { ApiTestContext } from '@svc/testing/api';
 import { bearer, fieldsOf, ISO, settingsSuite, UUID, type SettingsWorld } from './settings-fixtures';
 

@@ -1,7 +1,8 @@
+import { ConflictError, ValidationError } from '@svc/core';
 import {
-  ConflictError, ValidationError, createAsset, createFolder, createMachine, createProcess, createQueue, findAssetByName,
-  findFolderByName, findMachineByName, findProcessByName, findQueueByName, listQueues, readAssetValue, updateQueue,
-} from '@svc/core';
+  createAsset, createFolder, createMachine, createProcess, createQueue, findAssetByName, findFolderByName,
+  findMachineByName, findProcessByName, findQueueByName, listQueues, readAssetValue, updateQueue,
+} from '@svc/core/internals';
 import {
   AssetResponse, FolderResponse, MachineResponse, MachineWithKeyResponse, ProcessResponse, QueueResponse, validate,
 } from '@svc/core';

@@ -1,4 +1,4 @@
-import { sha256 } from '@svc/core';
+import { sha256 } from '@svc/core/internals';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { bearer, fieldsOf, ISO, settingsSuite, settingsWorld, UUID, type SettingsWorld } from './settings-fixtures';
 

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
-import { createUser } from '@svc/core';
+import { createUser } from '@svc/core/internals';
 import { seedTenant, waitFor } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { createSql, loadMigrations } from '@svc/core';
+import { createSql } from '@svc/core';
+import { loadMigrations } from '@svc/core/internals';
 import {
   Children, ROOT, createTestContext, databaseUrl, itemStatusCounts, pooledChildEnv, seedWorkspace, startApiProcess, startPgBouncer, testEnv,
   waitFor, type ApiProcess, type PrivatePgBouncer, type TestContext,

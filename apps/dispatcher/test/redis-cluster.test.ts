@@ -1,6 +1,8 @@
 import {
-  createEngine, createLogger, createRedis, decodeAbort, epochKeys, keySlot, machineQueueName, publishApiKeyInvalidation, redisApiKeyPublisher, redisKeys, DISPATCH_QUEUE,
+  createEngine, createLogger, createRedis, decodeAbort, machineQueueName, publishApiKeyInvalidation, redisKeys,
+  DISPATCH_QUEUE,
 } from '@svc/core';
+import { epochKeys, keySlot, redisApiKeyPublisher } from '@svc/core/internals';
 import {
   freePort, itemStatusCounts, seedApiKey, seedWorkspace, startPrivateRedisCluster, testSuite, waitFor, waitForHttp,
   type PrivateRedisCluster, type TestContext,

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { verifyWebhookSignature } from '@svc/core';
+import { verifyWebhookSignature } from '@svc/core/internals';
 import { apiSuite, type ApiTestContext } from '@svc/testing/api';
 import { freePort, sampleValue, scrape, seedWorkspace, waitFor, waitForHttp, type Child } from '@svc/testing';
 

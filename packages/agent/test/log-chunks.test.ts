@@ -1,4 +1,4 @@
-import { LOG_APPEND_MAX_BYTES } from '@svc/core';
+import { LOG_APPEND_MAX_BYTES } from '@svc/core/internals';
 import { LOG_CHUNK_BYTES, logChunks } from '../src/run';
 
 /** A run's log as the SDK sends it (docs/decisions/job-logs.md): pieces the platform accepts. */

@@ -1,4 +1,4 @@
-import type { Sql } from '@svc/core';
+import type { Engine, Sql } from '@svc/core';
 import type { FieldNames } from './errors';
 import type { CliIo } from './io';
 import type { Output } from './output';
@@ -6,6 +6,9 @@ import type { Output } from './output';
 /** What `main` hands each command. The database is opened (and migrated) only when asked for. */
 export interface CommandContext {
   io: CliIo;
+  /** The engine over the opened database: every command's way into the domain (core's engine.ts). */
+  engine(): Promise<Engine>;
+  /** The opened database itself, for what is not the domain's (the schema version). */
   sql(): Promise<Sql>;
   output(json: boolean): Output;
 }

@@ -1,7 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
-  DatabaseSettingsError, createDirectSql, createPooledSql, createSql, migrate, parseDatabaseSettings, parseEncryptionKey, type DatabaseSettings, type Sql,
+  DatabaseSettingsError, createDirectSql, createEngine, createLogger, createPooledSql, createSql, migrate, parseDatabaseSettings, parseEncryptionKey,
+  type DatabaseSettings, type Engine, type Sql,
 } from '@svc/core';
 import { CliError } from './errors';
 
@@ -110,4 +111,14 @@ export function assetKey(env: Record<string, string | undefined>, keyFile = CHEC
   } catch (err) {
     throw new CliError((err as Error).message);
   }
+}
+
+/**
+ * The CLI's engine over an opened database: what every command calls. Silent (the CLI reports
+ * through its output); no API key cache to tell (a key the CLI creates is in none); the asset
+ * encryption key is read from `env` the first time an asset command needs it.
+ */
+export function createCliEngine(sql: Sql, env: Record<string, string | undefined>): Engine {
+  let key: Buffer | undefined;
+  return createEngine({ sql, logger: createLogger({ service: 'cli', silent: true }), assetKey: () => (key ??= assetKey(env)) });
 }

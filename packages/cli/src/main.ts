@@ -1,6 +1,6 @@
-import type { Sql } from '@svc/core';
+import type { Engine, Sql } from '@svc/core';
 import type { Command, CommandContext } from './context';
-import { openDatabase } from './db';
+import { createCliEngine, openDatabase } from './db';
 import { EXIT, UsageError, errorReport, formatErrorLine, helpHint } from './errors';
 import { processIo, type CliIo } from './io';
 import { createOutput } from './output';
@@ -42,6 +42,7 @@ export async function main(argv: string[], io: CliIo = processIo()): Promise<num
   const json = argv.includes('--json');
   const [name, ...rest] = argv;
   let db: Sql | undefined;
+  let engine: Engine | undefined;
   const command = name ? COMMANDS[name] : undefined;
   try {
     if (!name || name === '--help' || name === '-h' || name === 'help') {
@@ -53,6 +54,7 @@ export async function main(argv: string[], io: CliIo = processIo()): Promise<num
       io,
       output: (asJson) => createOutput(io, asJson),
       sql: async () => (db ??= await openDatabase(io.env)),
+      engine: async () => (engine ??= createCliEngine(await ctx.sql(), io.env)),
     };
     await command.run(rest, ctx);
     return EXIT.ok;

@@ -1,4 +1,5 @@
 import { ValidationError } from '@svc/core';
+import { createCliEngine } from '../src/db';
 import { databaseSuite, seedTenant } from '@svc/testing';
 import { applyWorkspace } from '../src/workspace/apply';
 
@@ -8,7 +9,7 @@ describe('svc apply: schedules', () => {
 
   async function refusal(tenantId: string, doc: unknown): Promise<string[]> {
     try {
-      await applyWorkspace(s.sql, tenantId, doc);
+      await applyWorkspace(createCliEngine(s.sql, {}), tenantId, doc);
     } catch (err) {
       expect(err).toBeInstanceOf(ValidationError);
       return (err as ValidationError).issues.map((i) => i.field);
@@ -23,18 +24,18 @@ describe('svc apply: schedules', () => {
       machines: [{ name: 'robot-a' }],
       schedules: [{ name: 'weekly', process: 'reports', machine: 'robot-a', cron: '0 8 * * 1', timezone: 'Europe/Madrid', priority: 4 }],
     };
-    const first = await applyWorkspace(s.sql, tenant.id, doc);
+    const first = await applyWorkspace(createCliEngine(s.sql, {}), tenant.id, doc);
     expect(first.resources.find((r) => r.kind === 'schedule')).toMatchObject({ name: 'weekly', action: 'created' });
     const [row] = await s.sql`
       select s.*, p.name as process_name, m.name as machine_name from schedules s
       join processes p on p.id = s.process_id join machines m on m.id = s.machine_id where s.tenant_id = ${tenant.id}`;
     expect(row).toMatchObject({ process_name: 'reports', machine_name: 'robot-a', cron: '0 8 * * 1', timezone: 'Europe/Madrid', priority: 4, is_active: true });
-    const second = await applyWorkspace(s.sql, tenant.id, doc);
+    const second = await applyWorkspace(createCliEngine(s.sql, {}), tenant.id, doc);
     expect(second.summary).toEqual({ created: 0, updated: 0, unchanged: 3 });
     const [again] = await s.sql`select updated_at, next_run_at from schedules where id = ${row!.id}`;
     expect(again).toEqual({ updated_at: row!.updated_at, next_run_at: row!.next_run_at });
 
-    const third = await applyWorkspace(s.sql, tenant.id, { schedules: [{ name: 'weekly', machine: null, is_active: false }] });
+    const third = await applyWorkspace(createCliEngine(s.sql, {}), tenant.id, { schedules: [{ name: 'weekly', machine: null, is_active: false }] });
     expect(third.resources[0]).toMatchObject({ action: 'updated', changed: ['is_active', 'machine'] });
     const [off] = await s.sql`select machine_id, next_run_at, is_active from schedules where id = ${row!.id}`;
     expect(off).toEqual({ machine_id: null, next_run_at: null, is_active: false });

@@ -2,7 +2,8 @@ import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createSql, sha256, verifyPassword } from '@svc/core';
+import { createSql } from '@svc/core';
+import { sha256, verifyPassword } from '@svc/core/internals';
 import { databaseUrl, testEnv } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 

@@ -1,6 +1,7 @@
 import { createTestContext, TEST_ENCRYPTION_KEY, type TestContext } from '@svc/testing';
-import { sha256 } from '@svc/core';
+import { sha256 } from '@svc/core/internals';
 import { setUpDemo } from '../src/commands/demo';
+import { createCliEngine } from '../src/db';
 
 describe('svc demo (what npm start runs)', () => {
   let ctx: TestContext;
@@ -11,7 +12,7 @@ describe('svc demo (what npm start runs)', () => {
   afterAll(() => ctx.close());
 
   it('creates the whole demo workspace once, with a key carrying every scope', async () => {
-    const first = await setUpDemo(ctx.sql, env);
+    const first = await setUpDemo(createCliEngine(ctx.sql, env), env);
     expect(first.created).toBe(true);
     expect(first.api_key).toMatch(/^svc_ak_/);
     expect(first.admin_password).toEqual(expect.any(String));
@@ -31,7 +32,7 @@ describe('svc demo (what npm start runs)', () => {
 
   it('on later starts creates nothing, shows no secret again, and re-issues the machine keys', async () => {
     const [before] = await ctx.sql`select count(*)::int as n from api_keys`;
-    const again = await setUpDemo(ctx.sql, env);
+    const again = await setUpDemo(createCliEngine(ctx.sql, env), env);
     expect(again.created).toBe(false);
     expect(again.api_key).toBeUndefined();
     expect(again.admin_password).toBeUndefined();
@@ -44,7 +45,7 @@ describe('svc demo (what npm start runs)', () => {
   });
 
   it('issues another demo key on request', async () => {
-    const r = await setUpDemo(ctx.sql, env, { newKey: true });
+    const r = await setUpDemo(createCliEngine(ctx.sql, env), env, { newKey: true });
     expect(r.created).toBe(false);
     expect(r.api_key).toMatch(/^svc_ak_/);
   });

@@ -1,37 +1,34 @@
-import type { Queryable, Sql } from './db/sql';
-import type { AuditActor, CatalogChange } from './audit/catalog-changes';
+import type { Sql } from './db/sql';
+import type { AuditActor, CatalogResource } from './audit/catalog-changes';
 import type { Logger } from './logger';
 import type { ApiKeyChangeListener } from './api-keys/invalidation';
 import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey, type ApiKeyActor } from './api-keys/service';
 import { findApiKeyByHash, findApiKeysByHashes, touchApiKeys } from './api-keys/repo';
-import { findAccessTokenByHash, findLiveAccessTokens } from './access-tokens/repo';
+import { findLiveAccessTokens } from './access-tokens/repo';
 import { findAccessTokens, getSession, issueAccessToken, revokeAccessToken } from './access-tokens/service';
 import { signIn, signOut } from './access-tokens/sessions';
-import { authenticateAccessToken, authenticateBearer } from './access-tokens/authenticate';
+import { authenticateBearer } from './access-tokens/authenticate';
 import { assertPlanFeature, createTenant, findTenantByName, getTenant, listTenants, resolveTenant, updateTenant } from './tenants/service';
-import { findTenant } from './tenants/repo';
 import { createUser, deactivateUser, resolveUser, setPassword } from './users/service';
 import { listUsersOfTenant } from './users/repo';
+import { listProcesses } from './catalog/processes';
+import { getQueue, loadQueueItemCounts } from './catalog/queues';
+import { listMachineNames, listMachines } from './catalog/machines';
+import { readAssetWithKey, readAssetForMachine } from './catalog/asset-read';
 import {
-  createAsset, createFolder, createMachine, createProcess, createQueue, deactivateAsset, deactivateFolder, deactivateMachine,
-  deactivateProcess, deactivateQueue, getAsset, getFolder, getMachine, getProcess, getQueue, listAssets, listFolders, listMachines,
-  listProcesses, listQueues, loadQueueItemCounts, readAssetValue, rotateMachineKey, updateAsset, updateFolder, updateMachine,
-  updateProcess, updateQueue, listMachineNames, readAssetWithKey, readAssetForMachine,
-} from './catalog';
-import { setQueuePaused } from './catalog/queues';
-import { createTrigger, deactivateTrigger, getTrigger, listTriggers, updateTrigger } from './catalog/triggers';
-import { writeCatalogEntity } from './catalog/write';
+  deactivateCatalogRecord, findCatalogRecordByName, getCatalogRecord, inCatalogBatch, listCatalogRecords, pauseQueue, rotateMachineKeyAudited,
+  saveCatalogRecord, type CatalogBatch, type SaveOptions, type SaveTarget,
+} from './catalog/records';
 import { listAuditLog } from './audit/read';
 import { purgeQueueStatBuckets, readQueueStats } from './catalog/queue-stats';
-import { createSchedule, deactivateSchedule, getSchedule, listSchedules, previewSchedule, updateSchedule } from './schedules/catalog';
+import { getSchedule, previewSchedule } from './schedules/catalog';
 import { fireDueSchedules } from './schedules/fire';
 import { getJob, listJobs, stopJob, triggerJobByApi, triggerJobByWebhook } from './jobs/service';
-import { answerJobInput, askJobInput, readJobInput } from './jobs/input';
+import { answerJobInput, readJobInput } from './jobs/input';
 import { addItem, addItemToQueueNamed, addItemsBulk, getActiveQueueByName, listItems } from './queue-items/service';
-import { releaseQueueItems, releaseUnknownClaims, applyItemRetryPolicy } from './queue-items/transitions';
-import { settleAndClaimItemsBatched } from './queue-items/settle-batched';
+import { releaseQueueItems, applyItemRetryPolicy } from './queue-items/transitions';
 import { redriveQueueItems, reviewQueueItem } from './queue-items/review';
-import { findRunEndedAs, finishJob, renewJobLeases, reportJobProgress, startJob } from './dispatch/job-run';
+import { renewJobLeases, reportJobProgress, startJob } from './dispatch/job-run';
 import { findLiveMachineKeys, findMachineByKey, recordGoodbye, recordHeartbeat } from './machines/heartbeat';
 import { askInputForRun, finishRun, takeItemsForRun } from './machines/run-requests';
 import { giveUpMachineJobs, failOrphans, markSlaBreaches, pendingStops, sweepOfflineMachines, timeOutJobs } from './dispatch/sweeps';
@@ -54,9 +51,12 @@ import type { EventFeedQuery } from './webhooks/schemas';
 import { createWebhookDeliverer, type DelivererOptions } from './webhooks/deliver';
 
 /**
- * The engine (docs/architecture.md, "Where to add things"): the domain's commands, grouped, bound
- * to one Postgres pool. The transports (the API, the dispatcher, the agent, the CLI) build one
- * and call its commands; each command owns its transaction, its audit row and its effects.
+ * The engine: the one front door into core's domain (docs/architecture.md, "The engine"). Its
+ * commands are grouped by who calls them and bound to one Postgres pool. The API (apps/api/src/deps.ts),
+ * the dispatcher (apps/dispatcher/src/dispatcher.ts, deliverer.ts) and the CLI (packages/cli/src/main.ts)
+ * each build one; the agent reaches it only through the API's agent session. Each command owns its
+ * transaction, its audit row and its effects. Apps and the CLI import nothing else from core but
+ * vocabulary: schemas, response mappers, errors, config and the infrastructure factories.
  */
 export interface EngineDeps {
   sql: Sql;
@@ -69,6 +69,8 @@ export interface EngineDeps {
   logArchive?: LogArchive;
   /** webhook secrets' key and target policy (docs/decisions/events.md); without it webhook writes refuse */
   webhooks?: WebhookSettings;
+  /** the asset encryption key (or how to get it, asked for only by asset commands); without it asset commands refuse */
+  assetKey?: Buffer | (() => Buffer);
 }
 
 /** `f(sql, …rest)` → `(…rest)`: a command bound to the engine's pool. */
@@ -95,10 +97,16 @@ export function createEngine(deps: EngineDeps) {
     if (!deps.webhooks) throw new Error('createEngine: webhooks settings are missing');
     return deps.webhooks;
   };
+  const assetKey = (): Buffer => {
+    if (!deps.assetKey) throw new Error('createEngine: the asset encryption key is missing');
+    return typeof deps.assetKey === 'function' ? deps.assetKey() : deps.assetKey;
+  };
   return {
-    sql,
-    /** Who is calling: API keys and access tokens by their hash, sessions, sign-in. */
-    auth: bind(sql, { findApiKeyByHash, findApiKeysByHashes, touchApiKeys, findAccessTokenByHash, liveTokens: findLiveAccessTokens, bearer: authenticateBearer, accessToken: authenticateAccessToken, session: getSession, signIn, signOut }),
+    /** Who is calling: API keys by their hash (the API's key cache), access tokens, sessions, sign-in. */
+    auth: bind(sql, {
+      apiKeyByHash: findApiKeyByHash, apiKeysByHashes: findApiKeysByHashes, touchApiKeys,
+      bearer: authenticateBearer, liveTokens: findLiveAccessTokens, session: getSession, signIn, signOut,
+    }),
     /** A tenant's API keys (the change listener drops revoked and rotated keys from every cache). */
     keys: {
       create: (actor: ApiKeyActor, body: unknown) => createApiKey(sql, keyChanges, actor, body),
@@ -106,38 +114,66 @@ export function createEngine(deps: EngineDeps) {
       revoke: (actor: ApiKeyActor, keyId: string) => revokeApiKey(sql, keyChanges, actor, keyId),
       list: (tenantId: string, query: { page: number; limit: number }) => listApiKeys(sql, tenantId, query),
     },
-    tenants: bind(sql, { requireFeature: assertPlanFeature, create: createTenant, get: getTenant, list: listTenants, update: updateTenant, resolve: resolveTenant, find: findTenant, findByName: findTenantByName }),
+    /** Workspaces (the CLI's `svc tenant`) and their plan. */
+    tenants: bind(sql, {
+      create: createTenant, get: getTenant, list: listTenants, update: updateTenant, resolve: resolveTenant, findByName: findTenantByName,
+      requireFeature: assertPlanFeature,
+    }),
+    /** People and their access tokens (the CLI's `svc user` and `svc token`, the API's user admin). */
     users: bind(sql, {
       create: createUser, deactivate: deactivateUser, listOfTenant: listUsersOfTenant, resolve: resolveUser, setPassword,
       issueToken: issueAccessToken, revokeToken: revokeAccessToken, findTokens: findAccessTokens,
     }),
-    /** Processes, queues, machines, folders and assets of a tenant. */
+    /**
+     * The catalogue: folders, processes, machines, queues, triggers, schedules and assets of a
+     * tenant (catalog/records.ts). Every write is audited and records its effects in its transaction.
+     */
     catalog: {
-      /** every create, update, deactivation and key rotation: the write, its audit row and its effects */
-      write: <T extends { id: string }>(actor: AuditActor, tenantId: string, change: CatalogChange, work: (tx: Queryable) => Promise<T>) =>
-        writeCatalogEntity(sql, actor, tenantId, change, work),
-      processes: bind(sql, { create: createProcess, list: listProcesses, get: getProcess, update: updateProcess, deactivate: deactivateProcess }),
-      queues: bind(sql, { create: createQueue, list: listQueues, get: getQueue, update: updateQueue, deactivate: deactivateQueue, itemCounts: loadQueueItemCounts, stats: readQueueStats, setPaused: setQueuePaused }),
-      triggers: bind(sql, { create: createTrigger, list: listTriggers, get: getTrigger, update: updateTrigger, deactivate: deactivateTrigger }),
-      machines: bind(sql, { create: createMachine, list: listMachines, get: getMachine, update: updateMachine, deactivate: deactivateMachine, rotateKey: rotateMachineKey, names: listMachineNames }),
-      folders: bind(sql, { create: createFolder, list: listFolders, get: getFolder, update: updateFolder, deactivate: deactivateFolder }),
-      schedules: bind(sql, { create: createSchedule, list: listSchedules, get: getSchedule, update: updateSchedule, deactivate: deactivateSchedule, preview: previewSchedule }),
-      assets: bind(sql, { create: createAsset, list: listAssets, get: getAsset, update: updateAsset, deactivate: deactivateAsset, readValue: readAssetValue, readWithKey: readAssetWithKey }),
+      /** the one "create or update a record": `'new'` (create), `{ id }` (change these fields), `{ name }` (create or change what differs) */
+      save: <Row extends { id: string } = { id: string }>(
+        actor: AuditActor, tenantId: string, resource: CatalogResource, target: SaveTarget, body: Record<string, unknown>, options?: SaveOptions,
+      ) => saveCatalogRecord<Row>(sql, assetKey, actor, tenantId, resource, target, body, options),
+      deactivate: <Row extends { id: string } = { id: string }>(actor: AuditActor, tenantId: string, resource: CatalogResource, id: string) =>
+        deactivateCatalogRecord<Row>(sql, assetKey, actor, tenantId, resource, id),
+      get: <Row extends { id: string } = { id: string }>(tenantId: string, resource: CatalogResource, id: string) =>
+        getCatalogRecord<Row>(sql, assetKey, tenantId, resource, id),
+      list: <Row extends { id: string } = { id: string }>(tenantId: string, resource: CatalogResource, query: Record<string, unknown>) =>
+        listCatalogRecords<Row>(sql, assetKey, tenantId, resource, query),
+      findByName: <Row extends { id: string } = { id: string }>(tenantId: string, resource: CatalogResource, name: string) =>
+        findCatalogRecordByName<Row>(sql, assetKey, tenantId, resource, name),
+      /** several saves in one transaction (`svc apply`), all rolled back on `dryRun` */
+      batch: <T>(actor: AuditActor, tenantId: string, work: (batch: CatalogBatch) => Promise<T>, options?: { dryRun?: boolean }) =>
+        inCatalogBatch(sql, assetKey, actor, tenantId, work, options),
+      processes: bind(sql, { list: listProcesses }),
+      queues: {
+        ...bind(sql, { get: getQueue, itemCounts: loadQueueItemCounts, stats: readQueueStats }),
+        /** pause (true) or resume (false), audited */
+        setPaused: (actor: AuditActor, tenantId: string, id: string, paused: boolean) => pauseQueue(sql, actor, tenantId, id, paused),
+      },
+      machines: {
+        ...bind(sql, { list: listMachines, names: listMachineNames }),
+        /** a new machine key, audited; the key is in the answer only */
+        rotateKey: (actor: AuditActor, tenantId: string, id: string) => rotateMachineKeyAudited(sql, actor, tenantId, id),
+      },
+      schedules: bind(sql, { get: getSchedule, preview: previewSchedule }),
+      assets: bind(sql, { readWithKey: readAssetWithKey }),
     },
+    /** Jobs: started by an API key or a webhook, stopped, answered, read. */
     jobs: {
       ...bind(services, { triggerByApi: triggerJobByApi, triggerByWebhook: triggerJobByWebhook, stop: stopJob, answerInput: answerJobInput }),
       ...bind(sql, { get: getJob, list: listJobs }),
       /** a job's whole log, inline or archived */
       logs: (tenantId: string, jobId: string) => readJobLogs(sql, logArchive, tenantId, jobId),
     },
+    /** Queue items: added by API keys, listed, reviewed by people. */
     items: {
       ...bind(services, { add: addItem, addToQueueNamed: addItemToQueueNamed, addBulk: addItemsBulk }),
       ...bind(sql, { list: listItems, activeQueueByName: getActiveQueueByName }),
     },
+    review: bind(services, { decide: reviewQueueItem, redrive: redriveQueueItems }),
     /** The workspace's audit log, as its admins read it. */
     audit: bind(sql, { list: listAuditLog }),
-    review: bind(services, { decide: reviewQueueItem, redrive: redriveQueueItems }),
-    /** A machine's agent: its heartbeat, its runs and the items its consumers take. */
+    /** A machine's agent (through the API's agent session): its heartbeat, its runs and the items its consumers take. */
     machines: bind(sql, {
       findByKey: findMachineByKey, liveKeys: findLiveMachineKeys, heartbeat: recordHeartbeat, goodbye: recordGoodbye, giveUpJobs: giveUpMachineJobs,
       startJob, renewLeases: renewJobLeases, reportProgress: reportJobProgress, finishRun, pendingStops,
@@ -169,14 +205,14 @@ export function createEngine(deps: EngineDeps) {
       deliverer: (opts: Omit<DelivererOptions, 'sql' | 'logger' | 'settings'> = {}) =>
         createWebhookDeliverer({ sql, logger: deps.logger, settings: hooks(), ...opts }),
     },
-    idempotency: bind(sql, { run: runIdempotent }),
-    /** Readiness: Postgres answers. */
-    ping: () => pingDatabase(sql),
     /** Effects recorded by the commands, published through a DispatchPort. */
     outbox: {
       relay: (port: DispatchPort, outage?: DbOutage) => createOutboxRelay({ sql, listenSql: deps.directSql, port, logger: deps.logger, outage }),
       drain: (port: DispatchPort) => drainOutbox(sql, port),
     },
+    idempotency: bind(sql, { run: runIdempotent }),
+    /** Readiness: Postgres answers. */
+    ping: () => pingDatabase(sql),
   };
 }
 

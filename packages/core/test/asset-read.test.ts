@@ -1,6 +1,5 @@
-import {
-  ValidationError, createAsset, deactivateAsset, readAssetWithKey, readStoredCredentials, type AssetReader, type Environment,
-} from '@svc/core';
+import { ValidationError, type Environment } from '@svc/core';
+import { createAsset, deactivateAsset, readAssetWithKey, readStoredCredentials, type AssetReader } from '@svc/core/internals';
 import { databaseSuite, seedTenant, refusal } from '@svc/testing';
 
 /** The asset environment policy and the credential-read audit (docs/decisions/assets-read.md). */

@@ -1,7 +1,5 @@
-import {
-  ForbiddenError,
-  authenticateAccessToken, authenticateBearer, bearerToken, deactivateUser, requireAdminRole, revokeAccessToken,
-} from '@svc/core';
+import { ForbiddenError, bearerToken, requireAdminRole } from '@svc/core';
+import { authenticateAccessToken, authenticateBearer, deactivateUser, revokeAccessToken } from '@svc/core/internals';
 import { databaseSuite, seedTenant, seedUser, refusal } from '@svc/testing';
 
 /** The one access-token check behind the API's Bearer guard and the queues board. */

@@ -1,7 +1,5 @@
-import {
-  Batcher, ITEM_COLUMNS, NotFoundError, ValidationError, addItem, addItemToQueueNamed, getActiveQueueByName, noopDispatch, toQueueItemResponse,
-  type QueueItemRow,
-} from '@svc/core';
+import { Batcher, NotFoundError, ValidationError, toQueueItemResponse } from '@svc/core';
+import { ITEM_COLUMNS, addItem, addItemToQueueNamed, getActiveQueueByName, noopDispatch, type QueueItemRow } from '@svc/core/internals';
 import { seedQueue, seedTenant, databaseSuite } from '@svc/testing';
 
 /**

@@ -1,7 +1,9 @@
+import { CLI_ACTOR, ConflictError, type AuditActor } from '@svc/core';
 import {
-  CLI_ACTOR, ConflictError, createFolder, createMachine, createProcess, createQueue, createTrigger, deactivateTrigger, drainOutbox,
-  rotateMachineKey, setQueuePaused, updateQueue, updateTrigger, writeCatalogEntity, noopDispatch, type AuditActor, type CatalogEffect, type DispatchPort, type Tx,
-} from '@svc/core';
+  createFolder, createMachine, createProcess, createQueue, createTrigger, deactivateTrigger, drainOutbox,
+  rotateMachineKey, setQueuePaused, updateQueue, updateTrigger, writeCatalogEntity, noopDispatch, type CatalogEffect,
+  type DispatchPort, type Tx,
+} from '@svc/core/internals';
 import { databaseSuite, seedTenant } from '@svc/testing';
 
 /** The one catalogue write: the change and its audit row together, for the settings API and `svc apply`. */

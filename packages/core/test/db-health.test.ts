@@ -1,4 +1,5 @@
-import { createSql, pingDatabase } from '@svc/core';
+import { createSql } from '@svc/core';
+import { pingDatabase } from '@svc/core/internals';
 import { databaseSuite } from '@svc/testing';
 
 /** The readiness probe's one statement (the API's /ready). */

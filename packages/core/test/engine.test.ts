@@ -1,4 +1,5 @@
-import { CLI_ACTOR, createEngine, createLogger, createQueue, noopDispatch, type DispatchJobRef, type DispatchPort } from '@svc/core';
+import { CLI_ACTOR, createEngine, createLogger } from '@svc/core';
+import { noopDispatch, type DispatchJobRef, type DispatchPort } from '@svc/core/internals';
 import { databaseSuite, seedApiKey, seedMachine, seedTenant } from '@svc/testing';
 
 /**
@@ -13,9 +14,9 @@ it('a queue, its items, a job and its stop through the engine, with their effect
   const key = await seedApiKey(db.sql, tenant.id);
   const machine = (await seedMachine(db.sql, tenant.id, { slots: 2 })).row;
 
-  const proc = await engine.catalog.processes.create(tenant.id, { name: 'facturas' });
-  const { row: queue } = await engine.catalog.write(CLI_ACTOR, tenant.id, { change: 'create', resource: 'queue', name: 'entrantes' },
-    (tx) => createQueue(tx, tenant.id, { name: 'entrantes', consumer_process_id: proc.id }));
+  const { row: proc } = await engine.catalog.save(CLI_ACTOR, tenant.id, 'process', 'new', { name: 'facturas' });
+  const { row: queue } = await engine.catalog.save<{ id: string; name: string }>(CLI_ACTOR, tenant.id, 'queue', { name: 'entrantes' },
+    { consumer_process_id: proc.id });
   expect(await engine.catalog.queues.get(tenant.id, queue.id)).toMatchObject({ name: 'entrantes', consumer_process_id: proc.id });
 
   const item = await engine.items.addToQueueNamed(tenant.id, 'entrantes', { data: { n: 1 } });

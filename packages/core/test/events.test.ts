@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { createEngine, createLogger, readEventFeed, toQueueItemResponse, type Engine, type QueueItemRow, type Sql } from '@svc/core';
+import { createEngine, createLogger, toQueueItemResponse, type Engine, type Sql } from '@svc/core';
+import { readEventFeed, type QueueItemRow } from '@svc/core/internals';
 import { databaseSuite, seedJob, seedMachine, seedProcess, seedQueue, seedTenant, waitFor } from '@svc/testing';
 
 /**

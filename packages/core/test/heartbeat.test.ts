@@ -1,4 +1,5 @@
-import { recordHeartbeat, type Sql } from '@svc/core';
+import { type Sql } from '@svc/core';
+import { recordHeartbeat } from '@svc/core/internals';
 import { createTestContext, seedMachine, seedTenant, type TestContext } from '@svc/testing';
 
 /**

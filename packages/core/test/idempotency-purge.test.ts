@@ -1,4 +1,4 @@
-import { purgeExpiredIdempotencyKeys, sweepExpiredIdempotencyKeys } from '../src';
+import { purgeExpiredIdempotencyKeys, sweepExpiredIdempotencyKeys } from '@svc/core/internals';
 import { createTestContext, seedTenant, type TestContext } from '@svc/testing';
 
 /** Idempotency-Keys past their 24 hours are deleted in batches, oldest first; live ones stay. */

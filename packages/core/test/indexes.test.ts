@@ -1,15 +1,17 @@
+import { createBullDispatch, type Sql } from '@svc/core';
 import {
-  addItem, addItemsBulk, appendJobLogs, applyItemRetryPolicy, archiveJobLogs, pgLogArchive, readJobLogs, createApiKey, createBullDispatch, deactivateApiKey, deactivateUserRow,
-  failItemsOfJobs, failOrphanedItems, findAccessTokenByHash, findApiKey, findApiKeyByHash, findIdempotencyKey,
-  findJobWithNames, findMachineByKey, findRunEndedAs, findUserByEmail, finishJob, getActiveQueueByName, getSession, getTenantQueue,
-  giveUpMachineJobs, listApiKeyRows, listItems, listMachines, listProcesses, listQueues, loadQueueItemCounts,
-  listMachineNames, markSlaBreaches, pendingStops, readAssetWithKey, pickMachineForFollowUp,
-  queuesNeedingConsumers, readAssetValue, recordAudit, recordGoodbye, recordHeartbeat, reconcilePendingJobs,
-  redriveDeadLetterItems, releaseLostClaim, releaseQueueItems, releaseUnknownClaims, renewJobLeases, replaceApiKeySecret, reportJobProgress, requestRunningJobStop,
-  reviewQueueItem, revokeAccessToken, runIdempotent, settleAndClaimItems, sha256, startJob, startQueueConsumers, stopJob,
-  sweepExpiredIdempotencyKeys, sweepOfflineMachines, timeOutJobs, touchApiKeys, transitionJob, triggerJobByApi, triggerJobByWebhook,
-  type Queryable, type Sql,
-} from '../src';
+  addItem, addItemsBulk, appendJobLogs, applyItemRetryPolicy, archiveJobLogs, pgLogArchive, readJobLogs,
+  createApiKey, deactivateApiKey, deactivateUserRow, failItemsOfJobs, failOrphanedItems, findAccessTokenByHash,
+  findApiKey, findApiKeyByHash, findIdempotencyKey, findJobWithNames, findMachineByKey, findRunEndedAs,
+  findUserByEmail, finishJob, getActiveQueueByName, getSession, getTenantQueue, giveUpMachineJobs, listApiKeyRows,
+  listItems, listMachines, listProcesses, listQueues, loadQueueItemCounts, listMachineNames, markSlaBreaches,
+  pendingStops, readAssetWithKey, pickMachineForFollowUp, queuesNeedingConsumers, readAssetValue, recordAudit,
+  recordGoodbye, recordHeartbeat, reconcilePendingJobs, redriveDeadLetterItems, releaseLostClaim, releaseQueueItems,
+  releaseUnknownClaims, renewJobLeases, replaceApiKeySecret, reportJobProgress, requestRunningJobStop,
+  reviewQueueItem, revokeAccessToken, runIdempotent, settleAndClaimItems, sha256, startJob, startQueueConsumers,
+  stopJob, sweepExpiredIdempotencyKeys, sweepOfflineMachines, timeOutJobs, touchApiKeys, transitionJob,
+  triggerJobByApi, triggerJobByWebhook, type Queryable,
+} from '@svc/core/internals';
 import { createTestContext, type TestContext } from '@svc/testing';
 
 /**

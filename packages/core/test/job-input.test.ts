@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { ValidationError, createBullDispatch, createRedis, decodeInputAnswered, type Sql } from '@svc/core';
 import {
-  ValidationError, askJobInput, checkInputRequest, checkInputValue, createBullDispatch, createRedis, decodeInputAnswered, finishJob,
-  giveUpMachineJobs, readJobInput, renewJobLeases, startJob, sweepOfflineMachines, timeOutJobs, type Sql,
-} from '@svc/core';
+  askJobInput, checkInputRequest, checkInputValue, finishJob, giveUpMachineJobs, readJobInput, renewJobLeases,
+  startJob, sweepOfflineMachines, timeOutJobs,
+} from '@svc/core/internals';
 import { databaseSuite, seedJob, seedMachine, seedProcess, seedTenant } from '@svc/testing';
 
 /**

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { renewJobLeases, startJob, sweepOfflineMachines, type Sql } from '@svc/core';
+import { type Sql } from '@svc/core';
+import { renewJobLeases, startJob, sweepOfflineMachines } from '@svc/core/internals';
 import { seedJob, seedMachine, seedProcess, seedQueue, seedTenant, databaseSuite } from '@svc/testing';
 
 /**

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { ConfigError, parseConfig, toJobResponse, ValidationError, type Sql } from '@svc/core';
 import {
-  LOG_APPEND_MAX_BYTES, LOG_INLINE_MAX_BYTES, LOG_TOTAL_MAX_BYTES, LOG_TRUNCATED_MARKER, appendJobLogs, archiveJobLogs, finishJob,
-  ConfigError, findJobWithNames, parseConfig, pgLogArchive, readJobLogs, reportJobProgress, startJob, toJobResponse, ValidationError, type Sql,
-} from '@svc/core';
+  LOG_APPEND_MAX_BYTES, LOG_INLINE_MAX_BYTES, LOG_TOTAL_MAX_BYTES, LOG_TRUNCATED_MARKER, appendJobLogs,
+  archiveJobLogs, finishJob, findJobWithNames, pgLogArchive, readJobLogs, reportJobProgress, startJob,
+} from '@svc/core/internals';
 import { seedJob, seedMachine, seedProcess, seedTenant, databaseSuite } from '@svc/testing';
 
 /**

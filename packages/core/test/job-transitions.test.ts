@@ -2,9 +2,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import {
-  appendJobLogs, askJobInput, canTransition, findJobWithNames, giveUpMachineJobs, markSlaBreaches, renewJobLeases, reportJobProgress,
-  requestRunningJobStop, startJob, sweepOfflineMachines, timeOutJobs, transitionJob, JOB_STATUSES, JOB_TRANSITIONS, type JobStatus,
-} from '../src';
+  appendJobLogs, askJobInput, canTransition, findJobWithNames, giveUpMachineJobs, markSlaBreaches, renewJobLeases,
+  reportJobProgress, requestRunningJobStop, startJob, sweepOfflineMachines, timeOutJobs, transitionJob, JOB_STATUSES,
+  JOB_TRANSITIONS, type JobStatus,
+} from '@svc/core/internals';
 import { ACTIVE_JOB_STATUSES, FINAL_JOB_STATUSES, JOB_STATUS_TRANSITIONS, RUN_STATUSES, jobStatusInSql, jobStatusSql } from '../src/jobs/transitions';
 import { createTestContext, seedJob, seedMachine, seedProcess, seedTenant, type TestContext, recordStatements } from '@svc/testing';
 

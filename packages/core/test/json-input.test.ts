@@ -1,6 +1,5 @@
-import {
-  MAX_JSON_DEPTH, ValidationError, assertJsonInput, jsonInputIssue, jsonTextMayHoldUnstorable, printableText, textProblem,
-} from '../src';
+import { MAX_JSON_DEPTH, ValidationError, jsonInputIssue, jsonTextMayHoldUnstorable, printableText, textProblem } from '@svc/core';
+import { assertJsonInput } from '@svc/core/internals';
 
 /** `levels` arrays or objects inside each other, innermost empty. */
 function nested(levels: number, kind: 'array' | 'object' = 'object'): unknown {

@@ -1,4 +1,4 @@
-import { asStoredJsonb, compareJsonbKeys } from '@svc/core';
+import { asStoredJsonb, compareJsonbKeys } from '@svc/core/internals';
 import { databaseSuite } from '@svc/testing';
 
 /**

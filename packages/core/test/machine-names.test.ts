@@ -1,4 +1,4 @@
-import { createMachine, deactivateMachine, listMachineNames } from '@svc/core';
+import { createMachine, deactivateMachine, listMachineNames } from '@svc/core/internals';
 import { databaseSuite, seedTenant } from '@svc/testing';
 
 /** The queues board's list of a workspace's machines. */

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import {
-  applyItemRetryPolicy, finishJob, renderMetrics, requestRunningJobStop, settleAndClaimItems, startJob, type Sql,
-} from '@svc/core';
+import { renderMetrics, type Sql } from '@svc/core';
+import { applyItemRetryPolicy, finishJob, requestRunningJobStop, settleAndClaimItems, startJob } from '@svc/core/internals';
 import { createTestContext, sampleValue, seedJob, seedMachine, seedProcess, seedQueue, seedTenant, type TestContext } from '@svc/testing';
 
 /**

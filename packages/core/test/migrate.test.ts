@@ -1,5 +1,6 @@
 import { createTestContext, seedApiKey, seedTenant, type TestContext } from '@svc/testing';
-import { loadMigrations, migrate, touchApiKeys } from '@svc/core';
+import { migrate } from '@svc/core';
+import { loadMigrations, touchApiKeys } from '@svc/core/internals';
 
 describe('migrations', () => {
   let ctx: TestContext;

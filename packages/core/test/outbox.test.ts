@@ -1,8 +1,9 @@
+import { createSql, CLI_ACTOR, type Sql } from '@svc/core';
 import {
-  addItemToQueueNamed, addItemsBulk, createOutboxRelay, createSql, drainOutbox, finishJob, noopDispatch, recordEffect, recordHeartbeat,
-  relayOnce, startJob, stopJob, timeOutJobs, triggerJobByApi, updateQueue, writeCatalogEntity, CLI_ACTOR,
-  type DispatchJobRef, type DispatchPort, type Effect, type Sql,
-} from '@svc/core';
+  addItemToQueueNamed, addItemsBulk, createOutboxRelay, drainOutbox, finishJob, noopDispatch, recordEffect,
+  recordHeartbeat, relayOnce, startJob, stopJob, timeOutJobs, triggerJobByApi, updateQueue, writeCatalogEntity,
+  type DispatchJobRef, type DispatchPort, type Effect,
+} from '@svc/core/internals';
 import { databaseSuite, seedApiKey, seedJob, seedMachine, seedProcess, seedQueue, seedTenant } from '@svc/testing';
 import { createLogger } from '@svc/core';
 

@@ -1,4 +1,5 @@
-import { ConfigError, DEFAULT_DATABASE_URL, createDirectSql, createPooledSql, parseConfig, parseDatabaseSettings, DatabaseSettingsError } from '@svc/core';
+import { ConfigError, createDirectSql, createPooledSql, parseConfig, parseDatabaseSettings, DatabaseSettingsError } from '@svc/core';
+import { DEFAULT_DATABASE_URL } from '@svc/core/internals';
 
 /**
  * How the platform is told it runs behind a transaction pooler (db/pooler.ts,

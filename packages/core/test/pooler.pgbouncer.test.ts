@@ -1,6 +1,5 @@
-import {
-  createLogger, createOutboxRelay, createPooledSql, noopDispatch, recordEffect, type DispatchPort, type OutboxRelay, type Sql,
-} from '@svc/core';
+import { createLogger, createPooledSql, type OutboxRelay, type Sql } from '@svc/core';
+import { createOutboxRelay, noopDispatch, recordEffect, type DispatchPort } from '@svc/core/internals';
 import { databaseSuite, seedQueue, seedTenant, startPgBouncer, waitFor, type PrivatePgBouncer } from '@svc/testing';
 
 /**

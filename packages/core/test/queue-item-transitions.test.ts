@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { MAX_TAKE, createSql, type Sql } from '@svc/core';
 import {
-  MAX_TAKE, QUEUE_ITEM_TRANSITIONS, applyItemRetryPolicy, createSql, approveQueueItem, canTransitionItem, compareTakeOrder, failItemsOfJobs,
-  failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, releaseQueueItems, releaseUnknownClaims, settleAndClaimItems, settleAndClaimItemsBatch,
-  type Sql,
-} from '@svc/core';
+  QUEUE_ITEM_TRANSITIONS, applyItemRetryPolicy, approveQueueItem, canTransitionItem, compareTakeOrder,
+  failItemsOfJobs, failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, releaseQueueItems,
+  releaseUnknownClaims, settleAndClaimItems, settleAndClaimItemsBatch,
+} from '@svc/core/internals';
 import { createTestContext, seedMachine, seedProcess, seedQueue, seedTenant, type TestContext, recordStatements } from '@svc/testing';
 
 /**

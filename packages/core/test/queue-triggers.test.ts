@@ -1,4 +1,5 @@
-import { createTrigger, queuesNeedingConsumers, startQueueConsumers, type Sql } from '../src';
+import { type Sql } from '@svc/core';
+import { createTrigger, queuesNeedingConsumers, startQueueConsumers } from '@svc/core/internals';
 import { insertJob } from '../src/jobs/repo';
 import { databaseSuite, seedMachine, seedProcess, seedQueue, seedTenant } from '@svc/testing';
 

@@ -1,4 +1,4 @@
-import { consumeExecution, quotaResetsAt, readQuotaUsage, isSubscriptionActive } from '../src';
+import { consumeExecution, quotaResetsAt, readQuotaUsage, isSubscriptionActive } from '@svc/core/internals';
 import { createTestContext, seedTenant, type TestContext } from '@svc/testing';
 
 describe('monthly execution quota', () => {

@@ -1,4 +1,5 @@
-import { ConfigError, keySlot, parseConfig, parseRedisTarget } from '@svc/core';
+import { ConfigError, parseConfig } from '@svc/core';
+import { keySlot, parseRedisTarget } from '@svc/core/internals';
 
 /** Where Redis is (docs/decisions/redis-cluster.md): pure parsing and slot arithmetic, no server. */
 describe('REDIS_URL / REDIS_CLUSTER_NODES / REDIS_PASSWORD', () => {

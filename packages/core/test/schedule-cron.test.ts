@@ -1,4 +1,5 @@
-import { assertValidCron, isValidTimeZone, nextTick, nextTicks, ticksBetween, ValidationError } from '../src';
+import { ValidationError } from '@svc/core';
+import { assertValidCron, isValidTimeZone, nextTick, nextTicks, ticksBetween } from '@svc/core/internals';
 
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 

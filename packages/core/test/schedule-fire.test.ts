@@ -1,4 +1,4 @@
-import { createSchedule, fireDueSchedules, getSchedule } from '../src';
+import { createSchedule, fireDueSchedules, getSchedule } from '@svc/core/internals';
 import { databaseSuite, seedMachine, seedProcess, seedTenant } from '@svc/testing';
 
 /**

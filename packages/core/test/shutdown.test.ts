@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
-import { createLogger, onShutdownSignals, type SignalTarget } from '../src';
+import { createLogger, onShutdownSignals } from '@svc/core';
+import { type SignalTarget } from '@svc/core/internals';
 
 /**
  * The signal handling the API, the dispatcher and agent-sim share: the first SIGTERM/SIGINT

@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { createSql, loadMigrations, migrate, type Sql } from '@svc/core';
+import { createSql, migrate, type Sql } from '@svc/core';
+import { loadMigrations } from '@svc/core/internals';
 import { databaseUrl, testEnv } from '@svc/testing';
 
 /**

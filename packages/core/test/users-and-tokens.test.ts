@@ -1,10 +1,9 @@
 import * as passwords from '../src/security/password';
+import { ConflictError, NotFoundError, UnauthorizedError, ValidationError, toTenantResponse, toUserResponse } from '@svc/core';
 import {
-  ConflictError, NotFoundError, UnauthorizedError, ValidationError,
-  createTenant, createUser, deactivateUser, findAccessTokens, getTenant, hashPassword, issueAccessToken, listTenants, login,
-  resolveTenant, resolveUser, revokeAccessToken, setPassword, sha256, toTenantResponse, toUserResponse, updateTenant,
-  verifyPassword,
-} from '../src';
+  createTenant, createUser, deactivateUser, findAccessTokens, getTenant, hashPassword, issueAccessToken, listTenants,
+  login, resolveTenant, resolveUser, revokeAccessToken, setPassword, sha256, updateTenant, verifyPassword,
+} from '@svc/core/internals';
 import { createTestContext, type TestContext } from '@svc/testing';
 
 let t: TestContext;

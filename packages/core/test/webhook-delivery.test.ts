@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createEngine, createLogger, isRefusedAddress, postWebhook, renderMetrics, retryDelayMs, verifyWebhookSignature, type Engine, type Sql } from '@svc/core';
+import { createEngine, createLogger, renderMetrics, type Engine, type Sql } from '@svc/core';
+import { isRefusedAddress, postWebhook, retryDelayMs, verifyWebhookSignature } from '@svc/core/internals';
 import { TEST_ENCRYPTION_KEY, databaseSuite, sampleValue, seedJob, seedMachine, seedProcess, seedTenant, waitFor } from '@svc/testing';
 
 /**

@@ -1,5 +1,6 @@
 import request from 'supertest';
-import { createBullDispatch, createLogger, drainOutbox, type Config, type DispatchPort } from '@svc/core';
+import { createBullDispatch, createLogger, type Config } from '@svc/core';
+import { drainOutbox, type DispatchPort } from '@svc/core/internals';
 import { createApp, buildDeps, type ApiDeps } from '@svc/api';
 import { createTestContext, type TestContext } from './context';
 import { testSuite, type SuiteOptions, type TestSuite } from './suites';

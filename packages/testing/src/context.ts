@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createRedis, createSql, parseConfig, parseRedisTarget, type Config, type RedisClient, type RedisTarget, type Sql } from '@svc/core';
+import { createRedis, createSql, parseConfig, type Config, type RedisClient, type RedisTarget, type Sql } from '@svc/core';
+import { parseRedisTarget } from '@svc/core/internals';
 
 /**
  * Test isolation: the global setup migrates one template database per run;

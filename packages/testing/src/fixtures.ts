@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import {
-  issueSecret, API_KEY_PREFIX, ACCESS_TOKEN_PREFIX, MACHINE_KEY_PREFIX, SCOPE_NAMES, type ApiKeyRow, type Queryable, type Sql, type TenantRow,
-} from '@svc/core';
+import { API_KEY_PREFIX, MACHINE_KEY_PREFIX, SCOPE_NAMES, type ApiKeyRow, type Sql } from '@svc/core';
+import { issueSecret, ACCESS_TOKEN_PREFIX, type Queryable, type TenantRow } from '@svc/core/internals';
 
 /**
  * Direct-SQL fixtures for tests: they set up a state without going through the services under

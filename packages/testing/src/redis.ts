@@ -1,4 +1,5 @@
-import { allNodes, epochKeys, isCluster, primaries, type RedisClient } from '@svc/core';
+import { isCluster, primaries, type RedisClient } from '@svc/core';
+import { allNodes, epochKeys } from '@svc/core/internals';
 
 /**
  * Redis commands of tests that act on a whole server, made to act on every node of a cluster

@@ -1,7 +1,7 @@
 import {
-  acknowledgeApiKeyInvalidation, Batcher, DbOutage, decodeApiKeyInvalidation, findApiKeyByHash, findApiKeysByHashes, publishApiKeyInvalidation,
-  duplicateRedis, isCluster, touchApiKeys, watchClusterSubscriber,
-  type ApiKeyChangeListener, type ApiKeyInvalidation, type ApiKeyRow, type Logger, type RedisClient, type Sql,
+  acknowledgeApiKeyInvalidation, Batcher, DbOutage, decodeApiKeyInvalidation, publishApiKeyInvalidation,
+  duplicateRedis, isCluster, watchClusterSubscriber,
+  type ApiKeyChangeListener, type ApiKeyInvalidation, type ApiKeyRow, type Engine, type Logger, type RedisClient,
 } from '@svc/core';
 
 /**
@@ -46,7 +46,8 @@ export interface ApiKeyStore extends ApiKeyChangeListener {
 }
 
 export interface ApiKeyStoreOptions {
-  sql: Sql;
+  /** where keys are read and their last use written: the engine's `auth` commands */
+  engine: Pick<Engine, 'auth'>;
   /** Publishes invalidations; duplicated for the subscriber connection. */
   redis: RedisClient;
   channel: string;
@@ -79,7 +80,7 @@ export function createApiKeyStore(options: ApiKeyStoreOptions): ApiKeyStore {
 }
 
 class CachedApiKeyStore implements ApiKeyStore {
-  private readonly sql: Sql;
+  private readonly auth: Engine['auth'];
   private readonly redis: RedisClient;
   private readonly channel: string;
   private readonly log: Logger;
@@ -110,7 +111,7 @@ class CachedApiKeyStore implements ApiKeyStore {
   private closed = false;
 
   constructor(o: ApiKeyStoreOptions) {
-    this.sql = o.sql;
+    this.auth = o.engine.auth;
     this.redis = o.redis;
     this.channel = o.channel;
     this.log = o.logger;
@@ -122,8 +123,8 @@ class CachedApiKeyStore implements ApiKeyStore {
     this.maxEntries = o.maxEntries ?? 50_000;
     this.subscriberName = o.subscriberName ?? 'svc-api-key-invalidations';
     this.reads = new Batcher({
-      runBatch: (hexes) => findApiKeysByHashes(this.sql, hexes),
-      runOne: (hex) => findApiKeyByHash(this.sql, Buffer.from(hex, 'hex')),
+      runBatch: (hexes) => this.auth.apiKeysByHashes(hexes),
+      runOne: (hex) => this.auth.apiKeyByHash(Buffer.from(hex, 'hex')),
       maxBatch: 500,
       maxInFlight: 2,
     });
@@ -273,7 +274,7 @@ class CachedApiKeyStore implements ApiKeyStore {
     const batch = this.pending;
     this.pending = new Map();
     const uses = [...batch].map(([id, at]) => ({ id, at: new Date(at) }));
-    const run = touchApiKeys(this.sql, uses)
+    const run = this.auth.touchApiKeys(uses)
       .then(() => {
         this.flushFailures = 0;
         this.outage.ok();

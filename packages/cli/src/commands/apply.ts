@@ -1,7 +1,6 @@
-import { resolveTenant, type Sql } from '@svc/core';
+import type { Engine } from '@svc/core';
 import { parse, positional, required } from '../args';
 import type { Command, CommandContext } from '../context';
-import { assetKey } from '../db';
 import { table } from '../output';
 import { applyWorkspace, type ApplyOptions, type ApplyReport } from '../workspace/apply';
 import { readWorkspaceFile } from '../workspace/file';
@@ -21,9 +20,9 @@ export const APPLY_HELP = `Usage:
 
 // The command logic, importable: a parsed document in, the report out.
 
-export async function applyFile(sql: Sql, tenantRef: string, doc: unknown, opts: ApplyOptions = {}): Promise<ApplyReport> {
-  const tenant = await resolveTenant(sql, tenantRef);
-  return applyWorkspace(sql, tenant.id, doc, opts);
+export async function applyFile(engine: Engine, tenantRef: string, doc: unknown, opts: ApplyOptions = {}): Promise<ApplyReport> {
+  const tenant = await engine.tenants.resolve(tenantRef);
+  return applyWorkspace(engine, tenant.id, doc, opts);
 }
 
 const MARK = { created: '+', updated: '~', unchanged: '=' } as const;
@@ -48,9 +47,9 @@ async function runApply(args: string[], ctx: CommandContext): Promise<void> {
   const tenantRef = required(p, 'tenant', APPLY_HELP);
   const doc = await readWorkspaceFile(file, ctx.io.readStdin);
   const o = ctx.output(!!p.values.json);
-  const report = await applyFile(await ctx.sql(), tenantRef, doc, {
+  // assets ask the engine for ASSET_ENCRYPTION_KEY only when the file has some (main.ts)
+  const report = await applyFile(await ctx.engine(), tenantRef, doc, {
     env: ctx.io.env,
-    assetKey: () => assetKey(ctx.io.env),
     dryRun: !!p.values['dry-run'],
   });
   o.result(report);

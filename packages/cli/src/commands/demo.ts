@@ -1,11 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import {
-  SCOPE_NAMES, createApiKey, createTenant, createUser, findMachineByName, findProcessByName, findTenantByName,
-  issueAccessToken, resolveUser, rotateMachineKey, type Sql,
-} from '@svc/core';
+import { CLI_ACTOR, SCOPE_NAMES, type Engine } from '@svc/core';
 import { parse } from '../args';
 import type { Command, CommandContext } from '../context';
-import { assetKey } from '../db';
 import { applyWorkspace } from '../workspace/apply';
 
 /**
@@ -63,34 +59,33 @@ export interface DemoReport {
   machines: Array<{ name: string; machine_id: string; machine_key: string }>;
 }
 
-export async function setUpDemo(sql: Sql, env: Record<string, string | undefined>, opts: { newKey?: boolean } = {}): Promise<DemoReport> {
-  let tenant = await findTenantByName(sql, DEMO.tenant);
+export async function setUpDemo(engine: Engine, env: Record<string, string | undefined>, opts: { newKey?: boolean } = {}): Promise<DemoReport> {
+  let tenant = await engine.tenants.findByName(DEMO.tenant);
   const report: Partial<DemoReport> = { created: !tenant };
   if (!tenant) {
-    tenant = await createTenant(sql, { name: DEMO.tenant, plan_features: ['api_keys', 'webhooks'], monthly_quota: 1_000_000 });
+    tenant = await engine.tenants.create({ name: DEMO.tenant, plan_features: ['api_keys', 'webhooks'], monthly_quota: 1_000_000 });
     report.admin_password = randomBytes(9).toString('base64url');
-    await createUser(sql, tenant.id, { email: DEMO.adminEmail, name: 'Demo admin', password: report.admin_password, role: 'admin' });
-    await applyWorkspace(sql, tenant.id, DEMO_WORKSPACE, { env, assetKey: () => assetKey(env) });
+    await engine.users.create(tenant.id, { email: DEMO.adminEmail, name: 'Demo admin', password: report.admin_password, role: 'admin' });
+    await applyWorkspace(engine, tenant.id, DEMO_WORKSPACE, { env });
   }
-  const admin = await resolveUser(sql, DEMO.adminEmail);
+  const admin = await engine.users.resolve(DEMO.adminEmail);
   if (report.created || opts.newKey) {
-    const key = await createApiKey(
-      sql,
-      { invalidate: async () => undefined }, // a brand-new key is in no API process's cache
+    // a brand-new key is in no API process's cache: the CLI's engine tells no one
+    const key = await engine.keys.create(
       { tenantId: tenant.id, userId: admin.id, source: 'cli' },
       { name: report.created ? 'demo key' : `demo key ${new Date().toISOString()}`, scopes: [...SCOPE_NAMES] },
     );
     report.api_key = key.key;
   }
-  const process = await findProcessByName(sql, tenant.id, DEMO.process);
+  const process = await engine.catalog.findByName(tenant.id, 'process', DEMO.process);
   const machines = [];
   for (const name of DEMO.machines) {
-    const machine = await findMachineByName(sql, tenant.id, name);
+    const machine = await engine.catalog.findByName(tenant.id, 'machine', name);
     if (!machine) continue;
-    const rotated = await rotateMachineKey(sql, tenant.id, machine.id);
+    const rotated = await engine.catalog.machines.rotateKey(CLI_ACTOR, tenant.id, machine.id);
     machines.push({ name, machine_id: machine.id, machine_key: rotated.machineKey });
   }
-  const token = await issueAccessToken(sql, admin.id, 12 * 3600);
+  const token = await engine.users.issueToken(admin.id, 12 * 3600);
   return {
     ...report,
     created: report.created!,
@@ -119,7 +114,7 @@ export const demoCommand: Command = {
     const p = parse(args, { 'new-key': { type: 'boolean' } }, DEMO_HELP);
     const o = ctx.output(!!p.values.json);
     if (p.values.help) return void o.text(DEMO_HELP);
-    const r = await setUpDemo(await ctx.sql(), ctx.io.env, { newKey: !!p.values['new-key'] });
+    const r = await setUpDemo(await ctx.engine(), ctx.io.env, { newKey: !!p.values['new-key'] });
     o.result(r);
     o.text([
       `Demo workspace "${r.tenant_name}" ${r.created ? 'created' : 'already exists'}.`,

@@ -1,6 +1,5 @@
 import {
-  createTenant, listTenants, listUsersOfTenant, resolveTenant, toTenantResponse, updateTenant, PLAN_FEATURES,
-  SUBSCRIPTION_STATUSES, type Sql, type TenantCreateInput, type TenantResponseBody, type TenantUpdateInput,
+  toTenantResponse, PLAN_FEATURES, SUBSCRIPTION_STATUSES, type Engine, type TenantCreateInput, type TenantResponseBody, type TenantUpdateInput,
 } from '@svc/core';
 import { optionalInt, optionalList, optionalString, parse, positional, required, type Parsed } from '../args';
 import type { FieldNames } from '../errors';
@@ -49,8 +48,8 @@ function tenantInput(p: Parsed): TenantUpdateInput {
 
 // The command logic, importable (e.g. by the demo set-up): plain data in, response bodies out.
 
-export async function tenantCreate(sql: Sql, input: TenantCreateInput): Promise<TenantResponseBody> {
-  return toTenantResponse(await createTenant(sql, input));
+export async function tenantCreate(engine: Engine, input: TenantCreateInput): Promise<TenantResponseBody> {
+  return toTenantResponse(await engine.tenants.create(input));
 }
 
 export interface TenantChange {
@@ -59,9 +58,9 @@ export interface TenantChange {
   changes: Record<string, [unknown, unknown]>;
 }
 
-export async function tenantUpdate(sql: Sql, idOrName: string, input: TenantUpdateInput): Promise<TenantChange> {
-  const before = toTenantResponse(await resolveTenant(sql, idOrName));
-  const after = toTenantResponse(await updateTenant(sql, before.id, input));
+export async function tenantUpdate(engine: Engine, idOrName: string, input: TenantUpdateInput): Promise<TenantChange> {
+  const before = toTenantResponse(await engine.tenants.resolve(idOrName));
+  const after = toTenantResponse(await engine.tenants.update(before.id, input));
   const changes: Record<string, [unknown, unknown]> = {};
   for (const key of Object.keys(input) as Array<keyof TenantResponseBody>) {
     if (JSON.stringify(before[key]) !== JSON.stringify(after[key])) changes[key] = [before[key], after[key]];
@@ -69,12 +68,12 @@ export async function tenantUpdate(sql: Sql, idOrName: string, input: TenantUpda
   return { tenant: after, changes };
 }
 
-export async function tenantShow(sql: Sql, idOrName: string): Promise<TenantResponseBody> {
-  return toTenantResponse(await resolveTenant(sql, idOrName));
+export async function tenantShow(engine: Engine, idOrName: string): Promise<TenantResponseBody> {
+  return toTenantResponse(await engine.tenants.resolve(idOrName));
 }
 
-export async function tenantList(sql: Sql): Promise<TenantResponseBody[]> {
-  return (await listTenants(sql)).map(toTenantResponse);
+export async function tenantList(engine: Engine): Promise<TenantResponseBody[]> {
+  return (await engine.tenants.list()).map(toTenantResponse);
 }
 
 function tenantLines(title: string, t: TenantResponseBody): string[] {
@@ -91,7 +90,7 @@ function tenantLines(title: string, t: TenantResponseBody): string[] {
 
 async function runTenant(args: string[], ctx: CommandContext): Promise<void> {
   const [sub, ...rest] = args;
-  const sql = ctx.sql;
+  const engine = ctx.engine;
   const out = ctx.output;
   switch (sub) {
     case 'create': {
@@ -99,7 +98,7 @@ async function runTenant(args: string[], ctx: CommandContext): Promise<void> {
       if (p.values.help) return void out(false).text(TENANT_HELP);
       const input = { ...tenantInput(p), name: required(p, 'name', TENANT_HELP) } as TenantCreateInput;
       const o = out(!!p.values.json);
-      const t = await tenantCreate(await sql(), input);
+      const t = await tenantCreate(await engine(), input);
       o.result(t);
       o.text(tenantLines(`Created tenant ${t.name}`, t));
       return;
@@ -111,7 +110,7 @@ async function runTenant(args: string[], ctx: CommandContext): Promise<void> {
       const input = tenantInput(p);
       if (Object.keys(input).length === 0) throw new UsageError('nothing to change: give at least one of --name, --plan, --features, --quota, --subscription', TENANT_HELP);
       const o = out(!!p.values.json);
-      const { tenant, changes } = await tenantUpdate(await sql(), ref, input);
+      const { tenant, changes } = await tenantUpdate(await engine(), ref, input);
       o.result(tenant);
       const lines = Object.entries(changes).map(([k, [a, b]]) => `  ${k}: ${fmt(a)} → ${fmt(b)}`);
       o.text(lines.length ? [`Updated tenant ${tenant.name} (${tenant.id})`, ...lines] : `Tenant ${tenant.name} unchanged`);
@@ -122,11 +121,11 @@ async function runTenant(args: string[], ctx: CommandContext): Promise<void> {
       if (p.values.help) return void out(false).text(TENANT_HELP);
       const ref = positional(p, 0, 'tenant id or name', TENANT_HELP);
       const o = out(!!p.values.json);
-      const db = await sql();
+      const db = await engine();
       const t = await tenantShow(db, ref);
       o.result(t);
       if (!o.json) {
-        const users = await listUsersOfTenant(db, t.id);
+        const users = await db.users.listOfTenant(t.id);
         o.text([
           ...tenantLines(`Tenant ${t.name}`, t),
           `  users         ${users.length ? users.map((u) => `${u.email} (${u.role}${u.is_active ? '' : ', inactive'})`).join(', ') : '(none)'}`,
@@ -138,7 +137,7 @@ async function runTenant(args: string[], ctx: CommandContext): Promise<void> {
       const p = parse(rest, {}, TENANT_HELP);
       if (p.values.help) return void out(false).text(TENANT_HELP);
       const o = out(!!p.values.json);
-      const list = await tenantList(await sql());
+      const list = await tenantList(await engine());
       o.result(list);
       o.text(list.length
         ? table(['id', 'name', 'plan', 'features', 'subscription', 'quota', 'used'],

@@ -1,6 +1,5 @@
 import {
-  findAccessTokens, issueAccessToken, resolveUser, revokeAccessToken, toAccessTokenResponse, toUserResponse,
-  type IssuedAccessToken, type Sql, type UserResponseBody, type AccessTokenResponseBody,
+  toAccessTokenResponse, toUserResponse, type Engine, type IssuedAccessToken, type UserResponseBody, type AccessTokenResponseBody,
 } from '@svc/core';
 import { optionalInt, parse, positional, required } from '../args';
 import type { Command, CommandContext } from '../context';
@@ -20,20 +19,20 @@ export const TOKEN_HELP = `Usage:
 
 // The command logic, importable: plain data in, response bodies out.
 
-export async function tokenIssue(sql: Sql, email: string, ttlSeconds = DEFAULT_TOKEN_TTL_SECONDS): Promise<IssuedAccessToken & { user: UserResponseBody }> {
-  const user = await resolveUser(sql, email);
-  const issued = await issueAccessToken(sql, user.id, ttlSeconds);
+export async function tokenIssue(engine: Engine, email: string, ttlSeconds = DEFAULT_TOKEN_TTL_SECONDS): Promise<IssuedAccessToken & { user: UserResponseBody }> {
+  const user = await engine.users.resolve(email);
+  const issued = await engine.users.issueToken(user.id, ttlSeconds);
   return { ...issued, user: toUserResponse(user) };
 }
 
-export async function tokenRevoke(sql: Sql, ref: string): Promise<AccessTokenResponseBody & { already_revoked: boolean }> {
-  const found = await findAccessTokens(sql, ref);
+export async function tokenRevoke(engine: Engine, ref: string): Promise<AccessTokenResponseBody & { already_revoked: boolean }> {
+  const found = await engine.users.findTokens(ref);
   if (found.length === 0) throw new CliError(`no access token matches "${ref}"`, EXIT.notFound, 'NOT_FOUND');
   if (found.length > 1) {
     throw new CliError(`"${ref}" matches ${found.length} access tokens: name one by id (${found.map((t) => t.id).join(', ')})`, EXIT.conflict, 'CONFLICT');
   }
-  const revokedNow = await revokeAccessToken(sql, found[0]!.id);
-  const [after] = await findAccessTokens(sql, found[0]!.id);
+  const revokedNow = await engine.users.revokeToken(found[0]!.id);
+  const [after] = await engine.users.findTokens(found[0]!.id);
   return { ...toAccessTokenResponse(after!), already_revoked: !revokedNow };
 }
 
@@ -47,7 +46,7 @@ async function runToken(args: string[], ctx: CommandContext): Promise<void> {
       const ttl = optionalInt(p, 'ttl') ?? DEFAULT_TOKEN_TTL_SECONDS;
       if (typeof ttl !== 'number') throw new UsageError('--ttl must be a whole number of seconds', TOKEN_HELP);
       const o = ctx.output(!!p.values.json);
-      const t = await tokenIssue(await ctx.sql(), email, ttl);
+      const t = await tokenIssue(await ctx.engine(), email, ttl);
       o.result(t);
       o.text([
         `Access token for ${t.user.email} (${t.user.role}), valid until ${t.expires_at}:`,
@@ -64,7 +63,7 @@ async function runToken(args: string[], ctx: CommandContext): Promise<void> {
       if (p.values.help) return void ctx.output(false).text(TOKEN_HELP);
       const ref = positional(p, 0, 'token, token prefix or token id', TOKEN_HELP);
       const o = ctx.output(!!p.values.json);
-      const t = await tokenRevoke(await ctx.sql(), ref);
+      const t = await tokenRevoke(await ctx.engine(), ref);
       o.result(t);
       o.text(record(t.already_revoked ? `Access token ${t.prefix}… was already revoked` : `Revoked access token ${t.prefix}…`, {
         id: t.id, user_id: t.user_id, revoked_at: t.revoked_at,

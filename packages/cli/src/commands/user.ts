@@ -1,6 +1,5 @@
 import {
-  createUser, deactivateUser, listUsersOfTenant, resolveTenant, resolveUser, setPassword, toUserResponse, USER_ROLES,
-  type Sql, type UserResponseBody, type UserRole,
+  toUserResponse, USER_ROLES, type Engine, type UserResponseBody, type UserRole,
 } from '@svc/core';
 import { optionalString, parse, positional, required, type Parsed } from '../args';
 import type { Command, CommandContext } from '../context';
@@ -57,25 +56,25 @@ export interface UserCreateArgs {
 
 // The command logic, importable: plain data in, response bodies out.
 
-export async function userCreate(sql: Sql, a: UserCreateArgs): Promise<UserResponseBody & { tenant_name: string }> {
-  const tenant = await resolveTenant(sql, a.tenant);
-  const row = await createUser(sql, tenant.id, { email: a.email, password: a.password, role: a.role, name: a.name ?? null });
+export async function userCreate(engine: Engine, a: UserCreateArgs): Promise<UserResponseBody & { tenant_name: string }> {
+  const tenant = await engine.tenants.resolve(a.tenant);
+  const row = await engine.users.create(tenant.id, { email: a.email, password: a.password, role: a.role, name: a.name ?? null });
   return { ...toUserResponse(row), tenant_name: tenant.name };
 }
 
-export async function userList(sql: Sql, tenantRef: string): Promise<UserResponseBody[]> {
-  const tenant = await resolveTenant(sql, tenantRef);
-  return (await listUsersOfTenant(sql, tenant.id)).map(toUserResponse);
+export async function userList(engine: Engine, tenantRef: string): Promise<UserResponseBody[]> {
+  const tenant = await engine.tenants.resolve(tenantRef);
+  return (await engine.users.listOfTenant(tenant.id)).map(toUserResponse);
 }
 
-export async function userSetPassword(sql: Sql, ref: string, newPassword: string): Promise<UserResponseBody> {
-  const user = await resolveUser(sql, ref);
-  return toUserResponse(await setPassword(sql, user.id, newPassword));
+export async function userSetPassword(engine: Engine, ref: string, newPassword: string): Promise<UserResponseBody> {
+  const user = await engine.users.resolve(ref);
+  return toUserResponse(await engine.users.setPassword(user.id, newPassword));
 }
 
-export async function userDeactivate(sql: Sql, ref: string): Promise<UserResponseBody> {
-  const user = await resolveUser(sql, ref);
-  return toUserResponse(await deactivateUser(sql, user.id));
+export async function userDeactivate(engine: Engine, ref: string): Promise<UserResponseBody> {
+  const user = await engine.users.resolve(ref);
+  return toUserResponse(await engine.users.deactivate(user.id));
 }
 
 async function runUser(args: string[], ctx: CommandContext): Promise<void> {
@@ -90,11 +89,11 @@ async function runUser(args: string[], ctx: CommandContext): Promise<void> {
       const role = required(p, 'role', USER_HELP) as UserRole;
       // before the password is asked for (and the tenant looked up): nobody types one for a command that cannot work
       if (!(USER_ROLES as readonly string[]).includes(role)) throw new UsageError(`--role must be one of ${USER_ROLES.join(', ')}`, USER_HELP);
-      const sql = await ctx.sql();
-      const { id: tenantId } = await resolveTenant(sql, tenant);
+      const engine = await ctx.engine();
+      const { id: tenantId } = await engine.tenants.resolve(tenant);
       const a: UserCreateArgs = { tenant: tenantId, email, role, password: await password(p, ctx), name: optionalString(p, 'name') ?? null };
       const o = ctx.output(!!p.values.json);
-      const u = await userCreate(sql, a);
+      const u = await userCreate(engine, a);
       o.result(u);
       o.text(record(`Created ${u.role} ${u.email} in tenant ${u.tenant_name}`, { id: u.id, name: u.name, tenant_id: u.tenant_id }));
       return;
@@ -104,7 +103,7 @@ async function runUser(args: string[], ctx: CommandContext): Promise<void> {
       if (p.values.help) return void ctx.output(false).text(USER_HELP);
       const tenant = required(p, 'tenant', USER_HELP);
       const o = ctx.output(!!p.values.json);
-      const users = await userList(await ctx.sql(), tenant);
+      const users = await userList(await ctx.engine(), tenant);
       o.result(users);
       o.text(users.length
         ? table(['id', 'email', 'name', 'role', 'active'], users.map((u) => [u.id, u.email, u.name, u.role, u.is_active ? 'yes' : 'no']))
@@ -116,12 +115,12 @@ async function runUser(args: string[], ctx: CommandContext): Promise<void> {
       const p = parse(rest, PASSWORD_OPTIONS, USER_HELP, 1);
       if (p.values.help) return void ctx.output(false).text(USER_HELP);
       const ref = positional(p, 0, 'user id or email', USER_HELP);
-      const sql = await ctx.sql();
+      const engine = await ctx.engine();
       // an unknown user is said before a password is typed for it
-      const { id } = await resolveUser(sql, ref);
+      const { id } = await engine.users.resolve(ref);
       const pw = await password(p, ctx);
       const o = ctx.output(!!p.values.json);
-      const u = await userSetPassword(sql, id, pw);
+      const u = await userSetPassword(engine, id, pw);
       o.result(u);
       o.text(`Password of ${u.email} changed`);
       return;
@@ -131,7 +130,7 @@ async function runUser(args: string[], ctx: CommandContext): Promise<void> {
       if (p.values.help) return void ctx.output(false).text(USER_HELP);
       const ref = positional(p, 0, 'user id or email', USER_HELP);
       const o = ctx.output(!!p.values.json);
-      const u = await userDeactivate(await ctx.sql(), ref);
+      const u = await userDeactivate(await ctx.engine(), ref);
       o.result(u);
       o.text(`Deactivated ${u.email}; its access tokens are revoked`);
       return;

@@ -1,6 +1,6 @@
 import {
   AssetCreate, AssetResponse, AssetUpdate, CatalogListQuery,
-  createAsset, deactivateAsset, getAsset, listAssets, toAssetResponse, updateAsset, type AssetRecord,
+  toAssetResponse, type AssetRecord,
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../../http/router';
 import type { RouteContext } from '../../http/route';
@@ -12,7 +12,6 @@ import { addCrudRoutes } from './crud';
  */
 export function assetSettingsRoutes(rc: RouteContext): AppRouter {
   const router = createRouter();
-  const key = rc.deps.config.assetEncryptionKey;
   const values =
     '`values` holds one value per environment (dev, staging, production) of the asset\'s type: text → string, ' +
     'integer → integer, boolean → boolean, credential → `{username, password}` (encrypted at rest). A value of another type → 422.';
@@ -26,12 +25,7 @@ export function assetSettingsRoutes(rc: RouteContext): AppRouter {
       create: values,
       update: `${values} On update, \`values\` merges per environment (null removes one); changing \`type\` drops the values not sent with it.`,
     },
-    create: (tx, tenantId, body) => createAsset(tx, key, tenantId, body),
-    list: (sql, tenantId, query) => listAssets(sql, key, tenantId, query),
-    get: (sql, tenantId, id) => getAsset(sql, key, tenantId, id),
-    update: (tx, tenantId, id, body) => updateAsset(tx, key, tenantId, id, body),
-    deactivate: (tx, tenantId, id) => deactivateAsset(tx, key, tenantId, id),
-    present: async (_sql, records) => records.map(toAssetResponse),
+    present: async (records) => records.map(toAssetResponse),
   });
   return router;
 }

@@ -1,10 +1,6 @@
 import type { Context } from 'koa';
 import type { TObject, TSchema } from '@sinclair/typebox';
-import {
-  IdParams, type AuditActor, type CatalogChange, type CatalogResource, type PageMeta,
-  type Queryable, type Sql,
-} from '@svc/core';
-import type { ApiDeps } from '../../deps';
+import { IdParams, type AuditActor, type CatalogResource } from '@svc/core';
 import type { AppRouter } from '../../http/router';
 import { addRoute, type RouteContext } from '../../http/route';
 import { ok, paged } from '../../http/respond';
@@ -24,20 +20,11 @@ export function userActorOf(ctx: Ctx): AuditActor {
   return { actorType: 'user', actorId: ctx.state.user!.userId, source: 'api', requestId: ctx.state.requestId, ip: ctx.state.clientIp };
 }
 
-/** A catalogue write by the admin making the request: core's writeCatalogEntity (write, audit row and effects in one transaction). */
-export async function writeCatalog<T extends { id: string }>(
-  ctx: Ctx,
-  deps: Pick<ApiDeps, 'engine'>,
-  change: CatalogChange,
-  work: (tx: Queryable) => Promise<T>,
-): Promise<T> {
-  return (await deps.engine.catalog.write(userActorOf(ctx), tenantOf(ctx), change, work)).row;
-}
-
 /**
  * The shape shared by every catalogue resource under /settings/<plural>: create (201), list
  * (paged), get, partial update, deactivate (DELETE, 200 with the record). Existence (404) is
- * established before the body is validated (422), as the contract's error order asks.
+ * established before the body is validated (422), as the contract's error order asks. Every route
+ * calls the engine's catalogue commands (core's catalog/records.ts), the same ones `svc apply` uses.
  */
 export interface CrudSpec<Row extends { id: string }> {
   /** Singular, for audit actions and resource types: `folder` → `create_folder`. */
@@ -58,20 +45,15 @@ export interface CrudSpec<Row extends { id: string }> {
    * and its routes promise no 409 and no order by name.
    */
   unnamed?: { auditName(body: unknown): string };
-  create(tx: Queryable, tenantId: string, body: unknown): Promise<Row>;
-  list(sql: Sql, tenantId: string, query: Record<string, unknown>): Promise<{ rows: Row[]; meta: PageMeta }>;
-  get(sql: Queryable, tenantId: string, id: string): Promise<Row>;
-  update(tx: Queryable, tenantId: string, id: string, body: unknown): Promise<Row>;
-  deactivate(tx: Queryable, tenantId: string, id: string): Promise<Row>;
   /** Rows → response records (may load extra data, e.g. queue item counts, in one query). */
-  present(sql: Queryable, rows: Row[]): Promise<unknown[]>;
+  present(rows: Row[]): Promise<unknown[]>;
 }
 
 export function addCrudRoutes<Row extends { id: string }>(router: AppRouter, rc: RouteContext, spec: CrudSpec<Row>): void {
-  const { sql } = rc.deps;
+  const { catalog } = rc.deps.engine;
   const base = `/settings/${spec.plural}`;
   const tags = [spec.tag];
-  const one = async (row: Row) => (await spec.present(sql, [row]))[0];
+  const one = async (row: Row) => (await spec.present([row]))[0];
   const readAuth = spec.readers === 'members' ? MEMBER : ADMIN;
 
   if (!spec.skip?.includes('create')) {
@@ -90,9 +72,9 @@ export function addCrudRoutes<Row extends { id: string }>(router: AppRouter, rc:
       errors: spec.unnamed ? [422] : [409, 422],
     }, async (ctx, input) => {
       const body = input.body();
-      const name = spec.unnamed ? spec.unnamed.auditName(body) : (body as { name: string }).name;
-      const row = await writeCatalog(ctx, rc.deps, { change: 'create', resource: spec.resource, name },
-        (tx) => spec.create(tx, tenantOf(ctx), body));
+      const auditName = spec.unnamed?.auditName(body);
+      const { row } = await catalog.save<Row>(userActorOf(ctx), tenantOf(ctx), spec.resource, 'new', body as Record<string, unknown>,
+        auditName !== undefined ? { auditName } : {});
       ok(ctx, await one(row), 201);
     });
   }
@@ -109,8 +91,8 @@ export function addCrudRoutes<Row extends { id: string }>(router: AppRouter, rc:
     paged: true,
     errors: [422],
   }, async (ctx, input) => {
-    const { rows, meta } = await spec.list(sql, tenantOf(ctx), input.query() as Record<string, unknown>);
-    paged(ctx, await spec.present(sql, rows), meta);
+    const { rows, meta } = await catalog.list<Row>(tenantOf(ctx), spec.resource, input.query() as Record<string, unknown>);
+    paged(ctx, await spec.present(rows), meta);
   });
 
   addRoute(router, rc, {
@@ -124,7 +106,7 @@ export function addCrudRoutes<Row extends { id: string }>(router: AppRouter, rc:
     response: spec.schemas.response,
     errors: [404, 422],
   }, async (ctx, input) => {
-    ok(ctx, await one(await spec.get(sql, tenantOf(ctx), input.params().id)));
+    ok(ctx, await one(await catalog.get<Row>(tenantOf(ctx), spec.resource, input.params().id)));
   });
 
   addRoute(router, rc, {
@@ -140,10 +122,8 @@ export function addCrudRoutes<Row extends { id: string }>(router: AppRouter, rc:
     errors: spec.unnamed ? [404, 422] : [404, 409, 422],
   }, async (ctx, input) => {
     const { id } = input.params();
-    await spec.get(sql, tenantOf(ctx), id);
-    const body = input.body();
-    const row = await writeCatalog(ctx, rc.deps, { change: 'update', resource: spec.resource, fields: Object.keys(body as object) },
-      (tx) => spec.update(tx, tenantOf(ctx), id, body));
+    await catalog.get(tenantOf(ctx), spec.resource, id);
+    const { row } = await catalog.save<Row>(userActorOf(ctx), tenantOf(ctx), spec.resource, { id }, input.body() as Record<string, unknown>);
     ok(ctx, await one(row));
   });
 
@@ -159,7 +139,6 @@ export function addCrudRoutes<Row extends { id: string }>(router: AppRouter, rc:
     errors: [404, 422],
   }, async (ctx, input) => {
     const { id } = input.params();
-    const row = await writeCatalog(ctx, rc.deps, { change: 'deactivate', resource: spec.resource }, (tx) => spec.deactivate(tx, tenantOf(ctx), id));
-    ok(ctx, await one(row));
+    ok(ctx, await one(await catalog.deactivate<Row>(userActorOf(ctx), tenantOf(ctx), spec.resource, id)));
   });
 }

@@ -1,12 +1,12 @@
 import type { TSchema } from '@sinclair/typebox';
 import {
   IdParams, MachineCreate, MachineListQuery, MachineResponse, MachineUpdate, MachineWithKeyResponse,
-  createMachine, deactivateMachine, getMachine, listMachines, rotateMachineKey, toMachineResponse, updateMachine,
+  toMachineResponse, type MachineRow,
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../../http/router';
 import { addRoute, type RouteContext } from '../../http/route';
 import { ok } from '../../http/respond';
-import { ADMIN, addCrudRoutes, tenantOf, writeCatalog } from './crud';
+import { ADMIN, addCrudRoutes, tenantOf, userActorOf } from './crud';
 
 /**
  * /api/v1/settings/machines: robot hosts (record: docs/decisions/machine-record.md). Create and
@@ -15,6 +15,7 @@ import { ADMIN, addCrudRoutes, tenantOf, writeCatalog } from './crud';
 export function machineSettingsRoutes(rc: RouteContext): AppRouter {
   const router = createRouter();
   const tags = ['settings: machines'];
+  const { catalog } = rc.deps.engine;
 
   addRoute(router, rc, {
     method: 'post',
@@ -32,10 +33,7 @@ export function machineSettingsRoutes(rc: RouteContext): AppRouter {
     errors: [409, 422],
   }, async (ctx, input) => {
     const body = input.body() as MachineCreate;
-    const { row, machineKey } = await writeCatalog(ctx, rc.deps, { change: 'create', resource: 'machine', name: body.name }, async (tx) => {
-      const made = await createMachine(tx, tenantOf(ctx), body);
-      return { id: made.row.id, ...made };
-    });
+    const { row, machineKey } = await catalog.save<MachineRow>(userActorOf(ctx), tenantOf(ctx), 'machine', 'new', body as Record<string, unknown>);
     ok(ctx, { ...toMachineResponse(row), machine_key: machineKey }, 201);
   });
 
@@ -51,14 +49,11 @@ export function machineSettingsRoutes(rc: RouteContext): AppRouter {
     errors: [404, 422],
   }, async (ctx, input) => {
     const { id } = input.params();
-    const { row, machineKey } = await writeCatalog(ctx, rc.deps, { change: 'rotate-key', resource: 'machine' }, async (tx) => {
-      const made = await rotateMachineKey(tx, tenantOf(ctx), id);
-      return { id: made.row.id, ...made };
-    });
+    const { row, machineKey } = await catalog.machines.rotateKey(userActorOf(ctx), tenantOf(ctx), id);
     ok(ctx, { ...toMachineResponse(row), machine_key: machineKey });
   });
 
-  addCrudRoutes(router, rc, {
+  addCrudRoutes<MachineRow>(router, rc, {
     resource: 'machine',
     plural: 'machines',
     noun: 'machine',
@@ -71,12 +66,7 @@ export function machineSettingsRoutes(rc: RouteContext): AppRouter {
       update: '`kind`: `unattended` or `attended` (a person\'s desktop robot, never auto-selected; only a job, trigger or schedule naming it runs there).',
       deactivate: 'An inactive machine is never auto-selected for a job.',
     },
-    create: async (tx, tenantId, body) => (await createMachine(tx, tenantId, body)).row,
-    list: listMachines,
-    get: getMachine,
-    update: updateMachine,
-    deactivate: deactivateMachine,
-    present: async (_sql, rows) => rows.map(toMachineResponse),
+    present: async (rows) => rows.map(toMachineResponse),
   });
   return router;
 }

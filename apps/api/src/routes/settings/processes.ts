@@ -1,6 +1,6 @@
 import {
   ProcessCreate, ProcessListQuery, ProcessResponse, ProcessUpdate,
-  createProcess, deactivateProcess, getProcess, listProcesses, toProcessResponse, updateProcess,
+  toProcessResponse, type ProcessRow,
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../../http/router';
 import type { RouteContext } from '../../http/route';
@@ -15,19 +15,14 @@ export function processSettingsRoutes(rc: RouteContext): AppRouter {
     'lookaround; `$id` only at the root, `$ref` only local, `#` or `#/…`, to a subschema); the 422 names the limit or the ' +
     'pattern. `folder_id` and `on_success_trigger_process_id` must be records ' +
     'of the same workspace (else 422), and a success chain may not lead back to the process.';
-  addCrudRoutes(router, rc, {
+  addCrudRoutes<ProcessRow>(router, rc, {
     resource: 'process',
     plural: 'processes',
     noun: 'process',
     tag: 'settings: processes',
     schemas: { create: ProcessCreate, update: ProcessUpdate, list: ProcessListQuery, response: ProcessResponse },
     notes: { create: references, update: references, list: 'Filter by `folder_id` and `is_active`.', deactivate: 'An inactive process is left out of `GET /processes/list` and refuses webhook triggers.' },
-    create: createProcess,
-    list: listProcesses,
-    get: getProcess,
-    update: updateProcess,
-    deactivate: deactivateProcess,
-    present: async (_sql, rows) => rows.map(toProcessResponse),
+    present: async (rows) => rows.map(toProcessResponse),
   });
   return router;
 }

@@ -1,18 +1,17 @@
 import {
-  CatalogListQuery, QueuePathParams, QueueCreate, QueueResponse, QueueUpdate,
-  createQueue, deactivateQueue, getQueue, listQueues, loadQueueItemCounts, setQueuePaused, toQueueResponse, updateQueue,
-  type Queryable, type QueueRow,
+  CatalogListQuery, QueuePathParams, QueueCreate, QueueResponse, QueueUpdate, toQueueResponse, type QueueRow,
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../../http/router';
 import { addRoute, type RouteContext } from '../../http/route';
 import { ok } from '../../http/respond';
-import { ADMIN, addCrudRoutes, tenantOf, writeCatalog } from './crud';
+import { ADMIN, addCrudRoutes, tenantOf, userActorOf } from './crud';
 
 /** /api/v1/settings/queues: work queues, their retry policy and their consumer process. */
 export function queueSettingsRoutes(rc: RouteContext): AppRouter {
   const router = createRouter();
-  const present = async (sql: Queryable, rows: QueueRow[]) => {
-    const counts = await loadQueueItemCounts(sql, rows.map((r) => r.id));
+  const { catalog } = rc.deps.engine;
+  const present = async (rows: QueueRow[]) => {
+    const counts = await catalog.queues.itemCounts(rows.map((r) => r.id));
     return rows.map((r) => toQueueResponse(r, counts.get(r.id)));
   };
   addCrudRoutes(router, rc, {
@@ -26,11 +25,6 @@ export function queueSettingsRoutes(rc: RouteContext): AppRouter {
       create: '`max_retries` 0..10 (default 3), `max_consumers` 1..100 (default 1); `consumer_process_id` must be a process of the same workspace (else 422).',
       list: 'Each record carries `item_counts`, its items per status, read from counters (no scan of the items).',
     },
-    create: createQueue,
-    list: listQueues,
-    get: getQueue,
-    update: updateQueue,
-    deactivate: deactivateQueue,
     present,
   });
 
@@ -52,10 +46,9 @@ export function queueSettingsRoutes(rc: RouteContext): AppRouter {
       errors: [404, 422],
     }, async (ctx, input) => {
       const { queue_id } = input.params();
-      await rc.deps.engine.catalog.queues.get(tenantOf(ctx), queue_id);
-      const row = await writeCatalog(ctx, rc.deps, { change, resource: 'queue' },
-        (tx) => setQueuePaused(tx, tenantOf(ctx), queue_id, change === 'pause'));
-      ok(ctx, (await present(rc.deps.sql, [row]))[0]);
+      await catalog.queues.get(tenantOf(ctx), queue_id);
+      const row = await catalog.queues.setPaused(userActorOf(ctx), tenantOf(ctx), queue_id, change === 'pause');
+      ok(ctx, (await present([row]))[0]);
     });
   }
   return router;

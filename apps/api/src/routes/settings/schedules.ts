@@ -1,6 +1,6 @@
 import {
   IdParams, ScheduleCreate, ScheduleListQuery, SchedulePreviewQuery, SchedulePreviewResponse, ScheduleResponse, ScheduleUpdate,
-  createSchedule, deactivateSchedule, getSchedule, listSchedules, toScheduleResponse, updateSchedule,
+  toScheduleResponse,
   type ScheduleRow,
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../../http/router';
@@ -27,12 +27,7 @@ export function scheduleSettingsRoutes(rc: RouteContext): AppRouter {
       update: 'A new `cron`, `timezone` or activation recomputes `next_run_at` from now; ticks passed while inactive do not run.',
       deactivate: 'The schedule stops firing (`next_run_at` null).',
     },
-    create: createSchedule,
-    list: listSchedules,
-    get: getSchedule,
-    update: updateSchedule,
-    deactivate: deactivateSchedule,
-    present: async (_sql, rows: ScheduleRow[]) => rows.map(toScheduleResponse),
+    present: async (rows: ScheduleRow[]) => rows.map(toScheduleResponse),
   });
 
   addRoute(router, rc, {

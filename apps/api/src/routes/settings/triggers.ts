@@ -1,6 +1,6 @@
 import {
   TriggerCreate, TriggerListQuery, TriggerResponse, TriggerUpdate,
-  createTrigger, deactivateTrigger, getTrigger, listTriggers, toTriggerResponse, updateTrigger,
+  toTriggerResponse, type TriggerRow,
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../../http/router';
 import type { RouteContext } from '../../http/route';
@@ -12,7 +12,7 @@ import { addCrudRoutes } from './crud';
  */
 export function triggerSettingsRoutes(rc: RouteContext): AppRouter {
   const router = createRouter();
-  addCrudRoutes(router, rc, {
+  addCrudRoutes<TriggerRow>(router, rc, {
     resource: 'trigger',
     plural: 'triggers',
     noun: 'queue trigger',
@@ -33,12 +33,7 @@ export function triggerSettingsRoutes(rc: RouteContext): AppRouter {
       list: 'Oldest first (triggers have no name); filter by `queue_id` and `is_active`.',
     },
     unnamed: { auditName: (body) => `queue:${(body as { queue_id: string }).queue_id}` },
-    create: createTrigger,
-    list: listTriggers,
-    get: getTrigger,
-    update: updateTrigger,
-    deactivate: deactivateTrigger,
-    present: async (_sql, rows) => rows.map(toTriggerResponse),
+    present: async (rows) => rows.map(toTriggerResponse),
   });
   return router;
 }

@@ -1,0 +1,274 @@
+import type { AuditActor, CatalogResource } from '../audit/catalog-changes';
+import type { Queryable, Sql } from '../db/sql';
+import { ENVIRONMENTS } from '../scopes';
+import { createSchedule, deactivateSchedule, findScheduleByName, getSchedule, listSchedules, toScheduleResponse, updateSchedule } from '../schedules/catalog';
+import { createAsset, deactivateAsset, findAssetByName, getAsset, listAssets, readStoredCredentials, updateAsset, type AssetRecord } from './assets';
+import { createFolder, deactivateFolder, findFolderByName, getFolder, listFolders, toFolderResponse, updateFolder } from './folders';
+import { createMachine, deactivateMachine, findMachineByName, getMachine, listMachines, rotateMachineKey, toMachineResponse, updateMachine } from './machines';
+import { createProcess, deactivateProcess, findProcessByName, getProcess, listProcesses, toProcessResponse, updateProcess } from './processes';
+import { createQueue, deactivateQueue, findQueueByName, getQueue, listQueues, setQueuePaused, toQueueResponse, updateQueue } from './queues';
+import type { Page } from './shared';
+import { createTrigger, deactivateTrigger, getTrigger, listTriggers, updateTrigger } from './triggers';
+import { writeCatalogEntity } from './write';
+
+/**
+ * The catalogue's records (folders, processes, machines, queues, triggers, schedules, assets) as
+ * one family: the commands behind the settings API's CRUD routes and `svc apply`
+ * (docs/architecture.md, "The engine"). Every change goes through writeCatalogEntity (catalog/write.ts):
+ * the write, its audit row and its effects in one transaction.
+ *
+ * `saveCatalogRecord` is the one "create or update a catalogue record":
+ * - `'new'`: create from the body (the API's POST);
+ * - `{ id }`: update with the body as given, every field sent counts as changed (the API's PATCH);
+ * - `{ name }`: create the record of that name when there is none, else update only the fields
+ *   whose desired value differs from the record (`svc apply`; applying twice changes nothing).
+ */
+
+/** The asset encryption key, asked for only by asset commands. */
+export type AssetKeySource = () => Buffer;
+
+interface RecordKind<Row extends { id: string }> {
+  create(tx: Queryable, key: AssetKeySource, tenantId: string, body: unknown): Promise<{ row: Row; machineKey?: string }>;
+  update(tx: Queryable, key: AssetKeySource, tenantId: string, id: string, body: unknown): Promise<Row>;
+  get(db: Queryable, key: AssetKeySource, tenantId: string, id: string): Promise<Row>;
+  list(db: Queryable, key: AssetKeySource, tenantId: string, query: Record<string, unknown>): Promise<Page<Row>>;
+  deactivate(tx: Queryable, key: AssetKeySource, tenantId: string, id: string): Promise<Row>;
+  /** null: the resource has no name (triggers), so it cannot be saved by name */
+  findByName: ((db: Queryable, key: AssetKeySource, tenantId: string, name: string) => Promise<Row | null>) | null;
+  /** the fields to compare a desired state with and what differs (field names as reported) */
+  diff(db: Queryable, key: AssetKeySource, current: Row, desired: Record<string, unknown>): Promise<{ patch: Record<string, unknown>; changed: string[] }>;
+}
+
+/** Deep equality of JSON values; object key order does not matter (jsonb reorders keys). */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) return a.length === (b as unknown[]).length && a.every((v, i) => sameJson(v, (b as unknown[])[i]));
+  const ka = Object.keys(a), kb = Object.keys(b as object);
+  return ka.length === kb.length && ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && sameJson((a as never)[k], (b as never)[k]));
+}
+
+function differences(desired: Record<string, unknown>, current: Record<string, unknown>): Record<string, unknown> {
+  const patch: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(desired)) if (!sameJson(v, current[k])) patch[k] = v;
+  return patch;
+}
+
+/** Compared field by field with the record as the API shows it. */
+function byView<Row>(view: (row: Row) => object) {
+  return async (_db: Queryable, _key: AssetKeySource, current: Row, desired: Record<string, unknown>) => {
+    const patch = differences(desired, view(current) as Record<string, unknown>);
+    return { patch, changed: Object.keys(patch) };
+  };
+}
+
+/** A record kind whose functions take no asset key. */
+function plain<Row extends { id: string }>(fns: {
+  create(tx: Queryable, tenantId: string, body: unknown): Promise<Row>;
+  update(tx: Queryable, tenantId: string, id: string, body: unknown): Promise<Row>;
+  get(db: Queryable, tenantId: string, id: string): Promise<Row>;
+  list(db: Queryable, tenantId: string, query: Record<string, unknown>): Promise<Page<Row>>;
+  deactivate(tx: Queryable, tenantId: string, id: string): Promise<Row>;
+  findByName: ((db: Queryable, tenantId: string, name: string) => Promise<Row | null>) | null;
+  view: (row: Row) => object;
+}): RecordKind<Row> {
+  return {
+    create: async (tx, _key, tenantId, body) => ({ row: await fns.create(tx, tenantId, body) }),
+    update: (tx, _key, tenantId, id, body) => fns.update(tx, tenantId, id, body),
+    get: (db, _key, tenantId, id) => fns.get(db, tenantId, id),
+    list: (db, _key, tenantId, query) => fns.list(db, tenantId, query),
+    deactivate: (tx, _key, tenantId, id) => fns.deactivate(tx, tenantId, id),
+    findByName: fns.findByName ? (db, _key, tenantId, name) => fns.findByName!(db, tenantId, name) : null,
+    diff: byView(fns.view),
+  };
+}
+
+/**
+ * An asset's desired state against the record: description and activation as usual, a new type,
+ * and per environment the values that differ (stored credentials are decrypted to compare). When
+ * the type changes every value given is written. The changes name values as `values.<env>`; the
+ * patch (and so the audit row) names the field `values`, like the API's.
+ */
+async function assetDiff(db: Queryable, key: AssetKeySource, current: AssetRecord, desired: Record<string, unknown>) {
+  const { type: newType, values, ...rest } = desired as { type?: string; values?: Record<string, unknown> };
+  const patch = differences(rest, current as unknown as Record<string, unknown>);
+  const typeChanged = newType !== undefined && newType !== current.type;
+  if (typeChanged) patch.type = newType;
+  const type = newType ?? current.type;
+  const compareSecrets = type === 'credential' && !typeChanged;
+  const secrets = compareSecrets ? await readStoredCredentials(db, key(), current.id) : new Map();
+  const changedValues: Record<string, unknown> = {};
+  for (const [e, v] of Object.entries(values ?? {})) {
+    const now = compareSecrets ? (secrets.get(e) ?? null) : current.values[e as (typeof ENVIRONMENTS)[number]];
+    if (typeChanged || !sameJson(v, now)) changedValues[e] = v;
+  }
+  if (Object.keys(changedValues).length) patch.values = changedValues;
+  const changed = [...Object.keys(patch).filter((k) => k !== 'values'), ...Object.keys(changedValues).map((e) => `values.${e}`)];
+  return { patch, changed };
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const RECORDS: Record<CatalogResource, RecordKind<any>> = {
+  folder: plain({ create: createFolder, update: updateFolder, get: getFolder, list: listFolders, deactivate: deactivateFolder, findByName: findFolderByName, view: toFolderResponse }),
+  process: plain({ create: createProcess, update: updateProcess, get: getProcess, list: listProcesses, deactivate: deactivateProcess, findByName: findProcessByName, view: toProcessResponse }),
+  queue: plain({ create: createQueue, update: updateQueue, get: getQueue, list: listQueues, deactivate: deactivateQueue, findByName: findQueueByName, view: toQueueResponse }),
+  trigger: plain({ create: createTrigger, update: updateTrigger, get: getTrigger, list: listTriggers, deactivate: deactivateTrigger, findByName: null, view: (r) => r }),
+  schedule: plain({ create: createSchedule, update: updateSchedule, get: getSchedule, list: listSchedules, deactivate: deactivateSchedule, findByName: findScheduleByName, view: toScheduleResponse }),
+  machine: {
+    ...plain({ create: async () => { throw new Error('unreachable'); }, update: updateMachine, get: getMachine, list: listMachines, deactivate: deactivateMachine, findByName: findMachineByName, view: toMachineResponse }),
+    create: async (tx, _key, tenantId, body) => createMachine(tx, tenantId, body),
+  },
+  asset: {
+    create: async (tx, key, tenantId, body) => ({ row: await createAsset(tx, key(), tenantId, body) }),
+    update: (tx, key, tenantId, id, body) => updateAsset(tx, key(), tenantId, id, body),
+    get: (db, key, tenantId, id) => getAsset(db, key(), tenantId, id),
+    list: (db, key, tenantId, query) => listAssets(db, key(), tenantId, query),
+    deactivate: (tx, key, tenantId, id) => deactivateAsset(tx, key(), tenantId, id),
+    findByName: (db, key, tenantId, name) => findAssetByName(db, key(), tenantId, name),
+    diff: assetDiff,
+  },
+};
+
+export type SaveTarget =
+  | 'new'
+  | { id: string }
+  | { name: string }
+  /**
+   * The rest of a create made earlier in the same transaction (`svc apply` sets a process's
+   * successor once every process exists): written, but audited as part of that create.
+   */
+  | { id: string; completesCreate: true };
+
+export interface SaveOptions {
+  /** The name a create's audit row records, for a resource without one (triggers: `queue:<id>`). */
+  auditName?: string;
+}
+
+export interface SavedRecord<Row> {
+  row: Row;
+  action: 'created' | 'updated' | 'unchanged';
+  /** the fields written (updates), as `values.<env>` for asset values */
+  changed: string[];
+  /** a created machine's key, shown this once */
+  machineKey?: string;
+}
+
+/** Creates or updates one catalogue record of `tenantId` (see the top of this file for the targets). */
+export async function saveCatalogRecord<Row extends { id: string }>(
+  db: Queryable,
+  key: AssetKeySource,
+  actor: AuditActor,
+  tenantId: string,
+  resource: CatalogResource,
+  target: SaveTarget,
+  body: Record<string, unknown>,
+  options: SaveOptions = {},
+): Promise<SavedRecord<Row>> {
+  const kind = RECORDS[resource] as RecordKind<Row>;
+  const create = async (input: Record<string, unknown>): Promise<SavedRecord<Row>> => {
+    const name = options.auditName ?? (input as { name: string }).name;
+    let machineKey: string | undefined;
+    // the row itself goes through the write: its effects are worked out from it
+    const { row } = await writeCatalogEntity(db, actor, tenantId, { change: 'create', resource, name }, async (tx) => {
+      const made = await kind.create(tx, key, tenantId, input);
+      machineKey = made.machineKey;
+      return made.row;
+    });
+    return { row, action: 'created', changed: [], ...(machineKey !== undefined ? { machineKey } : {}) };
+  };
+  const update = async (id: string, patch: Record<string, unknown>, changed: string[]): Promise<SavedRecord<Row>> => {
+    const { row } = await writeCatalogEntity(db, actor, tenantId, { change: 'update', resource, fields: Object.keys(patch) },
+      (tx) => kind.update(tx, key, tenantId, id, patch));
+    return { row, action: 'updated', changed };
+  };
+
+  if (target === 'new') return create(body);
+  if ('completesCreate' in target) {
+    const row = await kind.update(db, key, tenantId, target.id, body);
+    return { row, action: 'created', changed: [] };
+  }
+  if ('id' in target) return update(target.id, body, Object.keys(body));
+  if (!kind.findByName) throw new Error(`saveCatalogRecord: a ${resource} has no name to be found by`);
+  const current = await kind.findByName(db, key, tenantId, target.name);
+  if (!current) return create({ name: target.name, ...body });
+  const { patch, changed } = await kind.diff(db, key, current, body);
+  if (Object.keys(patch).length === 0) return { row: current, action: 'unchanged', changed: [] };
+  return update(current.id, patch, changed);
+}
+
+export function getCatalogRecord<Row extends { id: string }>(db: Queryable, key: AssetKeySource, tenantId: string, resource: CatalogResource, id: string): Promise<Row> {
+  return (RECORDS[resource] as RecordKind<Row>).get(db, key, tenantId, id);
+}
+
+export function findCatalogRecordByName<Row extends { id: string }>(db: Queryable, key: AssetKeySource, tenantId: string, resource: CatalogResource, name: string): Promise<Row | null> {
+  const find = (RECORDS[resource] as RecordKind<Row>).findByName;
+  if (!find) throw new Error(`findCatalogRecordByName: a ${resource} has no name`);
+  return find(db, key, tenantId, name);
+}
+
+export function listCatalogRecords<Row extends { id: string }>(
+  db: Queryable, key: AssetKeySource, tenantId: string, resource: CatalogResource, query: Record<string, unknown>,
+): Promise<Page<Row>> {
+  return (RECORDS[resource] as RecordKind<Row>).list(db, key, tenantId, query);
+}
+
+export async function deactivateCatalogRecord<Row extends { id: string }>(
+  db: Queryable, key: AssetKeySource, actor: AuditActor, tenantId: string, resource: CatalogResource, id: string,
+): Promise<Row> {
+  const kind = RECORDS[resource] as RecordKind<Row>;
+  return (await writeCatalogEntity(db, actor, tenantId, { change: 'deactivate', resource }, (tx) => kind.deactivate(tx, key, tenantId, id))).row;
+}
+
+/** A machine's new key (audited as `rotate_machine_key`); the key is shown this once. */
+export async function rotateMachineKeyAudited(db: Queryable, actor: AuditActor, tenantId: string, id: string) {
+  let machineKey = '';
+  const { row } = await writeCatalogEntity(db, actor, tenantId, { change: 'rotate-key', resource: 'machine' }, async (tx) => {
+    const made = await rotateMachineKey(tx, tenantId, id);
+    machineKey = made.machineKey;
+    return made.row;
+  });
+  return { row, machineKey };
+}
+
+/** Pauses or resumes a queue (audited as `pause_queue` / `resume_queue`; a resume may start consumers). */
+export async function pauseQueue(db: Queryable, actor: AuditActor, tenantId: string, id: string, paused: boolean) {
+  return (await writeCatalogEntity(db, actor, tenantId, { change: paused ? 'pause' : 'resume', resource: 'queue' },
+    (tx) => setQueuePaused(tx, tenantId, id, paused))).row;
+}
+
+/** The catalogue commands bound to one transaction, for a batch of saves (`svc apply`). */
+export interface CatalogBatch {
+  save<Row extends { id: string } = { id: string }>(resource: CatalogResource, target: SaveTarget, body: Record<string, unknown>, options?: SaveOptions): Promise<SavedRecord<Row>>;
+  findByName<Row extends { id: string } = { id: string }>(resource: CatalogResource, name: string): Promise<Row | null>;
+}
+
+class RolledBack<T> extends Error {
+  constructor(readonly result: T) {
+    super('rolled back');
+  }
+}
+
+/**
+ * Runs `work` in one transaction: each save under a savepoint of it, so a refused entry leaves
+ * the rest to go on or fail as the caller decides; `dryRun` rolls everything back and still
+ * answers `work`'s result. The effects recorded are published by the relay once it commits.
+ */
+export async function inCatalogBatch<T>(
+  sql: Sql, key: AssetKeySource, actor: AuditActor, tenantId: string, work: (batch: CatalogBatch) => Promise<T>, options: { dryRun?: boolean } = {},
+): Promise<T> {
+  try {
+    return (await sql.begin(async (tx) => {
+      const batch: CatalogBatch = {
+        save: (resource, target, body, opts) => saveCatalogRecord(tx, key, actor, tenantId, resource, target, body, opts),
+        findByName: (resource, name) => findCatalogRecordByName(tx, key, tenantId, resource, name),
+      };
+      const result = await work(batch);
+      if (options.dryRun) throw new RolledBack(result);
+      return result;
+    })) as T;
+  } catch (err) {
+    if (err instanceof RolledBack) return err.result as T;
+    throw err;
+  }
+}

@@ -1,0 +1,107 @@
+/**
+ * `@svc/core/internals`: core's internals that tests, the test helpers (packages/testing) and the
+ * benchmarks reach directly: repository functions, the services behind the engine's commands,
+ * state machines, fixtures' helpers. Not an API: the apps and the CLI may not import it (they go
+ * through the engine, src/index.ts); test/layers.test.ts fails when one does.
+ */
+
+// Shared vocabulary: errors, configuration, logging, scopes, limits.
+export { parseRedisTarget } from './config';
+export type { SignalTarget } from './shutdown';
+export { SCOPES } from './scopes';
+
+// Postgres and Redis.
+export { Cluster, allNodes } from './redis';
+export type { Redis } from './redis';
+export { DEFAULT_DATABASE_URL } from './db/pooler';
+export type { Queryable, Tx } from './db/sql';
+export { loadMigrations } from './db/migrate';
+export { asStoredJsonb, compareJsonbKeys } from './db/jsonb';
+export { pingDatabase } from './db/health';
+
+// Request validation and security.
+export { assertJsonInput } from './validation/json-input';
+export { sha256 } from './security/hash';
+export { ACCESS_TOKEN_PREFIX, issueSecret } from './security/secrets';
+export { hashPassword, verifyPassword } from './security/password';
+export { decrypt } from './security/secret-box';
+
+// Effects: written with each change, published by the dispatcher's relay (docs/decisions/outbox.md).
+export { recordEffect } from './outbox/effects';
+export type { Effect } from './outbox/effects';
+export { createOutboxRelay, drainOutbox, relayOnce } from './outbox/relay';
+
+// Dispatch: the port effects are published through, a job's life on its machine, sweeps.
+export { noopDispatch } from './dispatch/port';
+export type { DispatchJobRef, DispatchPort } from './dispatch/port';
+export { findMachineByKey, pickMachineForFollowUp, recordGoodbye, recordHeartbeat } from './machines/heartbeat';
+export { bullJobId } from './dispatch/bull-queues';
+export { epochKeys, keySlot } from './dispatch/epoch';
+export { findRunEndedAs, finishJob, renewJobLeases, reportJobProgress, startJob } from './dispatch/job-run';
+export { giveUpMachineJobs, markSlaBreaches, pendingStops, sweepOfflineMachines, timeOutJobs } from './dispatch/sweeps';
+export { queuesNeedingConsumers, startQueueConsumers } from './dispatch/consumers';
+export { reconcilePendingJobs } from './dispatch/reconcile';
+export { getTenantQueue, reviewQueueItem } from './queue-items/review';
+
+// Resources: the commands and queries behind the engine's groups, their repositories and rules.
+export { recordAudit } from './audit/audit';
+export type { TenantRow } from './tenants/repo';
+export {
+  deactivateApiKey, findApiKey, findApiKeyByHash, listApiKeyRows, replaceApiKeySecret, touchApiKeys,
+} from './api-keys/repo';
+export { redisApiKeyPublisher } from './api-keys/invalidation';
+export { createApiKey } from './api-keys/service';
+export { findAccessTokenByHash } from './access-tokens/repo';
+export { createTenant, getTenant, listTenants, resolveTenant, updateTenant } from './tenants/service';
+export { deactivateUserRow, findUserByEmail } from './users/repo';
+export { createUser, deactivateUser, resolveUser, setPassword } from './users/service';
+export { findAccessTokens, getSession, issueAccessToken, login, revokeAccessToken } from './access-tokens/service';
+export { authenticateAccessToken, authenticateBearer } from './access-tokens/authenticate';
+export { canonicalJson, idempotencyRequestHash } from './idempotency/key';
+export {
+  findIdempotencyKey, purgeExpiredIdempotencyKeys, releaseLostClaim, sweepExpiredIdempotencyKeys,
+} from './idempotency/repo';
+export { beginIdempotent, runIdempotent } from './idempotency/service';
+export { consumeExecution, isSubscriptionActive, quotaResetsAt, readQuotaUsage } from './tenants/quota';
+export { JOB_STATUSES, JOB_TRANSITIONS, canTransition, requestRunningJobStop, transitionJob } from './jobs/transitions';
+export type { JobStatus } from './jobs/transitions';
+export { findJobWithNames } from './jobs/repo';
+export {
+  LOG_APPEND_MAX_BYTES, LOG_INLINE_MAX_BYTES, LOG_TOTAL_MAX_BYTES, LOG_TRUNCATED_MARKER, appendJobLogs,
+} from './jobs/logs';
+export { archiveJobLogs, pgLogArchive, readJobLogs } from './jobs/log-archive';
+export { stopJob, triggerJobByApi, triggerJobByWebhook } from './jobs/service';
+export { askJobInput, checkInputRequest, checkInputValue, readJobInput } from './jobs/input';
+export { createFolder, findFolderByName } from './catalog/folders';
+export { createProcess, findProcessByName, listProcesses } from './catalog/processes';
+export {
+  createMachine, deactivateMachine, findMachineByName, listMachineNames, listMachines, rotateMachineKey,
+} from './catalog/machines';
+export { createQueue, findQueueByName, listQueues, loadQueueItemCounts, setQueuePaused, updateQueue } from './catalog/queues';
+export { createTrigger, deactivateTrigger, updateTrigger } from './catalog/triggers';
+export { createAsset, deactivateAsset, findAssetByName, readAssetValue, readStoredCredentials } from './catalog/assets';
+export { readAssetWithKey } from './catalog/asset-read';
+export type { AssetReader } from './catalog/asset-read';
+export { writeCatalogEntity } from './catalog/write';
+export type { CatalogEffect } from './catalog/write';
+export { createSchedule, getSchedule } from './schedules/catalog';
+export { assertValidCron, isValidTimeZone, nextTick, nextTicks, ticksBetween } from './schedules/cron';
+export { fireDueSchedules } from './schedules/fire';
+export { ITEM_COLUMNS } from './queue-items/repo';
+export type { QueueItemRow } from './queue-items/repo';
+export { addItem, addItemToQueueNamed, addItemsBulk, getActiveQueueByName, listItems } from './queue-items/service';
+export {
+  QUEUE_ITEM_TRANSITIONS, applyItemRetryPolicy, approveQueueItem, canTransitionItem, compareTakeOrder, failItemsOfJobs,
+  failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, releaseQueueItems, releaseUnknownClaims, settleAndClaimItems,
+  settleAndClaimItemsBatch,
+} from './queue-items/transitions';
+
+// Events out: the feed and signed webhooks (docs/decisions/events.md).
+export { readEventFeed } from './events/feed';
+export { verifyWebhookSignature } from './webhooks/sign';
+export { isRefusedAddress } from './webhooks/target';
+export { retryDelayMs } from './webhooks/deliver';
+export { postWebhook } from './webhooks/post';
+// Observability: Prometheus metrics (docs/decisions/observability.md).
+export { metricsRegistry } from './metrics';
+// Traces: OpenTelemetry, off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/decisions/observability.md).
