@@ -33,12 +33,21 @@ function specifiers(source: string): string[] {
   return found;
 }
 
+/**
+ * The entries core's package.json declares for the transports: the index, and dependency-free
+ * modules the console bundles (such as the item statuses); never the internals.
+ */
+const PUBLIC_ENTRIES = Object.keys((JSON.parse(readFileSync(path.join(ROOT, 'packages/core/package.json'), 'utf8')) as { exports: Record<string, unknown> }).exports)
+  .filter((entry) => entry !== './internals')
+  .map((entry) => (entry === '.' ? '@svc/core' : `@svc/core/${entry.slice(2)}`));
+
 const transportFiles = () => TRANSPORT_SOURCES.flatMap((dir) => walk(dir, (rel) => /\.(?:ts|tsx|mts|cts|js|mjs)$/.test(rel)));
 
 /** What a transport's file at `rel` imports from core other than its public entry. */
 export function backDoors(rel: string, source: string): string[] {
   const found: string[] = [];
   for (const spec of specifiers(source)) {
+    if (PUBLIC_ENTRIES.includes(spec)) continue;
     if (spec === '@svc/core/internals' || spec.startsWith('@svc/core/')) {
       found.push(`${rel}: imports ${spec} (the apps and the CLI use @svc/core: the engine and its vocabulary)`);
     } else if (spec.startsWith('.')) {
@@ -70,6 +79,10 @@ describe('the transports use the front door', () => {
     expect(backDoors('packages/cli/src/workspace/x.ts', "const r = require('../../../core/src/catalog/records');\n")).toHaveLength(1);
     expect(backDoors('apps/dispatcher/src/x.ts', "export { touchApiKeys } from '../../../packages/core/src/api-keys/repo';\n")).toHaveLength(1);
     expect(backDoors('apps/api/src/x.ts', "import { createEngine, type Engine } from '@svc/core';\nimport { ok } from './http/respond';\n")).toEqual([]);
+    // a public subpath of core's package.json
+    expect(PUBLIC_ENTRIES).toEqual(expect.arrayContaining(['@svc/core', '@svc/core/queue-items/statuses']));
+    expect(PUBLIC_ENTRIES).not.toContain('@svc/core/internals');
+    expect(backDoors('apps/console/src/x.ts', "import { ITEM_STATUSES } from '@svc/core/queue-items/statuses';\n")).toEqual([]);
   });
 });
 

@@ -1,5 +1,5 @@
 import {
-  CLI_ACTOR, ValidationError, type AssetRecord, type AssetType, type CatalogBatch, type Engine, type FieldIssue, type SavedRecord,
+  CLI_ACTOR, ValidationError, es, type AssetRecord, type AssetType, type CatalogBatch, type Engine, type FieldIssue, type SavedRecord,
 } from '@svc/core';
 import { checkWorkspace, resolveEnvRefs, type AssetEntry, type Kind, type WorkspaceFile } from './file';
 
@@ -105,21 +105,21 @@ function reported(kind: ResourceKind, name: string, saved: SavedRecord<{ id: str
 async function folderId(ctx: Ctx, name: string | null): Promise<string | null> {
   if (name === null) return null;
   const id = ctx.folders.get(name) ?? (await ctx.batch.findByName('folder', name))?.id;
-  if (!id) throw entryError('folder', `La carpeta "${name}" no existe en el fichero ni en el workspace`);
+  if (!id) throw entryError('folder', es.cli.folderUnknown(name));
   return id;
 }
 
 async function processId(ctx: Ctx, name: string | null, field: string): Promise<string | null> {
   if (name === null) return null;
   const id = ctx.processes.get(name) ?? (await ctx.batch.findByName('process', name))?.id;
-  if (!id) throw entryError(field, `El proceso "${name}" no existe en el fichero ni en el workspace`);
+  if (!id) throw entryError(field, es.cli.processUnknown(name));
   return id;
 }
 
 async function machineId(ctx: Ctx, name: string | null): Promise<string | null> {
   if (name === null) return null;
   const id = (await ctx.batch.findByName('machine', name))?.id;
-  if (!id) throw entryError('machine', `La máquina "${name}" no existe en el fichero ni en el workspace`);
+  if (!id) throw entryError('machine', es.cli.machineUnknown(name));
   return id;
 }
 
@@ -210,8 +210,8 @@ async function applySchedules(ctx: Ctx, file: WorkspaceFile): Promise<void> {
       if (entry.process !== undefined) desired.process_id = await processId(ctx, entry.process, 'process');
       if (entry.machine !== undefined) desired.machine_id = await machineId(ctx, entry.machine);
       if (!(await ctx.batch.findByName('schedule', entry.name))) {
-        if (entry.process === undefined) throw entryError('process', 'El proceso es obligatorio para crear una programación');
-        if (entry.cron === undefined) throw entryError('cron', 'La expresión cron es obligatoria para crear una programación');
+        if (entry.process === undefined) throw entryError('process', es.cli.scheduleNeedsProcess);
+        if (entry.cron === undefined) throw entryError('cron', es.cli.scheduleNeedsCron);
       }
       return record(ctx, reported('schedule', entry.name, await save(ctx, 'schedule', entry.name, desired)));
     });
@@ -251,7 +251,7 @@ async function applyAssets(ctx: Ctx, file: WorkspaceFile, opts: ApplyOptions): P
     await atEntry('assets', i, async () => {
       const current = await ctx.batch.findByName<AssetRecord>('asset', entry.name);
       const values = assetValues(entry, entry.type ?? current?.type, env);
-      if (!current && !entry.type) throw entryError('type', 'El tipo es obligatorio para crear un asset (text, integer, boolean, credential)');
+      if (!current && !entry.type) throw entryError('type', es.cli.assetNeedsType);
       const desired = {
         ...(current ? {} : { type: entry.type }),
         ...given(entry, ['description', 'is_active']),

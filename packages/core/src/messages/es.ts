@@ -290,6 +290,12 @@ export const es = {
     envNameRequired: '$env debe nombrar una variable de entorno',
     envPrefix: (prefix: string, name: string) => `$env solo puede leer variables que empiezan por ${prefix} (p. ej. ${prefix}ERP_PASSWORD), no ${name}`,
     envUndefined: (name: string) => `la variable de entorno ${name} no está definida`,
+    folderUnknown: (name: string) => `La carpeta "${name}" no existe en el fichero ni en el workspace`,
+    processUnknown: (name: string) => `El proceso "${name}" no existe en el fichero ni en el workspace`,
+    machineUnknown: (name: string) => `La máquina "${name}" no existe en el fichero ni en el workspace`,
+    scheduleNeedsProcess: 'El proceso es obligatorio para crear una programación',
+    scheduleNeedsCron: 'La expresión cron es obligatoria para crear una programación',
+    assetNeedsType: 'El tipo es obligatorio para crear un asset (text, integer, boolean, credential)',
   },
 } as const;
 
