@@ -12,8 +12,9 @@ export const CONSOLE_DIST = path.join(CONSOLE_DIR, 'dist');
 /** The budget of issue 16: the console's JavaScript, gzipped. */
 export const JS_BUDGET_BYTES = 250 * 1024;
 
-// with core's module the console bundles (@svc/core/queue-items/statuses)
-const SOURCES = ['src', 'index.html', 'vite.config.mts', 'tsconfig.json', 'package.json', '../../packages/core/src/queue-items/statuses.ts'];
+// with core: the console bundles one of its modules (@svc/core/queue-items/statuses) and takes
+// response types from it
+const SOURCES = ['src', 'index.html', 'vite.config.mts', 'tsconfig.json', 'package.json', '../../packages/core/src'];
 
 function newestMtime(p) {
   if (!existsSync(p)) return 0;
@@ -59,6 +60,8 @@ export function buildConsole({ force = false, log = console.log } = {}) {
   if (!force && isUpToDate()) return true;
   const bin = (pkg, file) => path.join(path.dirname(fileURLToPath(import.meta.resolve(`${pkg}/package.json`))), file);
   log('Building the console (apps/console: tsc, vite build) …');
+  // the response types it imports are core's declarations: built first (nothing to do when current)
+  if (!run(bin('typescript', 'bin/tsc'), ['-b', '../../packages/core'])) return false;
   if (!run(bin('typescript', 'bin/tsc'), ['-p', 'tsconfig.json'])) return false;
   if (!run(bin('vite', 'bin/vite.js'), ['build', '--logLevel', 'warn'])) return false;
   precompress();

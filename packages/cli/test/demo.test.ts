@@ -30,8 +30,11 @@ describe('svc demo (what npm start runs)', () => {
     expect(n).toBe(3);
   });
 
-  it('on later starts creates nothing, shows no secret again, and re-issues the machine keys', async () => {
+  it('on later starts creates nothing, shows no secret again, and re-issues the machine keys, each re-issue audited', async () => {
     const [before] = await ctx.sql`select count(*)::int as n from api_keys`;
+    const rotations = async () => (await ctx.sql`select resource_id, actor_type, source, details from audit_log
+      where action = 'rotate_machine_key' order by created_at, id`).map((r) => ({ ...r }));
+    const rotatedBefore = (await rotations()).length;
     const again = await setUpDemo(createCliEngine(ctx.sql, env), env);
     expect(again.created).toBe(false);
     expect(again.api_key).toBeUndefined();
@@ -41,6 +44,13 @@ describe('svc demo (what npm start runs)', () => {
     for (const m of again.machines) {
       const [row] = await ctx.sql`select machine_key_hash from machines where id = ${m.machine_id}`;
       expect(Buffer.compare(row!.machine_key_hash, sha256(m.machine_key))).toBe(0);
+    }
+    // one row a machine, by the CLI, never carrying the key
+    const rows = (await rotations()).slice(rotatedBefore);
+    expect(rows.map((r) => r.resource_id).sort()).toEqual(again.machines.map((m) => m.machine_id).sort());
+    for (const r of rows) {
+      expect([r.actor_type, r.source]).toEqual(['system', 'cli']);
+      expect(JSON.stringify(r.details)).not.toContain(again.machines[0]!.machine_key);
     }
   });
 

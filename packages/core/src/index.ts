@@ -42,6 +42,7 @@ export { DbOutage, isConnectionError, retryOnConnectionLoss } from './db/outage'
 // Request validation and security.
 export { validate } from './validation/validate';
 export { Nullable, PageQuery, Uuid } from './validation/formats';
+export { VALIDATION_TIME_LIMIT_MS } from './validation/user-schema/budget';
 export type { PageMeta } from './validation/formats';
 export {
   MAX_JSON_DEPTH, jsonInputIssue, jsonTextMayHoldUnstorable, printableText, textIssue, textProblem,

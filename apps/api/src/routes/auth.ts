@@ -1,4 +1,4 @@
-import { toUserResponse, LoginBody, LoginResponse, LogoutResponse, MeResponse } from '@svc/core';
+import { es, toUserResponse, LoginBody, LoginResponse, LogoutResponse, MeResponse } from '@svc/core';
 import { createHashGate } from '../auth/hash-gate';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
@@ -24,7 +24,7 @@ export function authRoutes(rc: RouteContext): AppRouter {
       summary: 'Log in with email and password',
       description:
         'Returns an access token for `Authorization: Bearer`. Unknown email, wrong password and ' +
-        'inactive user all answer 401 `Credenciales inválidas`, and each is audited as `login_failed` in the account\'s ' +
+        `inactive user all answer 401 \`${es.errors.UNAUTHORIZED}\`, and each is audited as \`login_failed\` in the account's ` +
         'workspace. Rate limited per source IP; after 5 failures in a row for one account from one address, each further ' +
         'failure doubles a wait (429 with Retry-After, up to 15 minutes) that a success resets; after 20 failures in an hour ' +
         'for one account from anywhere, addresses it has not signed in from lately wait too (at most a minute at a time).',

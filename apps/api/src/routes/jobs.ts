@@ -1,5 +1,5 @@
 import {
-  toJobResponse, toStopJobResponse, JobIdParams, JobListQuery, JobResponse, StopJobResponse, TriggerJobBody, type IdempotencyClaim, type JobWithNames, type OnJobCreated,
+  es, toJobResponse, toStopJobResponse, JobIdParams, JobListQuery, JobResponse, StopJobResponse, TriggerJobBody, type IdempotencyClaim, type JobWithNames, type OnJobCreated,
 } from '@svc/core';
 import type { AppRouter } from '../http/router';
 import { routeGroup, type RouteContext, type RouteSpec } from '../http/route';
@@ -33,7 +33,7 @@ export function jobRoutes(rc: RouteContext): AppRouter {
         'Creates a pending job. Checks after the key: plan feature `api_keys` (403), monthly execution quota ' +
         '(429 `QUOTA_EXCEEDED`, consumed only when the job is created), active subscription (403), process active in ' +
         'the tenant (404), body (422), machine: an active machine of the tenant when `machine_id` is given ' +
-        '(404 `Máquina no encontrada`; it may be offline, the job then waits), else the least-loaded online ' +
+        `(404 \`${es.jobs.machineNotFound}\`; it may be offline, the job then waits), else the least-loaded online ` +
         'active machine (409 `NO_MACHINE_AVAILABLE` when there is none). `input_data` is not validated against ' +
         'the process input_schema.',
       auth: { kind: 'api_key', scope: 'jobs:write', feature: 'api_keys' },

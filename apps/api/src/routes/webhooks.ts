@@ -1,4 +1,4 @@
-import { WebhookTriggerBody, WebhookTriggerParams } from '@svc/core';
+import { es, VALIDATION_TIME_LIMIT_MS, WebhookTriggerBody, WebhookTriggerParams } from '@svc/core';
 import type { AppRouter } from '../http/router';
 import { routeGroup, type RouteContext } from '../http/route';
 import { withIdempotency } from '../http/idempotency';
@@ -22,8 +22,8 @@ export function webhookRoutes(rc: RouteContext): AppRouter {
         'whatever the IP) and allowed_ips (403): 1 plan feature `webhooks` (403); 2 monthly execution quota (429 ' +
         '`QUOTA_EXCEEDED`; consumed only when the job is created); 3 active subscription (403); 4 process exists in ' +
         'the tenant and is active (404); 5 body (422: `machine_id` missing or not a UUID, unknown fields), then ' +
-        'input_data against the process input_schema (422 `El proceso requiere input_data según su schema` / ' +
-        '`input_data no cumple el schema del proceso: …`, also when the validation runs out of its 250 ms budget or the ' +
+        `input_data against the process input_schema (422 \`${es.inputData.required}\` / ` +
+        `\`${es.inputData.invalidPrefix} …\`, also when the validation runs out of its ${VALIDATION_TIME_LIMIT_MS} ms budget or the ` +
         'stored schema exceeds the limits of admin-supplied schemas); `machine_id` naming no active machine of the tenant → 422. ' +
         'The job starts pending with priority 3; each trigger writes an audit-log row `trigger_job` / `webhook`.',
       tags: ['jobs'],

@@ -173,7 +173,7 @@ async function applyProcesses(ctx: Ctx, file: WorkspaceFile): Promise<void> {
       const successor = entry.on_success !== undefined ? await processId(ctx, entry.on_success, 'on_success') : undefined;
       if (desired === null) {
         // a process created above gets its successor as the rest of its create (audited as such)
-        if (successor) await ctx.batch.save('process', { id: res.id, completesCreate: true }, { on_success_trigger_process_id: successor });
+        if (successor) await ctx.batch.completeCreate('process', res.id, { on_success_trigger_process_id: successor });
         return;
       }
       if (successor !== undefined) desired!.on_success_trigger_process_id = successor;

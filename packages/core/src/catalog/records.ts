@@ -15,7 +15,8 @@ import { writeCatalogEntity } from './write';
  * The catalogue's records (folders, processes, machines, queues, triggers, schedules, assets) as
  * one family: the commands behind the settings API's CRUD routes and `svc apply`
  * (docs/architecture.md, "The engine"). Every change goes through writeCatalogEntity (catalog/write.ts):
- * the write, its audit row and its effects in one transaction.
+ * the write, its audit row and its effects in one transaction. (A batch's `completeCreate` finishes
+ * a create of the same transaction and is audited with it.)
  *
  * `saveCatalogRecord` is the one "create or update a catalogue record":
  * - `'new'`: create from the body (the API's POST);
@@ -40,7 +41,7 @@ interface RecordKind<Row extends { id: string }> {
 }
 
 /** Deep equality of JSON values; object key order does not matter (jsonb reorders keys). */
-export function sameJson(a: unknown, b: unknown): boolean {
+function sameJson(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
   if (Array.isArray(a) !== Array.isArray(b)) return false;
@@ -133,12 +134,7 @@ const RECORDS: Record<CatalogResource, RecordKind<any>> = {
 export type SaveTarget =
   | 'new'
   | { id: string }
-  | { name: string }
-  /**
-   * The rest of a create made earlier in the same transaction (`svc apply` sets a process's
-   * successor once every process exists): written, but audited as part of that create.
-   */
-  | { id: string; completesCreate: true };
+  | { name: string };
 
 export interface SaveOptions {
   /** The name a create's audit row records, for a resource without one (triggers: `queue:<id>`). */
@@ -184,10 +180,6 @@ export async function saveCatalogRecord<Row extends { id: string }>(
   };
 
   if (target === 'new') return create(body);
-  if ('completesCreate' in target) {
-    const row = await kind.update(db, key, tenantId, target.id, body);
-    return { row, action: 'created', changed: [] };
-  }
   if ('id' in target) return update(target.id, body, Object.keys(body));
   if (!kind.findByName) throw new Error(`saveCatalogRecord: a ${resource} has no name to be found by`);
   const current = await kind.findByName(db, key, tenantId, target.name);
@@ -241,6 +233,12 @@ export async function pauseQueue(db: Queryable, actor: AuditActor, tenantId: str
 export interface CatalogBatch {
   save<Row extends { id: string } = { id: string }>(resource: CatalogResource, target: SaveTarget, body: Record<string, unknown>, options?: SaveOptions): Promise<SavedRecord<Row>>;
   findByName<Row extends { id: string } = { id: string }>(resource: CatalogResource, name: string): Promise<Row | null>;
+  /**
+   * The rest of a create made earlier in this batch (`svc apply` sets a process's successor once
+   * every process exists): written in the batch's transaction, audited as part of that create.
+   * Only a batch offers it: outside one there is no create to belong to.
+   */
+  completeCreate(resource: CatalogResource, id: string, body: Record<string, unknown>): Promise<void>;
 }
 
 class RolledBack<T> extends Error {
@@ -250,7 +248,8 @@ class RolledBack<T> extends Error {
 }
 
 /**
- * Runs `work` in one transaction: each save under a savepoint of it, so a refused entry leaves
+ * Runs `work` in one transaction: each save under a savepoint of it (a completed create writes
+ * with its create), so a refused entry leaves
  * the rest to go on or fail as the caller decides; `dryRun` rolls everything back and still
  * answers `work`'s result. The effects recorded are published by the relay once it commits.
  */
@@ -262,6 +261,9 @@ export async function inCatalogBatch<T>(
       const batch: CatalogBatch = {
         save: (resource, target, body, opts) => saveCatalogRecord(tx, key, actor, tenantId, resource, target, body, opts),
         findByName: (resource, name) => findCatalogRecordByName(tx, key, tenantId, resource, name),
+        completeCreate: async (resource, id, body) => {
+          await RECORDS[resource].update(tx, key, tenantId, id, body);
+        },
       };
       const result = await work(batch);
       if (options.dryRun) throw new RolledBack(result);
