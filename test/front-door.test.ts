@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import * as publicCore from '@svc/core';
+import { specifiers } from './source-scan';
 
 /**
  * One front door into core (docs/architecture.md, "The engine"): the transports (apps/*, the CLI,
@@ -21,17 +22,6 @@ function walk(dir: string, keep: (rel: string) => boolean, out: string[] = []): 
   return out;
 }
 
-/** Every module specifier a file names: import/export ... from, bare import, require() and import() (as in layers.test.ts). */
-function specifiers(source: string): string[] {
-  const found: string[] = [];
-  const patterns = [
-    /(?:^|[\n;])\s*(?:import|export)\s[^'";]*?\sfrom\s*['"]([^'"]+)['"]/g,
-    /(?:^|[\n;])\s*import\s*['"]([^'"]+)['"]/g,
-    /\b(?:require|import|jest\.(?:mock|doMock|requireActual))\(\s*['"]([^'"]+)['"]/g,
-  ];
-  for (const re of patterns) for (const m of source.matchAll(re)) found.push(m[1]!);
-  return found;
-}
 
 /**
  * The entries core's package.json declares for the transports: the index, and dependency-free

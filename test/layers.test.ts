@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { specifiers } from './source-scan';
 
 /**
  * Tests by layer (docs/decisions/test-layers.md): a test imports helpers from its own folder or
@@ -12,17 +13,6 @@ const WORKSPACES = ['packages/core', 'packages/cli', 'packages/agent', 'packages
 /** the package names by which one layer reaches an app */
 const APP_MODULES = ['@svc/api', '@svc/testing/api'];
 
-/** Every module specifier a TypeScript file names: import/export ... from, bare import, require() and import(). */
-export function specifiers(source: string): string[] {
-  const found: string[] = [];
-  const patterns = [
-    /(?:^|[\n;])\s*(?:import|export)\s[^'";]*?\sfrom\s*['"]([^'"]+)['"]/g,
-    /(?:^|[\n;])\s*import\s*['"]([^'"]+)['"]/g,
-    /\b(?:require|import|jest\.(?:mock|doMock|requireActual))\(\s*['"]([^'"]+)['"]/g,
-  ];
-  for (const re of patterns) for (const m of source.matchAll(re)) found.push(m[1]!);
-  return found;
-}
 
 /** The folder `test/` (or for the shared helpers `src/`) whose files may import each other, and the file's workspace. */
 function homeOf(rel: string): { workspace: string | null; folder: string } {
