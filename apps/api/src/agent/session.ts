@@ -220,6 +220,7 @@ export class MachineSession {
         this.leaving = true;
         await this.stopWorker();
         while (this.loadReport) await this.loadReport;
+        await Promise.allSettled([...this.heartbeatWrites]);
         await this.db('marking the machine offline', () => machines.goodbye(this.machine.id));
         setImmediate(() => void this.close(AGENT_CLOSE.normal, 'bye'));
         return {};
@@ -257,11 +258,15 @@ export class MachineSession {
       if (o) this.owned.set(r.job_id, { attempt: r.attempt, queueId: o.queue_id });
       else this.release(r.job_id);
     }
-    const hb = await this.db('recording a heartbeat', () => machines.heartbeat(this.machine.id, {
+    // after a bye the machine stays offline: a heartbeat that crossed it records nothing, and
+    // one already writing is waited for by the bye before its goodbye
+    const write = this.leaving ? Promise.resolve(null) : this.db('recording a heartbeat', () => machines.heartbeat(this.machine.id, {
       running: owned.size,
       agentVersion: m.agent_version ?? null,
       hostInfo: m.host ?? null,
     }));
+    this.heartbeatWrites.add(write);
+    const hb = await write.finally(() => this.heartbeatWrites.delete(write));
     if (hb) this.applyMachine(hb.slots, hb.is_active);
     // not awaited: with Redis away the worker waits for it, the robot's heartbeats must not
     if (!this.worker) void this.startWorker().catch((err) => this.log.warn('machine worker could not start', { err: (err as Error).message }));
@@ -333,6 +338,8 @@ export class MachineSession {
   private loadAgain = false;
   /** the robot said bye: its machine's load is not reported any more */
   private leaving = false;
+  /** heartbeats being written: a bye's goodbye comes after them */
+  private readonly heartbeatWrites = new Set<Promise<unknown>>();
 
   /**
    * Records the machine's busy slots now (a run started or ended here), so its status reads
