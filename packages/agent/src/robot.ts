@@ -232,8 +232,10 @@ export function connect(options: ConnectOptions): Robot {
       clearTimeout(force);
       stopped = true;
       if (beatTimer) clearTimeout(beatTimer);
-      // a robot that cannot reach the platform just goes: the machine is offline once its heartbeats stop
-      await Promise.race([conn.request({ type: 'bye' }).catch(() => undefined), new Promise((r) => setTimeout(r, 2000).unref())]);
+      // a robot that cannot reach the platform just goes: the machine is offline once its heartbeats
+      // stop. The bound is for a platform that does not answer; a loaded one may take seconds (its
+      // answer comes after the machine's worker has stopped and the machine is marked offline)
+      await Promise.race([conn.request({ type: 'bye' }).catch(() => undefined), new Promise((r) => setTimeout(r, 10_000).unref())]);
       conn.close();
     },
   };
