@@ -125,6 +125,62 @@ describe('the machine protocol', () => {
     sock.close();
   });
 
+  it('a run its robot never acknowledged goes back at the bye and runs on the next robot; job.started is fenced and checked', async () => {
+    const ws = await seedWorkspace(t.sql);
+    const process_ = await ws.process();
+    const machine = await ws.machine({ slots: 1 });
+    const sock = new WebSocket(`${base.replace('http', 'ws')}/api/v1/agent/connect`, { headers: { Authorization: `Bearer ${machine.machineKey}` } });
+    const messages: Array<Record<string, unknown>> = [];
+    sock.on('message', (d) => messages.push(JSON.parse(d.toString()) as Record<string, unknown>));
+    const closed = new Promise<number>((resolve) => sock.once('close', (code) => resolve(code)));
+    await new Promise((resolve, reject) => { sock.once('open', resolve); sock.once('error', reject); });
+    const replyTo = async (re: number) => {
+      await waitFor(`the reply to ${re}`, async () => messages.some((m) => m.type === 'reply' && m.re === re));
+      return messages.find((m) => m.type === 'reply' && m.re === re) as { result?: unknown; error?: { code: string } };
+    };
+    sock.send(JSON.stringify({ id: 1, type: 'heartbeat', fresh: true, running: [] }));
+    expect((await replyTo(1)).error).toBeUndefined();
+    const triggered = await trigger(ws.key, { process_id: process_.id, machine_id: machine.row.id });
+    expect(triggered.status).toBe(201);
+    const id = triggered.body.data.id as string;
+    const start = await waitFor('the job.start', async () => messages.find((m) => m.type === 'job.start')) as { job: { id: string; attempt: number } };
+    expect(start.job.id).toBe(id);
+
+    const other = await seedWorkspace(t.sql);
+    const otherJob = (await t.sql`insert into jobs (tenant_id, process_id, machine_id, status, attempt, started_at)
+      values (${other.tenant.id}, ${(await other.process()).id as string}, ${(await other.machine()).row.id as string}, 'running', 1, now()) returning id`)[0]!.id as string;
+    const refusals: Array<[Record<string, unknown>, string]> = [
+      [{ job_id: id, attempt: start.job.attempt + 1 }, 'CONFLICT'],
+      [{ job_id: otherJob, attempt: 1 }, 'NOT_FOUND'],
+      [{ job_id: `${id}\u0000`, attempt: start.job.attempt }, 'VALIDATION_ERROR'],
+      [{ job_id: id, attempt: '1' }, 'VALIDATION_ERROR'],
+      [{ job_id: id }, 'VALIDATION_ERROR'],
+    ];
+    for (const [i, [fields, code]] of refusals.entries()) {
+      sock.send(JSON.stringify({ id: 10 + i, type: 'job.started', ...fields }));
+      expect([fields, (await replyTo(10 + i)).error?.code]).toEqual([fields, code]);
+    }
+    const [held] = await t.sql`select status, acknowledged_at from jobs where id = ${id}`;
+    expect(held).toEqual({ status: 'running', acknowledged_at: null });
+
+    // the robot leaves without acknowledging it (it was already leaving when the job.start came)
+    sock.send(JSON.stringify({ id: 20, type: 'bye' }));
+    expect((await replyTo(20)).result).toEqual({});
+    expect(await closed).toBe(1000);
+    const [after] = await t.sql`select j.status, j.attempt, j.started_at, m.status as machine_status from jobs j, machines m where j.id = ${id} and m.id = j.machine_id`;
+    expect(after).toEqual({ status: 'pending', attempt: start.job.attempt, started_at: null, machine_status: 'offline' });
+
+    // the next robot of the machine runs it, as a new attempt, and acknowledges it
+    const ran: number[] = [];
+    const robot = connect({ url: base, machineKey: machine.machineKey, onJob: async (ctx) => void ran.push(ctx.job.attempt) });
+    robots.push(robot);
+    await waitFor('the job completed', async () => (await jobOf(ws.key, id)).status === 'completed');
+    expect(ran).toEqual([start.job.attempt + 1]);
+    const [done] = await t.sql`select attempt, acknowledged_at from jobs where id = ${id}`;
+    expect(done!.attempt).toBe(start.job.attempt + 1);
+    expect(done!.acknowledged_at).toBeInstanceOf(Date);
+  });
+
   it('cuts a connection off within a second of its key being rotated or its machine deactivated (4001); the old key opens nothing', async () => {
     const ws = await seedWorkspace(t.sql);
     const machine = await ws.machine();

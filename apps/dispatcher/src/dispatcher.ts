@@ -73,6 +73,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       const offline = await sweeps.offlineMachines(config.machineOfflineAfterSeconds);
       if (offline.offline.length) logger.warn('machines offline', { machines: offline.offline.map((m) => m.name) });
       if (offline.ended.length) logger.warn('jobs of offline machines or lapsed leases ended', { jobs: offline.ended.map((j) => j.id) });
+      if (offline.handedBack.length) logger.warn('jobs never acknowledged by their robot handed out again', { jobs: offline.handedBack.map((j) => j.id) });
     }
 
     const orphanQueues = await sweeps.failOrphans();

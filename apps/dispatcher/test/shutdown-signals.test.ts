@@ -75,7 +75,8 @@ describe('a signalled process', () => {
         await ready(a, 'agent-sim running');
         const job = await seedJob(ctx.sql, ws.tenant.id, { process_id: proc.id, machine_id: machine.row.id });
         await bull.jobsCreated([{ id: job.id, tenant_id: ws.tenant.id, machine_id: machine.row.id, priority: 3 }]);
-        await waitFor('the job running', async () => (await ctx.sql`select status from jobs where id = ${job.id}`)[0]!.status === 'running');
+        // the robot holds it (a start it had not yet heard of when signalled would go back to pending)
+        await waitFor('the robot to acknowledge the run', async () => (await ctx.sql`select acknowledged_at from jobs where id = ${job.id}`)[0]!.acknowledged_at);
         await drainedBy(a, 'SIGINT');
         // its end frees the slot (a load report) just before the goodbye: the goodbye has the last word
         const [row] = await ctx.sql`select m.status, j.status as job_status from machines m, jobs j where m.id = ${machine.row.id} and j.id = ${job.id}`;

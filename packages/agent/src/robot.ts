@@ -134,6 +134,7 @@ export function connect(options: ConnectOptions): Robot {
       if (!beatTimer && !stopped) beat();
     },
     push(msg) {
+      // a robot that is leaving does not acknowledge it: the platform hands it back at the bye
       if (msg.type === 'job.start' && !closing) start(msg.job as Record<string, unknown>);
       else if (msg.type === 'job.stop') {
         // a timeout announced by the platform ended the run there: like any other loss
@@ -167,6 +168,10 @@ export function connect(options: ConnectOptions): Robot {
     if (runs.has(info.id)) return;
     const run = new Run(info, machine, conn, livenessMs, options.traceCarrier);
     runs.set(info.id, run);
+    // the platform hands back a run its robot never acknowledged; a refusal aborts the run (lost)
+    run.request<{ stop_requested: boolean }>({ type: 'job.started' }).then((r) => {
+      if (r.stop_requested) run.abort('stop');
+    }, () => undefined);
     run.done = (options.around ? options.around(info, () => execute(run)) : execute(run)).finally(() => {
       run.end();
       runs.delete(info.id);
@@ -233,9 +238,8 @@ export function connect(options: ConnectOptions): Robot {
       stopped = true;
       if (beatTimer) clearTimeout(beatTimer);
       // a robot that cannot reach the platform just goes: the machine is offline once its heartbeats
-      // stop. The bound is for a platform that does not answer; a loaded one may take seconds (its
-      // answer comes after the machine's worker has stopped and the machine is marked offline)
-      await Promise.race([conn.request({ type: 'bye' }).catch(() => undefined), new Promise((r) => setTimeout(r, 10_000).unref())]);
+      // stop. The bound is for a platform that does not answer
+      await Promise.race([conn.request({ type: 'bye' }).catch(() => undefined), new Promise((r) => setTimeout(r, 2_000).unref())]);
       conn.close();
     },
   };

@@ -28,8 +28,9 @@ import { answerJobInput, readJobInput } from './jobs/input';
 import { addItem, addItemToQueueNamed, addItemsBulk, getActiveQueueByName, listItems } from './queue-items/service';
 import { releaseQueueItems, applyItemRetryPolicy } from './queue-items/transitions';
 import { redriveQueueItems, reviewQueueItem } from './queue-items/review';
-import { renewJobLeases, reportJobProgress, startJob } from './dispatch/job-run';
-import { findLiveMachineKeys, findMachineByKey, recordGoodbye, recordHeartbeat } from './machines/heartbeat';
+import { acknowledgeRun, renewJobLeases, reportJobProgress, startJob } from './dispatch/job-run';
+import { machineLeft } from './dispatch/hand-back';
+import { findLiveMachineKeys, findMachineByKey, recordHeartbeat } from './machines/heartbeat';
 import { askInputForRun, finishRun, takeItemsForRun } from './machines/run-requests';
 import { giveUpMachineJobs, failOrphans, markSlaBreaches, pendingStops, sweepOfflineMachines, timeOutJobs } from './dispatch/sweeps';
 import { machineHasWaitingJobs, queuesNeedingConsumers, startQueueConsumers } from './dispatch/consumers';
@@ -175,8 +176,8 @@ export function createEngine(deps: EngineDeps) {
     audit: bind(sql, { list: listAuditLog }),
     /** A machine's agent (through the API's agent session): its heartbeat, its runs and the items its consumers take. */
     machines: bind(sql, {
-      findByKey: findMachineByKey, liveKeys: findLiveMachineKeys, heartbeat: recordHeartbeat, goodbye: recordGoodbye, giveUpJobs: giveUpMachineJobs,
-      startJob, renewLeases: renewJobLeases, reportProgress: reportJobProgress, finishRun, pendingStops,
+      findByKey: findMachineByKey, liveKeys: findLiveMachineKeys, heartbeat: recordHeartbeat, goodbye: machineLeft, giveUpJobs: giveUpMachineJobs,
+      startJob, acknowledgeRun, renewLeases: renewJobLeases, reportProgress: reportJobProgress, finishRun, pendingStops,
       askInput: askInputForRun, readInput: readJobInput, appendLogs: appendJobLogs,
       takeItems: takeItemsForRun, releaseItems: releaseQueueItems, hasWaitingJobs: machineHasWaitingJobs,
       readAsset: readAssetForMachine,

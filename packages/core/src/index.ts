@@ -156,5 +156,5 @@ export {
   REQUESTS as AGENT_REQUESTS, CLOSE as AGENT_CLOSE, MAX_MESSAGE_BYTES as AGENT_MAX_MESSAGE_BYTES,
 } from './machines/protocol';
 export type { RequestType as AgentRequestType, RequestOf as AgentRequestOf } from './machines/protocol';
-export { skipDelivery } from './dispatch/skipped-start';
+export { deliverLater, skipDelivery } from './dispatch/skipped-start';
 export { es, sqlFormat, type ServerMessages } from './messages/es';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Sql } from '@svc/core';
-import { renewJobLeases, startJob, sweepOfflineMachines } from '@svc/core/internals';
+import { acknowledgeRun, giveUpMachineJobs, machineLeft, renewJobLeases, startJob, sweepOfflineMachines } from '@svc/core/internals';
 import { seedJob, seedMachine, seedProcess, seedQueue, seedTenant, databaseSuite } from '@svc/testing';
 
 /**
@@ -98,5 +98,92 @@ describe('the lapsed-lease sweep (sweepOfflineMachines)', () => {
     expect(item).toEqual({ status: 'failed', error_message: `El job que procesaba el elemento dejó de avanzar en la máquina ${machine.name}` });
     expect((await job(live.id)).status).toBe('running');
     expect((await job(noLease.id)).status).toBe('running');
+  });
+});
+
+describe('a hand-off its robot never acknowledged (dispatch/hand-back.ts)', () => {
+  async function started(machineId: string, fields: Record<string, unknown> = {}) {
+    const j = await seedJob(sql, tenantId, { process_id: processId, machine_id: machineId, ...fields });
+    const res = await startJob(sql, j.id, machineId, { holder: randomUUID(), leaseSeconds: 30 });
+    if (!('started' in res)) throw new Error(`not started: ${JSON.stringify(res)}`);
+    return res.started;
+  }
+  const acknowledged = async (id: string) => (await sql`select acknowledged_at from jobs where id = ${id}`)[0]!.acknowledged_at as Date | null;
+  /** the jobs-created effects recorded for a job: what enqueues it again */
+  const enqueued = async (id: string) => (await sql`
+    select j.value as ref from outbox o, jsonb_array_elements(o.payload->'jobs') j
+     where o.kind = 'jobs-created' and j.value->>'id' = ${id}`).map((r) => r.ref as { id: string; attempt?: number });
+
+  it('a start clears the acknowledgement; the robot\'s job.started or a heartbeat listing the run stamps it, fenced by attempt and machine', async () => {
+    const m = (await seedMachine(sql, tenantId)).row.id;
+    const other = (await seedMachine(sql, tenantId)).row.id;
+    const a = await started(m);
+    const b = await started(m);
+    expect(await acknowledged(a.id)).toBeNull();
+    expect(await acknowledgeRun(sql, a.id, a.attempt + 1, m)).toBeNull();
+    expect(await acknowledgeRun(sql, a.id, a.attempt, other)).toBeNull();
+    expect(await acknowledged(a.id)).toBeNull();
+    await sql`update jobs set stop_requested = true where id = ${a.id}`;
+    expect(await acknowledgeRun(sql, a.id, a.attempt, m)).toEqual({ stop_requested: true });
+    const first = await acknowledged(a.id);
+    expect(first).toBeInstanceOf(Date);
+    // acknowledged again (a repeat), it keeps its first stamp
+    expect(await acknowledgeRun(sql, a.id, a.attempt, m)).toEqual({ stop_requested: true });
+    expect(await acknowledged(a.id)).toEqual(first);
+    await renewJobLeases(sql, m, [{ id: b.id, attempt: b.attempt, alive: false }], 30);
+    expect(await acknowledged(b.id)).toBeInstanceOf(Date);
+  });
+
+  it('the sweep hands back an unacknowledged run whose lease lapsed or whose machine went offline, and fails an acknowledged one', async () => {
+    const { row: live } = await seedMachine(sql, tenantId, { name: `live-${randomUUID().slice(0, 8)}` });
+    const { row: gone } = await seedMachine(sql, tenantId, { name: `gone-${randomUUID().slice(0, 8)}` });
+    const neverHeard = await started(live.id, { priority: 2 });
+    const heard = await started(live.id);
+    const stopAsked = await started(live.id);
+    const onGone = await started(gone.id);
+    await acknowledgeRun(sql, heard.id, heard.attempt, live.id);
+    await sql`update jobs set stop_requested = true where id = ${stopAsked.id}`;
+    await sql`update jobs set lease_expires_at = now() - interval '1 second' where id in ${sql([neverHeard.id, heard.id, stopAsked.id])}`;
+    await sql`update machines set last_heartbeat_at = now(), status = 'online' where id = ${live.id}`;
+    await sql`update machines set last_heartbeat_at = now() - interval '1 hour', status = 'online' where id = ${gone.id}`;
+
+    const res = await sweepOfflineMachines(sql, 30);
+    expect(res.handedBack.map((j) => j.id).sort()).toEqual([neverHeard.id, onGone.id].sort());
+    expect(res.ended).toContainEqual({ id: heard.id, machine_id: live.id, status: 'failed' });
+    expect(res.ended).toContainEqual({ id: stopAsked.id, machine_id: live.id, status: 'stopped' });
+    const [back] = await sql`select status, attempt, started_at, timeout_at, lease_expires_at, lease_holder, finished_at, error_message from jobs where id = ${neverHeard.id}`;
+    expect(back).toEqual({
+      status: 'pending', attempt: neverHeard.attempt, started_at: null, timeout_at: null, lease_expires_at: null, lease_holder: null, finished_at: null, error_message: null,
+    });
+    // enqueued again under its attempt: the BullMQ id of its first delivery may still be kept as finished
+    expect(await enqueued(neverHeard.id)).toEqual([expect.objectContaining({ id: neverHeard.id, attempt: neverHeard.attempt, priority: 2, machine_id: live.id })]);
+    // handed out again, it is a new run
+    const again = await startJob(sql, neverHeard.id, live.id, { holder: randomUUID(), leaseSeconds: 30 });
+    expect('started' in again && again.started.attempt).toBe(neverHeard.attempt + 1);
+    // on its offline machine it waits like any pending job
+    expect((await job(onGone.id)).status).toBe('pending');
+  });
+
+  it('a fresh robot process fails what its predecessor acknowledged and hands back what it never did', async () => {
+    const m = (await seedMachine(sql, tenantId)).row.id;
+    const held = await started(m);
+    const lost = await started(m);
+    await acknowledgeRun(sql, held.id, held.attempt, m);
+    const res = await giveUpMachineJobs(sql, m);
+    expect(res.ended).toEqual([{ id: held.id, machine_id: m, status: 'failed' }]);
+    expect((await job(lost.id)).status).toBe('pending');
+    expect(await enqueued(lost.id)).toHaveLength(1);
+  });
+
+  it('a robot\'s bye marks its machine offline and hands back what reached it as it left; its acknowledged runs are left to their leases', async () => {
+    const { row: machine } = await seedMachine(sql, tenantId);
+    await sql`update machines set status = 'online', last_heartbeat_at = now() where id = ${machine.id}`;
+    const held = await started(machine.id);
+    const late = await started(machine.id);
+    await acknowledgeRun(sql, held.id, held.attempt, machine.id);
+    expect((await machineLeft(sql, machine.id)).map((j) => j.id)).toEqual([late.id]);
+    expect((await sql`select status from machines where id = ${machine.id}`)[0]!.status).toBe('offline');
+    expect((await job(late.id)).status).toBe('pending');
+    expect((await job(held.id)).status).toBe('running');
   });
 });

@@ -94,11 +94,13 @@ export async function seedJob(sql: Queryable, tenantId: string, fields: Row & { 
   const status = fields.status ?? 'pending';
   const started = status === 'pending' ? null : new Date();
   const finished = ['completed', 'failed', 'stopped', 'timed_out'].includes(status) ? new Date() : null;
+  // a run seeded as started is one its robot holds (acknowledged), unless the test says otherwise
+  const acknowledged = fields.acknowledged_at !== undefined ? fields.acknowledged_at : started;
   const [row] = await sql`
-    insert into jobs (tenant_id, process_id, machine_id, status, priority, input_data, attempt, started_at, finished_at, source)
+    insert into jobs (tenant_id, process_id, machine_id, status, priority, input_data, attempt, started_at, finished_at, source, acknowledged_at)
     values (${tenantId}, ${fields.process_id}, ${fields.machine_id}, ${status}, ${fields.priority ?? 3},
             ${fields.input_data ? sql.json(fields.input_data) : null}, ${fields.attempt ?? (status === 'pending' ? 0 : 1)},
-            ${fields.started_at ?? started}, ${fields.finished_at ?? finished}, ${fields.source ?? 'api'})
+            ${fields.started_at ?? started}, ${fields.finished_at ?? finished}, ${fields.source ?? 'api'}, ${acknowledged as Date | null})
     returning *`;
   return row!;
 }

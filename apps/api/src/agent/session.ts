@@ -3,7 +3,7 @@ import { Worker, type Job } from 'bullmq';
 import type { WebSocket } from 'ws';
 import {
   es, AGENT_CLOSE, AGENT_REQUESTS, AppError, ConflictError, NotFoundError, RateLimitError, SpanKind, ValidationError, createRedis, currentTraceCarrier,
-  jsonInputIssue, jsonTextMayHoldUnstorable, machineQueueName, retryOnConnectionLoss, skipDelivery, validate, withSpan, withTraceCarrier,
+  jsonInputIssue, jsonTextMayHoldUnstorable, machineQueueName, retryOnConnectionLoss, deliverLater, skipDelivery, validate, withSpan, withTraceCarrier,
   type AgentMachine, type AgentRequestOf, type AgentRequestType, type DbOutage, type Engine, type JobAbortMessage, type JobInputMessage, type Logger,
   type MachineJobPayload, type RedisTarget,
 } from '@svc/core';
@@ -156,6 +156,13 @@ export class MachineSession {
     switch (type) {
       case 'heartbeat':
         return this.heartbeat(msg as AgentRequestOf<'heartbeat'>);
+      case 'job.started': {
+        const m = msg as AgentRequestOf<'job.started'>;
+        this.holds(m.job_id, m.attempt);
+        const res = await this.db('acknowledging a run', () => machines.acknowledgeRun(m.job_id, m.attempt, this.machine.id));
+        if (!res) throw this.lost(m.job_id);
+        return { stop_requested: res.stop_requested };
+      }
       case 'job.progress': {
         const m = msg as AgentRequestOf<'job.progress'>;
         this.holds(m.job_id, m.attempt);
@@ -216,12 +223,14 @@ export class MachineSession {
       }
       case 'bye':
         // no job is handed out any more, and the machine is offline before the robot hears back
-        // (the last write: a load report still in flight would set it online again after it)
+        // (the last write: a load report still in flight would set it online again after it);
+        // what was handed out meanwhile and never acknowledged goes back (dispatch/hand-back.ts).
+        // A robot may leave before the answer: the goodbye is written even once its socket ended
         this.leaving = true;
-        await this.stopWorker();
+        void this.stopWorker();  // awaited by close()
         while (this.loadReport) await this.loadReport;
         await Promise.allSettled([...this.heartbeatWrites]);
-        await this.db('marking the machine offline', () => machines.goodbye(this.machine.id));
+        await retryOnConnectionLoss(() => machines.goodbye(this.machine.id), { context: 'marking the machine offline' });
         setImmediate(() => void this.close(AGENT_CLOSE.normal, 'bye'));
         return {};
     }
@@ -288,12 +297,15 @@ export class MachineSession {
   }
 
   private async startAndHand(job: Job<MachineJobPayload>, token: string | undefined): Promise<unknown> {
-    if (this.closed) throw new Error('connection closed');
+    // the robot is leaving or gone: the job waits in its queue for the machine's next connection
+    if (this.closed || this.leaving) return deliverLater(job, token, new Date());
     // this delivery's name: asked again after a lost answer, the start returns our own run
     const holder = randomUUID();
     const res = await this.db('starting a job', () => this.deps.engine.machines.startJob(job.data.job_id, this.machine.id, { holder, leaseSeconds: this.deps.leaseSeconds }));
     if ('skipped' in res) return skipDelivery(job, token, res);
     const run = res.started;
+    // started as the robot left: never sent, never acknowledged, so handed back (dispatch/hand-back.ts)
+    if (this.closed || this.leaving) return { handed_off: false };
     this.owned.set(run.id, { attempt: run.attempt, queueId: run.queue_id });
     const ended = new Promise<void>((resolve) => this.handOffs.set(run.id, resolve));
     const trace = currentTraceCarrier();
@@ -407,15 +419,21 @@ export class MachineSession {
     await this.stopWorker();
   }
 
-  private async stopWorker(): Promise<void> {
+  private workerStopped: Promise<void> = Promise.resolve();
+
+  /** Ends the worker's holds and closes it; resolves once it is closed (whoever asked first). */
+  private stopWorker(): Promise<void> {
     for (const end of this.handOffs.values()) end();
     this.handOffs.clear();
     const w = this.worker;
     this.worker = null;
     if (w) {
-      await w.close();
-      await w.disconnect();
+      this.workerStopped = (async () => {
+        await w.close();
+        await w.disconnect();
+      })().catch((err) => void this.log.warn('machine worker did not close cleanly', { err: (err as Error).message }));
     }
+    return this.workerStopped;
   }
 
   private send(message: unknown): void {

@@ -91,7 +91,7 @@ export function createBullDispatch(opts: BullDispatchOptions): BullDispatch {
             return {
               name: 'run',
               data,
-              opts: { jobId: bullJobId(j.id), priority: bullPriority(j.priority, !!j.sla_due_at), ...(delay > 0 ? { delay } : {}) },
+              opts: { jobId: bullJobId(j.id, j.attempt ?? 0), priority: bullPriority(j.priority, !!j.sla_due_at), ...(delay > 0 ? { delay } : {}) },
             };
           }),
         ),

@@ -27,7 +27,7 @@ export function machineIdOfQueue(name: string): string | null {
 /**
  * Deterministic BullMQ job id of a platform job (docs/architecture.md, invariant 1): a reconciler re-add
  * of a job that is still in Redis is a no-op. `attempt` is the job row's fencing counter when
- * it was enqueued (0 while pending). BullMQ accepts `:` in a custom id only with three parts.
+ * it was enqueued (0 for a new job; a job handed back is enqueued again after its start bumped it). BullMQ accepts `:` in a custom id only with three parts.
  */
 export function bullJobId(jobId: string, attempt = 0): string {
   return `job:${jobId}:${attempt}`;

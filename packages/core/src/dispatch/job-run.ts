@@ -67,6 +67,8 @@ export async function startJob(sql: Queryable, jobId: string, machineId: string,
            started_at = case when ${jobStatusInSql(sql, 'j.status', T.start.from)} then now() else j.started_at end,
            timeout_at = case when ${jobStatusInSql(sql, 'j.status', T.start.from)} then now() + make_interval(secs => p.timeout_seconds) else j.timeout_at end,
            lease_holder = ${holder}::uuid, lease_expires_at = now() + make_interval(secs => ${lease}::float8),
+           -- a new hand-off: not acknowledged by its robot yet (a repeat keeps what it had)
+           acknowledged_at = case when ${jobStatusInSql(sql, 'j.status', T.start.from)} then null else j.acknowledged_at end,
            updated_at = now()
       from processes p
      where j.id = ${jobId} and j.machine_id = ${machineId} and p.id = j.process_id
@@ -105,7 +107,8 @@ export interface LeaseRenewal {
 /**
  * The agent's heartbeat for its runs (a run waiting for a person's input included): extends the lease of every run that still shows signs of
  * life (by `leaseSeconds` from now, database clock) and answers, for every run this agent still
- * owns, whether a stop was requested. A run absent from the answer no longer owns its job.
+ * owns, whether a stop was requested. A run absent from the answer no longer owns its job. A run
+ * listed is one its robot holds: its hand-off is acknowledged (acknowledgeRun).
  */
 export async function renewJobLeases(
   sql: Queryable,
@@ -117,10 +120,24 @@ export async function renewJobLeases(
   return sql<Array<{ id: string; stop_requested: boolean; queue_id: string | null }>>`
     update jobs j
        set lease_expires_at = case when j.id = any(${runs.filter((r) => r.alive).map((r) => r.id)}::uuid[])
-                                   then now() + make_interval(secs => ${leaseSeconds}::float8) else j.lease_expires_at end
+                                   then now() + make_interval(secs => ${leaseSeconds}::float8) else j.lease_expires_at end,
+           acknowledged_at = coalesce(j.acknowledged_at, now())
       from unnest(${runs.map((r) => r.id)}::uuid[], ${runs.map((r) => r.attempt)}::int[]) as r(id, attempt)
      where j.id = r.id and j.attempt = r.attempt and ${jobStatusInSql(sql, 'j.status', RUN_STATUSES)} and j.machine_id = ${machineId}
     returning j.id, j.stop_requested, j.queue_id`;
+}
+
+/**
+ * The robot says it holds the run it was handed (`job.started`): from now on a lost run is failed
+ * like any other, where a hand-off never acknowledged goes back to pending (dispatch/hand-back.ts).
+ * Returns whether a stop was requested, or null when this run no longer owns the job.
+ */
+export async function acknowledgeRun(sql: Queryable, jobId: string, attempt: number, machineId: string): Promise<{ stop_requested: boolean } | null> {
+  const [row] = await sql<Array<{ stop_requested: boolean }>>`
+    update jobs set acknowledged_at = coalesce(acknowledged_at, now())
+     where id = ${jobId} and attempt = ${attempt} and machine_id = ${machineId} and ${jobStatusInSql(sql, 'status', RUN_STATUSES)}
+    returning stop_requested`;
+  return row ?? null;
 }
 
 export interface JobProgress {

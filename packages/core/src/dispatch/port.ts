@@ -10,6 +10,12 @@ export interface DispatchJobRef {
   priority: number;
   sla_due_at?: Date | null;
   not_before?: Date | null;
+  /**
+   * The job row's `attempt` when it is enqueued: 0 for a new job; a job handed back after a
+   * hand-off its robot never acknowledged (dispatch/hand-back.ts) is enqueued again under a new
+   * BullMQ id, since its earlier one may still be kept as finished.
+   */
+  attempt?: number;
   /** W3C trace context the job's run continues (tracing on only; docs/decisions/observability.md) */
   trace?: Record<string, string>;
 }

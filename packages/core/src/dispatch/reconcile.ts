@@ -45,7 +45,7 @@ export async function reconcilePendingJobs(sql: Sql, dispatch: BullDispatch, opt
   if (rows.length === 0) return { readded: 0, replaced: 0 };
 
   // machine queues hash to different cluster slots: existsMany groups what one node can answer
-  const exists = await existsMany(dispatch.connection, rows.map((r) => dispatch.machineQueue(r.machine_id).toKey(bullJobId(r.id, 0))));
+  const exists = await existsMany(dispatch.connection, rows.map((r) => dispatch.machineQueue(r.machine_id).toKey(bullJobId(r.id, r.attempt))));
 
   const missing = rows.filter((_, i) => !exists[i]);
   if (missing.length) await dispatch.jobsCreated(missing);
@@ -54,7 +54,7 @@ export async function reconcilePendingJobs(sql: Sql, dispatch: BullDispatch, opt
   const stuck = rows.filter((r, i) => exists[i] && r.machine_online && r.age_ms > stale && !(r.not_before && r.not_before.getTime() > Date.now())).slice(0, 200);
   for (const r of stuck) {
     const queue = dispatch.machineQueue(r.machine_id);
-    const id = bullJobId(r.id, 0);
+    const id = bullJobId(r.id, r.attempt);
     const state = await queue.getJobState(id);
     if (state === 'completed' || state === 'failed') {
       await queue.remove(id);

@@ -5,6 +5,8 @@ import { failOrphanedItems } from '../queue-items/transitions';
 import { markSilentMachinesOffline } from '../machines/heartbeat';
 import { recordAudit } from '../audit/audit';
 import { endJobs, type EndedJobs, type JobEndOptions } from './job-end';
+import { handBackUnacknowledged } from './hand-back';
+import type { DispatchJobRef } from './port';
 import { es, sqlFormat } from '../messages/es';
 
 /**
@@ -49,10 +51,21 @@ export function timeOutJobs(sql: Sql): Promise<EndedJobs> {
 }
 
 /**
+ * The agent heartbeated after the run's lease ran out: alive, but it let the run go (a job
+ * waiting for input keeps its lease renewed by its agent like a running one). Not within
+ * `offlineAfterSeconds` of a Postgres (re)start.
+ */
+function leaseLapsed(tx: Sql, offlineAfterSeconds: number) {
+  return tx`j.lease_expires_at < now() and m.last_heartbeat_at > j.lease_expires_at
+            and pg_postmaster_start_time() < now() - make_interval(secs => ${offlineAfterSeconds})`;
+}
+
+/**
  * Machines silent for `offlineAfterSeconds` become offline; then every job that cannot go on is
  * ended: the running jobs of offline machines, and running jobs whose lease lapsed although their
  * machine heartbeated since (the run died or hangs inside a live agent; see renewJobLeases; a
- * machine gone silent is the offline case, with its own message). A
+ * machine gone silent is the offline case, with its own message). A run its robot never
+ * acknowledged never ran: it goes back to pending first (handBackUnacknowledged). A
  * running job → `stopped` when its stop was requested, else `failed` with a clear message (the
  * process's retry policy follows, and its items the queue's); pending consumer jobs of offline
  * machines → `stopped` so other machines can take the queue. Other pending jobs wait.
@@ -60,8 +73,14 @@ export function timeOutJobs(sql: Sql): Promise<EndedJobs> {
  * Nothing is judged silent within `offlineAfterSeconds` of a Postgres (re)start: heartbeats and
  * renewals could not be written while it was down (docs/decisions/postgres-outages.md).
  */
-export async function sweepOfflineMachines(sql: Sql, offlineAfterSeconds: number): Promise<EndedJobs & { offline: Array<{ id: string; tenant_id: string; name: string }> }> {
+export async function sweepOfflineMachines(sql: Sql, offlineAfterSeconds: number): Promise<EndedJobs & {
+  offline: Array<{ id: string; tenant_id: string; name: string }>;
+  handedBack: DispatchJobRef[];
+}> {
   const offline = await markSilentMachinesOffline(sql, offlineAfterSeconds);
+  const handedBack = await sql.begin((tx) => handBackUnacknowledged(tx as unknown as Sql, {
+    lost: (tx as unknown as Sql)`(m.status = 'offline' or (${leaseLapsed(tx as unknown as Sql, offlineAfterSeconds)}))`,
+  })) as DispatchJobRef[];
   const ended = await endedBySweep(sql, 'lost', async (tx) => {
     const rows = await tx<Array<JobRow & { machine_name: string; lease_lapsed: boolean }>>`
       update jobs j
@@ -77,10 +96,7 @@ export async function sweepOfflineMachines(sql: Sql, offlineAfterSeconds: number
         from machines m
        where m.id = j.machine_id
          and ((m.status = 'offline' and (${jobStatusInSql(tx, 'j.status', T.fail.from)} or (${jobStatusInSql(tx, 'j.status', T.stopPending.from)} and j.source = 'queue')))
-              -- the agent heartbeated after the lease ran out: alive, but it let the run go
-              -- (a job waiting for input keeps its lease renewed by its agent like a running one)
-              or (${jobStatusInSql(tx, 'j.status', T.fail.from)} and j.lease_expires_at < now() and m.last_heartbeat_at > j.lease_expires_at
-                  and pg_postmaster_start_time() < now() - make_interval(secs => ${offlineAfterSeconds})))
+              or (${jobStatusInSql(tx, 'j.status', T.fail.from)} and ${leaseLapsed(tx, offlineAfterSeconds)}))
       returning j.*, m.name as machine_name, m.status <> 'offline' as lease_lapsed`;
     return {
       rows,
@@ -90,16 +106,18 @@ export async function sweepOfflineMachines(sql: Sql, offlineAfterSeconds: number
       },
     };
   });
-  return { ...ended, offline };
+  return { ...ended, offline, handedBack };
 }
 
 /**
  * A (re)starting agent owns no running job: whatever Postgres says runs on its machine was lost
- * with the previous agent process. Ends them like a lost machine.
+ * with the previous agent process. Ends them like a lost machine; those it never acknowledged
+ * never ran and go back to pending (handBackUnacknowledged).
  */
 export function giveUpMachineJobs(sql: Sql, machineId: string): Promise<EndedJobs> {
   // the agent asking is the one that would be told to stop: no abort
   return endedBySweep(sql, undefined, async (tx) => {
+    await handBackUnacknowledged(tx, { machineId });
     const rows = await tx<Array<JobRow & { machine_name: string }>>`
       update jobs j
          set status = case when j.stop_requested then ${jobStatusSql(tx, T.stop.to)} else ${jobStatusSql(tx, T.fail.to)} end,

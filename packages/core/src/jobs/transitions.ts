@@ -37,6 +37,11 @@ export const JOB_STATUS_TRANSITIONS = {
   start: { from: ['pending'], to: 'running' },
   /** Stopped before it ran: by a person (jobs/service.ts, stopJob: `stop_requested`), or a queue consumer of a machine gone offline (sweeps.ts). */
   stopPending: { from: ['pending'], to: 'stopped' },
+  /**
+   * A hand-off its robot never acknowledged goes back to be handed out again (dispatch/hand-back.ts):
+   * the run, its lease and its timeout cleared; `attempt` stays (the next start bumps it).
+   */
+  handBack: { from: ['running'], to: 'pending' },
   /** The engine gives up on a job it cannot place: `error_message`. */
   failPending: { from: ['pending'], to: 'failed' },
   /**

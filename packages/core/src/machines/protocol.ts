@@ -83,6 +83,9 @@ export const InputAsk = Type.Object({
   options: Type.Optional(Type.Unknown()),
 }, { additionalProperties: false });
 
+/** The robot holds a run it was handed (`job.start`): until then the run may go back to pending. */
+export const JobStarted = Type.Object({ ...Envelope('job.started'), ...Fenced }, { additionalProperties: false });
+
 export const InputRead = Type.Object({ ...Envelope('job.input.read'), ...Fenced }, { additionalProperties: false });
 
 /** An asset of the machine's workspace, read by one of its runs. */
@@ -94,7 +97,7 @@ export const AssetGet = Type.Object({
 }, { additionalProperties: false });
 
 export const REQUESTS = {
-  heartbeat: Heartbeat, 'job.progress': JobProgressMessage, 'job.finish': JobFinishMessage, bye: Bye,
+  heartbeat: Heartbeat, 'job.started': JobStarted, 'job.progress': JobProgressMessage, 'job.finish': JobFinishMessage, bye: Bye,
   'items.take': ItemsTake, 'items.release': ItemsRelease, 'jobs.waiting': JobsWaiting,
   'job.input.ask': InputAsk, 'job.input.read': InputRead, 'asset.get': AssetGet,
 } as const;

@@ -35,6 +35,7 @@ function asEffect(row: OutboxRow): Effect {
         priority: j.priority as number,
         sla_due_at: j.sla_due_at ? new Date(j.sla_due_at as string) : null,
         not_before: j.not_before ? new Date(j.not_before as string) : null,
+        ...(typeof j.attempt === 'number' ? { attempt: j.attempt } : {}),
       }),
     );
     return { kind: 'jobs-created', jobs };
