@@ -2,6 +2,7 @@
 // `connections` concurrent readers for `durationSec`, pages rotated like the load generator's.
 // Input: {databaseUrl, queueId, status?, pages: [..], limit, connections, durationSec}, or
 // {references: [..]} instead of pages: one reference's items (first page) and their count; or
+// {dataFilters: [..]} instead of pages: the items whose data contains one filter (first page) and their count; or
 // {stats: true}: the queue's row, its per-status counters and the statement of its stats (the
 // queries GET /settings/queues/{queue_id}/stats makes, without the access-token look-up).
 import { readFileSync } from 'node:fs';
@@ -38,6 +39,15 @@ async function one() {
       sql`select ${sql(cols)} from queue_items where queue_id = ${input.queueId} and reference = ${reference}
           order by created_at desc, id desc limit ${input.limit}`,
       sql`select count(*)::bigint as total from queue_items where queue_id = ${input.queueId} and reference = ${reference}`,
+    ]);
+    return;
+  }
+  if (input.dataFilters) {
+    const filter = input.dataFilters[p++ % input.dataFilters.length];
+    await Promise.all([
+      sql`select ${sql(cols)} from queue_items where queue_id = ${input.queueId} and data @> ${sql.json(filter)}
+          order by created_at desc, id desc limit ${input.limit}`,
+      sql`select count(*)::bigint as total from queue_items where queue_id = ${input.queueId} and data @> ${sql.json(filter)}`,
     ]);
     return;
   }

@@ -1,6 +1,7 @@
 // B5: GET …/items?page=…&limit=100, with and without `status`, on a queue of 1,000,000 items,
 // pages spread over the whole allowed range (1..500); and `?reference=` look-ups (ten items per
-// reference); p99, and meta.total checked exact. Then GET /settings/queues/{queue_id}/stats on the
+// reference); `?data=` searches by payload (`{"amount":N}`: a thousandth of the queue each); p99,
+// and meta.total checked exact. Then GET /settings/queues/{queue_id}/stats on the
 // same queue (a member's access tokens, Bearer), its counts checked exact. Last, the operators'
 // console: its JavaScript gzipped, and cold loads of the overview in Chromium until this queue's
 // card shows its exact count (bench/lib/console-paint.mjs).
@@ -8,6 +9,11 @@
 // in alternating rounds with the API.
 import { itemsWithReference, referenceCount, referenceOf, seedAccessTokens, seedApiKeys, seedItems, seedQueue, seedTenant } from '../lib/fixtures.mjs';
 import { consoleJsGzipBytes, measureOverview } from '../lib/console-paint.mjs';
+
+/** How many of items 1..total seedItems gave `amount` (g % 1000). */
+function itemsWithAmount(total, amount) {
+  return Math.floor(total / 1000) + (amount > 0 && amount <= total % 1000 ? 1 : 0);
+}
 import { platformCpuMeter, startPlatform } from '../lib/platform.mjs';
 import { alternate, checkLoad, load, raw, round, withScenario } from '../lib/scenario.mjs';
 
@@ -41,10 +47,13 @@ export async function b5(run) {
     const itemsPath = `/api/v1/queues/by-name/${queue.name}/items`;
     // references looked up in a fixed spread order, like the pages
     const refs = pages(referenceCount(total), 200).map((k) => k - 1);
+    const amounts = pages(1000, 200).map((k) => k - 1);
     const variants = [
       { name: 'without status', status: undefined, total },
       { name: 'status=new', status: 'new', total: byStatus.new },
       { name: 'reference=…', references: refs.map(referenceOf), total: itemsWithReference(total, refs[0]) },
+      // seedItems gives item g the amount g % 1000
+      { name: 'data={"amount":…}', dataFilters: amounts.map((amount) => ({ amount })), total: itemsWithAmount(total, amounts[0]) },
     ];
 
     const platform = s.track(await startPlatform(run, { databaseUrl: s.databaseUrl, redisPrefix: s.redisPrefix, parts: ['api', 'dispatcher'], profile: run.profile }));
@@ -56,15 +65,19 @@ export async function b5(run) {
       for (const v of variants) {
         const maxPage = Math.min(500, Math.ceil(v.total / LIMIT));
         const q = (page) => `${itemsPath}?page=${page}&limit=${LIMIT}${v.status ? `&status=${v.status}` : ''}`;
-        const paths = v.references ? v.references.map((r) => `${itemsPath}?reference=${encodeURIComponent(r)}&limit=${LIMIT}`) : pages(maxPage).map(q);
+        const paths = v.references ? v.references.map((r) => `${itemsPath}?reference=${encodeURIComponent(r)}&limit=${LIMIT}`)
+          : v.dataFilters ? v.dataFilters.map((d) => `${itemsPath}?data=${encodeURIComponent(JSON.stringify(d))}&limit=${LIMIT}`)
+            : pages(maxPage).map(q);
+        const firstPageOnly = v.references || v.dataFilters;
         // meta.total must be the exact count, not an estimate
-        const check = await fetch(`${platform.baseUrl}${v.references ? paths[0] : q(maxPage)}`, { headers: { 'x-api-key': keys[0] } }).then((r) => r.json());
-        const totalExact = check.meta?.total === v.total && check.data?.length === Math.min(LIMIT, v.total - (maxPage - 1) * LIMIT);
-        const tag = `${v.references ? 'ref' : v.status ?? 'all'}-c${connections}`;
+        const check = await fetch(`${platform.baseUrl}${firstPageOnly ? paths[0] : q(maxPage)}`, { headers: { 'x-api-key': keys[0] } }).then((r) => r.json());
+        const totalExact = check.meta?.total === v.total && check.data?.length === (firstPageOnly ? Math.min(LIMIT, v.total) : Math.min(LIMIT, v.total - (maxPage - 1) * LIMIT));
+        const tag = `${v.references ? 'ref' : v.dataFilters ? 'data' : v.status ?? 'all'}-c${connections}`;
         const res = await alternate(rounds, {
           baseline: {
             run: (i) => raw(run, `b5-raw-list-${tag}-${i}`, 'pg-list.mjs', {
-              databaseUrl: s.databaseUrl, queueId: queue.id, status: v.status, pages: pages(maxPage), references: v.references, limit: LIMIT, connections, durationSec,
+              databaseUrl: s.databaseUrl, queueId: queue.id, status: v.status, pages: pages(maxPage), references: v.references, dataFilters: v.dataFilters,
+              limit: LIMIT, connections, durationSec,
             }),
           },
           platform: {

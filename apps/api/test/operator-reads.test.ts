@@ -165,6 +165,29 @@ describe('operator reads', () => {
       expect(none.body).toEqual({ success: true, data: [], meta: { page: 1, limit: 20, total: 0, pages: 0 } });
     });
 
+    it('filters by input_data (JSON containment), with the other filters and paging; bad filters answer 422', async () => {
+      const odd = (j: Record<string, any>) => (j.input_data as { i: number }).i % 2 === 1;
+      await t.sql`update jobs set input_data = input_data || jsonb_build_object('odd', (input_data->>'i')::int % 2 = 1, 'tags', jsonb_build_array('x', input_data->>'i'))
+                   where tenant_id = ${w.tenant.id}`;
+      // the other workspace's job carries the same input
+      await seedJob(t.sql, b.tenant.id, { process_id: b.process.id, machine_id: b.machine.id, status: 'completed', input_data: { i: 1, odd: true } });
+      const res = await list({ input_data: JSON.stringify({ odd: true }) });
+      expect(ids(res)).toEqual(newestFirst(odd));
+      expect(res.body.meta.total).toBe(2);
+      expect(ids(await list({ input_data: JSON.stringify({ i: 3, odd: true }) }))).toEqual([jobs[3]!.id]);
+      expect(ids(await list({ input_data: JSON.stringify({ tags: ['2'] }) }))).toEqual([jobs[2]!.id]);
+      expect(ids(await list({ input_data: JSON.stringify({ odd: false }), machine_id: w.machine.id }))).toEqual([jobs[4]!.id, jobs[0]!.id]);
+      const paged = await list({ input_data: JSON.stringify({ tags: ['x'] }), status: 'completed', limit: 1, page: 2 });
+      expect([ids(paged), paged.body.meta]).toEqual([[jobs[0]!.id], { page: 2, limit: 1, total: 2, pages: 2 }]);
+      const settings = await t.http.get('/api/v1/settings/jobs').query({ input_data: JSON.stringify({ odd: true }) })
+        .set(bearer((await seedUser(t.sql, w.tenant.id, { role: 'member' })).token));
+      expect(ids(settings)).toEqual(newestFirst(odd));
+      for (const bad of ['{"odd":tru', '[true]', '{"a":"\\u0000"}', '{"__proto__":{}}', JSON.stringify({ s: 'x'.repeat(2100) })]) {
+        const r = await list({ input_data: bad });
+        expect([bad, r.status, r.body.error?.details?.[0]?.field]).toEqual([bad, 422, expect.stringMatching(/^query → input_data/)]);
+      }
+    });
+
     it('pages without gaps or repeats', async () => {
       const seen: string[] = [];
       for (const page of [1, 2, 3]) {

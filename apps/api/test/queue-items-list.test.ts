@@ -1,4 +1,4 @@
-import { seedApiKey, seedQueue } from '@svc/testing';
+import { seedApiKey, seedQueue, seedUser } from '@svc/testing';
 import { createSql } from '@svc/core';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import {
@@ -218,6 +218,105 @@ describe('GET /api/v1/queues/by-name/:name/items', () => {
         expect((await list(key, { status, page: 500, limit: 100 })).status).toBe(200);
       }
       expect((await list(key, { page: 1, limit: 1 })).status).toBe(200);
+    });
+  });
+
+  describe('search by payload (?data=, JSON containment)', () => {
+    let q: { id: string; name: string };
+    const byRef = new Map<string, string>();
+    beforeAll(async () => {
+      q = await freshQueue();
+      const key = await w.key(['queues:write']);
+      const items: Array<[string, Record<string, unknown>]> = [
+        ['a1', { customer: 'ACME', amount: 5, tags: ['urgent', 'eu'], address: { city: 'Madrid', zip: '28001' } }],
+        ['a2', { customer: 'ACME', amount: 7, tags: ['eu'] }],
+        ['a3', { customer: 'ACME', amount: 5, tags: [] }],
+        ['o1', { customer: 'Otra', amount: 5, address: { city: 'Madrid' } }],
+        ['o2', { customer: 'acme', amount: 5 }],
+      ];
+      for (const [reference, data] of items) {
+        const res = await t.http.post(itemsPath(q.name)).set('X-API-Key', key).send({ data, reference });
+        expect(res.status).toBe(200);
+        byRef.set(res.body.data.id, reference);
+      }
+      // the same data in another queue of the workspace is not this queue's
+      const other = await freshQueue();
+      expect((await t.http.post(itemsPath(other.name)).set('X-API-Key', key).send({ data: { customer: 'ACME', amount: 5 } })).status).toBe(200);
+    });
+    const refsOf = (res: { body: { data: Array<{ id: string }> } }) => res.body.data.map((i) => byRef.get(i.id));
+    const search = async (data: unknown, extra: Record<string, string | number> = {}) =>
+      list(await w.key(['queues:read']), { data: typeof data === 'string' ? data : JSON.stringify(data), ...extra }, q.name);
+
+    it('keeps the items whose data contains the object, newest first, with the exact total', async () => {
+      const res = await search({ customer: 'ACME' });
+      expect(res.status).toBe(200);
+      expect(refsOf(res)).toEqual(['a3', 'a2', 'a1']);
+      expect(res.body.meta).toEqual({ page: 1, limit: 20, total: 3, pages: 1 });
+      // values compare exactly (case and type)
+      expect(refsOf(await search({ customer: 'ACME', amount: 5 }))).toEqual(['a3', 'a1']);
+      expect((await search({ amount: '5' })).body.meta.total).toBe(0);
+      // nested objects and arrays by containment
+      expect(refsOf(await search({ address: { city: 'Madrid' } }))).toEqual(['o1', 'a1']);
+      expect(refsOf(await search({ tags: ['eu'] }))).toEqual(['a2', 'a1']);
+      expect(refsOf(await search({ tags: ['eu', 'urgent'] }))).toEqual(['a1']);
+      expect((await search({ customer: 'Nadie' })).body).toMatchObject({ data: [], meta: { total: 0, pages: 0 } });
+      // {} holds for every item
+      expect((await search({})).body.meta.total).toBe(5);
+    });
+
+    it('combines with status, reference and paging', async () => {
+      const page2 = await search({ customer: 'ACME' }, { limit: 1, page: 2 });
+      expect(refsOf(page2)).toEqual(['a2']);
+      expect(page2.body.meta).toEqual({ page: 2, limit: 1, total: 3, pages: 3 });
+      expect((await search({ customer: 'ACME' }, { reference: 'a1' })).body.meta.total).toBe(1);
+      expect((await search({ customer: 'Otra' }, { reference: 'a1' })).body.meta.total).toBe(0);
+      await t.sql`update queue_items set status = 'failed' where queue_id = ${q.id} and reference = 'a2'`;
+      const failed = await search({ customer: 'ACME' }, { status: 'failed' });
+      expect([refsOf(failed), failed.body.meta.total]).toEqual([['a2'], 1]);
+      expect((await search({ customer: 'ACME' }, { status: 'new' })).body.meta.total).toBe(2);
+    });
+
+    it('is the same filter on the console\'s twin (settings, Bearer)', async () => {
+      const res = await t.http.get(`/api/v1/settings/queues/${q.id}/items`).query({ data: JSON.stringify({ customer: 'ACME', amount: 5 }) })
+        .set('Authorization', `Bearer ${(await seedUser(t.sql, w.tenantId, { role: 'member' })).token}`);
+      expect(res.status).toBe(200);
+      expect(refsOf(res)).toEqual(['a3', 'a1']);
+      expect(res.body.meta.total).toBe(2);
+      const bad = await t.http.get(`/api/v1/settings/queues/${q.id}/items`).query({ data: '[1]' })
+        .set('Authorization', `Bearer ${(await seedUser(t.sql, w.tenantId, { role: 'member' })).token}`);
+      expect([bad.status, bad.body.error.details[0].field]).toEqual([422, 'query → data']);
+    });
+
+    let deep = '1';
+    for (let i = 0; i < 100; i++) deep = `{"a":${deep}}`;
+    const hostile: Array<[string, string]> = [
+      ['text that is not JSON', '{customer: ACME}'],
+      ['JSON cut short', '{"customer":'],
+      ['an array', '["ACME"]'],
+      ['a string', '"ACME"'],
+      ['a number', '42'],
+      ['null', 'null'],
+      ['U+0000 escaped in a value', '{"customer":"AC\\u0000ME"}'],
+      ['U+0000 escaped in a key', '{"cus\\u0000tomer":"ACME"}'],
+      ['a lone surrogate', '{"customer":"\\ud800"}'],
+      ['nesting past the bound', deep],
+      ['a __proto__ key', '{"__proto__":{"admin":true}}'],
+      ['too long', JSON.stringify({ customer: 'x'.repeat(2100) })],
+      ['empty', ''],
+    ];
+    it.each(hostile)('answers %s with 422 on query → data', async (_label, data) => {
+      const res = await search(data);
+      expect(res.status).toBe(422);
+      expect(res.body).toMatchObject({ success: false, error: { code: 'VALIDATION_ERROR' } });
+      expect(res.body.error.details.map((d: { field: string }) => d.field)).toEqual([expect.stringMatching(/^query → data/)]);
+    });
+
+    it('answers a raw NUL byte and a repeated data parameter with 422', async () => {
+      const key = await w.key(['queues:read']);
+      const nul = await t.http.get(`${itemsPath(q.name)}?data=%7B%22a%22%3A%22%00%22%7D`).set('X-API-Key', key);
+      expect(nul.status).toBe(422);
+      const twice = await t.http.get(`${itemsPath(q.name)}?data=%7B%7D&data=%7B%7D`).set('X-API-Key', key);
+      expect(twice.status).toBe(422);
     });
   });
 

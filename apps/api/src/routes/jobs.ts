@@ -60,7 +60,7 @@ export function jobRoutes(rc: RouteContext): AppRouter {
       summary: 'List jobs, newest first',
       description:
         'The workspace\'s jobs ordered by created_at desc, id desc, paged like /processes/list (meta.total exact). ' +
-        'Filters combine: status, process_id, machine_id; an id the workspace does not have (another workspace\'s ' +
+        'Filters combine: status, process_id, machine_id, input_data (a JSON object the job\'s input_data contains); an id the workspace does not have (another workspace\'s ' +
         'included) → 422 naming the filter. Each element is the whole JobResponse, as GET /jobs/{job_id} answers it.',
       auth: { kind: 'api_key', scope: 'jobs:read' },
       query: JobListQuery,

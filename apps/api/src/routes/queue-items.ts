@@ -92,8 +92,8 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
       path: '/queues/by-name/:name/items',
       summary: 'List the items of a queue, newest first',
       description:
-        'Ordered by created_at desc, id desc; optional status filter; meta.total is exact and read from per-status ' +
-        'counters (constant time on any queue size).',
+        'Ordered by created_at desc, id desc; optional filters status, reference (exact) and data (a JSON object the ' +
+        'item\'s data contains, served by an index); meta.total is exact (read from per-status counters without data or reference).',
       auth: { kind: 'api_key', scope: 'queues:read' },
       params: QueueNameParams,
       query: QueueItemListQuery,

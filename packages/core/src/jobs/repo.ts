@@ -62,6 +62,8 @@ export interface JobFilter {
   status?: string;
   process_id?: string;
   machine_id?: string;
+  /** the object the jobs' input_data must contain (`@>`, jobs_input_data_idx) */
+  input_data?: Record<string, unknown>;
 }
 
 /**
@@ -83,7 +85,7 @@ export async function listJobsWithNames(sql: Queryable, tenantId: string, filter
     order by page.created_at desc, page.id desc`;
 }
 
-/** The exact number of a tenant's jobs that pass the filter (an index-only count). */
+/** The exact number of a tenant's jobs that pass the filter (an index-only count, or a count of what the input_data index finds). */
 export async function countJobs(sql: Queryable, tenantId: string, filter: JobFilter): Promise<number> {
   const [row] = await sql<{ total: number }[]>`
     select count(*)::bigint as total from jobs where tenant_id = ${tenantId} ${jobFilterSql(sql, filter)}`;
@@ -93,7 +95,8 @@ export async function countJobs(sql: Queryable, tenantId: string, filter: JobFil
 function jobFilterSql(sql: Queryable, f: JobFilter) {
   return sql`${f.status !== undefined ? sql`and status = ${f.status}` : sql``}
     ${f.process_id !== undefined ? sql`and process_id = ${f.process_id}` : sql``}
-    ${f.machine_id !== undefined ? sql`and machine_id = ${f.machine_id}` : sql``}`;
+    ${f.machine_id !== undefined ? sql`and machine_id = ${f.machine_id}` : sql``}
+    ${f.input_data !== undefined ? sql`and input_data @> ${sql.json(f.input_data as never)}` : sql``}`;
 }
 
 /** Which of a process id and a machine id name a process / machine of the tenant (active or not). */

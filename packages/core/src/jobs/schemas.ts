@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { DateTime, Nullable, PageQuery, Uuid } from '../validation/formats';
+import { ContainmentFilterQuery } from '../validation/containment-filter';
 import { JOB_STATUSES, type JobStatus } from './transitions';
 import { LOGS_FIELD_DESCRIPTION } from './logs';
 
@@ -46,6 +47,7 @@ export const JobListQuery = Type.Object(
     status: Type.Optional(JobStatusName),
     process_id: Type.Optional(Uuid({ description: 'Only jobs of this process of the workspace (an id it does not have → 422)' })),
     machine_id: Type.Optional(Uuid({ description: 'Only jobs of this machine of the workspace (an id it does not have → 422)' })),
+    input_data: ContainmentFilterQuery('input_data'),
   },
   { additionalProperties: false },
 );

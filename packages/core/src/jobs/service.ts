@@ -10,6 +10,7 @@ import { checkInputAgainstSchema } from './input-schema';
 import { countJobs, findJobWithNames, insertJob, listJobsWithNames, loadTriggerContext, tenantHasProcessAndMachine, type JobWithNames } from './repo';
 import type { JobListQuery } from './schemas';
 import { pageMeta, type PageMeta } from '../validation/formats';
+import { parseContainmentFilter } from '../validation/containment-filter';
 import { isFinalJobStatus, requestRunningJobStop, transitionJob } from './transitions';
 import { endJobs } from '../dispatch/job-end';
 import { es } from '../messages/es';
@@ -164,7 +165,9 @@ export async function getJob(sql: Sql, tenantId: string, id: string): Promise<Jo
 export async function listJobs(sql: Sql, tenantId: string, query: JobListQuery): Promise<{ rows: JobWithNames[]; meta: PageMeta }> {
   const page = query.page ?? 1;
   const limit = query.limit ?? 20;
-  const filter = { status: query.status, process_id: query.process_id, machine_id: query.machine_id };
+  const filter = {
+    status: query.status, process_id: query.process_id, machine_id: query.machine_id, input_data: parseContainmentFilter(query.input_data, 'input_data'),
+  };
   if (filter.process_id !== undefined || filter.machine_id !== undefined) {
     const known = await tenantHasProcessAndMachine(sql, tenantId, filter.process_id ?? null, filter.machine_id ?? null);
     if (filter.process_id !== undefined && !known.process) {

@@ -232,6 +232,7 @@ export const es = {
   /** Field messages of the JSON input checks and of user-supplied JSON Schemas. */
   validation: {
     invalidValue: 'valor inválido',
+    containmentFilter: 'debe ser un objeto JSON codificado en la URL, por ejemplo {"cliente":"ACME"}',
     jsonTooDeep: 'el JSON está demasiado anidado',
     nulCharacter: 'no puede contener el carácter nulo (U+0000)',
     loneSurrogate: 'no puede contener un carácter sustituto UTF-16 sin pareja (U+D800 a U+DFFF)',

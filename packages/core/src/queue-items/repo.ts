@@ -121,11 +121,9 @@ export async function insertQueueItemsBulk(sql: Queryable, queue: QueueRef, payl
 export async function listQueueItems(
   sql: Queryable,
   queue: QueueRef,
-  opts: { status?: QueueItemStatus; reference?: string; limit: number; offset: number },
+  opts: QueueItemFilter & { limit: number; offset: number },
 ): Promise<QueueItemRow[]> {
-  const ids = sql`select id, created_at from queue_items where queue_id = ${queue.id}
-        ${opts.reference !== undefined ? sql`and reference = ${opts.reference}` : sql``}
-        ${opts.status ? sql`and status = ${opts.status}` : sql``}
+  const ids = sql`select id, created_at from queue_items where queue_id = ${queue.id} ${itemFilterSql(sql, opts)}
         order by created_at desc, id desc limit ${opts.limit} offset ${opts.offset}`;
   return sql<QueueItemRow[]>`
     with page as (${ids})
@@ -133,6 +131,30 @@ export async function listQueueItems(
     from page join queue_items qi on qi.id = page.id
     where qi.tenant_id = ${queue.tenant_id}
     order by page.created_at desc, page.id desc`;
+}
+
+export interface QueueItemFilter {
+  status?: QueueItemStatus;
+  reference?: string;
+  /** the object the items' data must contain (`@>`, queue_items_data_idx) */
+  data?: Record<string, unknown>;
+}
+
+function itemFilterSql(sql: Queryable, f: QueueItemFilter) {
+  return sql`${f.reference !== undefined ? sql`and reference = ${f.reference}` : sql``}
+    ${f.status ? sql`and status = ${f.status}` : sql``}
+    ${f.data !== undefined ? sql`and data @> ${sql.json(f.data as never)}` : sql``}`;
+}
+
+/**
+ * Exact number of a queue's items that pass a filter on their data (and status, reference): a
+ * count over the rows the containment index finds, as many as match — a search by payload
+ * names a customer's or an invoice's items, not a queue's worth (docs/decisions/payload-search.md).
+ */
+export async function countQueueItemsMatching(sql: Queryable, queueId: string, filter: QueueItemFilter): Promise<number> {
+  const [row] = await sql<{ total: number }[]>`
+    select count(*)::bigint as total from queue_items where queue_id = ${queueId} ${itemFilterSql(sql, filter)}`;
+  return row!.total;
 }
 
 /**

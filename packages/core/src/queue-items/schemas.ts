@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { DateTime, Nullable, PageQuery, Uuid } from '../validation/formats';
+import { ContainmentFilterQuery } from '../validation/containment-filter';
 import { QUEUE_ITEM_STATUSES, type QueueItemStatus } from './statuses';
 
 /**
@@ -57,6 +58,7 @@ export const QueueItemListQuery = Type.Object(
     reference: Type.Optional(
       Type.String({ minLength: 1, maxLength: REFERENCE_MAX_LENGTH, description: 'Only items with exactly this reference (case-sensitive)' }),
     ),
+    data: ContainmentFilterQuery('data'),
   },
   { additionalProperties: false },
 );

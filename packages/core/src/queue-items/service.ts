@@ -4,12 +4,13 @@ import type { Logger } from '../logger';
 import { NotFoundError, ValidationError } from '../errors';
 import { pageMeta, type PageMeta } from '../validation/formats';
 import {
-  countQueueItems, countQueueItemsWithReference, insertQueueItem, insertQueueItemsBulk, listQueueItems,
+  countQueueItems, countQueueItemsMatching, countQueueItemsWithReference, insertQueueItem, insertQueueItemsBulk, listQueueItems,
   type QueueItemRow, type QueueRef,
 } from './repo';
 import type { AddQueueItemInput, AddQueueItemsBulkInput, QueueItemListQuery } from './schemas';
 import { findQueueByNameBatched, insertQueueItemBatched, insertQueueItemByNameBatched } from './batched';
 import { es } from '../messages/es';
+import { parseContainmentFilter } from '../validation/containment-filter';
 
 type Tx = postgres.TransactionSql<Record<string, unknown>>;
 
@@ -145,10 +146,11 @@ export async function addItemsBulk(
 export async function listItems(sql: Sql, queue: QueueRef, query: QueueItemListQuery): Promise<{ rows: QueueItemRow[]; meta: PageMeta }> {
   const page = query.page ?? 1;
   const limit = query.limit ?? 20;
-  const filter = { status: query.status, reference: query.reference };
+  const filter = { status: query.status, reference: query.reference, data: parseContainmentFilter(query.data, 'data') };
   const [rows, total] = await Promise.all([
     listQueueItems(sql, queue, { ...filter, limit, offset: (page - 1) * limit }),
-    query.reference === undefined ? countQueueItems(sql, queue.id, query.status) : countQueueItemsWithReference(sql, queue.id, query.reference, query.status),
+    filter.data !== undefined ? countQueueItemsMatching(sql, queue.id, filter)
+      : query.reference === undefined ? countQueueItems(sql, queue.id, query.status) : countQueueItemsWithReference(sql, queue.id, query.reference, query.status),
   ]);
   return { rows, meta: pageMeta(page, limit, total) };
 }

@@ -22,7 +22,7 @@ export function workSettingsRoutes(rc: RouteContext): AppRouter {
     summary: 'List the items of a queue, newest first',
     description:
       'As GET /queues/by-name/{name}/items, for a queue of the workspace by id (active or not): ordered by created_at ' +
-      'desc, id desc; filters status and reference (exact); meta.total exact. Any member of the workspace.',
+      'desc, id desc; filters status, reference (exact) and data (a JSON object the item\'s data contains); meta.total exact. Any member of the workspace.',
     tags: ['settings: queue items'],
     auth: MEMBER,
     params: QueuePathParams,
@@ -59,7 +59,7 @@ export function workSettingsRoutes(rc: RouteContext): AppRouter {
     method: 'get',
     path: '/settings/jobs',
     summary: 'List jobs, newest first',
-    description: 'As GET /jobs/list: filters status, process_id, machine_id (an id the workspace does not have → 422). Any member of the workspace.',
+    description: 'As GET /jobs/list: filters status, process_id, machine_id (an id the workspace does not have → 422), input_data (JSON containment). Any member of the workspace.',
     tags: ['settings: jobs'],
     auth: MEMBER,
     query: JobListQuery,
