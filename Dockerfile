@@ -4,6 +4,8 @@ WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.base.json ./
 COPY packages/core/package.json packages/core/
 COPY packages/cli/package.json packages/cli/
+COPY packages/agent/package.json packages/agent/
+COPY packages/client/package.json packages/client/
 COPY packages/testing/package.json packages/testing/
 COPY apps/api/package.json apps/api/
 COPY apps/dispatcher/package.json apps/dispatcher/

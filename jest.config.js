@@ -32,6 +32,7 @@ module.exports = {
     '^@svc/testing/api$': '<rootDir>/packages/testing/src/api.ts',
     '^@svc/api$': '<rootDir>/apps/api/src/index.ts',
     '^@svc/agent$': '<rootDir>/packages/agent/src/index.ts',
+    '^@svc/client$': '<rootDir>/packages/client/src/index.ts',
   },
   globalSetup: '<rootDir>/test/global-setup.ts',
   globalTeardown: '<rootDir>/test/global-teardown.ts',

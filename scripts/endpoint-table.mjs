@@ -3,11 +3,11 @@
 //   node scripts/endpoint-table.mjs --check   exit 1 when docs/endpoints.md is stale
 //   node scripts/endpoint-table.mjs --stdout  print the table instead of writing it
 // The app is built in-process but never listens and never queries: no Postgres or Redis needed.
-import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { ensureInstalledAndBuilt, ROOT, SetupError } from './services.mjs';
+import { openApiDocument } from './openapi-document.mjs';
 
 const args = new Set(process.argv.slice(2));
 const target = path.join(ROOT, 'docs', 'endpoints.md');
@@ -20,26 +20,12 @@ try {
 }
 
 const require = createRequire(import.meta.url);
-const { parseConfig, createRedis } = require('@svc/core');
-const { createApp, buildDeps } = require(path.join(ROOT, 'apps/api/dist/index.js'));
-const { openApiDocumentFor, apiRouterOf } = require(path.join(ROOT, 'apps/api/dist/openapi/routes.js'));
 const { renderEndpointsMarkdown, renderEndpointTable, spliceReadmeTable } = require(path.join(ROOT, 'apps/api/dist/openapi/endpoint-table.js'));
 
-const config = parseConfig({
-  ...process.env,
-  // only to satisfy config parsing: nothing is encrypted here (a random key, not a fixed one, which
-  // config parsing would refuse under NODE_ENV=production)
-  ASSET_ENCRYPTION_KEY: process.env.ASSET_ENCRYPTION_KEY || randomBytes(32).toString('base64'),
-});
-const redis = createRedis(config.redis, { lazyConnect: true });
-const deps = buildDeps(config, { redis });
-const app = createApp(deps);
-const doc = openApiDocumentFor(apiRouterOf(app));
+const doc = await openApiDocument();
 const markdown = renderEndpointsMarkdown(doc);
 const readmePath = path.join(ROOT, 'README.md');
 const readme = spliceReadmeTable(readFileSync(readmePath, 'utf8'), renderEndpointTable(doc));
-await deps.sql.end({ timeout: 1 });
-redis.disconnect();
 
 if (args.has('--stdout')) {
   process.stdout.write(markdown);

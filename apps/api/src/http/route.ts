@@ -30,6 +30,11 @@ export interface RouteSpec<P extends TObject | undefined = TObject | undefined, 
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** Koa path under /api/v1, e.g. `/queues/by-name/:name/items`. */
   path: string;
+  /**
+   * The operation's name in the OpenAPI document and the typed client (`listQueueItems`): stable,
+   * camelCase, unique. A console twin of a public operation says so (`listWorkspaceJobs`).
+   */
+  operationId: string;
   summary: string;
   description?: string;
   tags: string[];

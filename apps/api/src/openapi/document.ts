@@ -67,6 +67,7 @@ export function routeErrorStatuses(spec: RouteSpec): number[] {
   return [...s].sort((a, b) => a - b);
 }
 
+/** The name of a route mounted without a declaration (flagged as undeclared): from its method and path. */
 function operationId(method: string, path: string): string {
   const words = path
     .replace(/^\//, '')
@@ -197,7 +198,7 @@ function operation(reg: SchemaRegistry, route: DescribedRoute): JsonSchema {
   for (const status of routeErrorStatuses(spec)) responses[String(status)] = errorResponse(status);
 
   const op: JsonSchema = {
-    operationId: operationId(method, route.path),
+    operationId: spec.operationId,
     summary: spec.summary,
     description: [spec.description, `**Auth:** ${authSentence(spec)}.`, `**Rate limit:** ${rateLimitSentence(spec)}.`]
       .filter(Boolean)

@@ -38,6 +38,7 @@ export function openApiRoutes(rc: RouteContext): AppRouter {
     {
       method: 'get',
       path: '/openapi.json',
+      operationId: 'getOpenApiDocument',
       summary: 'OpenAPI 3.1 document of this API',
       description: 'Generated from the route declarations and the schemas that validate requests. Served as is (not wrapped).',
       tags: ['meta'],

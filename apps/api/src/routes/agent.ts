@@ -12,6 +12,7 @@ export function agentRoutes(rc: RouteContext): AppRouter {
   addRoute(router, rc, {
     method: 'get',
     path: '/agent/connect',
+    operationId: 'connectMachine',
     summary: 'Connect a robot (WebSocket)',
     description:
       'A robot opens one WebSocket here with `Authorization: Bearer <machine key>` (`svc_mk_…`) and speaks the machine ' +

@@ -28,6 +28,7 @@ export function apiKeyRoutes(rc: RouteContext): AppRouter {
     {
       method: 'get',
       path: '/settings/api-keys/available-scopes',
+      operationId: 'listApiKeyScopes',
       summary: 'The catalogue of scopes a key may carry',
       description: 'Each scope with its description and group.',
       response: Type.Array(AvailableScopeResponse),
@@ -39,6 +40,7 @@ export function apiKeyRoutes(rc: RouteContext): AppRouter {
     {
       method: 'post',
       path: '/settings/api-keys',
+      operationId: 'createApiKey',
       summary: 'Create an API key',
       description:
         'Returns the record with the full secret in `key`, shown this once (only its SHA-256 is stored). ' +
@@ -58,6 +60,7 @@ export function apiKeyRoutes(rc: RouteContext): AppRouter {
     {
       method: 'get',
       path: '/settings/api-keys',
+      operationId: 'listWorkspaceApiKeys',
       summary: 'List the API keys of the workspace',
       description: 'Newest first, revoked keys included (`is_active` false). Never returns a secret.',
       query: ApiKeyListQuery,
@@ -75,6 +78,7 @@ export function apiKeyRoutes(rc: RouteContext): AppRouter {
     {
       method: 'post',
       path: '/settings/api-keys/:key_id/rotate',
+      operationId: 'rotateApiKey',
       summary: 'Issue a new secret for a key',
       description:
         'Same record (id, name, scopes, IPs, environments, expiry); the old value stops working at once on every ' +
@@ -92,6 +96,7 @@ export function apiKeyRoutes(rc: RouteContext): AppRouter {
     {
       method: 'delete',
       path: '/settings/api-keys/:key_id',
+      operationId: 'revokeApiKey',
       summary: 'Revoke a key permanently',
       description:
         'Sets `is_active` false; the key stops working at once on every API process. Returns the record. ' +

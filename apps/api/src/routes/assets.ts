@@ -43,6 +43,7 @@ export function assetRoutes(rc: RouteContext): AppRouter {
     {
       method: 'get',
       path: '/assets/by-name/:name',
+      operationId: 'readAsset',
       summary: 'Read an asset value by name',
       description:
         'The value of an active asset for one environment (query `environment`; see its default). A key limited to ' +

@@ -21,6 +21,7 @@ export function authRoutes(rc: RouteContext): AppRouter {
     {
       method: 'post',
       path: '/auth/login',
+      operationId: 'logIn',
       summary: 'Log in with email and password',
       description:
         'Returns an access token for `Authorization: Bearer`. Unknown email, wrong password and ' +
@@ -50,6 +51,7 @@ export function authRoutes(rc: RouteContext): AppRouter {
     {
       method: 'post',
       path: '/auth/logout',
+      operationId: 'logOut',
       summary: 'Revoke the access token of this request',
       tags: ['auth'],
       auth: { kind: 'user', admin: false },
@@ -67,6 +69,7 @@ export function authRoutes(rc: RouteContext): AppRouter {
     {
       method: 'get',
       path: '/auth/me',
+      operationId: 'getSession',
       summary: 'The user and access token of this request',
       tags: ['auth'],
       auth: { kind: 'user', admin: false },

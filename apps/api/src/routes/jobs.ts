@@ -28,6 +28,7 @@ export function jobRoutes(rc: RouteContext): AppRouter {
     {
       method: 'post',
       path: '/jobs/trigger',
+      operationId: 'triggerJob',
       summary: 'Trigger a job of a process',
       description:
         'Creates a pending job. Checks after the key: plan feature `api_keys` (403), monthly execution quota ' +
@@ -57,6 +58,7 @@ export function jobRoutes(rc: RouteContext): AppRouter {
     {
       method: 'get',
       path: '/jobs/list',
+      operationId: 'listJobs',
       summary: 'List jobs, newest first',
       description:
         'The workspace\'s jobs ordered by created_at desc, id desc, paged like /processes/list (meta.total exact). ' +
@@ -78,6 +80,7 @@ export function jobRoutes(rc: RouteContext): AppRouter {
     {
       method: 'get',
       path: '/jobs/:job_id',
+      operationId: 'getJob',
       summary: 'Read a job',
       description: 'The whole JobResponse. Another tenant\'s job answers 404 like a missing one.',
       auth: { kind: 'api_key', scope: 'jobs:read' },
@@ -95,6 +98,7 @@ export function jobRoutes(rc: RouteContext): AppRouter {
     {
       method: 'post',
       path: '/jobs/:job_id/stop',
+      operationId: 'stopJob',
       summary: 'Stop a job',
       description:
         'No body. A pending job ends `stopped` at once (finished_at set); a running job gets `stop_requested: true` ' +

@@ -29,6 +29,7 @@ export function machineRoutes(rc: RouteContext): AppRouter {
     {
       method: 'get',
       path: '/machines/list',
+      operationId: 'listMachines',
       summary: 'List machines',
       description:
         'Active machines of the key\'s workspace (the machine record of docs/decisions/machine-record.md), ' +

@@ -21,6 +21,7 @@ export function processRoutes(rc: RouteContext): AppRouter {
     {
       method: 'get',
       path: '/processes/list',
+      operationId: 'listProcesses',
       summary: 'List active processes',
       description:
         'Active processes of the key\'s workspace, ordered by name (then id), paged. A `folder_id` of another ' +

@@ -27,6 +27,7 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
     {
       method: 'post',
       path: '/queues/by-name/:name/items',
+      operationId: 'addQueueItem',
       summary: 'Add an item to a queue',
       description:
         'Checks after the key: scope queues:write (403), the active queue of that name in the key\'s workspace (404), ' +
@@ -66,6 +67,7 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
     {
       method: 'post',
       path: '/queues/by-name/:name/items/bulk',
+      operationId: 'addQueueItems',
       summary: 'Add 1 to 1000 items to a queue, all or nothing',
       description:
         'Each element of `items` is the `data` of one item (priority 3). One multi-row insert: either every item is ' +
@@ -90,6 +92,7 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
     {
       method: 'get',
       path: '/queues/by-name/:name/items',
+      operationId: 'listQueueItems',
       summary: 'List the items of a queue, newest first',
       description:
         'Ordered by created_at desc, id desc; optional filters status, reference (exact) and data (a JSON object the ' +

@@ -16,6 +16,7 @@ export function webhookRoutes(rc: RouteContext): AppRouter {
     {
       method: 'post',
       path: '/webhooks/trigger/:process_id',
+      operationId: 'triggerJobByWebhook',
       summary: 'Trigger a job of a process through its webhook',
       description:
         'No scope needed, any valid key. Checks in order after the key (401), the rate limit (429, 60/min per key ' +

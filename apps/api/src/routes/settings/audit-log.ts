@@ -10,6 +10,7 @@ export function auditLogRoutes(rc: RouteContext): AppRouter {
   addRoute(router, rc, {
     method: 'get',
     path: '/settings/audit-log',
+    operationId: 'readAuditLog',
     summary: 'Read the audit log of the workspace',
     description:
       'Newest first (created_at desc, id desc), in keyset pages: `limit` 1..100 (default 50), and `cursor` = the ' +

@@ -55,11 +55,15 @@ export function addCrudRoutes<Row extends { id: string }>(router: AppRouter, rc:
   const tags = [spec.tag];
   const one = async (row: Row) => (await spec.present([row]))[0];
   const readAuth = spec.readers === 'members' ? MEMBER : ADMIN;
+  // operation ids from the noun: 'queue trigger' → createQueueTrigger, listWorkspaceQueueTriggers
+  const oneName = spec.noun.split(' ').map((w) => w[0]!.toUpperCase() + w.slice(1)).join('');
+  const many = `${oneName}${oneName.endsWith('s') ? 'es' : 's'}`;
 
   if (!spec.skip?.includes('create')) {
     addRoute(router, rc, {
       method: 'post',
       path: base,
+      operationId: `create${oneName}`,
       summary: `Create a ${spec.noun}`,
       description: (spec.unnamed
         ? `Unknown body fields or invalid values → 422. ${spec.notes?.create ?? ''}`
@@ -82,6 +86,7 @@ export function addCrudRoutes<Row extends { id: string }>(router: AppRouter, rc:
   addRoute(router, rc, {
     method: 'get',
     path: base,
+    operationId: `listWorkspace${many}`,
     summary: `List the ${spec.plural} of the workspace`,
     description: `${spec.unnamed ? 'Inactive' : 'Ordered by name; inactive'} records included unless \`is_active\` filters them. ${spec.notes?.list ?? ''}`.trim(),
     tags,
@@ -98,6 +103,7 @@ export function addCrudRoutes<Row extends { id: string }>(router: AppRouter, rc:
   addRoute(router, rc, {
     method: 'get',
     path: `${base}/:id`,
+    operationId: `get${oneName}`,
     summary: `Get a ${spec.noun}`,
     description: 'Another workspace\'s record answers 404, like a missing one.',
     tags,
@@ -112,6 +118,7 @@ export function addCrudRoutes<Row extends { id: string }>(router: AppRouter, rc:
   addRoute(router, rc, {
     method: 'patch',
     path: `${base}/:id`,
+    operationId: `update${oneName}`,
     summary: `Change a ${spec.noun}`,
     description: `Partial update: only the fields sent change (at least one). ${spec.notes?.update ?? ''}`.trim(),
     tags,
@@ -130,6 +137,7 @@ export function addCrudRoutes<Row extends { id: string }>(router: AppRouter, rc:
   addRoute(router, rc, {
     method: 'delete',
     path: `${base}/:id`,
+    operationId: `deactivate${oneName}`,
     summary: `Deactivate a ${spec.noun}`,
     description: `Sets \`is_active\` false and returns the record; the row and its name stay (PATCH \`is_active: true\` reactivates). ${spec.notes?.deactivate ?? ''}`.trim(),
     tags,

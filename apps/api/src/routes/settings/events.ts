@@ -27,6 +27,7 @@ export function eventRoutes(rc: RouteContext): AppRouter {
   add({
     method: 'get',
     path: '/settings/events',
+    operationId: 'readEvents',
     summary: 'Read the event feed of the workspace',
     description:
       'The workspace\'s events in order, oldest first: `after` = an event `id` or the `meta.next_cursor` of the previous ' +
@@ -45,6 +46,7 @@ export function eventRoutes(rc: RouteContext): AppRouter {
   add({
     method: 'get',
     path: '/settings/events/stream',
+    operationId: 'streamEvents',
     summary: 'Stream the event feed (Server-Sent Events)',
     description:
       'The same events as `GET /settings/events`, as `text/event-stream`: each message has `id` (the event id), `event` ' +
@@ -136,6 +138,7 @@ export function eventRoutes(rc: RouteContext): AppRouter {
   add({
     method: 'post',
     path: '/settings/webhooks',
+    operationId: 'createWebhook',
     summary: 'Subscribe a URL to events',
     description:
       '`url`: https (http only when the server sets WEBHOOK_ALLOW_INSECURE), no credentials, not a private or local ' +
@@ -155,6 +158,7 @@ export function eventRoutes(rc: RouteContext): AppRouter {
   add({
     method: 'get',
     path: '/settings/webhooks',
+    operationId: 'listWorkspaceWebhooks',
     summary: 'List the webhook subscriptions of the workspace',
     description: 'Oldest first; the secrets are never shown again (only `secret_prefix`).',
     query: WebhookListQuery,
@@ -169,6 +173,7 @@ export function eventRoutes(rc: RouteContext): AppRouter {
   add({
     method: 'get',
     path: '/settings/webhooks/:id',
+    operationId: 'getWebhook',
     summary: 'Get a webhook subscription',
     description: 'Another workspace\'s subscription answers 404, like a missing one.',
     params: IdParams,
@@ -181,6 +186,7 @@ export function eventRoutes(rc: RouteContext): AppRouter {
   add({
     method: 'patch',
     path: '/settings/webhooks/:id',
+    operationId: 'updateWebhook',
     summary: 'Change a webhook subscription',
     description: 'Partial update (at least one field). `is_active: true` re-enables a subscription disabled after 24 h of failures. Audited as `update_webhook`.',
     params: IdParams,
@@ -196,6 +202,7 @@ export function eventRoutes(rc: RouteContext): AppRouter {
   add({
     method: 'delete',
     path: '/settings/webhooks/:id',
+    operationId: 'deleteWebhook',
     summary: 'Delete a webhook subscription',
     description: 'Deletes it with its deliveries and returns the record. Audited as `delete_webhook`.',
     params: IdParams,
@@ -208,6 +215,7 @@ export function eventRoutes(rc: RouteContext): AppRouter {
   add({
     method: 'post',
     path: '/settings/webhooks/:id/rotate-secret',
+    operationId: 'rotateWebhookSecret',
     summary: 'Rotate the signing secret of a webhook subscription',
     description: 'The new `secret` is shown this once and signs every delivery from now on. Audited as `rotate_webhook_secret`.',
     params: IdParams,
@@ -220,6 +228,7 @@ export function eventRoutes(rc: RouteContext): AppRouter {
   add({
     method: 'post',
     path: '/settings/webhooks/:id/test',
+    operationId: 'testWebhook',
     summary: 'Send a test event to a webhook subscription',
     description: 'Queues a `webhook.test` event (signed like any other, not in the feed) for this subscription; its delivery is returned (202).',
     params: IdParams,
@@ -233,6 +242,7 @@ export function eventRoutes(rc: RouteContext): AppRouter {
   add({
     method: 'get',
     path: '/settings/webhooks/:id/deliveries',
+    operationId: 'listWebhookDeliveries',
     summary: 'List the deliveries of a webhook subscription',
     description: 'Newest first: status (`pending`, `delivered`, `failed`), attempts, last response code, time and duration; filter by `status`.',
     params: IdParams,
@@ -248,6 +258,7 @@ export function eventRoutes(rc: RouteContext): AppRouter {
   add({
     method: 'post',
     path: '/settings/webhooks/:id/deliveries/:delivery_id/redeliver',
+    operationId: 'redeliverWebhookEvent',
     summary: 'Deliver an event again',
     description: 'Sends the delivery\'s event again as a new delivery (returned, 202), outside the subscription\'s order, with the same body. Audited as `redeliver_webhook`. 404 also when the event is older than the retention (`EVENT_RETENTION_DAYS`) and the delivery kept no body of its own.',
     params: DeliveryParams,

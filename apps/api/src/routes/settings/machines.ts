@@ -20,6 +20,7 @@ export function machineSettingsRoutes(rc: RouteContext): AppRouter {
   addRoute(router, rc, {
     method: 'post',
     path: '/settings/machines',
+    operationId: 'createMachine',
     summary: 'Create a machine',
     description:
       'Returns the machine record with `machine_key`, the secret its agent authenticates with, shown this once. ' +
@@ -40,6 +41,7 @@ export function machineSettingsRoutes(rc: RouteContext): AppRouter {
   addRoute(router, rc, {
     method: 'post',
     path: '/settings/machines/:id/rotate-key',
+    operationId: 'rotateMachineKey',
     summary: 'Issue a new machine key',
     description: 'The old key stops working at once; the new one is returned in `machine_key`, once. Audited as `rotate_machine_key`.',
     tags,

@@ -29,6 +29,7 @@ export function queueItemReviewRoutes(rc: RouteContext): AppRouter {
       {
         method: 'post',
         path: `/settings/queues/:queue_id/items/:item_id/${decision}`,
+        operationId: decision === 'approve' ? 'approveQueueItem' : 'rejectQueueItem',
         summary: decision === 'approve' ? 'Approve a queue item pending review' : 'Reject a queue item pending review',
         description:
           decision === 'approve'
@@ -59,6 +60,7 @@ export function queueItemReviewRoutes(rc: RouteContext): AppRouter {
     {
       method: 'post',
       path: '/settings/queues/:queue_id/items/redrive',
+      operationId: 'redriveQueueItems',
       summary: 'Re-drive dead-letter items of a queue',
       description:
         'dead_letter → new for the listed items (those not in dead_letter are left alone), or for every dead-letter ' +

@@ -32,6 +32,7 @@ export function queueSettingsRoutes(rc: RouteContext): AppRouter {
     addRoute(router, rc, {
       method: 'post',
       path: `/settings/queues/:queue_id/${change}`,
+      operationId: change === 'pause' ? 'pauseQueue' : 'resumeQueue',
       summary: change === 'pause' ? 'Pause a queue' : 'Resume a paused queue',
       description: change === 'pause'
         ? 'The queue keeps accepting items, but no consumer job is started for it, and its running consumers take ' +

@@ -33,6 +33,7 @@ export function scheduleSettingsRoutes(rc: RouteContext): AppRouter {
   addRoute(router, rc, {
     method: 'get',
     path: '/settings/schedules/:id/preview',
+    operationId: 'previewSchedule',
     summary: 'Preview the next runs of a schedule',
     description: 'The next `count` ticks (1..50, default 10) of the schedule\'s cron in its time zone, from now, as UTC instants; ' +
       'computed for an inactive schedule too. Any member of the workspace.',

@@ -19,6 +19,7 @@ export function workSettingsRoutes(rc: RouteContext): AppRouter {
   addRoute(router, rc, {
     method: 'get',
     path: '/settings/queues/:queue_id/items',
+    operationId: 'listWorkspaceQueueItems',
     summary: 'List the items of a queue, newest first',
     description:
       'As GET /queues/by-name/{name}/items, for a queue of the workspace by id (active or not): ordered by created_at ' +
@@ -39,6 +40,7 @@ export function workSettingsRoutes(rc: RouteContext): AppRouter {
   addRoute(router, rc, {
     method: 'get',
     path: '/settings/queues/:queue_id/stats',
+    operationId: 'getQueueStats',
     summary: 'How a queue is doing',
     description:
       'Counts per status (exact, from counters), ready and postponed items, the oldest ready item, items at risk of ' +
@@ -58,6 +60,7 @@ export function workSettingsRoutes(rc: RouteContext): AppRouter {
   addRoute(router, rc, {
     method: 'get',
     path: '/settings/jobs',
+    operationId: 'listWorkspaceJobs',
     summary: 'List jobs, newest first',
     description: 'As GET /jobs/list: filters status, process_id, machine_id (an id the workspace does not have → 422), input_data (JSON containment). Any member of the workspace.',
     tags: ['settings: jobs'],
@@ -74,6 +77,7 @@ export function workSettingsRoutes(rc: RouteContext): AppRouter {
   addRoute(router, rc, {
     method: 'get',
     path: '/settings/jobs/:job_id',
+    operationId: 'getWorkspaceJob',
     summary: 'Read a job',
     description: 'The whole JobResponse, as GET /jobs/{job_id}. Another workspace\'s job answers 404. Any member of the workspace.',
     tags: ['settings: jobs'],
@@ -88,6 +92,7 @@ export function workSettingsRoutes(rc: RouteContext): AppRouter {
   addRoute(router, rc, {
     method: 'get',
     path: '/settings/jobs/:job_id/logs',
+    operationId: 'readJobLogs',
     summary: 'Read a job\'s whole log',
     description:
       'The full text of the job\'s log, wherever it lives: inline while the job runs and until LOG_RETENTION_DAYS after ' +
@@ -106,6 +111,7 @@ export function workSettingsRoutes(rc: RouteContext): AppRouter {
   addRoute(router, rc, {
     method: 'post',
     path: '/settings/jobs/:job_id/stop',
+    operationId: 'stopWorkspaceJob',
     summary: 'Stop a job',
     description:
       'As POST /jobs/{job_id}/stop: a pending job ends `stopped` at once, a running one gets `stop_requested` and its ' +
@@ -123,6 +129,7 @@ export function workSettingsRoutes(rc: RouteContext): AppRouter {
   addRoute(router, rc, {
     method: 'post',
     path: '/settings/jobs/:job_id/input',
+    operationId: 'answerJobInput',
     summary: 'Answer a job waiting for input',
     description:
       'A job in `waiting_input` asked a person for a value (`pending_input_prompt`, `pending_input_options`). The value ' +
