@@ -72,7 +72,8 @@ it('a restarted agent gives up the jobs its previous process was running, and it
   const res = await ctx.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key).send({ process_id: proc.id, machine_id: m.row.id });
   expect(res.status).toBe(201);
   const jobId = res.body.data.id as string;
-  await waitFor('running', async () => (await ctx.sql`select status from jobs where id = ${jobId}`)[0]!.status === 'running');
+  // the robot holds the run (a run it never acknowledged would be handed out again, not failed)
+  await waitFor('the robot to acknowledge the run', async () => (await ctx.sql`select acknowledged_at from jobs where id = ${jobId}`)[0]!.acknowledged_at);
   first.proc.kill('SIGKILL');
   await first.exited;
   // restarted at once, before the machine is even declared offline

@@ -5,7 +5,8 @@ import { freePort, seedJob, seedWorkspace, testSuite, waitFor, type Child, type 
  * The three long-running processes stop on SIGTERM/SIGINT through core's onShutdownSignals: they
  * drain, log it and exit 0; the agent's drain marks its machine offline at once.
  */
-jest.setTimeout(60_000);
+// liveness bounds for a loaded host (each case starts three processes one after the other)
+jest.setTimeout(120_000);
 const suite = testSuite();
 const { children } = suite;
 let ctx: TestContext;

@@ -238,8 +238,10 @@ export function connect(options: ConnectOptions): Robot {
       stopped = true;
       if (beatTimer) clearTimeout(beatTimer);
       // a robot that cannot reach the platform just goes: the machine is offline once its heartbeats
-      // stop. The bound is for a platform that does not answer
-      await Promise.race([conn.request({ type: 'bye' }).catch(() => undefined), new Promise((r) => setTimeout(r, 2_000).unref())]);
+      // stop. The bound is for a platform that does not answer at all; one under load may take
+      // seconds to write the goodbye, and a robot that left before it leaves its machine online
+      // until the offline sweep
+      await Promise.race([conn.request({ type: 'bye' }).catch(() => undefined), new Promise((r) => setTimeout(r, 10_000).unref())]);
       conn.close();
     },
   };
