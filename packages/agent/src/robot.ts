@@ -218,6 +218,25 @@ export function connect(options: ConnectOptions): Robot {
     options.onJobEnd?.(run.info, status);
   }
 
+  /** The bye, asked again after an error answer until `deadline`; true once the platform answered it. */
+  async function sayBye(deadline: number): Promise<boolean> {
+    const timeUp = new Promise<false>((r) => setTimeout(() => r(false), Math.max(0, deadline - Date.now())).unref());
+    const attempt = async (): Promise<boolean> => {
+      for (;;) {
+        try {
+          await conn.request({ type: 'bye' });
+          return true;
+        } catch (err) {
+          if (err instanceof PlatformError && err.code === 'CLOSED') return false;
+          log.warn('bye refused: asking again', { err: (err as Error).message });
+          if (Date.now() + 250 >= deadline) return false;
+          await new Promise((r) => setTimeout(r, 250).unref());
+        }
+      }
+    };
+    return Promise.race([attempt(), timeUp]);
+  }
+
   conn.open();
 
   return {
@@ -240,8 +259,10 @@ export function connect(options: ConnectOptions): Robot {
       // a robot that cannot reach the platform just goes: the machine is offline once its heartbeats
       // stop. The bound is for a platform that does not answer at all; one under load may take
       // seconds to write the goodbye, and a robot that left before it leaves its machine online
-      // until the offline sweep
-      await Promise.race([conn.request({ type: 'bye' }).catch(() => undefined), new Promise((r) => setTimeout(r, 10_000).unref())]);
+      // until the offline sweep. An error answer (a transient failure) is asked again within it
+      const deadline = Date.now() + 10_000;
+      const said = await sayBye(deadline);
+      if (!said) log.warn('the platform did not acknowledge the bye: the machine goes offline once its heartbeats are missed');
       conn.close();
     },
   };
