@@ -1,6 +1,6 @@
 import {
   assertNoItemProcessedTwiceAtOnce, freePort, itemStatusCounts, readJournal, seedWorkspace, sleep, startTcpProxy, tempFile, testSuite, waitFor,
-  waitForHttp, type TestContext,
+  waitForHttp, type Child, type TestContext,
 } from '@svc/testing';
 
 /**
@@ -15,10 +15,17 @@ const suite = testSuite();
 const { children } = suite;
 let ctx: TestContext;
 
-beforeAll(() => {
-  ({ ctx } = suite);
-  children.dispatcher(ctx);
-});
+beforeAll(() => ({ ctx } = suite));
+
+/**
+ * The shipped silence before a machine is offline (30 s): the restart case measures the platform
+ * coming back, and on a loaded host an API process's start plus the robots' reconnect backoff can
+ * outlast the tests' quick 10 s, which would fail runs for the platform's own outage.
+ */
+const SHIPPED_OFFLINE = { MACHINE_OFFLINE_AFTER_SECONDS: '30' };
+/** The other cases' dispatcher, with the tests' quick engine settings (started once). */
+let quick: Child | null = null;
+const quickDispatcher = () => (quick ??= children.dispatcher(ctx));
 
 async function consumerLoad(items: number) {
   const ws = await seedWorkspace(ctx.sql);
@@ -49,10 +56,11 @@ function checkJournal(journal: string, items: number): void {
 }
 
 it('the API process holding the robots is SIGKILLed and started again 3 s later: they reconnect, nothing is lost or run twice at once', async () => {
+  const dispatcher = children.dispatcher(ctx, SHIPPED_OFFLINE);
   const load = await consumerLoad(400);
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  let api = children.api(ctx, port);
+  let api = children.api(ctx, port, SHIPPED_OFFLINE);
   await waitForHttp(`${base}/health`);
   const journal = tempFile('api-kill.jsonl');
   await children.agent(ctx, [...load.machines.flatMap((m) => ['--machine-key', m.machineKey]), '--item-duration', '10-20ms', '--journal', journal], {}, { url: base });
@@ -61,7 +69,7 @@ it('the API process holding the robots is SIGKILLed and started again 3 s later:
 
   expect(await api.stop('SIGKILL')).toBe(-1);
   await sleep(3_000);
-  api = children.api(ctx, port);
+  api = children.api(ctx, port, SHIPPED_OFFLINE);
   await waitForHttp(`${base}/health`);
   await load.allCompleted();
   await waitFor('every job final', async () => {
@@ -72,9 +80,11 @@ it('the API process holding the robots is SIGKILLed and started again 3 s later:
   const failed = await ctx.sql`select error_message from jobs where tenant_id = ${load.ws.tenant.id} and status = 'failed'`;
   expect(failed).toEqual([]);
   checkJournal(journal, 400);
+  await dispatcher.stop();
 });
 
 it('one of two API replicas is killed for good: its robots move to the other (SVC_URL names both)', async () => {
+  quickDispatcher();
   const load = await consumerLoad(300);
   const [pa, pb] = [await freePort(), await freePort()];
   const [a, b] = [`http://127.0.0.1:${pa}`, `http://127.0.0.1:${pb}`];
@@ -92,6 +102,7 @@ it('one of two API replicas is killed for good: its robots move to the other (SV
 });
 
 it('a robot cut off longer than its lease loses its job to a retry, and its late writes change nothing', async () => {
+  quickDispatcher();
   const ws = await seedWorkspace(ctx.sql);
   const proc = await ws.process({ max_retries: 1, auto_retry: true, retry_delay_seconds: 0 });
   const cutOff = await ws.machine();
