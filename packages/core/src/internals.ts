@@ -38,7 +38,7 @@ export { findMachineByKey, pickMachineForFollowUp, recordGoodbye, recordHeartbea
 export { bullJobId } from './dispatch/bull-queues';
 export { epochKeys, keySlot } from './dispatch/epoch';
 export { acknowledgeRun, findRunEndedAs, finishJob, renewJobLeases, reportJobProgress, startJob } from './dispatch/job-run';
-export { handBackUnacknowledged, machineLeft } from './dispatch/hand-back';
+export { machineLeft } from './dispatch/hand-back';
 export { giveUpMachineJobs, markSlaBreaches, pendingStops, sweepOfflineMachines, timeOutJobs } from './dispatch/sweeps';
 export { queuesNeedingConsumers, startQueueConsumers } from './dispatch/consumers';
 export { reconcilePendingJobs } from './dispatch/reconcile';

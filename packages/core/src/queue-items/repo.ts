@@ -147,25 +147,15 @@ function itemFilterSql(sql: Queryable, f: QueueItemFilter) {
 }
 
 /**
- * Exact number of a queue's items that pass a filter on their data (and status, reference): a
- * count over the rows the containment index finds, as many as match — a search by payload
- * names a customer's or an invoice's items, not a queue's worth (docs/decisions/payload-search.md).
+ * Exact number of a queue's items that pass a filter on their reference or data (and status): a
+ * count over the rows an index finds (queue_items_reference_list_idx, queue_items_data_idx), as
+ * many as match — a business key or a search by payload names a handful of items, not a queue's
+ * worth (docs/decisions/operator-reads.md, docs/decisions/payload-search.md). Without either,
+ * countQueueItems reads the counters instead.
  */
 export async function countQueueItemsMatching(sql: Queryable, queueId: string, filter: QueueItemFilter): Promise<number> {
   const [row] = await sql<{ total: number }[]>`
     select count(*)::bigint as total from queue_items where queue_id = ${queueId} ${itemFilterSql(sql, filter)}`;
-  return row!.total;
-}
-
-/**
- * Exact number of a queue's items with one reference (optionally of one status): a count over
- * queue_items_reference_list_idx, as many entries as items carry that reference — a business
- * key names a handful of items, not a queue's worth (docs/decisions/operator-reads.md).
- */
-export async function countQueueItemsWithReference(sql: Queryable, queueId: string, reference: string, status?: QueueItemStatus): Promise<number> {
-  const [row] = await sql<{ total: number }[]>`
-    select count(*)::bigint as total from queue_items
-    where queue_id = ${queueId} and reference = ${reference} ${status ? sql`and status = ${status}` : sql``}`;
   return row!.total;
 }
 

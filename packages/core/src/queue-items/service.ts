@@ -4,7 +4,7 @@ import type { Logger } from '../logger';
 import { NotFoundError, ValidationError } from '../errors';
 import { pageMeta, type PageMeta } from '../validation/formats';
 import {
-  countQueueItems, countQueueItemsMatching, countQueueItemsWithReference, insertQueueItem, insertQueueItemsBulk, listQueueItems,
+  countQueueItems, countQueueItemsMatching, insertQueueItem, insertQueueItemsBulk, listQueueItems,
   type QueueItemRow, type QueueRef,
 } from './repo';
 import type { AddQueueItemInput, AddQueueItemsBulkInput, QueueItemListQuery } from './schemas';
@@ -149,8 +149,7 @@ export async function listItems(sql: Sql, queue: QueueRef, query: QueueItemListQ
   const filter = { status: query.status, reference: query.reference, data: parseContainmentFilter(query.data, 'data') };
   const [rows, total] = await Promise.all([
     listQueueItems(sql, queue, { ...filter, limit, offset: (page - 1) * limit }),
-    filter.data !== undefined ? countQueueItemsMatching(sql, queue.id, filter)
-      : query.reference === undefined ? countQueueItems(sql, queue.id, query.status) : countQueueItemsWithReference(sql, queue.id, query.reference, query.status),
+    filter.data === undefined && filter.reference === undefined ? countQueueItems(sql, queue.id, query.status) : countQueueItemsMatching(sql, queue.id, filter),
   ]);
   return { rows, meta: pageMeta(page, limit, total) };
 }
