@@ -168,11 +168,17 @@ export function connect(options: ConnectOptions): Robot {
     if (runs.has(info.id)) return;
     const run = new Run(info, machine, conn, livenessMs, options.traceCarrier);
     runs.set(info.id, run);
-    // the platform hands back a run its robot never acknowledged; a refusal aborts the run (lost)
-    run.request<{ stop_requested: boolean }>({ type: 'job.started' }).then((r) => {
+    // the run starts once the platform has its acknowledgement: a run never acknowledged is handed
+    // out again, so it must not have done anything. A refusal means the run is no longer this
+    // robot's (lost); a dropped connection leaves the acknowledgement to the next heartbeat
+    const acknowledged = run.request<{ stop_requested: boolean }>({ type: 'job.started' }).then((r) => {
       if (r.stop_requested) run.abort('stop');
-    }, () => undefined);
-    run.done = (options.around ? options.around(info, () => execute(run)) : execute(run)).finally(() => {
+      return true;
+    }, (err) => !(err instanceof PlatformError && (err.code === 'CONFLICT' || err.code === 'NOT_FOUND')));
+    run.done = acknowledged.then((go) => {
+      if (!go) return options.onJobEnd?.(info, null);
+      return options.around ? options.around(info, () => execute(run)) : execute(run);
+    }).finally(() => {
       run.end();
       runs.delete(info.id);
     });
