@@ -5,6 +5,8 @@ import {
 } from '@svc/core';
 
 const PERIODIC: ReadonlySet<string> = new Set(DISPATCH_SCHEDULERS);
+/** How long one tick of the bulk-actions pass runs chunks before it lets the next tick go on. */
+const BULK_SLICE_MS = 5000;
 
 export interface DispatcherDeps {
   config: Config;
@@ -154,6 +156,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         for (const x of r.skipped) logger.info('missed schedule ticks skipped', { schedule_id: x.schedule_id, from: x.from.toISOString() });
         return { fired: r.fired.length, refused: r.refused.length, skipped: r.skipped.length };
       }
+      case 'bulk-actions': {
+        // a slice per tick, so one large action neither holds a worker slot for long nor starves another
+        const chunks = await engine.bulk.run({ budgetMs: BULK_SLICE_MS });
+        return { chunks };
+      }
       default: {
         const unknown: never = name;
         logger.warn('unknown dispatch job', { name: unknown });
@@ -170,6 +177,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       'purge-idempotency-keys': IDEMPOTENCY_PURGE_EVERY_MS,
       // a schedule may tick every second: never slower than that, faster when the sweeps are
       schedules: Math.min(1000, config.dispatchSweepMs),
+      'bulk-actions': Math.min(1000, config.dispatchSweepMs),
     };
     for (const id of DISPATCH_SCHEDULERS) {
       await bull.dispatchQueue.upsertJobScheduler(id, { every: every[id] }, {

@@ -50,6 +50,8 @@ import {
 import { purgeOldEvents, readEventFeed } from './events/feed';
 import type { EventFeedQuery } from './webhooks/schemas';
 import { createWebhookDeliverer, type DelivererOptions } from './webhooks/deliver';
+import { askItemAction, askJobAction, cancelBulkAction, getBulkAction, runBulkActions, type BulkActionRow, type RunBulkOptions } from './bulk/actions';
+import type { ItemActionBody, JobActionBody } from './bulk/schemas';
 
 /**
  * The engine: the one front door into core's domain (docs/architecture.md, "The engine"). Its
@@ -172,6 +174,15 @@ export function createEngine(deps: EngineDeps) {
       ...bind(sql, { list: listItems, activeQueueByName: getActiveQueueByName }),
     },
     review: bind(services, { decide: reviewQueueItem, redrive: redriveQueueItems }),
+    /** Bulk actions by filter on a queue's items or a tenant's jobs (docs/decisions/bulk-actions.md). */
+    bulk: {
+      askItems: (actor: AuditActor, queue: { id: string; tenant_id: string }, body: ItemActionBody) => askItemAction(sql, actor, queue, body),
+      askJobs: (actor: AuditActor, tenantId: string, body: JobActionBody) => askJobAction(sql, actor, tenantId, body),
+      get: (tenantId: string, id: string, target?: BulkActionRow['target']) => getBulkAction(sql, tenantId, id, target),
+      cancel: (actor: AuditActor, tenantId: string, id: string, target?: BulkActionRow['target']) => cancelBulkAction(sql, actor, tenantId, id, target),
+      /** open actions' chunks, within a time budget (the dispatcher's pass; a small action at once) */
+      run: (opts: Omit<RunBulkOptions, 'logger'> = {}) => runBulkActions(sql, { ...opts, logger: deps.logger }),
+    },
     /** The workspace's audit log, as its admins read it. */
     audit: bind(sql, { list: listAuditLog }),
     /** A machine's agent (through the API's agent session): its heartbeat, its runs and the items its consumers take. */

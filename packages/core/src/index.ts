@@ -69,6 +69,13 @@ export {
   ApproveItemBody, QueueItemPathParams, QueuePathParams, RedriveBody, RedriveResponse, RejectItemBody,
 } from './queue-items/review';
 export type { ReviewActor } from './queue-items/review';
+export {
+  BULK_ACTION_CHUNK, BULK_ACTION_MAX_IDS, BULK_ACTION_STATUSES, BulkActionParams, BulkActionResponse, BulkDryRunResponse, ITEM_ACTIONS, ITEM_ACTION_STATUSES,
+  ItemActionBody, ItemActionFilter, JOB_ACTIONS, JOB_ACTION_STATUSES, JobActionBody, JobActionFilter,
+} from './bulk/schemas';
+export type { BulkActionStatus, ItemActionName, JobActionName } from './bulk/schemas';
+export { toBulkActionResponse } from './bulk/actions';
+export type { BulkActionRow, BulkAsk } from './bulk/actions';
 
 // Resources: their schemas, response shapes and row types (the transports validate and render them).
 export { AuditEntryResponse, AuditLogQuery } from './audit/read';

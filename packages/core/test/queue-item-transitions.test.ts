@@ -59,10 +59,11 @@ async function take(queueId: string, jobId: string, n = 1, outcomes: any[] = [])
 }
 
 describe('the transition table', () => {
-  it('holds exactly the public transitions plus the engine-internal release and the operator re-drive', () => {
+  it('holds exactly the public transitions plus the engine-internal release and the operator re-drive and retry', () => {
     const pairs = Object.values(QUEUE_ITEM_TRANSITIONS).map((t) => `${t.from}→${t.to}`).sort();
+    // re-drive and retry share their statuses and differ in retry_count (reset / kept)
     expect(pairs).toEqual([
-      'dead_letter→new', 'failed→dead_letter', 'failed→new', 'in_progress→completed', 'in_progress→failed',
+      'dead_letter→new', 'dead_letter→new', 'failed→dead_letter', 'failed→new', 'in_progress→completed', 'in_progress→failed',
       'in_progress→new', 'in_progress→pending_review', 'new→in_progress', 'pending_review→failed', 'pending_review→new',
     ].sort());
     expect(canTransitionItem('completed', 'new')).toBe(false);

@@ -22,6 +22,7 @@ import { workSettingsRoutes } from './settings/work';
 import { auditLogRoutes } from './settings/audit-log';
 import { eventRoutes } from './settings/events';
 import { agentRoutes } from './agent';
+import { bulkActionRoutes } from './bulk-actions';
 
 type ResourceRoutes = (rc: RouteContext) => AppRouter;
 
@@ -42,6 +43,7 @@ const RESOURCES: ResourceRoutes[] = [
   auditLogRoutes,
   eventRoutes,
   queueItemRoutes,
+  bulkActionRoutes,
   jobRoutes,
   webhookRoutes,
   apiKeyRoutes,

@@ -117,6 +117,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/bulk-actions/{action_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How a bulk action on queue items is going
+         * @description Its status and progress (`done` of `total`, `changed`). Scope queues:read; an action of another workspace, or one on jobs, → 404.
+         *
+         *     **Auth:** Header `X-API-Key`; scope `queues:read` (an unrestricted key is accepted too).
+         *
+         *     **Rate limit:** 120 requests per minute per API key.
+         */
+        get: operations["getBulkAction"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/bulk-actions/{action_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop a bulk action on queue items
+         * @description No body. A pending action ends cancelled at once; a running one ends cancelled before its next chunk (what its committed chunks did stays done). Scope queues:write; another workspace's action, or one on jobs → 404; an action that already ended → 409.
+         *
+         *     **Auth:** Header `X-API-Key`; scope `queues:write` (an unrestricted key is accepted too).
+         *
+         *     **Rate limit:** 120 requests per minute per API key.
+         */
+        post: operations["cancelBulkAction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/jobs/{job_id}": {
         parameters: {
             query?: never;
@@ -311,6 +359,30 @@ export interface paths {
          *     **Rate limit:** 60 requests per minute per API key.
          */
         post: operations["addQueueItem"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/queues/by-name/{name}/items/actions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Act on every item of a queue that matches a filter
+         * @description Acts on every item of the queue that matches `filter` (status, reference, data containment, created_after, created_before; an empty filter is every item) or on up to 1000 `ids`, never both. redrive: dead_letter → new with retry_count 0; retry: dead_letter → new keeping retry_count (one more attempt); delete: removes items not in progress; set_priority (`priority`) and postpone (`postpone`, null clears it): items not in progress and not completed. Only the items the action can change count, and only those created up to the moment it was asked for. `dry_run: true` answers {dry_run, total} and changes nothing. Otherwise the action is recorded with one audit row and answered: up to 500 items it ends within the request (status completed); more run in the background in chunks that commit one by one (status pending or running, `done` / `total` as progress; read it with the action's GET, stop it with its cancel). Checks after the key: scope queues:write (403), the active queue of that name in the key's workspace (404), the body (422).
+         *
+         *     **Auth:** Header `X-API-Key`; scope `queues:write` (an unrestricted key is accepted too).
+         *
+         *     **Rate limit:** 120 requests per minute per API key.
+         */
+        post: operations["startQueueItemAction"];
         delete?: never;
         options?: never;
         head?: never;
@@ -535,6 +607,54 @@ export interface paths {
         get: operations["readAuditLog"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings/bulk-actions/{action_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How a bulk action is going
+         * @description Its status and progress (`done` of `total`, `changed`). Any member of the workspace; another workspace's action → 404.
+         *
+         *     **Auth:** `Authorization: Bearer <access token>`.
+         *
+         *     **Rate limit:** 120 requests per minute per access token.
+         */
+        get: operations["getWorkspaceBulkAction"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings/bulk-actions/{action_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop a bulk action
+         * @description As POST /bulk-actions/{action_id}/cancel, for any action of the workspace. Workspace admins.
+         *
+         *     **Auth:** `Authorization: Bearer <access token>` of a workspace admin.
+         *
+         *     **Rate limit:** 120 requests per minute per access token.
+         */
+        post: operations["cancelWorkspaceBulkAction"];
         delete?: never;
         options?: never;
         head?: never;
@@ -775,6 +895,30 @@ export interface paths {
          *     **Rate limit:** 120 requests per minute per access token.
          */
         post: operations["stopWorkspaceJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings/jobs/actions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Act on every job that matches a filter
+         * @description Acts on every job of the workspace that matches `filter` (status, process_id, machine_id, input_data containment, created_after, created_before) or on up to 1000 `ids`. stop: as POST /jobs/{id}/stop for every pending, running or waiting job; retry: a new pending job (same process, input and priority, retry_count + 1, parent the retried job) for every failed, timed-out or stopped job of an active process not retried yet. `dry_run`, the answer, the background run and the audit row as for queue items. Workspace admins.
+         *
+         *     **Auth:** `Authorization: Bearer <access token>` of a workspace admin.
+         *
+         *     **Rate limit:** 120 requests per minute per access token.
+         */
+        post: operations["startWorkspaceJobAction"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1087,6 +1231,30 @@ export interface paths {
          *     **Rate limit:** 120 requests per minute per access token.
          */
         post: operations["rejectQueueItem"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings/queues/{queue_id}/items/actions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Act on every item of a queue that matches a filter
+         * @description Acts on every item of the queue that matches `filter` (status, reference, data containment, created_after, created_before; an empty filter is every item) or on up to 1000 `ids`, never both. redrive: dead_letter → new with retry_count 0; retry: dead_letter → new keeping retry_count (one more attempt); delete: removes items not in progress; set_priority (`priority`) and postpone (`postpone`, null clears it): items not in progress and not completed. Only the items the action can change count, and only those created up to the moment it was asked for. `dry_run: true` answers {dry_run, total} and changes nothing. Otherwise the action is recorded with one audit row and answered: up to 500 items it ends within the request (status completed); more run in the background in chunks that commit one by one (status pending or running, `done` / `total` as progress; read it with the action's GET, stop it with its cancel). For a queue of the workspace by id (active or not); workspace admins. Another workspace's queue → 404.
+         *
+         *     **Auth:** `Authorization: Bearer <access token>` of a workspace admin.
+         *
+         *     **Rate limit:** 120 requests per minute per access token.
+         */
+        post: operations["startWorkspaceQueueItemAction"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2107,6 +2275,276 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED — too many requests in the one-minute window (`Retry-After` says when to retry). Default message `Límite de solicitudes excedido`; trigger routes also use QUOTA_EXCEEDED for an exhausted monthly quota. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR — unhandled error; only a generic message reaches the client. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    getBulkAction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                action_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description One of the target's actions */
+                            action: string;
+                            cancel_requested: boolean;
+                            /** @description Rows changed so far (a row changed meanwhile by something else is gone through, not changed) */
+                            changed: number;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** @description Rows gone through so far */
+                            done: number;
+                            /** @description The last error that interrupted a chunk; the action resumes from its last committed chunk */
+                            error_message: string | null;
+                            filter: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** Format: date-time */
+                            finished_at: string | null;
+                            /** Format: uuid */
+                            id: string;
+                            ids_count: number | null;
+                            params: {
+                                [key: string]: unknown;
+                            };
+                            /** Format: uuid */
+                            queue_id: string | null;
+                            /**
+                             * @description pending (not started), running, completed, cancelled (stopped on request; what was done stays done)
+                             * @enum {string}
+                             */
+                            status: "pending" | "running" | "completed" | "cancelled";
+                            /** @enum {string} */
+                            target: "queue_items" | "jobs";
+                            /** @description Rows the action would change when it was asked for */
+                            total: number;
+                            /** Format: date-time */
+                            updated_at: string;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description NOT_FOUND — resource missing or not in the caller's workspace. Default message `Recurso no encontrado`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description VALIDATION_ERROR — invalid path, query or body, including malformed JSON, U+0000 or an unpaired UTF-16 surrogate in any string or field name, and nesting deeper than 64 levels. `error.details` is `[{field, message}]`; `detail` is `[{loc, msg, type}]`. Default message `Error de validación`. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED — too many requests in the one-minute window (`Retry-After` says when to retry). Default message `Límite de solicitudes excedido`; trigger routes also use QUOTA_EXCEEDED for an exhausted monthly quota. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR — unhandled error; only a generic message reaches the client. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    cancelBulkAction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                action_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description One of the target's actions */
+                            action: string;
+                            cancel_requested: boolean;
+                            /** @description Rows changed so far (a row changed meanwhile by something else is gone through, not changed) */
+                            changed: number;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** @description Rows gone through so far */
+                            done: number;
+                            /** @description The last error that interrupted a chunk; the action resumes from its last committed chunk */
+                            error_message: string | null;
+                            filter: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** Format: date-time */
+                            finished_at: string | null;
+                            /** Format: uuid */
+                            id: string;
+                            ids_count: number | null;
+                            params: {
+                                [key: string]: unknown;
+                            };
+                            /** Format: uuid */
+                            queue_id: string | null;
+                            /**
+                             * @description pending (not started), running, completed, cancelled (stopped on request; what was done stays done)
+                             * @enum {string}
+                             */
+                            status: "pending" | "running" | "completed" | "cancelled";
+                            /** @enum {string} */
+                            target: "queue_items" | "jobs";
+                            /** @description Rows the action would change when it was asked for */
+                            total: number;
+                            /** Format: date-time */
+                            updated_at: string;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description NOT_FOUND — resource missing or not in the caller's workspace. Default message `Recurso no encontrado`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description CONFLICT — the resource exists or its state conflicts with the request. Default message `El recurso ya existe`. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description VALIDATION_ERROR — invalid path, query or body, including malformed JSON, U+0000 or an unpaired UTF-16 surrogate in any string or field name, and nesting deeper than 64 levels. `error.details` is `[{field, message}]`; `detail` is `[{loc, msg, type}]`. Default message `Error de validación`. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
                 };
             };
             /** @description RATE_LIMIT_EXCEEDED — too many requests in the one-minute window (`Retry-After` says when to retry). Default message `Límite de solicitudes excedido`; trigger routes also use QUOTA_EXCEEDED for an exhausted monthly quota. */
@@ -3286,6 +3724,203 @@ export interface operations {
             };
             /** @description CONFLICT — the resource exists or its state conflicts with the request. Default message `El recurso ya existe`. */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE — body above 2 MiB (compressed bodies counted after inflating), refused once the caller is authenticated, before any handler runs. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description HTTP_ERROR — the body is not JSON (`Content-Type: application/json` expected). */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description VALIDATION_ERROR — invalid path, query or body, including malformed JSON, U+0000 or an unpaired UTF-16 surrogate in any string or field name, and nesting deeper than 64 levels. `error.details` is `[{field, message}]`; `detail` is `[{loc, msg, type}]`. Default message `Error de validación`. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED — too many requests in the one-minute window (`Retry-After` says when to retry). Default message `Límite de solicitudes excedido`; trigger routes also use QUOTA_EXCEEDED for an exhausted monthly quota. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR — unhandled error; only a generic message reaches the client. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    startQueueItemAction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Queue name (unique per workspace) */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description redrive: dead_letter → new with a fresh set of retries; retry: dead_letter → new for one more attempt (retry_count kept); delete: removes items not in progress; set_priority / postpone: sets the field on items not in progress and not completed
+                     * @enum {string}
+                     */
+                    action: "redrive" | "retry" | "delete" | "set_priority" | "postpone";
+                    /** @description true: only answer how many rows the action would change */
+                    dry_run?: boolean;
+                    filter?: {
+                        /**
+                         * Format: date-time
+                         * @description Only rows created at or after this moment
+                         */
+                        created_after?: string;
+                        /**
+                         * Format: date-time
+                         * @description Only rows created before this moment
+                         */
+                        created_before?: string;
+                        /** @description A JSON object the items' data contains (JSON containment) */
+                        data?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description Exactly this reference */
+                        reference?: string;
+                        /** @enum {string} */
+                        status?: "new" | "in_progress" | "pending_review" | "completed" | "failed" | "dead_letter";
+                    };
+                    /** @description Up to 1000 ids instead of a filter; ids of other queues or workspaces match nothing */
+                    ids?: string[];
+                    /**
+                     * Format: date-time
+                     * @description postpone: the moment before which the items are not taken; null clears it
+                     */
+                    postpone?: string | null;
+                    /** @description set_priority: the new priority */
+                    priority?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description One of the target's actions */
+                            action: string;
+                            cancel_requested: boolean;
+                            /** @description Rows changed so far (a row changed meanwhile by something else is gone through, not changed) */
+                            changed: number;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** @description Rows gone through so far */
+                            done: number;
+                            /** @description The last error that interrupted a chunk; the action resumes from its last committed chunk */
+                            error_message: string | null;
+                            filter: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** Format: date-time */
+                            finished_at: string | null;
+                            /** Format: uuid */
+                            id: string;
+                            ids_count: number | null;
+                            params: {
+                                [key: string]: unknown;
+                            };
+                            /** Format: uuid */
+                            queue_id: string | null;
+                            /**
+                             * @description pending (not started), running, completed, cancelled (stopped on request; what was done stays done)
+                             * @enum {string}
+                             */
+                            status: "pending" | "running" | "completed" | "cancelled";
+                            /** @enum {string} */
+                            target: "queue_items" | "jobs";
+                            /** @description Rows the action would change when it was asked for */
+                            total: number;
+                            /** Format: date-time */
+                            updated_at: string;
+                        } | {
+                            /** @constant */
+                            dry_run: true;
+                            /** @description Rows the action would change now */
+                            total: number;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description NOT_FOUND — resource missing or not in the caller's workspace. Default message `Recurso no encontrado`. */
+            404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -4841,6 +5476,266 @@ export interface operations {
             };
         };
     };
+    getWorkspaceBulkAction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                action_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description One of the target's actions */
+                            action: string;
+                            cancel_requested: boolean;
+                            /** @description Rows changed so far (a row changed meanwhile by something else is gone through, not changed) */
+                            changed: number;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** @description Rows gone through so far */
+                            done: number;
+                            /** @description The last error that interrupted a chunk; the action resumes from its last committed chunk */
+                            error_message: string | null;
+                            filter: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** Format: date-time */
+                            finished_at: string | null;
+                            /** Format: uuid */
+                            id: string;
+                            ids_count: number | null;
+                            params: {
+                                [key: string]: unknown;
+                            };
+                            /** Format: uuid */
+                            queue_id: string | null;
+                            /**
+                             * @description pending (not started), running, completed, cancelled (stopped on request; what was done stays done)
+                             * @enum {string}
+                             */
+                            status: "pending" | "running" | "completed" | "cancelled";
+                            /** @enum {string} */
+                            target: "queue_items" | "jobs";
+                            /** @description Rows the action would change when it was asked for */
+                            total: number;
+                            /** Format: date-time */
+                            updated_at: string;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description NOT_FOUND — resource missing or not in the caller's workspace. Default message `Recurso no encontrado`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description VALIDATION_ERROR — invalid path, query or body, including malformed JSON, U+0000 or an unpaired UTF-16 surrogate in any string or field name, and nesting deeper than 64 levels. `error.details` is `[{field, message}]`; `detail` is `[{loc, msg, type}]`. Default message `Error de validación`. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED — too many requests in the one-minute window (`Retry-After` says when to retry). Default message `Límite de solicitudes excedido`; trigger routes also use QUOTA_EXCEEDED for an exhausted monthly quota. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR — unhandled error; only a generic message reaches the client. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    cancelWorkspaceBulkAction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                action_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description One of the target's actions */
+                            action: string;
+                            cancel_requested: boolean;
+                            /** @description Rows changed so far (a row changed meanwhile by something else is gone through, not changed) */
+                            changed: number;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** @description Rows gone through so far */
+                            done: number;
+                            /** @description The last error that interrupted a chunk; the action resumes from its last committed chunk */
+                            error_message: string | null;
+                            filter: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** Format: date-time */
+                            finished_at: string | null;
+                            /** Format: uuid */
+                            id: string;
+                            ids_count: number | null;
+                            params: {
+                                [key: string]: unknown;
+                            };
+                            /** Format: uuid */
+                            queue_id: string | null;
+                            /**
+                             * @description pending (not started), running, completed, cancelled (stopped on request; what was done stays done)
+                             * @enum {string}
+                             */
+                            status: "pending" | "running" | "completed" | "cancelled";
+                            /** @enum {string} */
+                            target: "queue_items" | "jobs";
+                            /** @description Rows the action would change when it was asked for */
+                            total: number;
+                            /** Format: date-time */
+                            updated_at: string;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description NOT_FOUND — resource missing or not in the caller's workspace. Default message `Recurso no encontrado`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description CONFLICT — the resource exists or its state conflicts with the request. Default message `El recurso ya existe`. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description VALIDATION_ERROR — invalid path, query or body, including malformed JSON, U+0000 or an unpaired UTF-16 surrogate in any string or field name, and nesting deeper than 64 levels. `error.details` is `[{field, message}]`; `detail` is `[{loc, msg, type}]`. Default message `Error de validación`. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED — too many requests in the one-minute window (`Retry-After` says when to retry). Default message `Límite de solicitudes excedido`; trigger routes also use QUOTA_EXCEEDED for an exhausted monthly quota. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR — unhandled error; only a generic message reaches the client. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     readEvents: {
         parameters: {
             query?: {
@@ -6304,6 +7199,191 @@ export interface operations {
             };
             /** @description CONFLICT — the resource exists or its state conflicts with the request. Default message `El recurso ya existe`. */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description VALIDATION_ERROR — invalid path, query or body, including malformed JSON, U+0000 or an unpaired UTF-16 surrogate in any string or field name, and nesting deeper than 64 levels. `error.details` is `[{field, message}]`; `detail` is `[{loc, msg, type}]`. Default message `Error de validación`. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED — too many requests in the one-minute window (`Retry-After` says when to retry). Default message `Límite de solicitudes excedido`; trigger routes also use QUOTA_EXCEEDED for an exhausted monthly quota. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR — unhandled error; only a generic message reaches the client. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    startWorkspaceJobAction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description stop: as POST /jobs/{id}/stop for every active job; retry: a new pending job (same process, input and priority, retry_count + 1) for every failed, timed-out or stopped job not retried yet
+                     * @enum {string}
+                     */
+                    action: "stop" | "retry";
+                    /** @description true: only answer how many rows the action would change */
+                    dry_run?: boolean;
+                    filter?: {
+                        /**
+                         * Format: date-time
+                         * @description Only rows created at or after this moment
+                         */
+                        created_after?: string;
+                        /**
+                         * Format: date-time
+                         * @description Only rows created before this moment
+                         */
+                        created_before?: string;
+                        /** @description A JSON object the jobs' input_data contains */
+                        input_data?: {
+                            [key: string]: unknown;
+                        };
+                        /**
+                         * Format: uuid
+                         * @description Only jobs of this machine of the workspace (an id it does not have → 422)
+                         */
+                        machine_id?: string;
+                        /**
+                         * Format: uuid
+                         * @description Only jobs of this process of the workspace (an id it does not have → 422)
+                         */
+                        process_id?: string;
+                        /** @enum {string} */
+                        status?: "pending" | "running" | "waiting_input" | "completed" | "failed" | "stopped" | "timed_out";
+                    };
+                    /** @description Up to 1000 ids instead of a filter; ids of other queues or workspaces match nothing */
+                    ids?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description One of the target's actions */
+                            action: string;
+                            cancel_requested: boolean;
+                            /** @description Rows changed so far (a row changed meanwhile by something else is gone through, not changed) */
+                            changed: number;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** @description Rows gone through so far */
+                            done: number;
+                            /** @description The last error that interrupted a chunk; the action resumes from its last committed chunk */
+                            error_message: string | null;
+                            filter: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** Format: date-time */
+                            finished_at: string | null;
+                            /** Format: uuid */
+                            id: string;
+                            ids_count: number | null;
+                            params: {
+                                [key: string]: unknown;
+                            };
+                            /** Format: uuid */
+                            queue_id: string | null;
+                            /**
+                             * @description pending (not started), running, completed, cancelled (stopped on request; what was done stays done)
+                             * @enum {string}
+                             */
+                            status: "pending" | "running" | "completed" | "cancelled";
+                            /** @enum {string} */
+                            target: "queue_items" | "jobs";
+                            /** @description Rows the action would change when it was asked for */
+                            total: number;
+                            /** Format: date-time */
+                            updated_at: string;
+                        } | {
+                            /** @constant */
+                            dry_run: true;
+                            /** @description Rows the action would change now */
+                            total: number;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE — body above 2 MiB (compressed bodies counted after inflating), refused once the caller is authenticated, before any handler runs. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description HTTP_ERROR — the body is not JSON (`Content-Type: application/json` expected). */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -8864,6 +9944,202 @@ export interface operations {
             };
             /** @description CONFLICT — the resource exists or its state conflicts with the request. Default message `El recurso ya existe`. */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE — body above 2 MiB (compressed bodies counted after inflating), refused once the caller is authenticated, before any handler runs. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description HTTP_ERROR — the body is not JSON (`Content-Type: application/json` expected). */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description VALIDATION_ERROR — invalid path, query or body, including malformed JSON, U+0000 or an unpaired UTF-16 surrogate in any string or field name, and nesting deeper than 64 levels. `error.details` is `[{field, message}]`; `detail` is `[{loc, msg, type}]`. Default message `Error de validación`. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED — too many requests in the one-minute window (`Retry-After` says when to retry). Default message `Límite de solicitudes excedido`; trigger routes also use QUOTA_EXCEEDED for an exhausted monthly quota. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR — unhandled error; only a generic message reaches the client. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    startWorkspaceQueueItemAction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                queue_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description redrive: dead_letter → new with a fresh set of retries; retry: dead_letter → new for one more attempt (retry_count kept); delete: removes items not in progress; set_priority / postpone: sets the field on items not in progress and not completed
+                     * @enum {string}
+                     */
+                    action: "redrive" | "retry" | "delete" | "set_priority" | "postpone";
+                    /** @description true: only answer how many rows the action would change */
+                    dry_run?: boolean;
+                    filter?: {
+                        /**
+                         * Format: date-time
+                         * @description Only rows created at or after this moment
+                         */
+                        created_after?: string;
+                        /**
+                         * Format: date-time
+                         * @description Only rows created before this moment
+                         */
+                        created_before?: string;
+                        /** @description A JSON object the items' data contains (JSON containment) */
+                        data?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description Exactly this reference */
+                        reference?: string;
+                        /** @enum {string} */
+                        status?: "new" | "in_progress" | "pending_review" | "completed" | "failed" | "dead_letter";
+                    };
+                    /** @description Up to 1000 ids instead of a filter; ids of other queues or workspaces match nothing */
+                    ids?: string[];
+                    /**
+                     * Format: date-time
+                     * @description postpone: the moment before which the items are not taken; null clears it
+                     */
+                    postpone?: string | null;
+                    /** @description set_priority: the new priority */
+                    priority?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description One of the target's actions */
+                            action: string;
+                            cancel_requested: boolean;
+                            /** @description Rows changed so far (a row changed meanwhile by something else is gone through, not changed) */
+                            changed: number;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** @description Rows gone through so far */
+                            done: number;
+                            /** @description The last error that interrupted a chunk; the action resumes from its last committed chunk */
+                            error_message: string | null;
+                            filter: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** Format: date-time */
+                            finished_at: string | null;
+                            /** Format: uuid */
+                            id: string;
+                            ids_count: number | null;
+                            params: {
+                                [key: string]: unknown;
+                            };
+                            /** Format: uuid */
+                            queue_id: string | null;
+                            /**
+                             * @description pending (not started), running, completed, cancelled (stopped on request; what was done stays done)
+                             * @enum {string}
+                             */
+                            status: "pending" | "running" | "completed" | "cancelled";
+                            /** @enum {string} */
+                            target: "queue_items" | "jobs";
+                            /** @description Rows the action would change when it was asked for */
+                            total: number;
+                            /** Format: date-time */
+                            updated_at: string;
+                        } | {
+                            /** @constant */
+                            dry_run: true;
+                            /** @description Rows the action would change now */
+                            total: number;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description NOT_FOUND — resource missing or not in the caller's workspace. Default message `Recurso no encontrado`. */
+            404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;

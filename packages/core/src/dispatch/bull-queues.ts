@@ -66,11 +66,13 @@ export interface DispatchPayloads {
   'purge-idempotency-keys': Record<string, never>;
   /** Periodic (every second): start the jobs of due schedules (docs/decisions/schedules.md). */
   schedules: Record<string, never>;
+  /** Periodic (every second): run the chunks of open bulk actions for a while (docs/decisions/bulk-actions.md). */
+  'bulk-actions': Record<string, never>;
 }
 export type DispatchJobName = keyof DispatchPayloads;
 
 /** Scheduler ids of the periodic dispatcher jobs (upsertJobScheduler is idempotent). */
-export const DISPATCH_SCHEDULERS = ['sweep', 'consumers', 'reconcile', 'purge-idempotency-keys', 'schedules'] as const satisfies readonly DispatchJobName[];
+export const DISPATCH_SCHEDULERS = ['sweep', 'consumers', 'reconcile', 'purge-idempotency-keys', 'schedules', 'bulk-actions'] as const satisfies readonly DispatchJobName[];
 
 /**
  * How often the Idempotency-Key purge runs. Keys live 24 hours and an expired one is already

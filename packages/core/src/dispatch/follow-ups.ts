@@ -32,7 +32,8 @@ export async function createFollowUps(tx: Queryable, job: JobRow): Promise<Dispa
   return [];
 }
 
-function ref(j: JobRow): DispatchJobRef {
+/** What the dispatch engine needs of a job it puts on its machine's queue. */
+export function dispatchRefOf(j: JobRow): DispatchJobRef {
   return { id: j.id, tenant_id: j.tenant_id, machine_id: j.machine_id, priority: j.priority, sla_due_at: j.sla_due_at, not_before: j.not_before };
 }
 
@@ -54,7 +55,7 @@ async function chainJob(tx: Queryable, job: JobRow): Promise<DispatchJobRef[]> {
     slaDeadlineMinutes: next.sla_deadline_minutes,
     parentJobId: job.id,
   });
-  return created ? [ref(created)] : [];
+  return created ? [dispatchRefOf(created)] : [];
 }
 
 async function retryJob(tx: Queryable, job: JobRow): Promise<DispatchJobRef[]> {
@@ -77,5 +78,5 @@ async function retryJob(tx: Queryable, job: JobRow): Promise<DispatchJobRef[]> {
     retryCount: job.retry_count + 1,
     notBefore: p.retry_delay_seconds > 0 ? p.not_before : null,
   });
-  return created ? [ref(created)] : [];
+  return created ? [dispatchRefOf(created)] : [];
 }

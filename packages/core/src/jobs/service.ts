@@ -7,7 +7,7 @@ import { recordAudit } from '../audit/audit';
 import type { AuditActor } from '../audit/catalog-changes';
 import { assertQuotaAvailable, assertSubscriptionActive, consumeExecution, quotaExceeded } from '../tenants/quota';
 import { checkInputAgainstSchema } from './input-schema';
-import { countJobs, findJobWithNames, insertJob, listJobsWithNames, loadTriggerContext, tenantHasProcessAndMachine, type JobWithNames } from './repo';
+import { countJobs, findJobWithNames, insertJob, listJobsWithNames, loadTriggerContext, tenantHasProcessAndMachine, type JobRow, type JobWithNames } from './repo';
 import type { JobListQuery } from './schemas';
 import { pageMeta, type PageMeta } from '../validation/formats';
 import { parseContainmentFilter } from '../validation/containment-filter';
@@ -190,6 +190,27 @@ export async function listJobs(sql: Sql, tenantId: string, query: JobListQuery):
  * (endJobs) and a `job-stop` effect so its robot stops waiting; finished → 409. Each write is guarded, and a job that moved
  * under us is read again (statuses only move forward, so this ends within three rounds).
  */
+/**
+ * Stops one active job in the caller's transaction, as it was read (`status` is the guard): a
+ * pending job or one waiting for input ends `stopped` at once, a running one is asked to stop and
+ * its agent aborts it. Null when the job moved on since it was read.
+ */
+export async function stopActiveJob(tx: Queryable, tenantId: string, job: { id: string; status: string }): Promise<JobRow | null> {
+  const { id } = job;
+  const stopped = job.status === 'pending'
+    ? await transitionJob(tx, { id, tenantId, from: 'pending', to: 'stopped', set: { stop_requested: true } })
+    : job.status === 'waiting_input'
+      ? await transitionJob(tx, {
+        id, tenantId, from: 'waiting_input', to: 'stopped',
+        set: { stop_requested: true, pending_input_prompt: null, pending_input_options: null },
+      })
+      : job.status === 'running' ? await requestRunningJobStop(tx, id, tenantId) : null;
+  if (!stopped) return null;
+  if (job.status === 'waiting_input') await endJobs(tx, [stopped], { itemMessage: () => STOPPED_WHILE_WAITING_ITEM_MESSAGE });
+  if (job.status !== 'pending') await recordEffect(tx, { kind: 'job-stop', job_id: stopped.id, machine_id: stopped.machine_id });
+  return stopped;
+}
+
 export async function stopJob(deps: JobServiceDeps, tenantId: string, id: string, actor?: AuditActor): Promise<JobWithNames> {
   for (let round = 0; round < 3; round++) {
     const job = await getJob(deps.sql, tenantId, id);
@@ -198,18 +219,8 @@ export async function stopJob(deps: JobServiceDeps, tenantId: string, id: string
     }
     const names = { process_name: job.process_name, machine_name: job.machine_name };
     const row = await deps.sql.begin(async (tx) => {
-      const stopped = job.status === 'pending'
-        ? await transitionJob(tx, { id, tenantId, from: 'pending', to: 'stopped', set: { stop_requested: true } })
-        : job.status === 'waiting_input'
-          ? await transitionJob(tx, {
-            id, tenantId, from: 'waiting_input', to: 'stopped',
-            set: { stop_requested: true, pending_input_prompt: null, pending_input_options: null },
-          })
-          : await requestRunningJobStop(tx, id, tenantId);
-      if (!stopped) return null;
-      if (job.status === 'waiting_input') await endJobs(tx, [stopped], { itemMessage: () => STOPPED_WHILE_WAITING_ITEM_MESSAGE });
-      if (job.status !== 'pending') await recordEffect(tx, { kind: 'job-stop', job_id: stopped.id, machine_id: stopped.machine_id });
-      if (actor) {
+      const stopped = await stopActiveJob(tx, tenantId, job);
+      if (stopped && actor) {
         await recordAudit(tx, {
           ...actor, tenantId, action: 'stop_job', resourceType: 'job', resourceId: id, details: { from: job.status, to: stopped.status },
         });

@@ -142,6 +142,19 @@ export const es = {
     agentRestarted: (machine: string) => `El agente de la máquina ${machine} se reinició mientras ejecutaba el job`,
   },
 
+  /** Bulk actions by filter (bulk/). */
+  bulk: {
+    notFound: 'Acción masiva no encontrada',
+    filterOrIds: 'indique un filtro (filter) o una lista de ids (ids), no ambos',
+    filterTooLarge: (max: number) => `el filtro no puede superar ${max} caracteres en JSON`,
+    priorityRequired: 'obligatorio para la acción set_priority',
+    postponeRequired: 'obligatorio para la acción postpone (una fecha, o null para quitar el aplazamiento)',
+    notForAction: (action: string) => `no se admite con la acción ${action}`,
+    createdRange: 'created_after debe ser anterior a created_before',
+    alreadyEnded: (status: string) => `La acción masiva ya ha finalizado (estado: ${status})`,
+    interrupted: 'La acción masiva se interrumpió por un error; se reanudará desde el último bloque confirmado',
+  },
+
   /** input_data against a process's input_schema (triggers). */
   inputData: {
     required: 'El proceso requiere input_data según su schema',

@@ -37,6 +37,8 @@ export const QUEUE_ITEM_TRANSITIONS = {
   exhaust: { from: 'failed', to: 'dead_letter' },
   /** Operator re-drive of a dead-letter item; it gets a fresh set of retries (retry_count 0). */
   redrive: { from: 'dead_letter', to: 'new' },
+  /** Operator retry of a dead-letter item (a bulk action): one more attempt, retry_count kept. */
+  retryDeadLetter: { from: 'dead_letter', to: 'new' },
 } as const satisfies Record<string, { from: QueueItemStatus; to: QueueItemStatus }>;
 
 export type QueueItemTransitionName = keyof typeof QUEUE_ITEM_TRANSITIONS;
@@ -442,5 +444,14 @@ export async function redriveDeadLetterItems(
     update queue_items set status = ${statusSql(sql, T.redrive.to)}, retry_count = 0, job_id = null, updated_at = now()
     where queue_id = ${q.queueId} and tenant_id = ${q.tenantId} and status = ${statusSql(sql, T.redrive.from)}
       ${q.itemIds ? sql`and id = any(${q.itemIds as string[]}::uuid[])` : sql``}`;
+  return res.count;
+}
+
+/** dead_letter → new for one more attempt (retry_count kept): the bulk action `retry`. */
+export async function retryDeadLetterItems(sql: Queryable, q: { tenantId: string; queueId: string; itemIds: readonly string[] }): Promise<number> {
+  const res = await sql`
+    update queue_items set status = ${statusSql(sql, T.retryDeadLetter.to)}, job_id = null, updated_at = now()
+    where queue_id = ${q.queueId} and tenant_id = ${q.tenantId} and status = ${statusSql(sql, T.retryDeadLetter.from)}
+      and id = any(${q.itemIds as string[]}::uuid[])`;
   return res.count;
 }
