@@ -96,6 +96,8 @@ export {
   failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, releaseQueueItems, releaseUnknownClaims, settleAndClaimItems,
   settleAndClaimItemsBatch,
 } from './queue-items/transitions';
+export { countInScope, nextChunk } from './bulk/matching';
+export type { BulkScope } from './bulk/matching';
 
 // Events out: the feed and signed webhooks (docs/decisions/events.md).
 export { readEventFeed } from './events/feed';

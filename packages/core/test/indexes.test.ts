@@ -1,5 +1,6 @@
 import { createBullDispatch, type Sql } from '@svc/core';
 import {
+  countInScope, nextChunk,
   addItem, addItemsBulk, appendJobLogs, applyItemRetryPolicy, archiveJobLogs, pgLogArchive, readJobLogs,
   createApiKey, deactivateApiKey, deactivateUserRow, failItemsOfJobs, failOrphanedItems, findAccessTokenByHash,
   findApiKey, findApiKeyByHash, findIdempotencyKey, findJobWithNames, findMachineByKey, findRunEndedAs,
@@ -595,6 +596,20 @@ const API_PROBES: Probe[] = [
     name: 're-drive every dead-letter item of a queue (redriveDeadLetterItems)',
     indexes: ['queue_items_status_list_idx'],
     tx: (q, f) => redriveDeadLetterItems(q, { tenantId: f.tenant, queueId: f.queue.id, itemIds: null }),
+  },
+  {
+    name: 'a chunk of a bulk action on a queue\'s items, from its cursor (nextChunk)',
+    indexes: ['queue_items_list_idx'],
+    tx: (q, f) => nextChunk(q, {
+      tenantId: f.tenant, queueId: f.queue.id, target: 'queue_items', action: 'delete', filter: {}, ids: null, snapshotAt: new Date(),
+    }, { createdAt: '2000-01-01 00:00:00+00', id: '00000000-0000-0000-0000-000000000000' }, 500),
+  },
+  {
+    name: 'a chunk of a bulk retry of a workspace\'s jobs: those not retried yet (nextChunk)',
+    indexes: ['jobs_tenant_status_list_idx', 'jobs_parent_idx'],
+    tx: (q, f) => nextChunk(q, {
+      tenantId: f.tenant, queueId: null, target: 'jobs', action: 'retry', filter: { status: 'failed' }, ids: null, snapshotAt: new Date(),
+    }, null, 500),
   },
 ];
 

@@ -198,7 +198,7 @@ async function runChunk(sql: Sql, id: string, token: string): Promise<ChunkOutco
     const finished = rows.length < BULK_ACTION_CHUNK;
     await tx`
       update bulk_actions set done = done + ${rows.length}, changed = changed + ${changed},
-             cursor_created_at = coalesce(${last?.created_at ?? null}::timestamptz, cursor_created_at),
+             cursor_created_at = coalesce(${last?.cursor_at ?? null}::timestamptz, cursor_created_at),
              cursor_id = coalesce(${last?.id ?? null}::uuid, cursor_id),
              status = ${finished ? 'completed' : 'running'}, finished_at = ${finished ? tx`now()` : null},
              lease_until = ${finished ? null : tx`now() + make_interval(secs => ${LEASE_SECONDS})`},

@@ -75,9 +75,10 @@ export interface BulkCursor {
  * The next rows in (created_at, id) order after the cursor, locked for the chunk's transaction:
  * a row another transaction holds is waited for rather than skipped, so none is passed over.
  */
-export async function nextChunk(sql: Queryable, s: BulkScope, after: BulkCursor | null, limit: number): Promise<Array<{ id: string; created_at: string }>> {
-  return sql<Array<{ id: string; created_at: string }>>`
-    select id, created_at::text as created_at from ${table(sql, s)}
+export async function nextChunk(sql: Queryable, s: BulkScope, after: BulkCursor | null, limit: number): Promise<Array<{ id: string; cursor_at: string }>> {
+  // the text keeps the microseconds a Date would drop; named apart so ORDER BY sorts the timestamp
+  return sql<Array<{ id: string; cursor_at: string }>>`
+    select id, created_at::text as cursor_at from ${table(sql, s)}
     where ${scopeSql(sql, s)}
       ${after ? sql`and (created_at, id) > (${after.createdAt}::timestamptz, ${after.id}::uuid)` : sql``}
     order by created_at, id
