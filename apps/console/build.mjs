@@ -12,9 +12,9 @@ export const CONSOLE_DIST = path.join(CONSOLE_DIR, 'dist');
 /** The budget of issue 16: the console's JavaScript, gzipped. */
 export const JS_BUDGET_BYTES = 250 * 1024;
 
-// with core: the console bundles one of its modules (@svc/core/queue-items/statuses) and takes
-// response types from it
-const SOURCES = ['src', 'index.html', 'vite.config.mts', 'tsconfig.json', 'package.json', '../../packages/core/src'];
+// with core and the client: the console bundles core's statuses (@svc/core/queue-items/statuses)
+// and the typed client (@svc/client), both from their TypeScript source
+const SOURCES = ['src', 'index.html', 'vite.config.mts', 'tsconfig.json', 'package.json', '../../packages/core/src', '../../packages/client/src', '../../packages/client/package.json'];
 
 function newestMtime(p) {
   if (!existsSync(p)) return 0;
@@ -60,8 +60,8 @@ export function buildConsole({ force = false, log = console.log } = {}) {
   if (!force && isUpToDate()) return true;
   const bin = (pkg, file) => path.join(path.dirname(fileURLToPath(import.meta.resolve(`${pkg}/package.json`))), file);
   log('Building the console (apps/console: tsc, vite build) …');
-  // the response types it imports are core's declarations: built first (nothing to do when current)
-  if (!run(bin('typescript', 'bin/tsc'), ['-b', '../../packages/core'])) return false;
+  // the types it imports are core's and the client's declarations: built first (nothing to do when current)
+  if (!run(bin('typescript', 'bin/tsc'), ['-b', '../../packages/core', '../../packages/client'])) return false;
   if (!run(bin('typescript', 'bin/tsc'), ['-p', 'tsconfig.json'])) return false;
   if (!run(bin('vite', 'bin/vite.js'), ['build', '--logLevel', 'warn'])) return false;
   precompress();

@@ -6,8 +6,8 @@ import react from '@vitejs/plugin-react';
 export default defineConfig({
   base: '/console/',
   plugins: [react()],
-  // `svc-source`: a workspace module the console shares (@svc/core/queue-items/statuses) is
-  // bundled from its TypeScript source; core's dist is CommonJS for Node
+  // `svc-source`: the workspace modules the console shares (@svc/core/queue-items/statuses, the
+  // typed client @svc/client) are bundled from their TypeScript source; their dist is CommonJS for Node
   resolve: { conditions: ['svc-source', ...defaultClientConditions] },
   build: {
     outDir: 'dist',

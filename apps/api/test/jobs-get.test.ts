@@ -1,5 +1,5 @@
 import { seedApiKey, seedJob } from '@svc/testing';
-import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { CONTRACT_JOB_FIELDS, ISO_RE, seedWorkspace, type Workspace } from './jobs-support';
 
 describe('GET /api/v1/jobs/:job_id', () => {
@@ -15,6 +15,8 @@ describe('GET /api/v1/jobs/:job_id', () => {
   });
 
   const get = (key: string, id: string) => t.http.get(`/api/v1/jobs/${id}`).set('X-API-Key', key);
+  /** A read as an integrator makes it, through the typed client (@svc/client). */
+  const read = (key: string, id: string) => apiClient(t, { apiKey: key }).request('getJob', { path: { job_id: id } });
 
   it('returns a finished job with every field of JobResponse, datetimes as ISO 8601', async () => {
     const job = await seedJob(t.sql, w.tenant.id, { process_id: w.process.id, machine_id: w.machine.id, status: 'completed', priority: 4, input_data: { a: 1 } });
@@ -27,11 +29,10 @@ describe('GET /api/v1/jobs/:job_id', () => {
         progress_percent = 100, progress_message = 'hecho', resource_metrics = ${t.sql.json(metrics)}, trigger_id = ${triggerId},
         started_at = '2026-01-02T03:04:05.678Z', finished_at = '2026-01-02T03:05:00Z'
       where id = ${job.id}`;
-    const res = await get(w.key, job.id);
-    expect(res.status).toBe(200);
-    expect(res.body.success).toBe(true);
-    expect(Object.keys(res.body.data).sort()).toEqual(CONTRACT_JOB_FIELDS);
-    expect(res.body.data).toEqual({
+    const body = await read(w.key, job.id);
+    expect(body.success).toBe(true);
+    expect(Object.keys(body.data).sort()).toEqual(CONTRACT_JOB_FIELDS);
+    expect(body.data).toEqual({
       id: job.id,
       tenant_id: w.tenant.id,
       process_id: w.process.id,
@@ -66,24 +67,21 @@ describe('GET /api/v1/jobs/:job_id', () => {
   it('returns a failed job with its error message', async () => {
     const job = await seedJob(t.sql, w.tenant.id, { process_id: w.process.id, machine_id: w.machine.id, status: 'failed' });
     await t.sql`update jobs set error_message = 'La máquina dejó de responder' where id = ${job.id}`;
-    const res = await get(w.key, job.id);
-    expect(res.body.data).toMatchObject({ status: 'failed', error_message: 'La máquina dejó de responder', finished_at: expect.stringMatching(ISO_RE) });
+    const { data } = await read(w.key, job.id);
+    expect(data).toMatchObject({ status: 'failed', error_message: 'La máquina dejó de responder', finished_at: expect.stringMatching(ISO_RE) });
   });
 
   it('finds a job by its id written in upper case', async () => {
     const job = await seedJob(t.sql, w.tenant.id, { process_id: w.process.id, machine_id: w.machine.id });
-    const res = await get(w.key, job.id.toUpperCase());
-    expect(res.status).toBe(200);
-    expect(res.body.data.id).toBe(job.id);
+    const { data } = await read(w.key, job.id.toUpperCase());
+    expect(data.id).toBe(job.id);
   });
 
   it('answers 404 for a missing job and for another tenant\'s job', async () => {
     const other = await seedWorkspace(t.sql);
     const foreign = await seedJob(t.sql, other.tenant.id, { process_id: other.process.id, machine_id: other.machine.id });
     for (const id of ['00000000-0000-4000-8000-000000000000', foreign.id]) {
-      const res = await get(w.key, id);
-      expect(res.status).toBe(404);
-      expect(res.body.error).toMatchObject({ code: 'NOT_FOUND', message: 'Job no encontrado' });
+      await expect(read(w.key, id)).rejects.toMatchObject({ status: 404, code: 'NOT_FOUND', message: 'Job no encontrado' });
     }
   });
 

@@ -1,5 +1,6 @@
 import { seedApiKey, seedJob, seedMachine, seedProcess, seedQueue, seedUser } from '@svc/testing';
-import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import type { QueryOf } from '@svc/client';
+import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { CONTRACT_JOB_FIELDS, CONTRACT_STOP_FIELDS, seedWorkspace, type Workspace } from './jobs-support';
 import { QUEUE_ITEM_FIELDS, itemsPath } from './queue-items-support';
 import { bearer } from './settings-fixtures';
@@ -25,7 +26,8 @@ describe('operator reads', () => {
   });
   afterAll(() => t.close());
 
-  const ids = (res: { body: { data: Array<{ id: string }> } }) => res.body.data.map((r) => r.id);
+  /** The ids of a page: of a body read through the typed client, or of a raw response. */
+  const ids = (page: { data: Array<{ id: string }> } | { body: { data: Array<{ id: string }> } }) => ('body' in page ? page.body : page).data.map((r) => r.id);
 
   describe('items by reference', () => {
     let queue: { id: string; name: string };
@@ -43,32 +45,34 @@ describe('operator reads', () => {
     });
     const publicList = (query: Record<string, unknown>, key = a.key, name = queue.name) =>
       t.http.get(itemsPath(name)).query(query).set('X-API-Key', key);
+    /** A read as an integrator makes it, through the typed client (@svc/client). */
+    const publicRead = (query: QueryOf<'listQueueItems'>, key = a.key, name = queue.name) =>
+      apiClient(t, { apiKey: key }).request('listQueueItems', { path: { name }, query });
 
     it('finds exactly the items with that reference, newest first, with exact meta', async () => {
-      const res = await publicList({ reference: 'INV-1' });
-      expect(res.status).toBe(200);
+      const res = await publicRead({ reference: 'INV-1' });
       expect(ids(res)).toEqual([...added['INV-1']!].reverse());
-      expect(res.body.meta).toEqual({ page: 1, limit: 20, total: 3, pages: 1 });
-      expect(Object.keys(res.body.data[0])).toEqual(QUEUE_ITEM_FIELDS);
-      expect(res.body.data.every((i: { reference: string }) => i.reference === 'INV-1')).toBe(true);
+      expect(res.meta).toEqual({ page: 1, limit: 20, total: 3, pages: 1 });
+      expect(Object.keys(res.data[0]!)).toEqual(QUEUE_ITEM_FIELDS);
+      expect(res.data.every((i) => i.reference === 'INV-1')).toBe(true);
     });
 
     it('matches exactly: case and prefixes count, an unknown reference is an empty page', async () => {
-      expect(ids(await publicList({ reference: 'inv-1' }))).toEqual(added['inv-1']);
-      expect(ids(await publicList({ reference: 'INV-10' }))).toEqual(added['INV-10']);
-      const none = await publicList({ reference: 'INV-999' });
-      expect(none.body).toEqual({ success: true, data: [], meta: { page: 1, limit: 20, total: 0, pages: 0 } });
+      expect(ids(await publicRead({ reference: 'inv-1' }))).toEqual(added['inv-1']);
+      expect(ids(await publicRead({ reference: 'INV-10' }))).toEqual(added['INV-10']);
+      const none = await publicRead({ reference: 'INV-999' });
+      expect(none).toEqual({ success: true, data: [], meta: { page: 1, limit: 20, total: 0, pages: 0 } });
     });
 
     it('combines with status, page and limit', async () => {
-      const taken = await publicList({ reference: 'INV-1', status: 'in_progress' });
+      const taken = await publicRead({ reference: 'INV-1', status: 'in_progress' });
       expect(ids(taken)).toEqual([added['INV-1']![1]]);
-      expect(taken.body.meta.total).toBe(1);
-      const fresh = await publicList({ reference: 'INV-1', status: 'new' });
+      expect(taken.meta.total).toBe(1);
+      const fresh = await publicRead({ reference: 'INV-1', status: 'new' });
       expect(ids(fresh)).toEqual([added['INV-1']![2], added['INV-1']![0]]);
-      const p2 = await publicList({ reference: 'INV-1', page: 2, limit: 2 });
+      const p2 = await publicRead({ reference: 'INV-1', page: 2, limit: 2 });
       expect(ids(p2)).toEqual([added['INV-1']![0]]);
-      expect(p2.body.meta).toEqual({ page: 2, limit: 2, total: 3, pages: 2 });
+      expect(p2.meta).toEqual({ page: 2, limit: 2, total: 3, pages: 2 });
     });
 
     it('refuses empty, overlong, repeated and unstorable references with 422 naming the field', async () => {
@@ -86,17 +90,16 @@ describe('operator reads', () => {
       expect((await t.http.post(itemsPath(other.name)).set('X-API-Key', b.key).send({ data: {}, reference: 'SHARED' })).status).toBe(200);
       // a's key cannot even name b's queue; a's own queue has no SHARED item
       expect((await publicList({ reference: 'SHARED' }, a.key, other.name)).status).toBe(404);
-      expect((await publicList({ reference: 'SHARED' })).body.data).toEqual([]);
+      expect((await publicRead({ reference: 'SHARED' })).data).toEqual([]);
     });
 
     it('answers the same through settings, by queue id, to any member of the workspace', async () => {
+      const settingsRead = (token: string, query: QueryOf<'listWorkspaceQueueItems'>) =>
+        apiClient(t, { token }).request('listWorkspaceQueueItems', { path: { queue_id: queue.id }, query });
       for (const token of [admin, member]) {
-        const res = await t.http.get(`/api/v1/settings/queues/${queue.id}/items`).query({ reference: 'INV-1', status: 'new' }).set(bearer(token));
-        expect(res.status).toBe(200);
-        expect(res.body).toEqual((await publicList({ reference: 'INV-1', status: 'new' })).body);
+        expect(await settingsRead(token, { reference: 'INV-1', status: 'new' })).toEqual(await publicRead({ reference: 'INV-1', status: 'new' }));
       }
-      const all = await t.http.get(`/api/v1/settings/queues/${queue.id}/items`).query({ limit: 100 }).set(bearer(member));
-      expect(all.body.meta.total).toBe(7);
+      expect((await settingsRead(member, { limit: 100 })).meta.total).toBe(7);
     });
 
     it('answers another workspace\'s queue with 404, a malformed id and bad filters with 422, no token with 401', async () => {
@@ -139,19 +142,18 @@ describe('operator reads', () => {
       await seedJob(t.sql, b.tenant.id, { process_id: b.process.id, machine_id: b.machine.id, status: 'completed' });
     });
     const list = (query: Record<string, unknown> = {}, key = w.key) => t.http.get('/api/v1/jobs/list').query(query).set('X-API-Key', key);
+    const client = () => apiClient(t, { apiKey: w.key });
     const newestFirst = (pick: (j: Record<string, any>) => boolean = () => true) => jobs.filter(pick).map((j) => j.id).reverse();
 
     it('lists the workspace\'s jobs newest first, each exactly as GET /jobs/{job_id} answers it', async () => {
-      const res = await list();
-      expect(res.status).toBe(200);
+      const res = await client().request('listJobs');
       expect(ids(res)).toEqual(newestFirst());
-      expect(res.body.meta).toEqual({ page: 1, limit: 20, total: 5, pages: 1 });
-      for (const job of res.body.data) {
+      expect(res.meta).toEqual({ page: 1, limit: 20, total: 5, pages: 1 });
+      for (const job of res.data) {
         expect(Object.keys(job).sort()).toEqual(CONTRACT_JOB_FIELDS);
-        const one = await t.http.get(`/api/v1/jobs/${job.id}`).set('X-API-Key', w.key);
-        expect(job).toEqual(one.body.data);
+        expect(job).toEqual(await client().call('getJob', { path: { job_id: job.id } }));
       }
-      expect(res.body.data[0]).toMatchObject({ status: 'running', input_data: { i: 4 }, process_name: w.process.name, machine_name: w.machine.name });
+      expect(res.data[0]).toMatchObject({ status: 'running', input_data: { i: 4 }, process_name: w.process.name, machine_name: w.machine.name });
     });
 
     it('filters by status, process and machine, alone and together', async () => {
@@ -191,11 +193,15 @@ describe('operator reads', () => {
     it('pages without gaps or repeats', async () => {
       const seen: string[] = [];
       for (const page of [1, 2, 3]) {
-        const res = await list({ page, limit: 2 });
-        expect(res.body.meta).toEqual({ page, limit: 2, total: 5, pages: 3 });
+        const res = await client().request('listJobs', { query: { page, limit: 2 } });
+        expect(res.meta).toEqual({ page, limit: 2, total: 5, pages: 3 });
         seen.push(...ids(res));
       }
       expect(seen).toEqual(newestFirst());
+      // the client's own iterator walks the same pages
+      const walked: string[] = [];
+      for await (const job of client().list('listJobs', { query: { limit: 2 } })) walked.push(job.id);
+      expect(walked).toEqual(newestFirst());
     });
 
     it('answers 422 to unknown statuses, malformed ids, ids the workspace does not have, and bad paging', async () => {

@@ -1,6 +1,7 @@
 import { seedApiKey, seedQueue, seedUser } from '@svc/testing';
 import { createSql } from '@svc/core';
-import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import type { QueryOf } from '@svc/client';
+import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import {
   QUEUE_ITEM_FIELDS, bulkPath, counterCounts, itemsPath, queueWorld, realCounts, withoutRequestId, type QueueWorld,
 } from './queue-items-support';
@@ -19,6 +20,9 @@ describe('GET /api/v1/queues/by-name/:name/items', () => {
     if (key !== null) req.set('X-API-Key', key);
     return req;
   };
+  /** A read as an integrator makes it, through the typed client (@svc/client): the whole body, `meta` too. */
+  const read = (key: string, query: QueryOf<'listQueueItems'> = {}, name = w.queue.name) =>
+    apiClient(t, { apiKey: key }).request('listQueueItems', { path: { name }, query });
   const freshQueue = async () => (await seedQueue(t.sql, w.tenantId)) as { id: string; name: string };
   /** Adds items one by one through the API; returns their ids in creation order. */
   const addSequentially = async (name: string, n: number): Promise<string[]> => {
@@ -41,41 +45,39 @@ describe('GET /api/v1/queues/by-name/:name/items', () => {
     });
 
     it('lists newest first with the defaults page 1 and limit 20', async () => {
-      const res = await list(await w.key(['queues:read']), {}, q.name);
-      expect(res.status).toBe(200);
-      expect(res.body.success).toBe(true);
-      expect(res.body.data.map((i: { id: string }) => i.id)).toEqual([...ids].reverse());
-      expect(res.body.meta).toEqual({ page: 1, limit: 20, total: 7, pages: 1 });
+      const res = await read(await w.key(['queues:read']), {}, q.name);
+      expect(res.success).toBe(true);
+      expect(res.data.map((i: { id: string }) => i.id)).toEqual([...ids].reverse());
+      expect(res.meta).toEqual({ page: 1, limit: 20, total: 7, pages: 1 });
     });
 
     it('returns each item with exactly the fields of the contract', async () => {
-      const res = await list(await w.key(['queues:read']), { limit: 1 }, q.name);
-      expect(Object.keys(res.body.data[0])).toEqual(QUEUE_ITEM_FIELDS);
-      expect(res.body.data[0]).toMatchObject({ id: ids[6], queue_id: q.id, status: 'new', data: { i: 6 }, retry_count: 0 });
+      const res = await read(await w.key(['queues:read']), { limit: 1 }, q.name);
+      expect(Object.keys(res.data[0])).toEqual(QUEUE_ITEM_FIELDS);
+      expect(res.data[0]).toMatchObject({ id: ids[6], queue_id: q.id, status: 'new', data: { i: 6 }, retry_count: 0 });
     });
 
     it('pages through the queue without gaps or repeats', async () => {
       const key = await w.key(['queues:read']);
       const seen: string[] = [];
       for (const page of [1, 2, 3]) {
-        const res = await list(key, { page, limit: 3 }, q.name);
-        expect(res.body.meta).toEqual({ page, limit: 3, total: 7, pages: 3 });
-        seen.push(...res.body.data.map((i: { id: string }) => i.id));
+        const res = await read(key, { page, limit: 3 }, q.name);
+        expect(res.meta).toEqual({ page, limit: 3, total: 7, pages: 3 });
+        seen.push(...res.data.map((i: { id: string }) => i.id));
       }
       expect(seen).toEqual([...ids].reverse());
     });
 
     it('answers a page past the end with no items and the real meta', async () => {
-      const res = await list(await w.key(['queues:read']), { page: 500, limit: 100 }, q.name);
-      expect(res.status).toBe(200);
-      expect(res.body.data).toEqual([]);
-      expect(res.body.meta).toEqual({ page: 500, limit: 100, total: 7, pages: 1 });
+      const res = await read(await w.key(['queues:read']), { page: 500, limit: 100 }, q.name);
+      expect(res.data).toEqual([]);
+      expect(res.meta).toEqual({ page: 500, limit: 100, total: 7, pages: 1 });
     });
 
     it('answers an empty queue with no items and zero pages', async () => {
       const empty = await freshQueue();
-      const res = await list(await w.key(['queues:read']), {}, empty.name);
-      expect(res.body).toEqual({ success: true, data: [], meta: { page: 1, limit: 20, total: 0, pages: 0 } });
+      const res = await read(await w.key(['queues:read']), {}, empty.name);
+      expect(res).toEqual({ success: true, data: [], meta: { page: 1, limit: 20, total: 0, pages: 0 } });
     });
 
     it('breaks ties of equal created_at by id, newest first, the same way on every page', async () => {
@@ -85,10 +87,10 @@ describe('GET /api/v1/queues/by-name/:name/items', () => {
                   select ${w.tenantId}, ${tie.id}, '{}'::jsonb, ${at} from generate_series(1, 5)`;
       const expected = (await t.sql`select id from queue_items where queue_id = ${tie.id} order by id desc`).map((r) => r.id);
       const key = await w.key(['queues:read']);
-      const a = await list(key, { limit: 2, page: 1 }, tie.name);
-      const b = await list(key, { limit: 2, page: 2 }, tie.name);
-      const c = await list(key, { limit: 2, page: 3 }, tie.name);
-      expect([...a.body.data, ...b.body.data, ...c.body.data].map((i: { id: string }) => i.id)).toEqual(expected);
+      const a = await read(key, { limit: 2, page: 1 }, tie.name);
+      const b = await read(key, { limit: 2, page: 2 }, tie.name);
+      const c = await read(key, { limit: 2, page: 3 }, tie.name);
+      expect([...a.data, ...b.data, ...c.data].map((i: { id: string }) => i.id)).toEqual(expected);
     });
   });
 
@@ -100,17 +102,17 @@ describe('GET /api/v1/queues/by-name/:name/items', () => {
                   where id in ${t.sql([ids[0]!, ids[2]!, ids[4]!])}`;
       await t.sql`update queue_items set status = 'dead_letter' where id = ${ids[5]!}`;
       const key = await w.key(['queues:read']);
-      const completed = await list(key, { status: 'completed' }, q.name);
-      expect(completed.body.data.map((i: { id: string }) => i.id)).toEqual([ids[4], ids[2], ids[0]]);
-      expect(completed.body.data.every((i: { status: string }) => i.status === 'completed')).toBe(true);
-      expect(completed.body.data[0].result).toEqual({ ok: true });
-      expect(completed.body.meta).toEqual({ page: 1, limit: 20, total: 3, pages: 1 });
-      const fresh = await list(key, { status: 'new' }, q.name);
-      expect(fresh.body.data.map((i: { id: string }) => i.id)).toEqual([ids[3], ids[1]]);
-      expect(fresh.body.meta.total).toBe(2);
-      expect((await list(key, { status: 'dead_letter' }, q.name)).body.meta.total).toBe(1);
-      expect((await list(key, { status: 'pending_review' }, q.name)).body).toMatchObject({ data: [], meta: { total: 0, pages: 0 } });
-      expect((await list(key, {}, q.name)).body.meta.total).toBe(6);
+      const completed = await read(key, { status: 'completed' }, q.name);
+      expect(completed.data.map((i: { id: string }) => i.id)).toEqual([ids[4], ids[2], ids[0]]);
+      expect(completed.data.every((i: { status: string }) => i.status === 'completed')).toBe(true);
+      expect(completed.data[0].result).toEqual({ ok: true });
+      expect(completed.meta).toEqual({ page: 1, limit: 20, total: 3, pages: 1 });
+      const fresh = await read(key, { status: 'new' }, q.name);
+      expect(fresh.data.map((i: { id: string }) => i.id)).toEqual([ids[3], ids[1]]);
+      expect(fresh.meta.total).toBe(2);
+      expect((await read(key, { status: 'dead_letter' }, q.name)).meta.total).toBe(1);
+      expect((await read(key, { status: 'pending_review' }, q.name))).toMatchObject({ data: [], meta: { total: 0, pages: 0 } });
+      expect((await read(key, {}, q.name)).meta.total).toBe(6);
     });
 
     it('keeps the total exact after a mixed bulk, single adds, status changes and deletes', async () => {
@@ -136,9 +138,9 @@ describe('GET /api/v1/queues/by-name/:name/items', () => {
       expect(real).toEqual({ new: 694, in_progress: 143, completed: 300, failed: 30, dead_letter: 20, pending_review: 7 });
       expect(await counterCounts(t, q.id)).toEqual(real);
       const key = await w.key(['queues:read']);
-      expect((await list(key, { limit: 100 }, q.name)).body.meta).toEqual({ page: 1, limit: 100, total: 1194, pages: 12 });
+      expect((await read(key, { limit: 100 }, q.name)).meta).toEqual({ page: 1, limit: 100, total: 1194, pages: 12 });
       for (const [status, n] of Object.entries(real)) {
-        expect((await list(key, { status }, q.name)).body.meta.total).toBe(n);
+        expect((await read(key, { status: status as QueryOf<'listQueueItems'>['status'] }, q.name)).meta.total).toBe(n);
       }
     });
 
@@ -173,7 +175,7 @@ describe('GET /api/v1/queues/by-name/:name/items', () => {
       expect(await counterCounts(t, q.id)).toEqual(real);
       const shards = await t.sql`select count(distinct shard)::int as n from queue_item_counts where queue_id = ${q.id}`;
       expect(shards[0]!.n).toBeGreaterThan(1);
-      expect((await list(await w.key(['queues:read']), {}, q.name)).body.meta.total).toBe(12 * 75 + 30 + 12 * 10);
+      expect((await read(await w.key(['queues:read']), {}, q.name)).meta.total).toBe(12 * 75 + 30 + 12 * 10);
     });
 
     it('reads the total from the counters, not from count(*) over the queue', async () => {
@@ -182,8 +184,8 @@ describe('GET /api/v1/queues/by-name/:name/items', () => {
       // a counter row that no item backs: only a counter-based total can see it
       await t.sql`insert into queue_item_counts (queue_id, status, shard, n) values (${q.id}, 'failed', 99, 40)`;
       const key = await w.key(['queues:read']);
-      expect((await list(key, {}, q.name)).body.meta.total).toBe(42);
-      expect((await list(key, { status: 'failed' }, q.name)).body.meta).toMatchObject({ total: 40, pages: 2 });
+      expect((await read(key, {}, q.name)).meta.total).toBe(42);
+      expect((await read(key, { status: 'failed' }, q.name)).meta).toMatchObject({ total: 40, pages: 2 });
     });
   });
 

@@ -1,8 +1,7 @@
 import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from 'react';
 import { useQueryClient } from '@tanstack/react-query';
-import { apiRequest, setUnauthorizedHandler, type Answer } from './lib/api';
+import { consoleApi, setUnauthorizedHandler, type ConsoleApi } from './lib/api';
 import { clearSession, loadSession, saveSession, type Session } from './lib/session';
-import type { LoginAnswer } from './lib/types';
 
 /** Why the sign-in page is shown: a first visit, a session that ended by itself, or a sign-out. */
 export type EndReason = 'expired' | 'signed-out' | null;
@@ -12,8 +11,8 @@ interface SessionApi {
   endReason: EndReason;
   signIn(email: string, password: string): Promise<void>;
   signOut(): Promise<void>;
-  /** GET/POST with the session's token. */
-  request<T>(path: string, opts?: { method?: string; body?: unknown }): Promise<Answer<T>>;
+  /** The API's operations, called with the session's token (lib/api.ts). */
+  api: ConsoleApi;
 }
 
 const SessionContext = createContext<SessionApi | null>(null);
@@ -43,11 +42,11 @@ export function SessionProvider({ children }: { children: ReactNode }) {
     return () => clearTimeout(timer);
   }, [session, end]);
 
-  const api = useMemo<SessionApi>(() => ({
+  const value = useMemo<SessionApi>(() => ({
     session,
     endReason,
     async signIn(email, password) {
-      const { data } = await apiRequest<LoginAnswer>('/auth/login', { method: 'POST', body: { email, password } });
+      const data = await consoleApi().call('logIn', { body: { email, password } });
       const next = { token: data.access_token, expiresAt: data.expires_at, user: data.user };
       saveSession(next);
       setEndReason(null);
@@ -55,13 +54,13 @@ export function SessionProvider({ children }: { children: ReactNode }) {
     },
     async signOut() {
       // the token is revoked on the server; a failure (already expired) still ends it here
-      if (session) await apiRequest('/auth/logout', { method: 'POST', token: session.token }).catch(() => undefined);
+      if (session) await consoleApi(session.token).call('logOut').catch(() => undefined);
       end('signed-out');
     },
-    request: (path, opts = {}) => apiRequest(path, { ...opts, token: session?.token }),
+    api: consoleApi(session?.token),
   }), [session, endReason, end]);
 
-  return <SessionContext.Provider value={api}>{children}</SessionContext.Provider>;
+  return <SessionContext.Provider value={value}>{children}</SessionContext.Provider>;
 }
 
 export function useSession(): SessionApi {

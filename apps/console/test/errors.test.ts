@@ -1,4 +1,5 @@
-import { ApiError, formErrors, formFieldOf, toApiError } from '../src/lib/errors';
+import { ApiError as ClientError, TimeoutError } from '@svc/client';
+import { ApiError, consoleError, formErrors, formFieldOf, toApiError } from '../src/lib/errors';
 
 const FALLBACK = 'Algo salió mal. Inténtelo de nuevo.';
 
@@ -60,5 +61,36 @@ describe('the error envelope in the console', () => {
 
   it('shows the generic text for anything that is not an answer of the API', () => {
     expect(formErrors(new TypeError('x is undefined'), ['email'], FALLBACK)).toEqual({ fields: {}, general: FALLBACK });
+  });
+});
+
+/** A failed call of the typed client (@svc/client) becomes the console's error as before the client. */
+describe('errors of the typed client in the console', () => {
+  const TEXTS = { networkError: 'Sin conexión con el servidor.', unexpectedError: FALLBACK };
+
+  it('reads an answer of the API from the body the client kept: message, issues, request id', () => {
+    const body = {
+      success: false,
+      error: { code: 'VALIDATION_ERROR', message: 'Error de validación', request_id: 'req-2', details: [{ field: 'body → cron', message: 'no es válida' }] },
+    };
+    const err = consoleError(new ClientError(422, 'VALIDATION_ERROR', 'Error de validación', body.error.details, 'req-2', null, body), TEXTS);
+    expect(err).toBeInstanceOf(ApiError);
+    expect([err.status, err.code, err.message, err.requestId]).toEqual([422, 'VALIDATION_ERROR', 'Error de validación', 'req-2']);
+    expect(err.issues).toEqual([{ field: 'body → cron', message: 'no es válida' }]);
+  });
+
+  it('gives an answer that is not the envelope the generic text, as before', () => {
+    const err = consoleError(new ClientError(502, 'HTTP_ERROR', 'HTTP 502 Bad Gateway', null, null, null, '<html>Bad gateway</html>'), TEXTS);
+    expect(err).toMatchObject({ status: 502, code: 'INTERNAL_ERROR', message: FALLBACK, issues: [] });
+  });
+
+  it('makes no connection and no answer in time a network error in Spanish', () => {
+    expect(consoleError(new TypeError('Failed to fetch'), TEXTS)).toMatchObject({ status: 0, code: 'NETWORK_ERROR', message: TEXTS.networkError });
+    expect(consoleError(new TimeoutError('no answer'), TEXTS)).toMatchObject({ status: 0, code: 'NETWORK_ERROR', message: TEXTS.networkError });
+  });
+
+  it('leaves an error of the console as it is', () => {
+    const own = new ApiError(404, 'NOT_FOUND', 'No encontrado');
+    expect(consoleError(own, TEXTS)).toBe(own);
   });
 });

@@ -25,9 +25,9 @@ export type SuccessBody<K extends OperationId> = {
 export type DataOf<K extends OperationId> = SuccessBody<K> extends { data: infer D } ? D : SuccessBody<K>;
 /** The element of a list operation's `data`. */
 export type ItemOf<K extends OperationId> = DataOf<K> extends ReadonlyArray<infer I> ? I : never;
-type PathOf<K extends OperationId> = Op<K>['parameters'] extends { path: infer P } ? P : never;
-type QueryOf<K extends OperationId> = Op<K>['parameters'] extends { query?: infer Q } ? Exclude<Q, undefined> : never;
-type BodyOf<K extends OperationId> = Op<K> extends { requestBody: infer B } ? JsonOf<B> : Op<K> extends { requestBody?: infer B } ? JsonOf<NonNullable<B>> : never;
+export type PathOf<K extends OperationId> = Op<K>['parameters'] extends { path: infer P } ? P : never;
+export type QueryOf<K extends OperationId> = Op<K>['parameters'] extends { query?: infer Q } ? Exclude<Q, undefined> : never;
+export type BodyOf<K extends OperationId> = Op<K> extends { requestBody: infer B } ? JsonOf<B> : Op<K> extends { requestBody?: infer B } ? JsonOf<NonNullable<B>> : never;
 
 /** The operations whose `data` is a page of a list. */
 export type ListOperationId = { [K in OperationId]: (typeof OPERATIONS)[K]['paged'] extends false ? never : K }[OperationId];
@@ -83,6 +83,8 @@ export class ApiError extends Error {
     readonly requestId: string | null,
     /** seconds the server asked to wait (429, 503), or null */
     readonly retryAfterSeconds: number | null,
+    /** the answer's body as parsed (the envelope, or what a proxy sent instead), for callers that read it themselves */
+    readonly body: unknown = null,
   ) {
     super(message);
   }
@@ -196,10 +198,10 @@ function apiError(response: Response, body: unknown): ApiError {
   const e = (body as { error?: { code?: unknown; message?: unknown; details?: unknown; request_id?: unknown } } | undefined)?.error;
   const requestId = typeof e?.request_id === 'string' ? e.request_id : response.headers.get('x-request-id');
   if (e && typeof e.code === 'string' && typeof e.message === 'string') {
-    return new ApiError(response.status, e.code, e.message, e.details ?? null, requestId, seconds);
+    return new ApiError(response.status, e.code, e.message, e.details ?? null, requestId, seconds, body);
   }
   // not the API's envelope (a proxy's page, say)
-  return new ApiError(response.status, 'HTTP_ERROR', `HTTP ${response.status} ${response.statusText}`.trim(), null, requestId, seconds);
+  return new ApiError(response.status, 'HTTP_ERROR', `HTTP ${response.status} ${response.statusText}`.trim(), null, requestId, seconds, body ?? null);
 }
 
 /** The wait before the next try: what Retry-After says, else exponential with jitter. */

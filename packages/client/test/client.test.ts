@@ -66,6 +66,8 @@ describe('@svc/client', () => {
     expect(missing).toBeInstanceOf(ApiError);
     expect(missing).toMatchObject({ status: 404, code: 'NOT_FOUND', requestId: expect.any(String) });
     expect((missing as ApiError).message).toMatch(/cola/i);
+    // the parsed answer stays on the error, for a caller that reads the envelope its own way (the console)
+    expect((missing as ApiError).body).toMatchObject({ success: false, error: { code: 'NOT_FOUND', message: (missing as ApiError).message } });
     const queue = await ws.queue();
     const bad = (await c.call('addQueueItem', { path: { name: queue.name }, body: { data: 'x' as never } }).catch((e: unknown) => e)) as ApiError;
     expect([bad.status, bad.code]).toEqual([422, 'VALIDATION_ERROR']);
@@ -110,6 +112,7 @@ describe('@svc/client', () => {
     const failing = faultyFetch(() => new Response('<html>bad gateway</html>', { status: 502 }));
     const err = (await client({ fetch: failing.fetch, retries: 2, maxRetryDelayMs: 10 }).call('listProcesses').catch((e: unknown) => e)) as ApiError;
     expect([err.status, err.code, failing.tries.length]).toEqual([502, 'HTTP_ERROR', 3]);
+    expect(err.body).toBe('<html>bad gateway</html>');
   });
 
   it('iterates every element of a list, page after page, and of a cursor-paged list', async () => {

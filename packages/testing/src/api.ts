@@ -1,4 +1,5 @@
 import request from 'supertest';
+import { createClient, type Client } from '@svc/client';
 import { createBullDispatch, createLogger, type Config } from '@svc/core';
 import { drainOutbox, type DispatchPort } from '@svc/core/internals';
 import { createApp, buildDeps, type ApiDeps } from '@svc/api';
@@ -57,4 +58,37 @@ export async function createApiTestContext(overrides: Partial<Config> = {}, opti
 export function apiSuite(options: Omit<SuiteOptions<ApiTestContext>, 'context'> & { config?: Partial<Config> } = {}): TestSuite<ApiTestContext> {
   const { config, ...rest } = options;
   return testSuite({ ...rest, context: () => createApiTestContext(config) });
+}
+
+/**
+ * The platform's typed client (@svc/client) bound to a test's in-process app: each call goes
+ * through the same supertest agent as `t.http` (no port), so a test reads an answer as an
+ * integrator would, typed by its operation. `apiKey` for the public operations, `token` for the
+ * console's (/settings). It does not retry: a test sees the first answer. Hostile requests that no
+ * client would send stay on `t.http`.
+ */
+export function apiClient(t: Pick<ApiTestContext, 'http'>, auth: { apiKey?: string; token?: string }): Client {
+  return createClient({ baseUrl: 'http://api.test', ...auth, retries: 0, fetch: (req) => throughAgent(t.http, req) });
+}
+
+/** A fetch Request sent through a supertest agent, its answer as a fetch Response. */
+async function throughAgent(http: ApiTestContext['http'], req: Request): Promise<Response> {
+  const url = new URL(req.url);
+  const method = req.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
+  let call = http[method](url.pathname + url.search);
+  req.headers.forEach((value, name) => { call = call.set(name, value); });
+  const body = method === 'get' ? '' : await req.text();
+  const res = await (body ? call.send(body) : call).buffer(true).parse((r, done) => {
+    // the raw text: the client parses it, as it would a real answer
+    let text = '';
+    r.setEncoding('utf8');
+    r.on('data', (chunk: string) => { text += chunk; });
+    r.on('end', () => done(null, text));
+  });
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(res.headers as Record<string, string | string[] | undefined>)) {
+    for (const v of Array.isArray(value) ? value : value === undefined ? [] : [value]) headers.append(name, v);
+  }
+  const text = res.body as string;
+  return new Response(res.status === 204 || res.status === 304 || text === '' ? null : text, { status: res.status, headers });
 }

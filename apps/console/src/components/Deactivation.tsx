@@ -2,19 +2,18 @@ import { useState, type ReactNode } from 'react';
 import { useMutation } from '@tanstack/react-query';
 import { t } from '../i18n';
 import { ApiError } from '../lib/errors';
-import { useSession } from '../session-context';
 import { ConfirmDialog } from './ConfirmDialog';
 
 /**
- * Deactivating a record of an admin list (DELETE `path/{id}`): the record asked about, the
- * request, and the dialog's error. `ask` opens the confirmation; `onDone` gets the answer.
+ * Deactivating a record of an admin list (its operation, e.g. deactivateSchedule, by id): the
+ * record asked about, the request, and the dialog's error. `ask` opens the confirmation; `onDone`
+ * gets the answer.
  */
-export function useDeactivation<T extends { id: string }>(path: string, onDone: (record: T) => void) {
-  const { request } = useSession();
+export function useDeactivation<T extends { id: string }>(deactivate: (id: string) => Promise<{ data: T }>, onDone: (record: T) => void) {
   const [pending, setPending] = useState<T | null>(null);
   const [error, setError] = useState<string | null>(null);
   const mutation = useMutation({
-    mutationFn: (record: T) => request<T>(`${path}/${record.id}`, { method: 'DELETE' }),
+    mutationFn: (record: T) => deactivate(record.id),
     onSuccess: ({ data }) => { setPending(null); onDone(data); },
     onError: (err) => setError(err instanceof ApiError ? err.message : t.common.unexpectedError),
   });

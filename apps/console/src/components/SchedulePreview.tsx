@@ -2,18 +2,18 @@ import { useQuery } from '@tanstack/react-query';
 import { ErrorState, Loading } from './States';
 import { t } from '../i18n';
 import { browserTimeZone, formatRuns } from '../lib/admin';
-import type { Schedule, SchedulePreview as Preview } from '../lib/types';
+import type { Schedule } from '../lib/api';
 import { useSession } from '../session-context';
 
 const COUNT = 5;
 
 /** A saved schedule's next runs, computed by the API (croner, in the schedule's zone), shown in the browser's zone. */
 export function SchedulePreview({ schedule }: { schedule: Schedule }) {
-  const { request } = useSession();
+  const { api } = useSession();
   const preview = useQuery({
     // the cron and the zone are part of the key: an edit shows the new expression's runs
     queryKey: ['schedule-preview', schedule.id, schedule.cron, schedule.timezone],
-    queryFn: () => request<Preview>(`/settings/schedules/${schedule.id}/preview?count=${COUNT}`),
+    queryFn: () => api.request('previewSchedule', { path: { id: schedule.id }, query: { count: COUNT } }),
   });
   return (
     <section className="preview" aria-labelledby={`preview-${schedule.id}`} data-preview={schedule.name}>

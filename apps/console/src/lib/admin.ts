@@ -2,13 +2,11 @@
  * Pure helpers of the admin pages (API keys, audit log, schedules, triggers): no DOM, no texts,
  * so jest tests them as they are.
  */
+import type { ItemOf } from '@svc/client';
 import { ApiError, formErrors, formFieldOf, type FormErrors } from './errors';
 
-export interface AvailableScope {
-  scope: string;
-  description: string;
-  group: string;
-}
+/** A scope of the catalogue (GET …/api-keys/available-scopes), as the OpenAPI document declares it. */
+export type AvailableScope = ItemOf<'listApiKeyScopes'>;
 
 export interface ScopeGroup {
   group: string;

@@ -1,8 +1,14 @@
+import { createClient, type Client, type components, type DataOf, type ItemOf } from '@svc/client';
 import { t } from '../i18n';
-import { ApiError, toApiError } from './errors';
-import type { PageMeta } from './types';
+import { consoleError } from './errors';
 
-export const API_BASE = '/api/v1';
+/*
+ * The console calls the API through the platform's typed client (@svc/client,
+ * docs/decisions/typed-client.md): every call names its operation (`listWorkspaceJobs`) and its
+ * parameters and answer are the OpenAPI document's, so the console declares no response type of
+ * its own. What the console adds: the session's bearer token, a 401 that ends the session, and
+ * errors as its pages show them (lib/errors.ts).
+ */
 
 /** Called when the API refuses the session's token (401): the session is over. */
 let onUnauthorized: () => void = () => undefined;
@@ -10,42 +16,64 @@ export function setUnauthorizedHandler(handler: () => void): void {
   onUnauthorized = handler;
 }
 
+/** The calls the pages make: the client's `call` (the answer's `data`) and `request` (the whole body, `meta` too). */
+export type ConsoleApi = Pick<Client, 'call' | 'request'>;
+
+/**
+ * The client of a session (or of the sign-in page, without a token). It does not retry by itself:
+ * React Query's retry policy (main.tsx) decides what is asked again, as before the client.
+ */
+export function consoleApi(token?: string): ConsoleApi {
+  const client = createClient({ baseUrl: window.location.origin, token, retries: 0 });
+  // each call's error as the pages show it; a 401 with a token ends the session
+  const guarded = <F extends (...args: never[]) => Promise<unknown>>(send: F): F =>
+    (async (...args: Parameters<F>) => {
+      try {
+        return await send(...args);
+      } catch (err) {
+        const error = consoleError(err, { networkError: t.common.networkError, unexpectedError: t.common.unexpectedError });
+        if (error.status === 401 && token) onUnauthorized();
+        throw error;
+      }
+    }) as F;
+  return { call: guarded(client.call), request: guarded(client.request) };
+}
+
+/** The filters that are set (empty ones are left out of the query string). */
+export function setFilters<Q extends Record<string, string | number | boolean | null | undefined>>(query: Q): { [K in keyof Q]?: Exclude<Q[K], '' | null> } {
+  return Object.fromEntries(Object.entries(query).filter(([, v]) => v !== undefined && v !== null && v !== '')) as { [K in keyof Q]?: Exclude<Q[K], '' | null> };
+}
+
+/** What a read answers, as the pages keep it: `data` and, for a list, its page's `meta`. */
 export interface Answer<T> {
   data: T;
   meta?: PageMeta;
 }
 
-/**
- * One request to the API: JSON in, the `{success, data, meta}` wrapper out, or an ApiError with
- * the envelope's Spanish message and field issues.
- */
-export async function apiRequest<T>(path: string, opts: { method?: string; body?: unknown; token?: string } = {}): Promise<Answer<T>> {
-  const headers: Record<string, string> = { Accept: 'application/json' };
-  if (opts.body !== undefined) headers['Content-Type'] = 'application/json';
-  if (opts.token) headers.Authorization = `Bearer ${opts.token}`;
-  let res: Response;
-  try {
-    res = await fetch(`${API_BASE}${path}`, {
-      method: opts.method ?? 'GET',
-      headers,
-      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
-    });
-  } catch {
-    throw new ApiError(0, 'NETWORK_ERROR', t.common.networkError);
-  }
-  const body: unknown = await res.json().catch(() => null);
-  if (!res.ok) {
-    const err = toApiError(res.status, body, t.common.unexpectedError);
-    if (res.status === 401 && opts.token) onUnauthorized();
-    throw err;
-  }
-  return body as Answer<T>;
-}
+/* The records the pages show, as the API's OpenAPI document declares them. */
 
-/** Query string of the filters that are set (empty ones are left out). */
-export function queryString(params: Record<string, string | number | undefined | null>): string {
-  const qs = new URLSearchParams();
-  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') qs.set(k, String(v));
-  const s = qs.toString();
-  return s ? `?${s}` : '';
-}
+export type PageMeta = components['schemas']['PageMeta'];
+export type CursorMeta = components['schemas']['CursorMeta'];
+export type LoginAnswer = DataOf<'logIn'>;
+export type User = LoginAnswer['user'];
+export type Queue = DataOf<'getQueue'>;
+export type QueueStats = DataOf<'getQueueStats'>;
+export type QueueItem = ItemOf<'listWorkspaceQueueItems'>;
+export type ItemStatus = QueueItem['status'];
+export type Machine = ItemOf<'listWorkspaceMachines'>;
+export type Job = DataOf<'getWorkspaceJob'>;
+export type JobLogs = DataOf<'readJobLogs'>;
+export type Process = ItemOf<'listWorkspaceProcesses'>;
+export type ApiKey = ItemOf<'listWorkspaceApiKeys'>;
+export type ApiKeyWithSecret = DataOf<'createApiKey'>;
+export type AuditEntry = ItemOf<'readAuditLog'>;
+export type Schedule = DataOf<'getSchedule'>;
+export type SchedulePreview = DataOf<'previewSchedule'>;
+export type Trigger = DataOf<'getQueueTrigger'>;
+
+/** The choices the forms and filters offer, checked against the document's enums. */
+export const ENVIRONMENTS = ['dev', 'staging', 'production'] as const satisfies ReadonlyArray<NonNullable<ApiKey['environments']>[number]>;
+export const AUDIT_ACTOR_TYPES = ['user', 'api_key', 'system', 'machine'] as const satisfies ReadonlyArray<AuditEntry['actor_type']>;
+export const MISSED_RUNS = ['skip', 'run_once'] as const satisfies ReadonlyArray<Schedule['missed_runs']>;
+// the statuses' list is core's, bundled from a module without dependencies
+export { QUEUE_ITEM_STATUSES as ITEM_STATUSES } from '@svc/core/queue-items/statuses';

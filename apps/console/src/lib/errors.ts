@@ -1,3 +1,5 @@
+import { ApiError as ClientError } from '@svc/client';
+
 /**
  * The API's error envelope, read once for every page: `{success:false, error:{code, message,
  * details:[{field, message}], request_id}}`. Pure (no DOM), so jest tests it as it is.
@@ -53,6 +55,17 @@ export function toApiError(status: number, body: unknown, fallbackMessage: strin
     ? details.filter((d): d is FieldIssue => typeof d?.field === 'string' && typeof d?.message === 'string')
     : [];
   return new ApiError(status, code, message, issues, request_id);
+}
+
+/**
+ * A failed call of the typed client (@svc/client) as the console shows it: an answer of the API
+ * through toApiError, from the body the client kept; anything else (no connection, no answer in
+ * time) is a network error. The texts are passed in, as above.
+ */
+export function consoleError(err: unknown, texts: { networkError: string; unexpectedError: string }): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof ClientError) return toApiError(err.status, err.body, texts.unexpectedError);
+  return new ApiError(0, 'NETWORK_ERROR', texts.networkError);
 }
 
 export interface FormErrors {

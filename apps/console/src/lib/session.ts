@@ -1,4 +1,4 @@
-import type { User } from './types';
+import type { User } from './api';
 
 /**
  * The signed-in session, kept in sessionStorage: it lasts as long as the tab, is not sent with

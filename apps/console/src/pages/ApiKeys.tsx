@@ -8,17 +8,18 @@ import { SecretOnce } from '../components/SecretOnce';
 import { ErrorState, Loading } from '../components/States';
 import { Time } from '../components/Time';
 import { t } from '../i18n';
-import { groupScopes, keyState, localInputToIso, parseIpList, topLevelErrors, type AvailableScope } from '../lib/admin';
+import { groupScopes, keyState, localInputToIso, parseIpList, topLevelErrors } from '../lib/admin';
 import { ApiError } from '../lib/errors';
 import type { FormErrors } from '../lib/errors';
-import { ENVIRONMENTS, type ApiKey, type ApiKeyWithSecret } from '../lib/types';
+import type { BodyOf } from '@svc/client';
+import { ENVIRONMENTS, type ApiKey, type ApiKeyWithSecret } from '../lib/api';
 import { useSession } from '../session-context';
 
 const FIELDS = ['name', 'scopes', 'environments', 'allowed_ips', 'expires_at'] as const;
 
 /** The workspace's API keys (admins): list, create with the secret shown once, rotate, revoke. */
 export function ApiKeysPage() {
-  const { request } = useSession();
+  const { api } = useSession();
   const queryClient = useQueryClient();
   const [creating, setCreating] = useState(false);
   const [secret, setSecret] = useState<{ title: string; key: string } | null>(null);
@@ -26,13 +27,13 @@ export function ApiKeysPage() {
   const [notice, setNotice] = useState<string | null>(null);
   const [dialogError, setDialogError] = useState<string | null>(null);
 
-  const keys = useQuery({ queryKey: ['api-keys'], queryFn: () => request<ApiKey[]>('/settings/api-keys?limit=100') });
+  const keys = useQuery({ queryKey: ['api-keys'], queryFn: () => api.request('listWorkspaceApiKeys', { query: { limit: 100 } }) });
   const refresh = () => queryClient.invalidateQueries({ queryKey: ['api-keys'] });
 
   const act = useMutation({
     mutationFn: ({ kind, key }: { kind: 'rotate' | 'revoke'; key: ApiKey }) => kind === 'rotate'
-      ? request<ApiKeyWithSecret>(`/settings/api-keys/${key.id}/rotate`, { method: 'POST' })
-      : request<ApiKey>(`/settings/api-keys/${key.id}`, { method: 'DELETE' }),
+      ? api.request('rotateApiKey', { path: { key_id: key.id } })
+      : api.request('revokeApiKey', { path: { key_id: key.id } }),
     onSuccess: ({ data }, { kind, key }) => {
       setPending(null);
       setDialogError(null);
@@ -124,7 +125,7 @@ export function ApiKeysPage() {
 }
 
 function CreateKeyForm({ onCancel, onCreated }: { onCancel(): void; onCreated(key: ApiKeyWithSecret): void }) {
-  const { request } = useSession();
+  const { api } = useSession();
   const [name, setName] = useState('');
   const [scopes, setScopes] = useState<Set<string>>(new Set());
   const [environments, setEnvironments] = useState<Set<string>>(new Set());
@@ -132,14 +133,13 @@ function CreateKeyForm({ onCancel, onCreated }: { onCancel(): void; onCreated(ke
   const [expires, setExpires] = useState('');
   const [errors, setErrors] = useState<FormErrors>(NO_ERRORS);
 
-  const catalogue = useQuery({ queryKey: ['api-key-scopes'], queryFn: () => request<AvailableScope[]>('/settings/api-keys/available-scopes'), staleTime: Infinity });
+  const catalogue = useQuery({ queryKey: ['api-key-scopes'], queryFn: () => api.request('listApiKeyScopes'), staleTime: Infinity });
 
   const create = useMutation({
-    mutationFn: () => request<ApiKeyWithSecret>('/settings/api-keys', {
-      method: 'POST',
+    mutationFn: () => api.request('createApiKey', {
       body: {
         name: name.trim(),
-        scopes: [...scopes],
+        scopes: [...scopes] as BodyOf<'createApiKey'>['scopes'],
         environments: environments.size > 0 ? ENVIRONMENTS.filter((e) => environments.has(e)) : null,
         allowed_ips: parseIpList(ips),
         expires_at: localInputToIso(expires),

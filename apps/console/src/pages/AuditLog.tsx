@@ -6,9 +6,9 @@ import { Field } from '../components/Field';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { Time } from '../components/Time';
 import { t } from '../i18n';
-import { queryString } from '../lib/api';
 import { NO_AUDIT_FILTERS, auditQuery, type AuditFilters } from '../lib/admin';
-import { AUDIT_ACTOR_TYPES, type AuditEntry, type CursorMeta } from '../lib/types';
+import type { QueryOf } from '@svc/client';
+import { AUDIT_ACTOR_TYPES } from '../lib/api';
 import { useSession } from '../session-context';
 
 const PAGE_SIZE = 50;
@@ -22,7 +22,7 @@ function filtersOf(params: URLSearchParams): AuditFilters {
 
 /** The workspace's audit log (admins): filters in the address, newest first, "Cargar más" on the keyset cursor. */
 export function AuditLogPage() {
-  const { request } = useSession();
+  const { api } = useSession();
   const [params, setParams] = useSearchParams();
   const applied = filtersOf(params);
   const [draft, setDraft] = useState<AuditFilters>(applied);
@@ -33,8 +33,8 @@ export function AuditLogPage() {
   const log = useInfiniteQuery({
     queryKey: ['audit-log', applied],
     initialPageParam: null as string | null,
-    queryFn: ({ pageParam }) => request<AuditEntry[]>(`/settings/audit-log${queryString(auditQuery(applied, PAGE_SIZE, pageParam))}`),
-    getNextPageParam: (last) => (last.meta as unknown as CursorMeta | undefined)?.next_cursor ?? null,
+    queryFn: ({ pageParam }) => api.request('readAuditLog', { query: auditQuery(applied, PAGE_SIZE, pageParam) as QueryOf<'readAuditLog'> }),
+    getNextPageParam: (last) => last.meta.next_cursor,
   });
 
   function apply(e: FormEvent) {

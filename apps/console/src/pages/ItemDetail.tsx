@@ -5,7 +5,7 @@ import { StatusBadge } from '../components/StatusBadge';
 import { Time } from '../components/Time';
 import { t } from '../i18n';
 import { formErrors, type FormErrors } from '../lib/errors';
-import type { QueueItem } from '../lib/types';
+import type { QueueItem } from '../lib/api';
 import { useSession } from '../session-context';
 import { useFocusOnMount } from '../components/focus';
 
@@ -16,22 +16,21 @@ export function ItemDetail({ item, canAct, onClose, onChanged }: {
   onClose(): void;
   onChanged(row: QueueItem, message: string): void;
 }) {
-  const { request } = useSession();
+  const { api } = useSession();
   const heading = useFocusOnMount<HTMLHeadingElement>();
   const [reason, setReason] = useState('');
   const [errors, setErrors] = useState<FormErrors>({ fields: {}, general: null });
-  const path = `/settings/queues/${item.queue_id}/items/${item.id}`;
 
   const decide = useMutation({
-    mutationFn: (approve: boolean) => request<QueueItem>(`${path}/${approve ? 'approve' : 'reject'}`, {
-      method: 'POST',
+    mutationFn: (approve: boolean) => api.request(approve ? 'approveQueueItem' : 'rejectQueueItem', {
+      path: { queue_id: item.queue_id, item_id: item.id },
       body: approve ? {} : (reason.trim() ? { reason: reason.trim() } : {}),
     }),
     onSuccess: ({ data }, approve) => { setErrors({ fields: {}, general: null }); onChanged(data, approve ? t.item.approved : t.item.rejected); },
     onError: (err) => setErrors(formErrors(err, ['reason', 'comment'], t.common.unexpectedError)),
   });
   const redrive = useMutation({
-    mutationFn: () => request<{ redriven: number }>(`/settings/queues/${item.queue_id}/items/redrive`, { method: 'POST', body: { item_ids: [item.id] } }),
+    mutationFn: () => api.request('redriveQueueItems', { path: { queue_id: item.queue_id }, body: { item_ids: [item.id] } }),
     onSuccess: () => onChanged({ ...item, status: 'new', retry_count: 0 }, t.queue.redriven(1)),
     onError: (err) => setErrors(formErrors(err, [], t.common.unexpectedError)),
   });

@@ -9,8 +9,7 @@ import { t } from '../i18n';
 import { ApiError } from '../lib/errors';
 import { formatCount, formatDuration } from '../lib/format';
 import { canStop, elapsedMs, isLive, jobOrigin } from '../lib/jobs';
-import type { Answer } from '../lib/api';
-import type { Job, JobLogs } from '../lib/types';
+import type { Answer, Job, JobLogs } from '../lib/api';
 import { useIsAdmin, useSession } from '../session-context';
 import { JobInput } from './JobInput';
 
@@ -20,7 +19,7 @@ const LIVE_REFRESH_MS = 3_000;
 /** One job: status, live progress, timestamps, origin, data, metrics, log; stop and answer for an admin. */
 export function JobDetailPage() {
   const { jobId = '' } = useParams();
-  const { request } = useSession();
+  const { api } = useSession();
   const isAdmin = useIsAdmin();
   const queryClient = useQueryClient();
   const [confirming, setConfirming] = useState(false);
@@ -29,13 +28,13 @@ export function JobDetailPage() {
 
   const job = useQuery({
     queryKey: ['job', jobId],
-    queryFn: () => request<Job>(`/settings/jobs/${jobId}`),
+    queryFn: () => api.request('getWorkspaceJob', { path: { job_id: jobId } }),
     refetchInterval: (q) => (q.state.data && !isLive(q.state.data.data.status) ? false : LIVE_REFRESH_MS),
   });
   const live = job.data ? isLive(job.data.data.status) : true;
   const logs = useQuery({
     queryKey: ['job-logs', jobId],
-    queryFn: () => request<JobLogs>(`/settings/jobs/${jobId}/logs`),
+    queryFn: () => api.request('readJobLogs', { path: { job_id: jobId } }),
     enabled: job.isSuccess,
     refetchInterval: live ? LIVE_REFRESH_MS : false,
   });
@@ -53,7 +52,7 @@ export function JobDetailPage() {
   const refresh = () => queryClient.invalidateQueries({ predicate: (q) => q.queryKey[0] === 'jobs' || q.queryKey.includes(jobId) });
 
   const stop = useMutation({
-    mutationFn: () => request<Partial<Job>>(`/settings/jobs/${jobId}/stop`, { method: 'POST' }),
+    mutationFn: () => api.request('stopWorkspaceJob', { path: { job_id: jobId } }),
     onSuccess: () => { setConfirming(false); setActionError(null); setNotice(t.jobs.stopped); void refresh(); },
     onError: (err) => { setConfirming(false); setActionError(err instanceof ApiError ? err.message : t.common.unexpectedError); },
   });

@@ -4,7 +4,7 @@ import { Field } from '../components/Field';
 import { t } from '../i18n';
 import { ApiError } from '../lib/errors';
 import { answerErrorPlacement, buildAnswer, choiceLabel, controlName, inputForm, type InputField } from '../lib/jobs';
-import type { Job } from '../lib/types';
+import type { Job } from '../lib/api';
 import { useSession } from '../session-context';
 
 interface Errors {
@@ -19,14 +19,14 @@ const NO_ERRORS: Errors = { fields: {}, general: null };
  * of the API goes next to the control it concerns.
  */
 export function JobInput({ job, canAnswer, onAnswered }: { job: Job; canAnswer: boolean; onAnswered(job: Job): void }) {
-  const { request } = useSession();
+  const { api } = useSession();
   const form = useMemo(() => inputForm(job.pending_input_options), [job.pending_input_options]);
   const [raw, setRaw] = useState<Record<string, string>>({});
   const [errors, setErrors] = useState<Errors>(NO_ERRORS);
   const controls = form.kind === 'fields' ? form.fields.map(controlName) : ['value'];
 
   const answer = useMutation({
-    mutationFn: (value: unknown) => request<Job>(`/settings/jobs/${job.id}/input`, { method: 'POST', body: { value } }),
+    mutationFn: (value: unknown) => api.request('answerJobInput', { path: { job_id: job.id }, body: { value } }),
     onSuccess: ({ data }) => { setErrors(NO_ERRORS); onAnswered(data); },
     onError: (err) => setErrors(err instanceof ApiError ? answerErrorPlacement(err, controls) : { fields: {}, general: t.common.unexpectedError }),
   });

@@ -7,11 +7,10 @@ import { Empty, ErrorState, Loading } from '../components/States';
 import { StatusBadge } from '../components/StatusBadge';
 import { Time } from '../components/Time';
 import { t } from '../i18n';
-import { queryString } from '../lib/api';
+import { setFilters, type Job } from '../lib/api';
 import { absoluteTime, formatCount, pageCount } from '../lib/format';
 import { JOB_STATUSES } from '../lib/jobs';
 import { FASTEST_REFRESH_MS } from '../lib/refresh';
-import type { Job, Machine, ProcessName } from '../lib/types';
 import { useSession } from '../session-context';
 import { nextFilterParams } from '../lib/filters';
 
@@ -22,7 +21,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The workspace's jobs, newest first: filters (status, process, machine) in the address, paging, a read every 5 s. */
 export function JobsPage() {
-  const { request } = useSession();
+  const { api } = useSession();
   const [params, setParams] = useSearchParams();
   const status = (JOB_STATUSES as readonly string[]).includes(params.get('status') ?? '') ? params.get('status')! : '';
   // an id that is not a UUID would only earn a 422: the filter ignores it
@@ -32,18 +31,18 @@ export function JobsPage() {
 
   const jobs = useQuery({
     queryKey: ['jobs', 'list', status, processId, machineId, page],
-    queryFn: () => request<Job[]>(`/settings/jobs${queryString({ status, process_id: processId, machine_id: machineId, page, limit: PAGE_SIZE })}`),
+    queryFn: () => api.request('listWorkspaceJobs', { query: setFilters({ status: status as Job['status'], process_id: processId, machine_id: machineId, page, limit: PAGE_SIZE }) }),
     refetchInterval: FASTEST_REFRESH_MS,
     placeholderData: keepPreviousData,
   });
   const processes = useQuery({
     queryKey: ['process-names'],
-    queryFn: () => request<ProcessName[]>('/settings/processes?limit=100'),
+    queryFn: () => api.request('listWorkspaceProcesses', { query: { limit: 100 } }),
     staleTime: NAMES_STALE_MS,
   });
   const machines = useQuery({
     queryKey: ['machines', 'all'],
-    queryFn: () => request<Machine[]>('/settings/machines?limit=100'),
+    queryFn: () => api.request('listWorkspaceMachines', { query: { limit: 100 } }),
     staleTime: NAMES_STALE_MS,
   });
 

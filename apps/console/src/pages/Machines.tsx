@@ -6,15 +6,15 @@ import { Time } from '../components/Time';
 import { t } from '../i18n';
 import { formatCount } from '../lib/format';
 import { FASTEST_REFRESH_MS } from '../lib/refresh';
-import type { Machine } from '../lib/types';
+import type { Machine } from '../lib/api';
 import { useSession } from '../session-context';
 
 /** Every machine of the workspace, active or not: status, slots, last heartbeat, kind. Reads again by itself. */
 export function MachinesPage() {
-  const { request } = useSession();
+  const { api } = useSession();
   const machines = useQuery({
     queryKey: ['machines', 'all'],
-    queryFn: () => request<Machine[]>('/settings/machines?limit=100'),
+    queryFn: () => api.request('listWorkspaceMachines', { query: { limit: 100 } }),
     refetchInterval: FASTEST_REFRESH_MS,
     placeholderData: keepPreviousData,
   });

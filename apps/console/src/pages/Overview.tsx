@@ -6,7 +6,7 @@ import { Time } from '../components/Time';
 import { t } from '../i18n';
 import { formatCount, formatDuration } from '../lib/format';
 import { FASTEST_REFRESH_MS, refreshIntervalMs } from '../lib/refresh';
-import { ITEM_STATUSES, type Job, type Machine, type Queue, type QueueStats } from '../lib/types';
+import { ITEM_STATUSES, type Job, type Machine, type Queue, type QueueStats } from '../lib/api';
 import { useSession } from '../session-context';
 import type { Answer } from '../lib/api';
 
@@ -14,10 +14,10 @@ import type { Answer } from '../lib/api';
 export const REFRESH_MS = FASTEST_REFRESH_MS;
 
 export function OverviewPage() {
-  const { request } = useSession();
+  const { api } = useSession();
   const queues = useQuery({
     queryKey: ['queues'],
-    queryFn: () => request<Queue[]>('/settings/queues?limit=100&is_active=true'),
+    queryFn: () => api.request('listWorkspaceQueues', { query: { limit: 100, is_active: true } }),
     refetchInterval: (query) => refreshIntervalMs(3 + (query.state.data?.data.length ?? 0)),
   });
   // every read of the page at one pace: the queue list, each queue's stats, machines, failures
@@ -54,10 +54,10 @@ function QueuesSection({ queues, every }: { queues: UseQueryResult<Answer<Queue[
 }
 
 function QueueCard({ queue, every }: { queue: Queue; every: number }) {
-  const { request } = useSession();
+  const { api } = useSession();
   const stats = useQuery({
     queryKey: ['queue-stats', queue.id],
-    queryFn: () => request<QueueStats>(`/settings/queues/${queue.id}/stats`),
+    queryFn: () => api.request('getQueueStats', { path: { queue_id: queue.id } }),
     refetchInterval: every,
   });
   const titleId = `queue-${queue.id}`;
@@ -100,10 +100,10 @@ export function QueueFigures({ name, stats }: { name: string; stats: QueueStats 
 }
 
 function MachinesSection({ every }: { every: number }) {
-  const { request } = useSession();
+  const { api } = useSession();
   const machines = useQuery({
     queryKey: ['machines'],
-    queryFn: () => request<Machine[]>('/settings/machines?limit=100&is_active=true'),
+    queryFn: () => api.request('listWorkspaceMachines', { query: { limit: 100, is_active: true } }),
     refetchInterval: every,
   });
   return (
@@ -131,10 +131,10 @@ function MachinesSection({ every }: { every: number }) {
 }
 
 function FailuresSection({ every }: { every: number }) {
-  const { request } = useSession();
+  const { api } = useSession();
   const jobs = useQuery({
     queryKey: ['jobs', 'failed'],
-    queryFn: () => request<Job[]>('/settings/jobs?status=failed&limit=5'),
+    queryFn: () => api.request('listWorkspaceJobs', { query: { status: 'failed', limit: 5 } }),
     refetchInterval: every,
   });
   return (

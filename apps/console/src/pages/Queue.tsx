@@ -6,10 +6,9 @@ import { Empty, ErrorState, Loading } from '../components/States';
 import { StatusBadge } from '../components/StatusBadge';
 import { Time } from '../components/Time';
 import { t } from '../i18n';
-import { queryString } from '../lib/api';
 import { ApiError } from '../lib/errors';
 import { formatCount, pageCount } from '../lib/format';
-import { ITEM_STATUSES, type ItemStatus, type Queue, type QueueItem, type QueueStats } from '../lib/types';
+import { ITEM_STATUSES, setFilters, type ItemStatus, type QueueItem } from '../lib/api';
 import { useIsAdmin, useSession } from '../session-context';
 import { ItemDetail } from './ItemDetail';
 import { QueueFigures, REFRESH_MS } from './Overview';
@@ -20,7 +19,7 @@ const PAGE_SIZE = 20;
 /** A queue: its figures, its items (status filter, reference search, paging), an item's detail, and the admin's actions. */
 export function QueuePage() {
   const { queueId = '' } = useParams();
-  const { request } = useSession();
+  const { api } = useSession();
   const isAdmin = useIsAdmin();
   const queryClient = useQueryClient();
   const [params, setParams] = useSearchParams();
@@ -35,15 +34,15 @@ export function QueuePage() {
 
   useEffect(() => setReferenceInput(reference), [reference]);
 
-  const queue = useQuery({ queryKey: ['queue', queueId], queryFn: () => request<Queue>(`/settings/queues/${queueId}`) });
+  const queue = useQuery({ queryKey: ['queue', queueId], queryFn: () => api.request('getQueue', { path: { id: queueId } }) });
   const stats = useQuery({
     queryKey: ['queue-stats', queueId],
-    queryFn: () => request<QueueStats>(`/settings/queues/${queueId}/stats`),
+    queryFn: () => api.request('getQueueStats', { path: { queue_id: queueId } }),
     refetchInterval: REFRESH_MS,
   });
   const items = useQuery({
     queryKey: ['queue-items', queueId, status, reference, page],
-    queryFn: () => request<QueueItem[]>(`/settings/queues/${queueId}/items${queryString({ status, reference, page, limit: PAGE_SIZE })}`),
+    queryFn: () => api.request('listWorkspaceQueueItems', { path: { queue_id: queueId }, query: setFilters({ status, reference, page, limit: PAGE_SIZE }) }),
     refetchInterval: REFRESH_MS,
     placeholderData: keepPreviousData, // the table stays while the next page loads, no blank flash
   });
@@ -51,12 +50,12 @@ export function QueuePage() {
   const refreshAll = () => queryClient.invalidateQueries({ predicate: (q) => q.queryKey.includes(queueId) || q.queryKey[0] === 'queues' });
 
   const pause = useMutation({
-    mutationFn: (paused: boolean) => request<Queue>(`/settings/queues/${queueId}/${paused ? 'pause' : 'resume'}`, { method: 'POST' }),
+    mutationFn: (paused: boolean) => api.request(paused ? 'pauseQueue' : 'resumeQueue', { path: { queue_id: queueId } }),
     onSuccess: () => { setActionError(null); void refreshAll(); },
     onError: (err) => setActionError(err instanceof ApiError ? err.message : t.common.unexpectedError),
   });
   const redrive = useMutation({
-    mutationFn: (ids: string[] | null) => request<{ redriven: number }>(`/settings/queues/${queueId}/items/redrive`, { method: 'POST', body: ids ? { item_ids: ids } : {} }),
+    mutationFn: (ids: string[] | null) => api.request('redriveQueueItems', { path: { queue_id: queueId }, body: ids ? { item_ids: ids } : {} }),
     onSuccess: ({ data }) => { setActionError(null); setNotice(t.queue.redriven(data.redriven)); setPicked(new Set()); void refreshAll(); },
     onError: (err) => setActionError(err instanceof ApiError ? err.message : t.common.unexpectedError),
   });

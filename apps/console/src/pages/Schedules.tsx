@@ -9,7 +9,8 @@ import { SchedulePreview } from '../components/SchedulePreview';
 import { Time } from '../components/Time';
 import { t } from '../i18n';
 import { browserTimeZone, parseJsonObject, topLevelErrors } from '../lib/admin';
-import { MISSED_RUNS, type Schedule } from '../lib/types';
+import type { BodyOf } from '@svc/client';
+import { MISSED_RUNS, type Schedule } from '../lib/api';
 import { useIsAdmin, useSession } from '../session-context';
 import { useCatalogueOptions } from './catalogue-options';
 
@@ -17,7 +18,7 @@ const FIELDS = ['name', 'description', 'process_id', 'cron', 'timezone', 'machin
 
 /** Schedules: every member sees them and their next runs; admins create, edit and deactivate. */
 export function SchedulesPage() {
-  const { request } = useSession();
+  const { api } = useSession();
   const isAdmin = useIsAdmin();
   const queryClient = useQueryClient();
   const options = useCatalogueOptions();
@@ -25,10 +26,10 @@ export function SchedulesPage() {
   const [previewing, setPreviewing] = useState<Schedule | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
 
-  const schedules = useQuery({ queryKey: ['schedules'], queryFn: () => request<Schedule[]>('/settings/schedules?limit=100') });
+  const schedules = useQuery({ queryKey: ['schedules'], queryFn: () => api.request('listWorkspaceSchedules', { query: { limit: 100 } }) });
   const refresh = () => queryClient.invalidateQueries({ queryKey: ['schedules'] });
 
-  const deactivation = useDeactivation<Schedule>('/settings/schedules', (data) => {
+  const deactivation = useDeactivation<Schedule>((id) => api.request('deactivateSchedule', { path: { id } }), (data) => {
     setNotice(t.schedules.deactivated(data.name));
     if (previewing?.id === data.id) setPreviewing(data);
     void refresh();
@@ -108,7 +109,7 @@ function ScheduleForm({ schedule, options, onCancel, onSaved }: {
   onCancel(): void;
   onSaved(s: Schedule): void;
 }) {
-  const { request } = useSession();
+  const { api } = useSession();
   const { form, setForm, errors, setErrors, set, input } = useAdminForm(() => ({
     name: schedule?.name ?? '',
     description: schedule?.description ?? '',
@@ -124,8 +125,8 @@ function ScheduleForm({ schedule, options, onCancel, onSaved }: {
 
   const save = useMutation({
     mutationFn: (body: Record<string, unknown>) => schedule
-      ? request<Schedule>(`/settings/schedules/${schedule.id}`, { method: 'PATCH', body })
-      : request<Schedule>('/settings/schedules', { method: 'POST', body }),
+      ? api.request('updateSchedule', { path: { id: schedule.id }, body: body as BodyOf<'updateSchedule'> })
+      : api.request('createSchedule', { body: body as BodyOf<'createSchedule'> }),
     onSuccess: ({ data }) => onSaved(data),
     onError: (err) => setErrors(topLevelErrors(err, FIELDS, t.common.unexpectedError)),
   });

@@ -8,7 +8,8 @@ import { Field } from '../components/Field';
 import { t } from '../i18n';
 import { topLevelErrors } from '../lib/admin';
 import { formatCount } from '../lib/format';
-import type { Trigger } from '../lib/types';
+import type { BodyOf } from '@svc/client';
+import type { Trigger } from '../lib/api';
 import { useIsAdmin, useSession } from '../session-context';
 import { useCatalogueOptions } from './catalogue-options';
 
@@ -16,17 +17,17 @@ const FIELDS = ['queue_id', 'process_id', 'max_concurrent_jobs', 'min_items_to_s
 
 /** Queue triggers: every member sees them; admins create, edit and deactivate. */
 export function TriggersPage() {
-  const { request } = useSession();
+  const { api } = useSession();
   const isAdmin = useIsAdmin();
   const queryClient = useQueryClient();
   const options = useCatalogueOptions({ queues: true });
   const [editing, setEditing] = useState<Trigger | 'new' | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
 
-  const triggers = useQuery({ queryKey: ['triggers'], queryFn: () => request<Trigger[]>('/settings/triggers?limit=100') });
+  const triggers = useQuery({ queryKey: ['triggers'], queryFn: () => api.request('listWorkspaceQueueTriggers', { query: { limit: 100 } }) });
   const refresh = () => queryClient.invalidateQueries({ queryKey: ['triggers'] });
 
-  const deactivation = useDeactivation<Trigger>('/settings/triggers', () => { setNotice(t.triggers.deactivated); void refresh(); });
+  const deactivation = useDeactivation<Trigger>((id) => api.request('deactivateQueueTrigger', { path: { id } }), () => { setNotice(t.triggers.deactivated); void refresh(); });
 
   return (
     <>
@@ -96,7 +97,7 @@ function TriggerForm({ trigger, options, onCancel, onSaved }: {
   onCancel(): void;
   onSaved(tr: Trigger): void;
 }) {
-  const { request } = useSession();
+  const { api } = useSession();
   const { form, setForm, errors, setErrors, set, input } = useAdminForm(() => ({
     queue_id: trigger?.queue_id ?? '',
     process_id: trigger?.process_id ?? '',
@@ -108,8 +109,8 @@ function TriggerForm({ trigger, options, onCancel, onSaved }: {
 
   const save = useMutation({
     mutationFn: (body: Record<string, unknown>) => trigger
-      ? request<Trigger>(`/settings/triggers/${trigger.id}`, { method: 'PATCH', body })
-      : request<Trigger>('/settings/triggers', { method: 'POST', body: { type: 'queue', queue_id: form.queue_id, ...body } }),
+      ? api.request('updateQueueTrigger', { path: { id: trigger.id }, body: body as BodyOf<'updateQueueTrigger'> })
+      : api.request('createQueueTrigger', { body: { type: 'queue', queue_id: form.queue_id, ...body } as BodyOf<'createQueueTrigger'> }),
     onSuccess: ({ data }) => onSaved(data),
     onError: (err) => setErrors(topLevelErrors(err, FIELDS, t.common.unexpectedError)),
   });

@@ -1,5 +1,4 @@
 import { useQuery } from '@tanstack/react-query';
-import type { Machine, Process, Queue } from '../lib/types';
 import { useIsAdmin, useSession } from '../session-context';
 
 /**
@@ -7,11 +6,11 @@ import { useIsAdmin, useSession } from '../session-context';
  * selects. Processes are an admin read in the API, so a member's page shows a process by its id.
  */
 export function useCatalogueOptions(need: { queues?: boolean } = {}) {
-  const { request } = useSession();
+  const { api } = useSession();
   const isAdmin = useIsAdmin();
-  const processes = useQuery({ queryKey: ['options', 'processes'], queryFn: () => request<Process[]>('/settings/processes?limit=100'), enabled: isAdmin });
-  const machines = useQuery({ queryKey: ['options', 'machines'], queryFn: () => request<Machine[]>('/settings/machines?limit=100') });
-  const queues = useQuery({ queryKey: ['options', 'queues'], queryFn: () => request<Queue[]>('/settings/queues?limit=100'), enabled: !!need.queues });
+  const processes = useQuery({ queryKey: ['options', 'processes'], queryFn: () => api.request('listWorkspaceProcesses', { query: { limit: 100 } }), enabled: isAdmin });
+  const machines = useQuery({ queryKey: ['options', 'machines'], queryFn: () => api.request('listWorkspaceMachines', { query: { limit: 100 } }) });
+  const queues = useQuery({ queryKey: ['options', 'queues'], queryFn: () => api.request('listWorkspaceQueues', { query: { limit: 100 } }), enabled: !!need.queues });
   const nameOf = (list: Array<{ id: string; name: string }> | undefined, id: string | null) =>
     id === null ? null : list?.find((x) => x.id === id)?.name ?? `${id.slice(0, 8)}…`;
   return {
