@@ -44,7 +44,8 @@ function appErrorReport(err: AppError, fields: FieldNames): ErrorReport {
   const details = Array.isArray(err.details)
     ? (err.details as Array<{ field: string; message: string }>).map((d) => {
       const path = d.field.replace(/^body( → )?/, '');
-      const top = path.split(' → ')[0] ?? path;
+      // the whole path when the command names it (a nested field's own flag), else its first segment
+      const top = fields[path] !== undefined ? path : path.split(' → ')[0] ?? path;
       return { field: fields[top] ? path.replace(top, fields[top]!) : path || 'input', message: d.message };
     })
     : undefined;

@@ -9,6 +9,7 @@ import { userCommand } from './commands/user';
 import { tokenCommand } from './commands/token';
 import { applyCommand } from './commands/apply';
 import { demoCommand, migrateCommand } from './commands/demo';
+import { bulkCommand } from './commands/bulk';
 
 /**
  * `svc` — the operators' command line. Every command connects to DATABASE_URL (default
@@ -20,6 +21,7 @@ export const COMMANDS: Record<string, Command> = {
   user: userCommand,
   token: tokenCommand,
   apply: applyCommand,
+  bulk: bulkCommand,
   migrate: migrateCommand,
   demo: demoCommand,
 };

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -6,20 +5,11 @@ import { createSql } from '@svc/core';
 import { sha256, verifyPassword } from '@svc/core/internals';
 import { databaseUrl, testEnv } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import { spawn } from 'node:child_process';
+import { BIN, ROOT, runCli, type Run } from './cli-harness';
 
-/**
- * The real compiled CLI (`node packages/cli/bin/svc.js`, built by `npm test` before jest) against
- * this file's own database.
- */
-const ROOT = path.resolve(__dirname, '..', '..', '..');
-const BIN = path.join(ROOT, 'packages', 'cli', 'bin', 'svc.js');
+/** The real compiled CLI (cli-harness.ts) against this file's own database. */
 const EXAMPLE = path.join(ROOT, 'examples', 'workspace.json');
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 /** a test runs the CLI up to six times, each a fresh Node process: seconds apiece on a loaded two-core host */
 jest.setTimeout(60_000);
@@ -27,23 +17,7 @@ let t: ApiTestContext;
 let baseEnv: Record<string, string>;
 const tmp = mkdtempSync(path.join(tmpdir(), 'svc-cli-test-'));
 
-function svc(args: string[], opts: { env?: Record<string, string | undefined>; input?: string } = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const env: Record<string, string> = { PATH: process.env.PATH ?? '', ...baseEnv };
-    for (const [k, v] of Object.entries(opts.env ?? {})) {
-      if (v === undefined) delete env[k];
-      else env[k] = v;
-    }
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-    child.stdin.end(opts.input ?? '');
-  });
-}
+const svc = (args: string[], opts: { env?: Record<string, string | undefined>; input?: string } = {}): Promise<Run> => runCli(baseEnv, args, opts);
 
 const json = (r: Run) => JSON.parse(r.stdout);
 /** The one-line error (without --json) or the JSON error document (with --json) on stderr. */

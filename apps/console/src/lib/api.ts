@@ -70,6 +70,7 @@ export type AuditEntry = ItemOf<'readAuditLog'>;
 export type Schedule = DataOf<'getSchedule'>;
 export type SchedulePreview = DataOf<'previewSchedule'>;
 export type Trigger = DataOf<'getQueueTrigger'>;
+export type BulkAction = DataOf<'getWorkspaceBulkAction'>;
 
 /** The choices the forms and filters offer, checked against the document's enums. */
 export const ENVIRONMENTS = ['dev', 'staging', 'production'] as const satisfies ReadonlyArray<NonNullable<ApiKey['environments']>[number]>;

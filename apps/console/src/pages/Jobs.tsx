@@ -1,5 +1,6 @@
-import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useSearchParams } from 'react-router';
+import { BulkActions } from '../components/BulkActions';
 import { DataTable } from '../components/DataTable';
 import { ProgressBar } from '../components/ProgressBar';
 import { Pager } from '../components/Pager';
@@ -11,7 +12,7 @@ import { setFilters, type Job } from '../lib/api';
 import { absoluteTime, formatCount, pageCount } from '../lib/format';
 import { JOB_STATUSES } from '../lib/jobs';
 import { FASTEST_REFRESH_MS } from '../lib/refresh';
-import { useSession } from '../session-context';
+import { useIsAdmin, useSession } from '../session-context';
 import { nextFilterParams } from '../lib/filters';
 
 const PAGE_SIZE = 20;
@@ -22,6 +23,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** The workspace's jobs, newest first: filters (status, process, machine) in the address, paging, a read every 5 s. */
 export function JobsPage() {
   const { api } = useSession();
+  const isAdmin = useIsAdmin();
+  const queryClient = useQueryClient();
   const [params, setParams] = useSearchParams();
   const status = (JOB_STATUSES as readonly string[]).includes(params.get('status') ?? '') ? params.get('status')! : '';
   // an id that is not a UUID would only earn a 422: the filter ignores it
@@ -81,6 +84,13 @@ export function JobsPage() {
         </div>
         {filtered && <button type="button" className="secondary" onClick={() => setParams(new URLSearchParams())}>{t.jobs.clearFilters}</button>}
       </div>
+
+      {isAdmin && (
+        <BulkActions
+          target={{ kind: 'jobs', filter: setFilters({ status: status as Job['status'], process_id: processId, machine_id: machineId }) }}
+          onChanged={() => void queryClient.invalidateQueries({ queryKey: ['jobs'] })}
+        />
+      )}
 
       {jobs.isPending ? <Loading />
         : jobs.isError ? <ErrorState error={jobs.error} onRetry={() => void jobs.refetch()} />

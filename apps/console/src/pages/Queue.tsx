@@ -1,6 +1,7 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useParams, useSearchParams } from 'react-router';
+import { BulkActions } from '../components/BulkActions';
 import { Pager } from '../components/Pager';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { StatusBadge } from '../components/StatusBadge';
@@ -125,6 +126,10 @@ export function QueuePage() {
             </div>
           )}
         </div>
+
+        {isAdmin && (
+          <BulkActions target={{ kind: 'items', queueId, filter: setFilters({ status: status as ItemStatus, reference }) }} onChanged={() => void refreshAll()} />
+        )}
 
         {items.isPending ? <Loading />
           : items.isError ? <ErrorState error={items.error} onRetry={() => void items.refetch()} />

@@ -5,6 +5,7 @@ import { recordAudit } from '../audit/audit';
 import type { AuditActor } from '../audit/catalog-changes';
 import { tenantHasProcessAndMachine } from '../jobs/repo';
 import { CONTAINMENT_FILTER_MAX_LENGTH } from '../validation/containment-filter';
+import { assertJsonInput } from '../validation/json-input';
 import { es } from '../messages/es';
 import { countInScope, nextChunk, type BulkScope } from './matching';
 import { applyItemChunk, applyJobChunk } from './steps';
@@ -62,6 +63,8 @@ function bodyError(field: string, message: string, type = 'value_error'): Valida
 /** The rules the body's schema cannot say: a filter or ids, the fields each action needs, the filter's size. */
 function checkCommon(body: { filter?: object; ids?: string[] }): void {
   if (body.filter !== undefined && body.ids !== undefined) throw bodyError('ids', es.bulk.filterOrIds);
+  // what Postgres cannot hold (U+0000, lone surrogates) or nesting past the bound, whoever asks (the CLI too)
+  if (body.filter !== undefined) assertJsonInput(body.filter, ['body', 'filter']);
   const f = body.filter as { created_after?: string; created_before?: string } | undefined;
   if (f?.created_after !== undefined && f.created_before !== undefined && Date.parse(f.created_after) >= Date.parse(f.created_before)) {
     throw ValidationError.single(['body', 'filter', 'created_after'], es.bulk.createdRange);
