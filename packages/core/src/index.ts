@@ -131,8 +131,9 @@ export {
 export { toScheduleResponse } from './schedules/catalog';
 export type { ScheduleRow } from './schedules/catalog';
 export {
-  AddQueueItemBody, AddQueueItemsBulkBody, BulkAddedResponse, QueueItemListQuery, QueueItemResponse, QueueNameParams,
+  AddQueueItemBody, AddQueueItemsBulkBody, BULK_MAX_ITEMS, BulkAddedResponse, QueueItemListQuery, QueueItemResponse, QueueNameParams,
 } from './queue-items/schemas';
+export type { AddQueueItemInput } from './queue-items/schemas';
 export { toQueueItemResponse } from './queue-items/serialize';
 export { MAX_TAKE } from './queue-items/transitions';
 
