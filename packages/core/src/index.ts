@@ -96,7 +96,7 @@ export { toAccessTokenResponse } from './access-tokens/service';
 export type { AccessTokenResponseBody, IssuedAccessToken } from './access-tokens/service';
 export { bearerToken, requireAdminRole } from './access-tokens/authenticate';
 export type { AccessTokenPrincipal } from './access-tokens/authenticate';
-export { IDEMPOTENCY_HEADER, parseIdempotencyKey } from './idempotency/key';
+export { IDEMPOTENCY_HEADER, IDEMPOTENCY_IN_FLIGHT_LEASE_SECONDS, parseIdempotencyKey } from './idempotency/key';
 export type { IdempotencyClaim, IdempotentResult } from './idempotency/service';
 export type { JobWithNames } from './jobs/repo';
 export {

@@ -3,10 +3,11 @@ import { createReadStream, statSync } from 'node:fs';
 import { isUtf8 } from 'node:buffer';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { parse as csvParser, type Info as CsvInfo } from 'csv-parse';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CsvError, parse as csvParser, type Info as CsvInfo } from 'csv-parse';
 import { SingleBar } from 'cli-progress';
 import {
-  AddQueueItemBody, BULK_MAX_ITEMS, MAX_JSON_DEPTH, isAppError, jsonInputIssue, validate,
+  AddQueueItemBody, BULK_MAX_ITEMS, IDEMPOTENCY_IN_FLIGHT_LEASE_SECONDS, MAX_JSON_DEPTH, isAppError, jsonInputIssue, validate,
   type AddQueueItemInput, type Engine,
 } from '@svc/core';
 import { optionalInt, optionalString, parse, positional, required } from '../args';
@@ -82,6 +83,8 @@ export interface ImportOptions {
   /** bytes read so far, for a progress bar */
   onBytes?: (bytes: number) => void;
   onChunk?: (report: ChunkReport) => void;
+  /** a chunk is in flight in another run (or in one that was killed): told once per chunk */
+  onWait?: (chunk: number) => void;
 }
 
 interface Row {
@@ -195,24 +198,29 @@ async function* csvRows(lines: AsyncIterable<Line>, seen: { header: string }): A
   input.on('error', (err) => parser.destroy(err));
   input.pipe(parser);
   let header: string[] | undefined;
+  let lastEnd = 0;
   try {
     for await (const rec of parser as AsyncIterable<{ record: string[]; raw: string; info: CsvInfo }>) {
       // csv-parse counts the line the record ends on; a quoted field may span several
       const body = rec.raw.replace(/^\n+/, '').replace(/\n$/, '');
       const line = rec.info.lines - (body.match(/\n/g)?.length ?? 0);
+      lastEnd = rec.info.lines;
       if (!header) {
         header = csvHeader(rec.record, line);
         seen.header = body;
         continue;
       }
       if (rec.record.length !== header.length) {
-        throw new RowError(line, `${rec.record.length} fields where the header has ${header.length}`);
+        throw new RowError(line, `${rec.record.length} field${rec.record.length === 1 ? '' : 's'} where the header has ${header.length}`);
       }
       yield { line, raw: body, value: csvRecord(header, rec.record) };
     }
   } catch (err) {
-    const e = err as { code?: string; lines?: number; message: string };
-    if (typeof e.code === 'string' && e.code.startsWith('CSV_')) throw new RowError(e.lines ?? 0, `invalid CSV: ${e.message}`);
+    if (err instanceof CsvError) {
+      // csv-parse finds an unclosed quote at the end of the file: point at the record it opens
+      if (err.code === 'CSV_QUOTE_NOT_CLOSED') throw new RowError(lastEnd + 1, 'invalid CSV: a quoted field opened in this row is never closed');
+      throw new RowError((err as unknown as { lines: number }).lines, `invalid CSV: ${err.message}`);
+    }
     throw err;
   } finally {
     input.destroy();
@@ -311,19 +319,29 @@ export async function importItems(engine: Engine, opts: ImportOptions): Promise<
     const items = chunk.rows.map(checkRow);
     const key = chunkKey({ tenantId: tenant.id, queueId: queue.id, format: opts.format, header: read.header }, chunk);
     let result;
-    try {
-      result = await engine.idempotency.run(
-        { tenantId: tenant.id, scope: IMPORT_IDEMPOTENCY_SCOPE, key },
-        { queue_id: queue.id, items },
-        async (claim) => {
-          const added = await engine.items.addMany(queue, items, {
-            inTransaction: claim.active ? (tx, n) => claim.record(tx, { status: 200, body: { added: n } }) : undefined,
-          });
-          return { status: 200, body: { added } };
-        },
-      );
-    } catch (err) {
-      throw chunkError(err, chunk);
+    // a run killed mid-chunk leaves its claim in flight until the lease lapses: a re-run right
+    // after the crash waits for it (then adds the chunk, or replays it if it did commit)
+    const waitUntil = Date.now() + (IDEMPOTENCY_IN_FLIGHT_LEASE_SECONDS + 5) * 1000;
+    for (let told = false; ; ) {
+      try {
+        result = await engine.idempotency.run(
+          { tenantId: tenant.id, scope: IMPORT_IDEMPOTENCY_SCOPE, key },
+          { queue_id: queue.id, items },
+          async (claim) => {
+            const added = await engine.items.addMany(queue, items, {
+              inTransaction: claim.active ? (tx, n) => claim.record(tx, { status: 200, body: { added: n } }) : undefined,
+            });
+            return { status: 200, body: { added } };
+          },
+        );
+        break;
+      } catch (err) {
+        const inFlight = isAppError(err) && err.status === 409 && err.headers?.['Retry-After'] !== undefined;
+        if (!inFlight || Date.now() > waitUntil) throw chunkError(err, chunk);
+        if (!told) opts.onWait?.(chunk.index);
+        told = true;
+        await sleep(1000);
+      }
     }
     const report: ChunkReport = {
       chunk: chunk.index,
@@ -431,6 +449,7 @@ export async function runItemsImport(args: string[], ctx: CommandContext): Promi
     summary = await importItems(engine, {
       tenant, queue, format, source, chunkSize,
       onBytes: bar?.bytes,
+      onWait: (n) => ctx.io.stderr(`svc: chunk ${n} is in flight in another run, or in one that stopped: waiting for it (up to ${IDEMPOTENCY_IN_FLIGHT_LEASE_SECONDS} s)\n`),
       onChunk: (r) => {
         bar?.chunk(r);
         // one compact line per chunk, as it commits: a script can follow a long import
