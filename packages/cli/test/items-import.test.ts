@@ -132,6 +132,29 @@ describe('svc items import: NDJSON and CSV', () => {
     expect(missing.stderr).toMatch(/^svc: --format is required when reading standard input/);
   });
 
+  it('streams: the first chunk commits before the rest of the input exists', async () => {
+    const w = await world();
+    let firstChunk!: () => void;
+    const committed = new Promise<void>((resolve) => (firstChunk = resolve));
+    async function* input() {
+      yield Buffer.from(ndjson(1001));
+      // a reader that waited for the end of its input would never get past this point
+      await committed;
+      yield Buffer.from(ndjson(9, 1001));
+    }
+    let stdout = '';
+    const r = await svc(w.args('-', '--format', 'ndjson', '--json'), {
+      stdinStream: input,
+      stdout: (t) => {
+        stdout += t;
+        if (stdout.includes('"chunk":1')) firstChunk();
+      },
+    });
+    expect(r.code).toBe(0);
+    expect(stdout.trim().split('\n').map((l) => JSON.parse(l)).slice(0, 2).map((c) => c.items)).toEqual([1000, 10]);
+    expect(await w.count()).toBe(1010);
+  });
+
   it('the compiled binary streams its standard input', async () => {
     const w = await world();
     const r = await new Promise<Run>((resolve, reject) => {
