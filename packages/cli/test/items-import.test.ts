@@ -3,7 +3,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
-import { databaseSuite, seedQueue, seedTenant } from '@svc/testing';
+import { createSql } from '@svc/core';
+import { databaseSuite, seedQueue, seedTenant, waitFor } from '@svc/testing';
 import { main, type CliIo } from '../src/main';
 
 /**
@@ -206,6 +207,53 @@ describe('svc items import: running again', () => {
     expect(await w.count()).toBe(2500);
     const [{ distinct }] = await s.sql`select count(distinct data->>'seq')::int as distinct from queue_items where queue_id = ${w.queue.id}`;
     expect(distinct).toBe(2500);
+  });
+
+  it('after a run killed mid-chunk, a re-run waits out its claim and adds every row once', async () => {
+    const w = await world();
+    const f = file('killed.ndjson', ndjson(1500));
+    // inserts into queue_items wait behind this lock: the first run claims chunk 1's key, then blocks
+    // its own connection: the suite's pool must stay free for the probes below
+    const holder = createSql(s.ctx.childEnv.DATABASE_URL!, { max: 1 });
+    const held = await holder.reserve();
+    await held`begin`;
+    await held`lock table queue_items in share mode`;
+    const killed = spawn(process.execPath, [BIN, ...w.args(f)], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...s.ctx.childEnv } });
+    const gone = new Promise((resolve) => killed.on('close', resolve));
+    try {
+      await waitFor('the first run to claim chunk 1', async () =>
+        (await s.sql`select 1 from idempotency_keys where tenant_id = ${w.tenant.id} and scope = 'queue-items.import' and status is null`).length > 0);
+      killed.kill('SIGKILL');
+      await gone;
+    } finally {
+      await held`rollback`;
+      held.release();
+      await holder.end({ timeout: 5 });
+    }
+    // its transaction never commits (its client is gone); its claim stays in flight for the lease
+    let stderr = '';
+    let aged: Promise<unknown> | undefined;
+    const r = await svc(w.args(f, '--json'), {
+      stderr: (t) => {
+        stderr += t;
+        // the lease running out, without waiting a minute
+        if (!aged && t.includes('is in flight')) {
+          // postgres.js sends a query once it is awaited: Promise.resolve does that here
+          aged = Promise.resolve(s.sql`update idempotency_keys set created_at = created_at - interval '61 seconds'
+                     where tenant_id = ${w.tenant.id} and scope = 'queue-items.import' and status is null`);
+        }
+      },
+    });
+    await aged;
+    expect(stderr).toMatch(/^svc: chunk 1 is in flight in another run, or in one that stopped: waiting for it/);
+    expect(r.code).toBe(0);
+    expect(jsonLines(r).slice(0, 2)).toEqual([
+      { chunk: 1, lines: [1, 1000], items: 1000, added: 1000, replayed: false },
+      { chunk: 2, lines: [1001, 1500], items: 500, added: 500, replayed: false },
+    ]);
+    const [{ n, distinct }] = await s.sql`
+      select count(*)::int as n, count(distinct data->>'seq')::int as distinct from queue_items where queue_id = ${w.queue.id}`;
+    expect([n, distinct]).toEqual([1500, 1500]);
   });
 
   it('stops at a bad row: its chunk adds nothing, earlier chunks stay, and the fixed file completes the import', async () => {

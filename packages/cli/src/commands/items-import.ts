@@ -435,12 +435,14 @@ export async function runItemsImport(args: string[], ctx: CommandContext): Promi
   const json = !!p.values.json;
   let source: AsyncIterable<Buffer>;
   let total: number | undefined;
+  // closed here when the import ends before reading it all (unknown queue, a bad row)
+  let opened: Readable | undefined;
   if (file === '-') {
     if (!ctx.io.stdinStream) throw new CliError('standard input cannot be streamed here', EXIT.usage, 'USAGE');
     source = ctx.io.stdinStream();
   } else {
     total = fileSize(file);
-    source = createReadStream(file);
+    source = opened = createReadStream(file);
   }
   const bar = !json && ctx.io.progressTerminal ? progressBar(ctx.io.progressTerminal, total) : undefined;
   const engine = await ctx.engine();
@@ -458,7 +460,7 @@ export async function runItemsImport(args: string[], ctx: CommandContext): Promi
     });
   } finally {
     bar?.stop();
-    if (source instanceof Readable && source !== process.stdin) source.destroy();
+    opened?.destroy();
   }
   if (json) ctx.io.stdout(`${JSON.stringify(summary)}\n`);
   else {
