@@ -38,7 +38,7 @@ export const ITEMS_IMPORT_HELP = `Usage:
 
 export type ImportFormat = 'csv' | 'ndjson';
 
-/** A line of the API's request body limit: no row, and no chunk, is larger than one request. */
+/** The API's request body limit: no row, and no chunk, is larger than one request could be. */
 export const MAX_ROW_BYTES = 2 * 1024 * 1024;
 const MAX_CHUNK_CHARS = 2 * 1024 * 1024;
 /** The idempotency scope of imported chunks: keys of API requests never meet them. */
