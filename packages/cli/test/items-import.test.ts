@@ -317,6 +317,7 @@ describe('svc items import: hostile input', () => {
     ['an endless line', 'a.ndjson', 'x'.repeat(5 * 1024 * 1024), 'line 1: longer than 2 MiB'],
     ['a NUL byte in a CSV cell', 'a.csv', Buffer.from('x\nok\na\u0000b\n'), 'line 3: data → x: no puede contener el carácter nulo'],
     ['a duplicate CSV header', 'a.csv', 'x,y,x\n1,2,3\n', 'line 1: the header names column "x" twice'],
+    ['a __proto__ CSV column', 'a.csv', 'x,__proto__\n1,2\n', 'line 1: the header\'s column "__proto__" cannot name a key of data'],
     ['an unnamed CSV column', 'a.csv', 'x,,y\n1,2,3\n', "line 1: the header's column 2 has no name"],
     ['a CSV header without data columns', 'a.csv', 'reference,priority\nr,3\n', 'line 1: the header has no column for data'],
     ['an empty CSV file', 'a.csv', '', 'line 1: no header row'],

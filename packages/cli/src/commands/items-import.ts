@@ -166,6 +166,8 @@ function csvHeader(cells: string[], line: number): string[] {
   cells.forEach((name, i) => {
     if (name.trim() === '') throw new RowError(line, `the header's column ${i + 1} has no name`);
     if (seen.has(name)) throw new RowError(line, `the header names column "${name}" twice`);
+    // assigning it would set data's prototype instead of a key (the API refuses the key too)
+    if (name === '__proto__') throw new RowError(line, 'the header\'s column "__proto__" cannot name a key of data');
     seen.add(name);
   });
   if (!cells.some((c) => !CSV_FIELDS.has(c))) throw new RowError(line, 'the header has no column for data');
