@@ -10,6 +10,13 @@ export interface CliIo {
   env: Record<string, string | undefined>;
   /** Reads all of standard input (for `--password-stdin`). */
   readStdin: () => Promise<string>;
+  /** Standard input as a stream, for input too large to hold (`svc items import -`). */
+  stdinStream?: () => AsyncIterable<Buffer>;
+  /**
+   * The terminal standard error is, when it is one: where a progress bar may be drawn. Absent
+   * when stderr is a file or a pipe, so logs never fill with redrawn bars.
+   */
+  progressTerminal?: NodeJS.WriteStream;
   /**
    * Asks for a secret on the terminal without echoing it (the prompt goes to stderr, so stdout
    * stays the command's output). Absent when standard input is not a terminal: nobody to ask.
@@ -27,6 +34,8 @@ export function processIo(): CliIo {
       for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
       return Buffer.concat(chunks).toString('utf8');
     },
+    stdinStream: () => process.stdin,
+    ...(process.stderr.isTTY ? { progressTerminal: process.stderr } : {}),
     ...(process.stdin.isTTY ? { readSecret: ttySecretReader(process.stdin, process.stderr) } : {}),
   };
 }

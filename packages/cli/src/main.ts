@@ -10,6 +10,7 @@ import { tokenCommand } from './commands/token';
 import { applyCommand } from './commands/apply';
 import { demoCommand, migrateCommand } from './commands/demo';
 import { bulkCommand } from './commands/bulk';
+import { itemsCommand } from './commands/items';
 
 /**
  * `svc` — the operators' command line. Every command connects to DATABASE_URL (default
@@ -22,6 +23,7 @@ export const COMMANDS: Record<string, Command> = {
   token: tokenCommand,
   apply: applyCommand,
   bulk: bulkCommand,
+  items: itemsCommand,
   migrate: migrateCommand,
   demo: demoCommand,
 };
@@ -83,5 +85,7 @@ export * from './commands/user';
 export * from './commands/token';
 export * from './commands/apply';
 export * from './commands/demo';
+export * from './commands/items';
+export * from './commands/items-import';
 export * from './workspace/apply';
 export * from './workspace/file';

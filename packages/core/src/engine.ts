@@ -25,7 +25,7 @@ import { getSchedule, previewSchedule } from './schedules/catalog';
 import { fireDueSchedules } from './schedules/fire';
 import { getJob, listJobs, stopJob, triggerJobByApi, triggerJobByWebhook } from './jobs/service';
 import { answerJobInput, readJobInput } from './jobs/input';
-import { addItem, addItemToQueueNamed, addItemsBulk, getActiveQueueByName, listItems } from './queue-items/service';
+import { addItem, addItemToQueueNamed, addItemsBulk, addItemsMany, getActiveQueueByName, listItems } from './queue-items/service';
 import { releaseQueueItems, applyItemRetryPolicy } from './queue-items/transitions';
 import { redriveQueueItems, reviewQueueItem } from './queue-items/review';
 import { acknowledgeRun, renewJobLeases, reportJobProgress, startJob } from './dispatch/job-run';
@@ -168,9 +168,9 @@ export function createEngine(deps: EngineDeps) {
       /** a job's whole log, inline or archived */
       logs: (tenantId: string, jobId: string) => readJobLogs(sql, logArchive, tenantId, jobId),
     },
-    /** Queue items: added by API keys, listed, reviewed by people. */
+    /** Queue items: added by API keys (and `svc items import`), listed, reviewed by people. */
     items: {
-      ...bind(services, { add: addItem, addToQueueNamed: addItemToQueueNamed, addBulk: addItemsBulk }),
+      ...bind(services, { add: addItem, addToQueueNamed: addItemToQueueNamed, addBulk: addItemsBulk, addMany: addItemsMany }),
       ...bind(sql, { list: listItems, activeQueueByName: getActiveQueueByName }),
     },
     review: bind(services, { decide: reviewQueueItem, redrive: redriveQueueItems }),

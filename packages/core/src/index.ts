@@ -103,7 +103,7 @@ export { toAccessTokenResponse } from './access-tokens/service';
 export type { AccessTokenResponseBody, IssuedAccessToken } from './access-tokens/service';
 export { bearerToken, requireAdminRole } from './access-tokens/authenticate';
 export type { AccessTokenPrincipal } from './access-tokens/authenticate';
-export { IDEMPOTENCY_HEADER, parseIdempotencyKey } from './idempotency/key';
+export { IDEMPOTENCY_HEADER, IDEMPOTENCY_IN_FLIGHT_LEASE_SECONDS, parseIdempotencyKey } from './idempotency/key';
 export type { IdempotencyClaim, IdempotentResult } from './idempotency/service';
 export type { JobWithNames } from './jobs/repo';
 export {
@@ -138,8 +138,9 @@ export {
 export { toScheduleResponse } from './schedules/catalog';
 export type { ScheduleRow } from './schedules/catalog';
 export {
-  AddQueueItemBody, AddQueueItemsBulkBody, BulkAddedResponse, QueueItemListQuery, QueueItemResponse, QueueNameParams,
+  AddQueueItemBody, AddQueueItemsBulkBody, BULK_MAX_ITEMS, BulkAddedResponse, QueueItemListQuery, QueueItemResponse, QueueNameParams,
 } from './queue-items/schemas';
+export type { AddQueueItemInput } from './queue-items/schemas';
 export { toQueueItemResponse } from './queue-items/serialize';
 export { MAX_TAKE } from './queue-items/transitions';
 

@@ -90,7 +90,7 @@ export { assertValidCron, isValidTimeZone, nextTick, nextTicks, ticksBetween } f
 export { fireDueSchedules } from './schedules/fire';
 export { ITEM_COLUMNS } from './queue-items/repo';
 export type { QueueItemRow } from './queue-items/repo';
-export { addItem, addItemToQueueNamed, addItemsBulk, getActiveQueueByName, listItems } from './queue-items/service';
+export { addItem, addItemToQueueNamed, addItemsBulk, addItemsMany, getActiveQueueByName, listItems } from './queue-items/service';
 export {
   QUEUE_ITEM_TRANSITIONS, applyItemRetryPolicy, approveQueueItem, canTransitionItem, compareTakeOrder, failItemsOfJobs,
   failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, releaseQueueItems, releaseUnknownClaims, settleAndClaimItems,

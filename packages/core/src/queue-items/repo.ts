@@ -94,16 +94,17 @@ export async function insertQueueItem(sql: Queryable, queue: QueueRef, item: New
 }
 
 /**
- * One multi-row INSERT for a whole bulk (all-or-nothing by itself): the payloads travel as a
+ * One multi-row INSERT for a whole bulk (all-or-nothing by itself): the items travel as a
  * single JSON array parameter and are split by Postgres, so there is one parameter and one parse
- * whatever the size. Items take the defaults (status new, priority 3). Returns how many rows.
+ * whatever the size. Dates are parsed by Postgres, as for one item. Returns how many rows.
  */
-export async function insertQueueItemsBulk(sql: Queryable, queue: QueueRef, payloads: ReadonlyArray<Record<string, unknown>>): Promise<number> {
+export async function insertQueueItemsBulk(sql: Queryable, queue: QueueRef, items: ReadonlyArray<NewQueueItem>): Promise<number> {
   const [row] = await sql<Array<{ n: number }>>`
     with ins as (
-      insert into queue_items (tenant_id, queue_id, data)
-      select ${queue.tenant_id}, ${queue.id}, e.value
-      from jsonb_array_elements(${JSON.stringify(payloads)}::text::jsonb) with ordinality as e(value, n)
+      insert into queue_items (tenant_id, queue_id, priority, reference, deadline, postpone, data)
+      select ${queue.tenant_id}, ${queue.id}, (e.value->>'priority')::int, e.value->>'reference',
+             (e.value->>'deadline')::timestamptz, (e.value->>'postpone')::timestamptz, e.value->'data'
+      from jsonb_array_elements(${JSON.stringify(items)}::text::jsonb) with ordinality as e(value, n)
       order by e.n
       returning queue_id, tenant_id),
     ${itemAddedEventsOfInserted(sql, 'bulk')},

@@ -7,7 +7,7 @@ import {
   countQueueItems, countQueueItemsMatching, insertQueueItem, insertQueueItemsBulk, listQueueItems,
   type QueueItemRow, type QueueRef,
 } from './repo';
-import type { AddQueueItemInput, AddQueueItemsBulkInput, QueueItemListQuery } from './schemas';
+import { BULK_MAX_ITEMS, type AddQueueItemInput, type AddQueueItemsBulkInput, type QueueItemListQuery } from './schemas';
 import { findQueueByNameBatched, insertQueueItemBatched, insertQueueItemByNameBatched } from './batched';
 import { es } from '../messages/es';
 import { parseContainmentFilter } from '../validation/containment-filter';
@@ -114,7 +114,7 @@ export async function addItemToQueueNamed(deps: QueueItemDeps, tenantId: string,
 }
 
 /**
- * Adds 1..1000 payloads as items, all or nothing: one multi-row INSERT (one transaction).
+ * Adds 1..1000 payloads as items (priority 3, nothing else): the API's bulk body.
  * Returns how many were added.
  */
 export async function addItemsBulk(
@@ -123,18 +123,48 @@ export async function addItemsBulk(
   input: AddQueueItemsBulkInput,
   opts: InTransaction<number> = {},
 ): Promise<number> {
-  const payloads = input.items as Array<Record<string, unknown>>;
+  return addItemsMany(deps, queue, (input.items as Array<Record<string, unknown>>).map((data) => ({ data })), opts);
+}
+
+/**
+ * Adds 1..1000 items, each with the fields of a single add (validated by the caller against
+ * AddQueueItemBody), all or nothing: one multi-row INSERT, the statement of the API's bulk add
+ * (`svc items import` sends a file's rows this way). A refused field names its item:
+ * `body → items → <index> → deadline`. Returns how many were added.
+ */
+export async function addItemsMany(
+  deps: QueueItemDeps,
+  queue: QueueRef,
+  inputs: ReadonlyArray<AddQueueItemInput>,
+  opts: InTransaction<number> = {},
+): Promise<number> {
+  if (inputs.length < 1 || inputs.length > BULK_MAX_ITEMS) {
+    throw ValidationError.single(['body', 'items'], es.validation.invalidValue, 'bulk_size');
+  }
+  const items = inputs.map((input, i) => {
+    try {
+      return newItem(input);
+    } catch (err) {
+      if (err instanceof ValidationError) {
+        throw new ValidationError(err.issues.map((x) => {
+          const loc = ['body', 'items', i, ...x.loc.slice(1)];
+          return { ...x, loc, field: loc.join(' → ') };
+        }));
+      }
+      throw err;
+    }
+  });
   const hook = opts.inTransaction;
   // a single statement is already its own all-or-nothing transaction: BEGIN/COMMIT round trips
   // are only paid when there is more to commit with it
   const added = await mapJsonErrors(['body', 'items'], () =>
     hook
       ? (deps.sql.begin(async (tx) => {
-          const n = await insertQueueItemsBulk(tx, queue, payloads);
+          const n = await insertQueueItemsBulk(tx, queue, items);
           await hook(tx, n);
           return n;
         }) as Promise<number>)
-      : insertQueueItemsBulk(deps.sql, queue, payloads),
+      : insertQueueItemsBulk(deps.sql, queue, items),
   );
   return added;
 }
