@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { BULK_ACTION_CHUNK, createSql } from '@svc/core';
 import { seedApiKey, seedJob, seedUser, seedWorkspace, waitFor } from '@svc/testing';
-import { apiSuite, type ApiTestContext } from '@svc/testing/api';
+import { apiClient, apiSuite, type ApiTestContext } from '@svc/testing/api';
 
 /**
  * Bulk actions by filter through the real API, with a real dispatcher running the large ones in
@@ -17,6 +17,8 @@ beforeAll(async () => {
 });
 
 const key = () => ({ 'X-API-Key': ws.key });
+/** An action's progress as an integrator reads it: through the typed client. */
+const progressOf = (id: string) => apiClient(ctx, { apiKey: ws.key }).call('getBulkAction', { path: { action_id: id } });
 const admin = () => ({ Authorization: `Bearer ${ws.adminToken}` });
 
 async function items(queue: Record<string, unknown>, n: number, status: string, data: (i: number) => Record<string, unknown> = (i) => ({ n: i }), reference: (i: number) => string | null = () => null) {
@@ -89,10 +91,9 @@ describe('POST /queues/by-name/{name}/items/actions', () => {
     const id = res.body.data.id as string;
     const seen = new Set<number>();
     const done = await waitFor('the dispatcher to finish the action', async () => {
-      const r = await ctx.http.get(`/api/v1/bulk-actions/${id}`).set(key());
-      expect(r.status).toBe(200);
-      seen.add(r.body.data.done);
-      return r.body.data.status === 'completed' ? r.body.data : null;
+      const a = await progressOf(id);
+      seen.add(a.done);
+      return a.status === 'completed' ? a : null;
     }, 60_000);
     expect(done).toMatchObject({ total: n, done: n, changed: n, finished_at: expect.any(String) });
     expect([...seen].every((d) => d % BULK_ACTION_CHUNK === 0 || d === n)).toBe(true);
@@ -127,8 +128,8 @@ describe('POST /queues/by-name/{name}/items/actions', () => {
       expect(cancelled.status).toBe(200);
       expect(cancelled.body.data).toMatchObject({ cancel_requested: true, done: BULK_ACTION_CHUNK });
       const ended = await waitFor('the action to end cancelled', async () => {
-        const r = await ctx.http.get(`/api/v1/bulk-actions/${id}`).set(key());
-        return r.body.data.status === 'cancelled' ? r.body.data : null;
+        const a = await progressOf(id);
+        return a.status === 'cancelled' ? a : null;
       });
       expect(ended).toMatchObject({ total: n, done: BULK_ACTION_CHUNK, changed: BULK_ACTION_CHUNK });
       expect(await counts(q.id)).toEqual({ new: BULK_ACTION_CHUNK, dead_letter: n - BULK_ACTION_CHUNK });
