@@ -70,7 +70,7 @@ export const jobStopLatencySeconds = histogram({
 
 export const dispatcherPassSeconds = histogram<'pass'>({
   name: 'svc_dispatcher_pass_seconds',
-  help: "Duration of the dispatcher's periodic passes that completed (sweep, consumers, reconcile, schedules, purge-idempotency-keys).",
+  help: "Duration of the dispatcher's periodic passes that completed (sweep, consumers, reconcile, schedules, purge-idempotency-keys, bulk-actions).",
   labelNames: ['pass'],
   buckets: FAST_BUCKETS,
 });
