@@ -269,3 +269,21 @@ describe('settings: jobs and items of the workspace', () => {
     expect(res404.status).toBe(404);
   });
 });
+
+describe('Idempotency-Key', () => {
+  it('a repeated ask under the same key answers the first action again instead of recording a second', async () => {
+    const q = await ws.queue();
+    await items(q, 3, 'dead_letter');
+    const headers = { ...key(), 'Idempotency-Key': `bulk-${randomUUID()}` };
+    const first = await act(q.name, { action: 'redrive' }, headers);
+    const again = await act(q.name, { action: 'redrive' }, headers);
+    expect(again.status).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body.data).toEqual(first.body.data);
+    const [n] = await ctx.sql`select count(*)::int as n from bulk_actions where queue_id = ${q.id}`;
+    expect(n!.n).toBe(1);
+    // the same key with another body is refused, as for every POST that takes one
+    const other = await act(q.name, { action: 'delete' }, headers);
+    expect(other.status).toBe(422);
+  });
+});

@@ -5,7 +5,8 @@ import {
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
-import { ok } from '../http/respond';
+import { ok, successBody } from '../http/respond';
+import { idempotencyHeaderDoc, withIdempotency } from '../http/idempotency';
 import type { Ctx } from './settings/crud';
 import { ADMIN, MEMBER, tenantOf, userActorOf } from './settings/crud';
 
@@ -45,6 +46,13 @@ export function bulkActionRoutes(rc: RouteContext): AppRouter {
   const router = createRouter();
   const { engine } = rc.deps;
 
+  /**
+   * An ask under an Idempotency-Key is answered once: a repeat (a client retrying a lost answer)
+   * gets the first answer back instead of recording a second action.
+   */
+  const once = (ctx: Ctx, scope: string, body: unknown, produce: () => Promise<unknown>) =>
+    withIdempotency(ctx, rc.deps, scope, body, async () => ({ status: 200, body: successBody(await produce()) }));
+
   addRoute(router, rc, {
     method: 'post',
     path: '/queues/by-name/:name/items/actions',
@@ -56,11 +64,13 @@ export function bulkActionRoutes(rc: RouteContext): AppRouter {
     params: QueueNameParams,
     body: ItemActionBody,
     response: AskResponse,
+    headers: [idempotencyHeaderDoc],
     errors: [404, 422],
   }, async (ctx, input) => {
     const tenantId = ctx.state.apiKey!.tenantId;
     const queue = await engine.items.activeQueueByName(tenantId, input.params().name);
-    ok(ctx, await answer(engine, tenantId, await engine.bulk.askItems(keyActorOf(ctx), queue, input.body())));
+    const body = input.body();
+    await once(ctx, 'bulk.items', body, async () => answer(engine, tenantId, await engine.bulk.askItems(keyActorOf(ctx), queue, body)));
   });
 
   addRoute(router, rc, {
@@ -108,10 +118,12 @@ export function bulkActionRoutes(rc: RouteContext): AppRouter {
     params: QueuePathParams,
     body: ItemActionBody,
     response: AskResponse,
+    headers: [idempotencyHeaderDoc],
     errors: [404, 422],
   }, async (ctx, input) => {
     const queue = await engine.catalog.queues.get(tenantOf(ctx), input.params().queue_id);
-    ok(ctx, await answer(engine, tenantOf(ctx), await engine.bulk.askItems(userActorOf(ctx), queue, input.body())));
+    const body = input.body();
+    await once(ctx, 'bulk.items', body, async () => answer(engine, tenantOf(ctx), await engine.bulk.askItems(userActorOf(ctx), queue, body)));
   });
 
   addRoute(router, rc, {
@@ -129,9 +141,11 @@ export function bulkActionRoutes(rc: RouteContext): AppRouter {
     auth: ADMIN,
     body: JobActionBody,
     response: AskResponse,
+    headers: [idempotencyHeaderDoc],
     errors: [422],
   }, async (ctx, input) => {
-    ok(ctx, await answer(engine, tenantOf(ctx), await engine.bulk.askJobs(userActorOf(ctx), tenantOf(ctx), input.body())));
+    const body = input.body();
+    await once(ctx, 'bulk.jobs', body, async () => answer(engine, tenantOf(ctx), await engine.bulk.askJobs(userActorOf(ctx), tenantOf(ctx), body)));
   });
 
   addRoute(router, rc, {

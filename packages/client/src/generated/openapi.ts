@@ -3791,7 +3791,10 @@ export interface operations {
     startQueueItemAction: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the request safe to repeat: for 24 hours a repeat with the same key and the same request answers the first response (header Idempotent-Replayed: true) and creates nothing; the same key with another body or path answers 422; while the first is still in flight, 409. 1 to 255 printable ASCII characters. See docs/decisions/idempotency.md. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description Queue name (unique per workspace) */
                 name: string;
@@ -7246,7 +7249,10 @@ export interface operations {
     startWorkspaceJobAction: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the request safe to repeat: for 24 hours a repeat with the same key and the same request answers the first response (header Idempotent-Replayed: true) and creates nothing; the same key with another body or path answers 422; while the first is still in flight, 409. 1 to 255 printable ASCII characters. See docs/decisions/idempotency.md. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -10011,7 +10017,10 @@ export interface operations {
     startWorkspaceQueueItemAction: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the request safe to repeat: for 24 hours a repeat with the same key and the same request answers the first response (header Idempotent-Replayed: true) and creates nothing; the same key with another body or path answers 422; while the first is still in flight, 409. 1 to 255 printable ASCII characters. See docs/decisions/idempotency.md. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 queue_id: string;
             };
