@@ -3,6 +3,7 @@ import { itemAddedEventsOfInserted } from '../events/item-added';
 import type { Queryable } from '../db/sql';
 import { asStoredJsonb } from '../db/jsonb';
 import type { QueueItemStatus } from './schemas';
+import { KEYSET_AT_SQL, type KeysetPosition, type KeysetRow } from '../export/stream';
 
 /** A queue as the item endpoints need it: enough to scope writes and nudge the dispatcher. */
 export interface QueueRef {
@@ -131,6 +132,27 @@ export async function listQueueItems(
     from page join queue_items qi on qi.id = page.id
     where qi.tenant_id = ${queue.tenant_id}
     order by page.created_at desc, page.id desc`;
+}
+
+/**
+ * One chunk of a queue's export: the items after `after` in list order (created_at desc, id
+ * desc) that pass the list's filter, each with its keyset position (export/stream.ts). The same
+ * indexes as a page serve it, entered at the position instead of skipping an offset.
+ */
+export async function exportQueueItemsChunk(
+  sql: Queryable,
+  queue: QueueRef,
+  filter: QueueItemFilter,
+  after: KeysetPosition | null,
+  limit: number,
+): Promise<Array<QueueItemRow & KeysetRow>> {
+  return sql<Array<QueueItemRow & KeysetRow>>`
+    select ${sql(ITEM_COLUMNS)}, ${sql.unsafe(KEYSET_AT_SQL)} as export_at, id as export_id
+    from queue_items
+    where queue_id = ${queue.id} and tenant_id = ${queue.tenant_id} ${itemFilterSql(sql, filter)}
+      ${after ? sql`and (created_at, id) < (${after.at}::text::timestamptz, ${after.id}::uuid)` : sql``}
+    order by created_at desc, id desc
+    limit ${limit}`;
 }
 
 export interface QueueItemFilter {
