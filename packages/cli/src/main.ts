@@ -9,6 +9,7 @@ import { userCommand } from './commands/user';
 import { tokenCommand } from './commands/token';
 import { applyCommand } from './commands/apply';
 import { demoCommand, migrateCommand } from './commands/demo';
+import { itemsCommand } from './commands/items';
 
 /**
  * `svc` — the operators' command line. Every command connects to DATABASE_URL (default
@@ -20,6 +21,7 @@ export const COMMANDS: Record<string, Command> = {
   user: userCommand,
   token: tokenCommand,
   apply: applyCommand,
+  items: itemsCommand,
   migrate: migrateCommand,
   demo: demoCommand,
 };
@@ -81,5 +83,7 @@ export * from './commands/user';
 export * from './commands/token';
 export * from './commands/apply';
 export * from './commands/demo';
+export * from './commands/items';
+export * from './commands/items-export';
 export * from './workspace/apply';
 export * from './workspace/file';
