@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { AddQueueItemBody, validate } from '@svc/core';
 import { createTestContext, seedQueue, seedTenant, type TestContext } from '@svc/testing';
 import { main } from '../src/main';
 import type { CliIo } from '../src/io';
@@ -15,7 +16,7 @@ const ROOT = path.resolve(__dirname, '..', '..', '..');
 const BIN = path.join(ROOT, 'packages', 'cli', 'bin', 'svc.js');
 const tmp = mkdtempSync(path.join(tmpdir(), 'svc-items-export-'));
 
-/** What `svc items import` reads of a line; the rest of the record rides along. */
+/** What `svc items import` reads of a line (an add's body: it refuses any other field). */
 const IMPORT_FIELDS = ['data', 'reference', 'priority', 'deadline', 'postpone'];
 
 interface Run {
@@ -64,22 +65,33 @@ describe('svc items export', () => {
   const base = () => ['items', 'export', '--tenant', tenant.name, '--queue', queue.name];
   const lines = (text: string) => text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
 
-  it('writes NDJSON to standard output by default, newest first, each line re-importable', async () => {
+  it('writes NDJSON to standard output by default, newest first, each line an add\'s body that import takes back', async () => {
     const r = await svc(base());
     expect([r.code, r.stderr]).toEqual([0, '']);
     const out = lines(r.stdout);
-    expect(out.map((i) => i.id)).toEqual([...ids].reverse());
-    for (const item of out) expect(Object.keys(item)).toEqual(expect.arrayContaining(IMPORT_FIELDS));
-    expect(out[2]).toMatchObject({ data: { customer: 'ACME', n: 1 }, reference: 'INV-1', priority: 5, deadline: '2030-01-02T03:04:05.000Z', postpone: null, status: 'new' });
+    expect(out.map((i) => i.data.n)).toEqual([3, 2, 1]);
+    for (const item of out) {
+      expect(Object.keys(item)).toEqual(IMPORT_FIELDS);
+      // the very check import makes of each line (unknown fields refused)
+      expect(validate(AddQueueItemBody, item)).toEqual(item);
+    }
+    expect(out[2]).toEqual({ data: { customer: 'ACME', n: 1 }, reference: 'INV-1', priority: 5, deadline: '2030-01-02T03:04:05.000Z', postpone: null });
     // NDJSON stays exact: no formula guard
     expect(out[0].reference).toBe('+cmd');
   });
 
+  it('adds every field of the API\'s record on --all-fields', async () => {
+    const out = lines((await svc([...base(), '--all-fields'])).stdout);
+    expect(out.map((i) => i.id)).toEqual([...ids].reverse());
+    expect(out[1]).toMatchObject({ id: ids[1], queue_id: queue.id, status: 'completed', data: { customer: 'Globex', n: 2 }, retry_count: 0 });
+  });
+
   it('applies --status, --reference and --data as the API\'s filters do, by tenant id too', async () => {
-    expect(lines((await svc([...base(), '--status', 'completed'])).stdout).map((i) => i.id)).toEqual([ids[1]]);
-    expect(lines((await svc([...base(), '--reference', 'INV-1'])).stdout).map((i) => i.id)).toEqual([ids[0]]);
-    expect(lines((await svc([...base(), '--data', '{"customer":"ACME"}'])).stdout).map((i) => i.id)).toEqual([ids[2], ids[0]]);
-    const byId = await svc(['items', 'export', '--tenant', tenant.id, '--queue', queue.name, '--data', '{"customer":"ACME"}', '--status', 'new', '-']);
+    const all = [...base(), '--all-fields'];
+    expect(lines((await svc([...all, '--status', 'completed'])).stdout).map((i) => i.id)).toEqual([ids[1]]);
+    expect(lines((await svc([...all, '--reference', 'INV-1'])).stdout).map((i) => i.id)).toEqual([ids[0]]);
+    expect(lines((await svc([...all, '--data', '{"customer":"ACME"}'])).stdout).map((i) => i.id)).toEqual([ids[2], ids[0]]);
+    const byId = await svc(['items', 'export', '--tenant', tenant.id, '--queue', queue.name, '--data', '{"customer":"ACME"}', '--status', 'new', '--all-fields', '-']);
     expect(lines(byId.stdout).map((i) => i.id)).toEqual([ids[2], ids[0]]);
   });
 
@@ -132,7 +144,7 @@ describe('svc items export', () => {
       select ${tenant.id}, ${big.id}, jsonb_build_object('i', g) from generate_series(1, 4500) g`;
     const expected = (await ctx.sql`select id from queue_items where queue_id = ${big.id} order by created_at desc, id desc`).map((r) => r.id);
     const r = await new Promise<Run>((resolve, reject) => {
-      const child = spawn(process.execPath, [BIN, 'items', 'export', '--tenant', tenant.id, '--queue', big.name as string], {
+      const child = spawn(process.execPath, [BIN, 'items', 'export', '--tenant', tenant.id, '--queue', big.name as string, '--all-fields'], {
         cwd: ROOT, env: { PATH: process.env.PATH ?? '', DATABASE_URL: ctx.databaseUrl },
       });
       let stdout = '';

@@ -2,24 +2,27 @@ import { createWriteStream } from 'node:fs';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
-  EXPORT_FORMATS, NotFoundError, QueueItemExportQuery, ValidationError, es, isAppError, textIssue, textProblem, validate, type ExportFormat,
+  EXPORT_FORMATS, NotFoundError, QUEUE_ITEM_EXPORT_COLUMNS, QUEUE_ITEM_IMPORT_COLUMNS, QueueItemExportQuery, ValidationError, es, isAppError, textIssue, textProblem, validate, type ExportFormat,
 } from '@svc/core';
 import { optionalString, parse, required } from '../args';
 import type { CommandContext } from '../context';
 import { UsageError } from '../errors';
 
 export const ITEMS_EXPORT_HELP = `Usage:
-  svc items export --tenant T --queue Q [--format ndjson|csv] [--status S] [--reference R] [--data JSON] [FILE|-]
+  svc items export --tenant T --queue Q [--format ndjson|csv] [--status S] [--reference R] [--data JSON]
+                   [--all-fields] [FILE|-]
 
   Writes every item of queue Q (by name, active or not) of tenant T (name or id) that matches the
   filters, newest first, to FILE, or to standard output without one or with "-".
-  --format     ndjson (default): one item a line, {data, reference, priority, deadline, postpone}
-               with the item's other fields (id, status, result, …) beside them, which
-               \`svc items import\` reads back; csv: a header, then one row per item, data and
-               result as JSON text (for spreadsheets: a text starting with = + - @ gets a leading ')
-  --status     only items in this status (new, in_progress, completed, failed, dead_letter, …)
-  --reference  only items with exactly this reference
-  --data       only items whose data contains this JSON object, e.g. '{"customer":"ACME"}'`;
+  --format      ndjson (default): one item a line, {data, reference, priority, deadline, postpone},
+                which \`svc items import\` reads back as it stands; csv: a header, then one row per
+                item with every field of the API's record, data and result as JSON text (for
+                reading and spreadsheets: a text starting with = + - @ gets a leading ')
+  --all-fields  NDJSON lines carry every field of the API's record (id, status, result, …) too:
+                import refuses those fields
+  --status      only items in this status (new, in_progress, completed, failed, dead_letter, …)
+  --reference   only items with exactly this reference
+  --data        only items whose data contains this JSON object, e.g. '{"customer":"ACME"}'`;
 
 /** The API's field names in a filter's validation error, as this command's flags. */
 function asFlags(err: unknown): unknown {
@@ -46,7 +49,7 @@ function stdoutOf(ctx: CommandContext): NodeJS.WritableStream {
 export async function runItemsExport(args: string[], ctx: CommandContext): Promise<void> {
   const p = parse(args, {
     tenant: { type: 'string' }, queue: { type: 'string' }, format: { type: 'string' },
-    status: { type: 'string' }, reference: { type: 'string' }, data: { type: 'string' },
+    status: { type: 'string' }, reference: { type: 'string' }, data: { type: 'string' }, 'all-fields': { type: 'boolean' },
   }, ITEMS_EXPORT_HELP, 1);
   if (p.values.help) return void ctx.output(false).text(ITEMS_EXPORT_HELP);
   const tenantRef = required(p, 'tenant', ITEMS_EXPORT_HELP);
@@ -69,7 +72,9 @@ export async function runItemsExport(args: string[], ctx: CommandContext): Promi
   if (!queue) throw new NotFoundError(es.queues.queueNotFound);
   let body;
   try {
-    body = await engine.items.export(queue, validate(QueueItemExportQuery, filters, 'query'), format);
+    // NDJSON as import reads it, unless asked for more; CSV cannot be re-imported whatever its columns (data is one cell)
+    const columns = format === 'ndjson' && !p.values['all-fields'] ? QUEUE_ITEM_IMPORT_COLUMNS : QUEUE_ITEM_EXPORT_COLUMNS;
+    body = await engine.items.export(queue, validate(QueueItemExportQuery, filters, 'query'), format, columns);
   } catch (err) {
     throw asFlags(err);
   }

@@ -3,7 +3,7 @@ import { UsageError } from '../errors';
 import { ITEMS_EXPORT_HELP, runItemsExport } from './items-export';
 
 export const ITEMS_HELP = `Usage:
-  svc items export --tenant T --queue Q [--format ndjson|csv] [--status S] [--reference R] [--data JSON] [FILE|-]
+  svc items export --tenant T --queue Q [--format ndjson|csv] [filters] [FILE|-]
 
   export   writes a queue's items (svc items export --help for details)`;
 

@@ -32,6 +32,12 @@ export type AuditLogExportQuery = Static<typeof AuditLogExportQuery>;
 
 /** The columns of each export, in the order of its response schema (CSV's header; NDJSON's keys). */
 export const QUEUE_ITEM_EXPORT_COLUMNS = Object.keys(QueueItemResponse.properties) as Array<keyof QueueItemResponse & string>;
+/**
+ * The fields `svc items import` reads of an NDJSON line (an add's body), which refuses any other:
+ * an export of only these is re-imported as it stands.
+ */
+export const QUEUE_ITEM_IMPORT_COLUMNS = ['data', 'reference', 'priority', 'deadline', 'postpone'] as const satisfies ReadonlyArray<keyof QueueItemResponse>;
+
 /** A JobResponse but `logs`: a log can be large, and has its own route. */
 export const JobExportRecord = Type.Omit(JobResponse, ['logs']);
 export type JobExportRecord = Static<typeof JobExportRecord>;
@@ -42,13 +48,22 @@ async function* mapChunks<Row, Out>(chunks: AsyncIterable<Row[]>, map: (row: Row
   for await (const rows of chunks) yield rows.map(map);
 }
 
-/** A queue's items matching the list's filters, newest first, as CSV or NDJSON. */
+/**
+ * A queue's items matching the list's filters, newest first, as CSV or NDJSON: every field of the
+ * QueueItemResponse, or only `columns` (the CLI's re-importable NDJSON).
+ */
 export async function exportQueueItems(
   sql: Sql, queue: QueueRef, query: Omit<QueueItemExportQuery, 'format'>, format: ExportFormat,
+  columns: ReadonlyArray<keyof QueueItemResponse & string> = QUEUE_ITEM_EXPORT_COLUMNS,
 ): Promise<Readable> {
   const filter = { status: query.status, reference: query.reference, data: parseContainmentFilter(query.data, 'data') };
   const chunks = await primed(walkKeyset((after, limit) => exportQueueItemsChunk(sql, queue, filter, after, limit)));
-  return exportStream(mapChunks(chunks, toQueueItemResponse), QUEUE_ITEM_EXPORT_COLUMNS, format);
+  const every = columns.length === QUEUE_ITEM_EXPORT_COLUMNS.length;
+  const record = (row: Parameters<typeof toQueueItemResponse>[0]) => {
+    const item = toQueueItemResponse(row);
+    return every ? item : Object.fromEntries(columns.map((c) => [c, item[c]])) as Partial<QueueItemResponse>;
+  };
+  return exportStream(mapChunks(chunks, record), columns, format);
 }
 
 /** A workspace's jobs matching the list's filters, newest first, without their logs. */
