@@ -1,3 +1,5 @@
+import { createServer, get, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { seedApiKey, seedJob, seedMachine, seedProcess, seedQueue, seedUser } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { QUEUE_ITEM_FIELDS, itemsPath, queueWorld, type QueueWorld } from './queue-items-support';
@@ -220,6 +222,50 @@ describe('exports', () => {
       const lines = csv.text.split('\r\n').filter(Boolean);
       expect(lines).toHaveLength(1 + (await t.sql`select count(*)::int as n from queue_items where queue_id = ${big.id} and reference = 'R3'`)[0]!.n);
     });
+  });
+
+  it('cuts the transfer short when a read fails once the download has begun: the client never sees a clean end', async () => {
+    const big = (await seedQueue(t.sql, w.tenantId)) as { id: string; name: string };
+    // far more than the sockets' buffers hold, so the reads are still going when one fails
+    await t.sql`
+      insert into queue_items (tenant_id, queue_id, data)
+      select ${w.tenantId}, ${big.id}, jsonb_build_object('i', g, 'pad', repeat('x', 1000)) from generate_series(1, 60000) g`;
+    const server: Server = createServer(t.app.callback());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const k = await w.key(['queues:read']);
+    try {
+      const outcome = await new Promise<{ ended: boolean; failed: boolean; bytes: number; status: number }>((resolve, reject) => {
+        const req = get({
+          host: '127.0.0.1', port: (server.address() as AddressInfo).port, path: exportPath(big.name), headers: { 'X-API-Key': k },
+        }, (res) => {
+          let bytes = 0;
+          let broken = false;
+          res.once('data', (first: Buffer) => {
+            bytes += first.length;
+            res.pause();
+            // every later chunk's statement now fails (the test's own database)
+            t.sql`alter table queue_items rename column reviewed_at to reviewed_at_gone`.then(() => {
+              broken = true;
+              res.on('data', (c: Buffer) => (bytes += c.length));
+              res.resume();
+            }, reject);
+          });
+          res.on('end', () => resolve({ ended: true, failed: false, bytes, status: res.statusCode! }));
+          res.on('error', () => resolve({ ended: false, failed: broken, bytes, status: res.statusCode! }));
+          res.on('aborted', () => resolve({ ended: false, failed: broken, bytes, status: res.statusCode! }));
+        });
+        req.on('error', reject);
+      });
+      expect(outcome).toMatchObject({ status: 200, ended: false, failed: true });
+      expect(outcome.bytes).toBeGreaterThan(0);
+      expect(outcome.bytes).toBeLessThan(60_000 * 1000);
+    } finally {
+      await t.sql`alter table queue_items rename column reviewed_at_gone to reviewed_at`.catch(() => undefined);
+      await new Promise((resolve) => server.close(resolve));
+    }
+    // the API answers exports again once its reads do
+    const again = await download(exportPath(w.queue.name), {}, await key());
+    expect(again.status).toBe(200);
   });
 
   describe('jobs', () => {
