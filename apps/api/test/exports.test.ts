@@ -22,13 +22,11 @@ describe('exports', () => {
   let w: QueueWorld;
   let admin: string;
   let member: string;
-  let otherAdmin: string;
   beforeAll(async () => {
     t = await createApiTestContext();
     w = await queueWorld(t);
     admin = (await seedUser(t.sql, w.tenantId, { role: 'admin' })).token;
     member = (await seedUser(t.sql, w.tenantId, { role: 'member' })).token;
-    otherAdmin = (await seedUser(t.sql, w.otherTenantId, { role: 'admin' })).token;
   });
   afterAll(() => t.close());
 
@@ -45,6 +43,8 @@ describe('exports', () => {
   const ndjson = (d: Download) => d.text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l));
   const errorOf = (d: Download) => JSON.parse(d.text) as { success: false; error: { code: string; message: string; details?: Array<{ field: string; message: string }> } };
   const exportPath = (name: string) => `${itemsPath(name)}/export`;
+  // an export route allows few requests a minute per credential: most requests take a fresh one
+  const fresh = async (role: 'admin' | 'member', tenantId = w.tenantId) => bearer((await seedUser(t.sql, tenantId, { role })).token);
   const key = (headers = {}) => w.key(['queues:read']).then((k) => ({ 'X-API-Key': k, ...headers }));
 
   describe('queue items', () => {
@@ -138,7 +138,7 @@ describe('exports', () => {
 
     it('serves the settings twin by queue id for any member, alike', async () => {
       const pub = await download(exportPath(q.name), { reference: 'INV-1', format: 'csv' }, await key());
-      const twin = await download(`/api/v1/settings/queues/${q.id}/items/export`, { reference: 'INV-1', format: 'csv' }, bearer(member));
+      const twin = await download(`/api/v1/settings/queues/${q.id}/items/export`, { reference: 'INV-1', format: 'csv' }, await fresh('member'));
       expect(twin.status).toBe(200);
       expect(twin.text).toBe(pub.text);
       expect(twin.headers['content-disposition']).toBe(pub.headers['content-disposition']);
@@ -182,9 +182,9 @@ describe('exports', () => {
           expect(res.status).toBe(404);
           expect(errorOf(res).error.code).toBe('NOT_FOUND');
         }
-        const twin = await download(`/api/v1/settings/queues/${w.otherQueue.id}/items/export`, {}, bearer(member));
+        const twin = await download(`/api/v1/settings/queues/${w.otherQueue.id}/items/export`, {}, await fresh('member'));
         expect(twin.status).toBe(404);
-        const otherSide = await download(`/api/v1/settings/queues/${q.id}/items/export`, {}, bearer(otherAdmin));
+        const otherSide = await download(`/api/v1/settings/queues/${q.id}/items/export`, {}, await fresh('admin', w.otherTenantId));
         expect(otherSide.status).toBe(404);
       });
 
@@ -199,6 +199,16 @@ describe('exports', () => {
         expect(errorOf(r403).error.code).toBe('FORBIDDEN');
         expect((await download(`/api/v1/settings/queues/${q.id}/items/export`)).status).toBe(401);
       });
+    });
+
+    it('allows 10 exports a minute per key, then answers 429 in the envelope', async () => {
+      const k = await key();
+      const small = (await seedQueue(t.sql, w.tenantId)) as { name: string };
+      for (let i = 0; i < 10; i++) expect((await download(exportPath(small.name), {}, k)).status).toBe(200);
+      const refused = await download(exportPath(small.name), {}, k);
+      expect(refused.status).toBe(429);
+      expect(refused.headers['x-ratelimit-limit']).toBe('10');
+      expect(errorOf(refused).error.code).toBe('RATE_LIMIT_EXCEEDED');
     });
 
     it('streams 20,000 items complete and in order, ties of created_at broken by id', async () => {
@@ -284,7 +294,8 @@ describe('exports', () => {
       const otherMachine = (await seedMachine(t.sql, w.otherTenantId)).row;
       await seedJob(t.sql, w.otherTenantId, { process_id: otherProcess.id, machine_id: otherMachine.id });
     });
-    const jobsExport = (query: Record<string, string> = {}, token = member) => download('/api/v1/settings/jobs/export', query, bearer(token));
+    const jobsExport = async (query: Record<string, string> = {}, tenantId = w.tenantId) =>
+      download('/api/v1/settings/jobs/export', query, await fresh('member', tenantId));
 
     it('streams the workspace\'s jobs newest first, each the list\'s JobResponse without its log', async () => {
       const res = await jobsExport();
@@ -324,7 +335,7 @@ describe('exports', () => {
         expect(errorOf(res).error.details!.map((d) => d.field)).toContain(field);
       }
       expect((await download('/api/v1/settings/jobs/export')).status).toBe(401);
-      const other = ndjson(await jobsExport({}, otherAdmin));
+      const other = ndjson(await jobsExport({}, w.otherTenantId));
       expect(other).toHaveLength(1);
       expect(other.map((r) => r.id)).not.toContain(jobIds[0]);
     });
@@ -335,31 +346,31 @@ describe('exports', () => {
       // entries of this workspace: a key created and revoked through the API
       const created = await t.http.post('/api/v1/settings/api-keys').set(bearer(admin)).send({ name: 'export-audit', scopes: ['queues:read'] });
       expect(created.status).toBeLessThan(300);
-      const res = await download('/api/v1/settings/audit-log/export', {}, bearer(admin));
+      const res = await download('/api/v1/settings/audit-log/export', {}, await fresh('admin'));
       expect(res.status).toBe(200);
       expect(res.headers['content-disposition']).toBe('attachment; filename="audit-log.ndjson"');
       const list = await t.http.get('/api/v1/settings/audit-log').query({ limit: 100 }).set(bearer(admin));
       expect(ndjson(res)).toEqual(list.body.data);
       expect(list.body.data.length).toBeGreaterThan(0);
       const action = list.body.data[0].action as string;
-      const filtered = ndjson(await download('/api/v1/settings/audit-log/export', { action }, bearer(admin)));
+      const filtered = ndjson(await download('/api/v1/settings/audit-log/export', { action }, await fresh('admin')));
       expect(filtered.length).toBeGreaterThan(0);
       expect(filtered.every((e) => e.action === action)).toBe(true);
-      const csv = await download('/api/v1/settings/audit-log/export', { format: 'csv' }, bearer(admin));
+      const csv = await download('/api/v1/settings/audit-log/export', { format: 'csv' }, await fresh('admin'));
       expect(csv.text.split('\r\n')[0]).toBe('id,created_at,action,actor_type,actor_id,source,resource_type,resource_id,details,request_id,ip');
       // another workspace sees none of it
-      const theirs = ndjson(await download('/api/v1/settings/audit-log/export', {}, bearer(otherAdmin)));
+      const theirs = ndjson(await download('/api/v1/settings/audit-log/export', {}, await fresh('admin', w.otherTenantId)));
       expect(theirs.map((e) => e.id)).not.toEqual(expect.arrayContaining([list.body.data[0].id]));
     });
 
     it('is admin-only and checks its filters like the list', async () => {
-      expect((await download('/api/v1/settings/audit-log/export', {}, bearer(member))).status).toBe(403);
-      const bad = await download('/api/v1/settings/audit-log/export', { since: '2030-01-01T00:00:00Z', until: '2020-01-01T00:00:00Z' }, bearer(admin));
+      expect((await download('/api/v1/settings/audit-log/export', {}, await fresh('member'))).status).toBe(403);
+      const bad = await download('/api/v1/settings/audit-log/export', { since: '2030-01-01T00:00:00Z', until: '2020-01-01T00:00:00Z' }, await fresh('admin'));
       expect(bad.status).toBe(422);
       expect(errorOf(bad).error.details![0]!.field).toBe('query → until');
-      const cursor = await download('/api/v1/settings/audit-log/export', { cursor: 'abc' }, bearer(admin));
+      const cursor = await download('/api/v1/settings/audit-log/export', { cursor: 'abc' }, await fresh('admin'));
       expect(cursor.status).toBe(422);
-      const nul = await download('/api/v1/settings/audit-log/export', { action: 'x\u0000' }, bearer(admin));
+      const nul = await download('/api/v1/settings/audit-log/export', { action: 'x\u0000' }, await fresh('admin'));
       expect(nul.status).toBe(422);
     });
   });

@@ -2,7 +2,7 @@ import {
   toQueueItemResponse, AddQueueItemBody, AddQueueItemsBulkBody, BulkAddedResponse, QueueItemExportQuery, QueueItemListQuery, QueueItemResponse,
   QueueNameParams,
 } from '@svc/core';
-import { exportFormatOf, sendDownload } from '../http/download';
+import { EXPORT_RATE_LIMIT, exportFormatOf, sendDownload } from '../http/download';
 import type { AppRouter } from '../http/router';
 import { routeGroup, type RouteContext, type RouteSpec } from '../http/route';
 import { ok, paged, successBody } from '../http/respond';
@@ -124,6 +124,7 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
       params: QueueNameParams,
       query: QueueItemExportQuery,
       download: { record: QueueItemResponse },
+      rateLimit: EXPORT_RATE_LIMIT,
       errors: [404, 422],
     },
     async (ctx, input) => {

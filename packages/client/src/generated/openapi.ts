@@ -354,7 +354,7 @@ export interface paths {
          *
          *     **Auth:** Header `X-API-Key`; scope `queues:read` (an unrestricted key is accepted too).
          *
-         *     **Rate limit:** 120 requests per minute per API key.
+         *     **Rate limit:** 10 requests per minute per API key.
          */
         get: operations["exportQueueItems"];
         put?: never;
@@ -578,7 +578,7 @@ export interface paths {
          *
          *     **Auth:** `Authorization: Bearer <access token>` of a workspace admin.
          *
-         *     **Rate limit:** 120 requests per minute per access token.
+         *     **Rate limit:** 10 requests per minute per access token.
          */
         get: operations["exportAuditLog"];
         put?: never;
@@ -842,7 +842,7 @@ export interface paths {
          *
          *     **Auth:** `Authorization: Bearer <access token>`.
          *
-         *     **Rate limit:** 120 requests per minute per access token.
+         *     **Rate limit:** 10 requests per minute per access token.
          */
         get: operations["exportWorkspaceJobs"];
         put?: never;
@@ -1178,7 +1178,7 @@ export interface paths {
          *
          *     **Auth:** `Authorization: Bearer <access token>`.
          *
-         *     **Rate limit:** 120 requests per minute per access token.
+         *     **Rate limit:** 10 requests per minute per access token.
          */
         get: operations["exportWorkspaceQueueItems"];
         put?: never;

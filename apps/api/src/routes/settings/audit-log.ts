@@ -1,5 +1,5 @@
 import { AuditEntryResponse, AuditLogExportQuery, AuditLogQuery } from '@svc/core';
-import { exportFormatOf, sendDownload } from '../../http/download';
+import { EXPORT_RATE_LIMIT, exportFormatOf, sendDownload } from '../../http/download';
 import { createRouter, type AppRouter } from '../../http/router';
 import { addRoute, type RouteContext } from '../../http/route';
 import { paged } from '../../http/respond';
@@ -45,6 +45,7 @@ export function auditLogRoutes(rc: RouteContext): AppRouter {
     auth: ADMIN,
     query: AuditLogExportQuery,
     download: { record: AuditEntryResponse },
+    rateLimit: EXPORT_RATE_LIMIT,
     errors: [422],
   }, async (ctx, input) => {
     const query = input.query();

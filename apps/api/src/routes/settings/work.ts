@@ -6,7 +6,7 @@ import { createRouter, type AppRouter } from '../../http/router';
 import { addRoute, type RouteContext } from '../../http/route';
 import { ok, paged } from '../../http/respond';
 import { ADMIN, MEMBER, tenantOf, userActorOf } from './crud';
-import { exportFormatOf, sendDownload } from '../../http/download';
+import { EXPORT_RATE_LIMIT, exportFormatOf, sendDownload } from '../../http/download';
 import { ITEMS_EXPORT_DESCRIPTION } from '../queue-items';
 
 /**
@@ -50,6 +50,7 @@ export function workSettingsRoutes(rc: RouteContext): AppRouter {
     params: QueuePathParams,
     query: QueueItemExportQuery,
     download: { record: QueueItemResponse },
+    rateLimit: EXPORT_RATE_LIMIT,
     errors: [404, 422],
   }, async (ctx, input) => {
     const queue = await deps.engine.catalog.queues.get(tenantOf(ctx), input.params().queue_id);
@@ -112,6 +113,7 @@ export function workSettingsRoutes(rc: RouteContext): AppRouter {
     auth: MEMBER,
     query: JobExportQuery,
     download: { record: JobExportRecord },
+    rateLimit: EXPORT_RATE_LIMIT,
     errors: [422],
   }, async (ctx, input) => {
     const query = input.query();
