@@ -28,6 +28,13 @@ export const ExportFormatQuery = Type.Optional(Type.Unsafe<ExportFormat>({
  */
 export const EXPORT_CHUNK_ROWS = 1000;
 
+/**
+ * A chunk's bound in bytes as Postgres stores its JSON columns (`pg_column_size`, read without
+ * decompressing): an item's data may be megabytes, and a thousand of those would be a chunk of
+ * gigabytes. A chunk ends at the row that passes it; its first row is always taken.
+ */
+export const EXPORT_CHUNK_BYTES = 8 * 1024 * 1024;
+
 /** Where the walk stands: the last row's created_at to the microsecond (as text) and its id. */
 export interface KeysetPosition {
   at: string;
@@ -48,8 +55,9 @@ export interface KeysetRow {
 
 /**
  * Walks a keyset-ordered read chunk by chunk: `chunk(after, limit)` returns the rows strictly
- * after `after` (null: from the start) in the export's order; the walk ends on a short chunk.
- * A consumer that stops iterating (the client left) stops the reads too.
+ * after `after` (null: from the start) in the export's order, at most `limit` and possibly fewer
+ * (EXPORT_CHUNK_BYTES), so only an empty chunk ends the walk. A consumer that stops iterating
+ * (the client left) stops the reads too.
  */
 export async function* walkKeyset<Row extends KeysetRow>(
   chunk: (after: KeysetPosition | null, limit: number) => Promise<Row[]>,
@@ -58,8 +66,8 @@ export async function* walkKeyset<Row extends KeysetRow>(
   let after: KeysetPosition | null = null;
   for (;;) {
     const rows = await chunk(after, limit);
-    if (rows.length > 0) yield rows;
-    if (rows.length < limit) return;
+    if (rows.length === 0) return;
+    yield rows;
     const last = rows[rows.length - 1]!;
     after = { at: last.export_at, id: last.export_id };
   }

@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/sql';
 import type { StoredInputSchema } from './input-schema';
 import type { JobStatus } from './transitions';
-import { KEYSET_AT_SQL, type KeysetPosition, type KeysetRow } from '../export/stream';
+import { EXPORT_CHUNK_BYTES, KEYSET_AT_SQL, type KeysetPosition, type KeysetRow } from '../export/stream';
 
 /** A row of `jobs` (migrations/0001_init.sql), as `select *` returns it. */
 export interface JobRow {
@@ -100,6 +100,9 @@ const EXPORT_JOB_COLUMNS = [
   'pending_input_options', 'progress_percent', 'progress_message', 'created_at', 'updated_at', 'resource_metrics', 'trigger_id', 'schedule_id',
 ].map((c) => `j.${c}`);
 
+/** What a job's JSON columns weigh as stored, for a chunk's bound (export/stream.ts). */
+const JOB_SIZE_SQL = 'coalesce(pg_column_size(input_data), 0) + coalesce(pg_column_size(output_data), 0) + coalesce(pg_column_size(pending_input_options), 0)';
+
 /**
  * One chunk of a tenant's job export: the jobs after `after` in list order (created_at desc, id
  * desc) that pass the list's filter, with their names and keyset position (export/stream.ts).
@@ -112,11 +115,14 @@ export async function exportJobsChunk(
   limit: number,
 ): Promise<Array<Omit<JobWithNames, 'logs'> & KeysetRow>> {
   return sql<Array<Omit<JobWithNames, 'logs'> & KeysetRow>>`
-    with chunk as (
-      select id, created_at, ${sql.unsafe(KEYSET_AT_SQL)} as export_at from jobs
+    with sized as (
+      select id, created_at, ${sql.unsafe(KEYSET_AT_SQL)} as export_at, ${sql.unsafe(JOB_SIZE_SQL)} as export_size,
+             sum(${sql.unsafe(JOB_SIZE_SQL)}) over (order by created_at desc, id desc) as export_upto
+      from jobs
       where tenant_id = ${tenantId} ${jobFilterSql(sql, filter)}
         ${after ? sql`and (created_at, id) < (${after.at}::text::timestamptz, ${after.id}::uuid)` : sql``}
-      order by created_at desc, id desc limit ${limit})
+      order by created_at desc, id desc limit ${limit}),
+    chunk as (select id, created_at, export_at from sized where export_upto - export_size < ${EXPORT_CHUNK_BYTES})
     select ${sql(EXPORT_JOB_COLUMNS)}, p.name as process_name, m.name as machine_name, chunk.export_at, chunk.id as export_id
     from chunk
     join jobs j on j.id = chunk.id

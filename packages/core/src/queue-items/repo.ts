@@ -3,7 +3,7 @@ import { itemAddedEventsOfInserted } from '../events/item-added';
 import type { Queryable } from '../db/sql';
 import { asStoredJsonb } from '../db/jsonb';
 import type { QueueItemStatus } from './schemas';
-import { KEYSET_AT_SQL, type KeysetPosition, type KeysetRow } from '../export/stream';
+import { EXPORT_CHUNK_BYTES, KEYSET_AT_SQL, type KeysetPosition, type KeysetRow } from '../export/stream';
 
 /** A queue as the item endpoints need it: enough to scope writes and nudge the dispatcher. */
 export interface QueueRef {
@@ -146,13 +146,19 @@ export async function exportQueueItemsChunk(
   after: KeysetPosition | null,
   limit: number,
 ): Promise<Array<QueueItemRow & KeysetRow>> {
+  // the running size is computed in the order of the scan, row by row, and stops with its limit
   return sql<Array<QueueItemRow & KeysetRow>>`
-    select ${sql(ITEM_COLUMNS)}, ${sql.unsafe(KEYSET_AT_SQL)} as export_at, id as export_id
-    from queue_items
-    where queue_id = ${queue.id} and tenant_id = ${queue.tenant_id} ${itemFilterSql(sql, filter)}
-      ${after ? sql`and (created_at, id) < (${after.at}::text::timestamptz, ${after.id}::uuid)` : sql``}
-    order by created_at desc, id desc
-    limit ${limit}`;
+    select ${sql(ITEM_COLUMNS)}, export_at, export_id from (
+      select ${sql(ITEM_COLUMNS)}, ${sql.unsafe(KEYSET_AT_SQL)} as export_at, id as export_id,
+             pg_column_size(data) + coalesce(pg_column_size(result), 0) as export_size,
+             sum(pg_column_size(data) + coalesce(pg_column_size(result), 0)) over (order by created_at desc, id desc) as export_upto
+      from queue_items
+      where queue_id = ${queue.id} and tenant_id = ${queue.tenant_id} ${itemFilterSql(sql, filter)}
+        ${after ? sql`and (created_at, id) < (${after.at}::text::timestamptz, ${after.id}::uuid)` : sql``}
+      order by created_at desc, id desc
+      limit ${limit}) chunk
+    where export_upto - export_size < ${EXPORT_CHUNK_BYTES}
+    order by created_at desc, id desc`;
 }
 
 export interface QueueItemFilter {
