@@ -9,6 +9,7 @@
 //                                         3-primary Redis Cluster (docs/scaling.md)
 //   npm run bench -- --only B8             1,000 idle robots (raw WebSockets of one process) on one API
 //                                         process: its RSS, CPU per 1,000 heartbeats, trigger → job.start
+//   npm run bench -- --only B9             GET …/items/export of 1,000,000 items: items/s and the API's peak RSS
 //   npm run bench -- --scale 0.1           every size and duration × 0.1
 //   npm run bench -- --profile api,dispatcher   --cpu-prof those processes (files in the log folder)
 //   --node-args '--trace-gc'               node flags for the platform's processes (investigations)
@@ -24,7 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ensureInstalledAndBuilt, ensureServices, hostInfo, ROOT, SetupError } from './services.mjs';
 
-const SCENARIOS = ['B1', 'B2', 'B3', 'B4', 'B5', 'B7', 'B8'];
+const SCENARIOS = ['B1', 'B2', 'B3', 'B4', 'B5', 'B7', 'B8', 'B9'];
 
 function parseArgs(argv) {
   const o = { prefetch: 0, vacuumMs: 0, nodeArgs: [], only: null, scale: 1, out: null, markdown: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
@@ -118,6 +119,7 @@ async function main() {
     B5: (await import('../bench/scenarios/b5-list.mjs')).b5,
     B7: (await import('../bench/scenarios/b7-scaling.mjs')).b7,
     B8: (await import('../bench/scenarios/b8-idle-robots.mjs')).b8,
+    B9: (await import('../bench/scenarios/b9-export.mjs')).b9,
   };
 
   // the platform's processes inherit this environment: with it set they trace, and pay the export

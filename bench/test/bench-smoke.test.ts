@@ -217,6 +217,16 @@ describe('npm run bench at a tiny scale', () => {
     expect(s.details!.completed).toBe(s.details!.tries);
   });
 
+  it('B9 exports every item of its queue as NDJSON and CSV and reads the API\'s peak memory', () => {
+    const s = scenario('B9');
+    expect(s.totalExact).toBe(true);
+    expect(s.rows.map((r) => r.figure)).toEqual([
+      'items exported per second, NDJSON', 'items exported per second, CSV', 'API peak RSS while exporting (VmHWM)',
+    ]);
+    for (const r of s.rows) expect(r.platform).toBeGreaterThan(0);
+    for (const format of ['ndjson', 'csv']) expect(s.details!.formats[format].received).toBe(s.details!.total);
+  });
+
   it('B6 reports the peak memory of the API and the dispatcher during B1 and B3', () => {
     const s = scenario('B6');
     expect(s.rows.map((r) => r.figure)).toEqual([

@@ -6,6 +6,8 @@ import { CliError } from './errors';
  */
 export interface CliIo {
   stdout: (text: string) => void;
+  /** Standard output as a stream, for output too large to hold (an export): written with backpressure, never ended. */
+  stdoutStream?: NodeJS.WritableStream;
   stderr: (text: string) => void;
   env: Record<string, string | undefined>;
   /** Reads all of standard input (for `--password-stdin`). */
@@ -27,6 +29,7 @@ export interface CliIo {
 export function processIo(): CliIo {
   return {
     stdout: (text) => process.stdout.write(text),
+    stdoutStream: process.stdout,
     stderr: (text) => process.stderr.write(text),
     env: process.env,
     readStdin: async () => {

@@ -87,5 +87,6 @@ export * from './commands/apply';
 export * from './commands/demo';
 export * from './commands/items';
 export * from './commands/items-import';
+export * from './commands/items-export';
 export * from './workspace/apply';
 export * from './workspace/file';

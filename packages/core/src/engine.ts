@@ -20,6 +20,7 @@ import {
   saveCatalogRecord, type CatalogBatch, type SaveOptions, type SaveTarget,
 } from './catalog/records';
 import { listAuditLog } from './audit/read';
+import { exportAuditLog, exportJobs, exportQueueItems } from './export/exports';
 import { purgeQueueStatBuckets, readQueueStats } from './catalog/queue-stats';
 import { getSchedule, previewSchedule } from './schedules/catalog';
 import { fireDueSchedules } from './schedules/fire';
@@ -164,14 +165,16 @@ export function createEngine(deps: EngineDeps) {
     /** Jobs: started by an API key or a webhook, stopped, answered, read. */
     jobs: {
       ...bind(services, { triggerByApi: triggerJobByApi, triggerByWebhook: triggerJobByWebhook, stop: stopJob, answerInput: answerJobInput }),
-      ...bind(sql, { get: getJob, list: listJobs }),
+      /** `export`: every job the list's filters match, as CSV or NDJSON read in keyset chunks (export/stream.ts) */
+      ...bind(sql, { get: getJob, list: listJobs, export: exportJobs }),
       /** a job's whole log, inline or archived */
       logs: (tenantId: string, jobId: string) => readJobLogs(sql, logArchive, tenantId, jobId),
     },
     /** Queue items: added by API keys (and `svc items import`), listed, reviewed by people. */
     items: {
       ...bind(services, { add: addItem, addToQueueNamed: addItemToQueueNamed, addBulk: addItemsBulk, addMany: addItemsMany }),
-      ...bind(sql, { list: listItems, activeQueueByName: getActiveQueueByName }),
+      /** `export`: every item of a queue the list's filters match, as CSV or NDJSON read in keyset chunks (export/stream.ts) */
+      ...bind(sql, { list: listItems, activeQueueByName: getActiveQueueByName, export: exportQueueItems }),
     },
     review: bind(services, { decide: reviewQueueItem, redrive: redriveQueueItems }),
     /** Bulk actions by filter on a queue's items or a tenant's jobs (docs/decisions/bulk-actions.md). */
@@ -184,7 +187,7 @@ export function createEngine(deps: EngineDeps) {
       run: (opts: Omit<RunBulkOptions, 'logger'> = {}) => runBulkActions(sql, { ...opts, logger: deps.logger }),
     },
     /** The workspace's audit log, as its admins read it. */
-    audit: bind(sql, { list: listAuditLog }),
+    audit: bind(sql, { list: listAuditLog, export: exportAuditLog }),
     /** A machine's agent (through the API's agent session): its heartbeat, its runs and the items its consumers take. */
     machines: bind(sql, {
       findByKey: findMachineByKey, liveKeys: findLiveMachineKeys, heartbeat: recordHeartbeat, goodbye: machineLeft, giveUpJobs: giveUpMachineJobs,

@@ -88,7 +88,8 @@ export type { CatalogEffect } from './catalog/write';
 export { createSchedule, getSchedule } from './schedules/catalog';
 export { assertValidCron, isValidTimeZone, nextTick, nextTicks, ticksBetween } from './schedules/cron';
 export { fireDueSchedules } from './schedules/fire';
-export { ITEM_COLUMNS } from './queue-items/repo';
+export { ITEM_COLUMNS, exportQueueItemsChunk } from './queue-items/repo';
+export { EXPORT_CHUNK_BYTES, EXPORT_CHUNK_ROWS, walkKeyset } from './export/stream';
 export type { QueueItemRow } from './queue-items/repo';
 export { addItem, addItemToQueueNamed, addItemsBulk, addItemsMany, getActiveQueueByName, listItems } from './queue-items/service';
 export {

@@ -44,6 +44,11 @@ export interface RouteSpec<P extends TObject | undefined = TObject | undefined, 
   body?: B;
   /** Schema of `data` in the success wrapper (or of each element when `paged`). */
   response?: TSchema;
+  /**
+   * The success body is not the JSON envelope but a download of records, one per NDJSON line or
+   * CSV row (the exports: docs/decisions/export.md); `record` is the schema of each.
+   */
+  download?: { record: TSchema };
   /** A list: `true` pages by number (PageMeta), `'cursor'` by keyset (CursorMeta). */
   paged?: boolean | 'cursor';
   successStatus?: number;

@@ -1,4 +1,4 @@
-import type { TObject } from '@sinclair/typebox';
+import type { TObject, TSchema } from '@sinclair/typebox';
 import { DEFAULT_RATE_LIMIT, RATE_LIMIT_WINDOW_SECONDS, rateLimitFor } from '@svc/core';
 import type { RouteSpec } from '../http/route';
 import { SchemaRegistry, type JsonSchema } from './json-schema';
@@ -113,6 +113,21 @@ function successSchema(reg: SchemaRegistry, spec: RouteSpec, key: string): JsonS
   return { type: 'object', required: ['success', 'data'], properties: { success: { const: true }, data } };
 }
 
+const DOWNLOAD_HEADERS = {
+  'Content-Disposition': { description: '`attachment` with a file name', schema: { type: 'string' } },
+  'X-RateLimit-Limit': { $ref: '#/components/headers/X-RateLimit-Limit' },
+  'X-RateLimit-Remaining': { $ref: '#/components/headers/X-RateLimit-Remaining' },
+  'X-RateLimit-Reset': { $ref: '#/components/headers/X-RateLimit-Reset' },
+};
+
+/** A download's two formats: NDJSON (each line one record) and CSV (a header, then one row per record). */
+function downloadContent(reg: SchemaRegistry, record: TSchema): JsonSchema {
+  return {
+    'application/x-ndjson': { schema: { type: 'string', description: 'One JSON record per line, each of this schema', 'x-record': reg.convert(record) } },
+    'text/csv': { schema: { type: 'string', description: 'A header line of the record\'s field names, then one row per record; objects as JSON text' } },
+  };
+}
+
 function security(spec: RouteSpec): Array<Record<string, string[]>> {
   switch (spec.auth.kind) {
     case 'api_key':
@@ -192,7 +207,8 @@ function operation(reg: SchemaRegistry, route: DescribedRoute): JsonSchema {
         'X-RateLimit-Remaining': { $ref: '#/components/headers/X-RateLimit-Remaining' },
         'X-RateLimit-Reset': { $ref: '#/components/headers/X-RateLimit-Reset' },
       },
-      content: { 'application/json': { schema: successSchema(reg, spec, key) } },
+      content: spec.download ? downloadContent(reg, spec.download.record) : { 'application/json': { schema: successSchema(reg, spec, key) } },
+      ...(spec.download ? { headers: { ...DOWNLOAD_HEADERS, 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } } } : {}),
     },
   };
   for (const status of routeErrorStatuses(spec)) responses[String(status)] = errorResponse(status);

@@ -1,6 +1,8 @@
 import {
-  toQueueItemResponse, AddQueueItemBody, AddQueueItemsBulkBody, BulkAddedResponse, QueueItemListQuery, QueueItemResponse, QueueNameParams,
+  toQueueItemResponse, AddQueueItemBody, AddQueueItemsBulkBody, BulkAddedResponse, QueueItemExportQuery, QueueItemListQuery, QueueItemResponse,
+  QueueNameParams,
 } from '@svc/core';
+import { EXPORT_RATE_LIMIT, exportFormatOf, sendDownload } from '../http/download';
 import type { AppRouter } from '../http/router';
 import { routeGroup, type RouteContext, type RouteSpec } from '../http/route';
 import { ok, paged, successBody } from '../http/respond';
@@ -111,8 +113,40 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
     },
   );
 
+  add(
+    {
+      method: 'get',
+      path: '/queues/by-name/:name/items/export',
+      operationId: 'exportQueueItems',
+      summary: 'Download every item of a queue that matches the filters',
+      description: ITEMS_EXPORT_DESCRIPTION,
+      auth: { kind: 'api_key', scope: 'queues:read' },
+      params: QueueNameParams,
+      query: QueueItemExportQuery,
+      download: { record: QueueItemResponse },
+      rateLimit: EXPORT_RATE_LIMIT,
+      errors: [404, 422],
+    },
+    async (ctx, input) => {
+      const queue = await deps.engine.items.activeQueueByName(ctx.state.apiKey!.tenantId, ctx.params.name!);
+      const query = input.query();
+      const format = exportFormatOf(ctx, query);
+      sendDownload(ctx, await deps.engine.items.export(queue, query, format), format, `items-${queue.name}`);
+    },
+  );
+
   return router;
 }
+
+/** What the public export and its settings twin do alike. */
+export const ITEMS_EXPORT_DESCRIPTION =
+  'Every item the list\'s filters match (status, reference, data: as GET /queues/by-name/{name}/items, without paging), ' +
+  'in the list\'s order (created_at desc, id desc), as NDJSON (one QueueItemResponse a line) or CSV (a header line, ' +
+  'then one row per item; data and result as JSON text, empty for null; a text cell starting with = + - @, a tab or ' +
+  'a carriage return gets a leading apostrophe). Format: `format` (csv|ndjson), else the Accept header (text/csv, ' +
+  'application/x-ndjson), else NDJSON. Read in chunks as the client takes them; items added after the export began ' +
+  'are not in it. A failure once the download has begun cuts the transfer short (no final chunk): a download that ' +
+  'ended without error is complete. See docs/decisions/export.md.';
 
 /** The success wrapper of `ok()` as a value: an idempotent response is stored before it is sent. */
 

@@ -413,6 +413,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/queues/by-name/{name}/items/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download every item of a queue that matches the filters
+         * @description Every item the list's filters match (status, reference, data: as GET /queues/by-name/{name}/items, without paging), in the list's order (created_at desc, id desc), as NDJSON (one QueueItemResponse a line) or CSV (a header line, then one row per item; data and result as JSON text, empty for null; a text cell starting with = + - @, a tab or a carriage return gets a leading apostrophe). Format: `format` (csv|ndjson), else the Accept header (text/csv, application/x-ndjson), else NDJSON. Read in chunks as the client takes them; items added after the export began are not in it. A failure once the download has begun cuts the transfer short (no final chunk): a download that ended without error is complete. See docs/decisions/export.md.
+         *
+         *     **Auth:** Header `X-API-Key`; scope `queues:read` (an unrestricted key is accepted too).
+         *
+         *     **Rate limit:** 10 requests per minute per API key.
+         */
+        get: operations["exportQueueItems"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/settings/api-keys": {
         parameters: {
             query?: never;
@@ -605,6 +629,30 @@ export interface paths {
          *     **Rate limit:** 120 requests per minute per access token.
          */
         get: operations["readAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings/audit-log/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download the audit log entries that match the filters
+         * @description Every entry the list's filters match (action, actor_type, actor_id, resource_type, resource_id, since, until: as GET /settings/audit-log, without paging), newest first, as NDJSON (one entry a line) or CSV (a header line, then one row per entry; details as JSON text, empty for null; a text cell starting with = + - @, a tab or a carriage return gets a leading apostrophe). Format: `format` (csv|ndjson), else the Accept header, else NDJSON. A failure once the download has begun cuts the transfer short. Admins only. See docs/decisions/export.md.
+         *
+         *     **Auth:** `Authorization: Bearer <access token>` of a workspace admin.
+         *
+         *     **Rate limit:** 10 requests per minute per access token.
+         */
+        get: operations["exportAuditLog"];
         put?: never;
         post?: never;
         delete?: never;
@@ -919,6 +967,30 @@ export interface paths {
          *     **Rate limit:** 120 requests per minute per access token.
          */
         post: operations["startWorkspaceJobAction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings/jobs/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download every job that matches the filters
+         * @description Every job the list's filters match (status, process_id, machine_id, input_data: as GET /settings/jobs, without paging), newest first (created_at desc, id desc), each a JobResponse without `logs` (read a log with GET /settings/jobs/{job_id}/logs), as NDJSON (one a line) or CSV (a header line, then one row per job; objects as JSON text, empty for null; a text cell starting with = + - @, a tab or a carriage return gets a leading apostrophe). Format: `format` (csv|ndjson), else the Accept header, else NDJSON. A failure once the download has begun cuts the transfer short. Any member of the workspace. See docs/decisions/export.md.
+         *
+         *     **Auth:** `Authorization: Bearer <access token>`.
+         *
+         *     **Rate limit:** 10 requests per minute per access token.
+         */
+        get: operations["exportWorkspaceJobs"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1255,6 +1327,30 @@ export interface paths {
          *     **Rate limit:** 120 requests per minute per access token.
          */
         post: operations["startWorkspaceQueueItemAction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings/queues/{queue_id}/items/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download every item of a queue that matches the filters
+         * @description As GET /queues/by-name/{name}/items/export, for a queue of the workspace by id (active or not). Every item the list's filters match (status, reference, data: as GET /queues/by-name/{name}/items, without paging), in the list's order (created_at desc, id desc), as NDJSON (one QueueItemResponse a line) or CSV (a header line, then one row per item; data and result as JSON text, empty for null; a text cell starting with = + - @, a tab or a carriage return gets a leading apostrophe). Format: `format` (csv|ndjson), else the Accept header (text/csv, application/x-ndjson), else NDJSON. Read in chunks as the client takes them; items added after the export began are not in it. A failure once the download has begun cuts the transfer short (no final chunk): a download that ended without error is complete. See docs/decisions/export.md. Any member of the workspace.
+         *
+         *     **Auth:** `Authorization: Bearer <access token>`.
+         *
+         *     **Rate limit:** 10 requests per minute per access token.
+         */
+        get: operations["exportWorkspaceQueueItems"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -4127,6 +4223,108 @@ export interface operations {
             };
         };
     };
+    exportQueueItems: {
+        parameters: {
+            query?: {
+                /** @description Only rows whose data contains this JSON object (JSON containment, like Postgres `@>`), URL-encoded: `?data={"customer":"ACME"}` matches data `{"customer":"ACME","amount":5}`; nested objects and arrays match by containment too. Up to 2048 characters; text that is not a JSON object → 422. */
+                data?: string;
+                /** @description ndjson (one JSON object a line) or csv (a header line, then one row per record); wins over the Accept header; without either, ndjson */
+                format?: "ndjson" | "csv";
+                /** @description Only items with exactly this reference (case-sensitive) */
+                reference?: string;
+                status?: "new" | "in_progress" | "pending_review" | "completed" | "failed" | "dead_letter";
+            };
+            header?: never;
+            path: {
+                /** @description Queue name (unique per workspace) */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description `attachment` with a file name */
+                    "Content-Disposition"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                    "text/csv": string;
+                };
+            };
+            /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description NOT_FOUND — resource missing or not in the caller's workspace. Default message `Recurso no encontrado`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description VALIDATION_ERROR — invalid path, query or body, including malformed JSON, U+0000 or an unpaired UTF-16 surrogate in any string or field name, and nesting deeper than 64 levels. `error.details` is `[{field, message}]`; `detail` is `[{loc, msg, type}]`. Default message `Error de validación`. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED — too many requests in the one-minute window (`Retry-After` says when to retry). Default message `Límite de solicitudes excedido`; trigger routes also use QUOTA_EXCEEDED for an exhausted monthly quota. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR — unhandled error; only a generic message reaches the client. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     listWorkspaceApiKeys: {
         parameters: {
             query?: {
@@ -5421,6 +5619,101 @@ export interface operations {
                         /** @constant */
                         success: true;
                     };
+                };
+            };
+            /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description VALIDATION_ERROR — invalid path, query or body, including malformed JSON, U+0000 or an unpaired UTF-16 surrogate in any string or field name, and nesting deeper than 64 levels. `error.details` is `[{field, message}]`; `detail` is `[{loc, msg, type}]`. Default message `Error de validación`. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED — too many requests in the one-minute window (`Retry-After` says when to retry). Default message `Límite de solicitudes excedido`; trigger routes also use QUOTA_EXCEEDED for an exhausted monthly quota. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR — unhandled error; only a generic message reaches the client. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    exportAuditLog: {
+        parameters: {
+            query?: {
+                /** @description e.g. create_api_key, trigger_job, read_asset */
+                action?: string;
+                actor_id?: string;
+                actor_type?: "user" | "api_key" | "system" | "machine";
+                /** @description ndjson (one JSON object a line) or csv (a header line, then one row per record); wins over the Accept header; without either, ndjson */
+                format?: "ndjson" | "csv";
+                resource_id?: string;
+                /** @description e.g. api_key, job, queue, asset */
+                resource_type?: string;
+                /** @description Entries at or after this instant */
+                since?: string;
+                /** @description Entries before this instant */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description `attachment` with a file name */
+                    "Content-Disposition"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
@@ -7390,6 +7683,87 @@ export interface operations {
             };
             /** @description HTTP_ERROR — the body is not JSON (`Content-Type: application/json` expected). */
             415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description VALIDATION_ERROR — invalid path, query or body, including malformed JSON, U+0000 or an unpaired UTF-16 surrogate in any string or field name, and nesting deeper than 64 levels. `error.details` is `[{field, message}]`; `detail` is `[{loc, msg, type}]`. Default message `Error de validación`. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED — too many requests in the one-minute window (`Retry-After` says when to retry). Default message `Límite de solicitudes excedido`; trigger routes also use QUOTA_EXCEEDED for an exhausted monthly quota. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR — unhandled error; only a generic message reaches the client. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    exportWorkspaceJobs: {
+        parameters: {
+            query?: {
+                /** @description ndjson (one JSON object a line) or csv (a header line, then one row per record); wins over the Accept header; without either, ndjson */
+                format?: "ndjson" | "csv";
+                /** @description Only rows whose input_data contains this JSON object (JSON containment, like Postgres `@>`), URL-encoded: `?input_data={"customer":"ACME"}` matches input_data `{"customer":"ACME","amount":5}`; nested objects and arrays match by containment too. Up to 2048 characters; text that is not a JSON object → 422. */
+                input_data?: string;
+                /** @description Only jobs of this machine of the workspace (an id it does not have → 422) */
+                machine_id?: string;
+                /** @description Only jobs of this process of the workspace (an id it does not have → 422) */
+                process_id?: string;
+                status?: "pending" | "running" | "waiting_input" | "completed" | "failed" | "stopped" | "timed_out";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description `attachment` with a file name */
+                    "Content-Disposition"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                    "text/csv": string;
+                };
+            };
+            /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
+            401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -10169,6 +10543,97 @@ export interface operations {
             };
             /** @description HTTP_ERROR — the body is not JSON (`Content-Type: application/json` expected). */
             415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description VALIDATION_ERROR — invalid path, query or body, including malformed JSON, U+0000 or an unpaired UTF-16 surrogate in any string or field name, and nesting deeper than 64 levels. `error.details` is `[{field, message}]`; `detail` is `[{loc, msg, type}]`. Default message `Error de validación`. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED — too many requests in the one-minute window (`Retry-After` says when to retry). Default message `Límite de solicitudes excedido`; trigger routes also use QUOTA_EXCEEDED for an exhausted monthly quota. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR — unhandled error; only a generic message reaches the client. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    exportWorkspaceQueueItems: {
+        parameters: {
+            query?: {
+                /** @description Only rows whose data contains this JSON object (JSON containment, like Postgres `@>`), URL-encoded: `?data={"customer":"ACME"}` matches data `{"customer":"ACME","amount":5}`; nested objects and arrays match by containment too. Up to 2048 characters; text that is not a JSON object → 422. */
+                data?: string;
+                /** @description ndjson (one JSON object a line) or csv (a header line, then one row per record); wins over the Accept header; without either, ndjson */
+                format?: "ndjson" | "csv";
+                /** @description Only items with exactly this reference (case-sensitive) */
+                reference?: string;
+                status?: "new" | "in_progress" | "pending_review" | "completed" | "failed" | "dead_letter";
+            };
+            header?: never;
+            path: {
+                queue_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description `attachment` with a file name */
+                    "Content-Disposition"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                    "text/csv": string;
+                };
+            };
+            /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description NOT_FOUND — resource missing or not in the caller's workspace. Default message `Recurso no encontrado`. */
+            404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;

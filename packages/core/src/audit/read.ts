@@ -69,24 +69,36 @@ function decodeCursor(cursor: string): { at: string; id: number } {
   return { at: m[1]!, id: Number(m[2]) };
 }
 
-export async function listAuditLog(sql: Queryable, tenantId: string, query: AuditLogQuery): Promise<{ rows: AuditEntryResponse[]; meta: CursorMeta }> {
-  const limit = query.limit ?? 50;
+/** The filters of the list and of the export (everything but the paging). */
+export type AuditLogFilter = Omit<AuditLogQuery, 'limit' | 'cursor'>;
+
+/** `since` after `until` would always match nothing: a 422 shows the mistake. */
+export function checkAuditFilter(query: AuditLogFilter): void {
   if (query.since !== undefined && query.until !== undefined && Date.parse(query.since) > Date.parse(query.until)) {
     throw ValidationError.single(['query', 'until'], es.feeds.untilBeforeSince, 'value_error');
   }
+}
+
+export function auditFilterSql(sql: Queryable, query: AuditLogFilter) {
+  return sql`${query.action !== undefined ? sql`and action = ${query.action}` : sql``}
+      ${query.actor_type !== undefined ? sql`and actor_type = ${query.actor_type}` : sql``}
+      ${query.actor_id !== undefined ? sql`and actor_id = ${query.actor_id}` : sql``}
+      ${query.resource_type !== undefined ? sql`and resource_type = ${query.resource_type}` : sql``}
+      ${query.resource_id !== undefined ? sql`and resource_id = ${query.resource_id}` : sql``}
+      ${query.since !== undefined ? sql`and created_at >= ${query.since}::text::timestamptz` : sql``}
+      ${query.until !== undefined ? sql`and created_at < ${query.until}::text::timestamptz` : sql``}`;
+}
+
+export async function listAuditLog(sql: Queryable, tenantId: string, query: AuditLogQuery): Promise<{ rows: AuditEntryResponse[]; meta: CursorMeta }> {
+  const limit = query.limit ?? 50;
+  checkAuditFilter(query);
   const after = query.cursor !== undefined ? decodeCursor(query.cursor) : null;
   const rows = await sql<AuditRow[]>`
     select id, created_at, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at,
            action, actor_type, actor_id, source, resource_type, resource_id, details, request_id, ip
     from audit_log
     where tenant_id = ${tenantId}
-      ${query.action !== undefined ? sql`and action = ${query.action}` : sql``}
-      ${query.actor_type !== undefined ? sql`and actor_type = ${query.actor_type}` : sql``}
-      ${query.actor_id !== undefined ? sql`and actor_id = ${query.actor_id}` : sql``}
-      ${query.resource_type !== undefined ? sql`and resource_type = ${query.resource_type}` : sql``}
-      ${query.resource_id !== undefined ? sql`and resource_id = ${query.resource_id}` : sql``}
-      ${query.since !== undefined ? sql`and created_at >= ${query.since}::text::timestamptz` : sql``}
-      ${query.until !== undefined ? sql`and created_at < ${query.until}::text::timestamptz` : sql``}
+      ${auditFilterSql(sql, query)}
       ${after ? sql`and (created_at, id) < (${after.at}::text::timestamptz, ${after.id}::bigint)` : sql``}
     order by created_at desc, id desc
     limit ${limit + 1}`;

@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/sql';
 import type { StoredInputSchema } from './input-schema';
 import type { JobStatus } from './transitions';
+import { EXPORT_CHUNK_BYTES, KEYSET_AT_SQL, type KeysetPosition, type KeysetRow } from '../export/stream';
 
 /** A row of `jobs` (migrations/0001_init.sql), as `select *` returns it. */
 export interface JobRow {
@@ -90,6 +91,44 @@ export async function countJobs(sql: Queryable, tenantId: string, filter: JobFil
   const [row] = await sql<{ total: number }[]>`
     select count(*)::bigint as total from jobs where tenant_id = ${tenantId} ${jobFilterSql(sql, filter)}`;
   return row!.total;
+}
+
+/** What a job export carries: a JobResponse's columns but the log (read per job through its own route). */
+const EXPORT_JOB_COLUMNS = [
+  'id', 'tenant_id', 'process_id', 'machine_id', 'status', 'priority', 'input_data', 'output_data', 'error_message', 'started_at',
+  'finished_at', 'retry_count', 'stop_requested', 'logs_archived', 'logs_archive_key', 'is_attended', 'pending_input_prompt',
+  'pending_input_options', 'progress_percent', 'progress_message', 'created_at', 'updated_at', 'resource_metrics', 'trigger_id', 'schedule_id',
+].map((c) => `j.${c}`);
+
+/** What a job's JSON columns weigh as stored, for a chunk's bound (export/stream.ts). */
+const JOB_SIZE_SQL = 'coalesce(pg_column_size(input_data), 0) + coalesce(pg_column_size(output_data), 0) + coalesce(pg_column_size(pending_input_options), 0)';
+
+/**
+ * One chunk of a tenant's job export: the jobs after `after` in list order (created_at desc, id
+ * desc) that pass the list's filter, with their names and keyset position (export/stream.ts).
+ */
+export async function exportJobsChunk(
+  sql: Queryable,
+  tenantId: string,
+  filter: JobFilter,
+  after: KeysetPosition | null,
+  limit: number,
+): Promise<Array<Omit<JobWithNames, 'logs'> & KeysetRow>> {
+  return sql<Array<Omit<JobWithNames, 'logs'> & KeysetRow>>`
+    with sized as (
+      select id, created_at, ${sql.unsafe(KEYSET_AT_SQL)} as export_at, ${sql.unsafe(JOB_SIZE_SQL)} as export_size,
+             sum(${sql.unsafe(JOB_SIZE_SQL)}) over (order by created_at desc, id desc) as export_upto
+      from jobs
+      where tenant_id = ${tenantId} ${jobFilterSql(sql, filter)}
+        ${after ? sql`and (created_at, id) < (${after.at}::text::timestamptz, ${after.id}::uuid)` : sql``}
+      order by created_at desc, id desc limit ${limit}),
+    chunk as (select id, created_at, export_at from sized where export_upto - export_size < ${EXPORT_CHUNK_BYTES})
+    select ${sql(EXPORT_JOB_COLUMNS)}, p.name as process_name, m.name as machine_name, chunk.export_at, chunk.id as export_id
+    from chunk
+    join jobs j on j.id = chunk.id
+    left join processes p on p.id = j.process_id
+    left join machines m on m.id = j.machine_id
+    order by chunk.created_at desc, chunk.id desc`;
 }
 
 function jobFilterSql(sql: Queryable, f: JobFilter) {

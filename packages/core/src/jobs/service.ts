@@ -7,7 +7,7 @@ import { recordAudit } from '../audit/audit';
 import type { AuditActor } from '../audit/catalog-changes';
 import { assertQuotaAvailable, assertSubscriptionActive, consumeExecution, quotaExceeded } from '../tenants/quota';
 import { checkInputAgainstSchema } from './input-schema';
-import { countJobs, findJobWithNames, insertJob, listJobsWithNames, loadTriggerContext, tenantHasProcessAndMachine, type JobRow, type JobWithNames } from './repo';
+import { countJobs, findJobWithNames, insertJob, listJobsWithNames, loadTriggerContext, tenantHasProcessAndMachine, type JobFilter, type JobRow, type JobWithNames } from './repo';
 import type { JobListQuery } from './schemas';
 import { pageMeta, type PageMeta } from '../validation/formats';
 import { parseContainmentFilter } from '../validation/containment-filter';
@@ -162,9 +162,8 @@ export async function getJob(sql: Sql, tenantId: string, id: string): Promise<Jo
  * is merely empty would hide a typo); another tenant's id is just as unknown
  * (docs/decisions/operator-reads.md).
  */
-export async function listJobs(sql: Sql, tenantId: string, query: JobListQuery): Promise<{ rows: JobWithNames[]; meta: PageMeta }> {
-  const page = query.page ?? 1;
-  const limit = query.limit ?? 20;
+/** The list's (and the export's) filters, checked: a process or machine id the workspace does not have is a 422. */
+export async function resolveJobFilter(sql: Sql, tenantId: string, query: Omit<JobListQuery, 'page' | 'limit'>): Promise<JobFilter> {
   const filter = {
     status: query.status, process_id: query.process_id, machine_id: query.machine_id, input_data: parseContainmentFilter(query.input_data, 'input_data'),
   };
@@ -177,6 +176,13 @@ export async function listJobs(sql: Sql, tenantId: string, query: JobListQuery):
       throw ValidationError.single(['query', 'machine_id'], es.jobs.notAMachineOfWorkspace, 'unknown_id');
     }
   }
+  return filter;
+}
+
+export async function listJobs(sql: Sql, tenantId: string, query: JobListQuery): Promise<{ rows: JobWithNames[]; meta: PageMeta }> {
+  const page = query.page ?? 1;
+  const limit = query.limit ?? 20;
+  const filter = await resolveJobFilter(sql, tenantId, query);
   const [rows, total] = await Promise.all([
     listJobsWithNames(sql, tenantId, filter, limit, (page - 1) * limit),
     countJobs(sql, tenantId, filter),

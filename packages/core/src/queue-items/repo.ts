@@ -3,6 +3,7 @@ import { itemAddedEventsOfInserted } from '../events/item-added';
 import type { Queryable } from '../db/sql';
 import { asStoredJsonb } from '../db/jsonb';
 import type { QueueItemStatus } from './schemas';
+import { EXPORT_CHUNK_BYTES, KEYSET_AT_SQL, type KeysetPosition, type KeysetRow } from '../export/stream';
 
 /** A queue as the item endpoints need it: enough to scope writes and nudge the dispatcher. */
 export interface QueueRef {
@@ -132,6 +133,33 @@ export async function listQueueItems(
     from page join queue_items qi on qi.id = page.id
     where qi.tenant_id = ${queue.tenant_id}
     order by page.created_at desc, page.id desc`;
+}
+
+/**
+ * One chunk of a queue's export: the items after `after` in list order (created_at desc, id
+ * desc) that pass the list's filter, each with its keyset position (export/stream.ts). The same
+ * indexes as a page serve it, entered at the position instead of skipping an offset.
+ */
+export async function exportQueueItemsChunk(
+  sql: Queryable,
+  queue: QueueRef,
+  filter: QueueItemFilter,
+  after: KeysetPosition | null,
+  limit: number,
+): Promise<Array<QueueItemRow & KeysetRow>> {
+  // the running size is computed in the order of the scan, row by row, and stops with its limit
+  return sql<Array<QueueItemRow & KeysetRow>>`
+    select ${sql(ITEM_COLUMNS)}, export_at, export_id from (
+      select ${sql(ITEM_COLUMNS)}, ${sql.unsafe(KEYSET_AT_SQL)} as export_at, id as export_id,
+             pg_column_size(data) + coalesce(pg_column_size(result), 0) as export_size,
+             sum(pg_column_size(data) + coalesce(pg_column_size(result), 0)) over (order by created_at desc, id desc) as export_upto
+      from queue_items
+      where queue_id = ${queue.id} and tenant_id = ${queue.tenant_id} ${itemFilterSql(sql, filter)}
+        ${after ? sql`and (created_at, id) < (${after.at}::text::timestamptz, ${after.id}::uuid)` : sql``}
+      order by created_at desc, id desc
+      limit ${limit}) chunk
+    where export_upto - export_size < ${EXPORT_CHUNK_BYTES}
+    order by created_at desc, id desc`;
 }
 
 export interface QueueItemFilter {

@@ -1,4 +1,5 @@
-import { AuditEntryResponse, AuditLogQuery } from '@svc/core';
+import { AuditEntryResponse, AuditLogExportQuery, AuditLogQuery } from '@svc/core';
+import { EXPORT_RATE_LIMIT, exportFormatOf, sendDownload } from '../../http/download';
 import { createRouter, type AppRouter } from '../../http/router';
 import { addRoute, type RouteContext } from '../../http/route';
 import { paged } from '../../http/respond';
@@ -28,6 +29,28 @@ export function auditLogRoutes(rc: RouteContext): AppRouter {
   }, async (ctx, input) => {
     const { rows, meta } = await rc.deps.engine.audit.list(tenantOf(ctx), input.query());
     paged(ctx, rows, meta);
+  });
+  addRoute(router, rc, {
+    method: 'get',
+    path: '/settings/audit-log/export',
+    operationId: 'exportAuditLog',
+    summary: 'Download the audit log entries that match the filters',
+    description:
+      'Every entry the list\'s filters match (action, actor_type, actor_id, resource_type, resource_id, since, until: as GET ' +
+      '/settings/audit-log, without paging), newest first, as NDJSON (one entry a line) or CSV (a header line, then one ' +
+      'row per entry; details as JSON text, empty for null; a text cell starting with = + - @, a tab or a carriage return ' +
+      'gets a leading apostrophe). Format: `format` (csv|ndjson), else the Accept header, else NDJSON. A failure once the ' +
+      'download has begun cuts the transfer short. Admins only. See docs/decisions/export.md.',
+    tags: ['settings: audit log'],
+    auth: ADMIN,
+    query: AuditLogExportQuery,
+    download: { record: AuditEntryResponse },
+    rateLimit: EXPORT_RATE_LIMIT,
+    errors: [422],
+  }, async (ctx, input) => {
+    const query = input.query();
+    const format = exportFormatOf(ctx, query);
+    sendDownload(ctx, await rc.deps.engine.audit.export(tenantOf(ctx), query, format), format, 'audit-log');
   });
   return router;
 }

@@ -1,11 +1,13 @@
 import {
-  DEADLINE_RISK_MINUTES, JobIdParams, JobInputBody, JobListQuery, JobLogsResponse, JobResponse, QueueItemListQuery, QueueItemResponse, QueuePathParams, QueueStatsResponse, StopJobResponse,
+  DEADLINE_RISK_MINUTES, JobExportQuery, JobExportRecord, JobIdParams, JobInputBody, JobListQuery, QueueItemExportQuery, JobLogsResponse, JobResponse, QueueItemListQuery, QueueItemResponse, QueuePathParams, QueueStatsResponse, StopJobResponse,
   toJobResponse, toQueueItemResponse, toStopJobResponse,
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../../http/router';
 import { addRoute, type RouteContext } from '../../http/route';
 import { ok, paged } from '../../http/respond';
 import { ADMIN, MEMBER, tenantOf, userActorOf } from './crud';
+import { EXPORT_RATE_LIMIT, exportFormatOf, sendDownload } from '../../http/download';
+import { ITEMS_EXPORT_DESCRIPTION } from '../queue-items';
 
 /**
  * The work itself for people signed in to the workspace (the console): a queue's items and the
@@ -35,6 +37,26 @@ export function workSettingsRoutes(rc: RouteContext): AppRouter {
     const queue = await deps.engine.catalog.queues.get(tenantOf(ctx), input.params().queue_id);
     const { rows, meta } = await deps.engine.items.list(queue, input.query());
     paged(ctx, rows.map(toQueueItemResponse), meta);
+  });
+
+  addRoute(router, rc, {
+    method: 'get',
+    path: '/settings/queues/:queue_id/items/export',
+    operationId: 'exportWorkspaceQueueItems',
+    summary: 'Download every item of a queue that matches the filters',
+    description: `As GET /queues/by-name/{name}/items/export, for a queue of the workspace by id (active or not). ${ITEMS_EXPORT_DESCRIPTION} Any member of the workspace.`,
+    tags: ['settings: queue items'],
+    auth: MEMBER,
+    params: QueuePathParams,
+    query: QueueItemExportQuery,
+    download: { record: QueueItemResponse },
+    rateLimit: EXPORT_RATE_LIMIT,
+    errors: [404, 422],
+  }, async (ctx, input) => {
+    const queue = await deps.engine.catalog.queues.get(tenantOf(ctx), input.params().queue_id);
+    const query = input.query();
+    const format = exportFormatOf(ctx, query);
+    sendDownload(ctx, await deps.engine.items.export(queue, query, format), format, `items-${queue.name}`);
   });
 
   addRoute(router, rc, {
@@ -72,6 +94,31 @@ export function workSettingsRoutes(rc: RouteContext): AppRouter {
   }, async (ctx, input) => {
     const { rows, meta } = await deps.engine.jobs.list(tenantOf(ctx), input.query());
     paged(ctx, rows.map(toJobResponse), meta);
+  });
+
+  // declared before /settings/jobs/:job_id, which would take `export` for a malformed id
+  addRoute(router, rc, {
+    method: 'get',
+    path: '/settings/jobs/export',
+    operationId: 'exportWorkspaceJobs',
+    summary: 'Download every job that matches the filters',
+    description:
+      'Every job the list\'s filters match (status, process_id, machine_id, input_data: as GET /settings/jobs, without ' +
+      'paging), newest first (created_at desc, id desc), each a JobResponse without `logs` (read a log with GET ' +
+      '/settings/jobs/{job_id}/logs), as NDJSON (one a line) or CSV (a header line, then one row per job; objects as JSON ' +
+      'text, empty for null; a text cell starting with = + - @, a tab or a carriage return gets a leading apostrophe). ' +
+      'Format: `format` (csv|ndjson), else the Accept header, else NDJSON. A failure once the download has begun cuts the ' +
+      'transfer short. Any member of the workspace. See docs/decisions/export.md.',
+    tags: ['settings: jobs'],
+    auth: MEMBER,
+    query: JobExportQuery,
+    download: { record: JobExportRecord },
+    rateLimit: EXPORT_RATE_LIMIT,
+    errors: [422],
+  }, async (ctx, input) => {
+    const query = input.query();
+    const format = exportFormatOf(ctx, query);
+    sendDownload(ctx, await deps.engine.jobs.export(tenantOf(ctx), query, format), format, 'jobs');
   });
 
   addRoute(router, rc, {

@@ -1,0 +1,83 @@
+import { createWriteStream } from 'node:fs';
+import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import {
+  EXPORT_FORMATS, NotFoundError, QUEUE_ITEM_EXPORT_COLUMNS, QUEUE_ITEM_IMPORT_COLUMNS, QueueItemExportQuery, ValidationError, es, isAppError, textIssue, textProblem, validate, type ExportFormat,
+} from '@svc/core';
+import { optionalString, parse, required } from '../args';
+import type { CommandContext } from '../context';
+import { UsageError } from '../errors';
+
+export const ITEMS_EXPORT_HELP = `Usage:
+  svc items export --tenant T --queue Q [--format ndjson|csv] [--status S] [--reference R] [--data JSON]
+                   [--all-fields] [FILE|-]
+
+  Writes every item of queue Q (by name, active or not) of tenant T (name or id) that matches the
+  filters, newest first, to FILE, or to standard output without one or with "-".
+  --format      ndjson (default): one item a line, {data, reference, priority, deadline, postpone},
+                which \`svc items import\` reads back as it stands; csv: a header, then one row per
+                item with every field of the API's record, data and result as JSON text (for
+                reading and spreadsheets: a text starting with = + - @ gets a leading ')
+  --all-fields  NDJSON lines carry every field of the API's record (id, status, result, …) too:
+                import refuses those fields
+  --status      only items in this status (new, in_progress, completed, failed, dead_letter, …)
+  --reference   only items with exactly this reference
+  --data        only items whose data contains this JSON object, e.g. '{"customer":"ACME"}'`;
+
+/** The API's field names in a filter's validation error, as this command's flags. */
+function asFlags(err: unknown): unknown {
+  if (!isAppError(err) || err.code !== 'VALIDATION_ERROR' || !Array.isArray(err.details)) return err;
+  for (const d of err.details as Array<{ field: string }>) d.field = d.field.replace(/^query → (\w+)/, '--$1');
+  return err;
+}
+
+/** Standard output as a stream with backpressure: the process's own, else one over `io.stdout`. */
+function stdoutOf(ctx: CommandContext): NodeJS.WritableStream {
+  if (ctx.io.stdoutStream) return ctx.io.stdoutStream;
+  return new Writable({
+    write(chunk: Buffer, _enc, done) {
+      ctx.io.stdout(chunk.toString('utf8'));
+      done();
+    },
+  });
+}
+
+/**
+ * `svc items export`: the queue's items through the engine's export (core export/stream.ts), the
+ * very bytes the API's export route sends, written with backpressure to a file or standard output.
+ */
+export async function runItemsExport(args: string[], ctx: CommandContext): Promise<void> {
+  const p = parse(args, {
+    tenant: { type: 'string' }, queue: { type: 'string' }, format: { type: 'string' },
+    status: { type: 'string' }, reference: { type: 'string' }, data: { type: 'string' }, 'all-fields': { type: 'boolean' },
+  }, ITEMS_EXPORT_HELP, 1);
+  if (p.values.help) return void ctx.output(false).text(ITEMS_EXPORT_HELP);
+  const tenantRef = required(p, 'tenant', ITEMS_EXPORT_HELP);
+  const queueName = required(p, 'queue', ITEMS_EXPORT_HELP);
+  const format = (optionalString(p, 'format') ?? 'ndjson') as ExportFormat;
+  if (!EXPORT_FORMATS.includes(format)) throw new UsageError(`--format must be ${EXPORT_FORMATS.join(' or ')}`, ITEMS_EXPORT_HELP);
+  const target = p.positionals[0] ?? '-';
+  const filters: Record<string, string> = {};
+  for (const name of ['status', 'reference', 'data'] as const) {
+    const value = optionalString(p, name);
+    if (value === undefined) continue;
+    // what the API refuses of any query parameter before its schema (text Postgres cannot store)
+    const problem = textProblem(value);
+    if (problem) throw new ValidationError([textIssue([`--${name}`], problem)]);
+    filters[name] = value;
+  }
+  const engine = await ctx.engine();
+  const tenant = await engine.tenants.resolve(tenantRef);
+  const queue = await engine.catalog.findByName<{ id: string; tenant_id: string; name: string }>(tenant.id, 'queue', queueName);
+  if (!queue) throw new NotFoundError(es.queues.queueNotFound);
+  let body;
+  try {
+    // NDJSON as import reads it, unless asked for more; CSV cannot be re-imported whatever its columns (data is one cell)
+    const columns = format === 'ndjson' && !p.values['all-fields'] ? QUEUE_ITEM_IMPORT_COLUMNS : QUEUE_ITEM_EXPORT_COLUMNS;
+    body = await engine.items.export(queue, validate(QueueItemExportQuery, filters, 'query'), format, columns);
+  } catch (err) {
+    throw asFlags(err);
+  }
+  if (target === '-') await pipeline(body, stdoutOf(ctx), { end: !ctx.io.stdoutStream });
+  else await pipeline(body, createWriteStream(target));
+}

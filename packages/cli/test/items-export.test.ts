@@ -1,0 +1,160 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { AddQueueItemBody, validate } from '@svc/core';
+import { createTestContext, seedQueue, seedTenant, type TestContext } from '@svc/testing';
+import { main } from '../src/main';
+import type { CliIo } from '../src/io';
+
+/**
+ * `svc items export` in-process through `main` (the command table, argument parsing, the engine's
+ * export), and once as the real compiled binary writing to its own standard output.
+ */
+jest.setTimeout(60_000);
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+const BIN = path.join(ROOT, 'packages', 'cli', 'bin', 'svc.js');
+const tmp = mkdtempSync(path.join(tmpdir(), 'svc-items-export-'));
+
+/** What `svc items import` reads of a line (an add's body: it refuses any other field). */
+const IMPORT_FIELDS = ['data', 'reference', 'priority', 'deadline', 'postpone'];
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+describe('svc items export', () => {
+  let ctx: TestContext;
+  let tenant: { id: string; name: string };
+  let queue: { id: string; name: string };
+  const ids: string[] = [];
+  beforeAll(async () => {
+    ctx = await createTestContext();
+    tenant = (await seedTenant(ctx.sql)) as unknown as { id: string; name: string };
+    queue = (await seedQueue(ctx.sql, tenant.id)) as { id: string; name: string };
+    const rows: Array<[string, Record<string, unknown>, string | null, number, string | null]> = [
+      ['new', { customer: 'ACME', n: 1 }, 'INV-1', 5, '2030-01-02T03:04:05.000Z'],
+      ['completed', { customer: 'Globex', n: 2 }, 'INV-2', 3, null],
+      ['new', { customer: 'ACME', n: 3 }, '+cmd', 1, null],
+    ];
+    for (const [i, [status, data, reference, priority, deadline]] of rows.entries()) {
+      const [row] = await ctx.sql`
+        insert into queue_items (tenant_id, queue_id, status, data, reference, priority, deadline, created_at)
+        values (${tenant.id}, ${queue.id}, ${status}, ${ctx.sql.json(data as never)}, ${reference}, ${priority}, ${deadline},
+                now() + ${i} * interval '1 millisecond')
+        returning id`;
+      ids.push(row!.id as string);
+    }
+  });
+  afterAll(() => ctx.close());
+
+  const svc = async (args: string[]): Promise<Run> => {
+    let stdout = '';
+    let stderr = '';
+    const io: CliIo = {
+      stdout: (text) => void (stdout += text),
+      stderr: (text) => void (stderr += text),
+      env: { DATABASE_URL: ctx.databaseUrl },
+      readStdin: async () => '',
+    };
+    const code = await main(args, io);
+    return { code, stdout, stderr };
+  };
+  const base = () => ['items', 'export', '--tenant', tenant.name, '--queue', queue.name];
+  const lines = (text: string) => text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+
+  it('writes NDJSON to standard output by default, newest first, each line an add\'s body that import takes back', async () => {
+    const r = await svc(base());
+    expect([r.code, r.stderr]).toEqual([0, '']);
+    const out = lines(r.stdout);
+    expect(out.map((i) => i.data.n)).toEqual([3, 2, 1]);
+    for (const item of out) {
+      expect(Object.keys(item)).toEqual(IMPORT_FIELDS);
+      // the very check import makes of each line (unknown fields refused)
+      expect(validate(AddQueueItemBody, item)).toEqual(item);
+    }
+    expect(out[2]).toEqual({ data: { customer: 'ACME', n: 1 }, reference: 'INV-1', priority: 5, deadline: '2030-01-02T03:04:05.000Z', postpone: null });
+    // NDJSON stays exact: no formula guard
+    expect(out[0].reference).toBe('+cmd');
+  });
+
+  it('adds every field of the API\'s record on --all-fields', async () => {
+    const out = lines((await svc([...base(), '--all-fields'])).stdout);
+    expect(out.map((i) => i.id)).toEqual([...ids].reverse());
+    expect(out[1]).toMatchObject({ id: ids[1], queue_id: queue.id, status: 'completed', data: { customer: 'Globex', n: 2 }, retry_count: 0 });
+  });
+
+  it('applies --status, --reference and --data as the API\'s filters do, by tenant id too', async () => {
+    const all = [...base(), '--all-fields'];
+    expect(lines((await svc([...all, '--status', 'completed'])).stdout).map((i) => i.id)).toEqual([ids[1]]);
+    expect(lines((await svc([...all, '--reference', 'INV-1'])).stdout).map((i) => i.id)).toEqual([ids[0]]);
+    expect(lines((await svc([...all, '--data', '{"customer":"ACME"}'])).stdout).map((i) => i.id)).toEqual([ids[2], ids[0]]);
+    const byId = await svc(['items', 'export', '--tenant', tenant.id, '--queue', queue.name, '--data', '{"customer":"ACME"}', '--status', 'new', '--all-fields', '-']);
+    expect(lines(byId.stdout).map((i) => i.id)).toEqual([ids[2], ids[0]]);
+  });
+
+  it('writes CSV to a file: a header, data as JSON text, a formula-like text guarded', async () => {
+    const file = path.join(tmp, 'items.csv');
+    const r = await svc([...base(), '--format', 'csv', '--data', '{"customer":"ACME"}', file]);
+    expect([r.code, r.stdout, r.stderr]).toEqual([0, '', '']);
+    const [header, first, second, end] = readFileSync(file, 'utf8').split('\r\n');
+    expect(header!.split(',').slice(0, 8)).toEqual(['id', 'queue_id', 'status', 'priority', 'reference', 'deadline', 'postpone', 'data']);
+    expect(first!.startsWith(`${ids[2]},${queue.id},new,1,'+cmd,,,"{""n"":3,""customer"":""ACME""}",`)).toBe(true);
+    expect(second!.startsWith(`${ids[0]},${queue.id},new,5,INV-1,2030-01-02T03:04:05.000Z,,`)).toBe(true);
+    expect(end).toBe('');
+  });
+
+  it('refuses bad flags and filters with exit 2 naming the flag, unknown tenants and queues with exit 3', async () => {
+    const cases: Array<[string[], number, RegExp]> = [
+      [['items', 'export', '--queue', queue.name], 2, /--tenant is required/],
+      [['items', 'export', '--tenant', tenant.name], 2, /--queue is required/],
+      [[...base(), '--format', 'xml'], 2, /--format must be ndjson or csv/],
+      [[...base(), '--status', 'done'], 2, /--status/],
+      [[...base(), '--data', '[1]'], 2, /--data/],
+      [[...base(), '--reference', 'a\u0000b'], 2, /--reference/],
+      [[...base(), '--page', '2'], 2, /Unknown option '--page'/],
+      [[...base(), 'a.csv', 'b.csv'], 2, /unexpected argument "b.csv"/],
+      [['items', 'explode'], 2, /unknown items command "explode"/],
+      [['items', 'export', '--tenant', 'no-such-tenant', '--queue', queue.name], 3, /.+/],
+      [['items', 'export', '--tenant', tenant.name, '--queue', 'no-such-queue'], 3, /Cola no encontrada/],
+    ];
+    for (const [args, code, message] of cases) {
+      const r = await svc(args);
+      expect([args, r.code]).toEqual([args, code]);
+      expect(r.stderr).toMatch(message);
+      expect(r.stdout).toBe('');
+    }
+  });
+
+  it('does not reach another tenant\'s queue of the same name', async () => {
+    const other = await seedTenant(ctx.sql);
+    await seedQueue(ctx.sql, other.id, { name: `${queue.name}-x` });
+    const r = await svc(['items', 'export', '--tenant', tenant.name, '--queue', `${queue.name}-x`]);
+    expect(r.code).toBe(3);
+    const theirs = await svc(['items', 'export', '--tenant', other.name, '--queue', queue.name]);
+    expect(theirs.code).toBe(3);
+  });
+
+  it('exports several chunks complete and in order through the real binary\'s standard output', async () => {
+    const big = await seedQueue(ctx.sql, tenant.id);
+    await ctx.sql`
+      insert into queue_items (tenant_id, queue_id, data)
+      select ${tenant.id}, ${big.id}, jsonb_build_object('i', g) from generate_series(1, 4500) g`;
+    const expected = (await ctx.sql`select id from queue_items where queue_id = ${big.id} order by created_at desc, id desc`).map((r) => r.id);
+    const r = await new Promise<Run>((resolve, reject) => {
+      const child = spawn(process.execPath, [BIN, 'items', 'export', '--tenant', tenant.id, '--queue', big.name as string, '--all-fields'], {
+        cwd: ROOT, env: { PATH: process.env.PATH ?? '', DATABASE_URL: ctx.databaseUrl },
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d) => (stdout += d));
+      child.stderr.on('data', (d) => (stderr += d));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    });
+    expect([r.code, r.stderr]).toEqual([0, '']);
+    expect(lines(r.stdout).map((i) => i.id)).toEqual(expected);
+  });
+});
