@@ -6,6 +6,7 @@ import { QueuePage } from './pages/Queue';
 import { SignInPage } from './pages/SignIn';
 import { JobDetailPage } from './pages/JobDetail';
 import { JobsPage } from './pages/Jobs';
+import { TriggerJobPage } from './pages/TriggerJob';
 import { MachinesPage } from './pages/Machines';
 import { useSession } from './session-context';
 import { AdminOnly } from './components/AdminOnly';
@@ -29,6 +30,7 @@ export function App() {
         <Route index element={<OverviewPage />} />
         <Route path="queues/:queueId" element={<QueuePage />} />
         <Route path="jobs" element={<JobsPage />} />
+        <Route path="jobs/new" element={<AdminOnly><TriggerJobPage /></AdminOnly>} />
         <Route path="jobs/:jobId" element={<JobDetailPage />} />
         <Route path="machines" element={<MachinesPage />} />
         <Route path="api-keys" element={<AdminOnly><ApiKeysPage /></AdminOnly>} />

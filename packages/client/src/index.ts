@@ -125,7 +125,7 @@ export function createClient(options: ClientOptions): Client {
     const op = OPERATIONS[operation];
     if (!op) throw new TypeError(`unknown operation ${String(operation)}`);
     const callHeaders: Record<string, string> = { ...init.headers };
-    if (op.idempotencyKey) callHeaders['Idempotency-Key'] = init.idempotencyKey ?? globalThis.crypto.randomUUID();
+    if (op.idempotencyKey) callHeaders['Idempotency-Key'] = init.idempotencyKey ?? newIdempotencyKey();
     // a POST without an Idempotency-Key may have been applied when its answer is lost
     const repeatable = op.method !== 'POST' || 'Idempotency-Key' in callHeaders;
     for (let attempt = 0; ; attempt++) {
@@ -223,4 +223,19 @@ function pause(ms: number, signal?: AbortSignal): Promise<void> {
     }
     signal?.addEventListener('abort', aborted, { once: true });
   });
+}
+
+/**
+ * A random UUID for an Idempotency-Key. Browsers give `crypto.randomUUID` only to secure contexts
+ * (HTTPS, localhost); a console opened over plain HTTP on a private address still has
+ * `getRandomValues`, from which a version-4 UUID is made the same way.
+ */
+export function newIdempotencyKey(): string {
+  const c = globalThis.crypto;
+  if (typeof c.randomUUID === 'function') return c.randomUUID();
+  const b = c.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6]! & 0x0f) | 0x40;
+  b[8] = (b[8]! & 0x3f) | 0x80;
+  const hex = [...b].map((x) => x.toString(16).padStart(2, '0')).join('');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }

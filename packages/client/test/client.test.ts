@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ApiError, createClient, TimeoutError, type ClientOptions } from '@svc/client';
+import { ApiError, createClient, newIdempotencyKey, TimeoutError, type ClientOptions } from '@svc/client';
 import { seedQueue, seedUser, seedWorkspace } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
@@ -164,5 +164,20 @@ describe('@svc/client', () => {
     expect(session).toMatchObject({ email: user.user.email, role: 'member', token: { prefix: expect.stringMatching(/^svc_at_/) } });
     const denied = await createClient({ baseUrl, token: user.token }).call('createFolder', { body: { name: 'no' } }).catch((e: unknown) => e);
     expect(denied).toMatchObject({ status: 403, code: 'FORBIDDEN' });
+  });
+});
+
+describe('newIdempotencyKey', () => {
+  it('makes version-4 UUIDs without crypto.randomUUID (a browser page over plain HTTP)', () => {
+    const original = globalThis.crypto.randomUUID;
+    const keys = new Set<string>();
+    try {
+      Object.defineProperty(globalThis.crypto, 'randomUUID', { value: undefined, configurable: true });
+      for (let i = 0; i < 100; i++) keys.add(newIdempotencyKey());
+    } finally {
+      Object.defineProperty(globalThis.crypto, 'randomUUID', { value: original, configurable: true });
+    }
+    expect(keys.size).toBe(100);
+    for (const k of keys) expect(k).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   });
 });

@@ -24,7 +24,7 @@ import { exportAuditLog, exportJobs, exportQueueItems } from './export/exports';
 import { purgeQueueStatBuckets, readQueueStats } from './catalog/queue-stats';
 import { getSchedule, previewSchedule } from './schedules/catalog';
 import { fireDueSchedules } from './schedules/fire';
-import { getJob, listJobs, stopJob, triggerJobByApi, triggerJobByWebhook } from './jobs/service';
+import { getJob, listJobs, stopJob, triggerJobByApi, triggerJobByUser, triggerJobByWebhook } from './jobs/service';
 import { answerJobInput, readJobInput } from './jobs/input';
 import { addItem, addItemToQueueNamed, addItemsBulk, addItemsMany, getActiveQueueByName, listItems } from './queue-items/service';
 import { releaseQueueItems, applyItemRetryPolicy } from './queue-items/transitions';
@@ -162,9 +162,9 @@ export function createEngine(deps: EngineDeps) {
       schedules: bind(sql, { get: getSchedule, preview: previewSchedule }),
       assets: bind(sql, { readWithKey: readAssetWithKey }),
     },
-    /** Jobs: started by an API key or a webhook, stopped, answered, read. */
+    /** Jobs: started by an API key, a webhook or a person in the console, stopped, answered, read. */
     jobs: {
-      ...bind(services, { triggerByApi: triggerJobByApi, triggerByWebhook: triggerJobByWebhook, stop: stopJob, answerInput: answerJobInput }),
+      ...bind(services, { triggerByApi: triggerJobByApi, triggerByUser: triggerJobByUser, triggerByWebhook: triggerJobByWebhook, stop: stopJob, answerInput: answerJobInput }),
       /** `export`: every job the list's filters match, as CSV or NDJSON read in keyset chunks (export/stream.ts) */
       ...bind(sql, { get: getJob, list: listJobs, export: exportJobs }),
       /** a job's whole log, inline or archived */

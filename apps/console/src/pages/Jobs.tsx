@@ -59,7 +59,10 @@ export function JobsPage() {
 
   return (
     <>
-      <h1>{t.jobs.title}</h1>
+      <div className="title-row">
+        <h1>{t.jobs.title}</h1>
+        {isAdmin && <Link className="button" to="/jobs/new">{t.trigger.open}</Link>}
+      </div>
       <div className="filters">
         <div className="field">
           <label htmlFor="job-status-filter">{t.jobs.filterStatus}</label>

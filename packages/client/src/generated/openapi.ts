@@ -846,7 +846,15 @@ export interface paths {
          */
         get: operations["listWorkspaceJobs"];
         put?: never;
-        post?: never;
+        /**
+         * Trigger a job of a process
+         * @description As POST /jobs/trigger, for a workspace admin in the console: the same checks in the same order (monthly quota 429, subscription 403, process 404, body 422, machine: omitted or null = the least-loaded online machine, 409 when none), and `input_data` is checked against the process's input_schema as the webhook trigger does (422 naming each field under `input_data`): the console's form is made from that schema. A machine that is not an active machine of the workspace → 422 on `machine_id`. Audited as `trigger_job` by the user; source `console`.
+         *
+         *     **Auth:** `Authorization: Bearer <access token>` of a workspace admin.
+         *
+         *     **Rate limit:** 120 requests per minute per access token.
+         */
+        post: operations["triggerWorkspaceJob"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6917,6 +6925,219 @@ export interface operations {
             };
             /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description VALIDATION_ERROR — invalid path, query or body, including malformed JSON, U+0000 or an unpaired UTF-16 surrogate in any string or field name, and nesting deeper than 64 levels. `error.details` is `[{field, message}]`; `detail` is `[{loc, msg, type}]`. Default message `Error de validación`. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED — too many requests in the one-minute window (`Retry-After` says when to retry). Default message `Límite de solicitudes excedido`; trigger routes also use QUOTA_EXCEEDED for an exhausted monthly quota. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR — unhandled error; only a generic message reaches the client. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    triggerWorkspaceJob: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to repeat: for 24 hours a repeat with the same key and the same request answers the first response (header Idempotent-Replayed: true) and creates nothing; the same key with another body or path answers 422; while the first is still in flight, 409. 1 to 255 printable ASCII characters. See docs/decisions/idempotency.md. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Free JSON object handed to the process, not validated against its input_schema; null = no input. */
+                    input_data?: {
+                        [key: string]: unknown;
+                    } | null;
+                    /**
+                     * Format: uuid
+                     * @description An active machine of the tenant (it may be offline: the job waits). Omitted or null = auto-select the least-loaded online, active machine.
+                     */
+                    machine_id?: string | null;
+                    /**
+                     * @description 1 = low, 3 = normal (default), 5 = urgent.
+                     * @default 3
+                     */
+                    priority?: number;
+                    /**
+                     * Format: uuid
+                     * @description The process to run; an active process of the key's tenant.
+                     */
+                    process_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: date-time */
+                            created_at: string;
+                            error_message: string | null;
+                            /** Format: date-time */
+                            finished_at: string | null;
+                            /** Format: uuid */
+                            id: string;
+                            input_data: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description The job runs on an attended machine (a person's desktop robot): set when the job is created */
+                            is_attended: boolean;
+                            /** @description The job's log as the robot appended it while running. Inline it is capped: a log over 64 KiB (UTF-8) shows only its last 64 KiB, after a first line that starts with "… (registro recortado" and says how many bytes were left out; GET /api/v1/settings/jobs/{job_id}/logs returns the whole text. A log keeps at most its first 1 MiB (then a marker line). null before the robot wrote anything, and once the log is archived (logs_archived). */
+                            logs: string | null;
+                            /** @description Where the archived log lives; read it through GET /api/v1/settings/jobs/{job_id}/logs. */
+                            logs_archive_key: string | null;
+                            /** @description true once the log moved to the archive (LOG_RETENTION_DAYS after the job ended); `logs` is then null. */
+                            logs_archived: boolean;
+                            /** Format: uuid */
+                            machine_id: string;
+                            machine_name: string | null;
+                            output_data: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description While the job is `waiting_input`: `{"choices": [...]}` (the answer must be one of them) or `{"schema": <JSON Schema>}` (the answer must satisfy it); null otherwise. */
+                            pending_input_options: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description While the job is `waiting_input`: what its robot asks a person (answer with POST /settings/jobs/{job_id}/input); null otherwise. */
+                            pending_input_prompt: string | null;
+                            priority: number;
+                            /** Format: uuid */
+                            process_id: string;
+                            process_name: string | null;
+                            progress_message: string | null;
+                            progress_percent: number | null;
+                            resource_metrics: {
+                                cpu_percent_avg: number;
+                                cpu_percent_peak: number;
+                                disk_read_mb: number;
+                                disk_write_mb: number;
+                                duration_seconds: number;
+                                ram_mb_avg: number;
+                                ram_mb_peak: number;
+                                sample_count: number;
+                            } | null;
+                            retry_count: number;
+                            /** Format: uuid */
+                            schedule_id: string | null;
+                            /** Format: date-time */
+                            started_at: string | null;
+                            /** @enum {string} */
+                            status: "pending" | "running" | "waiting_input" | "completed" | "failed" | "stopped" | "timed_out";
+                            stop_requested: boolean;
+                            /** Format: uuid */
+                            tenant_id: string;
+                            /**
+                             * Format: uuid
+                             * @description The queue trigger that started this consumer job (GET /settings/triggers/{id}); null otherwise
+                             */
+                            trigger_id: string | null;
+                            /** Format: date-time */
+                            updated_at: string;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description NOT_FOUND — resource missing or not in the caller's workspace. Default message `Recurso no encontrado`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description CONFLICT — the resource exists or its state conflicts with the request. Default message `El recurso ya existe`. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE — body above 2 MiB (compressed bodies counted after inflating), refused once the caller is authenticated, before any handler runs. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description HTTP_ERROR — the body is not JSON (`Content-Type: application/json` expected). */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;

@@ -87,6 +87,7 @@ export const OPERATIONS = {
   testWebhook: { method: 'POST', path: '/api/v1/settings/webhooks/{id}/test', paged: false, idempotencyKey: false },
   triggerJob: { method: 'POST', path: '/api/v1/jobs/trigger', paged: false, idempotencyKey: true },
   triggerJobByWebhook: { method: 'POST', path: '/api/v1/webhooks/trigger/{process_id}', paged: false, idempotencyKey: true },
+  triggerWorkspaceJob: { method: 'POST', path: '/api/v1/settings/jobs', paged: false, idempotencyKey: true },
   updateAsset: { method: 'PATCH', path: '/api/v1/settings/assets/{id}', paged: false, idempotencyKey: false },
   updateFolder: { method: 'PATCH', path: '/api/v1/settings/folders/{id}', paged: false, idempotencyKey: false },
   updateMachine: { method: 'PATCH', path: '/api/v1/settings/machines/{id}', paged: false, idempotencyKey: false },

@@ -202,7 +202,7 @@ export interface NewJob {
   machineId: string | null;
   priority: number;
   inputData: Record<string, unknown> | null;
-  source: 'api' | 'webhook' | 'chain' | 'retry' | 'queue' | 'manual' | 'schedule';
+  source: 'api' | 'webhook' | 'chain' | 'retry' | 'queue' | 'manual' | 'schedule' | 'console';
   slaDeadlineMinutes: number | null;
   queueId?: string | null;
   /** The queue trigger that started it (a consumer job). */

@@ -29,20 +29,22 @@ export interface JobServiceDeps {
  */
 export type OnJobCreated = (tx: Queryable, job: JobWithNames) => Promise<void>;
 
-/** Who triggers: always an API key of one tenant (the tenant comes from the credential). */
-export interface TriggerActor {
+/**
+ * Who triggers: an API key of one tenant (the public and webhook triggers), or a person signed in
+ * to the workspace (the console's trigger). The tenant comes from the credential.
+ */
+export type TriggerActor = {
   tenantId: string;
-  apiKeyId: string;
   requestId?: string | null;
   ip?: string | null;
-}
+} & ({ apiKeyId: string; userId?: undefined } | { userId: string; apiKeyId?: undefined });
 
 export const PROCESS_NOT_FOUND_MESSAGE = es.jobs.processNotFound;
 export const MACHINE_NOT_FOUND_MESSAGE = es.jobs.machineNotFound;
 export const WEBHOOK_MACHINE_INVALID_MESSAGE = es.jobs.webhookMachineInvalid;
 
 interface TriggerSpec {
-  source: 'api' | 'webhook';
+  source: 'api' | 'webhook' | 'console';
   /** The process id as sent, for the one read that precedes validation (may be anything). */
   rawProcessId: unknown;
   /** The validated process id; throws 422 when it is not a UUID. */
@@ -99,8 +101,8 @@ async function trigger(deps: JobServiceDeps, actor: TriggerActor, spec: TriggerS
     const ref = { id: created.id, tenant_id: created.tenant_id, machine_id: created.machine_id, priority: created.priority, sla_due_at: created.sla_due_at, not_before: created.not_before };
     await Promise.all([recordAudit(tx, {
       tenantId: actor.tenantId,
-      actorType: 'api_key',
-      actorId: actor.apiKeyId,
+      actorType: actor.userId !== undefined ? 'user' : 'api_key',
+      actorId: actor.userId ?? actor.apiKeyId,
       action: 'trigger_job',
       source: spec.source,
       resourceType: 'job',
@@ -128,6 +130,28 @@ export function triggerJobByApi(
     body: req.body,
     validateInput: false,
     machineError: () => new NotFoundError(MACHINE_NOT_FOUND_MESSAGE),
+    onCreated,
+  });
+}
+
+/**
+ * POST /settings/jobs, a person in the console: as the generic trigger (machine optional, priority
+ * settable), and the input checked against the process's input_schema, since the console's form
+ * is made from it; a machine that is not the workspace's, or inactive, is a 422 on the field.
+ */
+export function triggerJobByUser(
+  deps: JobServiceDeps,
+  actor: TriggerActor & { userId: string },
+  req: { rawProcessId: unknown; body(): { process_id: string; machine_id?: string | null; input_data?: Record<string, unknown> | null; priority?: number } },
+  onCreated?: OnJobCreated,
+): Promise<JobWithNames> {
+  return trigger(deps, actor, {
+    source: 'console',
+    rawProcessId: req.rawProcessId,
+    processId: () => (isUuid(req.rawProcessId) ? req.rawProcessId : req.body().process_id),
+    body: req.body,
+    validateInput: true,
+    machineError: () => ValidationError.single(['body', 'machine_id'], WEBHOOK_MACHINE_INVALID_MESSAGE, 'reference'),
     onCreated,
   });
 }

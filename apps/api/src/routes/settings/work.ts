@@ -1,6 +1,6 @@
 import {
   DEADLINE_RISK_MINUTES, JobExportQuery, JobExportRecord, JobIdParams, JobInputBody, JobListQuery, QueueItemExportQuery, JobLogsResponse, JobResponse, QueueItemListQuery, QueueItemResponse, QueuePathParams, QueueStatsResponse, StopJobResponse,
-  toJobResponse, toQueueItemResponse, toStopJobResponse,
+  toJobResponse, toQueueItemResponse, toStopJobResponse, TriggerJobBody,
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../../http/router';
 import { addRoute, type RouteContext } from '../../http/route';
@@ -8,6 +8,8 @@ import { ok, paged } from '../../http/respond';
 import { ADMIN, MEMBER, tenantOf, userActorOf } from './crud';
 import { EXPORT_RATE_LIMIT, exportFormatOf, sendDownload } from '../../http/download';
 import { ITEMS_EXPORT_DESCRIPTION } from '../queue-items';
+import { created, JOB_TRIGGER_ANSWERS, recordIn } from '../jobs';
+import { withIdempotency } from '../../http/idempotency';
 
 /**
  * The work itself for people signed in to the workspace (the console): a queue's items and the
@@ -153,6 +155,34 @@ export function workSettingsRoutes(rc: RouteContext): AppRouter {
     errors: [404, 422],
   }, async (ctx, input) => {
     ok(ctx, await deps.engine.jobs.logs(tenantOf(ctx), input.params().job_id));
+  });
+
+  addRoute(router, rc, {
+    method: 'post',
+    path: '/settings/jobs',
+    operationId: 'triggerWorkspaceJob',
+    summary: 'Trigger a job of a process',
+    description:
+      'As POST /jobs/trigger, for a workspace admin in the console: the same checks in the same order (monthly quota ' +
+      '429, subscription 403, process 404, body 422, machine: omitted or null = the least-loaded online machine, 409 ' +
+      'when none), and `input_data` is checked against the process\'s input_schema as the webhook trigger does (422 ' +
+      'naming each field under `input_data`): the console\'s form is made from that schema. A machine that is not an ' +
+      'active machine of the workspace → 422 on `machine_id`. Audited as `trigger_job` by the user; source `console`.',
+    tags: ['settings: jobs'],
+    auth: ADMIN,
+    body: TriggerJobBody,
+    ...JOB_TRIGGER_ANSWERS,
+  }, async (ctx, input) => {
+    const raw = input.peekBody() as { process_id?: unknown } | undefined;
+    const user = ctx.state.user!;
+    await withIdempotency(ctx, deps, 'jobs.trigger.console', raw, async (claim) => {
+      const job = await deps.engine.jobs.triggerByUser(
+        { tenantId: user.tenantId, userId: user.userId, requestId: ctx.state.requestId, ip: ctx.state.clientIp },
+        { rawProcessId: raw && typeof raw === 'object' ? raw.process_id : undefined, body: input.body },
+        recordIn(claim),
+      );
+      return created(job);
+    });
   });
 
   addRoute(router, rc, {
