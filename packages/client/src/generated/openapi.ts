@@ -60,7 +60,7 @@ export interface paths {
         put?: never;
         /**
          * Log in with email and password
-         * @description Returns an access token for `Authorization: Bearer`. Unknown email, wrong password and inactive user all answer 401 `Credenciales inválidas`, and each is audited as `login_failed` in the account's workspace. Rate limited per source IP; after 5 failures in a row for one account from one address, each further failure doubles a wait (429 with Retry-After, up to 15 minutes) that a success resets; after 20 failures in an hour for one account from anywhere, addresses it has not signed in from lately wait too (at most a minute at a time).
+         * @description Returns an access token for `Authorization: Bearer`. Unknown email, wrong password and inactive user all answer 401 `Credenciales inválidas`, and each is audited as `login_failed` in the account's workspace. Rate limited per source IP; after 5 failures in a row for one account from one address, each further failure doubles a wait (429 with Retry-After, up to 15 minutes) that a success resets; after 20 failures in an hour for one account from anywhere, addresses it has not signed in from lately wait too (at most a minute at a time). A user created with a one-time password signs in normally and gets `user.must_change_password: true`: until `POST /auth/password` changes it, every route but that one, `GET /auth/me` and `POST /auth/logout` answers 403.
          *
          *     **Auth:** No authentication.
          *
@@ -111,6 +111,30 @@ export interface paths {
         get: operations["getSession"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change your own password
+         * @description Any signed-in user, including one who must still replace a one-time password (the only change such a user can make). `current_password` wrong → 422 on that field; `new_password` 8 to 1,024 characters and different from the current one, else 422. Clears `must_change_password`; the token of this request stays valid and every other token of the user is revoked. Audited as `change_password`.
+         *
+         *     **Auth:** `Authorization: Bearer <access token>`.
+         *
+         *     **Rate limit:** 120 requests per minute per access token.
+         */
+        post: operations["updateOwnPassword"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1525,6 +1549,70 @@ export interface paths {
         patch: operations["updateQueueTrigger"];
         trace?: never;
     };
+    "/api/v1/settings/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the users of the workspace
+         * @description Oldest first, inactive users included (`is_active` false). Never returns a password.
+         *
+         *     **Auth:** `Authorization: Bearer <access token>` of a workspace admin.
+         *
+         *     **Rate limit:** 120 requests per minute per access token.
+         */
+        get: operations["listUsers"];
+        put?: never;
+        /**
+         * Add a user with a one-time password
+         * @description Returns the user with a generated password in `one_time_password`, shown this once (only its scrypt hash is stored). The user signs in with it and must replace it (`POST /auth/password`) before anything else answers. An email already used in any workspace → 409; unknown fields, an invalid email or role → 422. Audited as `create_user`.
+         *
+         *     **Auth:** `Authorization: Bearer <access token>` of a workspace admin.
+         *
+         *     **Rate limit:** 120 requests per minute per access token.
+         */
+        post: operations["createUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings/users/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Deactivate a user
+         * @description Sets `is_active` false and revokes every access token of the user in the same statement: their next request is 401 and their event streams end at once. Deactivating the last active admin → 409; an inactive user answers its record again. Audited as `deactivate_user`.
+         *
+         *     **Auth:** `Authorization: Bearer <access token>` of a workspace admin.
+         *
+         *     **Rate limit:** 120 requests per minute per access token.
+         */
+        delete: operations["deactivateUser"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a user's role or name
+         * @description Demoting the last active admin of the workspace → 409. A role taken away takes effect on the next request, and ends the admin-only streams the user holds. Audited as `update_user` with what changed.
+         *
+         *     **Auth:** `Authorization: Bearer <access token>` of a workspace admin.
+         *
+         *     **Rate limit:** 120 requests per minute per access token.
+         */
+        patch: operations["updateUser"];
+        trace?: never;
+    };
     "/api/v1/settings/webhooks": {
         parameters: {
             query?: never;
@@ -1985,7 +2073,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2080,6 +2168,8 @@ export interface operations {
                                 email: string;
                                 /** Format: uuid */
                                 id: string;
+                                /** @description true: only the password change, the session and the logout answer until it is changed. */
+                                must_change_password: boolean;
                                 name: string | null;
                                 /** @enum {string} */
                                 role: "admin" | "member";
@@ -2249,6 +2339,8 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             is_active: boolean;
+                            /** @description Signed in with a one-time password not yet replaced. */
+                            must_change_password: boolean;
                             name: string | null;
                             /** @enum {string} */
                             role: "admin" | "member";
@@ -2275,6 +2367,108 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED — too many requests in the one-minute window (`Retry-After` says when to retry). Default message `Límite de solicitudes excedido`; trigger routes also use QUOTA_EXCEEDED for an exhausted monthly quota. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR — unhandled error; only a generic message reaches the client. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    updateOwnPassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    current_password: string;
+                    new_password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @constant */
+                            changed: true;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE — body above 2 MiB (compressed bodies counted after inflating), refused once the caller is authenticated, before any handler runs. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description HTTP_ERROR — the body is not JSON (`Content-Type: application/json` expected). */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description VALIDATION_ERROR — invalid path, query or body, including malformed JSON, U+0000 or an unpaired UTF-16 surrogate in any string or field name, and nesting deeper than 64 levels. `error.details` is `[{field, message}]`; `detail` is `[{loc, msg, type}]`. Default message `Error de validación`. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
                 };
             };
             /** @description RATE_LIMIT_EXCEEDED — too many requests in the one-minute window (`Retry-After` says when to retry). Default message `Límite de solicitudes excedido`; trigger routes also use QUOTA_EXCEEDED for an exhausted monthly quota. */
@@ -2377,7 +2571,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2507,7 +2701,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2675,7 +2869,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2801,7 +2995,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2978,7 +3172,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3151,7 +3345,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3279,7 +3473,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3422,7 +3616,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3547,7 +3741,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3702,7 +3896,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3909,7 +4103,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4038,7 +4232,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4180,7 +4374,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4298,7 +4492,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4418,7 +4612,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4530,7 +4724,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4637,7 +4831,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4742,7 +4936,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4870,7 +5064,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5011,7 +5205,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5132,7 +5326,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5271,7 +5465,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5430,7 +5624,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5542,6 +5736,16 @@ export interface operations {
             };
             /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -5670,7 +5874,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5791,7 +5995,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5881,7 +6085,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5981,7 +6185,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6085,7 +6289,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6211,7 +6415,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6317,7 +6521,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6432,7 +6636,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6629,6 +6833,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description VALIDATION_ERROR — invalid path, query or body, including malformed JSON, U+0000 or an unpaired UTF-16 surrogate in any string or field name, and nesting deeper than 64 levels. `error.details` is `[{field, message}]`; `detail` is `[{loc, msg, type}]`. Default message `Error de validación`. */
             422: {
                 headers: {
@@ -6759,6 +6973,16 @@ export interface operations {
             };
             /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -6922,7 +7146,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7061,6 +7285,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description NOT_FOUND — resource missing or not in the caller's workspace. Default message `Recurso no encontrado`. */
             404: {
                 headers: {
@@ -7177,7 +7411,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7362,7 +7596,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7494,6 +7728,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description VALIDATION_ERROR — invalid path, query or body, including malformed JSON, U+0000 or an unpaired UTF-16 surrogate in any string or field name, and nesting deeper than 64 levels. `error.details` is `[{field, message}]`; `detail` is `[{loc, msg, type}]`. Default message `Error de validación`. */
             422: {
                 headers: {
@@ -7612,7 +7856,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7749,6 +7993,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description NOT_FOUND — resource missing or not in the caller's workspace. Default message `Recurso no encontrado`. */
             404: {
                 headers: {
@@ -7856,7 +8110,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7986,7 +8240,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8136,7 +8390,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8259,7 +8513,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8398,7 +8652,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8536,7 +8790,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8654,7 +8908,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8799,7 +9053,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8954,6 +9208,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description VALIDATION_ERROR — invalid path, query or body, including malformed JSON, U+0000 or an unpaired UTF-16 surrogate in any string or field name, and nesting deeper than 64 levels. `error.details` is `[{field, message}]`; `detail` is `[{loc, msg, type}]`. Default message `Error de validación`. */
             422: {
                 headers: {
@@ -9080,7 +9344,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -9221,6 +9485,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description NOT_FOUND — resource missing or not in the caller's workspace. Default message `Recurso no encontrado`. */
             404: {
                 headers: {
@@ -9332,7 +9606,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -9472,7 +9746,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -9636,6 +9910,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description NOT_FOUND — resource missing or not in the caller's workspace. Default message `Recurso no encontrado`. */
             404: {
                 headers: {
@@ -9759,7 +10043,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -9922,7 +10206,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -10128,7 +10412,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -10251,7 +10535,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -10392,7 +10676,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -10513,7 +10797,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -10636,6 +10920,16 @@ export interface operations {
             };
             /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -10771,6 +11065,16 @@ export interface operations {
             };
             /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -10934,7 +11238,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -11093,6 +11397,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description NOT_FOUND — resource missing or not in the caller's workspace. Default message `Recurso no encontrado`. */
             404: {
                 headers: {
@@ -11222,7 +11536,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -11391,7 +11705,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -11525,6 +11839,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description NOT_FOUND — resource missing or not in the caller's workspace. Default message `Recurso no encontrado`. */
             404: {
                 headers: {
@@ -11632,6 +11956,16 @@ export interface operations {
             };
             /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -11774,7 +12108,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -11903,6 +12237,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description NOT_FOUND — resource missing or not in the caller's workspace. Default message `Recurso no encontrado`. */
             404: {
                 headers: {
@@ -12012,7 +12356,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -12151,7 +12495,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -12163,6 +12507,508 @@ export interface operations {
             };
             /** @description NOT_FOUND — resource missing or not in the caller's workspace. Default message `Recurso no encontrado`. */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE — body above 2 MiB (compressed bodies counted after inflating), refused once the caller is authenticated, before any handler runs. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description HTTP_ERROR — the body is not JSON (`Content-Type: application/json` expected). */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description VALIDATION_ERROR — invalid path, query or body, including malformed JSON, U+0000 or an unpaired UTF-16 surrogate in any string or field name, and nesting deeper than 64 levels. `error.details` is `[{field, message}]`; `detail` is `[{loc, msg, type}]`. Default message `Error de validación`. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED — too many requests in the one-minute window (`Retry-After` says when to retry). Default message `Límite de solicitudes excedido`; trigger routes also use QUOTA_EXCEEDED for an exhausted monthly quota. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR — unhandled error; only a generic message reaches the client. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    listUsers: {
+        parameters: {
+            query?: {
+                limit?: number;
+                page?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of results */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: date-time */
+                            created_at: string;
+                            email: string;
+                            /** Format: uuid */
+                            id: string;
+                            is_active: boolean;
+                            /** @description Signed in with a one-time password not yet replaced. */
+                            must_change_password: boolean;
+                            name: string | null;
+                            /** @enum {string} */
+                            role: "admin" | "member";
+                            /** Format: uuid */
+                            tenant_id: string;
+                        }[];
+                        meta: components["schemas"]["PageMeta"];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description VALIDATION_ERROR — invalid path, query or body, including malformed JSON, U+0000 or an unpaired UTF-16 surrogate in any string or field name, and nesting deeper than 64 levels. `error.details` is `[{field, message}]`; `detail` is `[{loc, msg, type}]`. Default message `Error de validación`. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED — too many requests in the one-minute window (`Retry-After` says when to retry). Default message `Límite de solicitudes excedido`; trigger routes also use QUOTA_EXCEEDED for an exhausted monthly quota. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR — unhandled error; only a generic message reaches the client. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    createUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: email */
+                    email: string;
+                    name?: string | null;
+                    /** @enum {string} */
+                    role: "admin" | "member";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: date-time */
+                            created_at: string;
+                            email: string;
+                            /** Format: uuid */
+                            id: string;
+                            is_active: boolean;
+                            /** @description Signed in with a one-time password not yet replaced. */
+                            must_change_password: boolean;
+                            name: string | null;
+                            /** @description Shown once; the user must replace it at the first sign-in. */
+                            one_time_password: string;
+                            /** @enum {string} */
+                            role: "admin" | "member";
+                            /** Format: uuid */
+                            tenant_id: string;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description CONFLICT — the resource exists or its state conflicts with the request. Default message `El recurso ya existe`. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE — body above 2 MiB (compressed bodies counted after inflating), refused once the caller is authenticated, before any handler runs. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description HTTP_ERROR — the body is not JSON (`Content-Type: application/json` expected). */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description VALIDATION_ERROR — invalid path, query or body, including malformed JSON, U+0000 or an unpaired UTF-16 surrogate in any string or field name, and nesting deeper than 64 levels. `error.details` is `[{field, message}]`; `detail` is `[{loc, msg, type}]`. Default message `Error de validación`. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED — too many requests in the one-minute window (`Retry-After` says when to retry). Default message `Límite de solicitudes excedido`; trigger routes also use QUOTA_EXCEEDED for an exhausted monthly quota. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR — unhandled error; only a generic message reaches the client. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    deactivateUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: date-time */
+                            created_at: string;
+                            email: string;
+                            /** Format: uuid */
+                            id: string;
+                            is_active: boolean;
+                            /** @description Signed in with a one-time password not yet replaced. */
+                            must_change_password: boolean;
+                            name: string | null;
+                            /** @enum {string} */
+                            role: "admin" | "member";
+                            /** Format: uuid */
+                            tenant_id: string;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description NOT_FOUND — resource missing or not in the caller's workspace. Default message `Recurso no encontrado`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description CONFLICT — the resource exists or its state conflicts with the request. Default message `El recurso ya existe`. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description VALIDATION_ERROR — invalid path, query or body, including malformed JSON, U+0000 or an unpaired UTF-16 surrogate in any string or field name, and nesting deeper than 64 levels. `error.details` is `[{field, message}]`; `detail` is `[{loc, msg, type}]`. Default message `Error de validación`. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED — too many requests in the one-minute window (`Retry-After` says when to retry). Default message `Límite de solicitudes excedido`; trigger routes also use QUOTA_EXCEEDED for an exhausted monthly quota. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR — unhandled error; only a generic message reaches the client. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    updateUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string | null;
+                    /** @enum {string} */
+                    role?: "admin" | "member";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: date-time */
+                            created_at: string;
+                            email: string;
+                            /** Format: uuid */
+                            id: string;
+                            is_active: boolean;
+                            /** @description Signed in with a one-time password not yet replaced. */
+                            must_change_password: boolean;
+                            name: string | null;
+                            /** @enum {string} */
+                            role: "admin" | "member";
+                            /** Format: uuid */
+                            tenant_id: string;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description NOT_FOUND — resource missing or not in the caller's workspace. Default message `Recurso no encontrado`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description CONFLICT — the resource exists or its state conflicts with the request. Default message `El recurso ya existe`. */
+            409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -12286,7 +13132,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -12401,7 +13247,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -12534,7 +13380,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -12647,7 +13493,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -12771,7 +13617,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -12908,7 +13754,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -13021,7 +13867,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -13136,7 +13982,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -13248,7 +14094,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -13423,7 +14269,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user. Default message `Permisos insuficientes`. */
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
