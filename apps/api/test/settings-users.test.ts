@@ -144,6 +144,22 @@ describe('settings/users', () => {
     expect((await t.http.delete(`${BASE}/${second.user.id as string}`).set(as(second.token))).status).toBe(409);
   });
 
+  it('lets only one of two admins demoting each other at once succeed', async () => {
+    const pair = (await seedTenant(t.sql, { name: 'pair-users' })).id;
+    const a = await seedUser(t.sql, pair, { role: 'admin' });
+    const b = await seedUser(t.sql, pair, { role: 'admin' });
+    const answers = await Promise.all([
+      t.http.patch(`${BASE}/${b.user.id as string}`).set(as(a.token)).send({ role: 'member' }),
+      t.http.patch(`${BASE}/${a.user.id as string}`).set(as(b.token)).send({ role: 'member' }),
+    ]);
+    // the loser is 409 when both passed the role check first, 403 when it came after the other's commit
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses[0]).toBe(200);
+    expect([403, 409]).toContain(statuses[1]);
+    const [{ n }] = await t.sql`select count(*)::int as n from users where tenant_id = ${pair} and role = 'admin' and is_active`;
+    expect(n).toBe(1);
+  });
+
   it('answers 403 to members on every admin route, with no change made', async () => {
     const target = await seedUser(t.sql, tenantId, { role: 'member' });
     const id = target.user.id as string;

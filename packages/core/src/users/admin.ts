@@ -71,9 +71,17 @@ export async function createWorkspaceUser(
   }
 }
 
-/** Refuses (409) a change that would leave the workspace without an active admin. */
-async function keepAnAdmin(tx: Queryable, tenantId: string, user: UserRow): Promise<void> {
+/**
+ * The user to change, locked after the workspace's active admins (always in that order, so two
+ * changes cannot wait on each other), and the admins' ids for the last-admin rule.
+ */
+async function lockForChange(tx: Queryable, tenantId: string, id: string): Promise<{ user: UserRow; admins: string[] }> {
   const admins = await lockActiveAdmins(tx, tenantId);
+  return { user: await tenantUser(tx, tenantId, id, true), admins };
+}
+
+/** Refuses (409) a change that would leave the workspace without an active admin. */
+function keepAnAdmin(admins: string[], user: UserRow): void {
   if (admins.length === 1 && admins[0] === user.id) throw new ConflictError(es.users.lastAdmin);
 }
 
@@ -83,8 +91,8 @@ export async function updateWorkspaceUser(sql: Sql, actor: AuditActor, tenantId:
   const body = validate(UserUpdateBody, input, 'body');
   if (body.role === undefined && body.name === undefined) throw ValidationError.single(['body'], es.users.emptyUpdate);
   const row = await sql.begin(async (tx) => {
-    const before = await tenantUser(tx, tenantId, id, true);
-    if (before.role === 'admin' && body.role === 'member' && before.is_active) await keepAnAdmin(tx, tenantId, before);
+    const { user: before, admins } = await lockForChange(tx, tenantId, id);
+    if (body.role === 'member') keepAnAdmin(admins, before);
     const after = await updateUserFields(tx, id, { role: body.role, name: body.name });
     const changes: Record<string, unknown> = {};
     if (before.role !== after.role) changes.role = { from: before.role, to: after.role };
@@ -103,9 +111,9 @@ export async function updateWorkspaceUser(sql: Sql, actor: AuditActor, tenantId:
 export async function deactivateWorkspaceUser(sql: Sql, actor: AuditActor, tenantId: string, id: string): Promise<UserResponseBody> {
   await tenantUser(sql, tenantId, id);
   const row = await sql.begin(async (tx) => {
-    const before = await tenantUser(tx, tenantId, id, true);
+    const { user: before, admins } = await lockForChange(tx, tenantId, id);
     if (!before.is_active) return before;
-    if (before.role === 'admin') await keepAnAdmin(tx, tenantId, before);
+    keepAnAdmin(admins, before);
     const after = (await deactivateUserRow(tx, id))!;
     await recordAudit(tx, auditOf(actor, tenantId, 'deactivate_user', after));
     return after;
