@@ -622,7 +622,7 @@ export interface paths {
         };
         /**
          * Read the audit log of the workspace
-         * @description Newest first (created_at desc, id desc), in keyset pages: `limit` 1..100 (default 50), and `cursor` = the `meta.next_cursor` of the previous page (null on the last one); a cursor that is not one → 422. Filters combine: `action`, `actor_type`, `actor_id`, `resource_type`, `resource_id`, `since` (inclusive) and `until` (exclusive), RFC 3339 with a time zone; `since` after `until` → 422. Entries: key creation, rotation and revocation, job triggers (source api or webhook) and stops, credential and asset reads, catalogue changes, reviews and re-drives, sign-ins; `details` never holds a secret.
+         * @description Newest first (created_at desc, id desc), in keyset pages: `limit` 1..100 (default 50), and `cursor` = the `meta.next_cursor` of the previous page (null on the last one); a cursor that is not one → 422. Filters combine: `action`, `actor_type`, `actor_id`, `resource_type`, `resource_id`, `since` (inclusive) and `until` (exclusive), RFC 3339 with a time zone; `since` after `until` → 422. Entries: key creation, rotation and revocation, job triggers (source api or webhook) and stops, credential and asset reads, catalogue changes, reviews and re-drives, sign-ins, users added, changed and deactivated, password changes; `details` never holds a secret.
          *
          *     **Auth:** `Authorization: Bearer <access token>` of a workspace admin.
          *
