@@ -33,7 +33,7 @@ describe('user login, logout and /auth/me', () => {
     const ttlMs = new Date(data.expires_at).getTime() - before;
     expect(ttlMs).toBeGreaterThan(t.config.accessTokenTtlSeconds * 1000 - 60_000);
     expect(ttlMs).toBeLessThanOrEqual(t.config.accessTokenTtlSeconds * 1000 + 60_000);
-    expect(data.user).toEqual({ id: admin.id, email: 'Ada.Admin@Example.test', name: 'Ada', role: 'admin', tenant_id: tenantId });
+    expect(data.user).toEqual({ id: admin.id, email: 'Ada.Admin@Example.test', name: 'Ada', role: 'admin', tenant_id: tenantId, must_change_password: false });
     expect((await me(data.access_token)).status).toBe(200);
   });
 

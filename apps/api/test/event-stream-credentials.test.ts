@@ -96,6 +96,18 @@ describe('event streams and their credentials', () => {
     expect(await within(s.ended, 5000)).toBe(true);
   });
 
+  it('ends every stream of a user an admin deactivates through the API, and the user gets 401 after', async () => {
+    const admin = await seedUser(t.sql, tenantId, { role: 'admin' });
+    const leaver = await seedUser(t.sql, tenantId, { role: 'admin' });
+    const own = await t.deps.engine.users.issueToken(leaver.user.id as string, 3600);
+    const streams = [await openStream(base, leaver.token), await openStream(base, own.token)];
+    expect(streams.map((s) => s.status)).toEqual([200, 200]);
+    const res = await fetch(`${base}/api/v1/settings/users/${leaver.user.id as string}`, { method: 'DELETE', headers: { Authorization: `Bearer ${admin.token}` } });
+    expect(res.status).toBe(200);
+    for (const s of streams) expect(await within(s.ended, 5000)).toBe(true);
+    expect((await openStream(base, own.token)).status).toBe(401);
+  });
+
   it('ends the stream when its token expires', async () => {
     const { token, tokenId } = await seedUser(t.sql, tenantId, { role: 'admin' });
     const s = await openStream(base, token);

@@ -14,6 +14,8 @@ import { ApiKeysPage } from './pages/ApiKeys';
 import { AuditLogPage } from './pages/AuditLog';
 import { SchedulesPage } from './pages/Schedules';
 import { TriggersPage } from './pages/Triggers';
+import { UsersPage } from './pages/Users';
+import { PasswordPage } from './pages/Password';
 
 export function App() {
   const { session } = useSession();
@@ -23,6 +25,8 @@ export function App() {
     if (location.pathname !== '/sign-in') return <Navigate to="/sign-in" replace state={{ from: location.pathname + location.search }} />;
     return <SignInPage />;
   }
+  // a one-time password opens nothing but its replacement (the API answers 403 to the rest)
+  if (session.user.must_change_password) return <PasswordPage forced />;
   return (
     <Routes>
       <Route path="/sign-in" element={<Navigate to={(location.state as { from?: string } | null)?.from ?? '/'} replace />} />
@@ -35,6 +39,8 @@ export function App() {
         <Route path="machines" element={<MachinesPage />} />
         <Route path="api-keys" element={<AdminOnly><ApiKeysPage /></AdminOnly>} />
         <Route path="audit-log" element={<AdminOnly><AuditLogPage /></AdminOnly>} />
+        <Route path="users" element={<AdminOnly><UsersPage /></AdminOnly>} />
+        <Route path="password" element={<PasswordPage />} />
         <Route path="schedules" element={<SchedulesPage />} />
         <Route path="triggers" element={<TriggersPage />} />
         <Route path="*" element={<NotFound />} />

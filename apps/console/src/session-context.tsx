@@ -11,6 +11,8 @@ interface SessionApi {
   endReason: EndReason;
   signIn(email: string, password: string): Promise<void>;
   signOut(): Promise<void>;
+  /** The one-time password was replaced: the rest of the console opens. */
+  passwordChanged(): void;
   /** The API's operations, called with the session's token (lib/api.ts). */
   api: ConsoleApi;
 }
@@ -56,6 +58,12 @@ export function SessionProvider({ children }: { children: ReactNode }) {
       // the token is revoked on the server; a failure (already expired) still ends it here
       if (session) await consoleApi(session.token).call('logOut').catch(() => undefined);
       end('signed-out');
+    },
+    passwordChanged() {
+      if (!session) return;
+      const next = { ...session, user: { ...session.user, must_change_password: false } };
+      saveSession(next);
+      setSession(next);
     },
     api: consoleApi(session?.token),
   }), [session, endReason, end]);

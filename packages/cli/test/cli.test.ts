@@ -124,7 +124,7 @@ describe('svc user and svc token', () => {
     expect(r.code).toBe(0);
     const user = json(r);
     expect(user).toEqual({
-      id: expect.any(String), email: 'Op@Example.test', name: 'Op', role: 'admin', tenant_id: tenantId, is_active: true,
+      id: expect.any(String), email: 'Op@Example.test', name: 'Op', role: 'admin', tenant_id: tenantId, is_active: true, must_change_password: false,
       created_at: expect.any(String), tenant_name: 'cli-users',
     });
     const [row] = await t.sql`select password_hash from users where id = ${user.id}`;

@@ -11,6 +11,7 @@ import { authenticateBearer } from './access-tokens/authenticate';
 import { assertPlanFeature, createTenant, findTenantByName, getTenant, listTenants, resolveTenant, updateTenant } from './tenants/service';
 import { createUser, deactivateUser, resolveUser, setPassword } from './users/service';
 import { listUsersOfTenant } from './users/repo';
+import { changeOwnPassword, createWorkspaceUser, deactivateWorkspaceUser, listWorkspaceUsers, updateWorkspaceUser } from './users/admin';
 import { listProcesses } from './catalog/processes';
 import { getQueue, loadQueueItemCounts } from './catalog/queues';
 import { listMachineNames, listMachines } from './catalog/machines';
@@ -127,6 +128,10 @@ export function createEngine(deps: EngineDeps) {
     users: bind(sql, {
       create: createUser, deactivate: deactivateUser, listOfTenant: listUsersOfTenant, resolve: resolveUser, setPassword,
       issueToken: issueAccessToken, revokeToken: revokeAccessToken, findTokens: findAccessTokens,
+      /** a workspace's admins: paged list, create with a one-time password, role/name, deactivate (audited) */
+      listPage: listWorkspaceUsers, add: createWorkspaceUser, update: updateWorkspaceUser, deactivateInWorkspace: deactivateWorkspaceUser,
+      /** anyone signed in: their own password (audited) */
+      changeOwnPassword,
     }),
     /**
      * The catalogue: folders, processes, machines, queues, triggers, schedules and assets of a

@@ -100,13 +100,16 @@ export { SUBSCRIPTION_STATUSES } from './tenants/schemas';
 export type { TenantCreateInput, TenantUpdateInput } from './tenants/schemas';
 export { toTenantResponse } from './tenants/service';
 export type { TenantResponseBody } from './tenants/service';
-export { LoginBody, LoginResponse, LogoutResponse, MeResponse, USER_ROLES } from './users/schemas';
+export {
+  LoginBody, LoginResponse, LogoutResponse, MeResponse, USER_ROLES, UserResponse, UserWithPasswordResponse, WorkspaceUserCreateBody,
+  UserUpdateBody, UserIdParams, UserListQuery, PasswordChangeBody, PasswordChangeResponse,
+} from './users/schemas';
 export type { UserRole } from './users/schemas';
 export { toUserResponse } from './users/service';
 export type { UserResponseBody } from './users/service';
 export { toAccessTokenResponse } from './access-tokens/service';
 export type { AccessTokenResponseBody, IssuedAccessToken } from './access-tokens/service';
-export { bearerToken, requireAdminRole } from './access-tokens/authenticate';
+export { bearerToken, requireAdminRole, requirePasswordChanged } from './access-tokens/authenticate';
 export type { AccessTokenPrincipal } from './access-tokens/authenticate';
 export { IDEMPOTENCY_HEADER, IDEMPOTENCY_IN_FLIGHT_LEASE_SECONDS, parseIdempotencyKey } from './idempotency/key';
 export type { IdempotencyClaim, IdempotentResult } from './idempotency/service';

@@ -95,7 +95,7 @@ describe('users', () => {
     expect(await verifyPassword('longenough', row.password_hash)).toBe(true);
     const shown = toUserResponse(row);
     expect(shown).toEqual({
-      id: row.id, email: 'Someone@Example.test', name: 'Some One', role: 'member', tenant_id: tenantId, is_active: true,
+      id: row.id, email: 'Someone@Example.test', name: 'Some One', role: 'member', tenant_id: tenantId, is_active: true, must_change_password: false,
       created_at: row.created_at.toISOString(),
     });
     expect(JSON.stringify(shown)).not.toContain('scrypt');
@@ -200,7 +200,7 @@ describe('access tokens and login', () => {
   it('logs in with the right password in any email letter case and issues a token of the given lifetime', async () => {
     const res = await login(t.sql, 'TOK@example.test', 'the-password', 120);
     expect(res.token_type).toBe('Bearer');
-    expect(res.user).toEqual({ id: userId, email: 'tok@example.test', name: null, role: 'admin', tenant_id: tenantId });
+    expect(res.user).toEqual({ id: userId, email: 'tok@example.test', name: null, role: 'admin', tenant_id: tenantId, must_change_password: false });
     const [row] = await t.sql`select extract(epoch from expires_at - created_at)::float8 as ttl from access_tokens where token_hash = ${sha256(res.access_token)}`;
     expect(Math.round(row!.ttl as number)).toBe(120);
   });

@@ -1,13 +1,14 @@
-import { bearerToken, requireAdminRole, UnauthorizedError } from '@svc/core';
+import { bearerToken, requireAdminRole, requirePasswordChanged, UnauthorizedError } from '@svc/core';
 import type { ApiDeps } from '../deps';
 import type { Guard } from '../http/guard';
 
 /**
  * `Authorization: Bearer <access token>` of an active user (core's authenticateBearer decides).
  * The token is looked up only while the source address is within its failure budget (else 429);
- * a refused one charges the address (auth/throttle.ts).
+ * a refused one charges the address (auth/throttle.ts). A user who must still replace a one-time
+ * password gets 403 except on routes declared with `pendingPassword`.
  */
-export function authenticateUser(deps: ApiDeps): Guard {
+export function authenticateUser(deps: ApiDeps, options: { pendingPassword?: boolean } = {}): Guard {
   return async (ctx) => {
     const authorization = ctx.get('Authorization');
     if (!bearerToken(authorization)) throw new UnauthorizedError();
@@ -20,6 +21,8 @@ export function authenticateUser(deps: ApiDeps): Guard {
       address.settle(!(err instanceof UnauthorizedError));
       throw err;
     }
+    // a one-time password opens only the routes that say so (the session, the logout, the change itself)
+    if (!options.pendingPassword) requirePasswordChanged(ctx.state.user);
   };
 }
 

@@ -15,7 +15,8 @@ import { readRequestBody } from './body';
 
 export type RouteAuth =
   | { kind: 'api_key'; scope?: Scope; feature?: PlanFeature }
-  | { kind: 'user'; admin: boolean }
+  /** `pendingPassword`: open to a user who must still replace a one-time password (else 403 for them) */
+  | { kind: 'user'; admin: boolean; pendingPassword?: boolean }
   | { kind: 'none' };
 
 /**
@@ -96,7 +97,10 @@ function authChain(rc: RouteContext, spec: RouteSpec): Guard[] {
       return chain;
     }
     case 'user':
-      return spec.auth.admin ? [authenticateUser(rc.deps), limit, requireAdmin()] : [authenticateUser(rc.deps), limit];
+    {
+      const authenticate = authenticateUser(rc.deps, { pendingPassword: spec.auth.pendingPassword });
+      return spec.auth.admin ? [authenticate, limit, requireAdmin()] : [authenticate, limit];
+    }
     case 'none':
       return [limit];
   }

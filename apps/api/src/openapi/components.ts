@@ -83,7 +83,7 @@ export const COMPONENT_SCHEMAS: Record<string, JsonSchema> = {
 
 export const ERROR_DESCRIPTIONS: Record<number, string> = {
   401: `UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: \`${es.auth.apiKeyExpired}\`; token expired). Default message \`${DEFAULT_MESSAGES.UNAUTHORIZED}\`.`,
-  403: `FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (\`${es.auth.ipNotAllowed}\`), feature not in plan, inactive subscription, non-admin user. Default message \`${DEFAULT_MESSAGES.FORBIDDEN}\`.`,
+  403: `FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (\`${es.auth.ipNotAllowed}\`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (\`${es.users.mustChangePassword}\`). Default message \`${DEFAULT_MESSAGES.FORBIDDEN}\`.`,
   404: `NOT_FOUND — resource missing or not in the caller's workspace. Default message \`${DEFAULT_MESSAGES.NOT_FOUND}\`.`,
   409: `CONFLICT — the resource exists or its state conflicts with the request. Default message \`${DEFAULT_MESSAGES.CONFLICT}\`.`,
   413: 'PAYLOAD_TOO_LARGE — body above 2 MiB (compressed bodies counted after inflating), refused once the caller is authenticated, before any handler runs.',
@@ -115,6 +115,6 @@ export const SECURITY_SCHEMES: Record<string, JsonSchema> = {
   BearerAuth: {
     type: 'http',
     scheme: 'bearer',
-    description: 'User access token (`Authorization: Bearer <token>`). Requirements listing `admin` need the workspace admin role (403 otherwise).',
+    description: 'User access token (`Authorization: Bearer <token>`). Requirements listing `admin` need the workspace admin role (403 otherwise). Until a user replaces a one-time password, only `GET /auth/me`, `POST /auth/logout` and `POST /auth/password` answer; every other route is 403.',
   },
 };

@@ -54,7 +54,8 @@ export function routeErrorStatuses(spec: RouteSpec): number[] {
       break;
     case 'user':
       s.add(401).add(429);
-      if (spec.auth.admin) s.add(403);
+      // 403 for a non-admin on admin routes, and for a user who must still replace a one-time password
+      if (spec.auth.admin || !spec.auth.pendingPassword) s.add(403);
       break;
     case 'none':
       s.add(429);

@@ -1,4 +1,4 @@
-import { es, toUserResponse, LoginBody, LoginResponse, LogoutResponse, MeResponse } from '@svc/core';
+import { es, toUserResponse, LoginBody, LoginResponse, LogoutResponse, MeResponse, PasswordChangeBody, PasswordChangeResponse } from '@svc/core';
 import { createHashGate } from '../auth/hash-gate';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
@@ -28,7 +28,9 @@ export function authRoutes(rc: RouteContext): AppRouter {
         `inactive user all answer 401 \`${es.errors.UNAUTHORIZED}\`, and each is audited as \`login_failed\` in the account's ` +
         'workspace. Rate limited per source IP; after 5 failures in a row for one account from one address, each further ' +
         'failure doubles a wait (429 with Retry-After, up to 15 minutes) that a success resets; after 20 failures in an hour ' +
-        'for one account from anywhere, addresses it has not signed in from lately wait too (at most a minute at a time).',
+        'for one account from anywhere, addresses it has not signed in from lately wait too (at most a minute at a time). ' +
+        'A user created with a one-time password signs in normally and gets `user.must_change_password: true`: until ' +
+        '`POST /auth/password` changes it, every route but that one, `GET /auth/me` and `POST /auth/logout` answers 403.',
       tags: ['auth'],
       auth: { kind: 'none' },
       body: LoginBody,
@@ -54,7 +56,7 @@ export function authRoutes(rc: RouteContext): AppRouter {
       operationId: 'logOut',
       summary: 'Revoke the access token of this request',
       tags: ['auth'],
-      auth: { kind: 'user', admin: false },
+      auth: { kind: 'user', admin: false, pendingPassword: true },
       response: LogoutResponse,
     },
     async (ctx) => {
@@ -72,7 +74,7 @@ export function authRoutes(rc: RouteContext): AppRouter {
       operationId: 'getSession',
       summary: 'The user and access token of this request',
       tags: ['auth'],
-      auth: { kind: 'user', admin: false },
+      auth: { kind: 'user', admin: false, pendingPassword: true },
       response: MeResponse,
     },
     async (ctx) => {
@@ -81,6 +83,32 @@ export function authRoutes(rc: RouteContext): AppRouter {
         ...toUserResponse(user),
         token: { id: token.id, prefix: token.prefix, expires_at: token.expires_at.toISOString() },
       });
+    },
+  );
+
+  addRoute<undefined, undefined, typeof PasswordChangeBody>(
+    router,
+    rc,
+    {
+      method: 'post',
+      path: '/auth/password',
+      operationId: 'updateOwnPassword',
+      summary: 'Change your own password',
+      description:
+        'Any signed-in user, including one who must still replace a one-time password (the only change such a user can make). ' +
+        '`current_password` wrong → 422 on that field; `new_password` 8 to 1,024 characters and different from the current one, ' +
+        'else 422. Clears `must_change_password`; the token of this request stays valid and every other token of the user is ' +
+        'revoked. Audited as `change_password`.',
+      tags: ['auth'],
+      auth: { kind: 'user', admin: false, pendingPassword: true },
+      body: PasswordChangeBody,
+      response: PasswordChangeResponse,
+      errors: [422],
+    },
+    async (ctx, input) => {
+      const body = input.body();
+      await hashing.run(() => engine.users.changeOwnPassword(ctx.state.user!, body, { requestId: ctx.state.requestId, ip: ctx.state.clientIp }));
+      ok(ctx, { changed: true as const });
     },
   );
 

@@ -21,6 +21,7 @@ import { queueItemReviewRoutes } from './settings/queue-item-review';
 import { workSettingsRoutes } from './settings/work';
 import { auditLogRoutes } from './settings/audit-log';
 import { eventRoutes } from './settings/events';
+import { userSettingsRoutes } from './settings/users';
 import { agentRoutes } from './agent';
 import { bulkActionRoutes } from './bulk-actions';
 
@@ -41,6 +42,7 @@ const RESOURCES: ResourceRoutes[] = [
   queueItemReviewRoutes,
   workSettingsRoutes,
   auditLogRoutes,
+  userSettingsRoutes,
   eventRoutes,
   queueItemRoutes,
   bulkActionRoutes,

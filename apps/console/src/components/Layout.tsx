@@ -27,6 +27,7 @@ export function Layout() {
       <header className="top">
         <span className="brand">{t.app.name}</span>
         <span className="who">{session && t.app.signedInAs(session.user.email, session.user.role)}</span>
+        <NavLink to="/password" className="account-link">{t.password.nav}</NavLink>
         <button type="button" className="secondary" onClick={() => void signOut()}>{t.app.signOut}</button>
         <nav aria-label={t.app.mainNav}>
           <NavLink to="/" end>{t.nav.overview}</NavLink>
@@ -36,6 +37,7 @@ export function Layout() {
           <NavLink to="/triggers">{t.adminNav.triggers}</NavLink>
           {isAdmin && <NavLink to="/api-keys">{t.adminNav.apiKeys}</NavLink>}
           {isAdmin && <NavLink to="/audit-log">{t.adminNav.auditLog}</NavLink>}
+          {isAdmin && <NavLink to="/users">{t.adminNav.users}</NavLink>}
           {isAdmin && (
             <button type="button" className="nav-link" onClick={() => void openBoard()} disabled={boardState.opening}>
               {boardState.opening ? t.board.opening : t.board.open}

@@ -71,10 +71,13 @@ export type Schedule = DataOf<'getSchedule'>;
 export type SchedulePreview = DataOf<'previewSchedule'>;
 export type Trigger = DataOf<'getQueueTrigger'>;
 export type BulkAction = DataOf<'getWorkspaceBulkAction'>;
+export type WorkspaceUser = ItemOf<'listUsers'>;
+export type WorkspaceUserWithPassword = DataOf<'createUser'>;
 
 /** The choices the forms and filters offer, checked against the document's enums. */
 export const ENVIRONMENTS = ['dev', 'staging', 'production'] as const satisfies ReadonlyArray<NonNullable<ApiKey['environments']>[number]>;
 export const AUDIT_ACTOR_TYPES = ['user', 'api_key', 'system', 'machine'] as const satisfies ReadonlyArray<AuditEntry['actor_type']>;
+export const USER_ROLES = ['member', 'admin'] as const satisfies ReadonlyArray<WorkspaceUser['role']>;
 export const MISSED_RUNS = ['skip', 'run_once'] as const satisfies ReadonlyArray<Schedule['missed_runs']>;
 // the statuses' list is core's, bundled from a module without dependencies
 export { QUEUE_ITEM_STATUSES as ITEM_STATUSES } from '@svc/core/queue-items/statuses';

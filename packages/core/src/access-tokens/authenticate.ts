@@ -18,6 +18,8 @@ export interface AccessTokenPrincipal {
   role: UserRole;
   tokenId: string;
   email: string;
+  /** Signed in with a one-time password not yet replaced: only the password change is open. */
+  mustChangePassword: boolean;
 }
 
 /** The token of an `Authorization: Bearer <token>` header; undefined for any other shape. */
@@ -34,7 +36,7 @@ export async function authenticateAccessToken(sql: Queryable, token: string | un
   const row = await findAccessTokenByHash(sql, sha256(token));
   if (!row || row.revoked_at || !row.user_active) throw new UnauthorizedError();
   if (row.expires_at.getTime() <= Date.now()) throw new UnauthorizedError(es.auth.accessTokenExpired);
-  return { kind: 'user', userId: row.user_id, tenantId: row.tenant_id, role: row.role, tokenId: row.token_id, email: row.email };
+  return { kind: 'user', userId: row.user_id, tenantId: row.tenant_id, role: row.role, tokenId: row.token_id, email: row.email, mustChangePassword: row.must_change_password };
 }
 
 /** `Authorization: Bearer <access token>` → its user (errors as authenticateAccessToken). */
@@ -45,4 +47,9 @@ export function authenticateBearer(sql: Queryable, authorization: string | undef
 /** Workspace administration needs the admin role: else 403. */
 export function requireAdminRole(principal: Pick<AccessTokenPrincipal, 'role'> | undefined): void {
   if (principal?.role !== 'admin') throw new ForbiddenError(es.auth.adminRequired);
+}
+
+/** Everything but the session and the password change waits until a one-time password is replaced: else 403. */
+export function requirePasswordChanged(principal: Pick<AccessTokenPrincipal, 'mustChangePassword'> | undefined): void {
+  if (principal?.mustChangePassword) throw new ForbiddenError(es.users.mustChangePassword, { reason: 'must_change_password' });
 }

@@ -9,12 +9,13 @@ export interface AccessTokenPrincipalRow {
   expires_at: Date;
   revoked_at: Date | null;
   user_active: boolean;
+  must_change_password: boolean;
 }
 
 /** The token and its user, by SHA-256 of the presented token. */
 export async function findAccessTokenByHash(sql: Queryable, hash: Buffer): Promise<AccessTokenPrincipalRow | null> {
   const [row] = await sql<AccessTokenPrincipalRow[]>`
-    select t.id as token_id, t.user_id, t.tenant_id, u.role, u.email, t.expires_at, t.revoked_at, u.is_active as user_active
+    select t.id as token_id, t.user_id, t.tenant_id, u.role, u.email, t.expires_at, t.revoked_at, u.is_active as user_active, u.must_change_password
     from access_tokens t join users u on u.id = t.user_id
     where t.token_hash = ${hash}`;
   return row ?? null;

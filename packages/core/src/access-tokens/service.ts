@@ -125,7 +125,7 @@ export interface LoginResult {
   access_token: string;
   token_type: 'Bearer';
   expires_at: string;
-  user: { id: string; email: string; name: string | null; role: UserRole; tenant_id: string };
+  user: { id: string; email: string; name: string | null; role: UserRole; tenant_id: string; must_change_password: boolean };
 }
 
 /**
@@ -150,7 +150,10 @@ export async function login(sql: Queryable, email: string, password: string, ttl
     access_token: issued.token,
     token_type: 'Bearer',
     expires_at: issued.expires_at,
-    user: { id: user.id, email: user.email, name: user.name, role: user.role, tenant_id: user.tenant_id },
+    user: {
+      id: user.id, email: user.email, name: user.name, role: user.role, tenant_id: user.tenant_id,
+      must_change_password: user.must_change_password,
+    },
   };
 }
 

@@ -81,6 +81,11 @@ export const es = {
     notFoundNamed: (idOrEmail: string) => `Usuario no encontrado: ${idOrEmail}`,
     inactive: 'El usuario está desactivado',
     emailTaken: 'Ya existe un usuario con ese email',
+    lastAdmin: 'No se puede quitar el rol ni desactivar al último administrador activo del workspace',
+    mustChangePassword: 'Debes cambiar tu contraseña antes de continuar',
+    wrongCurrentPassword: 'La contraseña actual no es correcta',
+    samePassword: 'debe ser distinta de la contraseña actual',
+    emptyUpdate: 'indica al menos un campo: role o name',
   },
 
   tenants: {

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { DateTime, Uuid } from '../validation/formats';
+import { DateTime, PageQuery, Uuid } from '../validation/formats';
 
 export const USER_ROLES = ['admin', 'member'] as const;
 export type UserRole = (typeof USER_ROLES)[number];
@@ -23,6 +23,32 @@ export const UserCreateBody = Type.Object(
 );
 export type UserCreateInput = Static<typeof UserCreateBody>;
 
+const Name = Type.Union([Type.String({ minLength: 1, maxLength: 200 }), Type.Null()]);
+
+/** An admin adds a person: the password is generated (one-time), never chosen by the admin. */
+export const WorkspaceUserCreateBody = Type.Object(
+  { email: Email, role: Role, name: Type.Optional(Name) },
+  { additionalProperties: false },
+);
+
+export const UserUpdateBody = Type.Object(
+  { role: Type.Optional(Role), name: Type.Optional(Name) },
+  { additionalProperties: false },
+);
+
+export const UserIdParams = Type.Object({ user_id: Uuid() });
+
+export const UserListQuery = Type.Object({ ...PageQuery });
+
+/** A signed-in user's own password change. */
+export const PasswordChangeBody = Type.Object(
+  {
+    current_password: Type.String({ minLength: 1, maxLength: MAX_PASSWORD_LENGTH }),
+    new_password: Password,
+  },
+  { additionalProperties: false },
+);
+
 export const PasswordBody = Type.Object({ password: Password }, { additionalProperties: false });
 
 /** The login body: no length rule on the password, so a login never reveals the password policy. */
@@ -43,7 +69,14 @@ export const UserResponse = Type.Object({
   role: Role,
   tenant_id: Uuid(),
   is_active: Type.Boolean(),
+  must_change_password: Type.Boolean({ description: 'Signed in with a one-time password not yet replaced.' }),
   created_at: DateTime(),
+});
+
+/** A user an admin has just created, with the one-time password shown this once. */
+export const UserWithPasswordResponse = Type.Object({
+  ...UserResponse.properties,
+  one_time_password: Type.String({ description: 'Shown once; the user must replace it at the first sign-in.' }),
 });
 
 /** The user inside a login response. */
@@ -53,6 +86,7 @@ export const LoginUser = Type.Object({
   name: Type.Union([Type.String(), Type.Null()]),
   role: Role,
   tenant_id: Uuid(),
+  must_change_password: Type.Boolean({ description: 'true: only the password change, the session and the logout answer until it is changed.' }),
 });
 
 export const LoginResponse = Type.Object({
@@ -66,5 +100,7 @@ export const MeResponse = Type.Object({
   ...UserResponse.properties,
   token: Type.Object({ id: Uuid(), prefix: Type.String(), expires_at: DateTime() }),
 });
+
+export const PasswordChangeResponse = Type.Object({ changed: Type.Literal(true) });
 
 export const LogoutResponse = Type.Object({ revoked: Type.Boolean() });

@@ -14,6 +14,7 @@ export interface UserResponseBody {
   role: UserRole;
   tenant_id: string;
   is_active: boolean;
+  must_change_password: boolean;
   created_at: string;
 }
 
@@ -25,6 +26,7 @@ export function toUserResponse(row: UserRow): UserResponseBody {
     role: row.role,
     tenant_id: row.tenant_id,
     is_active: row.is_active,
+    must_change_password: row.must_change_password,
     created_at: row.created_at.toISOString(),
   };
 }

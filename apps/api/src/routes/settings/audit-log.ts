@@ -19,7 +19,7 @@ export function auditLogRoutes(rc: RouteContext): AppRouter {
       '`action`, `actor_type`, `actor_id`, `resource_type`, `resource_id`, `since` (inclusive) and `until` (exclusive), ' +
       'RFC 3339 with a time zone; `since` after `until` → 422. Entries: key creation, rotation and revocation, job ' +
       'triggers (source api or webhook) and stops, credential and asset reads, catalogue changes, reviews and ' +
-      're-drives, sign-ins; `details` never holds a secret.',
+      're-drives, sign-ins, users added, changed and deactivated, password changes; `details` never holds a secret.',
     tags: ['settings: audit log'],
     auth: ADMIN,
     query: AuditLogQuery,
