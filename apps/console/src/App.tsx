@@ -13,6 +13,9 @@ import { ApiKeysPage } from './pages/ApiKeys';
 import { AuditLogPage } from './pages/AuditLog';
 import { SchedulesPage } from './pages/Schedules';
 import { TriggersPage } from './pages/Triggers';
+import { WebhooksPage } from './pages/Webhooks';
+import { WebhookDeliveriesPage } from './pages/WebhookDeliveries';
+import { EventsPage } from './pages/Events';
 
 export function App() {
   const { session } = useSession();
@@ -35,6 +38,9 @@ export function App() {
         <Route path="audit-log" element={<AdminOnly><AuditLogPage /></AdminOnly>} />
         <Route path="schedules" element={<SchedulesPage />} />
         <Route path="triggers" element={<TriggersPage />} />
+        <Route path="webhooks" element={<AdminOnly><WebhooksPage /></AdminOnly>} />
+        <Route path="webhooks/:webhookId/deliveries" element={<AdminOnly><WebhookDeliveriesPage /></AdminOnly>} />
+        <Route path="events" element={<AdminOnly><EventsPage /></AdminOnly>} />
         <Route path="*" element={<NotFound />} />
       </Route>
     </Routes>

@@ -2,12 +2,20 @@ import { useRef, useState } from 'react';
 import { t } from '../i18n';
 import { useFocusOnMount } from './focus';
 
+export type SecretTexts = Record<'secretWarning' | 'secretLabel' | 'copy' | 'copied' | 'copyFallback' | 'done', string>;
+
 /**
- * A key's secret, shown this once (it lives only in the page's state: leaving the page forgets it):
+ * A secret (an API key's, a webhook's signing secret), shown this once (it lives only in the page's state: leaving the page forgets it):
  * a warning, the text in a read-only field, and a copy button that falls back to selecting the
  * text where the clipboard API is missing or refused (an insecure origin, a denied permission).
  */
-export function SecretOnce({ title, secret, onDone }: { title: string; secret: string; onDone(): void }) {
+export function SecretOnce({ title, secret, onDone, texts = t.apiKeys }: {
+  title: string;
+  secret: string;
+  onDone(): void;
+  /** what the panel says: an API key's texts unless another kind of secret passes its own */
+  texts?: SecretTexts;
+}) {
   const heading = useFocusOnMount<HTMLHeadingElement>();
   const field = useRef<HTMLInputElement>(null);
   const [copyState, setCopyState] = useState<'idle' | 'copied' | 'selected'>('idle');
@@ -27,20 +35,20 @@ export function SecretOnce({ title, secret, onDone }: { title: string; secret: s
   return (
     <section className="card wide secret" aria-labelledby="secret-title" data-secret-panel="">
       <h2 id="secret-title" ref={heading} tabIndex={-1}>{title}</h2>
-      <p className="notice warn" id="secret-warning"><strong>{t.apiKeys.secretWarning}</strong></p>
+      <p className="notice warn" id="secret-warning"><strong>{texts.secretWarning}</strong></p>
       <div className="field">
-        <label htmlFor="secret-value">{t.apiKeys.secretLabel}</label>
+        <label htmlFor="secret-value">{texts.secretLabel}</label>
         <div className="secret-row">
           <input id="secret-value" ref={field} readOnly value={secret} spellCheck={false} aria-describedby="secret-warning"
             onFocus={(e) => e.target.select()} />
-          <button type="button" onClick={() => void copy()}>{t.apiKeys.copy}</button>
+          <button type="button" onClick={() => void copy()}>{texts.copy}</button>
         </div>
       </div>
       <div role="status" aria-live="polite" className="live">
-        {copyState === 'copied' && <p className="notice ok">{t.apiKeys.copied}</p>}
-        {copyState === 'selected' && <p className="notice">{t.apiKeys.copyFallback}</p>}
+        {copyState === 'copied' && <p className="notice ok">{texts.copied}</p>}
+        {copyState === 'selected' && <p className="notice">{texts.copyFallback}</p>}
       </div>
-      <button type="button" className="secondary" onClick={onDone}>{t.apiKeys.done}</button>
+      <button type="button" className="secondary" onClick={onDone}>{texts.done}</button>
     </section>
   );
 }
