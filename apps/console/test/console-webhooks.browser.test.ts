@@ -147,6 +147,25 @@ describe('the console\'s webhooks and events pages in a browser', () => {
     await page.getByLabel('Estado', { exact: true }).selectOption('delivered');
     await waitUntil('document.querySelectorAll(\'tr[data-status="delivered"]\').length === 2');
     expect(await page.locator('tr[data-delivery]:not([data-status="delivered"])').count()).toBe(0);
+
+    // paging: 20 a page, the page in the address
+    const hookId = (await hookRow())!.id as string;
+    const admin = (await seedUser(t.sql, tenantId, { role: 'admin' })).token;
+    for (let i = 0; i < 20; i++) {
+      expect((await t.http.post(`/api/v1/settings/webhooks/${hookId}/test`).set('Authorization', `Bearer ${admin}`)).status).toBe(202);
+    }
+    await page.getByLabel('Estado', { exact: true }).selectOption('');
+    const pager = page.getByRole('navigation', { name: 'Paginación' });
+    await pager.getByText('Página 1 de 2').waitFor();
+    expect(await page.locator('tr[data-delivery]').count()).toBe(20);
+    await pager.getByRole('button', { name: 'Siguiente' }).click();
+    await pager.getByText('Página 2 de 2').waitFor();
+    expect(page.url()).toContain('page=2');
+    // the oldest, the first test, is last
+    await page.locator(`tr[data-delivery]`, { hasText: first.id }).first().waitFor();
+    expect(await page.locator('tr[data-delivery]').count()).toBe(2);
+    // every one reaches the receiver before the next test rotates the secret
+    await waitFor('the 22 tests at the receiver', async () => (tests().length >= 22 ? true : null));
   });
 
   it('rotates the secret (shown once, signing what follows), disables and enables, edits and deletes through a confirmation', async () => {
@@ -210,6 +229,9 @@ describe('the console\'s webhooks and events pages in a browser', () => {
 
   it('shows an item added through the public API while the events page is open; pausing holds new ones until asked for', async () => {
     await signIn();
+    // the stream is read within the console's CSP: nothing refused
+    const refused: string[] = [];
+    page.on('console', (m) => { if (m.text().includes('Content Security Policy')) refused.push(m.text()); });
     await nav('Eventos').click();
     await page.getByRole('heading', { name: 'Eventos', level: 1 }).waitFor();
     await page.locator('.live-state[data-state="live"]').waitFor();
@@ -259,6 +281,7 @@ describe('the console\'s webhooks and events pages in a browser', () => {
     const filteredId = await add('pedido-filtrado');
     await page.getByLabel('Tipo de evento').selectOption('item.added');
     await row(filteredId).waitFor();
+    expect(refused).toEqual([]);
   });
 
   it('offers members neither page: no nav entries, and "Sin permiso" without a request', async () => {
