@@ -122,6 +122,11 @@ describe('the console\'s webhooks and events pages in a browser', () => {
     await page.getByText(`Prueba en cola para ${hookUrl}`, { exact: false }).waitFor();
     const first = await waitFor('the test delivery at the receiver', async () => tests()[0] ?? null);
     expect(signedWith(secret, first)).toBe(true);
+    // its result on the page, followed until delivered
+    const result = page.getByRole('region', { name: `Prueba a ${hookUrl}` });
+    await page.locator('[data-test-result="delivered"]').waitFor();
+    expect(await result.getByRole('status').textContent()).toContain('Entregada (HTTP 204');
+    await expectAccessible('webhook-test-result');
     await page.getByRole('link', { name: `Entregas de ${hookUrl}` }).click();
     await page.getByRole('heading', { name: `Entregas a ${hookUrl}` }).waitFor();
     const delivered = page.locator(`tr[data-event-type="webhook.test"][data-status="delivered"]`);

@@ -401,7 +401,14 @@ export const es = {
     editLabel: (url: string) => `Editar la suscripción ${url}`,
     test: 'Enviar prueba',
     testLabel: (url: string) => `Enviar prueba a ${url}`,
-    testQueued: (url: string) => `Prueba en cola para ${url}: su resultado aparece en las entregas.`,
+    testQueued: (url: string) => `Prueba en cola para ${url}: su resultado aparece aquí y en las entregas.`,
+    testResultTitle: (url: string) => `Prueba a ${url}`,
+    testPending: (attempts: number) => (attempts === 0 ? 'Esperando el primer intento…' : `Pendiente: ${attempts} intento(s) fallido(s), se reintentará.`),
+    testDelivered: (code: number | null, ms: number | null) => {
+      const parts = [code !== null ? `HTTP ${code}` : '', ms !== null ? `${ms} ms` : ''].filter(Boolean);
+      return `Entregada${parts.length ? ` (${parts.join(', ')})` : ''}.`;
+    },
+    testFailed: (code: number | null, error: string | null) => `Fallida${code !== null ? ` (HTTP ${code})` : ''}${error ? `: ${error}` : ''}.`,
     disable: 'Desactivar',
     disableLabel: (url: string) => `Desactivar la suscripción ${url}`,
     enable: 'Activar',

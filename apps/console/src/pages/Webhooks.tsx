@@ -6,6 +6,7 @@ import { ActiveCheck, FormActions, NO_ERRORS, describedBy, useAdminForm } from '
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { Field } from '../components/Field';
 import { SecretOnce } from '../components/SecretOnce';
+import { ErrorState } from '../components/States';
 import { Time } from '../components/Time';
 import { t } from '../i18n';
 import { topLevelErrors } from '../lib/admin';
@@ -31,6 +32,7 @@ export function WebhooksPage() {
   const [notice, setNotice] = useState<string | null>(null);
   const [dialogError, setDialogError] = useState<string | null>(null);
   const [rowError, setRowError] = useState<string | null>(null);
+  const [testSent, setTestSent] = useState<{ hook: Webhook; deliveryId: string } | null>(null);
 
   const hooks = useQuery({ queryKey: ['webhooks'], queryFn: () => api.request('listWorkspaceWebhooks', { query: { limit: 100 } }) });
   const refresh = () => queryClient.invalidateQueries({ queryKey: ['webhooks'] });
@@ -63,7 +65,11 @@ export function WebhooksPage() {
 
   const test = useMutation({
     mutationFn: (hook: Webhook) => api.request('testWebhook', { path: { id: hook.id } }),
-    onSuccess: (_answer, hook) => { say(t.webhooks.testQueued(hook.url)); void queryClient.invalidateQueries({ queryKey: ['webhook-deliveries', hook.id] }); },
+    onSuccess: ({ data }, hook) => {
+      say(t.webhooks.testQueued(hook.url));
+      setTestSent({ hook, deliveryId: data.id });
+      void queryClient.invalidateQueries({ queryKey: ['webhook-deliveries', hook.id] });
+    },
     onError: failed,
   });
 
@@ -79,6 +85,7 @@ export function WebhooksPage() {
       <div role="status" aria-live="polite" className="live">{notice && <p className="notice ok">{notice}</p>}</div>
       {rowError && <p className="form-error" role="alert">{rowError}</p>}
 
+      {testSent && <TestResult key={testSent.deliveryId} hook={testSent.hook} deliveryId={testSent.deliveryId} onDone={() => setTestSent(null)} />}
       {secret && <SecretOnce title={secret.title} secret={secret.value} texts={t.webhooks.secretTexts} onDone={() => setSecret(null)} />}
       {editing !== null && (
         <WebhookForm
@@ -147,6 +154,38 @@ export function WebhooksPage() {
         <p>{pending?.kind === 'rotate' ? t.webhooks.rotateBody : t.webhooks.removeBody}</p>
       </ConfirmDialog>
     </>
+  );
+}
+
+/** Read again while the test is pending: the deliverer's pass comes within about a second. */
+const TEST_POLL_MS = 1000;
+
+/**
+ * The result of a test delivery, followed until it is delivered or failed. The API has no read of
+ * one delivery, so it is found on the first page of the subscription's log (newest first, where a
+ * delivery just queued is).
+ */
+function TestResult({ hook, deliveryId, onDone }: { hook: Webhook; deliveryId: string; onDone(): void }) {
+  const { api } = useSession();
+  const log = useQuery({
+    queryKey: ['webhook-deliveries', hook.id, 'test', deliveryId],
+    queryFn: () => api.request('listWebhookDeliveries', { path: { id: hook.id }, query: { limit: 20 } }),
+    refetchInterval: (q) => (q.state.data?.data.find((d) => d.id === deliveryId)?.status === 'pending' ? TEST_POLL_MS : false),
+  });
+  const d = log.data?.data.find((x) => x.id === deliveryId);
+  const text = !d ? t.common.loading
+    : d.status === 'delivered' ? t.webhooks.testDelivered(d.last_status_code, d.last_duration_ms)
+    : d.status === 'failed' ? t.webhooks.testFailed(d.last_status_code, d.last_error)
+    : d.last_error ? `${t.webhooks.testPending(d.attempts)} ${d.last_error}` : t.webhooks.testPending(d.attempts);
+  return (
+    <section className="card wide" aria-labelledby="test-result-title" data-test-result={d?.status ?? 'loading'}>
+      <h2 id="test-result-title">{t.webhooks.testResultTitle(hook.url)}</h2>
+      <div role="status" aria-live="polite">
+        {d && <span className={`badge badge-${d.status}`}>{t.deliveries.statuses[d.status]}</span>} <span>{text}</span>
+      </div>
+      {log.isError && <ErrorState error={log.error} onRetry={() => void log.refetch()} />}
+      <button type="button" className="secondary" onClick={onDone}>{t.common.close}</button>
+    </section>
   );
 }
 
