@@ -157,7 +157,7 @@ export function WebhooksPage() {
   );
 }
 
-/** Read again while the test is pending: the deliverer's pass comes within about a second. */
+/** Read again while the test is pending: a deliverer takes it at its next pass. */
 const TEST_POLL_MS = 1000;
 
 /**
