@@ -168,7 +168,7 @@ describe('subscriptions', () => {
 });
 
 describe('the event feed', () => {
-  it('shows only the workspace\'s own events and refuses bad cursors, types and limits', async () => {
+  it('shows only the workspace\'s own events, its newest page on request, and refuses bad cursors, types, limits and flags', async () => {
     await ctx.http.post('/api/v1/settings/api-keys').set(as(other.adminToken)).send({ name: 'their-key', scopes: ['jobs:read'] });
     const mineKey = await ctx.http.post('/api/v1/settings/api-keys').set(admin()).send({ name: 'my-key', scopes: ['jobs:read'] });
     // visible once no older transaction of the server is still running (docs/decisions/events.md)
@@ -180,10 +180,25 @@ describe('the event feed', () => {
     expect(feed.body.data.map((e: { data: { id: string } }) => e.data.id)).toContain(mineKey.body.data.id);
     expect(feed.body.meta.next_cursor).toBe(feed.body.data[feed.body.data.length - 1].id);
 
-    for (const query of [{ after: 'zz' }, { after: 'A'.repeat(32) }, { types: 'job.nope' }, { types: 'job.created,,' }, { limit: 0 }, { limit: 501 }, { limit: 'x' }, { after: 'a\u0000' }, { what: 1 }]) {
+    for (const query of [{ after: 'zz' }, { after: 'A'.repeat(32) }, { types: 'job.nope' }, { types: 'job.created,,' }, { limit: 0 }, { limit: 501 }, { limit: 'x' }, { after: 'a\u0000' }, { what: 1 }, { newest: 'x' }, { newest: 'true\u0000' }, { newest: 'x'.repeat(4000) }]) {
       const res = await ctx.http.get('/api/v1/settings/events').query(query).set(admin());
       expect([query, res.status]).toEqual([query, 422]);
     }
+    // `newest` gives the end of the same feed, still in feed order, and its cursor
+    const all = await ctx.http.get('/api/v1/settings/events').query({ limit: 500 }).set(admin());
+    const newest = await ctx.http.get('/api/v1/settings/events').query({ newest: true, limit: 2 }).set(admin());
+    expect(newest.status).toBe(200);
+    expect(all.body.data.length).toBeGreaterThanOrEqual(2);
+    expect(newest.body.data).toEqual(all.body.data.slice(-2));
+    expect(newest.body.meta.next_cursor).toBe(all.body.data[all.body.data.length - 1].id);
+    // with a type and a cursor: the newest of those after it; nothing after the last one
+    const typed = await ctx.http.get('/api/v1/settings/events').query({ newest: true, limit: 1, types: 'api_key.created' }).set(admin());
+    expect(typed.body.data.map((e: { data: { id: string } }) => e.data.id)).toEqual([feed.body.data[feed.body.data.length - 1].data.id]);
+    const none = await ctx.http.get('/api/v1/settings/events').query({ newest: true, after: newest.body.meta.next_cursor }).set(admin());
+    expect(none.body).toMatchObject({ data: [], meta: { next_cursor: newest.body.meta.next_cursor } });
+    const theirs = await ctx.http.get('/api/v1/settings/events').query({ newest: true, limit: 500 }).set(as(other.adminToken));
+    expect(theirs.body.data.every((e: { tenant_id: string }) => e.tenant_id === other.tenant.id)).toBe(true);
+
     const stream = await ctx.http.get('/api/v1/settings/events/stream').set({ ...admin(), 'Last-Event-ID': 'nope' });
     expect(stream.status).toBe(422);
     const member = (await seedUser(ctx.sql, ws.tenant.id, { role: 'member' })).token;

@@ -16,6 +16,9 @@ import { SchedulesPage } from './pages/Schedules';
 import { TriggersPage } from './pages/Triggers';
 import { UsersPage } from './pages/Users';
 import { PasswordPage } from './pages/Password';
+import { WebhooksPage } from './pages/Webhooks';
+import { WebhookDeliveriesPage } from './pages/WebhookDeliveries';
+import { EventsPage } from './pages/Events';
 
 export function App() {
   const { session } = useSession();
@@ -43,6 +46,9 @@ export function App() {
         <Route path="password" element={<PasswordPage />} />
         <Route path="schedules" element={<SchedulesPage />} />
         <Route path="triggers" element={<TriggersPage />} />
+        <Route path="webhooks" element={<AdminOnly><WebhooksPage /></AdminOnly>} />
+        <Route path="webhooks/:webhookId/deliveries" element={<AdminOnly><WebhookDeliveriesPage /></AdminOnly>} />
+        <Route path="events" element={<AdminOnly><EventsPage /></AdminOnly>} />
         <Route path="*" element={<NotFound />} />
       </Route>
     </Routes>

@@ -38,10 +38,12 @@ describe('the console and Bull Board under their CSP', () => {
     await seedMachine(t.sql, tenantId, { name: 'robot-csp' });
     const seen = await watchViolations();
     await signIn();
-    for (const name of ['Trabajos', 'Máquinas', 'Programaciones', 'Disparadores', 'Claves API', 'Auditoría']) {
+    for (const name of ['Trabajos', 'Máquinas', 'Programaciones', 'Disparadores', 'Claves API', 'Auditoría', 'Webhooks', 'Eventos']) {
       await nav().getByRole('link', { name, exact: true }).click();
       await page.getByRole('heading', { name, level: 1 }).waitFor();
     }
+    // the events page reads its stream with fetch under connect-src 'self'
+    await page.locator('.live-state[data-state="live"]').waitFor();
     await shot('csp-console');
 
     // the console's button: bearer token → cookie, then the board, which loads its queues

@@ -38,6 +38,8 @@ export function Layout() {
           {isAdmin && <NavLink to="/api-keys">{t.adminNav.apiKeys}</NavLink>}
           {isAdmin && <NavLink to="/audit-log">{t.adminNav.auditLog}</NavLink>}
           {isAdmin && <NavLink to="/users">{t.adminNav.users}</NavLink>}
+          {isAdmin && <NavLink to="/webhooks">{t.adminNav.webhooks}</NavLink>}
+          {isAdmin && <NavLink to="/events">{t.adminNav.events}</NavLink>}
           {isAdmin && (
             <button type="button" className="nav-link" onClick={() => void openBoard()} disabled={boardState.opening}>
               {boardState.opening ? t.board.opening : t.board.open}

@@ -2,26 +2,20 @@ import { useRef, useState } from 'react';
 import { t } from '../i18n';
 import { useFocusOnMount } from './focus';
 
+export type SecretTexts = Record<'secretWarning' | 'secretLabel' | 'copy' | 'copied' | 'copyFallback' | 'done', string>;
+
 /**
- * A secret (a key, a one-time password), shown this once (it lives only in the page's state: leaving the page forgets it):
+ * A secret (an API key's, a webhook's signing secret), shown this once (it lives only in the page's state: leaving the page forgets it):
  * a warning, the text in a read-only field, and a copy button that falls back to selecting the
  * text where the clipboard API is missing or refused (an insecure origin, a denied permission).
  */
-export interface SecretTexts {
-  warning: string;
-  label: string;
-  copy: string;
-  copied: string;
-  copyFallback: string;
-  done: string;
-}
-
-const KEY_TEXTS: SecretTexts = {
-  warning: t.apiKeys.secretWarning, label: t.apiKeys.secretLabel, copy: t.apiKeys.copy, copied: t.apiKeys.copied,
-  copyFallback: t.apiKeys.copyFallback, done: t.apiKeys.done,
-};
-
-export function SecretOnce({ title, secret, onDone, texts = KEY_TEXTS }: { title: string; secret: string; onDone(): void; texts?: SecretTexts }) {
+export function SecretOnce({ title, secret, onDone, texts = t.apiKeys }: {
+  title: string;
+  secret: string;
+  onDone(): void;
+  /** what the panel says: an API key's texts unless another kind of secret passes its own */
+  texts?: SecretTexts;
+}) {
   const heading = useFocusOnMount<HTMLHeadingElement>();
   const field = useRef<HTMLInputElement>(null);
   const [copyState, setCopyState] = useState<'idle' | 'copied' | 'selected'>('idle');
@@ -41,9 +35,9 @@ export function SecretOnce({ title, secret, onDone, texts = KEY_TEXTS }: { title
   return (
     <section className="card wide secret" aria-labelledby="secret-title" data-secret-panel="">
       <h2 id="secret-title" ref={heading} tabIndex={-1}>{title}</h2>
-      <p className="notice warn" id="secret-warning"><strong>{texts.warning}</strong></p>
+      <p className="notice warn" id="secret-warning"><strong>{texts.secretWarning}</strong></p>
       <div className="field">
-        <label htmlFor="secret-value">{texts.label}</label>
+        <label htmlFor="secret-value">{texts.secretLabel}</label>
         <div className="secret-row">
           <input id="secret-value" ref={field} readOnly value={secret} spellCheck={false} aria-describedby="secret-warning"
             onFocus={(e) => e.target.select()} />

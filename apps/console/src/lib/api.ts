@@ -1,6 +1,7 @@
 import { createClient, type Client, type components, type DataOf, type ItemOf } from '@svc/client';
 import { t } from '../i18n';
-import { consoleError } from './errors';
+import { consoleError, toApiError } from './errors';
+import { parseEventStream, type FeedEvent } from './events';
 
 /*
  * The console calls the API through the platform's typed client (@svc/client,
@@ -37,6 +38,54 @@ export function consoleApi(token?: string): ConsoleApi {
       }
     }) as F;
   return { call: guarded(client.call), request: guarded(client.request) };
+}
+
+/**
+ * Follows the event stream (`GET /settings/events/stream`) until it ends or `signal` aborts it.
+ * The stream takes the bearer header, which EventSource cannot send, so it is read through fetch
+ * (same origin: the CSP's `connect-src 'self'` allows it). Resolves when the server ends the
+ * stream (its token lapsed, a shutdown, Postgres away: the caller reconnects after the last id);
+ * a refusal throws the console's ApiError, and a 401 ends the session as any other call's does.
+ */
+export async function followEventStream(
+  token: string,
+  from: { after?: string; types?: string },
+  onEvents: (events: FeedEvent[]) => void,
+  signal: AbortSignal,
+  onOpen: () => void = () => undefined,
+): Promise<void> {
+  const query = new URLSearchParams(setFilters({ types: from.types }));
+  const headers: Record<string, string> = { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' };
+  if (from.after) headers['Last-Event-ID'] = from.after;
+  let res: Response;
+  try {
+    res = await fetch(`${window.location.origin}/api/v1/settings/events/stream${query.size ? `?${query}` : ''}`, { headers, signal, cache: 'no-store' });
+  } catch (err) {
+    if (signal.aborted) return;
+    throw consoleError(err, { networkError: t.common.networkError, unexpectedError: t.common.unexpectedError });
+  }
+  if (res.status !== 200 || !res.body) {
+    const body: unknown = await res.json().catch(() => null);
+    if (res.status === 401) onUnauthorized();
+    throw toApiError(res.status, body, t.common.unexpectedError);
+  }
+  onOpen();
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let rest = '';
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      const parsed = parseEventStream(rest + value);
+      rest = parsed.rest;
+      const events = parsed.messages.map((m) => JSON.parse(m.data) as FeedEvent);
+      if (events.length) onEvents(events);
+    }
+  } catch (err) {
+    // an abort (pause, leaving the page) is the caller's own doing; a cut connection ends the stream
+    if (signal.aborted) return;
+    if (err instanceof SyntaxError) throw toApiError(0, null, t.common.unexpectedError);
+  }
 }
 
 /** The filters that are set (empty ones are left out of the query string). */

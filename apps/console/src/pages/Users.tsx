@@ -14,7 +14,7 @@ import { useSession } from '../session-context';
 
 const FIELDS = ['email', 'name', 'role'] as const;
 const SECRET_TEXTS: SecretTexts = {
-  warning: t.users.secretWarning, label: t.users.secretLabel, copy: t.users.copy, copied: t.users.copied,
+  secretWarning: t.users.secretWarning, secretLabel: t.users.secretLabel, copy: t.users.copy, copied: t.users.copied,
   copyFallback: t.users.copyFallback, done: t.users.done,
 };
 

@@ -742,7 +742,7 @@ export interface paths {
         };
         /**
          * Read the event feed of the workspace
-         * @description The workspace's events in order, oldest first: `after` = an event `id` or the `meta.next_cursor` of the previous page (from the oldest kept event when absent), `types` = comma-separated types, `limit` 1..500 (default 100). `meta.next_cursor` is the last event's id (or `after` when there is nothing new): a client that keeps it never misses an event. Events are kept EVENT_RETENTION_DAYS days (default 7). Event types: `item.added`, `item.completed`, `item.failed`, `item.pending_review`, `item.reviewed`, `item.dead_letter`, `job.created`, `job.started`, `job.completed`, `job.failed`, `job.stopped`, `job.timed_out`, `job.waiting_input`, `machine.online`, `machine.offline`, `api_key.created`, `api_key.rotated`, `api_key.revoked`.
+         * @description The workspace's events in order, oldest first: `after` = an event `id` or the `meta.next_cursor` of the previous page (from the oldest kept event when absent), `types` = comma-separated types, `limit` 1..500 (default 100). `newest=true` gives the newest `limit` events instead (still oldest first), where a live view starts. `meta.next_cursor` is the last event's id (or `after` when there is nothing new): a client that keeps it never misses an event. Events are kept EVENT_RETENTION_DAYS days (default 7). Event types: `item.added`, `item.completed`, `item.failed`, `item.pending_review`, `item.reviewed`, `item.dead_letter`, `job.created`, `job.started`, `job.completed`, `job.failed`, `job.stopped`, `job.timed_out`, `job.waiting_input`, `machine.online`, `machine.offline`, `api_key.created`, `api_key.rotated`, `api_key.revoked`.
          *
          *     **Auth:** `Authorization: Bearer <access token>` of a workspace admin.
          *
@@ -6250,6 +6250,8 @@ export interface operations {
                 /** @description An event `id` (or `meta.next_cursor`): events after it */
                 after?: string;
                 limit?: number;
+                /** @description true: the newest `limit` events (after `after` when given), still oldest first; where a live view starts before following the stream */
+                newest?: boolean;
                 /** @description Comma-separated event types (all when absent) */
                 types?: string;
             };

@@ -49,22 +49,24 @@ export async function readEventsAfter(
   sql: Queryable,
   tenantId: string,
   after: FeedPosition,
-  opts: { types: string[] | null; limit: number; withSecretOf?: string },
+  opts: { types: string[] | null; limit: number; withSecretOf?: string; newest?: boolean },
 ): Promise<Array<EventRow & { secret_sealed?: Buffer | null }>> {
   // the deliverer's page carries its subscription's signing secret as of the same snapshot: an
   // event that committed after a rotation is never signed with the secret it replaced
   const secret = opts.withSecretOf
     ? sql`, (select s.secret_sealed from webhook_subscriptions s where s.id = ${opts.withSecretOf}) as secret_sealed`
     : sql``;
-  return sql<Array<EventRow & { secret_sealed?: Buffer | null }>>`
+  // the newest page is the primary key's index read backwards, returned in feed order
+  const rows = await sql<Array<EventRow & { secret_sealed?: Buffer | null }>>`
     select ${eventColumns(sql)} ${secret}
     from events
     where tenant_id = ${tenantId}
       and (xid, seq) > (${after.xid}::text::xid8, ${after.seq}::bigint)
       and xid < pg_snapshot_xmin(pg_current_snapshot())
       ${opts.types ? sql`and type = any(${opts.types}::text[])` : sql``}
-    order by events.xid, events.seq
+    order by ${opts.newest ? sql`events.xid desc, events.seq desc` : sql`events.xid, events.seq`}
     limit ${opts.limit}`;
+  return opts.newest ? rows.reverse() : rows;
 }
 
 /** One event by its position (a redelivery rebuilds its body); null once the retention purged it. */
@@ -90,11 +92,12 @@ const publicEvent = ({ xid: _x, seq: _s, ...event }: EventRow): EventResponse =>
 
 /**
  * One page of the feed. `next_cursor` is the last event's id, or the cursor given when there is
- * nothing new (so a client always has a cursor to come back with).
+ * nothing new (so a client always has a cursor to come back with). `newest` gives the last page
+ * instead of the first: a live view starts there, where the oldest kept event may be days old.
  */
 export async function readEventFeed(sql: Queryable, tenantId: string, query: EventFeedQuery): Promise<FeedPage> {
   const limit = query.limit ?? 100;
-  const rows = await readEventsAfter(sql, tenantId, decodeEventCursor(query.after), { types: parseEventTypes(query.types), limit });
+  const rows = await readEventsAfter(sql, tenantId, decodeEventCursor(query.after), { types: parseEventTypes(query.types), limit, newest: query.newest === true });
   const last = rows[rows.length - 1];
   return { rows: rows.map(publicEvent), meta: { limit, next_cursor: last ? last.id : query.after ?? null } };
 }

@@ -96,6 +96,9 @@ export const EventFeedQuery = Type.Object({
     description: 'Comma-separated event types (all when absent)',
   })),
   limit: Type.Integer({ minimum: 1, maximum: 500, default: 100 }),
+  newest: Type.Optional(Type.Boolean({
+    description: 'true: the newest `limit` events (after `after` when given), still oldest first; where a live view starts before following the stream',
+  })),
 }, strict);
 export type EventFeedQuery = Static<typeof EventFeedQuery>;
 export const EventStreamQuery = Type.Object({

@@ -32,6 +32,7 @@ export function eventRoutes(rc: RouteContext): AppRouter {
     description:
       'The workspace\'s events in order, oldest first: `after` = an event `id` or the `meta.next_cursor` of the previous ' +
       'page (from the oldest kept event when absent), `types` = comma-separated types, `limit` 1..500 (default 100). ' +
+      '`newest=true` gives the newest `limit` events instead (still oldest first), where a live view starts. ' +
       '`meta.next_cursor` is the last event\'s id (or `after` when there is nothing new): a client that keeps it never ' +
       `misses an event. Events are kept EVENT_RETENTION_DAYS days (default 7). ${TYPES}`,
     query: EventFeedQuery,
