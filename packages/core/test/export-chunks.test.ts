@@ -3,7 +3,7 @@ import { EXPORT_CHUNK_BYTES, EXPORT_CHUNK_ROWS, exportQueueItemsChunk, walkKeyse
 import { databaseSuite, seedQueue, seedTenant } from '@svc/testing';
 
 /**
- * The export's chunks (docs/decisions/export.md): bounded in rows and in stored bytes, walked by
+ * The export's chunks (docs/decisions/export.md): bounded in rows and in the bytes of their JSON text, walked by
  * keyset to the end without a repeat or a gap, whatever their size.
  */
 jest.setTimeout(60_000);
@@ -33,7 +33,7 @@ describe('export chunks', () => {
     expect(first.length).toBeGreaterThan(0);
     expect(first.length).toBeLessThan(count);
     const storedOf = async (ids: string[]) => Number((await sql`
-      select coalesce(sum(pg_column_size(data)), 0)::bigint as n from queue_items where id = any(${ids}::uuid[])`)[0]!.n);
+      select coalesce(sum(octet_length(data::text)), 0)::bigint as n from queue_items where id = any(${ids}::uuid[])`)[0]!.n);
     // the chunk ends with the row that passed the bound: the rows before it are within it
     const ids = first.map((r) => r.id);
     expect(await storedOf(ids)).toBeGreaterThanOrEqual(EXPORT_CHUNK_BYTES);
@@ -47,6 +47,24 @@ describe('export chunks', () => {
     }
     expect(chunks.length).toBeGreaterThan(2);
     expect(seen).toEqual(Array.from({ length: count }, (_, k) => k + 1));
+  });
+
+  it('bounds a chunk by its text, not its compressed storage: repetitive payloads that store small still cut it', async () => {
+    const sql = db.ctx.sql;
+    const tenant = await seedTenant(sql);
+    const queue = (await seedQueue(sql, tenant.id)) as { id: string; tenant_id: string; name: string };
+    // 2 MB of one repeated letter: Postgres stores each in a few KB
+    const perItem = 2_000_000;
+    const count = 12;
+    await sql`
+      insert into queue_items (tenant_id, queue_id, data, created_at)
+      select ${tenant.id}, ${queue.id}, jsonb_build_object('i', g, 'blob', repeat('a', ${perItem})), now() - g * interval '1 second'
+      from generate_series(1, ${count}) g`;
+    const [stored] = await sql`select max(pg_column_size(data))::int as n from queue_items where queue_id = ${queue.id}`;
+    expect(stored!.n).toBeLessThan(perItem / 10);
+    const first = await exportQueueItemsChunk(sql, queue, {}, null, EXPORT_CHUNK_ROWS);
+    // the bound's bytes plus at most the one row that passed it
+    expect(first.length).toBe(Math.floor(EXPORT_CHUNK_BYTES / perItem) + 1);
   });
 
   it('walks rows sharing one created_at by id across chunk edges, and a one-row chunk size too', async () => {

@@ -61,15 +61,19 @@ export interface KeysetRow {
  */
 export async function* walkKeyset<Row extends KeysetRow>(
   chunk: (after: KeysetPosition | null, limit: number) => Promise<Row[]>,
-  limit = EXPORT_CHUNK_ROWS,
+  maxLimit = EXPORT_CHUNK_ROWS,
 ): AsyncGenerator<Row[]> {
   let after: KeysetPosition | null = null;
+  // Postgres sizes every row up to the limit before the byte bound cuts the chunk: start small and
+  // grow while chunks come back full, so large payloads cost Postgres about what is sent
+  let limit = Math.min(maxLimit, Math.max(1, Math.floor(maxLimit / 10)));
   for (;;) {
     const rows = await chunk(after, limit);
     if (rows.length === 0) return;
     yield rows;
     const last = rows[rows.length - 1]!;
     after = { at: last.export_at, id: last.export_id };
+    limit = rows.length === limit ? Math.min(maxLimit, limit * 2) : Math.max(1, Math.min(maxLimit, rows.length * 2));
   }
 }
 

@@ -100,8 +100,14 @@ const EXPORT_JOB_COLUMNS = [
   'pending_input_options', 'progress_percent', 'progress_message', 'created_at', 'updated_at', 'resource_metrics', 'trigger_id', 'schedule_id',
 ].map((c) => `j.${c}`);
 
-/** What a job's JSON columns weigh as stored, for a chunk's bound (export/stream.ts). */
-const JOB_SIZE_SQL = 'coalesce(pg_column_size(input_data), 0) + coalesce(pg_column_size(output_data), 0) + coalesce(pg_column_size(pending_input_options), 0)';
+/**
+ * What a job weighs as the API will hold and send it, for a chunk's bound (export/stream.ts): its
+ * JSON as text and its free texts. Not pg_column_size, the stored size, which compression makes
+ * far smaller than the text for repetitive payloads.
+ */
+const JOB_SIZE_SQL = [
+  'input_data::text', 'output_data::text', 'pending_input_options::text', 'error_message', 'progress_message', 'pending_input_prompt',
+].map((c) => `coalesce(octet_length(${c}), 0)`).join(' + ');
 
 /**
  * One chunk of a tenant's job export: the jobs after `after` in list order (created_at desc, id

@@ -136,6 +136,13 @@ export async function listQueueItems(
 }
 
 /**
+ * What an item weighs as the API will hold and send it: its JSON as text. Not pg_column_size,
+ * the stored size: a 2 MiB payload of repeated text is stored compressed in a few KiB, and a
+ * bound on that would let one chunk hold hundreds of such payloads.
+ */
+const ITEM_SIZE_SQL = 'octet_length(data::text) + coalesce(octet_length(result::text), 0) + coalesce(octet_length(error_message), 0)';
+
+/**
  * One chunk of a queue's export: the items after `after` in list order (created_at desc, id
  * desc) that pass the list's filter, each with its keyset position (export/stream.ts). The same
  * indexes as a page serve it, entered at the position instead of skipping an offset.
@@ -151,8 +158,8 @@ export async function exportQueueItemsChunk(
   return sql<Array<QueueItemRow & KeysetRow>>`
     select ${sql(ITEM_COLUMNS)}, export_at, export_id from (
       select ${sql(ITEM_COLUMNS)}, ${sql.unsafe(KEYSET_AT_SQL)} as export_at, id as export_id,
-             pg_column_size(data) + coalesce(pg_column_size(result), 0) as export_size,
-             sum(pg_column_size(data) + coalesce(pg_column_size(result), 0)) over (order by created_at desc, id desc) as export_upto
+             ${sql.unsafe(ITEM_SIZE_SQL)} as export_size,
+             sum(${sql.unsafe(ITEM_SIZE_SQL)}) over (order by created_at desc, id desc) as export_upto
       from queue_items
       where queue_id = ${queue.id} and tenant_id = ${queue.tenant_id} ${itemFilterSql(sql, filter)}
         ${after ? sql`and (created_at, id) < (${after.at}::text::timestamptz, ${after.id}::uuid)` : sql``}
