@@ -287,3 +287,45 @@ describe('Idempotency-Key', () => {
     expect(other.status).toBe(422);
   });
 });
+
+describe('dates Postgres cannot store', () => {
+  it('year 0000 in a filter or a postponement is a 422, never a 500 or an action that cannot end', async () => {
+    const q = await ws.queue();
+    await items(q, 1, 'dead_letter');
+    const bad = [
+      { action: 'delete', filter: { created_after: '0000-01-01T00:00:00Z' } },
+      { action: 'delete', filter: { created_before: '0000-06-01T00:00:00Z' }, dry_run: true },
+      { action: 'postpone', postpone: '0000-01-01T00:00:00Z' },
+    ];
+    for (const body of bad) {
+      const res = await act(q.name, body);
+      expect(res.status).toBe(422);
+      expect(res.body.error.details[0].message).toBe('la fecha está fuera del rango admitido (años 0001 a 9999)');
+    }
+    const jobs = await ctx.http.post('/api/v1/settings/jobs/actions').set(admin()).send({ action: 'stop', filter: { created_after: '0000-01-01T00:00:00Z' } });
+    expect(jobs.status).toBe(422);
+    const [n] = await ctx.sql`select count(*)::int as n from bulk_actions where queue_id = ${q.id}`;
+    expect(n!.n).toBe(0);
+  });
+});
+
+describe('retrying jobs by hand', () => {
+  it('leaves a queue’s consumer runs alone and counts each retry against the monthly quota', async () => {
+    const other = await seedWorkspace(ctx.sql);
+    await ctx.sql`update tenants set monthly_quota = 1 where id = ${other.tenant.id}`;
+    const token = other.adminToken;
+    const p = await other.process();
+    const m = (await other.machine()).row;
+    const consumer = await seedJob(ctx.sql, other.tenant.id, { process_id: p.id, machine_id: m.id, status: 'failed', source: 'queue' });
+    const a = await seedJob(ctx.sql, other.tenant.id, { process_id: p.id, machine_id: m.id, status: 'failed' });
+    const b = await seedJob(ctx.sql, other.tenant.id, { process_id: p.id, machine_id: m.id, status: 'failed' });
+    const res = await ctx.http.post('/api/v1/settings/jobs/actions').set({ Authorization: `Bearer ${token}` }).send({ action: 'retry' });
+    expect(res.body.data).toMatchObject({ status: 'completed', total: 2, done: 2, changed: 1 });
+    const children = await ctx.sql`select parent_job_id from jobs where parent_job_id is not null and tenant_id = ${other.tenant.id}`;
+    expect(children).toHaveLength(1);
+    expect([a.id, b.id]).toContain(children[0]!.parent_job_id);
+    expect(children[0]!.parent_job_id).not.toBe(consumer.id);
+    const [tenant] = await ctx.sql`select quota_used from tenants where id = ${other.tenant.id}`;
+    expect(tenant!.quota_used).toBe(1);
+  });
+});

@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { Queryable } from '../db/sql';
 import { ValidationError } from '../errors';
-import { DateTime, Nullable, Uuid } from '../validation/formats';
+import { DateTime, Nullable, Uuid, storableDate } from '../validation/formats';
 import { es } from '../messages/es';
 
 /**
@@ -74,6 +74,8 @@ export type AuditLogFilter = Omit<AuditLogQuery, 'limit' | 'cursor'>;
 
 /** `since` after `until` would always match nothing: a 422 shows the mistake. */
 export function checkAuditFilter(query: AuditLogFilter): void {
+  storableDate(query.since, ['query', 'since']);
+  storableDate(query.until, ['query', 'until']);
   if (query.since !== undefined && query.until !== undefined && Date.parse(query.since) > Date.parse(query.until)) {
     throw ValidationError.single(['query', 'until'], es.feeds.untilBeforeSince, 'value_error');
   }

@@ -6,6 +6,7 @@ import type { AuditActor } from '../audit/catalog-changes';
 import { tenantHasProcessAndMachine } from '../jobs/repo';
 import { CONTAINMENT_FILTER_MAX_LENGTH } from '../validation/containment-filter';
 import { assertJsonInput } from '../validation/json-input';
+import { storableDate } from '../validation/formats';
 import { es } from '../messages/es';
 import { countInScope, nextChunk, type BulkScope } from './matching';
 import { applyItemChunk, applyJobChunk } from './steps';
@@ -66,6 +67,8 @@ function checkCommon(body: { filter?: object; ids?: string[] }): void {
   // what Postgres cannot hold (U+0000, lone surrogates) or nesting past the bound, whoever asks (the CLI too)
   if (body.filter !== undefined) assertJsonInput(body.filter, ['body', 'filter']);
   const f = body.filter as { created_after?: string; created_before?: string } | undefined;
+  storableDate(f?.created_after, ['body', 'filter', 'created_after']);
+  storableDate(f?.created_before, ['body', 'filter', 'created_before']);
   if (f?.created_after !== undefined && f.created_before !== undefined && Date.parse(f.created_after) >= Date.parse(f.created_before)) {
     throw ValidationError.single(['body', 'filter', 'created_after'], es.bulk.createdRange);
   }
@@ -84,7 +87,7 @@ function itemParams(body: ItemActionBody): BulkActionRow['params'] {
   }
   if (action === 'postpone') {
     if (body.postpone === undefined) throw bodyError('postpone', es.bulk.postponeRequired, 'missing');
-    return { postpone: body.postpone };
+    return { postpone: storableDate(body.postpone, ['body', 'postpone']) };
   }
   return {};
 }
@@ -201,6 +204,8 @@ async function runChunk(sql: Sql, id: string, token: string): Promise<ChunkOutco
     const finished = rows.length < BULK_ACTION_CHUNK;
     await tx`
       update bulk_actions set done = done + ${rows.length}, changed = changed + ${changed},
+             -- a row of a transaction that committed after the count is in the snapshot but was not counted
+             total = greatest(total, done + ${rows.length}),
              cursor_created_at = coalesce(${last?.cursor_at ?? null}::timestamptz, cursor_created_at),
              cursor_id = coalesce(${last?.id ?? null}::uuid, cursor_id),
              status = ${finished ? 'completed' : 'running'}, finished_at = ${finished ? tx`now()` : null},

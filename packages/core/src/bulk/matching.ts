@@ -47,7 +47,10 @@ function jobScopeSql(sql: Queryable, s: BulkScope) {
     ${f.process_id !== undefined ? sql`and process_id = ${f.process_id}` : sql``}
     ${f.machine_id !== undefined ? sql`and machine_id = ${f.machine_id}` : sql``}
     ${f.input_data !== undefined ? sql`and input_data @> ${sql.json(f.input_data as never)}` : sql``}
-    ${s.action === 'retry' ? sql`and not exists (select 1 from jobs c where c.parent_job_id = jobs.id and c.source = 'retry')` : sql``}
+    ${s.action === 'retry'
+      // a queue's consumer runs are not retried (its items have the queue's retry policy), as automatically
+      ? sql`and source <> 'queue' and not exists (select 1 from jobs c where c.parent_job_id = jobs.id and c.source = 'retry')`
+      : sql``}
     ${createdSql(sql, f)} ${commonSql(sql, s)}`;
 }
 

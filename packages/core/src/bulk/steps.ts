@@ -4,6 +4,7 @@ import { redriveDeadLetterItems, retryDeadLetterItems } from '../queue-items/tra
 import { insertJob, type JobRow } from '../jobs/repo';
 import { stopActiveJob } from '../jobs/service';
 import { pickMachineForFollowUp } from '../machines/heartbeat';
+import { consumeExecution } from '../tenants/quota';
 import type { DispatchJobRef } from '../dispatch/port';
 import { dispatchRefOf } from '../dispatch/follow-ups';
 import { ITEM_ACTION_STATUSES, JOB_ACTION_STATUSES, type ItemActionName, type JobActionName } from './schemas';
@@ -74,11 +75,13 @@ export async function applyJobChunk(tx: Queryable, action: JobActionName, c: Chu
 /**
  * A new pending job for an ended one, as the automatic retry makes it (dispatch/follow-ups.ts):
  * same process, input and priority, retry_count + 1, `parent_job_id` naming the retried job, on
- * its machine unless that one is offline. Not for a job of a deactivated process, nor one already
- * retried. Like every job the engine makes, it does not count against the monthly quota.
+ * its machine unless that one is offline. Not for a queue's consumer run (its items have the
+ * queue's retry policy), a job of a deactivated process, nor one already retried. A person asked
+ * for it, so unlike the engine's own follow-ups it is an execution of the monthly quota: once the
+ * quota is used up, the rest are gone through without being retried.
  */
 async function retryByHand(tx: Queryable, job: JobRow): Promise<DispatchJobRef | null> {
-  if (!(JOB_ACTION_STATUSES.retry as readonly string[]).includes(job.status)) return null;
+  if (!(JOB_ACTION_STATUSES.retry as readonly string[]).includes(job.status) || job.source === 'queue') return null;
   const [p] = await tx<Array<{ sla_deadline_minutes: number | null }>>`
     select sla_deadline_minutes from processes where id = ${job.process_id} and tenant_id = ${job.tenant_id} and is_active`;
   if (!p) return null;
@@ -86,6 +89,7 @@ async function retryByHand(tx: Queryable, job: JobRow): Promise<DispatchJobRef |
   if (retried) return null;
   const machineId = await pickMachineForFollowUp(tx, job.tenant_id, job.machine_id);
   if (!machineId) return null;
+  if (!(await consumeExecution(tx, job.tenant_id))) return null;
   const row = await insertJob(tx, {
     tenantId: job.tenant_id,
     processId: job.process_id,

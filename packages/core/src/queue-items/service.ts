@@ -2,7 +2,7 @@ import type postgres from 'postgres';
 import type { Sql } from '../db/sql';
 import type { Logger } from '../logger';
 import { NotFoundError, ValidationError } from '../errors';
-import { pageMeta, type PageMeta } from '../validation/formats';
+import { pageMeta, storableDate, type PageMeta } from '../validation/formats';
 import {
   countQueueItems, countQueueItemsMatching, insertQueueItem, insertQueueItemsBulk, listQueueItems,
   type QueueItemRow, type QueueRef,
@@ -29,17 +29,6 @@ export async function getActiveQueueByName(sql: Sql, tenantId: string, name: str
   return { id: queue.id, tenant_id: queue.tenant_id, name: queue.name };
 }
 
-/**
- * ajv's date-time accepts year 0000, which Postgres cannot store (1 BC does not exist in ISO
- * 8601 as Postgres reads it): refuse it as a validation error instead of a 500.
- */
-function storableDate(value: string | null | undefined, field: string): string | null {
-  if (value === null || value === undefined) return null;
-  if (value.startsWith('0000')) {
-    throw ValidationError.single(['body', field], es.queues.dateOutOfRange, 'date_range');
-  }
-  return value;
-}
 
 /**
  * Postgres refuses some JSON that JavaScript accepts: the `\u0000` character in a string (jsonb
@@ -68,8 +57,8 @@ function newItem(input: AddQueueItemInput) {
     data: input.data as Record<string, unknown>,
     priority: input.priority ?? 3,
     reference: input.reference ?? null,
-    deadline: storableDate(input.deadline, 'deadline'),
-    postpone: storableDate(input.postpone, 'postpone'),
+    deadline: storableDate(input.deadline, ['body', 'deadline']),
+    postpone: storableDate(input.postpone, ['body', 'postpone']),
   };
 }
 

@@ -1,3 +1,5 @@
+import { ValidationError } from '../errors';
+import { es } from '../messages/es';
 import { Type, type TSchema } from '@sinclair/typebox';
 
 /** Shared schema pieces, so every body and query agrees on the contract's limits. */
@@ -21,4 +23,14 @@ export interface PageMeta {
 
 export function pageMeta(page: number, limit: number, total: number): PageMeta {
   return { page, limit, total, pages: Math.ceil(total / limit) };
+}
+
+/**
+ * A date-time the schema's format accepts but Postgres cannot store: year 0000 (valid ISO 8601,
+ * refused by Postgres as out of range). A validation error on `loc` instead of a 500.
+ */
+export function storableDate(value: string | null | undefined, loc: Array<string | number>): string | null {
+  if (value === null || value === undefined) return null;
+  if (value.startsWith('0000')) throw ValidationError.single(loc, es.queues.dateOutOfRange, 'date_range');
+  return value;
 }
