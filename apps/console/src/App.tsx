@@ -13,6 +13,10 @@ import { ApiKeysPage } from './pages/ApiKeys';
 import { AuditLogPage } from './pages/AuditLog';
 import { SchedulesPage } from './pages/Schedules';
 import { TriggersPage } from './pages/Triggers';
+import { ProcessesPage } from './pages/Processes';
+import { QueuesPage } from './pages/Queues';
+import { AssetsPage } from './pages/Assets';
+import { FoldersPage } from './pages/Folders';
 
 export function App() {
   const { session } = useSession();
@@ -27,7 +31,11 @@ export function App() {
       <Route path="/sign-in" element={<Navigate to={(location.state as { from?: string } | null)?.from ?? '/'} replace />} />
       <Route element={<Layout />}>
         <Route index element={<OverviewPage />} />
+        <Route path="queues" element={<QueuesPage />} />
         <Route path="queues/:queueId" element={<QueuePage />} />
+        <Route path="processes" element={<AdminOnly><ProcessesPage /></AdminOnly>} />
+        <Route path="assets" element={<AdminOnly><AssetsPage /></AdminOnly>} />
+        <Route path="folders" element={<AdminOnly><FoldersPage /></AdminOnly>} />
         <Route path="jobs" element={<JobsPage />} />
         <Route path="jobs/:jobId" element={<JobDetailPage />} />
         <Route path="machines" element={<MachinesPage />} />
