@@ -34,7 +34,7 @@ export function App() {
         <Route path="queues" element={<QueuesPage />} />
         <Route path="queues/:queueId" element={<QueuePage />} />
         <Route path="processes" element={<AdminOnly><ProcessesPage /></AdminOnly>} />
-        <Route path="assets" element={<AdminOnly><AssetsPage /></AdminOnly>} />
+        <Route path="asset-catalogue" element={<AdminOnly><AssetsPage /></AdminOnly>} />
         <Route path="folders" element={<AdminOnly><FoldersPage /></AdminOnly>} />
         <Route path="jobs" element={<JobsPage />} />
         <Route path="jobs/:jobId" element={<JobDetailPage />} />

@@ -35,7 +35,7 @@ export function Layout() {
           <NavLink to="/queues">{t.adminNav.queues}</NavLink>
           {isAdmin && <NavLink to="/processes">{t.adminNav.processes}</NavLink>}
           {isAdmin && <NavLink to="/folders">{t.adminNav.folders}</NavLink>}
-          {isAdmin && <NavLink to="/assets">{t.adminNav.assets}</NavLink>}
+          {isAdmin && <NavLink to="/asset-catalogue">{t.adminNav.assets}</NavLink>}
           <NavLink to="/schedules">{t.adminNav.schedules}</NavLink>
           <NavLink to="/triggers">{t.adminNav.triggers}</NavLink>
           {isAdmin && <NavLink to="/api-keys">{t.adminNav.apiKeys}</NavLink>}

@@ -502,7 +502,7 @@ export const es = {
     keyTitle: (name: string) => `Clave de la máquina «${name}»`,
     keyRotatedTitle: (name: string) => `Nueva clave de la máquina «${name}»`,
     rotate: 'Rotar clave',
-    rotateLabel: (name: string) => `Rotar la clave de la máquina ${name}`,
+    rotateLabel: (name: string) => `Rotar clave de la máquina ${name}`,
     rotateTitle: (name: string) => `¿Rotar la clave de la máquina «${name}»?`,
     rotateBody: 'Se emite una clave nueva y la actual deja de funcionar al instante: el agente de la máquina deberá usar la nueva.',
     deactivateLabel: (name: string) => `Desactivar la máquina ${name}`,
@@ -536,7 +536,7 @@ export const es = {
     items: 'Elementos',
     itemsLink: (name: string) => `Ver los elementos de la cola ${name}`,
     triggersLink: (n: number) => `${n} ${n === 1 ? 'disparador' : 'disparadores'}`,
-    triggersLabel: (name: string) => `Disparadores de la cola ${name}`,
+    triggersLabel: (n: number, name: string) => `${n} ${n === 1 ? 'disparador' : 'disparadores'} de la cola ${name}`,
   },
   assets: {
     title: 'Activos',

@@ -121,7 +121,9 @@ function AssetForm({ asset, onCancel, onSaved }: { asset: Asset | null; onCancel
     for (const env of ENVIRONMENTS) {
       // an edit of a credential whose fields were left as they were (the user name only) sends nothing for it
       const v = values[env];
-      const untouchedCredential = asset && form.type === 'credential' && !v.password && !v.remove && v.username === (typeof asset.values[env] === 'object' ? (asset.values[env] as { username: string }).username : '');
+      const stored = asset?.values[env];
+      const storedUser = stored !== null && typeof stored === 'object' ? stored.username : '';
+      const untouchedCredential = asset && form.type === 'credential' && !v.password && !v.remove && v.username === storedUser;
       const value = untouchedCredential ? undefined : assetEnvValue(form.type, v);
       if (value !== undefined) sent[env] = value;
     }

@@ -78,7 +78,7 @@ export function QueuesPage() {
             <td className="num">{q.max_consumers}</td>
             <td className="num">{q.max_retries}</td>
             <td className="num">{formatCount(q.item_counts.total, t.locale)}</td>
-            <td><Link to="/triggers" aria-label={t.queues.triggersLabel(q.name)}>{t.queues.triggersLink(triggerCount(q.id))}</Link></td>
+            <td><Link to="/triggers" aria-label={t.queues.triggersLabel(triggerCount(q.id), q.name)}>{t.queues.triggersLink(triggerCount(q.id))}</Link></td>
             <td>
               <span className={`badge ${q.is_active ? 'badge-completed' : ''}`}>{q.is_active ? t.admin.active : t.admin.inactive}</span>
               {q.is_paused && <> <span className="badge" data-paused="">{t.queues.paused}</span></>}
