@@ -80,6 +80,7 @@ describe('the console\'s catalogue pages in a browser', () => {
     await page.locator('#input_schema-error').waitFor();
     expect(await page.locator('#input_schema-error').textContent()).toContain(apiMessage);
     expect(await schemaField.getAttribute('aria-describedby')).toContain('input_schema-error');
+    await shot('catalogue-process-schema-error');
     expect((await t.sql`select count(*)::int as n from processes where tenant_id = ${tenantId}`)[0]!.n).toBe(0);
 
     // a valid schema: a sample input of its shape, then saved
@@ -88,7 +89,6 @@ describe('the console\'s catalogue pages in a browser', () => {
     expect(JSON.parse((await page.locator('[data-sample]').textContent())!)).toEqual({ invoice: 'INV-1001', amount: 0, urgent: false });
     await page.getByLabel('Reintentos máximos').fill('2');
     await axeBoth('process-form', found);
-    await shot('catalogue-process-form');
     await page.getByRole('button', { name: 'Guardar' }).click();
     await page.getByText('Proceso «Facturas» guardado.').waitFor();
     const [process] = await t.sql`select id, input_schema, folder_id, max_retries from processes where tenant_id = ${tenantId} and name = 'Facturas'`;
