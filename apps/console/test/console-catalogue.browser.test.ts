@@ -209,6 +209,13 @@ describe('the console\'s catalogue pages in a browser', () => {
     // the queue's items are its own page
     await page.getByRole('link', { name: 'Ver los elementos de la cola cobros-entrada' }).click();
     await page.waitForURL(`${base}/console/queues/${queue!.id}`);
+    // and its triggers are the triggers page filtered by it: the default one its consumer got
+    await nav('Colas').click();
+    await page.getByRole('link', { name: '1 disparador de la cola cobros-entrada' }).click();
+    await shown(page.locator('[data-queue-filter]').getByText('Solo los disparadores de la cola «cobros-entrada».'));
+    await page.locator('tr[data-trigger="cobros-entrada"]').waitFor();
+    expect(await page.locator('tr[data-trigger]').count()).toBe(1);
+    await axeBoth('queue-triggers', found);
 
     // an asset with a credential: the password is written, never shown back
     await nav('Activos').click();

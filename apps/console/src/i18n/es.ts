@@ -335,6 +335,8 @@ export const es = {
     minItemsHint: 'De 1 a 10.000 elementos listos.',
     isActive: 'Activo',
     isDefault: 'Predeterminado de la cola',
+    onlyQueue: (queue: string) => `Solo los disparadores de la cola «${queue}».`,
+    showAll: 'Ver todos',
   },
   // --- jobs and machines pages (console-jobs) ---
   jobs: {

@@ -1,3 +1,5 @@
+import type { ItemOf } from '@svc/client';
+
 /**
  * Pure helpers of the catalogue pages (processes, machines, queues, assets, folders): no DOM, no
  * texts, so jest tests them as they are.
@@ -83,7 +85,7 @@ export function numberOrText(v: string): number | string {
   return /^-?\d+$/.test(v.trim()) ? Number(v) : v;
 }
 
-export type AssetType = 'text' | 'integer' | 'boolean' | 'credential';
+export type AssetType = ItemOf<'listWorkspaceAssets'>['type'];
 /** One environment's value in the asset form. */
 export interface EnvInput { text: string; username: string; password: string; remove: boolean }
 

@@ -34,6 +34,8 @@ export function QueuesPage() {
   const refresh = () => Promise.all([
     queryClient.invalidateQueries({ queryKey: ['queues'] }),
     queryClient.invalidateQueries({ queryKey: ['options', 'queues'] }),
+    // a queue saved with a consumer process gets its default trigger
+    queryClient.invalidateQueries({ queryKey: ['triggers'] }),
   ]);
   const deactivation = useDeactivation<Queue>((id) => api.request('deactivateQueue', { path: { id } }), (q) => { setNotice(t.queues.deactivated(q.name)); void refresh(); });
   const triggerCount = (queueId: string) => triggers.data?.data.filter((tr) => tr.queue_id === queueId && tr.is_active).length ?? 0;
@@ -78,7 +80,7 @@ export function QueuesPage() {
             <td className="num">{q.max_consumers}</td>
             <td className="num">{q.max_retries}</td>
             <td className="num">{formatCount(q.item_counts.total, t.locale)}</td>
-            <td><Link to="/triggers" aria-label={t.queues.triggersLabel(triggerCount(q.id), q.name)}>{t.queues.triggersLink(triggerCount(q.id))}</Link></td>
+            <td><Link to={`/triggers?queue_id=${q.id}`} aria-label={t.queues.triggersLabel(triggerCount(q.id), q.name)}>{t.queues.triggersLink(triggerCount(q.id))}</Link></td>
             <td>
               <span className={`badge ${q.is_active ? 'badge-completed' : ''}`}>{q.is_active ? t.admin.active : t.admin.inactive}</span>
               {q.is_paused && <> <span className="badge" data-paused="">{t.queues.paused}</span></>}
