@@ -421,7 +421,7 @@ export const es = {
     nav: 'Máquinas',
     title: 'Máquinas',
     list: 'Máquinas del espacio de trabajo',
-    none: 'No hay máquinas registradas. Un administrador las crea con la API de configuración (POST /api/v1/settings/machines) o con `svc apply`.',
+    none: 'No hay máquinas registradas. Un administrador las crea con «Nueva máquina» (o con `svc apply`).',
     name: 'Nombre',
     status: 'Estado',
     slots: 'Ranuras en uso',
