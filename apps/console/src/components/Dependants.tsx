@@ -15,8 +15,8 @@ const NEEDS: Record<Resource, Array<keyof DependantLists>> = {
 };
 
 /**
- * What depends on a record about to be deactivated, read from the settings lists (first 100 of
- * each, read fresh when the dialog opens) and, for a machine, its jobs waiting or running there.
+ * What depends on a record about to be deactivated, read from the settings lists (their first
+ * page, read fresh when the dialog opens) and, for a machine, its jobs waiting or running there.
  * Shown inside the deactivation's confirmation; the API deactivates anyway, this is so the admin
  * knows what stops or changes.
  */
