@@ -19,6 +19,10 @@ import { PasswordPage } from './pages/Password';
 import { WebhooksPage } from './pages/Webhooks';
 import { WebhookDeliveriesPage } from './pages/WebhookDeliveries';
 import { EventsPage } from './pages/Events';
+import { ProcessesPage } from './pages/Processes';
+import { QueuesPage } from './pages/Queues';
+import { AssetsPage } from './pages/Assets';
+import { FoldersPage } from './pages/Folders';
 
 export function App() {
   const { session } = useSession();
@@ -35,7 +39,11 @@ export function App() {
       <Route path="/sign-in" element={<Navigate to={(location.state as { from?: string } | null)?.from ?? '/'} replace />} />
       <Route element={<Layout />}>
         <Route index element={<OverviewPage />} />
+        <Route path="queues" element={<QueuesPage />} />
         <Route path="queues/:queueId" element={<QueuePage />} />
+        <Route path="processes" element={<AdminOnly><ProcessesPage /></AdminOnly>} />
+        <Route path="asset-catalogue" element={<AdminOnly><AssetsPage /></AdminOnly>} />
+        <Route path="folders" element={<AdminOnly><FoldersPage /></AdminOnly>} />
         <Route path="jobs" element={<JobsPage />} />
         <Route path="jobs/new" element={<AdminOnly><TriggerJobPage /></AdminOnly>} />
         <Route path="jobs/:jobId" element={<JobDetailPage />} />

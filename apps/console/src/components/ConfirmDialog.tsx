@@ -1,4 +1,4 @@
-import { useEffect, useRef, type ReactNode } from 'react';
+import { useEffect, useId, useRef, type ReactNode } from 'react';
 import { t } from '../i18n';
 
 /**
@@ -19,6 +19,8 @@ export function ConfirmDialog({ open, title, children, confirmLabel, danger = fa
 }) {
   const dialog = useRef<HTMLDialogElement>(null);
   const opener = useRef<HTMLElement | null>(null);
+  // a page may hold more than one dialog (a machine's rotation and deactivation): ids of their own
+  const id = useId();
 
   useEffect(() => {
     const el = dialog.current;
@@ -40,11 +42,11 @@ export function ConfirmDialog({ open, title, children, confirmLabel, danger = fa
   }
 
   return (
-    <dialog ref={dialog} className="confirm" aria-labelledby="confirm-title" aria-describedby="confirm-body"
+    <dialog ref={dialog} className="confirm" aria-labelledby={`${id}-title`} aria-describedby={`${id}-body`}
       onCancel={(e) => { e.preventDefault(); if (!busy) onCancel(); }}
       onClose={restoreFocus}>
-      <h2 id="confirm-title">{title}</h2>
-      <div id="confirm-body">{children}</div>
+      <h2 id={`${id}-title`}>{title}</h2>
+      <div id={`${id}-body`}>{children}</div>
       {error && <p className="form-error" role="alert">{error}</p>}
       <div className="dialog-actions">
         <button type="button" className="secondary" onClick={onCancel} disabled={busy} autoFocus>{t.common.cancel}</button>

@@ -33,6 +33,10 @@ export function Layout() {
           <NavLink to="/" end>{t.nav.overview}</NavLink>
           <NavLink to="/jobs">{t.jobs.nav}</NavLink>
           <NavLink to="/machines">{t.machines.nav}</NavLink>
+          <NavLink to="/queues">{t.adminNav.queues}</NavLink>
+          {isAdmin && <NavLink to="/processes">{t.adminNav.processes}</NavLink>}
+          {isAdmin && <NavLink to="/folders">{t.adminNav.folders}</NavLink>}
+          {isAdmin && <NavLink to="/asset-catalogue">{t.adminNav.assets}</NavLink>}
           <NavLink to="/schedules">{t.adminNav.schedules}</NavLink>
           <NavLink to="/triggers">{t.adminNav.triggers}</NavLink>
           {isAdmin && <NavLink to="/api-keys">{t.adminNav.apiKeys}</NavLink>}

@@ -1,4 +1,5 @@
 import { useState, type FormEvent } from 'react';
+import { Link, useSearchParams } from 'react-router';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { AdminTable } from '../components/AdminTable';
 import { ActiveCheck, FormActions, NO_ERRORS, useAdminForm } from '../components/AdminForm';
@@ -13,6 +14,7 @@ import type { Trigger } from '../lib/api';
 import { useIsAdmin, useSession } from '../session-context';
 import { useCatalogueOptions } from './catalogue-options';
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const FIELDS = ['queue_id', 'process_id', 'max_concurrent_jobs', 'min_items_to_start', 'machine_id', 'is_active'] as const;
 
 /** Queue triggers: every member sees them; admins create, edit and deactivate. */
@@ -24,7 +26,13 @@ export function TriggersPage() {
   const [editing, setEditing] = useState<Trigger | 'new' | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
 
-  const triggers = useQuery({ queryKey: ['triggers'], queryFn: () => api.request('listWorkspaceQueueTriggers', { query: { limit: 100 } }) });
+  // `?queue_id=` (the queues page links here so) shows one queue's triggers; an id that is not a UUID is ignored
+  const [params] = useSearchParams();
+  const queueId = UUID.test(params.get('queue_id') ?? '') ? params.get('queue_id')! : null;
+  const triggers = useQuery({
+    queryKey: queueId ? ['triggers', queueId] : ['triggers'],
+    queryFn: () => api.request('listWorkspaceQueueTriggers', { query: queueId ? { limit: 100, queue_id: queueId } : { limit: 100 } }),
+  });
   const refresh = () => queryClient.invalidateQueries({ queryKey: ['triggers'] });
 
   const deactivation = useDeactivation<Trigger>((id) => api.request('deactivateQueueTrigger', { path: { id } }), () => { setNotice(t.triggers.deactivated); void refresh(); });
@@ -36,6 +44,7 @@ export function TriggersPage() {
         {isAdmin && editing === null && <button type="button" onClick={() => { setEditing('new'); setNotice(null); }}>{t.triggers.newTrigger}</button>}
       </div>
       <p className="muted">{t.triggers.intro}</p>
+      {queueId && <p data-queue-filter="">{t.triggers.onlyQueue(options.queueName(queueId))} <Link to="/triggers">{t.triggers.showAll}</Link></p>}
       <div role="status" aria-live="polite" className="live">{notice && <p className="notice ok">{notice}</p>}</div>
 
       {editing !== null && (
