@@ -80,6 +80,7 @@ export type { BulkActionRow, BulkAsk } from './bulk/actions';
 // Resources: their schemas, response shapes and row types (the transports validate and render them).
 export { AuditEntryResponse, AuditLogQuery } from './audit/read';
 export { DEADLINE_RISK_MINUTES, QueueStatsResponse } from './catalog/queue-stats';
+export { MachineSeriesResponse, QueueSeriesResponse, SERIES_MAX_MACHINES, SERIES_RETENTION_HOURS, SERIES_WINDOWS, SeriesQuery, percentileOf } from './catalog/queue-series';
 export type { CursorMeta } from './audit/read';
 export { CLI_ACTOR } from './audit/catalog-changes';
 export type { AuditActor, CatalogResource } from './audit/catalog-changes';
