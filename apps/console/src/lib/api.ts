@@ -78,3 +78,6 @@ export const AUDIT_ACTOR_TYPES = ['user', 'api_key', 'system', 'machine'] as con
 export const MISSED_RUNS = ['skip', 'run_once'] as const satisfies ReadonlyArray<Schedule['missed_runs']>;
 // the statuses' list is core's, bundled from a module without dependencies
 export { QUEUE_ITEM_STATUSES as ITEM_STATUSES } from '@svc/core/queue-items/statuses';
+export type QueueSeries = DataOf<'getQueueSeries'>;
+export type MachineSeries = DataOf<'getMachineSeries'>;
+export type SeriesWindow = QueueSeries['window'];

@@ -1,4 +1,5 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import { MachineCharts } from '../charts/SeriesCharts';
 import { DataTable } from '../components/DataTable';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { StatusBadge } from '../components/StatusBadge';
@@ -27,6 +28,7 @@ export function MachinesPage() {
         : machines.data.data.length === 0 ? <Empty>{t.machines.none}</Empty>
         : (
           <>
+            <MachineCharts every={FASTEST_REFRESH_MS} />
             <DataTable
               caption={t.machines.list}
               className="machines"

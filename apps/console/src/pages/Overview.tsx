@@ -1,5 +1,6 @@
 import { useQuery, type UseQueryResult } from '@tanstack/react-query';
 import { Link } from 'react-router';
+import { QueueSparkline } from '../charts/SeriesCharts';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { StatusBadge } from '../components/StatusBadge';
 import { Time } from '../components/Time';
@@ -67,6 +68,7 @@ function QueueCard({ queue, every }: { queue: Queue; every: number }) {
         <Link to={`/queues/${queue.id}`} aria-label={t.overview.queueLink(queue.name)}>{queue.name}</Link>{' '}
         {(stats.data?.data.is_paused ?? queue.is_paused) && <span className="badge badge-paused">{t.overview.paused}</span>}
       </h3>
+      <QueueSparkline queueId={queue.id} name={queue.name} every={every} />
       {stats.isPending ? <Loading />
         : stats.isError ? <ErrorState error={stats.error} onRetry={() => void stats.refetch()} />
         : <QueueFigures name={queue.name} stats={stats.data.data} />}
