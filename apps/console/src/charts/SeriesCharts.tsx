@@ -62,7 +62,7 @@ export function QueueCharts({ queueId, every }: { queueId: string; every: number
 function QueueChartSet({ data }: { data: QueueSeries }) {
   const charts = useMemo(() => {
     const at = data.points.map((p) => p.at);
-    const line = (key: string, label: string, color: string, values: Array<number | null>, dashed?: boolean): ChartLine => ({ key, label, color, values, dashed });
+    const line = (key: string, label: string, color: string, values: Array<number | null>, dashed?: boolean, joined?: boolean): ChartLine => ({ key, label, color, values, dashed, joined });
     return {
       at,
       throughput: [
@@ -70,8 +70,8 @@ function QueueChartSet({ data }: { data: QueueSeries }) {
         line('failed', t.charts.failed, COLORS.failed, data.points.map((p) => p.failed)),
       ],
       backlog: [
-        line('backlog', t.charts.pending, COLORS.backlog, data.points.map((p) => p.backlog)),
-        line('in_progress', t.charts.inProgress, COLORS.inProgress, data.points.map((p) => p.in_progress)),
+        line('backlog', t.charts.pending, COLORS.backlog, data.points.map((p) => p.backlog), false, true),
+        line('in_progress', t.charts.inProgress, COLORS.inProgress, data.points.map((p) => p.in_progress), false, true),
       ],
       processing: [
         line('p50_ms', t.charts.p50, COLORS.p50, data.points.map((p) => p.p50_ms)),
@@ -80,13 +80,16 @@ function QueueChartSet({ data }: { data: QueueSeries }) {
     };
   }, [data]);
   const rowTime = data.window === 'hour' ? clock : dayClock;
-  const summary = t.charts.summary(count(sum(charts.throughput[0]!.values)), count(sum(charts.throughput[1]!.values)), count(peak(charts.backlog[0]!.values)));
+  const latest = [...charts.backlog[0]!.values].reverse().find((v) => v !== null) ?? null;
+  const p95 = peak(charts.processing[1]!.values);
   return (
     <div className="chart-grid" data-window={data.window}>
-      <Chart name="throughput" title={t.charts.throughput} at={charts.at} lines={charts.throughput} formatValue={count} formatTime={clock} formatRowTime={rowTime} summary={summary} />
-      <Chart name="backlog" title={t.charts.backlog} at={charts.at} lines={charts.backlog} formatValue={count} formatTime={clock} formatRowTime={rowTime} summary={summary} />
+      <Chart name="throughput" title={t.charts.throughput} at={charts.at} lines={charts.throughput} formatValue={count} formatTime={clock} formatRowTime={rowTime}
+        summary={t.charts.throughputSummary(count(sum(charts.throughput[0]!.values)), count(sum(charts.throughput[1]!.values)))} />
+      <Chart name="backlog" title={t.charts.backlog} at={charts.at} lines={charts.backlog} formatValue={count} formatTime={clock} formatRowTime={rowTime}
+        summary={t.charts.backlogSummary(count(peak(charts.backlog[0]!.values)), latest === null ? t.common.none : count(latest))} />
       <Chart name="processing" title={t.charts.processing} at={charts.at} lines={charts.processing} formatValue={duration} formatTime={clock} formatRowTime={rowTime}
-        summary={t.charts.p95 + ': ' + (peak(charts.processing[1]!.values) ? duration(peak(charts.processing[1]!.values)) : t.common.none)} />
+        summary={t.charts.processingSummary(p95 ? duration(p95) : t.common.none)} />
     </div>
   );
 }
@@ -126,9 +129,9 @@ export function MachineCharts({ every }: { every: number }) {
 
 function MachineChart({ data }: { data: MachineSeries }) {
   const lines = useMemo<ChartLine[]>(() => [
-    { key: 'busy', label: t.machines.busyTotal, color: COLORS.backlog, values: data.total.map((p) => p.busy) },
-    { key: 'slots', label: t.machines.slotsTotal, color: COLORS.slots, values: data.total.map((p) => p.slots), dashed: true },
-    ...data.machines.map((m, i) => ({ key: `machine-${m.name}`, label: t.machines.busyOf(m.name), color: PALETTE[i % PALETTE.length]!, values: m.points.map((p) => p.busy) })),
+    { key: 'busy', label: t.machines.busyTotal, color: COLORS.backlog, values: data.total.map((p) => p.busy), joined: true },
+    { key: 'slots', label: t.machines.slotsTotal, color: COLORS.slots, values: data.total.map((p) => p.slots), dashed: true, joined: true },
+    ...data.machines.map((m, i) => ({ key: `machine-${m.name}`, label: t.machines.busyOf(m.name), color: PALETTE[i % PALETTE.length]!, values: m.points.map((p) => p.busy), joined: true })),
   ], [data]);
   const at = useMemo(() => data.total.map((p) => p.at), [data]);
   return (

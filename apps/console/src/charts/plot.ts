@@ -12,6 +12,8 @@ export interface PlotLine {
   color: string;
   /** drawn dashed, for a reference (a capacity, a slower percentile) */
   dashed?: boolean;
+  /** a sampled quantity (a level, not a count per bucket): a missing sample is bridged, not a drop to nothing */
+  joined?: boolean;
 }
 
 export interface PlotSpec {
@@ -24,6 +26,8 @@ export interface PlotSpec {
   /** how the y axis and the legend write a value */
   formatValue: (v: number) => string;
   formatTime: (seconds: number) => string;
+  /** the legend's name of the time */
+  timeLabel: string;
 }
 
 export interface Plot {
@@ -46,14 +50,15 @@ function optionsOf(spec: PlotSpec, width: number): uPlot.Options {
           { values: (_u, splits) => splits.map((s) => spec.formatValue(s)), size: 70 },
         ],
     series: [
-      { value: (_u, v) => (v === null || v === undefined ? '—' : spec.formatTime(v)) },
+      { label: spec.timeLabel, value: (_u, v) => (v === null || v === undefined ? '—' : spec.formatTime(v)) },
       ...spec.lines.map((l) => ({
         label: l.label,
         stroke: l.color,
         width: spec.bare ? 1.5 : 2,
         dash: l.dashed ? [6, 4] : undefined,
-        spanGaps: false,
-        points: { show: false },
+        spanGaps: !!l.joined,
+        // a lone value between gaps would draw nothing without its point
+        points: spec.bare ? { show: false } : { size: 4 },
         value,
       })),
     ],

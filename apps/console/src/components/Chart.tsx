@@ -17,6 +17,8 @@ export interface ChartLine {
   values: Array<number | null>;
   color: string;
   dashed?: boolean;
+  /** a level sampled each minute (backlog, busy slots): the line bridges a missing sample */
+  joined?: boolean;
 }
 
 interface PlotProps {
@@ -42,7 +44,8 @@ function PlotArea({ at, lines, height, bare, formatValue, formatTime }: PlotProp
     if (!mod || !el.current) return;
     const spec: PlotSpec = {
       x: at.map((iso) => Date.parse(iso) / 1000),
-      lines: lines.map(({ label, values, color, dashed }) => ({ label, values, color, dashed })),
+      lines: lines.map(({ label, values, color, dashed, joined }) => ({ label, values, color, dashed, joined })),
+      timeLabel: t.charts.time,
       height,
       bare,
       formatValue,

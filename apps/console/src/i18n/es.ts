@@ -459,8 +459,9 @@ export const es = {
     inProgress: 'En curso',
     p50: 'Mediana (p50)',
     p95: 'Percentil 95',
-    summary: (completed: string, failed: string, maxBacklog: string) =>
-      `En el periodo: ${completed} completados y ${failed} fallidos; como mucho ${maxBacklog} pendientes.`,
+    throughputSummary: (completed: string, failed: string) => `En el periodo: ${completed} completados y ${failed} fallidos.`,
+    backlogSummary: (peak: string, latest: string) => `Como mucho ${peak} pendientes en el periodo; en la última muestra, ${latest}.`,
+    processingSummary: (p95: string) => `Percentil 95 más alto del periodo: ${p95}.`,
     sparkline: (name: string, completed: string, peak: string) =>
       `${name}, última hora: ${completed} completados, como mucho ${peak} por minuto.`,
     busySummary: (peak: string, slots: string) => `En el periodo: como mucho ${peak} ranuras ocupadas de ${slots}.`,
