@@ -26,7 +26,7 @@ begin
   with done as materialized (
     select n.queue_id, n.status,
            case when n.status = 'completed' and n.processed_at >= n.started_at
-                then extract(epoch from n.processed_at - n.started_at) * 1000 end as ms
+                then extract(epoch from n.processed_at - n.started_at)::float8 * 1000 end as ms
     from new_rows n join old_rows o on o.id = n.id
     where n.status in ('completed', 'failed') and o.status <> n.status
   ), minutes as (
@@ -46,7 +46,7 @@ begin
   )
   insert into queue_item_minute_times (queue_id, minute, shard, bucket, n)
     select queue_id, date_trunc('minute', now()), counter_shard(),
-           floor(4 * log(2, greatest(ms, 1)::numeric))::smallint as bucket, count(*)
+           floor(4 * log(greatest(ms, 1)) / log(2.0::float8))::smallint as bucket, count(*)
     from done where ms is not null and (select count(*) from minutes) >= 0
     group by 1, 2, 3, 4 order by 1, 4
     on conflict (queue_id, minute, shard, bucket) do update set n = queue_item_minute_times.n + excluded.n;
