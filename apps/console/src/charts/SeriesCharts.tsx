@@ -10,8 +10,8 @@ import { useSession } from '../session-context';
 const COLORS = {
   completed: '#1a7f37', failed: '#c62828', backlog: '#1f5fbf', inProgress: '#8a5a00', p50: '#1f5fbf', p95: '#6a1b9a', slots: '#555555',
 };
-/** the machines' lines, in turn */
-const PALETTE = ['#1f5fbf', '#1a7f37', '#8a5a00', '#6a1b9a', '#c62828', '#00796b', '#ad1457', '#455a64'];
+/** the machines' lines, in turn (not the totals' blue and grey) */
+const PALETTE = ['#1a7f37', '#8a5a00', '#6a1b9a', '#00796b', '#ad1457', '#c62828', '#5d4037'];
 
 const count = (v: number) => formatCount(v, t.locale);
 const duration = (v: number) => formatDuration(v, t.locale);
