@@ -87,6 +87,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const breaches = await sweeps.slaBreaches();
     for (const b of breaches) logger.warn('job SLA breached', { job_id: b.id, tenant_id: b.tenant_id, sla_due_at: b.sla_due_at.toISOString() });
 
+    // the charts' per-minute samples: the first sweep of a minute, on any replica, takes them
+    await sweeps.sampleMinute();
+
     // one batch per tick (an indexed look-up when there is nothing to do); a backlog drains tick by tick
     const archived = await sweeps.archiveLogs(config.logRetentionDays);
     if (archived.length) logger.info('job logs archived', { jobs: archived.length });
@@ -142,7 +145,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         return sweeps.reconcile(bull, { logger });
       }
       case 'purge-idempotency-keys': {
-        // the periodic housekeeping: expired Idempotency-Keys, and queue-stat buckets past their hour
+        // the periodic housekeeping: expired Idempotency-Keys, and queue-stat buckets and samples past their day
         const purged = await sweeps.expiredIdempotencyKeys();
         if (purged) logger.info('expired Idempotency-Keys purged', { purged });
         const statBuckets = await sweeps.oldQueueStatBuckets();

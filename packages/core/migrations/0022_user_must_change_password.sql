@@ -1,4 +1,3 @@
 -- Users created by an admin get a one-time password (docs/decisions/users-and-access-tokens.md):
 -- until they choose their own, their access tokens open only the password change and the session.
--- Parallel branches may also take this number: renumber at merge.
 alter table users add column must_change_password boolean not null default false;

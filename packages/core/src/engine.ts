@@ -22,6 +22,7 @@ import {
 } from './catalog/records';
 import { listAuditLog } from './audit/read';
 import { exportAuditLog, exportJobs, exportQueueItems } from './export/exports';
+import { readMachineSeries, readQueueSeries, sampleMinute } from './catalog/queue-series';
 import { purgeQueueStatBuckets, readQueueStats } from './catalog/queue-stats';
 import { getSchedule, previewSchedule } from './schedules/catalog';
 import { fireDueSchedules } from './schedules/fire';
@@ -155,12 +156,12 @@ export function createEngine(deps: EngineDeps) {
         inCatalogBatch(sql, assetKey, actor, tenantId, work, options),
       processes: bind(sql, { list: listProcesses }),
       queues: {
-        ...bind(sql, { get: getQueue, itemCounts: loadQueueItemCounts, stats: readQueueStats }),
+        ...bind(sql, { get: getQueue, itemCounts: loadQueueItemCounts, stats: readQueueStats, series: readQueueSeries }),
         /** pause (true) or resume (false), audited */
         setPaused: (actor: AuditActor, tenantId: string, id: string, paused: boolean) => pauseQueue(sql, actor, tenantId, id, paused),
       },
       machines: {
-        ...bind(sql, { list: listMachines, names: listMachineNames }),
+        ...bind(sql, { list: listMachines, names: listMachineNames, series: readMachineSeries }),
         /** a new machine key, audited; the key is in the answer only */
         rotateKey: (actor: AuditActor, tenantId: string, id: string) => rotateMachineKeyAudited(sql, actor, tenantId, id),
       },
@@ -205,7 +206,7 @@ export function createEngine(deps: EngineDeps) {
     sweeps: {
       ...bind(sql, {
         timeOutJobs, offlineMachines: sweepOfflineMachines, failOrphans, retryItems: applyItemRetryPolicy, slaBreaches: markSlaBreaches,
-        expiredIdempotencyKeys: sweepExpiredIdempotencyKeys, oldQueueStatBuckets: purgeQueueStatBuckets, startConsumers: startQueueConsumers, queuesNeedingConsumers,
+        expiredIdempotencyKeys: sweepExpiredIdempotencyKeys, oldQueueStatBuckets: purgeQueueStatBuckets, sampleMinute, startConsumers: startQueueConsumers, queuesNeedingConsumers,
         reconcile: reconcilePendingJobs, fireSchedules: fireDueSchedules,
       }),
       /** finished jobs' logs past the retention, into the archive */

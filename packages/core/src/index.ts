@@ -85,6 +85,7 @@ export {
 export { DEFAULT_EXPORT_FORMAT, EXPORT_CONTENT_TYPES, EXPORT_FORMATS, ExportFormatQuery, neutralizeFormula } from './export/stream';
 export type { ExportFormat } from './export/stream';
 export { DEADLINE_RISK_MINUTES, QueueStatsResponse } from './catalog/queue-stats';
+export { MachineSeriesResponse, QueueSeriesResponse, SERIES_MAX_MACHINES, SERIES_RETENTION_HOURS, SERIES_WINDOWS, SeriesQuery, percentileOf } from './catalog/queue-series';
 export type { CursorMeta } from './audit/read';
 export { CLI_ACTOR } from './audit/catalog-changes';
 export type { AuditActor, CatalogResource } from './audit/catalog-changes';

@@ -133,3 +133,6 @@ export const USER_ROLES = ['member', 'admin'] as const satisfies ReadonlyArray<W
 export const MISSED_RUNS = ['skip', 'run_once'] as const satisfies ReadonlyArray<Schedule['missed_runs']>;
 // the statuses' list is core's, bundled from a module without dependencies
 export { QUEUE_ITEM_STATUSES as ITEM_STATUSES } from '@svc/core/queue-items/statuses';
+export type QueueSeries = DataOf<'getQueueSeries'>;
+export type MachineSeries = DataOf<'getMachineSeries'>;
+export type SeriesWindow = QueueSeries['window'];

@@ -1,7 +1,7 @@
 /**
  * How often a page that refreshes by itself may read again. The API allows an access token 120
- * requests a minute (docs/endpoints.md); the overview makes one read per queue besides its
- * three others, so with many queues it slows down rather than reach the limit, keeping a fifth
+ * requests a minute (docs/endpoints.md); the overview makes two reads per queue (its figures and its
+ * line) besides its three others, so with many queues it slows down rather than reach the limit, keeping a fifth
  * of the budget for what the operator does meanwhile.
  */
 export const RATE_LIMIT_PER_MINUTE = 120;

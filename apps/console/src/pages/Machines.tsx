@@ -2,6 +2,7 @@ import { useState, type FormEvent } from 'react';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { ActiveCheck, FormActions, NO_ERRORS, useAdminForm } from '../components/AdminForm';
 import { ConfirmDialog } from '../components/ConfirmDialog';
+import { MachineCharts } from '../charts/SeriesCharts';
 import { DataTable } from '../components/DataTable';
 import { Dependants } from '../components/Dependants';
 import { DeactivateDialog, useDeactivation } from '../components/Deactivation';
@@ -85,6 +86,7 @@ export function MachinesPage() {
         : machines.data.data.length === 0 ? <Empty>{t.machines.none}</Empty>
         : (
           <>
+            <MachineCharts every={FASTEST_REFRESH_MS} />
             <DataTable
               caption={t.machines.list}
               className="machines"

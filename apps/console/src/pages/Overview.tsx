@@ -1,5 +1,6 @@
 import { useQuery, type UseQueryResult } from '@tanstack/react-query';
 import { Link } from 'react-router';
+import { QueueSparkline } from '../charts/SeriesCharts';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { StatusBadge } from '../components/StatusBadge';
 import { Time } from '../components/Time';
@@ -12,16 +13,18 @@ import type { Answer } from '../lib/api';
 
 /** How often a page with a few reads (the queue page) reads again by itself. */
 export const REFRESH_MS = FASTEST_REFRESH_MS;
+/** a queue card reads its stats and its line (the hour's series) */
+const READS_PER_QUEUE = 2;
 
 export function OverviewPage() {
   const { api } = useSession();
   const queues = useQuery({
     queryKey: ['queues'],
     queryFn: () => api.request('listWorkspaceQueues', { query: { limit: 100, is_active: true } }),
-    refetchInterval: (query) => refreshIntervalMs(3 + (query.state.data?.data.length ?? 0)),
+    refetchInterval: (query) => refreshIntervalMs(3 + READS_PER_QUEUE * (query.state.data?.data.length ?? 0)),
   });
   // every read of the page at one pace: the queue list, each queue's stats, machines, failures
-  const every = refreshIntervalMs(3 + (queues.data?.data.length ?? 0));
+  const every = refreshIntervalMs(3 + READS_PER_QUEUE * (queues.data?.data.length ?? 0));
   return (
     <>
       <h1>{t.overview.title}</h1>
@@ -67,6 +70,7 @@ function QueueCard({ queue, every }: { queue: Queue; every: number }) {
         <Link to={`/queues/${queue.id}`} aria-label={t.overview.queueLink(queue.name)}>{queue.name}</Link>{' '}
         {(stats.data?.data.is_paused ?? queue.is_paused) && <span className="badge badge-paused">{t.overview.paused}</span>}
       </h3>
+      <QueueSparkline queueId={queue.id} name={queue.name} every={every} />
       {stats.isPending ? <Loading />
         : stats.isError ? <ErrorState error={stats.error} onRetry={() => void stats.refetch()} />
         : <QueueFigures name={queue.name} stats={stats.data.data} />}

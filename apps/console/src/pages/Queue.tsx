@@ -2,6 +2,7 @@ import { useEffect, useState, type FormEvent } from 'react';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { BulkActions } from '../components/BulkActions';
+import { QueueCharts } from '../charts/SeriesCharts';
 import { Pager } from '../components/Pager';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { StatusBadge } from '../components/StatusBadge';
@@ -98,6 +99,8 @@ export function QueuePage() {
       <section aria-label={t.overview.countsCaption(q.name)} className="card wide">
         {stats.isPending ? <Loading /> : stats.isError ? <ErrorState error={stats.error} onRetry={() => void stats.refetch()} /> : <QueueFigures name={q.name} stats={stats.data.data} />}
       </section>
+
+      <QueueCharts queueId={queueId} every={REFRESH_MS} />
 
       <section aria-labelledby="items-title">
         <h2 id="items-title">{t.queue.items}</h2>

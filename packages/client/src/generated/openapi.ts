@@ -1125,6 +1125,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/settings/machines/series": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Busy slots over time
+         * @description Per-minute samples of the active machines' busy and total slots (taken by the dispatcher), bucketed: `window=hour` (default) by minute, `window=day` by 5 minutes, each bucket its highest sample. `total`: every active machine together; `machines`: the first 20 by name. Any member of the workspace.
+         *
+         *     **Auth:** `Authorization: Bearer <access token>`.
+         *
+         *     **Rate limit:** 120 requests per minute per access token.
+         */
+        get: operations["getMachineSeries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/settings/processes": {
         parameters: {
             query?: never;
@@ -1455,6 +1479,30 @@ export interface paths {
          *     **Rate limit:** 120 requests per minute per access token.
          */
         post: operations["resumeQueue"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings/queues/{queue_id}/series": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A queue over time
+         * @description Bucketed series for charts: items completed and failed, backlog and items in progress (per-minute samples taken by the dispatcher), and the 50th and 95th percentiles of processing time (a per-minute histogram). `window=hour` (default): the current minute and the 59 before; `window=day`: the last 24 hours by 5 minutes. The same buckets as the stats' last-hour figures. Any member of the workspace; another workspace's queue → 404.
+         *
+         *     **Auth:** `Authorization: Bearer <access token>`.
+         *
+         *     **Rate limit:** 120 requests per minute per access token.
+         */
+        get: operations["getQueueSeries"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -9059,6 +9107,125 @@ export interface operations {
             };
         };
     };
+    getMachineSeries: {
+        parameters: {
+            query?: {
+                /** @description `hour`: the current minute and the 59 before, by minute; `day`: the last 24 hours by 5 minutes */
+                window?: "hour" | "day";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description The active machines by name, at most 20 */
+                            machines: {
+                                /** Format: uuid */
+                                id: string;
+                                name: string;
+                                points: {
+                                    /**
+                                     * Format: date-time
+                                     * @description Start of the bucket
+                                     */
+                                    at: string;
+                                    /** @description Slots running a job, the highest of the bucket's per-minute samples; null when no sample was taken in the bucket */
+                                    busy: number | null;
+                                    /** @description Slots of the machine(s) at that time; null when no sample was taken in the bucket */
+                                    slots: number | null;
+                                }[];
+                            }[];
+                            /** @description Length of a bucket: 60 for the hour, 300 for the day */
+                            step_seconds: number;
+                            /** @description Every active machine of the workspace together, bucket by bucket */
+                            total: {
+                                /**
+                                 * Format: date-time
+                                 * @description Start of the bucket
+                                 */
+                                at: string;
+                                /** @description Slots running a job, the highest of the bucket's per-minute samples; null when no sample was taken in the bucket */
+                                busy: number | null;
+                                /** @description Slots of the machine(s) at that time; null when no sample was taken in the bucket */
+                                slots: number | null;
+                            }[];
+                            /** @enum {string} */
+                            window: "hour" | "day";
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description VALIDATION_ERROR — invalid path, query or body, including malformed JSON, U+0000 or an unpaired UTF-16 surrogate in any string or field name, and nesting deeper than 64 levels. `error.details` is `[{field, message}]`; `detail` is `[{loc, msg, type}]`. Default message `Error de validación`. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED — too many requests in the one-minute window (`Retry-After` says when to retry). Default message `Límite de solicitudes excedido`; trigger routes also use QUOTA_EXCEEDED for an exhausted monthly quota. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR — unhandled error; only a generic message reaches the client. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     listWorkspaceProcesses: {
         parameters: {
             query?: {
@@ -11498,6 +11665,128 @@ export interface operations {
                             tenant_id: string;
                             /** Format: date-time */
                             updated_at: string;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED — credential missing or invalid (key absent, wrong, revoked, expired: `API key expirada`; token expired). Default message `Credenciales inválidas`. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description NOT_FOUND — resource missing or not in the caller's workspace. Default message `Recurso no encontrado`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description VALIDATION_ERROR — invalid path, query or body, including malformed JSON, U+0000 or an unpaired UTF-16 surrogate in any string or field name, and nesting deeper than 64 levels. `error.details` is `[{field, message}]`; `detail` is `[{loc, msg, type}]`. Default message `Error de validación`. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED — too many requests in the one-minute window (`Retry-After` says when to retry). Default message `Límite de solicitudes excedido`; trigger routes also use QUOTA_EXCEEDED for an exhausted monthly quota. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR — unhandled error; only a generic message reaches the client. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    getQueueSeries: {
+        parameters: {
+            query?: {
+                /** @description `hour`: the current minute and the 59 before, by minute; `day`: the last 24 hours by 5 minutes */
+                window?: "hour" | "day";
+            };
+            header?: never;
+            path: {
+                queue_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description Every bucket of the window, oldest first, the current one last (partly elapsed) */
+                            points: {
+                                /**
+                                 * Format: date-time
+                                 * @description Start of the bucket
+                                 */
+                                at: string;
+                                /** @description Items `new` (ready or postponed) at the highest of the bucket's per-minute samples; null when no sample was taken in the bucket */
+                                backlog: number | null;
+                                /** @description Items that became completed in the bucket */
+                                completed: number;
+                                /** @description Times an item became failed in the bucket */
+                                failed: number;
+                                /** @description Items held by a robot, the highest of the bucket's per-minute samples; null when no sample was taken in the bucket */
+                                in_progress: number | null;
+                                /** @description 50th percentile of the processing time (ms) of the items completed in the bucket, from a histogram with four buckets per doubling (within ±9%); null when none */
+                                p50_ms: number | null;
+                                /** @description 95th percentile of the processing time (ms) of the items completed in the bucket, from a histogram with four buckets per doubling (within ±9%); null when none */
+                                p95_ms: number | null;
+                            }[];
+                            /** @description Length of a bucket: 60 for the hour, 300 for the day */
+                            step_seconds: number;
+                            /** @enum {string} */
+                            window: "hour" | "day";
                         };
                         /** @constant */
                         success: true;

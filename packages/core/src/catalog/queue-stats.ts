@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { Queryable } from '../db/sql';
 import { DateTime, Nullable } from '../validation/formats';
+import { SERIES_RETENTION_HOURS } from './queue-series';
 import { loadQueueItemCounts, type QueueRow } from './queues';
 
 /** How close a deadline must be for its unfinished item to count as at risk. */
@@ -69,8 +70,18 @@ export async function readQueueStats(sql: Queryable, queue: Pick<QueueRow, 'id' 
   };
 }
 
-/** Drops per-minute buckets older than two hours (the dispatcher's periodic purge). */
+/**
+ * Drops per-minute buckets, histograms and samples past the series' retention (the dispatcher's
+ * periodic purge): the charts read a day back (docs/decisions/queue-series.md).
+ */
 export async function purgeQueueStatBuckets(sql: Queryable): Promise<number> {
-  const res = await sql`delete from queue_item_minutes where minute < now() - interval '2 hours'`;
-  return res.count;
+  const h = SERIES_RETENTION_HOURS;
+  const counts = await Promise.all([
+    sql`delete from queue_item_minutes where minute < now() - make_interval(hours => ${h})`,
+    sql`delete from queue_item_minute_times where minute < now() - make_interval(hours => ${h})`,
+    sql`delete from queue_minute_samples where minute < now() - make_interval(hours => ${h})`,
+    sql`delete from machine_minute_samples where minute < now() - make_interval(hours => ${h})`,
+    sql`delete from stat_sample_minutes where minute < now() - make_interval(hours => ${h})`,
+  ]);
+  return counts.reduce((n, r) => n + r.count, 0);
 }

@@ -1,12 +1,12 @@
 import type { TSchema } from '@sinclair/typebox';
 import {
-  IdParams, MachineCreate, MachineListQuery, MachineResponse, MachineUpdate, MachineWithKeyResponse,
+  IdParams, MachineCreate, MachineSeriesResponse, SERIES_MAX_MACHINES, SeriesQuery, MachineListQuery, MachineResponse, MachineUpdate, MachineWithKeyResponse,
   toMachineResponse, type MachineRow,
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../../http/router';
 import { addRoute, type RouteContext } from '../../http/route';
 import { ok } from '../../http/respond';
-import { ADMIN, addCrudRoutes, tenantOf, userActorOf } from './crud';
+import { ADMIN, MEMBER, addCrudRoutes, tenantOf, userActorOf } from './crud';
 
 /**
  * /api/v1/settings/machines: robot hosts (record: docs/decisions/machine-record.md). Create and
@@ -53,6 +53,25 @@ export function machineSettingsRoutes(rc: RouteContext): AppRouter {
     const { id } = input.params();
     const { row, machineKey } = await catalog.machines.rotateKey(userActorOf(ctx), tenantOf(ctx), id);
     ok(ctx, { ...toMachineResponse(row), machine_key: machineKey });
+  });
+
+  // before the CRUD routes, so that `series` is not taken for a machine's id
+  addRoute(router, rc, {
+    method: 'get',
+    path: '/settings/machines/series',
+    operationId: 'getMachineSeries',
+    summary: 'Busy slots over time',
+    description:
+      'Per-minute samples of the active machines\' busy and total slots (taken by the dispatcher), bucketed: `window=hour` ' +
+      `(default) by minute, \`window=day\` by 5 minutes, each bucket its highest sample. \`total\`: every active machine together; \`machines\`: the first ${SERIES_MAX_MACHINES} by name. ` +
+      'Any member of the workspace.',
+    tags,
+    auth: MEMBER,
+    query: SeriesQuery,
+    response: MachineSeriesResponse,
+    errors: [422],
+  }, async (ctx, input) => {
+    ok(ctx, await catalog.machines.series(tenantOf(ctx), input.query()));
   });
 
   addCrudRoutes<MachineRow>(router, rc, {

@@ -1,5 +1,5 @@
 import {
-  DEADLINE_RISK_MINUTES, JobExportQuery, JobExportRecord, JobIdParams, JobInputBody, JobListQuery, QueueItemExportQuery, JobLogsResponse, JobResponse, QueueItemListQuery, QueueItemResponse, QueuePathParams, QueueStatsResponse, StopJobResponse,
+  DEADLINE_RISK_MINUTES, JobExportQuery, JobExportRecord, JobIdParams, JobInputBody, JobListQuery, QueueItemExportQuery, JobLogsResponse, JobResponse, QueueItemListQuery, QueueItemResponse, QueuePathParams, QueueSeriesResponse, QueueStatsResponse, SeriesQuery, StopJobResponse,
   toJobResponse, toQueueItemResponse, toStopJobResponse, TriggerJobBody,
 } from '@svc/core';
 import { createRouter, type AppRouter } from '../../http/router';
@@ -79,6 +79,27 @@ export function workSettingsRoutes(rc: RouteContext): AppRouter {
   }, async (ctx, input) => {
     const queue = await deps.engine.catalog.queues.get(tenantOf(ctx), input.params().queue_id);
     ok(ctx, await deps.engine.catalog.queues.stats(queue));
+  });
+
+  addRoute(router, rc, {
+    method: 'get',
+    path: '/settings/queues/:queue_id/series',
+    operationId: 'getQueueSeries',
+    summary: 'A queue over time',
+    description:
+      'Bucketed series for charts: items completed and failed, backlog and items in progress (per-minute samples taken by ' +
+      'the dispatcher), and the 50th and 95th percentiles of processing time (a per-minute histogram). `window=hour` (default): ' +
+      'the current minute and the 59 before; `window=day`: the last 24 hours by 5 minutes. The same buckets as the stats\' ' +
+      'last-hour figures. Any member of the workspace; another workspace\'s queue → 404.',
+    tags: ['settings: queues'],
+    auth: MEMBER,
+    params: QueuePathParams,
+    query: SeriesQuery,
+    response: QueueSeriesResponse,
+    errors: [404, 422],
+  }, async (ctx, input) => {
+    const queue = await deps.engine.catalog.queues.get(tenantOf(ctx), input.params().queue_id);
+    ok(ctx, await deps.engine.catalog.queues.series(queue, input.query()));
   });
 
   addRoute(router, rc, {
