@@ -124,10 +124,10 @@ describe('the console\'s catalogue pages in a browser', () => {
     await nav('Máquinas').click();
     await page.getByRole('button', { name: 'Nueva máquina' }).click();
     await page.getByLabel('Nombre', { exact: true }).fill('Robot-01');
-    await page.getByLabel('Ranuras').fill('0');
+    await page.getByLabel('Ranuras', { exact: true }).fill('0');
     await page.getByRole('button', { name: 'Guardar' }).click();
     await page.locator('#slots-error').waitFor(); // the API's range message by the field
-    await page.getByLabel('Ranuras').fill('2');
+    await page.getByLabel('Ranuras', { exact: true }).fill('2');
     await page.getByRole('button', { name: 'Guardar' }).click();
     await page.getByRole('heading', { name: 'Clave de la máquina «Robot-01»' }).waitFor();
     const key = await page.getByLabel('Clave secreta').inputValue();
@@ -154,7 +154,7 @@ describe('the console\'s catalogue pages in a browser', () => {
 
     // edit slots, kind and description
     await page.getByRole('button', { name: 'Editar la máquina Robot-01' }).click();
-    await page.getByLabel('Ranuras').fill('3');
+    await page.getByLabel('Ranuras', { exact: true }).fill('3');
     await page.getByLabel('Tipo').selectOption('attended');
     await page.getByLabel('Descripción').fill('Escritorio de Ana');
     await page.getByRole('button', { name: 'Guardar' }).click();
