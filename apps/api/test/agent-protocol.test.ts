@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { connect, type Robot } from '@svc/agent';
 import { seedWorkspace, waitFor } from '@svc/testing';
-import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { createAgentHub, type AgentHub } from '../src/agent/hub';
 
 /**
@@ -38,7 +38,8 @@ describe('the machine protocol', () => {
 
   const trigger = (key: string, body: Record<string, unknown>) =>
     t.http.post('/api/v1/jobs/trigger').set('X-API-Key', key).send(body);
-  const jobOf = async (key: string, id: string) => (await t.http.get(`/api/v1/jobs/${id}`).set('X-API-Key', key)).body.data;
+  /** A job as an integrator reads it, through the typed client (@svc/client). */
+  const jobOf = (key: string, id: string) => apiClient(t, { apiKey: key }).call('getJob', { path: { job_id: id } });
 
   it('runs a job triggered through the API on a robot that holds only its machine key, and stops one', async () => {
     const ws = await seedWorkspace(t.sql);
@@ -68,8 +69,8 @@ describe('the machine protocol', () => {
     const job = await jobOf(ws.key, id);
     expect(job.output_data).toEqual({ doubled: 42 });
     expect(job.progress_percent).toBe(50);
-    const logs = await t.http.get(`/api/v1/settings/jobs/${id}/logs`).set('Authorization', `Bearer ${ws.adminToken}`);
-    expect(logs.text).toContain('línea del robot');
+    const logs = await apiClient(t, { token: ws.adminToken }).call('readJobLogs', { path: { job_id: id } });
+    expect(logs.logs).toContain('línea del robot');
 
     const long = await trigger(ws.key, { process_id: process_.id, machine_id: machine.row.id, input_data: { wait: true } });
     const longId = long.body.data.id as string;

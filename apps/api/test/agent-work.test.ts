@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { Children, itemStatusCounts, seedWorkspace, waitFor } from '@svc/testing';
-import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { createAgentHub, type AgentHub } from '../src/agent/hub';
 
 /**
@@ -63,9 +63,8 @@ it('takes and settles a consumer job\'s items over the socket; a repeated take h
   const machine = await ws.machine();
   const robot = await rawRobot(machine.machineKey);
   const queue = await ws.queue({ consumer_process_id: proc.id, max_consumers: 1, max_retries: 0 });
-  const added = await t.http.post(`/api/v1/queues/by-name/${queue.name}/items/bulk`).set('X-API-Key', ws.key)
-    .send({ items: [1, 2, 3, 4, 5].map((n) => ({ n })) });
-  expect(added.status).toBe(200);
+  const added = await apiClient(t, { apiKey: ws.key }).call('addQueueItems', { path: { name: queue.name }, body: { items: [1, 2, 3, 4, 5].map((n) => ({ n })) } });
+  expect(added).toEqual({ added: 5 });
   const start = await robot.pushed('job.start', (m) => m.job.queue_id === queue.id);
   const run = { job_id: start.job.id as string, attempt: start.job.attempt as number };
 
@@ -130,11 +129,12 @@ it('asks a person over the socket: the job waits, the answer is pushed and read,
   const proc = await ws.process();
   const machine = await ws.machine();
   const robot = await rawRobot(machine.machineKey);
-  const admin = { Authorization: `Bearer ${ws.adminToken}` };
+  // the API side as an integrator and an admin call it: through the typed client (@svc/client)
+  const integrator = apiClient(t, { apiKey: ws.key });
+  const admin = apiClient(t, { token: ws.adminToken });
   const trigger = async () => {
-    const res = await t.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key).send({ process_id: proc.id, machine_id: machine.row.id });
-    expect(res.status).toBe(201);
-    const start = await robot.pushed('job.start', (m) => m.job.id === res.body.data.id);
+    const job = await integrator.call('triggerJob', { body: { process_id: proc.id, machine_id: machine.row.id } });
+    const start = await robot.pushed('job.start', (m) => m.job.id === job.id);
     return { job_id: start.job.id as string, attempt: start.job.attempt as number };
   };
   const run = await trigger();
@@ -142,8 +142,8 @@ it('asks a person over the socket: the job waits, the answer is pushed and read,
   expect(hostile.error?.code).toBe('VALIDATION_ERROR');
   expect((await robot.request({ type: 'job.input.ask', ...run, prompt: '¿Aprobar?', options: { choices: ['sí', 'no'] } })).result).toEqual({ waiting: true });
   expect((await robot.request({ type: 'job.input.read', ...run })).result).toMatchObject({ status: 'waiting_input', answer: null });
-  const answered = await t.http.post(`/api/v1/settings/jobs/${run.job_id}/input`).set(admin).send({ value: 'sí' });
-  expect(answered.status).toBe(200);
+  const answered = await admin.call('answerJobInput', { path: { job_id: run.job_id }, body: { value: 'sí' } });
+  expect(answered.status).toBe('running');
   await robot.pushed('job.input', (m) => m.job_id === run.job_id);
   expect((await robot.request({ type: 'job.input.read', ...run })).result).toMatchObject({ status: 'running', answer: { value: 'sí' } });
   expect((await robot.request({ type: 'job.finish', ...run, status: 'completed' })).result).toEqual({ status: 'completed' });
@@ -153,7 +153,7 @@ it('asks a person over the socket: the job waits, the answer is pushed and read,
   const ask = { type: 'job.input.ask', ...second, prompt: '¿Seguir?', options: { choices: ['sí'] } };
   expect((await robot.request(ask)).result).toEqual({ waiting: true });
   expect((await robot.request({ ...ask, repeat: true })).result).toEqual({ waiting: true });
-  expect((await t.http.post(`/api/v1/jobs/${second.job_id}/stop`).set('X-API-Key', ws.key)).status).toBe(200);
+  expect((await integrator.call('stopJob', { path: { job_id: second.job_id } })).stop_requested).toBe(true);
   await waitFor('the job stopped', async () => (await t.sql`select status from jobs where id = ${second.job_id}`)[0]!.status === 'stopped');
   expect((await robot.request({ type: 'job.input.read', ...second })).result).toMatchObject({ status: 'stopped' });
   robot.sock.close();
@@ -163,18 +163,15 @@ it('reads its workspace\'s assets for a run it holds, audits a credential read, 
   const ws = await seedWorkspace(t.sql);
   const proc = await ws.process();
   const machine = await ws.machine();
-  const admin = { Authorization: `Bearer ${ws.adminToken}` };
-  const created = await t.http.post('/api/v1/settings/assets').set(admin)
-    .send({ name: 'erp-login', type: 'credential', values: { production: { username: 'bot', password: 'S3cret-Pw' }, staging: { username: 'qa', password: 'Qa-Pw' } } });
-  expect(created.status).toBe(201);
+  await apiClient(t, { token: ws.adminToken }).call('createAsset', {
+    body: { name: 'erp-login', type: 'credential', values: { production: { username: 'bot', password: 'S3cret-Pw' }, staging: { username: 'qa', password: 'Qa-Pw' } } },
+  });
   const other = await seedWorkspace(t.sql);
-  const theirs = await t.http.post('/api/v1/settings/assets').set({ Authorization: `Bearer ${other.adminToken}` })
-    .send({ name: 'only-theirs', type: 'text', values: { production: 'x' } });
-  expect(theirs.status).toBe(201);
+  await apiClient(t, { token: other.adminToken }).call('createAsset', { body: { name: 'only-theirs', type: 'text', values: { production: 'x' } } });
 
   const robot = await rawRobot(machine.machineKey);
-  const res = await t.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key).send({ process_id: proc.id, machine_id: machine.row.id });
-  const start = await robot.pushed('job.start', (m) => m.job.id === res.body.data.id);
+  const job = await apiClient(t, { apiKey: ws.key }).call('triggerJob', { body: { process_id: proc.id, machine_id: machine.row.id } });
+  const start = await robot.pushed('job.start', (m) => m.job.id === job.id);
   const run = { job_id: start.job.id as string, attempt: start.job.attempt as number };
 
   const read = await robot.request({ type: 'asset.get', ...run, name: 'erp-login' });

@@ -1,6 +1,7 @@
 import { SCOPES, sha256 } from '@svc/core/internals';
 import { seedApiKey, seedTenant, seedUser } from '@svc/testing';
-import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import type { BodyOf } from '@svc/client';
+import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -43,7 +44,11 @@ describe('API key management', () => {
   const revoke = (id: string, token = admin) => t.http.delete(`/api/v1/settings/api-keys/${id}`).set(auth(token));
   const list = (query = '', token = admin) => t.http.get(`/api/v1/settings/api-keys${query}`).set(auth(token));
   const useKey = (key: string) => t.http.get('/api/v1/processes/list').set('X-API-Key', key);
-  const minimal = () => ({ name: `key-${++n}`, scopes: ['processes:read'] });
+  const minimal = (): BodyOf<'createApiKey'> => ({ name: `key-${++n}`, scopes: ['processes:read'] });
+  /** Well-formed calls whose answers a test reads: through the typed client, as the console makes them. */
+  const api = (token = admin) => apiClient(t, { token });
+  const make = (body: BodyOf<'createApiKey'>) => api().call('createApiKey', { body });
+  const page = (query: { page?: number; limit?: number } = {}, token = admin) => api(token).request('listWorkspaceApiKeys', { query });
   const keyCount = async () => (await t.sql`select count(*)::int as c from api_keys where tenant_id = ${tenant}`)[0]!.c as number;
 
   describe('who may call it', () => {
@@ -83,14 +88,13 @@ describe('API key management', () => {
 
   describe('available scopes', () => {
     it('returns the whole catalogue with scope, description and group', async () => {
-      const res = await t.http.get('/api/v1/settings/api-keys/available-scopes').set(auth(admin));
-      expect(res.status).toBe(200);
-      expect(res.body.success).toBe(true);
-      expect(res.body.data).toEqual(SCOPES.map((s) => ({ scope: s.scope, description: s.description, group: s.group })));
-      expect(res.body.data.map((s: { scope: string }) => s.scope).sort()).toEqual([
+      const res = await api().request('listApiKeyScopes');
+      expect(res.success).toBe(true);
+      expect(res.data).toEqual(SCOPES.map((s) => ({ scope: s.scope, description: s.description, group: s.group })));
+      expect(res.data.map((s) => s.scope).sort()).toEqual([
         'assets:read', 'jobs:read', 'jobs:stop', 'jobs:write', 'machines:read', 'processes:read', 'queues:read', 'queues:write',
       ]);
-      expect(Object.fromEntries(res.body.data.map((s: { scope: string; group: string }) => [s.scope, s.group]))).toEqual({
+      expect(Object.fromEntries(res.data.map((s) => [s.scope, s.group]))).toEqual({
         'assets:read': 'credentials', 'queues:read': 'queues', 'queues:write': 'queues', 'jobs:read': 'executions',
         'jobs:write': 'executions', 'jobs:stop': 'executions', 'processes:read': 'processes', 'machines:read': 'machines',
       });
@@ -135,27 +139,24 @@ describe('API key management', () => {
     });
 
     it('accepts the minimal body: no expiry, no IP restriction, every environment', async () => {
-      const res = await create({ name: 'ab', scopes: ['assets:read'] });
-      expect(res.status).toBe(201);
-      expect(res.body.data).toMatchObject({ name: 'ab', expires_at: null, allowed_ips: null, environments: null, scopes: ['assets:read'] });
-      const explicit = await create({ name: 'nulls', scopes: ['jobs:stop'], expires_at: null, allowed_ips: null, environments: null });
-      expect(explicit.status).toBe(201);
-      expect(explicit.body.data).toMatchObject({ expires_at: null, allowed_ips: null, environments: null });
+      const made = await make({ name: 'ab', scopes: ['assets:read'] });
+      expect(made).toMatchObject({ name: 'ab', expires_at: null, allowed_ips: null, environments: null, scopes: ['assets:read'] });
+      const explicit = await make({ name: 'nulls', scopes: ['jobs:stop'], expires_at: null, allowed_ips: null, environments: null });
+      expect(explicit).toMatchObject({ expires_at: null, allowed_ips: null, environments: null });
     });
 
     it('issues a key that authenticates at once, and two keys never share a secret', async () => {
-      const a = (await create(minimal())).body.data;
-      const b = (await create(minimal())).body.data;
+      const a = await make(minimal());
+      const b = await make(minimal());
       expect(a.key).not.toBe(b.key);
       const res = await useKey(a.key);
       expect(res.status).toBe(200);
     });
 
     it('trims the name and keeps each scope once', async () => {
-      const res = await create({ name: '  CI pipeline  ', scopes: ['jobs:read', 'jobs:read', 'jobs:write'] });
-      expect(res.status).toBe(201);
-      expect(res.body.data.name).toBe('CI pipeline');
-      expect(res.body.data.scopes).toEqual(['jobs:read', 'jobs:write']);
+      const made = await make({ name: '  CI pipeline  ', scopes: ['jobs:read', 'jobs:read', 'jobs:write'] });
+      expect(made.name).toBe('CI pipeline');
+      expect(made.scopes).toEqual(['jobs:read', 'jobs:write']);
     });
 
     it.each<[string, unknown, string]>([
@@ -210,7 +211,7 @@ describe('API key management', () => {
     });
 
     it('writes a create_api_key audit row for the admin, without the secret', async () => {
-      const k = (await create({ ...minimal(), allowed_ips: ['192.0.2.0/24'] })).body.data;
+      const k = await make({ ...minimal(), allowed_ips: ['192.0.2.0/24'] });
       const rows = await t.sql`select * from audit_log where resource_id = ${k.id}`;
       expect(rows).toHaveLength(1);
       expect(rows[0]).toMatchObject({
@@ -224,33 +225,31 @@ describe('API key management', () => {
 
   describe('list', () => {
     it('returns the workspace keys newest first, paged, never with a secret', async () => {
-      const created: Array<Record<string, unknown> & { id: string; key: string }> = [];
-      for (let i = 0; i < 3; i++) created.push((await create(minimal())).body.data);
+      const created: Array<Awaited<ReturnType<typeof make>>> = [];
+      for (let i = 0; i < 3; i++) created.push(await make(minimal()));
       const total = await keyCount();
-      const res = await list('?limit=2');
-      expect(res.status).toBe(200);
-      expect(res.body.success).toBe(true);
-      expect(res.body.meta).toEqual({ page: 1, limit: 2, total, pages: Math.ceil(total / 2) });
-      expect(res.body.data.map((k: { id: string }) => k.id)).toEqual([created[2].id, created[1].id]);
-      for (const k of res.body.data) expect(Object.keys(k).sort()).toEqual(RECORD_FIELDS);
-      const second = await list('?limit=2&page=2');
-      expect(second.body.data[0].id).toBe(created[0].id);
-      const all = await list('?limit=100');
-      expect(all.body.data).toHaveLength(total);
-      expect(all.body.data.find((k: { id: string }) => k.id === created[1].id)).toEqual((({ key: _k, ...rest }) => rest)(created[1]));
-      expect(JSON.stringify(all.body)).not.toContain(created[0].key);
+      const res = await page({ limit: 2 });
+      expect(res.success).toBe(true);
+      expect(res.meta).toEqual({ page: 1, limit: 2, total, pages: Math.ceil(total / 2) });
+      expect(res.data.map((k) => k.id)).toEqual([created[2]!.id, created[1]!.id]);
+      for (const k of res.data) expect(Object.keys(k).sort()).toEqual(RECORD_FIELDS);
+      const second = await page({ limit: 2, page: 2 });
+      expect(second.data[0]!.id).toBe(created[0]!.id);
+      const all = await page({ limit: 100 });
+      expect(all.data).toHaveLength(total);
+      expect(all.data.find((k) => k.id === created[1]!.id)).toEqual((({ key: _k, ...rest }) => rest)(created[1]!));
+      expect(JSON.stringify(all)).not.toContain(created[0]!.key);
     });
 
     it('defaults to page 1 and 20 per page', async () => {
-      const res = await list();
-      expect(res.body.meta).toMatchObject({ page: 1, limit: 20 });
+      expect((await page()).meta).toMatchObject({ page: 1, limit: 20 });
     });
 
     it('never shows another workspace its keys', async () => {
-      const mine = await list('?limit=100');
-      expect(mine.body.data.map((k: { id: string }) => k.id)).not.toContain(otherKeyId);
-      const theirs = await list('?limit=100', otherAdmin);
-      expect(theirs.body.data.map((k: { id: string }) => k.id)).toEqual([otherKeyId]);
+      const mine = await page({ limit: 100 });
+      expect(mine.data.map((k) => k.id)).not.toContain(otherKeyId);
+      const theirs = await page({ limit: 100 }, otherAdmin);
+      expect(theirs.data.map((k) => k.id)).toEqual([otherKeyId]);
     });
 
     it.each([['page=0'], ['page=501'], ['limit=0'], ['limit=101'], ['limit=abc']])('refuses %s with 422', async (q) => {
@@ -262,12 +261,9 @@ describe('API key management', () => {
 
   describe('rotate', () => {
     it('issues a new secret for the same record; the old one stops working at once', async () => {
-      const body = { name: 'rotating', scopes: ['processes:read', 'jobs:read'], allowed_ips: ['0.0.0.0/0', '::/0'], environments: ['dev'], expires_at: future() };
-      const before = (await create(body)).body.data;
+      const before = await make({ name: 'rotating', scopes: ['processes:read', 'jobs:read'], allowed_ips: ['0.0.0.0/0', '::/0'], environments: ['dev'], expires_at: future() });
       expect((await useKey(before.key)).status).toBe(200); // now cached in this process
-      const res = await rotate(before.id);
-      expect(res.status).toBe(200);
-      const after = res.body.data;
+      const after = await api().call('rotateApiKey', { path: { key_id: before.id } });
       expect(Object.keys(after).sort()).toEqual([...RECORD_FIELDS, 'key'].sort());
       expect(after.key).toMatch(KEY);
       expect(after.key).not.toBe(before.key);
@@ -285,14 +281,14 @@ describe('API key management', () => {
       const [row] = await t.sql`select key_hash, prefix, rotated_at from api_keys where id = ${before.id}`;
       expect(Buffer.compare(row!.key_hash, sha256(after.key))).toBe(0);
       expect(row!.rotated_at).toBeInstanceOf(Date);
-      const listed = (await list('?limit=100')).body.data.find((k: { id: string }) => k.id === before.id);
-      expect(listed.prefix).toBe(after.prefix);
-      expect(listed.key).toBeUndefined();
+      const listed = (await page({ limit: 100 })).data.find((k) => k.id === before.id);
+      expect(listed?.prefix).toBe(after.prefix);
+      expect(listed && 'key' in listed).toBe(false);
     });
 
     it('writes a rotate_api_key audit row without either secret', async () => {
-      const k = (await create(minimal())).body.data;
-      const r = (await rotate(k.id)).body.data;
+      const k = await make(minimal());
+      const r = await api().call('rotateApiKey', { path: { key_id: k.id } });
       const rows = await t.sql`select * from audit_log where resource_id = ${k.id} and action = 'rotate_api_key'`;
       expect(rows).toHaveLength(1);
       expect(rows[0]).toMatchObject({ actor_type: 'user', actor_id: adminId, source: 'api', resource_type: 'api_key' });
@@ -315,23 +311,20 @@ describe('API key management', () => {
     });
 
     it('refuses to rotate a revoked key with 409', async () => {
-      const k = (await create(minimal())).body.data;
-      await revoke(k.id);
-      const res = await rotate(k.id);
-      expect(res.status).toBe(409);
-      expect(res.body.error.code).toBe('CONFLICT');
+      const k = await make(minimal());
+      await api().call('revokeApiKey', { path: { key_id: k.id } });
+      await expect(api().call('rotateApiKey', { path: { key_id: k.id } })).rejects.toMatchObject({ status: 409, code: 'CONFLICT' });
       expect((await useKey(k.key)).status).toBe(401);
     });
   });
 
   describe('revoke', () => {
     it('deactivates the key; it is rejected at once and the record says so', async () => {
-      const k = (await create(minimal())).body.data;
+      const k = await make(minimal());
       expect((await useKey(k.key)).status).toBe(200);
-      const res = await revoke(k.id);
-      expect(res.status).toBe(200);
-      expect(Object.keys(res.body.data).sort()).toEqual(RECORD_FIELDS);
-      expect(res.body.data).toMatchObject({ id: k.id, name: k.name, prefix: k.prefix, is_active: false });
+      const revoked = await api().call('revokeApiKey', { path: { key_id: k.id } });
+      expect(Object.keys(revoked).sort()).toEqual(RECORD_FIELDS);
+      expect(revoked).toMatchObject({ id: k.id, name: k.name, prefix: k.prefix, is_active: false });
       const denied = await useKey(k.key);
       expect(denied.status).toBe(401);
       expect(denied.body.error).toMatchObject({ code: 'UNAUTHORIZED', message: 'Credenciales inválidas' });
@@ -341,11 +334,10 @@ describe('API key management', () => {
     });
 
     it('is idempotent and audited once, without the secret', async () => {
-      const k = (await create(minimal())).body.data;
-      expect((await revoke(k.id)).status).toBe(200);
-      const again = await revoke(k.id);
-      expect(again.status).toBe(200);
-      expect(again.body.data.is_active).toBe(false);
+      const k = await make(minimal());
+      expect((await api().call('revokeApiKey', { path: { key_id: k.id } })).is_active).toBe(false);
+      const again = await api().call('revokeApiKey', { path: { key_id: k.id } });
+      expect(again.is_active).toBe(false);
       const rows = await t.sql`select * from audit_log where resource_id = ${k.id} and action = 'revoke_api_key'`;
       expect(rows).toHaveLength(1);
       expect(rows[0]).toMatchObject({ actor_type: 'user', actor_id: adminId, source: 'api' });
@@ -364,8 +356,8 @@ describe('API key management', () => {
   });
 
   it('keeps no secret anywhere in the database: only hashes and 12-character prefixes', async () => {
-    const k = (await create(minimal())).body.data;
-    const r = (await rotate(k.id)).body.data;
+    const k = await make(minimal());
+    const r = await api().call('rotateApiKey', { path: { key_id: k.id } });
     const tail = (s: string) => s.slice(12);
     const [dump] = await t.sql`
       select (select coalesce(string_agg(row_to_json(a)::text, ''), '') from api_keys a)

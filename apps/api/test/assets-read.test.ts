@@ -1,7 +1,7 @@
 import { type Environment } from '@svc/core';
 import { createAsset } from '@svc/core/internals';
 import { seedApiKey, seedTenant } from '@svc/testing';
-import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
 const url = (name: string, qs = '') => `/api/v1/assets/by-name/${encodeURIComponent(name)}${qs ? `?${qs}` : ''}`;
 
@@ -34,15 +34,17 @@ describe('GET /api/v1/assets/by-name/:name', () => {
     return { tenant, text, cred, key };
   }
 
+  /** A read as a robot or an integrator makes it, through the typed client (@svc/client). */
+  const readAsset = (key: string, name: string, environment?: Environment, headers?: Record<string, string>) =>
+    apiClient(t, { apiKey: key }).request('readAsset', { path: { name }, query: environment ? { environment } : {}, ...(headers ? { headers } : {}) });
+
   async function audits(tenantId: string) {
     return t.sql`select * from audit_log where tenant_id = ${tenantId} and action = 'read_asset' order by id`;
   }
 
   it('reads a text value: {id, name, type, description, environment, value}', async () => {
     const w = await workspace();
-    const res = await t.http.get(url('erp-url', 'environment=staging')).set('X-API-Key', await w.key(null));
-    expect(res.status).toBe(200);
-    expect(res.body).toEqual({
+    expect(await readAsset(await w.key(null), 'erp-url', 'staging')).toEqual({
       success: true,
       data: { id: w.text.id, name: 'erp-url', type: 'text', description: 'ERP base URL', environment: 'staging', value: 'https://erp.staging' },
     });
@@ -53,30 +55,29 @@ describe('GET /api/v1/assets/by-name/:name', () => {
     const key = await w.key(null);
     await createAsset(t.sql, t.config.assetEncryptionKey, w.tenant.id, { name: 'batch-size', type: 'integer', values: { production: 250 } });
     await createAsset(t.sql, t.config.assetEncryptionKey, w.tenant.id, { name: 'dry-run', type: 'boolean', values: { production: false } });
-    const n = await t.http.get(url('batch-size')).set('X-API-Key', key);
-    expect(n.body.data).toMatchObject({ type: 'integer', environment: 'production', value: 250 });
-    const b = await t.http.get(url('dry-run')).set('X-API-Key', key);
-    expect(b.body.data).toMatchObject({ type: 'boolean', environment: 'production', value: false });
+    const n = await readAsset(key, 'batch-size');
+    expect(n.data).toMatchObject({ type: 'integer', environment: 'production', value: 250 });
+    const b = await readAsset(key, 'dry-run');
+    expect(b.data).toMatchObject({ type: 'boolean', environment: 'production', value: false });
   });
 
   describe('choosing the environment', () => {
     it('defaults to production for a key that may read every environment', async () => {
       const w = await workspace();
-      const res = await t.http.get(url('erp-url')).set('X-API-Key', await w.key(null));
-      expect(res.body.data).toMatchObject({ environment: 'production', value: 'https://erp.prod' });
+      const res = await readAsset(await w.key(null), 'erp-url');
+      expect(res.data).toMatchObject({ environment: 'production', value: 'https://erp.prod' });
     });
 
     it('defaults to production when the key lists it among others', async () => {
       const w = await workspace();
-      const res = await t.http.get(url('erp-url')).set('X-API-Key', await w.key(['staging', 'production']));
-      expect(res.body.data).toMatchObject({ environment: 'production', value: 'https://erp.prod' });
+      const res = await readAsset(await w.key(['staging', 'production']), 'erp-url');
+      expect(res.data).toMatchObject({ environment: 'production', value: 'https://erp.prod' });
     });
 
     it('defaults to the only environment of a single-environment key', async () => {
       const w = await workspace();
-      const res = await t.http.get(url('erp-url')).set('X-API-Key', await w.key(['dev']));
-      expect(res.status).toBe(200);
-      expect(res.body.data).toMatchObject({ environment: 'dev', value: 'https://erp.dev' });
+      const res = await readAsset(await w.key(['dev']), 'erp-url');
+      expect(res.data).toMatchObject({ environment: 'dev', value: 'https://erp.dev' });
     });
 
     it('asks a key limited to several non-production environments to choose (422)', async () => {
@@ -85,8 +86,8 @@ describe('GET /api/v1/assets/by-name/:name', () => {
       const res = await t.http.get(url('erp-url')).set('X-API-Key', key);
       expect(res.status).toBe(422);
       expect(res.body.error.details).toEqual([{ field: 'query → environment', message: 'Indica el entorno: la API key puede leer dev, staging' }]);
-      const chosen = await t.http.get(url('erp-url', 'environment=staging')).set('X-API-Key', key);
-      expect(chosen.body.data).toMatchObject({ environment: 'staging', value: 'https://erp.staging' });
+      const chosen = await readAsset(key, 'erp-url', 'staging');
+      expect(chosen.data).toMatchObject({ environment: 'staging', value: 'https://erp.staging' });
     });
   });
 
@@ -124,13 +125,12 @@ describe('GET /api/v1/assets/by-name/:name', () => {
     it('decrypts the credential and writes one audit row per read, without the value', async () => {
       const w = await workspace();
       const { row: keyRow, key } = await seedApiKey(t.sql, w.tenant.id, { scopes: ['assets:read'], environments: null });
-      const res = await t.http.get(url('erp-login')).set('X-API-Key', key).set('X-Request-Id', 'read-cred-1');
-      expect(res.status).toBe(200);
-      expect(res.body.data).toEqual({
+      const res = await readAsset(key, 'erp-login', undefined, { 'X-Request-Id': 'read-cred-1' });
+      expect(res.data).toEqual({
         id: w.cred.id, name: 'erp-login', type: 'credential', description: null, environment: 'production',
         value: { username: 'prod-bot', password: 'Pr0d-S3cret!' },
       });
-      await t.http.get(url('erp-login', 'environment=dev')).set('X-API-Key', key);
+      expect((await readAsset(key, 'erp-login', 'dev')).data.value).toEqual({ username: 'dev-bot', password: 'dev-secret' });
 
       const rows = await audits(w.tenant.id);
       expect(rows).toHaveLength(2);
@@ -154,7 +154,7 @@ describe('GET /api/v1/assets/by-name/:name', () => {
 
     it('does not audit reads of plain values', async () => {
       const w = await workspace();
-      expect((await t.http.get(url('erp-url')).set('X-API-Key', await w.key(null))).status).toBe(200);
+      expect((await readAsset(await w.key(null), 'erp-url')).data.value).toBe('https://erp.prod');
       expect(await audits(w.tenant.id)).toHaveLength(0);
     });
   });
@@ -183,9 +183,8 @@ describe('GET /api/v1/assets/by-name/:name', () => {
 
     it('answers 404 with a clear message when the asset has no value for the environment', async () => {
       const w = await workspace();
-      const res = await t.http.get(url('erp-login', 'environment=staging')).set('X-API-Key', await w.key(null));
-      expect(res.status).toBe(404);
-      expect(res.body.error.message).toBe('El asset erp-login no tiene valor en el entorno staging');
+      await expect(readAsset(await w.key(null), 'erp-login', 'staging'))
+        .rejects.toMatchObject({ status: 404, code: 'NOT_FOUND', message: 'El asset erp-login no tiene valor en el entorno staging' });
       expect(await audits(w.tenant.id)).toHaveLength(0);
     });
   });

@@ -1,5 +1,6 @@
 import { seedQueue, seedTenant, seedUser } from '@svc/testing';
-import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import type { QueryOf } from '@svc/client';
+import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { bearer } from './settings-fixtures';
 
 const URL = '/api/v1/settings/audit-log';
@@ -27,61 +28,50 @@ describe('GET /api/v1/settings/audit-log', () => {
     const b = await seedTenant(t.sql);
     adminB = (await seedUser(t.sql, b.id, { role: 'admin' })).token;
     secrets.push(admin.token);
-    const as = bearer(admin.token);
+    // what an admin and an integrator do, through the typed client (@svc/client)
+    const console_ = apiClient(t, { token: admin.token });
 
     // keys: created, rotated, revoked (the secrets shown once must never be in the log)
-    const created = await t.http.post('/api/v1/settings/api-keys').set(as).send({ name: 'erp', scopes: ['jobs:write', 'jobs:stop', 'assets:read'] });
-    expect(created.status).toBe(201);
-    keyId = created.body.data.id;
-    const rotated = await t.http.post(`/api/v1/settings/api-keys/${keyId}/rotate`).set(as);
-    expect(rotated.status).toBe(200);
-    secrets.push(created.body.data.key, rotated.body.data.key);
-    const spare = await t.http.post('/api/v1/settings/api-keys').set(as).send({ name: 'spare', scopes: ['jobs:read'] });
-    secrets.push(spare.body.data.key);
-    expect((await t.http.delete(`/api/v1/settings/api-keys/${spare.body.data.id}`).set(as)).status).toBe(200);
-    const key = rotated.body.data.key as string;
+    const created = await console_.call('createApiKey', { body: { name: 'erp', scopes: ['jobs:write', 'jobs:stop', 'assets:read'] } });
+    keyId = created.id;
+    const rotated = await console_.call('rotateApiKey', { path: { key_id: keyId } });
+    secrets.push(created.key, rotated.key);
+    const spare = await console_.call('createApiKey', { body: { name: 'spare', scopes: ['jobs:read'] } });
+    secrets.push(spare.key);
+    await console_.call('revokeApiKey', { path: { key_id: spare.id } });
+    const integrator = apiClient(t, { apiKey: rotated.key });
 
     // catalogue changes, with a machine key and a credential value
-    const machine = await t.http.post('/api/v1/settings/machines').set(as).send({ name: 'robot-1' });
-    expect(machine.status).toBe(201);
-    secrets.push(machine.body.data.machine_key);
-    await t.sql`update machines set status = 'online', last_heartbeat_at = now() where id = ${machine.body.data.id}`;
-    const process = await t.http.post('/api/v1/settings/processes').set(as).send({ name: 'facturas' });
-    expect(process.status).toBe(201);
-    const cred = await t.http.post('/api/v1/settings/assets').set(as)
-      .send({ name: 'erp-login', type: 'credential', values: { production: { username: 'bot', password: 'Sup3r-S3cret-Pw' } } });
-    expect(cred.status).toBe(201);
+    const machine = await console_.call('createMachine', { body: { name: 'robot-1' } });
+    secrets.push(machine.machine_key);
+    await t.sql`update machines set status = 'online', last_heartbeat_at = now() where id = ${machine.id}`;
+    const process = await console_.call('createProcess', { body: { name: 'facturas' } });
+    await console_.call('createAsset', { body: { name: 'erp-login', type: 'credential', values: { production: { username: 'bot', password: 'Sup3r-S3cret-Pw' } } } });
     secrets.push('Sup3r-S3cret-Pw');
-    const read = await t.http.get('/api/v1/assets/by-name/erp-login?environment=production').set('X-API-Key', key);
-    expect(read.status).toBe(200);
+    await integrator.call('readAsset', { path: { name: 'erp-login' }, query: { environment: 'production' } });
 
     // triggers by API and by webhook, and a stop
-    const api = await t.http.post('/api/v1/jobs/trigger').set('X-API-Key', key).send({ process_id: process.body.data.id, machine_id: machine.body.data.id });
-    const hook = await t.http.post(`/api/v1/webhooks/trigger/${process.body.data.id}`).set('X-API-Key', key).send({ machine_id: machine.body.data.id });
-    expect([api.status, hook.status]).toEqual([201, 201]);
-    jobIds = [api.body.data.id, hook.body.data.id];
-    expect((await t.http.post(`/api/v1/jobs/${api.body.data.id}/stop`).set('X-API-Key', key)).status).toBe(200);
+    const api = await integrator.call('triggerJob', { body: { process_id: process.id, machine_id: machine.id } });
+    const hook = await integrator.call('triggerJobByWebhook', { path: { process_id: process.id }, body: { machine_id: machine.id } });
+    jobIds = [api.id, hook.id];
+    await integrator.call('stopJob', { path: { job_id: api.id } });
 
     // a review
     const queue = await seedQueue(t.sql, tenantId);
     queueId = queue.id as string;
     const [item] = await t.sql`insert into queue_items (tenant_id, queue_id, status, data) values (${tenantId}, ${queueId}, 'pending_review', '{}') returning id`;
     itemId = item!.id as string;
-    const approved = await t.http.post(`/api/v1/settings/queues/${queueId}/items/${itemId}/approve`).set(as).send({ comment: 'ok' });
-    expect(approved.status).toBe(200);
+    await console_.call('approveQueueItem', { path: { queue_id: queueId, item_id: itemId }, body: { comment: 'ok' } });
   });
   afterAll(() => t.close());
 
   const read = (query: Record<string, unknown> = {}, token = admin.token) => t.http.get(URL).query(query).set(bearer(token));
+  /** A page as the console reads it, through the typed client. */
+  const page = (query: QueryOf<'readAuditLog'> = {}, token = admin.token) => apiClient(t, { token }).request('readAuditLog', { query });
+  /** Every entry the filters match, following the cursor (the client's `list`). */
   const all = async (query: Record<string, unknown> = {}) => {
     const out: Array<Record<string, any>> = [];
-    let cursor: string | null = null;
-    do {
-      const res = await read({ ...query, limit: 100, ...(cursor ? { cursor } : {}) });
-      expect(res.status).toBe(200);
-      out.push(...res.body.data);
-      cursor = res.body.meta.next_cursor;
-    } while (cursor);
+    for await (const e of apiClient(t, { token: admin.token }).list('readAuditLog', { query: { ...query, limit: 100 } as QueryOf<'readAuditLog'> })) out.push(e);
     return out;
   };
 
@@ -150,19 +140,18 @@ describe('GET /api/v1/settings/audit-log', () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const res = await read({ limit: 2, ...(cursor ? { cursor } : {}) });
-      expect(res.status).toBe(200);
-      expect(res.body.meta.limit).toBe(2);
-      expect(res.body.data.length).toBeLessThanOrEqual(2);
-      seen.push(...res.body.data.map((e: { id: number }) => e.id));
-      cursor = res.body.meta.next_cursor;
+      const res = await page({ limit: 2, ...(cursor ? { cursor } : {}) });
+      expect(res.meta.limit).toBe(2);
+      expect(res.data.length).toBeLessThanOrEqual(2);
+      seen.push(...res.data.map((e) => e.id));
+      cursor = res.meta.next_cursor;
       pages++;
     } while (cursor && pages < 100);
     expect(seen).toEqual(everything);
     expect(new Set(seen).size).toBe(seen.length);
-    const last = await read({ limit: 100 });
-    expect(last.body.meta).toEqual({ limit: 100, next_cursor: null });
-    expect((await read()).body.meta.limit).toBe(50);
+    const last = await page({ limit: 100 });
+    expect(last.meta).toEqual({ limit: 100, next_cursor: null });
+    expect((await page()).meta.limit).toBe(50);
   });
 
   it('answers 422 to bad cursors, limits, dates, filters and hostile text, naming the field', async () => {
@@ -195,11 +184,10 @@ describe('GET /api/v1/settings/audit-log', () => {
   });
 
   it('shows a workspace only its own entries', async () => {
-    const other = await read({ limit: 100 }, adminB);
-    expect(other.status).toBe(200);
-    expect(other.body.data.some((e: { resource_id: string }) => e.resource_id === keyId)).toBe(false);
+    const other = await page({ limit: 100 }, adminB);
+    expect(other.data.some((e) => e.resource_id === keyId)).toBe(false);
     // another workspace's key id as a filter finds nothing
-    expect((await read({ actor_id: keyId }, adminB)).body.data).toEqual([]);
+    expect((await page({ actor_id: keyId }, adminB)).data).toEqual([]);
   });
 
   it('is for admins only: 401 without a token, 403 for a member', async () => {

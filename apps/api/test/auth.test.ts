@@ -1,6 +1,6 @@
 import { createUser, deactivateUser, issueAccessToken } from '@svc/core/internals';
 import { seedTenant, seedUser } from '@svc/testing';
-import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
 const PASSWORD = 'correct horse battery';
 
@@ -20,13 +20,16 @@ describe('user login, logout and /auth/me', () => {
 
   const loginAs = (email: string, password = PASSWORD) => t.http.post('/api/v1/auth/login').send({ email, password });
   const me = (token: string) => t.http.get('/api/v1/auth/me').set('Authorization', `Bearer ${token}`);
+  /** Well-formed calls whose answers a test reads: through the typed client, as the console makes them. */
+  const logIn = (email: string) => apiClient(t, {}).request('logIn', { body: { email, password: PASSWORD } });
+  const session = (token: string) => apiClient(t, { token }).call('getSession');
+  const tokenOf = async (email: string) => (await logIn(email)).data.access_token;
 
   it('logs in with email and password and returns a Bearer token with its expiry and the user', async () => {
     const before = Date.now();
-    const res = await loginAs('Ada.Admin@Example.test');
-    expect(res.status).toBe(200);
-    expect(res.body.success).toBe(true);
-    const data = res.body.data;
+    const res = await logIn('Ada.Admin@Example.test');
+    expect(res.success).toBe(true);
+    const data = res.data;
     expect(Object.keys(data).sort()).toEqual(['access_token', 'expires_at', 'token_type', 'user']);
     expect(data.token_type).toBe('Bearer');
     expect(data.access_token).toMatch(/^svc_at_[A-Za-z0-9_-]{43}$/);
@@ -34,12 +37,11 @@ describe('user login, logout and /auth/me', () => {
     expect(ttlMs).toBeGreaterThan(t.config.accessTokenTtlSeconds * 1000 - 60_000);
     expect(ttlMs).toBeLessThanOrEqual(t.config.accessTokenTtlSeconds * 1000 + 60_000);
     expect(data.user).toEqual({ id: admin.id, email: 'Ada.Admin@Example.test', name: 'Ada', role: 'admin', tenant_id: tenantId, must_change_password: false });
-    expect((await me(data.access_token)).status).toBe(200);
+    expect((await session(data.access_token)).id).toBe(admin.id);
   });
 
   it('stores only the SHA-256 of the token, never the token itself', async () => {
-    const res = await loginAs('mel.member@example.test');
-    const token: string = res.body.data.access_token;
+    const token = await tokenOf('mel.member@example.test');
     const rows = await t.sql`select token_hash, prefix from access_tokens where user_id = ${member.id}`;
     expect(rows.length).toBeGreaterThan(0);
     const hashes = rows.map((r) => (r.token_hash as Buffer).toString('hex'));
@@ -50,9 +52,7 @@ describe('user login, logout and /auth/me', () => {
   });
 
   it('matches the email case-insensitively', async () => {
-    const res = await loginAs('ADA.ADMIN@example.TEST');
-    expect(res.status).toBe(200);
-    expect(res.body.data.user.id).toBe(admin.id);
+    expect((await logIn('ADA.ADMIN@example.TEST')).data.user.id).toBe(admin.id);
   });
 
   it('answers a wrong password, an unknown email and an inactive user with the same 401', async () => {
@@ -74,7 +74,7 @@ describe('user login, logout and /auth/me', () => {
 
   it('stops accepting the tokens of a user once deactivated', async () => {
     const user = await createUser(t.sql, tenantId, { email: 'leaver@example.test', password: PASSWORD, role: 'admin' });
-    const token = (await loginAs('leaver@example.test')).body.data.access_token;
+    const token = await tokenOf('leaver@example.test');
     expect((await me(token)).status).toBe(200);
     await deactivateUser(t.sql, user.id);
     const res = await me(token);
@@ -83,14 +83,12 @@ describe('user login, logout and /auth/me', () => {
   });
 
   it('shows the role of the caller in /auth/me: admin and member', async () => {
-    const a = await me((await loginAs('ada.admin@example.test')).body.data.access_token);
-    expect(a.status).toBe(200);
-    expect(a.body.data).toMatchObject({ id: admin.id, role: 'admin', tenant_id: tenantId, email: 'Ada.Admin@Example.test', is_active: true });
-    expect(a.body.data.token.prefix).toMatch(/^svc_at_/);
-    expect(a.body.data).not.toHaveProperty('password_hash');
-    const m = await me((await loginAs('mel.member@example.test')).body.data.access_token);
-    expect(m.status).toBe(200);
-    expect(m.body.data).toMatchObject({ id: member.id, role: 'member', name: null });
+    const a = await session(await tokenOf('ada.admin@example.test'));
+    expect(a).toMatchObject({ id: admin.id, role: 'admin', tenant_id: tenantId, email: 'Ada.Admin@Example.test', is_active: true });
+    expect(a.token.prefix).toMatch(/^svc_at_/);
+    expect(a).not.toHaveProperty('password_hash');
+    const m = await session(await tokenOf('mel.member@example.test'));
+    expect(m).toMatchObject({ id: member.id, role: 'member', name: null });
   });
 
   it('rejects /auth/me without a token, with a malformed header and with an unknown token', async () => {
@@ -116,11 +114,9 @@ describe('user login, logout and /auth/me', () => {
   });
 
   it('logs out: revokes the presented token, which then answers 401, and leaves other tokens working', async () => {
-    const first = (await loginAs('mel.member@example.test')).body.data.access_token;
-    const second = (await loginAs('mel.member@example.test')).body.data.access_token;
-    const out = await t.http.post('/api/v1/auth/logout').set('Authorization', `Bearer ${first}`);
-    expect(out.status).toBe(200);
-    expect(out.body).toEqual({ success: true, data: { revoked: true } });
+    const first = await tokenOf('mel.member@example.test');
+    const second = await tokenOf('mel.member@example.test');
+    expect(await apiClient(t, { token: first }).request('logOut')).toEqual({ success: true, data: { revoked: true } });
     expect((await me(first)).status).toBe(401);
     expect((await t.http.post('/api/v1/auth/logout').set('Authorization', `Bearer ${first}`)).status).toBe(401);
     expect((await me(second)).status).toBe(200);
@@ -129,8 +125,8 @@ describe('user login, logout and /auth/me', () => {
   });
 
   it('records logins and logouts in the audit log without the token', async () => {
-    const token = (await loginAs('mel.member@example.test')).body.data.access_token;
-    await t.http.post('/api/v1/auth/logout').set('Authorization', `Bearer ${token}`);
+    const token = await tokenOf('mel.member@example.test');
+    await apiClient(t, { token }).call('logOut');
     const rows = await t.sql`select action, actor_id, details::text as details from audit_log where tenant_id = ${tenantId} and actor_id = ${member.id}`;
     const actions = rows.map((r) => r.action);
     expect(actions).toContain('login');

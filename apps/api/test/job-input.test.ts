@@ -1,6 +1,6 @@
 import { askJobInput } from '@svc/core/internals';
 import { seedJob, seedUser } from '@svc/testing';
-import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { CONTRACT_JOB_FIELDS, recordingDispatch, seedWorkspace, type Workspace } from './jobs-support';
 import { bearer, fieldsOf } from './settings-fixtures';
 
@@ -38,21 +38,23 @@ describe('answering a job waiting for input', () => {
     return job.id as string;
   }
   const answer = (id: string, body: unknown, token = admin) => t.http.post(`/api/v1/settings/jobs/${id}/input`).set(bearer(token)).send(body as object);
+  /** Well-formed calls whose answers a test reads: through the typed client, as the console makes them. */
+  const api = (token = admin) => apiClient(t, { token });
+  const answered = (id: string, value: unknown) => api().call('answerJobInput', { path: { job_id: id }, body: { value } });
 
   it('shows the question on the job while it waits', async () => {
     const id = await waiting({ choices: ['aprobar', 'rechazar'] });
-    const res = await t.http.get(`/api/v1/settings/jobs/${id}`).set(bearer(member));
-    expect(res.body.data).toMatchObject({ status: 'waiting_input', pending_input_prompt: '¿Aprobar la factura F-1?', pending_input_options: { choices: ['aprobar', 'rechazar'] } });
-    const listed = await t.http.get('/api/v1/settings/jobs').query({ status: 'waiting_input' }).set(bearer(member));
-    expect(listed.body.data.map((j: { id: string }) => j.id)).toContain(id);
+    const job = await api(member).call('getWorkspaceJob', { path: { job_id: id } });
+    expect(job).toMatchObject({ status: 'waiting_input', pending_input_prompt: '¿Aprobar la factura F-1?', pending_input_options: { choices: ['aprobar', 'rechazar'] } });
+    const listed = await api(member).call('listWorkspaceJobs', { query: { status: 'waiting_input' } });
+    expect(listed.map((j) => j.id)).toContain(id);
   });
 
   it('takes a valid choice: running again, question cleared, timeout running with the time it had left, audited, robot told', async () => {
     const id = await waiting({ choices: ['aprobar', 'rechazar'] }, 120);
-    const res = await answer(id, { value: 'rechazar' });
-    expect(res.status).toBe(200);
-    expect(Object.keys(res.body.data).sort()).toEqual(CONTRACT_JOB_FIELDS);
-    expect(res.body.data).toMatchObject({ id, status: 'running', pending_input_prompt: null, pending_input_options: null });
+    const job = await answered(id, 'rechazar');
+    expect(Object.keys(job).sort()).toEqual(CONTRACT_JOB_FIELDS);
+    expect(job).toMatchObject({ id, status: 'running', pending_input_prompt: null, pending_input_options: null });
     const [row] = await t.sql`select input_answer, input_timeout_left, extract(epoch from timeout_at - now())::float8 as left from jobs where id = ${id}`;
     expect(row!.input_answer).toEqual({ value: 'rechazar' });
     expect(row!.input_timeout_left).toBeNull();
@@ -67,7 +69,7 @@ describe('answering a job waiting for input', () => {
 
   it('takes null and objects as answers when they are among the choices (compared as JSON)', async () => {
     const id = await waiting({ choices: [null, { a: 1, b: [2] }] });
-    expect((await answer(id, { value: { b: [2], a: 1 } })).status).toBe(200);
+    expect((await answered(id, { b: [2], a: 1 })).status).toBe('running');
     const [row] = await t.sql`select input_answer from jobs where id = ${id}`;
     expect(row!.input_answer).toEqual({ value: { a: 1, b: [2] } });
   });
@@ -87,8 +89,7 @@ describe('answering a job waiting for input', () => {
       const res = await answer(id, { value });
       expect([res.status, fieldsOf(res.body)]).toEqual([422, ['body → value']]);
     }
-    const ok = await answer(id, { value: { amount: 10.5 } });
-    expect([ok.status, ok.body.data.status]).toEqual([200, 'running']);
+    expect((await answered(id, { amount: 10.5 })).status).toBe('running');
     const [audit] = await t.sql`select details from audit_log where resource_id = ${id} and action = 'answer_job_input'`;
     expect(audit!.details).toEqual({ kind: 'schema', attempt: 1 });
   });
@@ -103,12 +104,10 @@ describe('answering a job waiting for input', () => {
 
   it('answers 409 for a job that is not waiting, and for one answered already', async () => {
     const pending = await seedJob(t.sql, w.tenant.id, { process_id: w.process.id, machine_id: w.machine.id });
-    const res = await answer(pending.id, { value: 'a' });
-    expect([res.status, res.body.error.code]).toEqual([409, 'CONFLICT']);
-    expect(res.body.error.message).toMatch(/no está esperando/);
+    await expect(answered(pending.id, 'a')).rejects.toMatchObject({ status: 409, code: 'CONFLICT', message: expect.stringMatching(/no está esperando/) });
     const id = await waiting({ choices: ['a'] });
-    expect((await answer(id, { value: 'a' })).status).toBe(200);
-    expect((await answer(id, { value: 'a' })).status).toBe(409);
+    expect((await answered(id, 'a')).status).toBe('running');
+    await expect(answered(id, 'a')).rejects.toMatchObject({ status: 409 });
   });
 
   it('answers 404 for another workspace\'s job and 403 for a member, and changes nothing', async () => {
@@ -125,13 +124,12 @@ describe('answering a job waiting for input', () => {
 
   it('stops a waiting job at once: stopped, question cleared, its robot told through the stop path', async () => {
     const id = await waiting({ choices: ['a'] });
-    const res = await t.http.post(`/api/v1/settings/jobs/${id}/stop`).set(bearer(admin));
-    expect(res.status).toBe(200);
-    expect(res.body.data).toMatchObject({ status: 'stopped', stop_requested: true });
+    const stopped = await api().call('stopWorkspaceJob', { path: { job_id: id } });
+    expect(stopped).toMatchObject({ status: 'stopped', stop_requested: true });
     const [row] = await t.sql`select status, finished_at, pending_input_prompt, pending_input_options from jobs where id = ${id}`;
     expect(row).toMatchObject({ status: 'stopped', pending_input_prompt: null, pending_input_options: null });
     expect(row!.finished_at).toBeInstanceOf(Date);
     expect(rec.stops.filter((s) => s.id === id)).toEqual([{ id, machine_id: w.machine.id }]);
-    expect((await answer(id, { value: 'a' })).status).toBe(409);
+    await expect(answered(id, 'a')).rejects.toMatchObject({ status: 409 });
   });
 });

@@ -1,6 +1,6 @@
 import { LOG_INLINE_MAX_BYTES, archiveJobLogs, pgLogArchive } from '@svc/core/internals';
 import { seedJob, seedUser } from '@svc/testing';
-import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { seedWorkspace, type Workspace } from './jobs-support';
 import { bearer } from './settings-fixtures';
 
@@ -32,32 +32,30 @@ describe('a job\'s logs through the API', () => {
     return job.id as string;
   }
   const logsOf = (id: string, token = member) => t.http.get(`/api/v1/settings/jobs/${id}/logs`).set(bearer(token));
+  /** A read as the console makes it, through the typed client (@svc/client). */
+  const readLogs = (id: string, token = member) => apiClient(t, { token }).request('readJobLogs', { path: { job_id: id } });
 
   it('answers the whole inline log to any member, in the envelope', async () => {
     const text = 'paso 1 ✓\npaso 2: ñ 東京 🤖\n';
     const id = await finishedJob(text);
     for (const token of [member, admin]) {
-      const res = await logsOf(id, token);
-      expect(res.status).toBe(200);
-      expect(res.body).toEqual({
+      expect(await readLogs(id, token)).toEqual({
         success: true,
         data: { job_id: id, status: 'completed', logs: text, archived: false, archive_key: null, size_bytes: Buffer.byteLength(text), dropped_bytes: 0 },
       });
     }
     const empty = await finishedJob(null);
-    expect((await logsOf(empty)).body.data).toMatchObject({ logs: null, size_bytes: 0, archived: false });
+    expect((await readLogs(empty)).data).toMatchObject({ logs: null, size_bytes: 0, archived: false });
   });
 
   it('reads an archived log back byte for byte, while the JobResponse shows logs null and the archive key', async () => {
     const text = `${'línea con acentos y € — '.repeat(50)}\n`.repeat(40);
     const id = await finishedJob(text, '40 days');
     expect(await archiveJobLogs(t.sql, pgLogArchive, 30)).toContain(id);
-    const job = await t.http.get(`/api/v1/settings/jobs/${id}`).set(bearer(member));
-    expect(job.body.data).toMatchObject({ logs: null, logs_archived: true, logs_archive_key: `pg:job-logs/${w.tenant.id}/${id}` });
-    const res = await logsOf(id);
-    expect(res.status).toBe(200);
-    expect(res.body.data).toEqual({
-      job_id: id, status: 'completed', logs: text, archived: true, archive_key: job.body.data.logs_archive_key, size_bytes: Buffer.byteLength(text), dropped_bytes: 0,
+    const job = await apiClient(t, { token: member }).call('getWorkspaceJob', { path: { job_id: id } });
+    expect(job).toMatchObject({ logs: null, logs_archived: true, logs_archive_key: `pg:job-logs/${w.tenant.id}/${id}` });
+    expect((await readLogs(id)).data).toEqual({
+      job_id: id, status: 'completed', logs: text, archived: true, archive_key: job.logs_archive_key, size_bytes: Buffer.byteLength(text), dropped_bytes: 0,
     });
   });
 
@@ -65,12 +63,12 @@ describe('a job\'s logs through the API', () => {
     const text = Array.from({ length: 5000 }, (_, i) => `línea ${i + 1} del robot\n`).join('');
     expect(Buffer.byteLength(text)).toBeGreaterThan(LOG_INLINE_MAX_BYTES);
     const id = await finishedJob(text);
-    const job = await t.http.get(`/api/v1/jobs/${id}`).set('X-API-Key', w.key);
-    const shown: string = job.body.data.logs;
+    const job = await apiClient(t, { apiKey: w.key }).call('getJob', { path: { job_id: id } });
+    const shown = job.logs!;
     expect(shown.startsWith('… (registro recortado: se omiten los primeros ')).toBe(true);
     expect(shown.endsWith('línea 5000 del robot\n')).toBe(true);
     expect(shown).not.toContain('línea 1 del robot\n');
-    expect((await logsOf(id)).body.data.logs).toBe(text);
+    expect((await readLogs(id)).data.logs).toBe(text);
   });
 
   it('answers another workspace\'s job like a missing one, and no token with 401', async () => {

@@ -1,6 +1,6 @@
 import { seedApiKey, seedJob } from '@svc/testing';
 import { transitionJob } from '@svc/core/internals';
-import type { ApiTestContext } from '@svc/testing/api';
+import { apiClient, type ApiTestContext } from '@svc/testing/api';
 import { CONTRACT_STOP_FIELDS, ISO_RE, jobRouteSuite, recordingDispatch, seedWorkspace, type Workspace } from './jobs-support';
 
 describe('POST /api/v1/jobs/:job_id/stop', () => {
@@ -16,15 +16,16 @@ describe('POST /api/v1/jobs/:job_id/stop', () => {
   });
 
   const stop = (key: string, id: string) => t.http.post(`/api/v1/jobs/${id}/stop`).set('X-API-Key', key);
+  /** A stop as an integrator asks for it, through the typed client (@svc/client): the whole body. */
+  const stopped = (key: string, id: string) => apiClient(t, { apiKey: key }).request('stopJob', { path: { job_id: id } });
   const seed = (status: string) => seedJob(t.sql, w.tenant.id, { process_id: w.process.id, machine_id: w.machine.id, status, priority: 2 });
 
   it('ends a pending job at once as stopped, answering exactly the documented fields', async () => {
     const job = await seed('pending');
-    const res = await stop(w.key, job.id);
-    expect(res.status).toBe(200);
-    expect(res.body.success).toBe(true);
-    expect(Object.keys(res.body.data).sort()).toEqual(CONTRACT_STOP_FIELDS);
-    expect(res.body.data).toEqual({
+    const res = await stopped(w.key, job.id);
+    expect(res.success).toBe(true);
+    expect(Object.keys(res.data).sort()).toEqual(CONTRACT_STOP_FIELDS);
+    expect(res.data).toEqual({
       id: job.id,
       tenant_id: w.tenant.id,
       process_id: w.process.id,
@@ -47,9 +48,7 @@ describe('POST /api/v1/jobs/:job_id/stop', () => {
 
   it('asks the engine to stop a running job: stop_requested true, status still running', async () => {
     const job = await seed('running');
-    const res = await stop(w.key, job.id);
-    expect(res.status).toBe(200);
-    expect(res.body.data).toMatchObject({ id: job.id, status: 'running', stop_requested: true });
+    expect((await stopped(w.key, job.id)).data).toMatchObject({ id: job.id, status: 'running', stop_requested: true });
     const [row] = await t.sql`select status, stop_requested, finished_at from jobs where id = ${job.id}`;
     expect(row).toEqual({ status: 'running', stop_requested: true, finished_at: null });
     expect(rec.stops).toContainEqual({ id: job.id, machine_id: w.machine.id });
@@ -57,16 +56,15 @@ describe('POST /api/v1/jobs/:job_id/stop', () => {
 
   it('accepts a repeated stop of a running job and nudges the engine again', async () => {
     const job = await seed('running');
-    expect((await stop(w.key, job.id)).status).toBe(200);
-    expect((await stop(w.key, job.id)).status).toBe(200);
+    expect((await stopped(w.key, job.id)).data.stop_requested).toBe(true);
+    expect((await stopped(w.key, job.id)).data.stop_requested).toBe(true);
     expect(rec.stops.filter((s) => s.id === job.id)).toHaveLength(2);
   });
 
   it.each(['completed', 'failed', 'stopped', 'timed_out'])('answers 409 for a %s job and changes nothing', async (status) => {
     const job = await seed(status);
-    const res = await stop(w.key, job.id);
-    expect(res.status).toBe(409);
-    expect(res.body.error).toMatchObject({ code: 'CONFLICT', message: `El job ya ha finalizado (estado: ${status})`, details: { status } });
+    await expect(stopped(w.key, job.id))
+      .rejects.toMatchObject({ status: 409, code: 'CONFLICT', message: `El job ya ha finalizado (estado: ${status})`, details: { status } });
     const [row] = await t.sql`select status, stop_requested from jobs where id = ${job.id}`;
     expect(row).toEqual({ status, stop_requested: false });
   });
@@ -75,19 +73,18 @@ describe('POST /api/v1/jobs/:job_id/stop', () => {
     for (let i = 0; i < 20; i++) {
       const job = await seed('pending');
       const [res, started] = await Promise.all([
-        stop(w.key, job.id),
+        stopped(w.key, job.id),
         transitionJob(t.sql, { id: job.id, from: 'pending', to: 'running', newAttempt: true }),
       ]);
-      expect(res.status).toBe(200);
       const [row] = await t.sql`select status, stop_requested from jobs where id = ${job.id}`;
       if (started) {
         // the engine won: the stop became a request it will act on
         expect(row).toEqual({ status: 'running', stop_requested: true });
-        expect(res.body.data).toMatchObject({ status: 'running', stop_requested: true });
+        expect(res.data).toMatchObject({ status: 'running', stop_requested: true });
         expect(rec.stops).toContainEqual({ id: job.id, machine_id: w.machine.id });
       } else {
         expect(row).toEqual({ status: 'stopped', stop_requested: true });
-        expect(res.body.data.status).toBe('stopped');
+        expect(res.data.status).toBe('stopped');
       }
     }
   });
@@ -103,9 +100,7 @@ describe('POST /api/v1/jobs/:job_id/stop', () => {
     const other = await seedWorkspace(t.sql);
     const foreign = await seedJob(t.sql, other.tenant.id, { process_id: other.process.id, machine_id: other.machine.id, status: 'running' });
     for (const id of ['00000000-0000-4000-8000-000000000000', foreign.id]) {
-      const res = await stop(w.key, id);
-      expect(res.status).toBe(404);
-      expect(res.body.error.code).toBe('NOT_FOUND');
+      await expect(stopped(w.key, id)).rejects.toMatchObject({ status: 404, code: 'NOT_FOUND' });
     }
     const [row] = await t.sql`select stop_requested from jobs where id = ${foreign.id}`;
     expect(row!.stop_requested).toBe(false);

@@ -1,5 +1,6 @@
 import { seedApiKey, seedJob, seedMachine, seedProcess, seedTenant } from '@svc/testing';
-import type { ApiTestContext } from '@svc/testing/api';
+import type { BodyOf } from '@svc/client';
+import { apiClient, type ApiTestContext } from '@svc/testing/api';
 import {
   CONTRACT_JOB_FIELDS, expectedNewJob, jobCount, quotaUsed, jobRouteSuite, recordingDispatch, seedWorkspace, type Workspace,
 } from './jobs-support';
@@ -18,6 +19,8 @@ describe('POST /api/v1/jobs/trigger', () => {
 
   const trigger = (key: string, body: unknown) =>
     t.http.post('/api/v1/jobs/trigger').set('X-API-Key', key).send(body as object);
+  /** A well-formed trigger as an integrator sends it, through the typed client (@svc/client): answers the job. */
+  const triggered = (key: string, body: BodyOf<'triggerJob'>) => apiClient(t, { apiKey: key }).call('triggerJob', { body });
 
   describe('success', () => {
     it('creates a pending job and answers 201 with every JobResponse field', async () => {
@@ -32,21 +35,17 @@ describe('POST /api/v1/jobs/trigger', () => {
     });
 
     it('tells the dispatch engine about the new job after the commit', async () => {
-      const res = await trigger(w.key, { process_id: w.process.id, machine_id: w.machine.id });
-      expect(rec.created).toContainEqual({ id: res.body.data.id, tenant_id: w.tenant.id, machine_id: w.machine.id, priority: 3 });
+      const job = await triggered(w.key, { process_id: w.process.id, machine_id: w.machine.id });
+      expect(rec.created).toContainEqual({ id: job.id, tenant_id: w.tenant.id, machine_id: w.machine.id, priority: 3 });
     });
 
     it('defaults priority to 3 and input_data to null', async () => {
-      const res = await trigger(w.key, { process_id: w.process.id });
-      expect(res.status).toBe(201);
-      expect(res.body.data).toMatchObject({ priority: 3, input_data: null, machine_id: w.machine.id });
+      expect(await triggered(w.key, { process_id: w.process.id })).toMatchObject({ priority: 3, input_data: null, machine_id: w.machine.id });
     });
 
     it('accepts every priority from 1 to 5', async () => {
       for (const priority of [1, 2, 3, 4, 5]) {
-        const res = await trigger(w.key, { process_id: w.process.id, priority });
-        expect(res.status).toBe(201);
-        expect(res.body.data.priority).toBe(priority);
+        expect((await triggered(w.key, { process_id: w.process.id, priority })).priority).toBe(priority);
       }
     });
 
@@ -54,30 +53,25 @@ describe('POST /api/v1/jobs/trigger', () => {
       const p = await seedProcess(t.sql, w.tenant.id, {
         input_schema: { type: 'object', required: ['amount'], properties: { amount: { type: 'number' } } },
       });
-      const wrong = await trigger(w.key, { process_id: p.id, input_data: { amount: 'not a number' } });
-      expect(wrong.status).toBe(201);
-      expect(wrong.body.data.input_data).toEqual({ amount: 'not a number' });
-      const none = await trigger(w.key, { process_id: p.id });
-      expect(none.status).toBe(201);
+      const wrong = await triggered(w.key, { process_id: p.id, input_data: { amount: 'not a number' } });
+      expect(wrong.input_data).toEqual({ amount: 'not a number' });
+      const none = await triggered(w.key, { process_id: p.id });
+      expect(none).toMatchObject({ process_id: p.id, input_data: null, status: 'pending' });
     });
 
     it('runs on a named machine that is offline: the job waits for it', async () => {
       const { row: offline } = await seedMachine(t.sql, w.tenant.id, { status: 'offline' });
-      const res = await trigger(w.key, { process_id: w.process.id, machine_id: offline.id });
-      expect(res.status).toBe(201);
-      expect(res.body.data).toMatchObject({ machine_id: offline.id, machine_name: offline.name, status: 'pending' });
+      expect(await triggered(w.key, { process_id: w.process.id, machine_id: offline.id })).toMatchObject({ machine_id: offline.id, machine_name: offline.name, status: 'pending' });
     });
 
     it('accepts ids written in upper case', async () => {
-      const res = await trigger(w.key, { process_id: w.process.id.toUpperCase(), machine_id: w.machine.id.toUpperCase() });
-      expect(res.status).toBe(201);
-      expect(res.body.data).toMatchObject({ process_id: w.process.id, machine_id: w.machine.id });
+      expect(await triggered(w.key, { process_id: w.process.id.toUpperCase(), machine_id: w.machine.id.toUpperCase() })).toMatchObject({ process_id: w.process.id, machine_id: w.machine.id });
     });
 
     it('writes an audit-log row trigger_job with source api', async () => {
-      const res = await trigger(w.key, { process_id: w.process.id });
+      const job = await triggered(w.key, { process_id: w.process.id });
       const rows = await t.sql`select actor_type, actor_id, action, source, resource_type, resource_id from audit_log where tenant_id = ${w.tenant.id}`;
-      expect(rows).toEqual([{ actor_type: 'api_key', actor_id: w.keyId, action: 'trigger_job', source: 'api', resource_type: 'job', resource_id: res.body.data.id }]);
+      expect(rows).toEqual([{ actor_type: 'api_key', actor_id: w.keyId, action: 'trigger_job', source: 'api', resource_type: 'job', resource_id: job.id }]);
     });
   });
 
@@ -98,9 +92,7 @@ describe('POST /api/v1/jobs/trigger', () => {
       // finished jobs are no load
       for (let i = 0; i < 5; i++) await seedJob(t.sql, tenant.id, { process_id: p.id, machine_id: light.id, status: 'completed' });
 
-      const res = await trigger(key, { process_id: p.id, machine_id: null });
-      expect(res.status).toBe(201);
-      expect(res.body.data).toMatchObject({ machine_id: light.id, machine_name: 'light' });
+      expect(await triggered(key, { process_id: p.id, machine_id: null })).toMatchObject({ machine_id: light.id, machine_name: 'light' });
     });
 
     it('spreads successive triggers over the machines by load', async () => {
@@ -110,7 +102,7 @@ describe('POST /api/v1/jobs/trigger', () => {
       const a = (await seedMachine(t.sql, tenant.id)).row;
       const b = (await seedMachine(t.sql, tenant.id)).row;
       const chosen: string[] = [];
-      for (let i = 0; i < 4; i++) chosen.push((await trigger(key, { process_id: p.id })).body.data.machine_id);
+      for (let i = 0; i < 4; i++) chosen.push((await triggered(key, { process_id: p.id })).machine_id);
       expect(chosen.filter((id) => id === a.id)).toHaveLength(2);
       expect(chosen.filter((id) => id === b.id)).toHaveLength(2);
     });
@@ -122,9 +114,8 @@ describe('POST /api/v1/jobs/trigger', () => {
       await seedMachine(t.sql, tenant.id, { status: 'offline' });
       await seedMachine(t.sql, tenant.id, { status: 'busy' });
       await seedMachine(t.sql, tenant.id, { is_active: false });
-      const res = await trigger(key, { process_id: p.id });
-      expect(res.status).toBe(409);
-      expect(res.body.error).toMatchObject({ code: 'NO_MACHINE_AVAILABLE', message: 'No hay ninguna máquina en línea y activa disponible' });
+      await expect(triggered(key, { process_id: p.id }))
+        .rejects.toMatchObject({ status: 409, code: 'NO_MACHINE_AVAILABLE', message: 'No hay ninguna máquina en línea y activa disponible' });
       expect(await jobCount(t.sql, tenant.id)).toBe(0);
       expect(await quotaUsed(t.sql, tenant.id)).toBe(0);
     });
@@ -161,9 +152,7 @@ describe('POST /api/v1/jobs/trigger', () => {
       const other = await seedWorkspace(t.sql);
       const inactive = await seedProcess(t.sql, w.tenant.id, { is_active: false });
       for (const id of ['00000000-0000-4000-8000-000000000000', other.process.id, inactive.id]) {
-        const res = await trigger(w.key, { process_id: id });
-        expect(res.status).toBe(404);
-        expect(res.body.error).toMatchObject({ code: 'NOT_FOUND', message: 'Proceso no encontrado' });
+        await expect(triggered(w.key, { process_id: id })).rejects.toMatchObject({ status: 404, code: 'NOT_FOUND', message: 'Proceso no encontrado' });
       }
       expect(await jobCount(t.sql, w.tenant.id)).toBe(0);
     });
@@ -172,9 +161,8 @@ describe('POST /api/v1/jobs/trigger', () => {
       const other = await seedWorkspace(t.sql);
       const { row: inactive } = await seedMachine(t.sql, w.tenant.id, { is_active: false });
       for (const id of ['00000000-0000-4000-8000-000000000000', other.machine.id, inactive.id]) {
-        const res = await trigger(w.key, { process_id: w.process.id, machine_id: id });
-        expect(res.status).toBe(404);
-        expect(res.body.error).toMatchObject({ code: 'NOT_FOUND', message: 'Máquina no encontrada' });
+        await expect(triggered(w.key, { process_id: w.process.id, machine_id: id }))
+          .rejects.toMatchObject({ status: 404, code: 'NOT_FOUND', message: 'Máquina no encontrada' });
       }
       expect(await jobCount(t.sql, w.tenant.id)).toBe(0);
       expect(await quotaUsed(t.sql, w.tenant.id)).toBe(0);

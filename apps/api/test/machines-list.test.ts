@@ -1,5 +1,6 @@
 import { seedTenantWithKey, seedMachine, seedTenant } from '@svc/testing';
-import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import type { QueryOf } from '@svc/client';
+import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
 const URL = '/api/v1/machines/list';
 
@@ -12,6 +13,8 @@ describe('GET /api/v1/machines/list', () => {
 
   const tenantWithKey = (scopes = ['machines:read']) => seedTenantWithKey(t.sql, scopes);
   const names = (body: { data: Array<{ name: string }> }) => body.data.map((m) => m.name);
+  /** A read as an integrator makes it, through the typed client (@svc/client). */
+  const list = (key: string, query: QueryOf<'listMachines'> = {}) => apiClient(t, { apiKey: key }).request('listMachines', { query });
 
   it('returns the documented machine record field by field, never the machine key', async () => {
     const { tenant, key } = await tenantWithKey();
@@ -20,9 +23,8 @@ describe('GET /api/v1/machines/list', () => {
                 host_info = ${t.sql.json({ os: 'linux' })} where id = ${row.id}`;
     const [m] = await t.sql`select * from machines where id = ${row.id}`;
 
-    const res = await t.http.get(URL).set('X-API-Key', key);
-    expect(res.status).toBe(200);
-    expect(res.body).toEqual({
+    const res = await list(key);
+    expect(res).toEqual({
       success: true,
       data: [
         {
@@ -43,7 +45,7 @@ describe('GET /api/v1/machines/list', () => {
       ],
       meta: { page: 1, limit: 20, total: 1, pages: 1 },
     });
-    const text = JSON.stringify(res.body);
+    const text = JSON.stringify(res);
     expect(text).not.toContain(machineKey);
     expect(text).not.toContain(row.machine_key_prefix);
   });
@@ -51,8 +53,8 @@ describe('GET /api/v1/machines/list', () => {
   it('shows a machine that never sent a heartbeat with null last_heartbeat_at and agent_version', async () => {
     const { tenant, key } = await tenantWithKey();
     await seedMachine(t.sql, tenant.id, { name: 'fresh', status: 'offline' });
-    const res = await t.http.get(URL).set('X-API-Key', key);
-    expect(res.body.data[0]).toMatchObject({ name: 'fresh', status: 'offline', last_heartbeat_at: null, agent_version: null, description: null });
+    const res = await list(key);
+    expect(res.data[0]).toMatchObject({ name: 'fresh', status: 'offline', last_heartbeat_at: null, agent_version: null, description: null });
   });
 
   it('filters by each status, lists active machines only, ordered by name', async () => {
@@ -63,25 +65,23 @@ describe('GET /api/v1/machines/list', () => {
     await seedMachine(t.sql, tenant.id, { name: 'off-a', status: 'offline' });
     await seedMachine(t.sql, tenant.id, { name: 'retired', status: 'online', is_active: false });
 
-    const all = await t.http.get(URL).set('X-API-Key', key);
-    expect(names(all.body)).toEqual(['busy-a', 'off-a', 'on-a', 'on-b']);
-    expect(all.body.meta.total).toBe(4);
+    const all = await list(key);
+    expect(names(all)).toEqual(['busy-a', 'off-a', 'on-a', 'on-b']);
+    expect(all.meta.total).toBe(4);
 
-    const online = await t.http.get(`${URL}?status=online`).set('X-API-Key', key);
-    expect(names(online.body)).toEqual(['on-a', 'on-b']);
-    expect(online.body.meta).toEqual({ page: 1, limit: 20, total: 2, pages: 1 });
-    const busy = await t.http.get(`${URL}?status=busy`).set('X-API-Key', key);
-    expect(names(busy.body)).toEqual(['busy-a']);
-    const offline = await t.http.get(`${URL}?status=offline`).set('X-API-Key', key);
-    expect(names(offline.body)).toEqual(['off-a']);
+    const online = await list(key, { status: 'online' });
+    expect(names(online)).toEqual(['on-a', 'on-b']);
+    expect(online.meta).toEqual({ page: 1, limit: 20, total: 2, pages: 1 });
+    expect(names(await list(key, { status: 'busy' }))).toEqual(['busy-a']);
+    expect(names(await list(key, { status: 'offline' }))).toEqual(['off-a']);
   });
 
   it('pages like every list', async () => {
     const { tenant, key } = await tenantWithKey();
     for (let i = 0; i < 7; i++) await seedMachine(t.sql, tenant.id, { name: `m-${i}` });
-    const res = await t.http.get(`${URL}?page=2&limit=3`).set('X-API-Key', key);
-    expect(names(res.body)).toEqual(['m-3', 'm-4', 'm-5']);
-    expect(res.body.meta).toEqual({ page: 2, limit: 3, total: 7, pages: 3 });
+    const res = await list(key, { page: 2, limit: 3 });
+    expect(names(res)).toEqual(['m-3', 'm-4', 'm-5']);
+    expect(res.meta).toEqual({ page: 2, limit: 3, total: 7, pages: 3 });
   });
 
   it('never shows another workspace\'s machines', async () => {
@@ -89,8 +89,7 @@ describe('GET /api/v1/machines/list', () => {
     const other = await seedTenant(t.sql);
     await seedMachine(t.sql, tenant.id, { name: 'mine' });
     await seedMachine(t.sql, other.id, { name: 'theirs', status: 'online' });
-    const res = await t.http.get(`${URL}?status=online`).set('X-API-Key', key);
-    expect(names(res.body)).toEqual(['mine']);
+    expect(names(await list(key, { status: 'online' }))).toEqual(['mine']);
   });
 
   it.each([

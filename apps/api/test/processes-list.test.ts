@@ -1,5 +1,6 @@
 import { seedApiKey, seedTenantWithKey, seedProcess, seedTenant } from '@svc/testing';
-import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import type { QueryOf } from '@svc/client';
+import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
 const URL = '/api/v1/processes/list';
 
@@ -11,6 +12,9 @@ describe('GET /api/v1/processes/list', () => {
   afterAll(() => t.close());
 
   const tenantWithKey = (scopes = ['processes:read']) => seedTenantWithKey(t.sql, scopes);
+  /** A read as an integrator makes it, through the typed client (@svc/client). */
+  const list = (key: string, query: QueryOf<'listProcesses'> = {}) => apiClient(t, { apiKey: key }).request('listProcesses', { query });
+  const names = (page: { data: Array<{ name: string }> }) => page.data.map((p) => p.name);
 
   async function seedFolder(tenantId: string, name = `folder-${Math.random().toString(16).slice(2)}`) {
     const [row] = await t.sql`insert into folders (tenant_id, name) values (${tenantId}, ${name}) returning *`;
@@ -36,10 +40,9 @@ describe('GET /api/v1/processes/list', () => {
                 where id = ${p.id}`;
     const [row] = await t.sql`select * from processes where id = ${p.id}`;
 
-    const res = await t.http.get(URL).set('X-API-Key', key);
-    expect(res.status).toBe(200);
-    expect(res.body.success).toBe(true);
-    expect(res.body.data[0]).toEqual({
+    const res = await list(key);
+    expect(res.success).toBe(true);
+    expect(res.data[0]).toEqual({
       id: p.id,
       name: 'aa-invoices',
       description: 'Reads invoices',
@@ -59,11 +62,11 @@ describe('GET /api/v1/processes/list', () => {
       updated_at: row!.updated_at.toISOString(),
     });
     // nullable fields come back as null, not missing
-    expect(res.body.data[1]).toMatchObject({
+    expect(res.data[1]).toMatchObject({
       name: 'zz-next', description: null, folder_id: null, input_schema: null, tags: null,
       sla_deadline_minutes: null, on_success_trigger_process_id: null, required_assets: [],
     });
-    expect(res.body.meta).toEqual({ page: 1, limit: 20, total: 2, pages: 1 });
+    expect(res.meta).toEqual({ page: 1, limit: 20, total: 2, pages: 1 });
   });
 
   it('lists active processes only, ordered by name', async () => {
@@ -72,30 +75,27 @@ describe('GET /api/v1/processes/list', () => {
     await seedProcess(t.sql, tenant.id, { name: 'alpha' });
     await seedProcess(t.sql, tenant.id, { name: 'bravo', is_active: false });
     await seedProcess(t.sql, tenant.id, { name: 'delta' });
-    const res = await t.http.get(URL).set('X-API-Key', key);
-    expect(res.status).toBe(200);
-    expect(res.body.data.map((p: { name: string }) => p.name)).toEqual(['alpha', 'charlie', 'delta']);
-    expect(res.body.data.every((p: { is_active: boolean }) => p.is_active)).toBe(true);
-    expect(res.body.meta.total).toBe(3);
+    const res = await list(key);
+    expect(names(res)).toEqual(['alpha', 'charlie', 'delta']);
+    expect(res.data.every((p) => p.is_active)).toBe(true);
+    expect(res.meta.total).toBe(3);
   });
 
   it('pages with page and limit and reports meta {page, limit, total, pages}', async () => {
     const { tenant, key } = await tenantWithKey();
     for (let i = 0; i < 25; i++) await seedProcess(t.sql, tenant.id, { name: `p-${String(i).padStart(2, '0')}` });
 
-    const first = await t.http.get(URL).set('X-API-Key', key);
-    expect(first.body.data).toHaveLength(20);
-    expect(first.body.meta).toEqual({ page: 1, limit: 20, total: 25, pages: 2 });
+    const first = await list(key);
+    expect(first.data).toHaveLength(20);
+    expect(first.meta).toEqual({ page: 1, limit: 20, total: 25, pages: 2 });
 
-    const third = await t.http.get(`${URL}?page=3&limit=10`).set('X-API-Key', key);
-    expect(third.status).toBe(200);
-    expect(third.body.data.map((p: { name: string }) => p.name)).toEqual(['p-20', 'p-21', 'p-22', 'p-23', 'p-24']);
-    expect(third.body.meta).toEqual({ page: 3, limit: 10, total: 25, pages: 3 });
+    const third = await list(key, { page: 3, limit: 10 });
+    expect(names(third)).toEqual(['p-20', 'p-21', 'p-22', 'p-23', 'p-24']);
+    expect(third.meta).toEqual({ page: 3, limit: 10, total: 25, pages: 3 });
 
-    const beyond = await t.http.get(`${URL}?page=500&limit=100`).set('X-API-Key', key);
-    expect(beyond.status).toBe(200);
-    expect(beyond.body.data).toEqual([]);
-    expect(beyond.body.meta).toEqual({ page: 500, limit: 100, total: 25, pages: 1 });
+    const beyond = await list(key, { page: 500, limit: 100 });
+    expect(beyond.data).toEqual([]);
+    expect(beyond.meta).toEqual({ page: 500, limit: 100, total: 25, pages: 1 });
   });
 
   it('filters by folder_id; a folder of another workspace matches nothing', async () => {
@@ -111,15 +111,13 @@ describe('GET /api/v1/processes/list', () => {
     await seedProcess(t.sql, tenant.id, { name: 'no-folder' });
     await seedProcess(t.sql, other.id, { name: 'foreign', folder_id: foreign.id });
 
-    const res = await t.http.get(`${URL}?folder_id=${f1.id}`).set('X-API-Key', key);
-    expect(res.status).toBe(200);
-    expect(res.body.data.map((p: { name: string }) => p.name)).toEqual(['in-f1-a', 'in-f1-b']);
-    expect(res.body.meta).toEqual({ page: 1, limit: 20, total: 2, pages: 1 });
+    const res = await list(key, { folder_id: f1.id });
+    expect(names(res)).toEqual(['in-f1-a', 'in-f1-b']);
+    expect(res.meta).toEqual({ page: 1, limit: 20, total: 2, pages: 1 });
 
-    const cross = await t.http.get(`${URL}?folder_id=${foreign.id}`).set('X-API-Key', key);
-    expect(cross.status).toBe(200);
-    expect(cross.body.data).toEqual([]);
-    expect(cross.body.meta.total).toBe(0);
+    const cross = await list(key, { folder_id: foreign.id });
+    expect(cross.data).toEqual([]);
+    expect(cross.meta.total).toBe(0);
   });
 
   it('never shows another workspace\'s processes', async () => {
@@ -128,9 +126,9 @@ describe('GET /api/v1/processes/list', () => {
     await seedProcess(t.sql, tenant.id, { name: 'mine' });
     await seedProcess(t.sql, other.id, { name: 'theirs-1' });
     await seedProcess(t.sql, other.id, { name: 'theirs-2' });
-    const res = await t.http.get(URL).set('X-API-Key', key);
-    expect(res.body.data.map((p: { name: string }) => p.name)).toEqual(['mine']);
-    expect(res.body.meta.total).toBe(1);
+    const res = await list(key);
+    expect(names(res)).toEqual(['mine']);
+    expect(res.meta.total).toBe(1);
   });
 
   it.each([

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { seedUser, seedWorkspace, waitFor } from '@svc/testing';
-import { apiSuite, type ApiTestContext } from '@svc/testing/api';
+import { apiClient, apiSuite, type ApiTestContext } from '@svc/testing/api';
 
 /**
  * Review and re-drive through the management API (admin access token), with a real dispatcher
@@ -25,15 +25,16 @@ async function itemIn(queueId: string, status: string, extra: Record<string, unk
 }
 
 const admin = () => ({ Authorization: `Bearer ${ws.adminToken}` });
+/** Well-formed calls as the console makes them, through the typed client (@svc/client). */
+const api = () => apiClient(ctx, { token: ws.adminToken });
 
 describe('POST /settings/queues/{queue_id}/items/{item_id}/approve', () => {
   it('moves pending_review → new and records reviewed_by, reviewed_at and an audit row', async () => {
     const q = await ws.queue();
     const item = await itemIn(q.id, 'pending_review');
-    const res = await ctx.http.post(`/api/v1/settings/queues/${q.id}/items/${item.id}/approve`).set(admin()).send({ comment: 'ok' });
-    expect(res.status).toBe(200);
-    expect(res.body.data).toMatchObject({ id: item.id, status: 'new', reviewed_by: ws.adminEmail, retry_count: 0 });
-    expect(Date.parse(res.body.data.reviewed_at)).not.toBeNaN();
+    const approved = await api().call('approveQueueItem', { path: { queue_id: q.id, item_id: item.id }, body: { comment: 'ok' } });
+    expect(approved).toMatchObject({ id: item.id, status: 'new', reviewed_by: ws.adminEmail, retry_count: 0 });
+    expect(Date.parse(approved.reviewed_at!)).not.toBeNaN();
     const [audit] = await ctx.sql`select * from audit_log where resource_id = ${item.id} and action = 'approve_queue_item'`;
     expect(audit).toBeDefined();
   });
@@ -41,10 +42,8 @@ describe('POST /settings/queues/{queue_id}/items/{item_id}/approve', () => {
   it('answers 409 when the item is not pending review, and changes nothing', async () => {
     const q = await ws.queue();
     const item = await itemIn(q.id, 'completed');
-    const res = await ctx.http.post(`/api/v1/settings/queues/${q.id}/items/${item.id}/approve`).set(admin()).send({});
-    expect(res.status).toBe(409);
-    expect(res.body.error.code).toBe('CONFLICT');
-    expect(res.body.error.message).toMatch(/completed/);
+    await expect(api().call('approveQueueItem', { path: { queue_id: q.id, item_id: item.id }, body: {} }))
+      .rejects.toMatchObject({ status: 409, code: 'CONFLICT', message: expect.stringMatching(/completed/) });
     const [row] = await ctx.sql`select status, reviewed_by from queue_items where id = ${item.id}`;
     expect(row).toMatchObject({ status: 'completed', reviewed_by: null });
   });
@@ -53,13 +52,11 @@ describe('POST /settings/queues/{queue_id}/items/{item_id}/approve', () => {
     const other = await seedWorkspace(ctx.sql);
     const theirs = await other.queue();
     const q = await ws.queue();
-    const res1 = await ctx.http.post(`/api/v1/settings/queues/${theirs.id}/items/${randomUUID()}/approve`).set(admin()).send({});
-    expect(res1.status).toBe(404);
+    await expect(api().call('approveQueueItem', { path: { queue_id: theirs.id, item_id: randomUUID() }, body: {} })).rejects.toMatchObject({ status: 404 });
     const elsewhere = await ws.queue();
     const item = await itemIn(elsewhere.id, 'pending_review');
-    const res2 = await ctx.http.post(`/api/v1/settings/queues/${q.id}/items/${item.id}/approve`).set(admin()).send({});
-    expect(res2.status).toBe(404);
-    expect(res2.body.error.message).toBe('Elemento no encontrado');
+    await expect(api().call('approveQueueItem', { path: { queue_id: q.id, item_id: item.id }, body: {} }))
+      .rejects.toMatchObject({ status: 404, message: 'Elemento no encontrado' });
   });
 
   it('answers 422 for ids that are not UUIDs, 401 without a token and 403 for a member', async () => {
@@ -76,9 +73,8 @@ describe('POST /settings/queues/{queue_id}/items/{item_id}/reject', () => {
   it('moves pending_review → failed with the reason, then the retry policy sends it back to new', async () => {
     const q = await ws.queue({ max_retries: 2 });
     const item = await itemIn(q.id, 'pending_review');
-    const res = await ctx.http.post(`/api/v1/settings/queues/${q.id}/items/${item.id}/reject`).set(admin()).send({ reason: 'Importe incorrecto' });
-    expect(res.status).toBe(200);
-    expect(res.body.data).toMatchObject({ status: 'failed', error_message: 'Importe incorrecto', reviewed_by: ws.adminEmail });
+    const rejected = await api().call('rejectQueueItem', { path: { queue_id: q.id, item_id: item.id }, body: { reason: 'Importe incorrecto' } });
+    expect(rejected).toMatchObject({ status: 'failed', error_message: 'Importe incorrecto', reviewed_by: ws.adminEmail });
     const after = await waitFor('the retry policy', async () => {
       const [row] = await ctx.sql`select * from queue_items where id = ${item.id}`;
       return row!.status === 'new' ? row : null;
@@ -89,9 +85,8 @@ describe('POST /settings/queues/{queue_id}/items/{item_id}/reject', () => {
   it('sends a rejected item without retries left to dead_letter', async () => {
     const q = await ws.queue({ max_retries: 1 });
     const item = await itemIn(q.id, 'pending_review', { retry_count: 1 });
-    const res = await ctx.http.post(`/api/v1/settings/queues/${q.id}/items/${item.id}/reject`).set(admin()).send({});
-    expect(res.status).toBe(200);
-    expect(res.body.data.error_message).toBe('Rechazado en la revisión humana');
+    const rejected = await api().call('rejectQueueItem', { path: { queue_id: q.id, item_id: item.id }, body: {} });
+    expect(rejected.error_message).toBe('Rechazado en la revisión humana');
     await waitFor('dead_letter', async () => {
       const [row] = await ctx.sql`select status from queue_items where id = ${item.id}`;
       return row!.status === 'dead_letter';
@@ -112,9 +107,7 @@ describe('POST /settings/queues/{queue_id}/items/redrive', () => {
     const a = await itemIn(q.id, 'dead_letter', { retry_count: 3 });
     const b = await itemIn(q.id, 'dead_letter', { retry_count: 3 });
     const done = await itemIn(q.id, 'completed');
-    const res = await ctx.http.post(`/api/v1/settings/queues/${q.id}/items/redrive`).set(admin()).send({ item_ids: [a.id, done.id] });
-    expect(res.status).toBe(200);
-    expect(res.body.data).toEqual({ redriven: 1 });
+    expect(await api().call('redriveQueueItems', { path: { queue_id: q.id }, body: { item_ids: [a.id, done.id] } })).toEqual({ redriven: 1 });
     const rows = await ctx.sql`select id, status, retry_count from queue_items where queue_id = ${q.id} order by created_at`;
     expect(rows.map((r) => [r.id, r.status])).toEqual([[a.id, 'new'], [b.id, 'dead_letter'], [done.id, 'completed']]);
     expect(rows[0]!.retry_count).toBe(0);
@@ -125,8 +118,7 @@ describe('POST /settings/queues/{queue_id}/items/redrive', () => {
   it('re-drives every dead-letter item of the queue when no ids are given', async () => {
     const q = await ws.queue();
     for (let i = 0; i < 3; i++) await itemIn(q.id, 'dead_letter');
-    const res = await ctx.http.post(`/api/v1/settings/queues/${q.id}/items/redrive`).set(admin()).send({});
-    expect(res.body.data).toEqual({ redriven: 3 });
+    expect(await api().call('redriveQueueItems', { path: { queue_id: q.id }, body: {} })).toEqual({ redriven: 3 });
     const [{ n }] = await ctx.sql`select count(*)::int as n from queue_items where queue_id = ${q.id} and status = 'new'`;
     expect(n).toBe(3);
   });

@@ -1,6 +1,7 @@
 import { seedApiKey } from '@svc/testing';
 import { noopDispatch } from '@svc/core/internals';
-import type { ApiTestContext } from '@svc/testing/api';
+import type { BodyOf } from '@svc/client';
+import { apiClient, type ApiTestContext } from '@svc/testing/api';
 import {
   ISO_UTC, QUEUE_ITEM_FIELDS, UUID, itemsInDb, itemsPath, postRouteSuite, recordingDispatch, withoutRequestId, type QueueWorld,
 } from './queue-items-support';
@@ -13,6 +14,9 @@ describe('POST /api/v1/queues/by-name/:name/items', () => {
   beforeAll(() => {
     ({ t, w } = suite);
   });
+  /** A well-formed add as an integrator sends it, through the typed client (@svc/client): answers the item. */
+  const add = async (body: BodyOf<'addQueueItem'>, name = w.queue.name) =>
+    apiClient(t, { apiKey: await w.key() }).call('addQueueItem', { path: { name }, body });
 
   describe('success', () => {
     it('answers 200 with every field of the contract, one by one', async () => {
@@ -56,59 +60,47 @@ describe('POST /api/v1/queues/by-name/:name/items', () => {
     });
 
     it('applies the defaults: priority 3, no reference, deadline or postpone', async () => {
-      const res = await post(await w.key(), { data: {} });
-      expect(res.status).toBe(200);
-      expect(res.body.data).toMatchObject({
+      expect(await add({ data: {} })).toMatchObject({
         status: 'new', priority: 3, reference: null, deadline: null, postpone: null, data: {}, result: null, retry_count: 0,
       });
     });
 
     it('accepts explicit nulls and the priority bounds 1 and 5', async () => {
-      const key = await w.key();
-      const low = await post(key, { data: { n: 1 }, priority: 1, reference: null, deadline: null, postpone: null });
-      expect(low.status).toBe(200);
-      expect(low.body.data).toMatchObject({ priority: 1, reference: null, deadline: null, postpone: null });
-      const high = await post(key, { data: { n: 2 }, priority: 5 });
-      expect(high.body.data.priority).toBe(5);
+      const low = await add({ data: { n: 1 }, priority: 1, reference: null, deadline: null, postpone: null });
+      expect(low).toMatchObject({ priority: 1, reference: null, deadline: null, postpone: null });
+      expect((await add({ data: { n: 2 }, priority: 5 })).priority).toBe(5);
     });
 
     it('keeps a lowercase t/z, an offset and sub-millisecond digits of a date-time as the instant they name', async () => {
-      const res = await post(await w.key(), { data: {}, deadline: '2031-05-06t07:08:09.123456-03:00', postpone: '2031-05-06t00:00:00z' });
-      expect(res.status).toBe(200);
-      expect(res.body.data.deadline).toBe('2031-05-06T10:08:09.123Z');
-      expect(res.body.data.postpone).toBe('2031-05-06T00:00:00.000Z');
+      const item = await add({ data: {}, deadline: '2031-05-06t07:08:09.123456-03:00', postpone: '2031-05-06t00:00:00z' });
+      expect(item.deadline).toBe('2031-05-06T10:08:09.123Z');
+      expect(item.postpone).toBe('2031-05-06T00:00:00.000Z');
       // Postgres parses the text itself, so the microseconds survive in storage
-      const [row] = await t.sql`select to_char(deadline at time zone 'UTC', 'US') as us from queue_items where id = ${res.body.data.id}`;
+      const [row] = await t.sql`select to_char(deadline at time zone 'UTC', 'US') as us from queue_items where id = ${item.id}`;
       expect(row!.us).toBe('123456');
     });
 
     it('accepts a leap second as the instant right after it', async () => {
-      const res = await post(await w.key(), { data: {}, deadline: '2030-06-30T23:59:60Z' });
-      expect(res.status).toBe(200);
-      expect(res.body.data.deadline).toBe('2030-07-01T00:00:00.000Z');
+      expect((await add({ data: {}, deadline: '2030-06-30T23:59:60Z' })).deadline).toBe('2030-07-01T00:00:00.000Z');
     });
 
     it('finds a queue whose name needs URL encoding', async () => {
       const [q] = await t.sql`insert into queues (tenant_id, name) values (${w.tenantId}, 'Facturas pendientes ñ') returning id, name`;
-      const res = await post(await w.key(), { data: { a: 1 } }, q!.name as string);
-      expect(res.status).toBe(200);
-      expect(res.body.data.queue_id).toBe(q!.id);
+      expect((await add({ data: { a: 1 } }, q!.name as string)).queue_id).toBe(q!.id);
     });
 
     it('nudges the dispatcher after the item is committed', async () => {
       const rec = recordingDispatch(t);
       t.deps.dispatch = rec.port;
       const before = (await itemsInDb(t, w.queue.id)).length;
-      const res = await post(await w.key(), { data: { nudge: true } });
-      expect(res.status).toBe(200);
+      expect((await add({ data: { nudge: true } })).data).toEqual({ nudge: true });
       expect(rec.nudges).toEqual([{ queueId: w.queue.id, rowsAtNudge: before + 1 }]);
     });
 
     it('still answers 200 when the dispatcher cannot be reached (Postgres is the truth)', async () => {
       t.deps.dispatch = { ...noopDispatch, queueItemsReady: async () => { throw new Error('redis down'); } };
-      const res = await post(await w.key(), { data: { survives: true } });
-      expect(res.status).toBe(200);
-      const [row] = await t.sql`select status from queue_items where id = ${res.body.data.id}`;
+      const item = await add({ data: { survives: true } });
+      const [row] = await t.sql`select status from queue_items where id = ${item.id}`;
       expect(row!.status).toBe('new');
     });
   });

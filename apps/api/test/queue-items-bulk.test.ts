@@ -1,5 +1,5 @@
 import { seedApiKey, seedQueue } from '@svc/testing';
-import type { ApiTestContext } from '@svc/testing/api';
+import { apiClient, type ApiTestContext } from '@svc/testing/api';
 import {
   bulkPath, counterCounts, itemsInDb, postRouteSuite, realCounts, recordingDispatch, withoutRequestId, type QueueWorld,
 } from './queue-items-support';
@@ -16,6 +16,9 @@ describe('POST /api/v1/queues/by-name/:name/items/bulk', () => {
 
   /** A queue of its own, so row counts are exact. */
   const freshQueue = async () => (await seedQueue(t.sql, w.tenantId)) as { id: string; name: string };
+  /** A well-formed bulk add as an integrator sends it, through the typed client (@svc/client): answers {added}. */
+  const added = async (items: Array<Record<string, unknown>>, name: string) =>
+    apiClient(t, { apiKey: await w.key() }).call('addQueueItems', { path: { name }, body: { items } });
 
   describe('success', () => {
     it('answers 200 {added} and stores each payload as a new item with the defaults', async () => {
@@ -36,7 +39,7 @@ describe('POST /api/v1/queues/by-name/:name/items/bulk', () => {
 
     it('keeps the order of the payloads in creation time (the last payload is the newest)', async () => {
       const q = await freshQueue();
-      await post(await w.key(), { items: payloads(50) }, q.name);
+      expect(await added(payloads(50), q.name)).toEqual({ added: 50 });
       const rows = await t.sql`select data from queue_items where queue_id = ${q.id} order by created_at, id`;
       const seqs = rows.map((r) => (r.data as { seq: number }).seq);
       // created_at is per row (clock_timestamp) and never goes backwards within the statement
@@ -46,25 +49,21 @@ describe('POST /api/v1/queues/by-name/:name/items/bulk', () => {
 
     it('accepts exactly 1000 items', async () => {
       const q = await freshQueue();
-      const res = await post(await w.key(), { items: payloads(1000) }, q.name);
-      expect(res.status).toBe(200);
-      expect(res.body.data).toEqual({ added: 1000 });
+      expect(await added(payloads(1000), q.name)).toEqual({ added: 1000 });
       expect(await realCounts(t, q.id)).toEqual({ new: 1000 });
       expect(await counterCounts(t, q.id)).toEqual({ new: 1000 });
     });
 
     it('accepts a single item', async () => {
       const q = await freshQueue();
-      const res = await post(await w.key(), { items: [{ only: true }] }, q.name);
-      expect(res.body.data).toEqual({ added: 1 });
+      expect(await added([{ only: true }], q.name)).toEqual({ added: 1 });
     });
 
     it('nudges the dispatcher once, after every row is committed', async () => {
       const q = await freshQueue();
       const rec = recordingDispatch(t);
       t.deps.dispatch = rec.port;
-      const res = await post(await w.key(), { items: payloads(25) }, q.name);
-      expect(res.status).toBe(200);
+      expect(await added(payloads(25), q.name)).toEqual({ added: 25 });
       expect(rec.nudges).toEqual([{ queueId: q.id, rowsAtNudge: 25 }]);
     });
   });

@@ -1,7 +1,6 @@
 import { noopDispatch } from '@svc/core/internals';
 import { seedJob, seedMachine, seedProcess, seedQueue, seedTenant, seedUser } from '@svc/testing';
-import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
-import { itemsPath } from './queue-items-support';
+import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { bearer } from './settings-fixtures';
 
 /** POST /settings/queues/{queue_id}/pause and /resume (docs/decisions/queue-pause.md). */
@@ -29,23 +28,23 @@ describe('pausing and resuming a queue', () => {
   const consumerQueue = async () => (await seedQueue(t.sql, tenantId, { consumer_process_id: process.id, max_consumers: 2 })) as { id: string; name: string };
   const pause = (id: string, token = admin) => t.http.post(`/api/v1/settings/queues/${id}/pause`).set(bearer(token));
   const resume = (id: string, token = admin) => t.http.post(`/api/v1/settings/queues/${id}/resume`).set(bearer(token));
+  /** Well-formed calls whose answers a test reads: through the typed client, as the console makes them. */
+  const api = (token = admin) => apiClient(t, { token });
+  const paused = (id: string) => api().call('pauseQueue', { path: { queue_id: id } });
+  const resumed = (id: string) => api().call('resumeQueue', { path: { queue_id: id } });
   const addItems = async (queueId: string, n: number) => {
     for (let i = 0; i < n; i++) await t.sql`insert into queue_items (tenant_id, queue_id, data) values (${tenantId}, ${queueId}, ${t.sql.json({ i })})`;
   };
 
   it('pauses and resumes: the record says so, each change is audited, repeating one answers the record as it is', async () => {
     const q = await consumerQueue();
-    const paused = await pause(q.id);
-    expect(paused.status).toBe(200);
-    expect(paused.body.data).toMatchObject({ id: q.id, is_paused: true, is_active: true });
-    expect((await pause(q.id)).body.data.is_paused).toBe(true);
-    expect((await t.http.get(`/api/v1/settings/queues/${q.id}`).set(bearer(member))).body.data.is_paused).toBe(true);
-    expect((await t.http.get(`/api/v1/settings/queues/${q.id}/stats`).set(bearer(member))).body.data.is_paused).toBe(true);
+    expect(await paused(q.id)).toMatchObject({ id: q.id, is_paused: true, is_active: true });
+    expect((await paused(q.id)).is_paused).toBe(true);
+    expect((await api(member).call('getQueue', { path: { id: q.id } })).is_paused).toBe(true);
+    expect((await api(member).call('getQueueStats', { path: { queue_id: q.id } })).is_paused).toBe(true);
 
     nudged.length = 0;
-    const resumed = await resume(q.id);
-    expect(resumed.status).toBe(200);
-    expect(resumed.body.data.is_paused).toBe(false);
+    expect((await resumed(q.id)).is_paused).toBe(false);
     // resuming nudges the queue, as a new item does: consumers start at once
     expect(nudged).toEqual([q.id]);
     const audit = await t.sql`select action, actor_type, source from audit_log where resource_id = ${q.id} order by id`;
@@ -55,14 +54,11 @@ describe('pausing and resuming a queue', () => {
 
   it('keeps accepting items while paused, and starts no consumer until resumed', async () => {
     const q = await consumerQueue();
-    expect((await pause(q.id)).status).toBe(200);
+    expect((await paused(q.id)).is_paused).toBe(true);
     nudged.length = 0;
-    const key = await (async () => {
-      const res = await t.http.post('/api/v1/settings/api-keys').set(bearer(admin)).send({ name: `k-${q.name}`, scopes: ['queues:write'] });
-      return res.body.data.key as string;
-    })();
-    const added = await t.http.post(itemsPath(q.name)).set('X-API-Key', key).send({ data: { n: 1 } });
-    expect([added.status, added.body.data.status]).toEqual([200, 'new']);
+    const { key } = await api().call('createApiKey', { body: { name: `k-${q.name}`, scopes: ['queues:write'] } });
+    const added = await apiClient(t, { apiKey: key }).call('addQueueItem', { path: { name: q.name }, body: { data: { n: 1 } } });
+    expect(added.status).toBe('new');
     await addItems(q.id, 3);
 
     expect(await t.deps.engine.sweeps.startConsumers(q.id)).toEqual([]);
@@ -70,7 +66,7 @@ describe('pausing and resuming a queue', () => {
     const [{ n: jobs }] = await t.sql`select count(*)::int as n from jobs where queue_id = ${q.id}`;
     expect(jobs).toBe(0);
 
-    expect((await resume(q.id)).status).toBe(200);
+    expect((await resumed(q.id)).is_paused).toBe(false);
     const started = await t.deps.engine.sweeps.startConsumers(q.id);
     expect(started.length).toBe(2);
     expect(await t.deps.engine.sweeps.queuesNeedingConsumers(tenantId)).not.toContain(q.id);
@@ -85,7 +81,7 @@ describe('pausing and resuming a queue', () => {
     const first = await t.deps.engine.machines.takeItems({ ...base, outcomes: [], take: 2 });
     expect(first.claimed.length).toBe(2);
 
-    expect((await pause(q.id)).status).toBe(200);
+    expect((await paused(q.id)).is_paused).toBe(true);
     const outcomes = first.claimed.map((c) => ({ id: c.id, attempt: c.attempt, status: 'completed' as const, result: { ok: true } }));
     const next = await t.deps.engine.machines.takeItems({ ...base, outcomes, take: 2 });
     expect(next.settled.map((s) => s.id).sort()).toEqual(first.claimed.map((c) => c.id).sort());
@@ -93,7 +89,7 @@ describe('pausing and resuming a queue', () => {
     const counts = await t.sql`select status, count(*)::int as n from queue_items where queue_id = ${q.id} group by status order by status`;
     expect(counts).toEqual([{ status: 'completed', n: 2 }, { status: 'new', n: 3 }]);
 
-    expect((await resume(q.id)).status).toBe(200);
+    expect((await resumed(q.id)).is_paused).toBe(false);
     expect((await t.deps.engine.machines.takeItems({ ...base, outcomes: [], take: 2 })).claimed.length).toBe(2);
   });
 
@@ -114,8 +110,7 @@ describe('pausing and resuming a queue', () => {
 
   it('can be set by PATCH and svc apply\'s field too, and refuses a non-boolean', async () => {
     const q = await consumerQueue();
-    const set = await t.http.patch(`/api/v1/settings/queues/${q.id}`).set(bearer(admin)).send({ is_paused: true });
-    expect([set.status, set.body.data.is_paused]).toEqual([200, true]);
+    expect((await api().call('updateQueue', { path: { id: q.id }, body: { is_paused: true } })).is_paused).toBe(true);
     const bad = await t.http.patch(`/api/v1/settings/queues/${q.id}`).set(bearer(admin)).send({ is_paused: 'yes' });
     expect([bad.status, bad.body.error.details[0].field]).toEqual([422, 'body → is_paused']);
   });

@@ -1,5 +1,5 @@
 import { seedJob, seedMachine, seedProcess, seedQueue, seedTenant, seedUser } from '@svc/testing';
-import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { bearer } from './settings-fixtures';
 
 /** GET /settings/queues/{queue_id}/stats (docs/decisions/queue-stats.md). */
@@ -19,6 +19,8 @@ describe('GET /api/v1/settings/queues/:queue_id/stats', () => {
   afterAll(() => t.close());
 
   const stats = (queueId: string, token = member) => t.http.get(`/api/v1/settings/queues/${queueId}/stats`).set(bearer(token));
+  /** A read as the console makes it, through the typed client (@svc/client). */
+  const read = (queueId: string, token = member) => apiClient(t, { token }).request('getQueueStats', { path: { queue_id: queueId } });
   const add = async (queueId: string, rows: Array<Record<string, unknown>>) => {
     const ids: string[] = [];
     for (const r of rows) {
@@ -34,9 +36,7 @@ describe('GET /api/v1/settings/queues/:queue_id/stats', () => {
 
   it('answers an empty queue with zeros and nulls, every field present', async () => {
     const q = await seedQueue(t.sql, tenantId);
-    const res = await stats(q.id as string);
-    expect(res.status).toBe(200);
-    expect(res.body).toEqual({
+    expect(await read(q.id as string)).toEqual({
       success: true,
       data: {
         counts: { new: 0, in_progress: 0, pending_review: 0, completed: 0, failed: 0, dead_letter: 0 },
@@ -79,13 +79,11 @@ describe('GET /api/v1/settings/queues/:queue_id/stats', () => {
       await t.sql`update jobs set queue_id = ${queueId} where id = ${job.id}`;
     }
 
-    const res = await stats(queueId);
-    expect(res.status).toBe(200);
-    const d = res.body.data;
+    const d = (await read(queueId)).data;
     expect(d.counts).toEqual({ new: 7, in_progress: 1, pending_review: 1, completed: 3, failed: 1, dead_letter: 1 });
     expect(d.postponed).toBe(2);
     expect(d.ready).toBe(5);
-    expect(Date.parse(d.oldest_ready_at)).toBe(oldest.getTime());
+    expect(Date.parse(d.oldest_ready_at!)).toBe(oldest.getTime());
     expect(oldestId).toBeDefined();
     expect(d.deadline_at_risk).toBe(2);
     expect(soon).toBeDefined();
@@ -94,8 +92,8 @@ describe('GET /api/v1/settings/queues/:queue_id/stats', () => {
     expect(d.avg_processing_ms_last_hour).toBe(4000);
     expect(d.consumers_running).toBe(1);
     // the counts are the settings list's counts
-    const record = await t.http.get(`/api/v1/settings/queues/${queueId}`).set(bearer(member));
-    expect(record.body.data.item_counts).toMatchObject(d.counts);
+    const record = await apiClient(t, { token: member }).call('getQueue', { path: { id: queueId } });
+    expect(record.item_counts).toMatchObject(d.counts);
   });
 
   it('counts a transition into failed each time it happens, and nothing for rows that did not change status', async () => {
@@ -107,7 +105,7 @@ describe('GET /api/v1/settings/queues/:queue_id/stats', () => {
       await t.sql`update queue_items set status = 'new' where id = ${id!}`;
     }
     await t.sql`update queue_items set error_message = 'touched' where id = ${id!}`;
-    const d = (await stats(q.id as string)).body.data;
+    const d = (await read(q.id as string)).data;
     expect([d.failed_last_hour, d.completed_last_hour, d.avg_processing_ms_last_hour]).toEqual([2, 0, null]);
   });
 

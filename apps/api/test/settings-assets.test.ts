@@ -1,7 +1,8 @@
 import { NotFoundError } from '@svc/core';
 import { decrypt, readAssetValue } from '@svc/core/internals';
+import type { BodyOf } from '@svc/client';
 import type { ApiTestContext } from '@svc/testing/api';
-import { bearer, fieldsOf, ISO, settingsSuite, UUID, type SettingsWorld } from './settings-fixtures';
+import { fieldsOf, ISO, settingsSuite, UUID, type SettingsWorld } from './settings-fixtures';
 
 const PASSWORD = 'S3cr3t-contraseña-ÚNICA';
 
@@ -10,16 +11,16 @@ describe('settings: assets', () => {
   let t: ApiTestContext;
   let w: SettingsWorld;
   beforeAll(() => ({ t, w } = suite));
-  const { post, patch } = suite;
+  const { post, patch, api } = suite;
+  const create = (body: BodyOf<'createAsset'>) => api().call('createAsset', { body });
+  const update = (id: string, body: BodyOf<'updateAsset'>) => api().call('updateAsset', { path: { id }, body });
 
   let n = 0;
   const read = (tenantId: string, name: string, env: 'dev' | 'staging' | 'production') =>
     readAssetValue(t.sql, t.config.assetEncryptionKey, tenantId, name, env);
 
   it('creates a text asset with a value per environment and shows every field of the record', async () => {
-    const res = await post({ name: 'erp-url', type: 'text', description: 'URL del ERP', values: { dev: 'http://dev', production: 'https://erp' } });
-    expect(res.status).toBe(201);
-    const a = res.body.data;
+    const a = await create({ name: 'erp-url', type: 'text', description: 'URL del ERP', values: { dev: 'http://dev', production: 'https://erp' } });
     expect(Object.keys(a).sort()).toEqual(['created_at', 'description', 'id', 'is_active', 'name', 'tenant_id', 'type', 'updated_at', 'values']);
     expect(a).toMatchObject({
       tenant_id: w.tenantA, name: 'erp-url', type: 'text', description: 'URL del ERP', is_active: true,
@@ -32,13 +33,12 @@ describe('settings: assets', () => {
   });
 
   it('keeps integer and boolean values with their JSON types', async () => {
-    const i = await post({ name: `int-${++n}`, type: 'integer', values: { dev: 0, staging: -5, production: 9007199254740991 } });
-    expect(i.status).toBe(201);
-    expect(i.body.data.values).toEqual({ dev: 0, staging: -5, production: 9007199254740991 });
-    const b = await post({ name: `bool-${++n}`, type: 'boolean', values: { dev: false, production: true } });
-    expect(b.body.data.values).toEqual({ dev: false, staging: null, production: true });
-    expect((await read(w.tenantA, i.body.data.name, 'staging')).value).toBe(-5);
-    expect((await read(w.tenantA, b.body.data.name, 'dev')).value).toBe(false);
+    const i = await create({ name: `int-${++n}`, type: 'integer', values: { dev: 0, staging: -5, production: 9007199254740991 } });
+    expect(i.values).toEqual({ dev: 0, staging: -5, production: 9007199254740991 });
+    const b = await create({ name: `bool-${++n}`, type: 'boolean', values: { dev: false, production: true } });
+    expect(b.values).toEqual({ dev: false, staging: null, production: true });
+    expect((await read(w.tenantA, i.name, 'staging')).value).toBe(-5);
+    expect((await read(w.tenantA, b.name, 'dev')).value).toBe(false);
   });
 
   it('creates an asset without values', async () => {
@@ -48,20 +48,20 @@ describe('settings: assets', () => {
   });
 
   it('never returns a credential password: create, get and list show the username and has_password only', async () => {
-    const res = await post({ name: 'erp-login', type: 'credential', values: { production: { username: 'robot', password: PASSWORD } } });
-    expect(res.status).toBe(201);
-    expect(res.body.data.values).toEqual({ dev: null, staging: null, production: { username: 'robot', has_password: true } });
-    const got = await t.http.get(`/api/v1/settings/assets/${res.body.data.id}`).set(bearer(w.admin));
-    const list = await t.http.get('/api/v1/settings/assets?limit=100').set(bearer(w.admin));
-    for (const body of [res.text, got.text, list.text]) expect(body).not.toContain(PASSWORD);
-    expect(got.body.data.values.production).toEqual({ username: 'robot', has_password: true });
-    const audit = await t.sql`select details from audit_log where resource_id = ${res.body.data.id}`;
+    const made = await api().request('createAsset', { body: { name: 'erp-login', type: 'credential', values: { production: { username: 'robot', password: PASSWORD } } } });
+    expect(made.data.values).toEqual({ dev: null, staging: null, production: { username: 'robot', has_password: true } });
+    const got = await api().request('getAsset', { path: { id: made.data.id } });
+    const list = await api().request('listWorkspaceAssets', { query: { limit: 100 } });
+    expect(list.data.map((x) => x.id)).toContain(made.data.id);
+    for (const body of [made, got, list]) expect(JSON.stringify(body)).not.toContain(PASSWORD);
+    expect(got.data.values.production).toEqual({ username: 'robot', has_password: true });
+    const audit = await t.sql`select details from audit_log where resource_id = ${made.data.id}`;
     expect(audit.length).toBe(1);
     expect(JSON.stringify(audit)).not.toContain(PASSWORD);
   });
 
   it('stores credentials encrypted: the bytes at rest are not the password and decrypt only for their row', async () => {
-    const made = (await post({ name: `cred-${++n}`, type: 'credential', values: { dev: { username: 'usuario-robot-01', password: PASSWORD }, staging: { username: 'usuario-robot-01', password: PASSWORD } } })).body.data;
+    const made = await create({ name: `cred-${++n}`, type: 'credential', values: { dev: { username: 'usuario-robot-01', password: PASSWORD }, staging: { username: 'usuario-robot-01', password: PASSWORD } } });
     const rows = await t.sql`select environment, value, secret from asset_values where asset_id = ${made.id} order by environment`;
     expect(rows.map((r) => r.environment)).toEqual(['dev', 'staging']);
     for (const r of rows) {
@@ -85,10 +85,10 @@ describe('settings: assets', () => {
   });
 
   it('readAssetValue answers NotFound for another workspace, a missing name or an inactive asset', async () => {
-    const made = (await post({ name: `ro-${++n}`, type: 'text', values: { dev: 'v' } })).body.data;
+    const made = await create({ name: `ro-${++n}`, type: 'text', values: { dev: 'v' } });
     await expect(read(w.tenantB, made.name, 'dev')).rejects.toBeInstanceOf(NotFoundError);
     await expect(read(w.tenantA, 'no-such-asset', 'dev')).rejects.toBeInstanceOf(NotFoundError);
-    await t.http.delete(`/api/v1/settings/assets/${made.id}`).set(bearer(w.admin));
+    await api().call('deactivateAsset', { path: { id: made.id } });
     await expect(read(w.tenantA, made.name, 'dev')).rejects.toBeInstanceOf(NotFoundError);
   });
 
@@ -122,7 +122,9 @@ describe('settings: assets', () => {
   });
 
   it('refuses a duplicate name with 409 and leaves no partial values behind', async () => {
-    const first = (await post({ name: 'twin', type: 'text', values: { dev: 'a' } })).body.data;
+    const created = await post({ name: 'twin', type: 'text', values: { dev: 'a' } });
+    expect(created.status).toBe(201);
+    const first = created.body.data;
     const res = await post({ name: 'twin', type: 'credential', values: { dev: { username: 'u', password: 'p' } } });
     expect(res.status).toBe(409);
     expect(res.body.error.message).toBe('El recurso ya existe');
@@ -131,10 +133,9 @@ describe('settings: assets', () => {
   });
 
   it('merges values per environment on update: a value sets, null removes, an absent environment stays', async () => {
-    const a = (await post({ name: `merge-${++n}`, type: 'text', values: { dev: 'd1', production: 'p1' } })).body.data;
-    const res = await patch(a.id, { values: { dev: null, staging: 's2' }, description: 'nuevo' });
-    expect(res.status).toBe(200);
-    expect(res.body.data).toMatchObject({ description: 'nuevo', values: { dev: null, staging: 's2', production: 'p1' } });
+    const a = await create({ name: `merge-${++n}`, type: 'text', values: { dev: 'd1', production: 'p1' } });
+    const merged = await update(a.id, { values: { dev: null, staging: 's2' }, description: 'nuevo' });
+    expect(merged).toMatchObject({ description: 'nuevo', values: { dev: null, staging: 's2', production: 'p1' } });
     expect((await read(w.tenantA, a.name, 'dev')).value).toBeNull();
     expect((await read(w.tenantA, a.name, 'staging')).value).toBe('s2');
     const bad = await patch(a.id, { values: { production: true } });
@@ -144,31 +145,29 @@ describe('settings: assets', () => {
   });
 
   it('replaces a credential and re-encrypts it', async () => {
-    const a = (await post({ name: `rot-${++n}`, type: 'credential', values: { dev: { username: 'old', password: 'old-pw' } } })).body.data;
-    const res = await patch(a.id, { values: { dev: { username: 'new', password: PASSWORD } } });
-    expect(res.body.data.values.dev).toEqual({ username: 'new', has_password: true });
-    expect(res.text).not.toContain(PASSWORD);
+    const a = await create({ name: `rot-${++n}`, type: 'credential', values: { dev: { username: 'old', password: 'old-pw' } } });
+    const res = await api().request('updateAsset', { path: { id: a.id }, body: { values: { dev: { username: 'new', password: PASSWORD } } } });
+    expect(res.data.values.dev).toEqual({ username: 'new', has_password: true });
+    expect(JSON.stringify(res)).not.toContain(PASSWORD);
     expect((await read(w.tenantA, a.name, 'dev')).value).toEqual({ username: 'new', password: PASSWORD });
   });
 
   it('changing the type checks the new values against it and drops the old-type values not sent', async () => {
-    const a = (await post({ name: `retype-${++n}`, type: 'text', values: { dev: 'x', staging: 'y', production: 'z' } })).body.data;
+    const a = await create({ name: `retype-${++n}`, type: 'text', values: { dev: 'x', staging: 'y', production: 'z' } });
     const wrong = await patch(a.id, { type: 'integer', values: { dev: 'x' } });
     expect(wrong.status).toBe(422);
-    const res = await patch(a.id, { type: 'integer', values: { dev: 7 } });
-    expect(res.status).toBe(200);
-    expect(res.body.data).toMatchObject({ type: 'integer', values: { dev: 7, staging: null, production: null } });
+    const retyped = await update(a.id, { type: 'integer', values: { dev: 7 } });
+    expect(retyped).toMatchObject({ type: 'integer', values: { dev: 7, staging: null, production: null } });
     const [{ n: left }] = await t.sql`select count(*)::int as n from asset_values where asset_id = ${a.id}` as unknown as [{ n: number }];
     expect(left).toBe(1);
   });
 
   it('deactivates an asset with DELETE (200) and filters the list by activity', async () => {
-    const a = (await post({ name: `off-${++n}`, type: 'boolean', values: { dev: true } })).body.data;
-    const res = await t.http.delete(`/api/v1/settings/assets/${a.id}`).set(bearer(w.admin));
-    expect(res.status).toBe(200);
-    expect(res.body.data).toMatchObject({ id: a.id, is_active: false, values: { dev: true } });
-    const inactive = await t.http.get('/api/v1/settings/assets?is_active=false&limit=100').set(bearer(w.admin));
-    expect(inactive.body.data.map((x: { id: string }) => x.id)).toContain(a.id);
-    expect(inactive.body.data.every((x: { is_active: boolean }) => !x.is_active)).toBe(true);
+    const a = await create({ name: `off-${++n}`, type: 'boolean', values: { dev: true } });
+    const off = await api().call('deactivateAsset', { path: { id: a.id } });
+    expect(off).toMatchObject({ id: a.id, is_active: false, values: { dev: true } });
+    const inactive = await api().call('listWorkspaceAssets', { query: { is_active: false, limit: 100 } });
+    expect(inactive.map((x) => x.id)).toContain(a.id);
+    expect(inactive.every((x) => !x.is_active)).toBe(true);
   });
 });

@@ -1,6 +1,7 @@
 import type { Test } from 'supertest';
+import type { Client } from '@svc/client';
 import { seedTenant, seedUser } from '@svc/testing';
-import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
 /** Two workspaces: A with an admin and a member, B with an admin (for cross-tenant checks). */
 export interface SettingsWorld {
@@ -33,14 +34,16 @@ export function fieldsOf(body: { error?: { details?: Array<{ field: string }> } 
 
 /**
  * The set-up of a settings test file: a real app over its own database with a SettingsWorld
- * (made in beforeAll, closed in afterAll), and POST / PATCH on `/api/v1/settings/<plural>` as a
- * user (workspace A's admin unless told).
+ * (made in beforeAll, closed in afterAll), POST / PATCH on `/api/v1/settings/<plural>` as a
+ * user (workspace A's admin unless told) for what a client would never send, and the typed
+ * client as that user for well-formed calls whose answers a test reads.
  */
 export interface SettingsSuite {
   t: ApiTestContext;
   w: SettingsWorld;
   post(body: unknown, token?: string): Test;
   patch(id: string, body: unknown, token?: string): Test;
+  api(token?: string): Client;
 }
 
 export function settingsSuite(plural: string): SettingsSuite {
@@ -50,6 +53,7 @@ export function settingsSuite(plural: string): SettingsSuite {
     w: undefined as unknown as SettingsWorld,
     post: (body: unknown, token = suite.w.admin) => suite.t.http.post(base).set(bearer(token)).send(body as object),
     patch: (id: string, body: unknown, token = suite.w.admin) => suite.t.http.patch(`${base}/${id}`).set(bearer(token)).send(body as object),
+    api: (token = suite.w.admin) => apiClient(suite.t, { token }),
   };
   beforeAll(async () => {
     suite.t = await createApiTestContext();

@@ -1,4 +1,4 @@
-import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { bearer, fieldsOf, ISO, settingsSuite, settingsWorld, UUID, type SettingsWorld } from './settings-fixtures';
 
 describe('settings: folders', () => {
@@ -6,7 +6,7 @@ describe('settings: folders', () => {
   let t: ApiTestContext;
   let w: SettingsWorld;
   beforeAll(() => ({ t, w } = suite));
-  const { post } = suite;
+  const { post, api } = suite;
 
 
   it('creates a folder with defaults and answers 201 with every field of the record', async () => {
@@ -21,15 +21,15 @@ describe('settings: folders', () => {
   });
 
   it('records the creation in the audit log with the admin as actor', async () => {
-    const res = await post({ name: 'Auditada', description: 'x' });
-    const [row] = await t.sql`select * from audit_log where resource_id = ${res.body.data.id}`;
+    const made = await api().call('createFolder', { body: { name: 'Auditada', description: 'x' } });
+    const [row] = await t.sql`select * from audit_log where resource_id = ${made.id}`;
     expect(row).toMatchObject({ action: 'create_folder', actor_type: 'user', actor_id: w.adminUserId, tenant_id: w.tenantA });
   });
 
   it('audits creation, change and deactivation with the names of what changed, never the values', async () => {
-    const id = (await post({ name: 'Trazada' })).body.data.id;
-    expect((await t.http.patch(`/api/v1/settings/folders/${id}`).set(bearer(w.admin)).send({ description: 'nota privada' })).status).toBe(200);
-    expect((await t.http.delete(`/api/v1/settings/folders/${id}`).set(bearer(w.admin))).status).toBe(200);
+    const { id } = await api().call('createFolder', { body: { name: 'Trazada' } });
+    await api().call('updateFolder', { path: { id }, body: { description: 'nota privada' } });
+    await api().call('deactivateFolder', { path: { id } });
     const rows = await t.sql`select action, actor_type, source, resource_type, details from audit_log where resource_id = ${id} order by id`;
     expect(rows).toEqual([
       { action: 'create_folder', actor_type: 'user', source: 'api', resource_type: 'folder', details: { name: 'Trazada' } },
@@ -68,19 +68,19 @@ describe('settings: folders', () => {
     const t2 = await createApiTestContext();
     try {
       const w2 = await settingsWorld(t2);
-      for (const name of ['c', 'a', 'b']) await t2.http.post('/api/v1/settings/folders').set(bearer(w2.admin)).send({ name });
-      await t2.http.post('/api/v1/settings/folders').set(bearer(w2.adminB)).send({ name: 'other' });
-      const page1 = await t2.http.get('/api/v1/settings/folders?limit=2').set(bearer(w2.admin));
-      expect(page1.status).toBe(200);
-      expect(page1.body.data.map((f: { name: string }) => f.name)).toEqual(['a', 'b']);
-      expect(page1.body.meta).toEqual({ page: 1, limit: 2, total: 3, pages: 2 });
-      const page2 = await t2.http.get('/api/v1/settings/folders?limit=2&page=2').set(bearer(w2.admin));
-      expect(page2.body.data.map((f: { name: string }) => f.name)).toEqual(['c']);
-      const a = page1.body.data[0];
-      await t2.http.delete(`/api/v1/settings/folders/${a.id}`).set(bearer(w2.admin));
-      const inactive = await t2.http.get('/api/v1/settings/folders?is_active=false').set(bearer(w2.admin));
-      expect(inactive.body.data.map((f: { name: string }) => f.name)).toEqual(['a']);
-      expect(inactive.body.meta.total).toBe(1);
+      const admin = apiClient(t2, { token: w2.admin });
+      for (const name of ['c', 'a', 'b']) await admin.call('createFolder', { body: { name } });
+      await apiClient(t2, { token: w2.adminB }).call('createFolder', { body: { name: 'other' } });
+      const names = (page: { data: Array<{ name: string }> }) => page.data.map((f) => f.name);
+      const page1 = await admin.request('listWorkspaceFolders', { query: { limit: 2 } });
+      expect(names(page1)).toEqual(['a', 'b']);
+      expect(page1.meta).toEqual({ page: 1, limit: 2, total: 3, pages: 2 });
+      const page2 = await admin.request('listWorkspaceFolders', { query: { limit: 2, page: 2 } });
+      expect(names(page2)).toEqual(['c']);
+      await admin.call('deactivateFolder', { path: { id: page1.data[0]!.id } });
+      const inactive = await admin.request('listWorkspaceFolders', { query: { is_active: false } });
+      expect(names(inactive)).toEqual(['a']);
+      expect(inactive.meta.total).toBe(1);
     } finally {
       await t2.close();
     }
@@ -98,35 +98,30 @@ describe('settings: folders', () => {
   });
 
   it('gets, partially updates and deactivates a folder', async () => {
-    const made = (await post({ name: 'Ciclo', description: 'antes' })).body.data;
-    const got = await t.http.get(`/api/v1/settings/folders/${made.id}`).set(bearer(w.admin));
-    expect(got.status).toBe(200);
-    expect(got.body.data).toEqual(made);
+    const made = await api().call('createFolder', { body: { name: 'Ciclo', description: 'antes' } });
+    const path = { id: made.id };
+    expect(await api().call('getFolder', { path })).toEqual(made);
 
-    const patched = await t.http.patch(`/api/v1/settings/folders/${made.id}`).set(bearer(w.admin)).send({ description: 'después' });
-    expect(patched.status).toBe(200);
-    expect(patched.body.data).toMatchObject({ id: made.id, name: 'Ciclo', description: 'después', is_active: true });
-    expect(new Date(patched.body.data.updated_at).getTime()).toBeGreaterThanOrEqual(new Date(made.updated_at).getTime());
+    const patched = await api().call('updateFolder', { path, body: { description: 'después' } });
+    expect(patched).toMatchObject({ id: made.id, name: 'Ciclo', description: 'después', is_active: true });
+    expect(new Date(patched.updated_at).getTime()).toBeGreaterThanOrEqual(new Date(made.updated_at).getTime());
 
-    const cleared = await t.http.patch(`/api/v1/settings/folders/${made.id}`).set(bearer(w.admin)).send({ description: null });
-    expect(cleared.body.data.description).toBeNull();
+    const cleared = await api().call('updateFolder', { path, body: { description: null } });
+    expect(cleared.description).toBeNull();
 
-    const gone = await t.http.delete(`/api/v1/settings/folders/${made.id}`).set(bearer(w.admin));
-    expect(gone.status).toBe(200);
-    expect(gone.body.data).toMatchObject({ id: made.id, is_active: false });
+    const gone = await api().call('deactivateFolder', { path });
+    expect(gone).toMatchObject({ id: made.id, is_active: false });
     const [row] = await t.sql`select is_active from folders where id = ${made.id}`;
     expect(row!.is_active).toBe(false);
 
-    const back = await t.http.patch(`/api/v1/settings/folders/${made.id}`).set(bearer(w.admin)).send({ is_active: true });
-    expect(back.body.data.is_active).toBe(true);
+    const back = await api().call('updateFolder', { path, body: { is_active: true } });
+    expect(back.is_active).toBe(true);
   });
 
   it('refuses renaming onto an existing name with 409', async () => {
-    await post({ name: 'Uno' });
-    const two = (await post({ name: 'Dos' })).body.data;
-    const res = await t.http.patch(`/api/v1/settings/folders/${two.id}`).set(bearer(w.admin)).send({ name: 'Uno' });
-    expect(res.status).toBe(409);
-    expect(res.body.error.message).toBe('El recurso ya existe');
+    await api().call('createFolder', { body: { name: 'Uno' } });
+    const two = await api().call('createFolder', { body: { name: 'Dos' } });
+    await expect(api().call('updateFolder', { path: { id: two.id }, body: { name: 'Uno' } })).rejects.toMatchObject({ status: 409, message: 'El recurso ya existe' });
   });
 
   it.each([

@@ -1,4 +1,5 @@
 import { seedProcess } from '@svc/testing';
+import type { BodyOf } from '@svc/client';
 import type { ApiTestContext } from '@svc/testing/api';
 import { bearer, fieldsOf, ISO, settingsSuite, UUID, type SettingsWorld } from './settings-fixtures';
 
@@ -13,17 +14,19 @@ describe('settings: processes', () => {
   let t: ApiTestContext;
   let w: SettingsWorld;
   beforeAll(() => ({ t, w } = suite));
-  const { post, patch } = suite;
+  const { post, patch, api } = suite;
 
   let n = 0;
   const uniqueName = () => `proc-${++n}`;
-  const folderOf = async (token: string) =>
-    (await t.http.post('/api/v1/settings/folders').set(bearer(token)).send({ name: `f-${++n}` })).body.data.id as string;
+  const folderOf = async (token: string) => (await api(token).call('createFolder', { body: { name: `f-${++n}` } })).id;
+  // the generated body types say `Record<string, never>` for input_schema (a free-form object in the document)
+  type WithSchema<B> = Omit<B, 'input_schema'> & { input_schema?: Record<string, unknown> | null };
+  const create = (body: WithSchema<BodyOf<'createProcess'>>) => api().call('createProcess', { body: body as BodyOf<'createProcess'> });
+  const update = (id: string, body: WithSchema<BodyOf<'updateProcess'>>) =>
+    api().call('updateProcess', { path: { id }, body: body as BodyOf<'updateProcess'> });
 
   it('creates a process with the documented defaults and exactly the ProcessResponse fields', async () => {
-    const res = await post({ name: 'Facturas' });
-    expect(res.status).toBe(201);
-    const p = res.body.data;
+    const p = await create({ name: 'Facturas' });
     expect(Object.keys(p).sort()).toEqual(PROCESS_FIELDS);
     expect(p).toMatchObject({
       name: 'Facturas', description: null, folder_id: null, input_schema: null, timeout_seconds: 3600, max_retries: 0,
@@ -38,8 +41,8 @@ describe('settings: processes', () => {
 
   it('stores every field it is given and returns it unchanged', async () => {
     const folder = await folderOf(w.admin);
-    const next = (await post({ name: uniqueName() })).body.data.id;
-    const body = {
+    const next = (await create({ name: uniqueName() })).id;
+    const body: WithSchema<BodyOf<'createProcess'>> = {
       name: 'Conciliación bancaria',
       description: 'Concilia extractos',
       release_id: '11111111-2222-4333-8444-555555555555',
@@ -55,11 +58,9 @@ describe('settings: processes', () => {
       required_assets: ['erp-login', 'umbral'],
       is_active: true,
     };
-    const res = await post(body);
-    expect(res.status).toBe(201);
-    expect(res.body.data).toMatchObject(body);
-    const got = await t.http.get(`/api/v1/settings/processes/${res.body.data.id}`).set(bearer(w.admin));
-    expect(got.body.data).toEqual(res.body.data);
+    const made = await create(body);
+    expect(made).toMatchObject(body);
+    expect(await api().call('getProcess', { path: { id: made.id } })).toEqual(made);
   });
 
   it.each([
@@ -111,7 +112,7 @@ describe('settings: processes', () => {
     const a = await post({ name: uniqueName(), input_schema: schema });
     const b = await post({ name: uniqueName(), input_schema: schema });
     expect([a.status, b.status]).toEqual([201, 201]);
-    expect((await patch(a.body.data.id, { input_schema: schema })).status).toBe(200);
+    expect((await update(a.body.data.id, { input_schema: schema })).input_schema).toEqual(schema);
     expect(b.body.data.input_schema).toEqual(schema);
   });
 
@@ -122,8 +123,7 @@ describe('settings: processes', () => {
       properties: { to: { $ref: '#/$defs/email' }, at: { type: 'string', format: 'date-time' } },
       additionalProperties: false,
     };
-    const res = await post({ name: uniqueName(), input_schema: schema });
-    expect(res.status).toBe(201);
+    expect((await create({ name: uniqueName(), input_schema: schema })).input_schema).toEqual(schema);
   });
 
   it('refuses a folder or a successor process of another workspace with 422, like a missing one', async () => {
@@ -139,36 +139,35 @@ describe('settings: processes', () => {
     ]);
     const missing = await post({ name: uniqueName(), folder_id: '00000000-0000-4000-8000-000000000000' });
     expect(missing.status).toBe(422);
-    const own = (await post({ name: uniqueName() })).body.data;
+    const own = await create({ name: uniqueName() });
     const viaPatch = await patch(own.id, { folder_id: foreignFolder });
     expect(viaPatch.status).toBe(422);
   });
 
   it('refuses a success chain that leads back to the process (422)', async () => {
-    const a = (await post({ name: uniqueName() })).body.data;
-    const b = (await post({ name: uniqueName(), on_success_trigger_process_id: a.id })).body.data;
+    const a = await create({ name: uniqueName() });
+    const b = await create({ name: uniqueName(), on_success_trigger_process_id: a.id });
     const self = await patch(a.id, { on_success_trigger_process_id: a.id });
     expect(self.status).toBe(422);
     const loop = await patch(a.id, { on_success_trigger_process_id: b.id });
     expect(loop.status).toBe(422);
     expect(fieldsOf(loop.body)).toEqual(['body → on_success_trigger_process_id']);
-    const c = (await post({ name: uniqueName() })).body.data;
-    expect((await patch(a.id, { on_success_trigger_process_id: c.id })).status).toBe(200);
+    const c = await create({ name: uniqueName() });
+    expect((await update(a.id, { on_success_trigger_process_id: c.id })).on_success_trigger_process_id).toBe(c.id);
   });
 
   it('updates only the fields sent, clears nullable ones with null, and checks a new input_schema', async () => {
-    const made = (await post({ name: uniqueName(), tags: ['x'], input_schema: { type: 'object' }, timeout_seconds: 50 })).body.data;
-    const res = await patch(made.id, { max_retries: 4, tags: null, input_schema: { type: 'object', required: ['a'] } });
-    expect(res.status).toBe(200);
-    expect(res.body.data).toEqual({
+    const made = await create({ name: uniqueName(), tags: ['x'], input_schema: { type: 'object' }, timeout_seconds: 50 });
+    const updated = await update(made.id, { max_retries: 4, tags: null, input_schema: { type: 'object', required: ['a'] } });
+    expect(updated).toEqual({
       ...made,
       max_retries: 4,
       tags: null,
       input_schema: { type: 'object', required: ['a'] },
-      updated_at: res.body.data.updated_at,
+      updated_at: updated.updated_at,
     });
-    const cleared = await patch(made.id, { input_schema: null });
-    expect(cleared.body.data.input_schema).toBeNull();
+    const cleared = await update(made.id, { input_schema: null });
+    expect(cleared.input_schema).toBeNull();
     const bad = await patch(made.id, { input_schema: { type: 'nope' } });
     expect(bad.status).toBe(422);
     expect(fieldsOf(bad.body)).toEqual(['body → input_schema']);
@@ -178,26 +177,23 @@ describe('settings: processes', () => {
 
   it('refuses a duplicate name on create and on rename with 409', async () => {
     const name = uniqueName();
-    await post({ name });
-    expect((await post({ name })).status).toBe(409);
-    const other = (await post({ name: uniqueName() })).body.data;
-    const res = await patch(other.id, { name });
-    expect(res.status).toBe(409);
-    expect(res.body.error).toMatchObject({ code: 'CONFLICT', message: 'El recurso ya existe' });
+    await create({ name });
+    await expect(create({ name })).rejects.toMatchObject({ status: 409 });
+    const other = await create({ name: uniqueName() });
+    await expect(update(other.id, { name })).rejects.toMatchObject({ status: 409, code: 'CONFLICT', message: 'El recurso ya existe' });
   });
 
   it('deactivates a process (200) and filters the list by folder and activity', async () => {
     const folder = await folderOf(w.admin);
-    const one = (await post({ name: 'zz-1', folder_id: folder })).body.data;
-    await post({ name: 'zz-2', folder_id: folder });
-    const off = await t.http.delete(`/api/v1/settings/processes/${one.id}`).set(bearer(w.admin));
-    expect(off.status).toBe(200);
-    expect(off.body.data).toMatchObject({ id: one.id, is_active: false });
-    const inFolder = await t.http.get(`/api/v1/settings/processes?folder_id=${folder}`).set(bearer(w.admin));
-    expect(inFolder.body.data.map((p: { name: string }) => p.name)).toEqual(['zz-1', 'zz-2']);
-    expect(inFolder.body.meta).toEqual({ page: 1, limit: 20, total: 2, pages: 1 });
-    const active = await t.http.get(`/api/v1/settings/processes?folder_id=${folder}&is_active=true`).set(bearer(w.admin));
-    expect(active.body.data.map((p: { name: string }) => p.name)).toEqual(['zz-2']);
+    const one = await create({ name: 'zz-1', folder_id: folder });
+    await create({ name: 'zz-2', folder_id: folder });
+    const off = await api().call('deactivateProcess', { path: { id: one.id } });
+    expect(off).toMatchObject({ id: one.id, is_active: false });
+    const inFolder = await api().request('listWorkspaceProcesses', { query: { folder_id: folder } });
+    expect(inFolder.data.map((p) => p.name)).toEqual(['zz-1', 'zz-2']);
+    expect(inFolder.meta).toEqual({ page: 1, limit: 20, total: 2, pages: 1 });
+    const active = await api().call('listWorkspaceProcesses', { query: { folder_id: folder, is_active: true } });
+    expect(active.map((p) => p.name)).toEqual(['zz-2']);
     const bad = await t.http.get('/api/v1/settings/processes?folder_id=nope').set(bearer(w.admin));
     expect(bad.status).toBe(422);
   });

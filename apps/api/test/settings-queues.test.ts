@@ -1,21 +1,19 @@
 import { seedProcess } from '@svc/testing';
-import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
-import { bearer, fieldsOf, ISO, settingsSuite, settingsWorld, UUID, type SettingsWorld } from './settings-fixtures';
+import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import { fieldsOf, ISO, settingsSuite, settingsWorld, UUID, type SettingsWorld } from './settings-fixtures';
 
 describe('settings: queues', () => {
   const suite = settingsSuite('queues');
   let t: ApiTestContext;
   let w: SettingsWorld;
   beforeAll(() => ({ t, w } = suite));
-  const { post, patch } = suite;
+  const { post, patch, api } = suite;
 
   let n = 0;
   const zero = { total: 0, new: 0, in_progress: 0, pending_review: 0, completed: 0, failed: 0, dead_letter: 0 };
 
   it('creates a queue with max_retries 3 and max_consumers 1 by default, every field in the record', async () => {
-    const res = await post({ name: 'facturas-entrada' });
-    expect(res.status).toBe(201);
-    const q = res.body.data;
+    const q = await api().call('createQueue', { body: { name: 'facturas-entrada' } });
     expect(Object.keys(q).sort()).toEqual([
       'consumer_process_id', 'created_at', 'description', 'id', 'is_active', 'is_paused', 'item_counts', 'max_consumers', 'max_retries',
       'name', 'tenant_id', 'updated_at',
@@ -30,11 +28,10 @@ describe('settings: queues', () => {
 
   it('stores a consumer process of the same workspace with its limits', async () => {
     const proc = await seedProcess(t.sql, w.tenantA);
-    const res = await post({ name: `q-${++n}`, description: 'd', max_retries: 0, consumer_process_id: proc.id, max_consumers: 100 });
-    expect(res.status).toBe(201);
-    expect(res.body.data).toMatchObject({ description: 'd', max_retries: 0, consumer_process_id: proc.id, max_consumers: 100 });
-    const edge = await post({ name: `q-${++n}`, max_retries: 10 });
-    expect(edge.body.data.max_retries).toBe(10);
+    const q = await api().call('createQueue', { body: { name: `q-${++n}`, description: 'd', max_retries: 0, consumer_process_id: proc.id, max_consumers: 100 } });
+    expect(q).toMatchObject({ description: 'd', max_retries: 0, consumer_process_id: proc.id, max_consumers: 100 });
+    const edge = await api().call('createQueue', { body: { name: `q-${++n}`, max_retries: 10 } });
+    expect(edge.max_retries).toBe(10);
   });
 
   it('refuses a consumer process of another workspace or a missing one with 422', async () => {
@@ -44,7 +41,7 @@ describe('settings: queues', () => {
       expect(res.status).toBe(422);
       expect(res.body.error.details).toEqual([{ field: 'body → consumer_process_id', message: 'El proceso no existe en este workspace' }]);
     }
-    const own = (await post({ name: `q-${++n}` })).body.data;
+    const own = await api().call('createQueue', { body: { name: `q-${++n}` } });
     expect((await patch(own.id, { consumer_process_id: foreign.id })).status).toBe(422);
   });
 
@@ -66,39 +63,37 @@ describe('settings: queues', () => {
     expect(fieldsOf(res.body)).toContain(field);
   });
 
-  it('refuses a duplicate name with 409', async () => {
-    await post({ name: 'dup' });
+  it('answers a create with 201, and refuses a duplicate name with 409', async () => {
+    expect((await post({ name: 'dup' })).status).toBe(201);
     const res = await post({ name: 'dup' });
     expect(res.status).toBe(409);
     expect(res.body.error).toMatchObject({ code: 'CONFLICT', message: 'El recurso ya existe' });
   });
 
   it('shows item counts per status from the counters', async () => {
-    const q = (await post({ name: `q-${++n}` })).body.data;
+    const q = await api().call('createQueue', { body: { name: `q-${++n}` } });
     await t.sql`
       insert into queue_items (tenant_id, queue_id, status, data)
       select ${w.tenantA}, ${q.id}, s, '{}'::jsonb from unnest(array['new','new','new','failed','completed']) as s`;
-    const res = await t.http.get(`/api/v1/settings/queues/${q.id}`).set(bearer(w.admin));
-    expect(res.body.data.item_counts).toEqual({ ...zero, total: 5, new: 3, failed: 1, completed: 1 });
-    const list = await t.http.get('/api/v1/settings/queues?limit=100').set(bearer(w.admin));
-    const listed = list.body.data.find((x: { id: string }) => x.id === q.id);
-    expect(listed.item_counts.total).toBe(5);
+    const read = await api().call('getQueue', { path: { id: q.id } });
+    expect(read.item_counts).toEqual({ ...zero, total: 5, new: 3, failed: 1, completed: 1 });
+    const list = await api().call('listWorkspaceQueues', { query: { limit: 100 } });
+    const listed = list.find((x) => x.id === q.id);
+    expect(listed?.item_counts.total).toBe(5);
   });
 
   it('updates only the fields sent, clears the consumer with null and deactivates with DELETE', async () => {
     const proc = await seedProcess(t.sql, w.tenantA);
-    const q = (await post({ name: `q-${++n}`, consumer_process_id: proc.id })).body.data;
-    const res = await patch(q.id, { max_retries: 5, max_consumers: 3 });
-    expect(res.status).toBe(200);
-    expect(res.body.data).toEqual({ ...q, max_retries: 5, max_consumers: 3, updated_at: res.body.data.updated_at });
-    const cleared = await patch(q.id, { consumer_process_id: null });
-    expect(cleared.body.data.consumer_process_id).toBeNull();
+    const q = await api().call('createQueue', { body: { name: `q-${++n}`, consumer_process_id: proc.id } });
+    const updated = await api().call('updateQueue', { path: { id: q.id }, body: { max_retries: 5, max_consumers: 3 } });
+    expect(updated).toEqual({ ...q, max_retries: 5, max_consumers: 3, updated_at: updated.updated_at });
+    const cleared = await api().call('updateQueue', { path: { id: q.id }, body: { consumer_process_id: null } });
+    expect(cleared.consumer_process_id).toBeNull();
     for (const body of [{ max_retries: 11 }, { max_consumers: 0 }, {}, { nombre: 'x' }]) {
       expect((await patch(q.id, body)).status).toBe(422);
     }
-    const off = await t.http.delete(`/api/v1/settings/queues/${q.id}`).set(bearer(w.admin));
-    expect(off.status).toBe(200);
-    expect(off.body.data).toMatchObject({ id: q.id, is_active: false, max_retries: 5 });
+    const off = await api().call('deactivateQueue', { path: { id: q.id } });
+    expect(off).toMatchObject({ id: q.id, is_active: false, max_retries: 5 });
     const [row] = await t.sql`select is_active from queues where id = ${q.id}`;
     expect(row!.is_active).toBe(false);
   });
@@ -110,9 +105,10 @@ describe('settings: queues', () => {
       t2.deps.dispatch = { ...t2.deps.dispatch, queueItemsReady: async (queue) => void seen.push(queue.id) };
       const w2 = await settingsWorld(t2);
       const proc = await seedProcess(t2.sql, w2.tenantA);
-      const q = (await t2.http.post('/api/v1/settings/queues').set(bearer(w2.admin)).send({ name: 'plain' })).body.data;
+      const api2 = apiClient(t2, { token: w2.admin });
+      const q = await api2.call('createQueue', { body: { name: 'plain' } });
       expect(seen).toEqual([]);
-      await t2.http.patch(`/api/v1/settings/queues/${q.id}`).set(bearer(w2.admin)).send({ consumer_process_id: proc.id });
+      await api2.call('updateQueue', { path: { id: q.id }, body: { consumer_process_id: proc.id } });
       expect(seen).toEqual([q.id]);
     } finally {
       await t2.close();

@@ -1,10 +1,13 @@
+import type { BodyOf } from '@svc/client';
 import { seedMachine, seedProcess } from '@svc/testing';
 import { bearer, fieldsOf, ISO, settingsSuite, UUID } from './settings-fixtures';
 
 /** /api/v1/settings/schedules (docs/decisions/schedules.md). */
 describe('settings: schedules', () => {
   const suite = settingsSuite('schedules');
-  const { post, patch } = suite;
+  const { post, patch, api } = suite;
+  const create = (body: BodyOf<'createSchedule'>, token?: string) => api(token).call('createSchedule', { body });
+  const update = (id: string, body: BodyOf<'updateSchedule'>) => api().call('updateSchedule', { path: { id }, body });
   const base = '/api/v1/settings/schedules';
   const MISSING = '00000000-0000-4000-8000-000000000000';
   let n = 0;
@@ -16,9 +19,7 @@ describe('settings: schedules', () => {
 
   it('creates a schedule with its defaults, every field of the record shown', async () => {
     const before = Date.now();
-    const res = await post({ name: 'nightly', process_id: proc.id, cron: '30 2 * * *' });
-    expect(res.status).toBe(201);
-    const s = res.body.data;
+    const s = await create({ name: 'nightly', process_id: proc.id, cron: '30 2 * * *' });
     expect(Object.keys(s).sort()).toEqual([
       'created_at', 'cron', 'description', 'id', 'input_data', 'is_active', 'last_error', 'last_error_at', 'last_job_id', 'last_run_at',
       'machine_id', 'missed_runs', 'name', 'next_run_at', 'priority', 'process_id', 'tenant_id', 'timezone', 'updated_at',
@@ -31,25 +32,24 @@ describe('settings: schedules', () => {
     expect(s.id).toMatch(UUID);
     expect(s.created_at).toMatch(ISO);
     expect(s.next_run_at).toMatch(/T02:30:00\.000Z$/);
-    const next = Date.parse(s.next_run_at);
+    const next = Date.parse(s.next_run_at!);
     expect(next).toBeGreaterThan(before);
     expect(next - before).toBeLessThanOrEqual(24 * 3600_000);
   });
 
   it('stores every field sent and computes next_run_at in the time zone', async () => {
     const { row: machine } = await seedMachine(suite.t.sql, suite.w.tenantA);
-    const res = await post({
+    const made = await create({
       name: name(), description: 'd', process_id: proc.id, cron: '0 9 * * 1-5', timezone: 'Europe/Madrid', machine_id: machine.id,
       input_data: { a: [1, 2] }, priority: 5, is_active: true, missed_runs: 'run_once',
     });
-    expect(res.status).toBe(201);
-    expect(res.body.data).toMatchObject({
+    expect(made).toMatchObject({
       description: 'd', timezone: 'Europe/Madrid', machine_id: machine.id, input_data: { a: [1, 2] }, priority: 5, missed_runs: 'run_once',
     });
     // 09:00 in Madrid is 07:00 or 08:00 UTC
-    expect(res.body.data.next_run_at).toMatch(/T0[78]:00:00\.000Z$/);
-    const inactive = await post({ name: name(), process_id: proc.id, cron: '* * * * *', is_active: false });
-    expect(inactive.body.data).toMatchObject({ is_active: false, next_run_at: null });
+    expect(made.next_run_at).toMatch(/T0[78]:00:00\.000Z$/);
+    const inactive = await create({ name: name(), process_id: proc.id, cron: '* * * * *', is_active: false });
+    expect(inactive).toMatchObject({ is_active: false, next_run_at: null });
   });
 
   it.each([
@@ -87,13 +87,13 @@ describe('settings: schedules', () => {
       expect(res.status).toBe(422);
       expect(res.body.error.details).toEqual([{ field: 'body → machine_id', message: 'La máquina no existe en este workspace' }]);
     }
-    const own = (await post({ name: name(), process_id: proc.id, cron: '* * * * *' })).body.data;
+    const own = await create({ name: name(), process_id: proc.id, cron: '* * * * *' });
     expect(fieldsOf((await patch(own.id, { machine_id: foreignMachine.id })).body)).toEqual(['body → machine_id']);
     expect(fieldsOf((await patch(own.id, { process_id: foreignProc.id })).body)).toEqual(['body → process_id']);
   });
 
   it('refuses a duplicate name in the workspace with 409, and allows it in another', async () => {
-    await post({ name: 'dup', process_id: proc.id, cron: '* * * * *' });
+    expect((await post({ name: 'dup', process_id: proc.id, cron: '* * * * *' })).status).toBe(201);
     const res = await post({ name: 'dup', process_id: proc.id, cron: '0 * * * *' });
     expect(res.status).toBe(409);
     expect(res.body.error.code).toBe('CONFLICT');
@@ -102,37 +102,34 @@ describe('settings: schedules', () => {
   });
 
   it('changes only the fields sent; a new cron or time zone recomputes next_run_at, DELETE deactivates', async () => {
-    const s = (await post({ name: name(), process_id: proc.id, cron: '0 0 1 1 *' })).body.data;
-    const pri = await patch(s.id, { priority: 1, input_data: { x: 1 } });
-    expect(pri.status).toBe(200);
-    expect(pri.body.data).toEqual({ ...s, priority: 1, input_data: { x: 1 }, updated_at: pri.body.data.updated_at });
-    const retimed = await patch(s.id, { cron: '0 12 * * *', timezone: 'America/New_York' });
-    expect(retimed.body.data.next_run_at).toMatch(/T1[67]:00:00\.000Z$/);
-    expect(Date.parse(retimed.body.data.next_run_at) - Date.now()).toBeLessThanOrEqual(24 * 3600_000);
+    const s = await create({ name: name(), process_id: proc.id, cron: '0 0 1 1 *' });
+    const pri = await update(s.id, { priority: 1, input_data: { x: 1 } });
+    expect(pri).toEqual({ ...s, priority: 1, input_data: { x: 1 }, updated_at: pri.updated_at });
+    const retimed = await update(s.id, { cron: '0 12 * * *', timezone: 'America/New_York' });
+    expect(retimed.next_run_at).toMatch(/T1[67]:00:00\.000Z$/);
+    expect(Date.parse(retimed.next_run_at!) - Date.now()).toBeLessThanOrEqual(24 * 3600_000);
     expect(fieldsOf((await patch(s.id, { timezone: 'Nowhere/Land' })).body)).toEqual(['body → timezone']);
     expect(fieldsOf((await patch(s.id, { cron: 'every day' })).body)).toEqual(['body → cron']);
     for (const body of [{}, { priority: 9 }, { nombre: 'x' }]) expect((await patch(s.id, body)).status).toBe(422);
 
-    const off = await suite.t.http.delete(`${base}/${s.id}`).set(bearer(suite.w.admin));
-    expect(off.status).toBe(200);
-    expect(off.body.data).toMatchObject({ id: s.id, is_active: false, next_run_at: null });
-    const on = await patch(s.id, { is_active: true });
-    expect(on.body.data.next_run_at).toMatch(/T1[67]:00:00\.000Z$/);
+    const off = await api().call('deactivateSchedule', { path: { id: s.id } });
+    expect(off).toMatchObject({ id: s.id, is_active: false, next_run_at: null });
+    const on = await update(s.id, { is_active: true });
+    expect(on.next_run_at).toMatch(/T1[67]:00:00\.000Z$/);
     const audit = await suite.t.sql`select action, details from audit_log where resource_id = ${s.id} order by created_at`;
     expect(audit.map((a) => a.action)).toEqual(['create_schedule', 'update_schedule', 'update_schedule', 'deactivate_schedule', 'update_schedule']);
   });
 
   it('previews the next runs: count 1..50, default 10, in the schedule\'s time zone', async () => {
-    const s = (await post({ name: name(), process_id: proc.id, cron: '30 2 * * *', timezone: 'Europe/Madrid' })).body.data;
-    const res = await suite.t.http.get(`${base}/${s.id}/preview?count=3`).set(bearer(suite.w.member));
-    expect(res.status).toBe(200);
-    expect(res.body.data).toMatchObject({ schedule_id: s.id, cron: '30 2 * * *', timezone: 'Europe/Madrid' });
-    expect(res.body.data.runs).toHaveLength(3);
-    expect(res.body.data.runs[0]).toBe(s.next_run_at);
-    for (const r of res.body.data.runs) expect(r).toMatch(/T0[01]:30:00\.000Z$/);
-    const dflt = await suite.t.http.get(`${base}/${s.id}/preview`).set(bearer(suite.w.admin));
-    expect(dflt.body.data.runs).toHaveLength(10);
-    expect((await suite.t.http.get(`${base}/${s.id}/preview?count=50`).set(bearer(suite.w.admin))).body.data.runs).toHaveLength(50);
+    const s = await create({ name: name(), process_id: proc.id, cron: '30 2 * * *', timezone: 'Europe/Madrid' });
+    const path = { id: s.id };
+    const preview = await api(suite.w.member).call('previewSchedule', { path, query: { count: 3 } });
+    expect(preview).toMatchObject({ schedule_id: s.id, cron: '30 2 * * *', timezone: 'Europe/Madrid' });
+    expect(preview.runs).toHaveLength(3);
+    expect(preview.runs[0]).toBe(s.next_run_at);
+    for (const r of preview.runs) expect(r).toMatch(/T0[01]:30:00\.000Z$/);
+    expect((await api().call('previewSchedule', { path })).runs).toHaveLength(10);
+    expect((await api().call('previewSchedule', { path, query: { count: 50 } })).runs).toHaveLength(50);
     for (const q of ['count=0', 'count=51', 'count=x', 'other=1']) {
       const bad = await suite.t.http.get(`${base}/${s.id}/preview?${q}`).set(bearer(suite.w.admin));
       expect([q, bad.status]).toEqual([q, 422]);
@@ -140,13 +137,12 @@ describe('settings: schedules', () => {
   });
 
   it('lets members read (list, get, preview) but not write; another workspace\'s schedule answers 404', async () => {
-    const s = (await post({ name: name(), process_id: proc.id, cron: '* * * * *' })).body.data;
+    const s = await create({ name: name(), process_id: proc.id, cron: '* * * * *' });
     const { member, adminB } = suite.w;
-    const list = await suite.t.http.get(`${base}?limit=100`).set(bearer(member));
-    expect(list.status).toBe(200);
-    expect(list.body.meta).toMatchObject({ page: 1, limit: 100 });
-    expect(list.body.data.map((x: { id: string }) => x.id)).toContain(s.id);
-    expect((await suite.t.http.get(`${base}/${s.id}`).set(bearer(member))).body.data).toEqual(s);
+    const list = await api(member).request('listWorkspaceSchedules', { query: { limit: 100 } });
+    expect(list.meta).toMatchObject({ page: 1, limit: 100 });
+    expect(list.data.map((x) => x.id)).toContain(s.id);
+    expect(await api(member).call('getSchedule', { path: { id: s.id } })).toEqual(s);
     expect((await post({ name: name(), process_id: proc.id, cron: '* * * * *' }, member)).status).toBe(403);
     expect((await patch(s.id, { priority: 2 }, member)).status).toBe(403);
     expect((await suite.t.http.delete(`${base}/${s.id}`).set(bearer(member))).status).toBe(403);
@@ -162,18 +158,21 @@ describe('settings: schedules', () => {
       expect(res.status).toBe(404);
       expect(res.body.error.code).toBe('NOT_FOUND');
     }
-    const listB = await suite.t.http.get(`${base}?limit=100`).set(bearer(adminB));
-    expect(listB.body.data.map((x: { id: string }) => x.id)).not.toContain(s.id);
-    expect((await suite.t.http.get(`${base}/${s.id}`).set(bearer(suite.w.admin))).body.data.is_active).toBe(true);
+    const listB = await api(adminB).call('listWorkspaceSchedules', { query: { limit: 100 } });
+    expect(listB.map((x) => x.id)).not.toContain(s.id);
+    expect((await api().call('getSchedule', { path: { id: s.id } })).is_active).toBe(true);
   });
 
   it('filters the list by process and activity', async () => {
     const other = await seedProcess(suite.t.sql, suite.w.tenantA);
-    const mine = (await post({ name: name(), process_id: other.id, cron: '* * * * *' })).body.data;
-    const res = await suite.t.http.get(`${base}?process_id=${other.id}`).set(bearer(suite.w.admin));
-    expect(res.body.data.map((x: { id: string }) => x.id)).toEqual([mine.id]);
-    const inactive = await suite.t.http.get(`${base}?is_active=false&limit=100`).set(bearer(suite.w.admin));
-    expect(inactive.body.data.every((x: { is_active: boolean }) => !x.is_active)).toBe(true);
+    const mine = await create({ name: name(), process_id: other.id, cron: '* * * * *' });
+    const byProcess = await api().call('listWorkspaceSchedules', { query: { process_id: other.id } });
+    expect(byProcess.map((x) => x.id)).toEqual([mine.id]);
+    // an inactive one, so the filter has something to keep
+    await create({ name: name(), process_id: other.id, cron: '* * * * *', is_active: false });
+    const inactive = await api().call('listWorkspaceSchedules', { query: { is_active: false, limit: 100 } });
+    expect(inactive.length).toBeGreaterThan(0);
+    expect(inactive.every((x) => !x.is_active)).toBe(true);
     expect((await suite.t.http.get(`${base}?process_id=nope`).set(bearer(suite.w.admin))).status).toBe(422);
   });
 });

@@ -1,3 +1,4 @@
+import type { BodyOf } from '@svc/client';
 import { seedMachine, seedProcess, seedQueue } from '@svc/testing';
 import type { ApiTestContext } from '@svc/testing/api';
 import { bearer, fieldsOf, ISO, settingsSuite, UUID, type SettingsWorld } from './settings-fixtures';
@@ -14,8 +15,10 @@ describe('settings: triggers', () => {
   let t: ApiTestContext;
   let w: SettingsWorld;
   beforeAll(() => ({ t, w } = suite));
-  const { post, patch } = suite;
+  const { post, patch, api } = suite;
   const base = '/api/v1/settings/triggers';
+  const create = (body: BodyOf<'createQueueTrigger'>) => api().call('createQueueTrigger', { body });
+  const update = (id: string, body: BodyOf<'updateQueueTrigger'>) => api().call('updateQueueTrigger', { path: { id }, body });
 
   /** A queue and a process of workspace A (the queue without consumer settings unless told). */
   const world = async (queueFields: Record<string, unknown> = {}) => {
@@ -37,8 +40,7 @@ describe('settings: triggers', () => {
     expect(tr.id).toMatch(UUID);
     expect(tr.created_at).toMatch(ISO);
     expect(tr.updated_at).toMatch(ISO);
-    const got = await t.http.get(`${base}/${tr.id}`).set(bearer(w.admin));
-    expect([got.status, got.body.data]).toEqual([200, tr]);
+    expect(await api().call('getQueueTrigger', { path: { id: tr.id } })).toEqual(tr);
 
     // a new trigger is not the queue's default: the queue's consumer settings stay as they were
     const [q] = await t.sql`select consumer_process_id from queues where id = ${queue.id}`;
@@ -51,12 +53,11 @@ describe('settings: triggers', () => {
     const { proc, queue } = await world();
     const { row: machine } = await seedMachine(t.sql, w.tenantA);
     await t.sql`update machines set kind = 'attended' where id = ${machine.id}`;
-    const res = await post({
+    const made = await create({
       type: 'queue', queue_id: queue.id, process_id: proc.id, machine_id: machine.id, max_concurrent_jobs: 100,
       min_items_to_start: 10000, is_active: false,
     });
-    expect(res.status).toBe(201);
-    expect(res.body.data).toMatchObject({ machine_id: machine.id, max_concurrent_jobs: 100, min_items_to_start: 10000, is_active: false });
+    expect(made).toMatchObject({ machine_id: machine.id, max_concurrent_jobs: 100, min_items_to_start: 10000, is_active: false });
   });
 
   it.each([
@@ -99,7 +100,7 @@ describe('settings: triggers', () => {
       expect(res.body.error.details).toEqual([{ field: `body → ${field}`, message }]);
     }
     if (field !== 'queue_id') {
-      const own = (await post({ type: 'queue', queue_id: queue.id, process_id: proc.id })).body.data;
+      const own = await create({ type: 'queue', queue_id: queue.id, process_id: proc.id });
       const res = await patch(own.id, { [field]: foreign });
       expect(res.status).toBe(422);
       expect(res.body.error.details).toEqual([{ field: `body → ${field}`, message }]);
@@ -112,11 +113,10 @@ describe('settings: triggers', () => {
     const { proc, queue } = await world();
     const other = await seedProcess(t.sql, w.tenantA);
     const { row: machine } = await seedMachine(t.sql, w.tenantA);
-    const tr = (await post({ type: 'queue', queue_id: queue.id, process_id: proc.id })).body.data;
-    const res = await patch(tr.id, { process_id: other.id, machine_id: machine.id, max_concurrent_jobs: 4, min_items_to_start: 20 });
-    expect(res.status).toBe(200);
-    expect(res.body.data).toMatchObject({ ...tr, process_id: other.id, machine_id: machine.id, max_concurrent_jobs: 4, min_items_to_start: 20, updated_at: expect.any(String) });
-    expect((await patch(tr.id, { machine_id: null })).body.data.machine_id).toBeNull();
+    const tr = await create({ type: 'queue', queue_id: queue.id, process_id: proc.id });
+    const updated = await update(tr.id, { process_id: other.id, machine_id: machine.id, max_concurrent_jobs: 4, min_items_to_start: 20 });
+    expect(updated).toMatchObject({ ...tr, process_id: other.id, machine_id: machine.id, max_concurrent_jobs: 4, min_items_to_start: 20, updated_at: expect.any(String) });
+    expect((await update(tr.id, { machine_id: null })).machine_id).toBeNull();
     for (const [body, field] of [[{ queue_id: queue.id }, 'body → queue_id'], [{ type: 'queue' }, 'body → type'], [{ max_concurrent_jobs: 0 }, 'body → max_concurrent_jobs']] as const) {
       const bad = await patch(tr.id, body);
       expect(bad.status).toBe(422);
@@ -129,24 +129,23 @@ describe('settings: triggers', () => {
 
   it('deactivates with DELETE (the record stays) and filters the list by queue and activity, oldest first', async () => {
     const { proc, queue } = await world();
-    const a = (await post({ type: 'queue', queue_id: queue.id, process_id: proc.id })).body.data;
-    const b = (await post({ type: 'queue', queue_id: queue.id, process_id: proc.id, max_concurrent_jobs: 2 })).body.data;
-    const del = await t.http.delete(`${base}/${a.id}`).set(bearer(w.admin));
-    expect([del.status, del.body.data.is_active]).toEqual([200, false]);
-    const all = await t.http.get(`${base}?queue_id=${queue.id}`).set(bearer(w.admin));
-    expect(all.body.data.map((x: { id: string }) => x.id)).toEqual([a.id, b.id]);
-    expect(all.body.meta).toEqual({ page: 1, limit: 20, total: 2, pages: 1 });
-    const active = await t.http.get(`${base}?queue_id=${queue.id}&is_active=true`).set(bearer(w.admin));
-    expect(active.body.data.map((x: { id: string }) => x.id)).toEqual([b.id]);
+    const a = await create({ type: 'queue', queue_id: queue.id, process_id: proc.id });
+    const b = await create({ type: 'queue', queue_id: queue.id, process_id: proc.id, max_concurrent_jobs: 2 });
+    expect((await api().call('deactivateQueueTrigger', { path: { id: a.id } })).is_active).toBe(false);
+    const all = await api().request('listWorkspaceQueueTriggers', { query: { queue_id: queue.id } });
+    expect(all.data.map((x) => x.id)).toEqual([a.id, b.id]);
+    expect(all.meta).toEqual({ page: 1, limit: 20, total: 2, pages: 1 });
+    const active = await api().call('listWorkspaceQueueTriggers', { query: { queue_id: queue.id, is_active: true } });
+    expect(active.map((x) => x.id)).toEqual([b.id]);
     const bad = await t.http.get(`${base}?queue_id=cola`).set(bearer(w.admin));
     expect([bad.status, fieldsOf(bad.body)]).toEqual([422, ['query → queue_id']]);
   });
 
   it('lets members read but not write, and answers another workspace\'s trigger with 404', async () => {
     const { proc, queue } = await world();
-    const tr = (await post({ type: 'queue', queue_id: queue.id, process_id: proc.id })).body.data;
-    expect((await t.http.get(base).set(bearer(w.member))).status).toBe(200);
-    expect((await t.http.get(`${base}/${tr.id}`).set(bearer(w.member))).body.data).toEqual(tr);
+    const tr = await create({ type: 'queue', queue_id: queue.id, process_id: proc.id });
+    expect((await api(w.member).call('listWorkspaceQueueTriggers', { query: { queue_id: queue.id } })).map((x) => x.id)).toEqual([tr.id]);
+    expect(await api(w.member).call('getQueueTrigger', { path: { id: tr.id } })).toEqual(tr);
     const refused = [
       await post({ type: 'queue', queue_id: queue.id, process_id: proc.id }, w.member),
       await patch(tr.id, { max_concurrent_jobs: 3 }, w.member),
@@ -161,62 +160,62 @@ describe('settings: triggers', () => {
       await t.http.delete(`${base}/${tr.id}`).set(bearer(w.adminB)),
     ];
     expect(foreign.map((r) => [r.status, r.body.error.code])).toEqual([[404, 'NOT_FOUND'], [404, 'NOT_FOUND'], [404, 'NOT_FOUND']]);
-    const listB = await t.http.get(base).set(bearer(w.adminB));
-    expect(listB.body.data.map((x: { id: string }) => x.id)).not.toContain(tr.id);
+    const listB = await api(w.adminB).call('listWorkspaceQueueTriggers');
+    expect(listB.map((x) => x.id)).not.toContain(tr.id);
     const [still] = await t.sql`select max_concurrent_jobs, is_active from triggers where id = ${tr.id}`;
     expect(still).toEqual({ max_concurrent_jobs: 1, is_active: true });
   });
 
   describe("a queue's consumer settings are its default trigger", () => {
-    const queues = '/api/v1/settings/queues';
-    const defaultOf = async (queueId: string) => {
-      const res = await t.http.get(`${base}?queue_id=${queueId}`).set(bearer(w.admin));
-      return res.body.data.filter((x: { is_queue_default: boolean }) => x.is_queue_default);
-    };
-    const queueOf = async (id: string) => (await t.http.get(`${queues}/${id}`).set(bearer(w.admin))).body.data;
+    const defaultOf = async (queueId: string) =>
+      (await api().call('listWorkspaceQueueTriggers', { query: { queue_id: queueId } })).filter((x) => x.is_queue_default);
+    const queueOf = (id: string) => api().call('getQueue', { path: { id } });
+    const createQueue = (body: BodyOf<'createQueue'>) => api().call('createQueue', { body });
+    const updateQueue = (id: string, body: BodyOf<'updateQueue'>) => api().call('updateQueue', { path: { id }, body });
 
     it('a queue created with a consumer has one, shown by the triggers routes', async () => {
       const proc = await seedProcess(t.sql, w.tenantA);
-      const q = (await t.http.post(queues).set(bearer(w.admin)).send({ name: 'con-consumidor', consumer_process_id: proc.id, max_consumers: 3 })).body.data;
+      const q = await createQueue({ name: 'con-consumidor', consumer_process_id: proc.id, max_consumers: 3 });
       expect(await defaultOf(q.id)).toEqual([expect.objectContaining({
         type: 'queue', queue_id: q.id, process_id: proc.id, max_concurrent_jobs: 3, min_items_to_start: 1, machine_id: null,
         is_active: true, is_queue_default: true,
       })]);
-      const bare = (await t.http.post(queues).set(bearer(w.admin)).send({ name: 'sin-consumidor' })).body.data;
+      const bare = await createQueue({ name: 'sin-consumidor' });
       expect(await defaultOf(bare.id)).toEqual([]);
     });
 
     it('queue settings → trigger: a new consumer or maximum changes it, no consumer deactivates it, and a consumer again reactivates it', async () => {
       const proc = await seedProcess(t.sql, w.tenantA);
       const next = await seedProcess(t.sql, w.tenantA);
-      const q = (await t.http.post(queues).set(bearer(w.admin)).send({ name: 'sync-1', consumer_process_id: proc.id })).body.data;
+      const q = await createQueue({ name: 'sync-1', consumer_process_id: proc.id });
       const [d] = await defaultOf(q.id);
-      await patch(d.id, { min_items_to_start: 5 });
+      await update(d!.id, { min_items_to_start: 5 });
 
-      await t.http.patch(`${queues}/${q.id}`).set(bearer(w.admin)).send({ consumer_process_id: next.id, max_consumers: 6 });
-      expect(await defaultOf(q.id)).toEqual([expect.objectContaining({ id: d.id, process_id: next.id, max_concurrent_jobs: 6, min_items_to_start: 5, is_active: true })]);
-      await t.http.patch(`${queues}/${q.id}`).set(bearer(w.admin)).send({ consumer_process_id: null });
-      expect(await defaultOf(q.id)).toEqual([expect.objectContaining({ id: d.id, is_active: false })]);
-      await t.http.patch(`${queues}/${q.id}`).set(bearer(w.admin)).send({ consumer_process_id: proc.id });
+      await updateQueue(q.id, { consumer_process_id: next.id, max_consumers: 6 });
+      expect(await defaultOf(q.id)).toEqual([expect.objectContaining({ id: d!.id, process_id: next.id, max_concurrent_jobs: 6, min_items_to_start: 5, is_active: true })]);
+      await updateQueue(q.id, { consumer_process_id: null });
+      expect(await defaultOf(q.id)).toEqual([expect.objectContaining({ id: d!.id, is_active: false })]);
+      await updateQueue(q.id, { consumer_process_id: proc.id });
       // the same trigger again, its own settings kept
-      expect(await defaultOf(q.id)).toEqual([expect.objectContaining({ id: d.id, process_id: proc.id, min_items_to_start: 5, is_active: true })]);
+      expect(await defaultOf(q.id)).toEqual([expect.objectContaining({ id: d!.id, process_id: proc.id, min_items_to_start: 5, is_active: true })]);
     });
 
     it('trigger → queue settings: PATCH and DELETE of the default trigger show on the queue; another trigger does not', async () => {
       const proc = await seedProcess(t.sql, w.tenantA);
       const next = await seedProcess(t.sql, w.tenantA);
-      const q = (await t.http.post(queues).set(bearer(w.admin)).send({ name: 'sync-2', consumer_process_id: proc.id })).body.data;
+      const q = await createQueue({ name: 'sync-2', consumer_process_id: proc.id });
       const [d] = await defaultOf(q.id);
-      expect((await patch(d.id, { process_id: next.id, max_concurrent_jobs: 9 })).status).toBe(200);
+      const id = d!.id;
+      expect(await update(id, { process_id: next.id, max_concurrent_jobs: 9 })).toMatchObject({ id, process_id: next.id, max_concurrent_jobs: 9 });
       expect(await queueOf(q.id)).toMatchObject({ consumer_process_id: next.id, max_consumers: 9 });
-      expect((await t.http.delete(`${base}/${d.id}`).set(bearer(w.admin))).status).toBe(200);
+      expect(await api().call('deactivateQueueTrigger', { path: { id } })).toMatchObject({ id, is_active: false });
       expect(await queueOf(q.id)).toMatchObject({ consumer_process_id: null, max_consumers: 9 });
-      await patch(d.id, { is_active: true });
+      await update(id, { is_active: true });
       expect(await queueOf(q.id)).toMatchObject({ consumer_process_id: next.id });
 
-      const extra = (await post({ type: 'queue', queue_id: q.id, process_id: proc.id, max_concurrent_jobs: 2 })).body.data;
-      await patch(extra.id, { max_concurrent_jobs: 50 });
-      await t.http.delete(`${base}/${extra.id}`).set(bearer(w.admin));
+      const extra = await create({ type: 'queue', queue_id: q.id, process_id: proc.id, max_concurrent_jobs: 2 });
+      await update(extra.id, { max_concurrent_jobs: 50 });
+      await api().call('deactivateQueueTrigger', { path: { id: extra.id } });
       expect(await queueOf(q.id)).toMatchObject({ consumer_process_id: next.id, max_consumers: 9 });
     });
 

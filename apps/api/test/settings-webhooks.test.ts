@@ -1,4 +1,4 @@
-import { apiSuite, type ApiTestContext } from '@svc/testing/api';
+import { apiClient, apiSuite, type ApiTestContext } from '@svc/testing/api';
 import { MAX_WEBHOOKS_PER_WORKSPACE } from '@svc/core';
 import { seedUser, seedWorkspace, waitFor } from '@svc/testing';
 
@@ -23,6 +23,8 @@ beforeAll(async () => {
 const as = (token: string) => ({ Authorization: `Bearer ${token}` });
 const admin = () => as(ws.adminToken);
 const create = (body: unknown, token = ws.adminToken) => ctx.http.post('/api/v1/settings/webhooks').set(as(token)).send(body as object);
+/** Well-formed calls whose answers a test reads: through the typed client, as the console makes them. */
+const api = (token = ws.adminToken) => apiClient(ctx, { token });
 
 describe('subscriptions', () => {
   it('are for admins: the secret is shown at creation and rotation only, and every change is audited', async () => {
@@ -30,24 +32,25 @@ describe('subscriptions', () => {
     expect((await create({ url: 'https://example.com/a', event_types: ['*'] }, member)).status).toBe(403);
     expect((await ctx.http.get('/api/v1/settings/webhooks')).status).toBe(401);
 
-    const res = await create({ url: 'https://example.com/hooks', event_types: ['job.failed', 'item.dead_letter'], description: 'alertas' });
-    expect(res.status).toBe(201);
-    const { id, secret } = res.body.data;
-    expect(res.body.data).toMatchObject({ url: 'https://example.com/hooks', event_types: ['job.failed', 'item.dead_letter'], is_active: true, failing_since: null });
+    const made = await api().call('createWebhook', { body: { url: 'https://example.com/hooks', event_types: ['job.failed', 'item.dead_letter'], description: 'alertas' } });
+    const { id, secret } = made;
+    expect(made).toMatchObject({ url: 'https://example.com/hooks', event_types: ['job.failed', 'item.dead_letter'], is_active: true, failing_since: null });
     expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{40,}$/);
 
-    const list = await ctx.http.get('/api/v1/settings/webhooks').set(admin());
-    expect(list.body.data.map((w: { id: string }) => w.id)).toContain(id);
-    expect(JSON.stringify(list.body)).not.toContain(secret);
+    const list = await api().request('listWorkspaceWebhooks');
+    expect(list.data.map((w) => w.id)).toContain(id);
+    expect(JSON.stringify(list)).not.toContain(secret);
+    const got = await api().request('getWebhook', { path: { id } });
+    expect(got.data.id).toBe(id);
+    expect(JSON.stringify(got)).not.toContain(secret);
 
-    const patched = await ctx.http.patch(`/api/v1/settings/webhooks/${id}`).set(admin()).send({ event_types: ['*', 'job.failed'], is_active: false });
-    expect(patched.body.data).toMatchObject({ event_types: ['*'], is_active: false });
-    const rotated = await ctx.http.post(`/api/v1/settings/webhooks/${id}/rotate-secret`).set(admin());
-    expect(rotated.body.data.secret).toMatch(/^whsec_/);
-    expect(rotated.body.data.secret).not.toBe(secret);
-    const gone = await ctx.http.delete(`/api/v1/settings/webhooks/${id}`).set(admin());
-    expect(gone.status).toBe(200);
-    expect((await ctx.http.get(`/api/v1/settings/webhooks/${id}`).set(admin())).status).toBe(404);
+    const patched = await api().call('updateWebhook', { path: { id }, body: { event_types: ['*', 'job.failed'], is_active: false } });
+    expect(patched).toMatchObject({ event_types: ['*'], is_active: false });
+    const rotated = await api().call('rotateWebhookSecret', { path: { id } });
+    expect(rotated.secret).toMatch(/^whsec_/);
+    expect(rotated.secret).not.toBe(secret);
+    await api().call('deleteWebhook', { path: { id } });
+    await expect(api().call('getWebhook', { path: { id } })).rejects.toMatchObject({ status: 404, code: 'NOT_FOUND' });
 
     const audit = await ctx.sql<Array<{ action: string; details: Record<string, unknown> }>>`
       select action, details from audit_log where resource_id = ${id} order by id`;
@@ -132,8 +135,8 @@ describe('subscriptions', () => {
     expect(answers.map((a) => a.status)).toEqual([404, 404, 404, 404, 404, 404, 404, 404]);
     expect((await ctx.http.get('/api/v1/settings/webhooks/not-a-uuid').set(admin())).status).toBe(422);
     // theirs is untouched
-    const still = await ctx.http.get(base).set(as(other.adminToken));
-    expect(still.body.data.is_active).toBe(true);
+    const still = await api(other.adminToken).call('getWebhook', { path: { id: theirs } });
+    expect(still.is_active).toBe(true);
   });
 
   it(`are capped at ${MAX_WEBHOOKS_PER_WORKSPACE} per workspace: one more answers 409, even when asked for at once, and deleting one makes room`, async () => {
@@ -169,16 +172,17 @@ describe('subscriptions', () => {
 
 describe('the event feed', () => {
   it('shows only the workspace\'s own events, its newest page on request, and refuses bad cursors, types, limits and flags', async () => {
-    await ctx.http.post('/api/v1/settings/api-keys').set(as(other.adminToken)).send({ name: 'their-key', scopes: ['jobs:read'] });
-    const mineKey = await ctx.http.post('/api/v1/settings/api-keys').set(admin()).send({ name: 'my-key', scopes: ['jobs:read'] });
+    await api(other.adminToken).call('createApiKey', { body: { name: 'their-key', scopes: ['jobs:read'] } });
+    const mineKey = await api().call('createApiKey', { body: { name: 'my-key', scopes: ['jobs:read'] } });
+    const keyOf = (e: { data: unknown }) => (e.data as { id?: string }).id;
     // visible once no older transaction of the server is still running (docs/decisions/events.md)
     const feed = await waitFor('the new key in the feed', async () => {
-      const res = await ctx.http.get('/api/v1/settings/events').query({ types: 'api_key.created', limit: 500 }).set(admin());
-      return res.status === 200 && res.body.data.some((e: { data: { id: string } }) => e.data.id === mineKey.body.data.id) ? res : null;
+      const body = await api().request('readEvents', { query: { types: 'api_key.created', limit: 500 } });
+      return body.data.some((e) => keyOf(e) === mineKey.id) ? body : null;
     });
-    expect(feed.body.data.every((e: { tenant_id: string }) => e.tenant_id === ws.tenant.id)).toBe(true);
-    expect(feed.body.data.map((e: { data: { id: string } }) => e.data.id)).toContain(mineKey.body.data.id);
-    expect(feed.body.meta.next_cursor).toBe(feed.body.data[feed.body.data.length - 1].id);
+    expect(feed.data.every((e) => e.tenant_id === ws.tenant.id)).toBe(true);
+    expect(feed.data.map(keyOf)).toContain(mineKey.id);
+    expect(feed.meta.next_cursor).toBe(feed.data[feed.data.length - 1]!.id);
 
     for (const query of [{ after: 'zz' }, { after: 'A'.repeat(32) }, { types: 'job.nope' }, { types: 'job.created,,' }, { limit: 0 }, { limit: 501 }, { limit: 'x' }, { after: 'a\u0000' }, { what: 1 }, { newest: 'x' }, { newest: 'true\u0000' }, { newest: 'x'.repeat(4000) }]) {
       const res = await ctx.http.get('/api/v1/settings/events').query(query).set(admin());
@@ -193,7 +197,7 @@ describe('the event feed', () => {
     expect(newest.body.meta.next_cursor).toBe(all.body.data[all.body.data.length - 1].id);
     // with a type and a cursor: the newest of those after it; nothing after the last one
     const typed = await ctx.http.get('/api/v1/settings/events').query({ newest: true, limit: 1, types: 'api_key.created' }).set(admin());
-    expect(typed.body.data.map((e: { data: { id: string } }) => e.data.id)).toEqual([feed.body.data[feed.body.data.length - 1].data.id]);
+    expect(typed.body.data.map((e: { data: { id: string } }) => e.data.id)).toEqual([keyOf(feed.data[feed.data.length - 1]!)]);
     const none = await ctx.http.get('/api/v1/settings/events').query({ newest: true, after: newest.body.meta.next_cursor }).set(admin());
     expect(none.body).toMatchObject({ data: [], meta: { next_cursor: newest.body.meta.next_cursor } });
     const theirs = await ctx.http.get('/api/v1/settings/events').query({ newest: true, limit: 500 }).set(as(other.adminToken));

@@ -1,5 +1,6 @@
 import { seedApiKey, seedMachine, seedProcess } from '@svc/testing';
-import type { ApiTestContext } from '@svc/testing/api';
+import type { BodyOf } from '@svc/client';
+import { apiClient, type ApiTestContext } from '@svc/testing/api';
 import {
   CONTRACT_JOB_FIELDS, expectedNewJob, jobCount, quotaUsed, jobRouteSuite, recordingDispatch, seedWorkspace, type Workspace,
 } from './jobs-support';
@@ -25,6 +26,9 @@ describe('POST /api/v1/webhooks/trigger/:process_id', () => {
 
   const hook = (key: string, processId: string, body: unknown) =>
     t.http.post(`/api/v1/webhooks/trigger/${processId}`).set('X-API-Key', key).send(body as object);
+  /** A well-formed webhook call as an integrator sends it, through the typed client (@svc/client): answers the job. */
+  const hooked = (key: string, processId: string, body: BodyOf<'triggerJobByWebhook'>) =>
+    apiClient(t, { apiKey: key }).call('triggerJobByWebhook', { path: { process_id: processId }, body });
 
   describe('success', () => {
     it('creates a pending job at the default priority and answers 201 with every JobResponse field', async () => {
@@ -54,35 +58,28 @@ describe('POST /api/v1/webhooks/trigger/:process_id', () => {
 
     it('needs no scope: a key with unrelated scopes triggers', async () => {
       const { key } = await seedApiKey(t.sql, w.tenant.id, { scopes: ['queues:read'] });
-      expect((await hook(key, w.process.id, { machine_id: w.machine.id })).status).toBe(201);
+      expect(await hooked(key, w.process.id, { machine_id: w.machine.id })).toMatchObject({ process_id: w.process.id, status: 'pending' });
     });
 
     it('accepts input_data as is, null or absent when the process has no input_schema', async () => {
       for (const body of [{ input_data: { x: 1 } }, { input_data: null }, {}]) {
-        const res = await hook(w.key, w.process.id, { machine_id: w.machine.id, ...body });
-        expect(res.status).toBe(201);
-        expect(res.body.data.input_data).toEqual(body.input_data ?? null);
+        expect((await hooked(w.key, w.process.id, { machine_id: w.machine.id, ...body })).input_data).toEqual(body.input_data ?? null);
       }
     });
 
     it('accepts input_data that satisfies the input_schema', async () => {
       const p = await seedProcess(t.sql, w.tenant.id, { input_schema: SCHEMA });
-      const res = await hook(w.key, p.id, { machine_id: w.machine.id, input_data: { invoice: 'F-001', amount: 10.5 } });
-      expect(res.status).toBe(201);
-      expect(res.body.data.input_data).toEqual({ invoice: 'F-001', amount: 10.5 });
+      const job = await hooked(w.key, p.id, { machine_id: w.machine.id, input_data: { invoice: 'F-001', amount: 10.5 } });
+      expect(job.input_data).toEqual({ invoice: 'F-001', amount: 10.5 });
     });
 
     it('accepts ids written in upper case', async () => {
-      const res = await hook(w.key, w.process.id.toUpperCase(), { machine_id: w.machine.id.toUpperCase() });
-      expect(res.status).toBe(201);
-      expect(res.body.data).toMatchObject({ process_id: w.process.id, machine_id: w.machine.id });
+      expect(await hooked(w.key, w.process.id.toUpperCase(), { machine_id: w.machine.id.toUpperCase() })).toMatchObject({ process_id: w.process.id, machine_id: w.machine.id });
     });
 
     it('runs on an offline machine of the tenant: the job waits for it', async () => {
       const { row: offline } = await seedMachine(t.sql, w.tenant.id, { status: 'offline' });
-      const res = await hook(w.key, w.process.id, { machine_id: offline.id });
-      expect(res.status).toBe(201);
-      expect(res.body.data.machine_id).toBe(offline.id);
+      expect((await hooked(w.key, w.process.id, { machine_id: offline.id })).machine_id).toBe(offline.id);
     });
   });
 

@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import { apiSuite, type ApiTestContext } from '@svc/testing/api';
+import { apiClient, apiSuite, type ApiTestContext } from '@svc/testing/api';
 import { readJournal, seedWorkspace, tempFile, waitFor } from '@svc/testing';
 
 /**
@@ -39,13 +39,17 @@ beforeAll(async () => {
 
 const admin = () => ({ Authorization: `Bearer ${ws.adminToken}` });
 
+/** Well-formed calls whose answers the tests read: through the typed client (@svc/client), as an integrator and the console make them. */
+const integrator = () => apiClient(ctx, { apiKey: ws.key });
+const console_ = () => apiClient(ctx, { token: ws.adminToken });
+
 async function trigger(processId: string, inputData: Record<string, unknown> | null = null): Promise<string> {
-  const res = await ctx.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key).send({ process_id: processId, machine_id: machineId, input_data: inputData });
-  expect(res.status).toBe(201);
-  return res.body.data.id as string;
+  return (await integrator().call('triggerJob', { body: { process_id: processId, machine_id: machineId, input_data: inputData } })).id;
 }
 
-const readJob = async (id: string) => (await ctx.http.get(`/api/v1/settings/jobs/${id}`).set(admin())).body.data;
+const readJob = (id: string) => console_().call('getWorkspaceJob', { path: { job_id: id } });
+const answer = (id: string, value: unknown) => console_().call('answerJobInput', { path: { job_id: id }, body: { value } });
+const outputOf = (job: { output_data: unknown }) => job.output_data as Record<string, unknown>;
 const statusIs = (id: string, status: string) => waitFor(`job ${id} ${status}`, async () => {
   const job = await readJob(id);
   return job.status === status ? job : null;
@@ -58,8 +62,8 @@ it('a robot asks, an admin answers through the API, and the job resumes and comp
 
   const wrong = await ctx.http.post(`/api/v1/settings/jobs/${id}/input`).set(admin()).send({ value: 'tal vez' });
   expect(wrong.status).toBe(422);
-  const res = await ctx.http.post(`/api/v1/settings/jobs/${id}/input`).set(admin()).send({ value: 'rechazar' });
-  expect([res.status, res.body.data.status, res.body.data.pending_input_prompt]).toEqual([200, 'running', null]);
+  const answered = await answer(id, 'rechazar');
+  expect([answered.status, answered.pending_input_prompt]).toEqual(['running', null]);
 
   const done = await statusIs(id, 'completed');
   expect(done.output_data).toMatchObject({ input_value: 'rechazar', simulated: true });
@@ -73,16 +77,15 @@ it('a job whose input_data asks for a schema answer gets the value the schema ac
   const id = await trigger(quiet.id, { _sim: { input: { prompt: 'Importe a pagar', options: { schema } } } });
   await statusIs(id, 'waiting_input');
   expect((await ctx.http.post(`/api/v1/settings/jobs/${id}/input`).set(admin()).send({ value: { amount: -5 } })).status).toBe(422);
-  expect((await ctx.http.post(`/api/v1/settings/jobs/${id}/input`).set(admin()).send({ value: { amount: 42.5 } })).status).toBe(200);
+  expect((await answer(id, { amount: 42.5 })).status).toBe('running');
   const done = await statusIs(id, 'completed');
-  expect(done.output_data.input_value).toEqual({ amount: 42.5 });
+  expect(outputOf(done).input_value).toEqual({ amount: 42.5 });
 });
 
 it('stop ends a waiting job `stopped` at once, and its robot stops waiting', async () => {
   const id = await trigger(quiet.id, { _sim: { input: true } });
   await statusIs(id, 'waiting_input');
-  const res = await ctx.http.post(`/api/v1/settings/jobs/${id}/stop`).set(admin());
-  expect([res.status, res.body.data.status]).toEqual([200, 'stopped']);
+  expect((await console_().call('stopWorkspaceJob', { path: { job_id: id } })).status).toBe('stopped');
   // the robot stopped waiting and ended its run without an answer: as `stopped` when the stop
   // message came first, as `refused` (the job was no longer its own) when its lease renewal did
   const end = await waitFor('the robot ended its run', async () => readJournal(journal).find((e) => e.job_id === id && e.event === 'job-end'), 60_000);
@@ -104,8 +107,7 @@ it('a job waiting longer than its timeout is not timed out, and completes once a
   await suite.dispatcher.passBegunAfter('sweep');
   const still = await readJob(id);
   expect([still.status, still.error_message]).toEqual(['waiting_input', null]);
-  const res = await ctx.http.post(`/api/v1/settings/jobs/${id}/input`).set(admin()).send({ value: 'continuar' });
-  expect(res.status).toBe(200);
+  expect((await answer(id, 'continuar')).status).toBe('running');
   const done = await statusIs(id, 'completed');
-  expect(done.output_data.input_value).toBe('continuar');
+  expect(outputOf(done).input_value).toBe('continuar');
 });

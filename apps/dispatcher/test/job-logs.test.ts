@@ -1,4 +1,4 @@
-import { apiSuite, type ApiTestContext } from '@svc/testing/api';
+import { apiClient, apiSuite, type ApiTestContext } from '@svc/testing/api';
 import { seedUser, seedWorkspace, waitFor } from '@svc/testing';
 
 /**
@@ -23,11 +23,12 @@ it('a running job\'s log grows report by report, and once it ends it is archived
   // a second per report: a poll held up by a loaded host still sees most of them, and the run is
   // still going when the route is read
   await children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '6s', '--progress-steps', '6', '--log-lines', '12']);
-  const member = { Authorization: `Bearer ${(await seedUser(ctx.sql, ws.tenant.id, { role: 'member' })).token}` };
+  // reads as an integrator and a member make them, through the typed client (@svc/client)
+  const integrator = apiClient(ctx, { apiKey: ws.key });
+  const member = apiClient(ctx, { token: (await seedUser(ctx.sql, ws.tenant.id, { role: 'member' })).token });
+  const logsOf = (id: string) => member.call('readJobLogs', { path: { job_id: id } });
 
-  const res = await ctx.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key).send({ process_id: proc.id, machine_id: machine.row.id });
-  expect(res.status).toBe(201);
-  const id = res.body.data.id as string;
+  const id = (await integrator.call('triggerJob', { body: { process_id: proc.id, machine_id: machine.row.id } })).id;
 
   // what Postgres holds while the job runs, each distinct value once (polled, not through the rate-limited API)
   const seen: string[] = [];
@@ -36,7 +37,7 @@ it('a running job\'s log grows report by report, and once it ends it is archived
     const [row] = await ctx.sql`select status, logs from jobs where id = ${id}`;
     if (row!.status === 'running' && row!.logs && seen.at(-1) !== row!.logs) {
       seen.push(row!.logs as string);
-      if (!readWhileRunning && seen.length >= 2) readWhileRunning = (await ctx.http.get(`/api/v1/settings/jobs/${id}/logs`).set(member)).body.data;
+      if (!readWhileRunning && seen.length >= 2) readWhileRunning = await logsOf(id);
     }
     return row!.status !== 'pending' && row!.status !== 'running';
   }, 60_000, 40);
@@ -55,13 +56,12 @@ it('a running job\'s log grows report by report, and once it ends it is archived
     const [row] = await ctx.sql`select logs_archived from jobs where id = ${id}`;
     return row!.logs_archived === true;
   }, 60_000);
-  const job = (await ctx.http.get(`/api/v1/jobs/${id}`).set('X-API-Key', ws.key)).body.data;
+  const job = await integrator.call('getJob', { path: { job_id: id } });
   expect(job).toMatchObject({ status: 'completed', logs: null, logs_archived: true, logs_archive_key: `pg:job-logs/${ws.tenant.id}/${id}` });
 
-  const read = await ctx.http.get(`/api/v1/settings/jobs/${id}/logs`).set(member);
-  expect(read.status).toBe(200);
-  const text = read.body.data.logs as string;
-  expect(read.body.data).toMatchObject({ job_id: id, status: 'completed', archived: true, archive_key: job.logs_archive_key, size_bytes: Buffer.byteLength(text), dropped_bytes: 0 });
+  const read = await logsOf(id);
+  const text = read.logs!;
+  expect(read).toMatchObject({ job_id: id, status: 'completed', archived: true, archive_key: job.logs_archive_key, size_bytes: Buffer.byteLength(text), dropped_bytes: 0 });
   expect(text.startsWith(seen.at(-1)!)).toBe(true);
   const lines = text.trimEnd().split('\n');
   expect(lines[0]).toMatch(/Inicio en la máquina .*: proceso .*, intento 1$/);

@@ -1,4 +1,4 @@
-import { apiSuite, type ApiTestContext } from '@svc/testing/api';
+import { apiClient, apiSuite, type ApiTestContext } from '@svc/testing/api';
 import { seedWorkspace, waitFor } from '@svc/testing';
 
 /**
@@ -18,19 +18,19 @@ beforeAll(async () => {
   ws = await seedWorkspace(ctx.sql);
 });
 
+/** The API as an integrator calls it: through the typed client (@svc/client). */
+const integrator = () => apiClient(ctx, { apiKey: ws.key });
+
 async function trigger(processId: string, machineId: string, input: Record<string, unknown> | null = null) {
-  const res = await ctx.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key)
-    .send({ process_id: processId, machine_id: machineId, input_data: input });
-  expect(res.status).toBe(201);
-  return res.body.data as { id: string; status: string };
+  return integrator().call('triggerJob', { body: { process_id: processId, machine_id: machineId, input_data: input } });
 }
 
 /** The job as GET /jobs/{id} shows it (rate limited: used once per check, not for polling). */
 async function getJob(id: string) {
-  const res = await ctx.http.get(`/api/v1/jobs/${id}`).set('X-API-Key', ws.key);
-  expect(res.status).toBe(200);
-  return res.body.data as Record<string, any>;
+  return (await integrator().call('getJob', { path: { job_id: id } })) as Record<string, any>;
 }
+
+const stop = (id: string) => integrator().call('stopJob', { path: { job_id: id } });
 
 /** Polls Postgres (not the rate-limited API) for the status, then reads the job through the API. */
 async function waitStatus(id: string, status: string, timeoutMs = 60_000) {
@@ -159,9 +159,7 @@ describe('a job on a simulated machine', () => {
     // a run far longer than the waits: only the stop can end it
     const job = await trigger(proc.id, machine.row.id, { _sim: { duration_ms: 120_000 } });
     await waitStatus(job.id, 'running');
-    const res = await ctx.http.post(`/api/v1/jobs/${job.id}/stop`).set('X-API-Key', ws.key);
-    expect(res.status).toBe(200);
-    expect(res.body.data.stop_requested).toBe(true);
+    expect((await stop(job.id)).stop_requested).toBe(true);
     const stopped = await waitStatus(job.id, 'stopped');
     expect(stopped.logs).toMatch(/Detenido a petición/);
     expect(stopped.finished_at).not.toBeNull();
@@ -186,9 +184,7 @@ describe('a machine without a running agent', () => {
     const machine = await ws.machine({ status: 'offline' });
     const proc = await ws.process();
     const job = await trigger(proc.id, machine.row.id);
-    const res = await ctx.http.post(`/api/v1/jobs/${job.id}/stop`).set('X-API-Key', ws.key);
-    expect(res.status).toBe(200);
-    expect(res.body.data.status).toBe('stopped');
+    expect((await stop(job.id)).status).toBe('stopped');
     await children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '100ms']);
     await waitFor('the machine online', async () => {
       const [m] = await ctx.sql`select status from machines where id = ${machine.row.id}`;

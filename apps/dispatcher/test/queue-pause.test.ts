@@ -1,4 +1,4 @@
-import { apiSuite, type ApiTestContext } from '@svc/testing/api';
+import { apiClient, apiSuite, type ApiTestContext } from '@svc/testing/api';
 import { itemStatusCounts, seedWorkspace, waitFor } from '@svc/testing';
 
 /**
@@ -22,17 +22,17 @@ it('a paused queue keeps its items waiting with nothing in progress, and resume 
   // 60 items of 300 ms on two consumers: ~9 s of work, so items are still waiting when the pause
   // arrives however late a loaded host sends it
   await children.agent(ctx, ['--machine-key', machine.machineKey, '--item-duration', '300ms', '--prefetch', '1']);
-  const admin = { Authorization: `Bearer ${ws.adminToken}` };
+  // as an integrator and an admin call the API: through the typed client (@svc/client)
+  const admin = apiClient(ctx, { token: ws.adminToken });
+  const path = { queue_id: queue.id };
   const add = async (n: number, from: number) => {
-    const res = await ctx.http.post(`/api/v1/queues/by-name/${queue.name}/items/bulk`).set('X-API-Key', ws.key)
-      .send({ items: Array.from({ length: n }, (_, i) => ({ n: from + i })) });
-    expect(res.status).toBe(200);
+    const body = { items: Array.from({ length: n }, (_, i) => ({ n: from + i })) };
+    expect(await apiClient(ctx, { apiKey: ws.key }).call('addQueueItems', { path: { name: queue.name }, body })).toEqual({ added: n });
   };
 
   await add(60, 0);
   await waitFor('some items completed', async () => ((await itemStatusCounts(ctx.sql, queue.id)).completed ?? 0) >= 3, 60_000);
-  const paused = await ctx.http.post(`/api/v1/settings/queues/${queue.id}/pause`).set(admin);
-  expect([paused.status, paused.body.data.is_paused]).toEqual([200, true]);
+  expect((await admin.call('pauseQueue', { path })).is_paused).toBe(true);
 
   // the consumers finish what they hold and end: no running consumer, nothing in progress
   await waitFor('the consumers ended', async () => {
@@ -53,11 +53,9 @@ it('a paused queue keeps its items waiting with nothing in progress, and resume 
   expect(stillPaused.new).toBe((atPause.new ?? 0) + 5);
   expect(stillPaused.completed).toBe(atPause.completed);
   expect((await ctx.sql`select count(*)::int as n from jobs where queue_id = ${queue.id}`)[0]!.n).toBe(consumersAtPause);
-  const stats = await ctx.http.get(`/api/v1/settings/queues/${queue.id}/stats`).set(admin);
-  expect(stats.body.data).toMatchObject({ is_paused: true, consumers_running: 0, ready: stillPaused.new });
+  expect(await admin.call('getQueueStats', { path })).toMatchObject({ is_paused: true, consumers_running: 0, ready: stillPaused.new });
 
-  const resumed = await ctx.http.post(`/api/v1/settings/queues/${queue.id}/resume`).set(admin);
-  expect(resumed.status).toBe(200);
+  expect((await admin.call('resumeQueue', { path })).is_paused).toBe(false);
   await waitFor('a consumer running again', async () => {
     const [{ n }] = await ctx.sql`select count(*)::int as n from jobs where queue_id = ${queue.id} and status in ('pending', 'running')`;
     return n > 0;

@@ -1,4 +1,5 @@
-import { apiSuite, type ApiTestContext } from '@svc/testing/api';
+import type { BodyOf } from '@svc/client';
+import { apiClient, apiSuite, type ApiTestContext } from '@svc/testing/api';
 import { itemStatusCounts, seedWorkspace, waitFor } from '@svc/testing';
 
 /**
@@ -12,32 +13,27 @@ const suite = apiSuite({ dispatcher: true });
 const { children } = suite;
 let ctx: ApiTestContext;
 let ws: Awaited<ReturnType<typeof seedWorkspace>>;
-let admin: { Authorization: string };
 
 beforeAll(async () => {
   ({ ctx } = suite);
   ws = await seedWorkspace(ctx.sql);
-  admin = { Authorization: `Bearer ${ws.adminToken}` };
 });
 
+/** The API as the current workspace's integrator and admin call it: through the typed client (@svc/client). */
+const integrator = () => apiClient(ctx, { apiKey: ws.key });
+const admin = () => apiClient(ctx, { token: ws.adminToken });
+
 async function addItems(queueName: string, n: number, from = 0) {
-  const res = await ctx.http.post(`/api/v1/queues/by-name/${queueName}/items/bulk`).set('X-API-Key', ws.key)
-    .send({ items: Array.from({ length: n }, (_, i) => ({ n: from + i })) });
-  expect(res.status).toBe(200);
+  const body = { items: Array.from({ length: n }, (_, i) => ({ n: from + i })) };
+  expect(await integrator().call('addQueueItems', { path: { name: queueName }, body })).toEqual({ added: n });
 }
 
-async function createTrigger(body: Record<string, unknown>) {
-  const res = await ctx.http.post('/api/v1/settings/triggers').set(admin).send({ type: 'queue', ...body });
-  expect(res.status).toBe(201);
-  return res.body.data as { id: string };
+function createTrigger(body: Omit<BodyOf<'createQueueTrigger'>, 'type'>) {
+  return admin().call('createQueueTrigger', { body: { type: 'queue', ...body } });
 }
 
 /** The job as GET /jobs/{id} shows it (rate limited: read once per job, never polled). */
-async function getJob(id: string) {
-  const res = await ctx.http.get(`/api/v1/jobs/${id}`).set('X-API-Key', ws.key);
-  expect(res.status).toBe(200);
-  return res.body.data as Record<string, any>;
-}
+const getJob = (id: string) => integrator().call('getJob', { path: { job_id: id } });
 
 const jobsOfQueue = (queueId: string) =>
   ctx.sql<Array<{ id: string; trigger_id: string | null; machine_id: string; is_attended: boolean; status: string }>>`
@@ -85,8 +81,7 @@ it("gives a queue's consumer settings' jobs the default trigger's id", async () 
   const jobs = await jobsOfQueue(queue.id);
   expect(jobs.length).toBeGreaterThan(0);
   for (const j of jobs) expect(j.trigger_id).toBe(def!.id);
-  const stats = await ctx.http.get(`/api/v1/settings/queues/${queue.id}/stats`).set(admin);
-  expect(stats.body.data.consumers_running).toBe(0);
+  expect((await admin().call('getQueueStats', { path: { queue_id: queue.id } })).consumers_running).toBe(0);
 });
 
 describe('an attended machine', () => {
@@ -96,13 +91,11 @@ describe('an attended machine', () => {
   beforeAll(async () => {
     // a workspace of its own: the machines above (still online) must not be candidates
     ws = await seedWorkspace(ctx.sql);
-    admin = { Authorization: `Bearer ${ws.adminToken}` };
     // room for every job below on either machine (a full machine is `busy`, never auto-selected);
     // the attended one has more free slots: load alone would pick it
     unattended = await ws.machine({ slots: 8 });
     attended = await ws.machine({ slots: 16 });
-    const res = await ctx.http.patch(`/api/v1/settings/machines/${attended.row.id}`).set(admin).send({ kind: 'attended' });
-    expect([res.status, res.body.data.kind]).toEqual([200, 'attended']);
+    expect((await admin().call('updateMachine', { path: { id: attended.row.id }, body: { kind: 'attended' } })).kind).toBe('attended');
     await children.agent(ctx, ['--machine-key', unattended.machineKey, '--machine-key', attended.machineKey, '--duration', '100ms', '--item-duration', '20ms']);
     await waitFor('both agents heartbeating', async () => {
       const rows = await ctx.sql`select 1 from machines where id in (${unattended.row.id}, ${attended.row.id}) and status = 'online' and agent_version is not null`;
@@ -114,10 +107,9 @@ describe('an attended machine', () => {
     const proc = await ws.process();
     const ids: string[] = [];
     for (let i = 0; i < 6; i++) {
-      const res = await ctx.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key).send({ process_id: proc.id });
-      expect(res.status).toBe(201);
-      expect(res.body.data).toMatchObject({ machine_id: unattended.row.id, is_attended: false });
-      ids.push(res.body.data.id);
+      const job = await integrator().call('triggerJob', { body: { process_id: proc.id } });
+      expect(job).toMatchObject({ machine_id: unattended.row.id, is_attended: false });
+      ids.push(job.id);
     }
     await waitFor('every job completed', async () => {
       const rows = await ctx.sql`select 1 from jobs where id = any(${ids}::uuid[]) and status = 'completed'`;
@@ -140,14 +132,13 @@ describe('an attended machine', () => {
 
   it('runs what names it: a triggered job and a queue trigger on it, with is_attended true', async () => {
     const proc = await ws.process();
-    const res = await ctx.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key).send({ process_id: proc.id, machine_id: attended.row.id });
-    expect(res.status).toBe(201);
-    expect(res.body.data).toMatchObject({ machine_id: attended.row.id, is_attended: true });
+    const job = await integrator().call('triggerJob', { body: { process_id: proc.id, machine_id: attended.row.id } });
+    expect(job).toMatchObject({ machine_id: attended.row.id, is_attended: true });
     await waitFor('the job completed', async () => {
-      const [row] = await ctx.sql`select status from jobs where id = ${res.body.data.id}`;
+      const [row] = await ctx.sql`select status from jobs where id = ${job.id}`;
       return row?.status === 'completed';
     }, 20_000);
-    expect(await getJob(res.body.data.id)).toMatchObject({ status: 'completed', machine_id: attended.row.id, is_attended: true });
+    expect(await getJob(job.id)).toMatchObject({ status: 'completed', machine_id: attended.row.id, is_attended: true });
 
     const queue = await ws.queue();
     const trigger = await createTrigger({ queue_id: queue.id, process_id: proc.id, machine_id: attended.row.id, max_concurrent_jobs: 2 });

@@ -1,4 +1,5 @@
-import { apiSuite, type ApiTestContext } from '@svc/testing/api';
+import type { BodyOf } from '@svc/client';
+import { apiClient, apiSuite, type ApiTestContext } from '@svc/testing/api';
 import { passBegunAfter, seedWorkspace, waitFor } from '@svc/testing';
 
 /**
@@ -24,10 +25,12 @@ const jobsOf = (scheduleId: string) => ctx.sql<ScheduledJob[]>`
 
 const dbNow = async () => ((await ctx.sql<Array<{ now: Date }>>`select clock_timestamp() as now`)[0]!.now);
 
-async function createSchedule(adminToken: string, body: Record<string, unknown>) {
-  const res = await ctx.http.post('/api/v1/settings/schedules').set({ Authorization: `Bearer ${adminToken}` }).send(body);
-  expect(res.status).toBe(201);
-  return res.body.data as { id: string; next_run_at: string };
+/** The settings API as an admin calls it: through the typed client (@svc/client). */
+const asAdmin = (adminToken: string) => apiClient(ctx, { token: adminToken });
+
+async function createSchedule(adminToken: string, body: BodyOf<'createSchedule'>) {
+  const made = await asAdmin(adminToken).call('createSchedule', { body });
+  return { ...made, next_run_at: made.next_run_at! };
 }
 
 it('two dispatchers start exactly one job per tick of a seconds cron, none lost, each carrying schedule_id', async () => {
@@ -38,12 +41,12 @@ it('two dispatchers start exactly one job per tick of a seconds cron, none lost,
   await children.agent(ctx, ['--machine-key', machine.machineKey, '--duration', '50ms']);
   // the schedule names its machine: an auto-selected one could be between heartbeats (offline to
   // the engine) on a loaded host at some tick, which is a recorded refusal, not the point here
-  const admin = { Authorization: `Bearer ${ws.adminToken}` };
+  const admin = asAdmin(ws.adminToken);
   const sched = await createSchedule(ws.adminToken, { name: 'every-second', process_id: proc.id, cron: '* * * * * *', machine_id: machine.row.id, input_data: { from: 'schedule' } });
 
   await waitFor('eight scheduled jobs', async () => (await jobsOf(sched.id)).length >= 8, 60_000);
-  const off = await ctx.http.delete(`/api/v1/settings/schedules/${sched.id}`).set(admin);
-  expect(off.body.data).toMatchObject({ is_active: false, next_run_at: null });
+  const off = await admin.call('deactivateSchedule', { path: { id: sched.id } });
+  expect(off).toMatchObject({ is_active: false, next_run_at: null });
 
   const jobs = await jobsOf(sched.id);
   // nothing refused: every tick is a job (a refusal would name its reason here)
@@ -58,9 +61,9 @@ it('two dispatchers start exactly one job per tick of a seconds cron, none lost,
 
   // the jobs run, and the JobResponse shows their schedule
   await waitFor('the first scheduled job completed', async () => (await jobsOf(sched.id))[0]!.status === 'completed', 60_000);
-  const read = await ctx.http.get(`/api/v1/settings/jobs/${jobs[0]!.id}`).set(admin);
-  expect(read.body.data).toMatchObject({ schedule_id: sched.id, process_id: proc.id, machine_id: machine.row.id, input_data: { from: 'schedule' } });
-  const record = (await ctx.http.get(`/api/v1/settings/schedules/${sched.id}`).set(admin)).body.data;
+  const read = await admin.call('getWorkspaceJob', { path: { job_id: jobs[0]!.id } });
+  expect(read).toMatchObject({ schedule_id: sched.id, process_id: proc.id, machine_id: machine.row.id, input_data: { from: 'schedule' } });
+  const record = await admin.call('getSchedule', { path: { id: sched.id } });
   expect(record.last_run_at).toBe(new Date(ticks[ticks.length - 1]!).toISOString());
   expect(record.last_job_id).toBe(jobs[jobs.length - 1]!.id);
 
@@ -129,9 +132,9 @@ it('records a scheduled run refused by the monthly quota, starting nothing', asy
   const machine = await ws.machine();
   children.dispatcher(ctx);
   const sched = await createSchedule(ws.adminToken, { name: 'over-quota', process_id: proc.id, cron: '* * * * * *', machine_id: machine.row.id });
-  const admin = { Authorization: `Bearer ${ws.adminToken}` };
+  const admin = asAdmin(ws.adminToken);
   const refused = await waitFor('a refused run recorded', async () => {
-    const r = (await ctx.http.get(`/api/v1/settings/schedules/${sched.id}`).set(admin)).body.data;
+    const r = await admin.call('getSchedule', { path: { id: sched.id } });
     return r.last_error ? r : null;
   }, 60_000);
   expect(refused.last_error).toBe('Cuota mensual de ejecuciones agotada');

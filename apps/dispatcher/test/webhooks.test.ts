@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { verifyWebhookSignature } from '@svc/core/internals';
-import { apiSuite, type ApiTestContext } from '@svc/testing/api';
+import { apiClient, apiSuite, type ApiTestContext } from '@svc/testing/api';
 import { freePort, sampleValue, scrape, seedWorkspace, waitFor, waitForHttp, type Child } from '@svc/testing';
 
 /**
@@ -65,6 +65,11 @@ const receiver = new Receiver();
 const deliverers: Array<{ child: Child; metrics: string }> = [];
 let dispatcherMetrics = '';
 const admin = () => ({ Authorization: `Bearer ${ws.adminToken}` });
+/** Well-formed calls whose answers the tests read: through the typed client (@svc/client), as the console makes them. */
+const api = () => apiClient(ctx, { token: ws.adminToken });
+const deliveriesOf = (query: { status?: 'pending' | 'delivered' | 'failed'; limit?: number }) =>
+  api().request('listWebhookDeliveries', { path: { id: subscriptionId }, query });
+const subscription = () => api().call('getWebhook', { path: { id: subscriptionId } });
 
 beforeAll(async () => {
   ({ ctx } = suite);
@@ -90,9 +95,7 @@ afterAll(async () => {
 async function addItems(n: number): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < n; i++) {
-    const res = await ctx.http.post(`/api/v1/queues/by-name/${queueName}/items`).set('X-API-Key', ws.key).send({ data: { i } });
-    expect(res.status).toBe(200);
-    ids.push(res.body.data.id as string);
+    ids.push((await apiClient(ctx, { apiKey: ws.key }).call('addQueueItem', { path: { name: queueName }, body: { data: { i } } })).id);
   }
   return ids;
 }
@@ -105,29 +108,26 @@ let secret = '';
 let subscriptionId = '';
 
 it('a subscription gets every event once, in feed order, signed, from two deliverers', async () => {
-  const created = await ctx.http.post('/api/v1/settings/webhooks').set(admin())
-    .send({ url: receiver.url, event_types: ['item.added', 'api_key.created'], description: 'pruebas' });
-  expect(created.status).toBe(201);
-  secret = created.body.data.secret as string;
-  subscriptionId = created.body.data.id as string;
+  const created = await api().call('createWebhook', { body: { url: receiver.url, event_types: ['item.added', 'api_key.created'], description: 'pruebas' } });
+  secret = created.secret;
+  subscriptionId = created.id;
   expect(secret).toMatch(/^whsec_/);
-  const read = await ctx.http.get(`/api/v1/settings/webhooks/${subscriptionId}`).set(admin());
-  expect(read.body.data).not.toHaveProperty('secret');
-  expect(read.body.data.secret_prefix).toBe(secret.slice(0, 12));
+  const read = await subscription();
+  expect(read).not.toHaveProperty('secret');
+  expect(read.secret_prefix).toBe(secret.slice(0, 12));
 
   const items = await addItems(20);
-  const key = await ctx.http.post('/api/v1/settings/api-keys').set(admin()).send({ name: 'webhook-key', scopes: ['jobs:read'] });
-  expect(key.status).toBe(201);
+  const key = await api().call('createApiKey', { body: { name: 'webhook-key', scopes: ['jobs:read'] } });
   await waitFor('every event at the receiver', async () => addedIds(items).length === 20 && receiver.ofType('api_key.created').length === 1, 45_000);
 
   // in the order of the feed, which is the order these adds committed
   expect(addedIds(items)).toEqual(items);
-  const feed = await ctx.http.get('/api/v1/settings/events').query({ types: 'item.added,api_key.created', limit: 500 }).set(admin());
+  const feed = await api().call('readEvents', { query: { types: 'item.added,api_key.created', limit: 500 } });
   // (the feed also holds the workspace's first key, created before the subscription)
-  const feedIds = feed.body.data.map((e: { id: string }) => e.id) as string[];
+  const feedIds = feed.map((e) => e.id);
   expect(receiver.received.map((r) => r.event.id)).toEqual(feedIds.slice(-receiver.received.length));
   // no secret in the event
-  expect(JSON.stringify(receiver.ofType('api_key.created')[0]!.event)).not.toContain(key.body.data.key);
+  expect(JSON.stringify(receiver.ofType('api_key.created')[0]!.event)).not.toContain(key.key);
 
   for (const r of receiver.received) {
     expect(r.headers['svc-event-id']).toBe(r.event.id);
@@ -139,8 +139,8 @@ it('a subscription gets every event once, in feed order, signed, from two delive
   }
 
   const deliveries = await waitFor('deliveries recorded', async () => {
-    const res = await ctx.http.get(`/api/v1/settings/webhooks/${subscriptionId}/deliveries`).query({ limit: 100 }).set(admin());
-    return res.body.meta.total === 21 && res.body.data.every((d: { status: string }) => d.status === 'delivered') ? res.body.data : null;
+    const res = await deliveriesOf({ limit: 100 });
+    return res.meta.total === 21 && res.data.every((d) => d.status === 'delivered') ? res.data : null;
   });
   expect(deliveries[0]).toMatchObject({ status: 'delivered', attempts: 1, last_status_code: 204, next_attempt_at: null });
   // once each, though two deliverers deliver
@@ -153,20 +153,18 @@ it('a receiver that is down gets every event, in order, once it is back', async 
   const before = receiver.received.length;
   const items = await addItems(8);
   const failing = await waitFor('a failed attempt', async () => {
-    const res = await ctx.http.get(`/api/v1/settings/webhooks/${subscriptionId}/deliveries`).query({ status: 'pending' }).set(admin());
-    return res.body.data.find((d: { attempts: number }) => d.attempts >= 2) ?? null;
+    return (await deliveriesOf({ status: 'pending' })).data.find((d) => d.attempts >= 2) ?? null;
   }, 45_000);
   expect(failing.last_status_code).toBeNull();
   expect(failing.last_error).toEqual(expect.any(String));
-  const sub = await ctx.http.get(`/api/v1/settings/webhooks/${subscriptionId}`).set(admin());
-  expect(sub.body.data.failing_since).not.toBeNull();
+  expect((await subscription()).failing_since).not.toBeNull();
 
   await receiver.start();
   await waitFor('the backlog delivered', async () => addedIds(items).length === 8, 60_000);
   expect(addedIds(items)).toEqual(items);
   expect(receiver.received.length - before).toBe(8);
   await waitFor('the subscription healthy again', async () =>
-    (await ctx.http.get(`/api/v1/settings/webhooks/${subscriptionId}`).set(admin())).body.data.failing_since === null);
+    (await subscription()).failing_since === null);
 });
 
 it('sends a test event and redelivers a delivery on request, signed', async () => {
@@ -176,8 +174,8 @@ it('sends a test event and redelivers a delivery on request, signed', async () =
   expect(got.event.data).toEqual({ subscription_id: subscriptionId });
   expect(verifyWebhookSignature(secret, { timestamp: got.headers['svc-timestamp'] as string, signature: got.headers['svc-signature'] as string }, got.body)).toBe(true);
 
-  const list = await ctx.http.get(`/api/v1/settings/webhooks/${subscriptionId}/deliveries`).query({ status: 'delivered', limit: 100 }).set(admin());
-  const target = list.body.data.find((d: { event_type: string }) => d.event_type === 'api_key.created');
+  const list = await deliveriesOf({ status: 'delivered', limit: 100 });
+  const target = list.data.find((d) => d.event_type === 'api_key.created')!;
   const again = await ctx.http.post(`/api/v1/settings/webhooks/${subscriptionId}/deliveries/${target.id}/redeliver`).set(admin());
   expect(again.status).toBe(202);
   await waitFor('the redelivery', async () => receiver.ofType('api_key.created').length === 2);
@@ -193,9 +191,7 @@ it('sends a test event and redelivers a delivery on request, signed', async () =
   expect(gone.body.error.message).toBe('El evento de esta entrega ya no se conserva (retención de eventos)');
 
   // rotating the secret: later deliveries are signed with the new one
-  const rotated = await ctx.http.post(`/api/v1/settings/webhooks/${subscriptionId}/rotate-secret`).set(admin());
-  expect(rotated.status).toBe(200);
-  const fresh = rotated.body.data.secret as string;
+  const fresh = (await api().call('rotateWebhookSecret', { path: { id: subscriptionId } })).secret;
   expect(fresh).not.toBe(secret);
   const [item] = await addItems(1);
   const newest = await waitFor('the next event', async () => receiver.ofType('item.added').find((r) => (r.event.data.item_ids as string[])[0] === item) ?? null);
@@ -204,12 +200,12 @@ it('sends a test event and redelivers a delivery on request, signed', async () =
 });
 
 it('the feed replays from any cursor, and its stream resumes after Last-Event-ID', async () => {
-  const all = (await ctx.http.get('/api/v1/settings/events').query({ limit: 500 }).set(admin())).body.data as Array<{ id: string; type: string }>;
+  const all = await api().call('readEvents', { query: { limit: 500 } });
   expect(all.length).toBeGreaterThan(25);
   const mid = all[10]!.id;
-  const rest = await ctx.http.get('/api/v1/settings/events').query({ after: mid, limit: 5 }).set(admin());
-  expect(rest.body.data.map((e: { id: string }) => e.id)).toEqual(all.slice(11, 16).map((e) => e.id));
-  expect(rest.body.meta.next_cursor).toBe(all[15]!.id);
+  const rest = await api().request('readEvents', { query: { after: mid, limit: 5 } });
+  expect(rest.data.map((e) => e.id)).toEqual(all.slice(11, 16).map((e) => e.id));
+  expect(rest.meta.next_cursor).toBe(all[15]!.id);
 
   const server = ctx.app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
