@@ -19,11 +19,8 @@ describe('settings: processes', () => {
   let n = 0;
   const uniqueName = () => `proc-${++n}`;
   const folderOf = async (token: string) => (await api(token).call('createFolder', { body: { name: `f-${++n}` } })).id;
-  // the generated body types say `Record<string, never>` for input_schema (a free-form object in the document)
-  type WithSchema<B> = Omit<B, 'input_schema'> & { input_schema?: Record<string, unknown> | null };
-  const create = (body: WithSchema<BodyOf<'createProcess'>>) => api().call('createProcess', { body: body as BodyOf<'createProcess'> });
-  const update = (id: string, body: WithSchema<BodyOf<'updateProcess'>>) =>
-    api().call('updateProcess', { path: { id }, body: body as BodyOf<'updateProcess'> });
+  const create = (body: BodyOf<'createProcess'>) => api().call('createProcess', { body });
+  const update = (id: string, body: BodyOf<'updateProcess'>) => api().call('updateProcess', { path: { id }, body });
 
   it('creates a process with the documented defaults and exactly the ProcessResponse fields', async () => {
     const p = await create({ name: 'Facturas' });
@@ -42,7 +39,7 @@ describe('settings: processes', () => {
   it('stores every field it is given and returns it unchanged', async () => {
     const folder = await folderOf(w.admin);
     const next = (await create({ name: uniqueName() })).id;
-    const body: WithSchema<BodyOf<'createProcess'>> = {
+    const body: BodyOf<'createProcess'> = {
       name: 'Conciliación bancaria',
       description: 'Concilia extractos',
       release_id: '11111111-2222-4333-8444-555555555555',

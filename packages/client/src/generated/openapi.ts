@@ -2053,7 +2053,9 @@ export interface components {
             folder_id: string | null;
             /** Format: uuid */
             id: string;
-            input_schema: Record<string, never> | null;
+            input_schema: {
+                [key: string]: unknown;
+            } | null;
             is_active: boolean;
             max_retries: number;
             name: string;
@@ -9261,7 +9263,9 @@ export interface operations {
                             folder_id: string | null;
                             /** Format: uuid */
                             id: string;
-                            input_schema: Record<string, never> | null;
+                            input_schema: {
+                                [key: string]: unknown;
+                            } | null;
                             is_active: boolean;
                             max_retries: number;
                             name: string;
@@ -9355,7 +9359,9 @@ export interface operations {
                     /** Format: uuid */
                     folder_id?: string | null;
                     /** @description A JSON Schema; webhook input_data is validated against it */
-                    input_schema?: Record<string, never> | null;
+                    input_schema?: {
+                        [key: string]: unknown;
+                    } | null;
                     /** @default true */
                     is_active?: boolean;
                     /** @default 0 */
@@ -9401,7 +9407,9 @@ export interface operations {
                             folder_id: string | null;
                             /** Format: uuid */
                             id: string;
-                            input_schema: Record<string, never> | null;
+                            input_schema: {
+                                [key: string]: unknown;
+                            } | null;
                             is_active: boolean;
                             max_retries: number;
                             name: string;
@@ -9539,7 +9547,9 @@ export interface operations {
                             folder_id: string | null;
                             /** Format: uuid */
                             id: string;
-                            input_schema: Record<string, never> | null;
+                            input_schema: {
+                                [key: string]: unknown;
+                            } | null;
                             is_active: boolean;
                             max_retries: number;
                             name: string;
@@ -9657,7 +9667,9 @@ export interface operations {
                             folder_id: string | null;
                             /** Format: uuid */
                             id: string;
-                            input_schema: Record<string, never> | null;
+                            input_schema: {
+                                [key: string]: unknown;
+                            } | null;
                             is_active: boolean;
                             max_retries: number;
                             name: string;
@@ -9761,7 +9773,9 @@ export interface operations {
                     /** Format: uuid */
                     folder_id?: string | null;
                     /** @description A JSON Schema; webhook input_data is validated against it */
-                    input_schema?: Record<string, never> | null;
+                    input_schema?: {
+                        [key: string]: unknown;
+                    } | null;
                     is_active?: boolean;
                     max_retries?: number;
                     /** @description Unique per workspace; 1-100 characters, no "/" and no leading or trailing blanks */
@@ -9802,7 +9816,9 @@ export interface operations {
                             folder_id: string | null;
                             /** Format: uuid */
                             id: string;
-                            input_schema: Record<string, never> | null;
+                            input_schema: {
+                                [key: string]: unknown;
+                            } | null;
                             is_active: boolean;
                             max_retries: number;
                             name: string;
