@@ -25,11 +25,15 @@ import { AssetsPage } from './pages/Assets';
 import { FoldersPage } from './pages/Folders';
 
 export function App() {
-  const { session } = useSession();
+  const { session, endReason } = useSession();
   const location = useLocation();
   if (!session) {
-    // every page but sign-in needs a session; come back to where the user was going afterwards
-    if (location.pathname !== '/sign-in') return <Navigate to="/sign-in" replace state={{ from: location.pathname + location.search }} />;
+    // every page but sign-in needs a session; come back to where the user was going afterwards.
+    // A sign-out leaves no errand: whoever signs in next in this tab, maybe someone else (a new
+    // member after the admin who made them), starts at the overview, not on the page the last
+    // user left, which may be theirs alone
+    const from = endReason === 'signed-out' ? null : { from: location.pathname + location.search };
+    if (location.pathname !== '/sign-in') return <Navigate to="/sign-in" replace state={from} />;
     return <SignInPage />;
   }
   // a one-time password opens nothing but its replacement (the API answers 403 to the rest)

@@ -68,6 +68,22 @@ export function useConsoleBrowser(domain: string, pageOptions: BrowserContextOpt
 
 export const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
 
+/** A link of the console's main navigation. */
+export const nav = (name: string) => page.getByRole('navigation', { name: 'Navegación principal' }).getByRole('link', { name, exact: true });
+
+/**
+ * Creates an API key through the "Claves API" page (open already) with the scopes whose checkbox
+ * labels match, and returns the secret it shows once.
+ */
+export async function createApiKeyInPage(name: string, ...scopeLabels: RegExp[]): Promise<string> {
+  await page.getByRole('button', { name: 'Nueva clave' }).click();
+  await page.getByLabel('Nombre de la clave').fill(name);
+  for (const label of scopeLabels) await page.getByRole('checkbox', { name: label }).check();
+  await page.getByRole('button', { name: 'Crear clave' }).click();
+  await page.getByRole('heading', { name: `Clave «${name}» lista` }).waitFor();
+  return page.getByLabel('Clave secreta').inputValue();
+}
+
 /** Signs in through the form and waits for the overview. */
 export async function signIn(email = adminEmail, password = PASSWORD, timeout = 60_000): Promise<void> {
   await page.goto(`${base}/console/`);

@@ -1,5 +1,5 @@
 import { seedMachine, seedProcess, seedQueue, waitFor } from '@svc/testing';
-import { DESKTOP, PHONE, base, memberEmail, page, seriousViolations, shot, signIn, t, tenantId, useConsoleBrowser } from './browser-harness';
+import { DESKTOP, PHONE, base, createApiKeyInPage, memberEmail, nav, page, seriousViolations, shot, signIn, t, tenantId, useConsoleBrowser } from './browser-harness';
 
 /**
  * The console's admin pages (API keys, audit log, schedules, triggers) in a real browser (Debian's
@@ -10,18 +10,6 @@ import { DESKTOP, PHONE, base, memberEmail, page, seriousViolations, shot, signI
 jest.setTimeout(120_000);
 
 useConsoleBrowser('console-admin.test', { permissions: ['clipboard-read', 'clipboard-write'] });
-const nav = (name: string) => page.getByRole('navigation', { name: 'Navegación principal' }).getByRole('link', { name, exact: true });
-
-/** Creates a key through the page (on the API keys page) and returns the secret it shows once. */
-async function createKeyInPage(name: string, scopeLabel: RegExp): Promise<string> {
-  await page.getByRole('button', { name: 'Nueva clave' }).click();
-  await page.getByLabel('Nombre de la clave').fill(name);
-  await page.getByRole('checkbox', { name: scopeLabel }).check();
-  await page.getByRole('button', { name: 'Crear clave' }).click();
-  await page.getByRole('heading', { name: `Clave «${name}» lista` }).waitFor();
-  return page.getByLabel('Clave secreta').inputValue();
-}
-
 async function keyRow(name: string) {
   const [row] = await t.sql`select id, is_active, scopes, environments from api_keys where tenant_id = ${tenantId} and name = ${name}`;
   return row!;
@@ -84,7 +72,7 @@ describe('the console\'s admin pages in a browser', () => {
   it('rotates and revokes a key through an accessible confirmation; the API then refuses it (401); the audit log shows it', async () => {
     await signIn();
     await page.goto(`${base}/console/api-keys`);
-    const first = await createKeyInPage('Robot nocturno', /processes:read/);
+    const first = await createApiKeyInPage('Robot nocturno', /processes:read/);
     await page.getByRole('button', { name: 'Ya la he guardado' }).click();
     expect(await page.getByLabel('Clave secreta').count()).toBe(0);
 

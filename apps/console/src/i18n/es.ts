@@ -555,7 +555,7 @@ export const es = {
     updated: 'Actualizado',
     duration: 'Duración',
     origin: 'Origen',
-    origins: { schedule: 'Programación', trigger: 'Disparador de cola', other: 'API, webhook, cadena o reintento' } as Record<string, string>,
+    origins: { schedule: 'Programación', trigger: 'Disparador de cola', other: 'Consola, API, webhook, cadena o reintento' } as Record<string, string>,
     scheduleId: 'Programación',
     triggerId: 'Disparador',
     progressLabel: 'Progreso del trabajo',
