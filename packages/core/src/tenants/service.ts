@@ -28,6 +28,8 @@ export function toTenantResponse(row: TenantRow): TenantResponseBody {
     plan_features: row.plan_features,
     subscription_status: row.subscription_status,
     monthly_quota: row.monthly_quota,
+    job_retention_days: row.job_retention_days,
+    job_retention_action: row.job_retention_action,
     quota_used: row.quota_used,
     quota_period: isoDate(row.quota_period),
     created_at: row.created_at.toISOString(),
@@ -70,6 +72,8 @@ export async function updateTenant(sql: Queryable, id: string, input: TenantUpda
         plan_features = coalesce(${body.plan_features ?? null}::text[], plan_features),
         subscription_status = coalesce(${body.subscription_status ?? null}, subscription_status),
         monthly_quota = coalesce(${body.monthly_quota ?? null}::int, monthly_quota),
+        job_retention_days = coalesce(${body.job_retention_days ?? null}::float8, job_retention_days),
+        job_retention_action = coalesce(${body.job_retention_action ?? null}, job_retention_action),
         updated_at = case when ${Object.keys(body).length > 0} then now() else updated_at end
       where id = ${id}
       returning *`;
