@@ -22,7 +22,7 @@ export interface RetentionOptions {
   budgetMs?: number;
   batch?: number;
   /** tests: called after a batch's archive is durable and before its delete */
-  afterArchive?: () => void | Promise<void>;
+  afterArchive?: (tx: Queryable) => void | Promise<void>;
 }
 
 export interface RetentionScopeResult {
@@ -110,7 +110,7 @@ async function runBatch(sql: Sql, s: Scope, opts: RetentionOptions, limit: numbe
           on conflict (key) do update set rows = excluded.rows, bytes = excluded.bytes, created_at = now()`;
         archived += part.length;
       }
-      await opts.afterArchive?.();
+      await opts.afterArchive?.(tx);
     }
     const ids = rows.map((r) => r.id);
     const res = s.kind === 'queue_items'
