@@ -225,6 +225,8 @@ export function createEngine(deps: EngineDeps) {
     },
     /** The retention archive: its manifest, and items brought back as new ones (`svc archive`). */
     archive: {
+      /** whether an archive is configured (restore reads it) */
+      configured: () => !!deps.recordArchive,
       list: (tenantId: string, filter: { queueId?: string; from?: Date; to?: Date } = {}) => listArchiveFiles(sql, tenantId, filter),
       restoreItems: (queue: QueueRef, from: Date, to: Date) => {
         if (!deps.recordArchive) throw new Error('createEngine: the record archive (ARCHIVE_DIR) is missing');

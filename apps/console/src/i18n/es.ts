@@ -406,6 +406,8 @@ export const es = {
     'api_key.created': 'Clave API creada',
     'api_key.rotated': 'Clave API rotada',
     'api_key.revoked': 'Clave API revocada',
+    'queue.retention': 'Elementos retirados por la retención de una cola',
+    'jobs.retention': 'Ejecuciones retiradas por la retención',
     'webhook.test': 'Prueba de webhook',
   } as Record<string, string>,
   webhooks: {
