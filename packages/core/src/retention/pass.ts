@@ -35,7 +35,7 @@ export interface RetentionScopeResult {
   skipped?: 'busy' | 'no_archive';
 }
 
-interface Scope {
+export interface Scope {
   kind: 'queue_items' | 'jobs';
   target_id: string;
   tenant_id: string;
@@ -50,7 +50,7 @@ interface Scope {
 const secs = (days: number) => days * 86_400;
 
 /** The expired rows of a batch, locked, oldest first (an index range scan on `*_ended_idx`). */
-async function expiredRows(tx: Queryable, s: Scope, limit: number) {
+export async function expiredRows(tx: Queryable, s: Scope, limit: number) {
   if (s.kind === 'queue_items') {
     return tx<Array<{ id: string; ended_at: Date; row: Record<string, unknown> }>>`
       select i.id, i.updated_at as ended_at, to_jsonb(i) as row from queue_items i
