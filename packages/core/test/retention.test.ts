@@ -231,6 +231,18 @@ describe('the retention pass', () => {
       select action, details from audit_log where tenant_id = ${tenantId} and resource_id = ${q.id}`;
     expect(JSON.stringify(rows)).toContain('retention_failed_days');
     expect(JSON.stringify(rows)).toContain('retention_action');
+
+    // the workspace's jobs retention: audited when it changes, not when it is set to what it is
+    const t = await seedTenant(sql);
+    await engine.tenants.update(t.id, { job_retention_days: 30 });
+    await engine.tenants.update(t.id, { job_retention_days: 30, monthly_quota: 5 });
+    await engine.tenants.update(t.id, { job_retention_action: 'archive' });
+    const tenantRows = await sql<{ action: string; details: unknown }[]>`
+      select action, details from audit_log where tenant_id = ${t.id} and resource_type = 'tenant' order by id`;
+    expect(tenantRows).toEqual([
+      { action: 'update_tenant_retention', details: { fields: ['job_retention_days'] } },
+      { action: 'update_tenant_retention', details: { fields: ['job_retention_action'] } },
+    ]);
   });
 
   it('finds expired items through the ended-items index', async () => {
