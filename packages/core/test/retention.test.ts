@@ -188,6 +188,26 @@ describe('the retention pass', () => {
     await expectCountsExact(q.id);
   });
 
+  it('lists and counts answer while a batch holds its rows, and agree with the table after it', async () => {
+    const q = await queueWith({ retention_completed_days: 0.0001, retention_action: 'archive' });
+    await items(q.id, 'completed', 9, 3600);
+    await items(q.id, 'new', 4, 0);
+    const during: Array<{ total: number; listed: number; counted: number }> = [];
+    await engine.sweeps.retention({
+      afterArchive: async () => {
+        // other connections, while the batch's transaction holds its row locks and has not committed
+        const page = await engine.items.list(q, { page: 1, limit: 100 });
+        const counts = (await engine.catalog.queues.itemCounts([q.id])).get(q.id)!;
+        during.push({ total: page.meta.total, listed: page.rows.length, counted: counts.total });
+      },
+    });
+    expect(during).toEqual([{ total: 13, listed: 13, counted: 13 }]);
+    const after = await engine.items.list(q, { page: 1, limit: 100 });
+    expect(after.meta.total).toBe(4);
+    expect(after.rows.map((r) => r.status)).toEqual(['new', 'new', 'new', 'new']);
+    await expectCountsExact(q.id);
+  });
+
   it('restore brings archived items back as new items', async () => {
     const q = await queueWith({ retention_completed_days: 0.0001, retention_action: 'archive' });
     await items(q.id, 'completed', 8, 3600);
