@@ -208,6 +208,27 @@ describe('the retention pass', () => {
     await expectCountsExact(q.id);
   });
 
+  it('a queue whose archive refuses writes keeps its rows and does not stop the other queues', async () => {
+    const broken = await queueWith({ retention_completed_days: 0.0001, retention_action: 'archive' });
+    const fine = await queueWith({ retention_completed_days: 0.0001, retention_action: 'archive' });
+    await items(broken.id, 'completed', 3, 3600);
+    await items(fine.id, 'completed', 3, 3600);
+    const real = directoryArchive(dir);
+    const refusing = createEngine({
+      sql, logger,
+      recordArchive: {
+        put: (key, lines) => (key.includes(broken.id) ? Promise.reject(new Error('disk full')) : real.put(key, lines)),
+        get: (key) => real.get(key),
+      },
+    });
+    await expect(refusing.sweeps.retention()).rejects.toThrow('disk full');
+    expect(await byStatus(broken.id)).toEqual({ completed: 3 });
+    expect(await byStatus(fine.id)).toEqual({});
+    expect(await archivedIds(fine.id)).toHaveLength(3);
+    await engine.sweeps.retention();
+    expect(await byStatus(broken.id)).toEqual({});
+  });
+
   it('restore brings archived items back as new items', async () => {
     const q = await queueWith({ retention_completed_days: 0.0001, retention_action: 'archive' });
     await items(q.id, 'completed', 8, 3600);

@@ -173,6 +173,7 @@ export async function runRetention(sql: Sql, opts: RetentionOptions = {}): Promi
   const budget = opts.budgetMs ?? 10_000;
   const limit = opts.batch ?? RETENTION_BATCH;
   const out: RetentionScopeResult[] = [];
+  let failure: unknown = null;
   for (const s of await scopes(sql)) {
     if (Date.now() - started > budget) break;
     if (s.action === 'archive' && !opts.archive) {
@@ -186,12 +187,20 @@ export async function runRetention(sql: Sql, opts: RetentionOptions = {}): Promi
     let deleted = 0;
     let archived = 0;
     let busy = false;
-    for (;;) {
-      const r = await runBatch(sql, s, opts, limit);
-      if (r.busy) { busy = true; break; }
-      deleted += r.deleted;
-      archived += r.archived;
-      if (r.deleted < limit || Date.now() - started > budget) break;
+    try {
+      for (;;) {
+        const r = await runBatch(sql, s, opts, limit);
+        if (r.busy) { busy = true; break; }
+        deleted += r.deleted;
+        archived += r.archived;
+        if (r.deleted < limit || Date.now() - started > budget) break;
+      }
+    } catch (err) {
+      // one scope that fails (an archive that refuses writes) must not stop the others; the pass
+      // still fails, after them, so the tick is seen failing
+      opts.logger?.warn('retention batch failed; it is retried next tick', { kind: s.kind, target_id: s.target_id, err: (err as Error).message });
+      failure ??= err;
+      continue;
     }
     if (busy) {
       out.push({ kind: s.kind, target_id: s.target_id, deleted: 0, archived: 0, skipped: 'busy' });
@@ -204,5 +213,6 @@ export async function runRetention(sql: Sql, opts: RetentionOptions = {}): Promi
       opts.logger?.info('retention pass', { kind: s.kind, target_id: s.target_id, deleted, archived });
     }
   }
+  if (failure) throw failure;
   return out;
 }
