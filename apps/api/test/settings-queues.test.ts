@@ -16,11 +16,12 @@ describe('settings: queues', () => {
     const q = await api().call('createQueue', { body: { name: 'facturas-entrada' } });
     expect(Object.keys(q).sort()).toEqual([
       'consumer_process_id', 'created_at', 'description', 'id', 'is_active', 'is_paused', 'item_counts', 'max_consumers', 'max_retries',
-      'name', 'tenant_id', 'updated_at',
+      'name', 'retention_action', 'retention_completed_days', 'retention_failed_days', 'tenant_id', 'updated_at',
     ]);
     expect(q).toMatchObject({
       tenant_id: w.tenantA, name: 'facturas-entrada', description: null, max_retries: 3, consumer_process_id: null,
       max_consumers: 1, is_active: true, is_paused: false, item_counts: zero,
+      retention_completed_days: 30, retention_failed_days: 90, retention_action: 'delete',
     });
     expect(q.id).toMatch(UUID);
     expect(q.created_at).toMatch(ISO);
@@ -57,10 +58,25 @@ describe('settings: queues', () => {
     ['a numeric description', { name: 'x', description: 3 }, 'body → description'],
     ['a string is_active', { name: 'x', is_active: 'no' }, 'body → is_active'],
     ['an unknown field', { name: 'x', priority: 5 }, 'body → priority'],
+    ['a negative retention_completed_days', { name: 'x', retention_completed_days: -1 }, 'body → retention_completed_days'],
+    ['a string retention_failed_days', { name: 'x', retention_failed_days: '30' }, 'body → retention_failed_days'],
+    ['a huge retention_failed_days', { name: 'x', retention_failed_days: 1e300 }, 'body → retention_failed_days'],
+    ['an unknown retention_action', { name: 'x', retention_action: 'purge' }, 'body → retention_action'],
+    ['a NUL in retention_action', { name: 'x', retention_action: 'delete\u0000' }, 'body → retention_action'],
   ])('refuses %s with 422 naming the field', async (_label, body, field) => {
     const res = await post(body);
     expect(res.status).toBe(422);
     expect(fieldsOf(res.body)).toContain(field);
+  });
+
+  it('stores retention settings (fractions of a day allowed) and changes them with PATCH', async () => {
+    const res = await post({ name: `q-${++n}`, retention_completed_days: 0.5, retention_failed_days: 365, retention_action: 'archive' });
+    expect(res.status).toBe(201);
+    expect(res.body.data).toMatchObject({ retention_completed_days: 0.5, retention_failed_days: 365, retention_action: 'archive' });
+    const changed = await patch(res.body.data.id, { retention_completed_days: 7, retention_action: 'delete' });
+    expect(changed.status).toBe(200);
+    expect(changed.body.data).toMatchObject({ retention_completed_days: 7, retention_failed_days: 365, retention_action: 'delete' });
+    expect((await patch(res.body.data.id, { retention_action: null })).status).toBe(422);
   });
 
   it('answers a create with 201, and refuses a duplicate name with 409', async () => {

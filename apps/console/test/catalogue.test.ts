@@ -1,4 +1,4 @@
-import { assetEnvValue, dependantsOf, numberOrText, parseList, parseSchemaText, sampleFromSchema } from '../src/lib/catalogue';
+import { assetEnvValue, decimalOrText, dependantsOf, numberOrText, parseList, parseSchemaText, sampleFromSchema } from '../src/lib/catalogue';
 
 describe('the input_schema text', () => {
   it('is null when empty, an object when it parses to one, else says why', () => {
@@ -42,6 +42,16 @@ describe('form values', () => {
     expect(numberOrText(' 12 ')).toBe(12);
     expect(numberOrText('1.5')).toBe('1.5');
     expect(numberOrText('')).toBe('');
+  });
+
+  it('a number of days with decimals, a decimal comma too; anything else goes as typed for the API to refuse', () => {
+    expect(decimalOrText('0,5')).toBe(0.5);
+    expect(decimalOrText(' 30 ')).toBe(30);
+    expect(decimalOrText('1.25')).toBe(1.25);
+    expect(decimalOrText('-1')).toBe(-1);
+    expect(decimalOrText('1,2,3')).toBe('1,2,3');
+    expect(decimalOrText('treinta')).toBe('treinta');
+    expect(decimalOrText('')).toBe('');
   });
 
   it('an asset value per type; empty sends nothing, remove sends null, a credential goes whole', () => {

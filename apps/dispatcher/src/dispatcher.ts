@@ -1,12 +1,14 @@
 import { Worker, type Job } from 'bullmq';
 import {
-  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, delivererTimingsOf, webhookSettingsOf, DbOutage, dispatcherPassSeconds, dispatcherPassesStarted, IDEMPOTENCY_PURGE_EVERY_MS, createBullDispatch, createEngine, createRedis, isConnectionError, primaries, renewEpoch,
+  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, directoryArchive, delivererTimingsOf, webhookSettingsOf, DbOutage, dispatcherPassSeconds, dispatcherPassesStarted, IDEMPOTENCY_PURGE_EVERY_MS, createBullDispatch, createEngine, createRedis, isConnectionError, primaries, renewEpoch,
   type BullDispatch, type Config, type DispatchJobName, type DispatchPayloads, type Logger, type OutboxRelay, type RedisClient, type Sql, type WebhookDeliverer,
 } from '@svc/core';
 
 const PERIODIC: ReadonlySet<string> = new Set(DISPATCH_SCHEDULERS);
 /** How long one tick of the bulk-actions pass runs chunks before it lets the next tick go on. */
 const BULK_SLICE_MS = 5000;
+/** How long one tick of the retention pass starts new batches: a backlog drains tick by tick. */
+const RETENTION_SLICE_MS = 10_000;
 
 export interface DispatcherDeps {
   config: Config;
@@ -40,7 +42,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const { config, sql, logger } = deps;
   const connection: RedisClient = createRedis(config.redis);
   const bull = createBullDispatch({ redis: connection, prefix: config.redisPrefix, logger });
-  const engine = createEngine({ sql, directSql: deps.directSql, logger, webhooks: webhookSettingsOf(config) });
+  const engine = createEngine({
+    sql, directSql: deps.directSql, logger, webhooks: webhookSettingsOf(config),
+    recordArchive: config.archiveDir ? directoryArchive(config.archiveDir) : null,
+  });
   const { sweeps } = engine;
   let worker: Worker | null = null;
   let epochTimer: NodeJS.Timeout | null = null;
@@ -164,6 +169,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         const chunks = await engine.bulk.run({ budgetMs: BULK_SLICE_MS });
         return { chunks };
       }
+      case 'retention': {
+        const scopes = await sweeps.retention({ budgetMs: RETENTION_SLICE_MS });
+        return { scopes: scopes.length, deleted: scopes.reduce((n, s) => n + s.deleted, 0) };
+      }
       default: {
         const unknown: never = name;
         logger.warn('unknown dispatch job', { name: unknown });
@@ -181,6 +190,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       // a schedule may tick every second: never slower than that, faster when the sweeps are
       schedules: Math.min(1000, config.dispatchSweepMs),
       'bulk-actions': Math.min(1000, config.dispatchSweepMs),
+      retention: config.retentionEveryMs,
     };
     for (const id of DISPATCH_SCHEDULERS) {
       await bull.dispatchQueue.upsertJobScheduler(id, { every: every[id] }, {

@@ -56,6 +56,13 @@ export function optionalInt(p: Parsed, name: string): number | string | undefine
 }
 
 /** A comma-separated list flag; an empty value is the empty list. */
+/** A number (fractions allowed); what is not one is passed on for the schema to refuse by name. */
+export function optionalNumber(p: Parsed, name: string): number | string | undefined {
+  const v = optionalString(p, name);
+  if (v === undefined) return undefined;
+  return /^\s*-?\d+(\.\d+)?\s*$/.test(v) ? Number(v) : v;
+}
+
 export function optionalList(p: Parsed, name: string): string[] | undefined {
   const v = optionalString(p, name);
   if (v === undefined) return undefined;

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
-  DatabaseSettingsError, createDirectSql, createEngine, createLogger, createPooledSql, createSql, migrate, parseDatabaseSettings, parseEncryptionKey,
+  DatabaseSettingsError, createDirectSql, createEngine, directoryArchive, createLogger, createPooledSql, createSql, migrate, parseDatabaseSettings, parseEncryptionKey,
   type DatabaseSettings, type Engine, type Sql,
 } from '@svc/core';
 import { CliError } from './errors';
@@ -120,5 +120,9 @@ export function assetKey(env: Record<string, string | undefined>, keyFile = CHEC
  */
 export function createCliEngine(sql: Sql, env: Record<string, string | undefined>): Engine {
   let key: Buffer | undefined;
-  return createEngine({ sql, logger: createLogger({ service: 'cli', silent: true }), assetKey: () => (key ??= assetKey(env)) });
+  const archiveDir = env.ARCHIVE_DIR?.trim();
+  return createEngine({
+    sql, logger: createLogger({ service: 'cli', silent: true }), assetKey: () => (key ??= assetKey(env)),
+    recordArchive: archiveDir ? directoryArchive(archiveDir) : null,
+  });
 }

@@ -11,6 +11,7 @@ import { applyCommand } from './commands/apply';
 import { demoCommand, migrateCommand } from './commands/demo';
 import { bulkCommand } from './commands/bulk';
 import { itemsCommand } from './commands/items';
+import { archiveCommand } from './commands/archive';
 
 /**
  * `svc` — the operators' command line. Every command connects to DATABASE_URL (default
@@ -24,6 +25,7 @@ export const COMMANDS: Record<string, Command> = {
   apply: applyCommand,
   bulk: bulkCommand,
   items: itemsCommand,
+  archive: archiveCommand,
   migrate: migrateCommand,
   demo: demoCommand,
 };

@@ -41,7 +41,10 @@ describe('svc tenant', () => {
     expect(r.code).toBe(0);
     const tenant = json(r);
     expect(Object.keys(tenant).sort()).toEqual(
-      ['created_at', 'id', 'monthly_quota', 'name', 'plan', 'plan_features', 'quota_period', 'quota_used', 'subscription_status', 'updated_at'],
+      [
+        'created_at', 'id', 'job_retention_action', 'job_retention_days', 'monthly_quota', 'name', 'plan', 'plan_features', 'quota_period', 'quota_used',
+        'subscription_status', 'updated_at',
+      ],
     );
     expect(tenant).toMatchObject({
       name: 'cli-acme', plan: 'standard', plan_features: ['webhooks'], subscription_status: 'trialing', monthly_quota: 500, quota_used: 0,

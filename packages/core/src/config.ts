@@ -48,6 +48,10 @@ export interface Config {
   logRetentionDays: number;
   /** Days the event feed keeps events (docs/decisions/events.md). */
   eventRetentionDays: number;
+  /** Where retention archives items and jobs (docs/decisions/retention.md); unset: scopes that archive wait. */
+  archiveDir: string | undefined;
+  /** Dispatcher: period of the retention pass. */
+  retentionEveryMs: number;
   /** Webhooks to http:// URLs accepted (local development). */
   webhookAllowInsecure: boolean;
   /** Webhooks to loopback, private, link-local and metadata addresses accepted (tests, local development). */
@@ -211,6 +215,8 @@ export function parseConfig(env: Env): Config {
     scheduleMisfireGraceSeconds: int(env, 'SCHEDULE_MISFIRE_GRACE_SECONDS', 60, 1, 86_400),
     logRetentionDays: num(env, 'LOG_RETENTION_DAYS', 30, 0, 36_500),
     eventRetentionDays: num(env, 'EVENT_RETENTION_DAYS', 7, 0, 3650),
+    archiveDir: env.ARCHIVE_DIR?.trim() || undefined,
+    retentionEveryMs: int(env, 'RETENTION_EVERY_MS', 60_000, 100, 86_400_000),
     webhookAllowInsecure: bool(env, 'WEBHOOK_ALLOW_INSECURE'),
     webhookAllowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'),
     webhookRetryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 10_000, 10, 3_600_000),

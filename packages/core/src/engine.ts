@@ -55,6 +55,10 @@ import type { EventFeedQuery } from './webhooks/schemas';
 import { createWebhookDeliverer, type DelivererOptions } from './webhooks/deliver';
 import { askItemAction, askJobAction, cancelBulkAction, getBulkAction, runBulkActions, type BulkActionRow, type RunBulkOptions } from './bulk/actions';
 import type { ItemActionBody, JobActionBody } from './bulk/schemas';
+import type { RecordArchive } from './retention/archive';
+import { runRetention, type RetentionOptions } from './retention/pass';
+import { listArchiveFiles, restoreArchivedItems } from './retention/restore';
+import type { QueueRef } from './queue-items/repo';
 
 /**
  * The engine: the one front door into core's domain (docs/architecture.md, "The engine"). Its
@@ -73,6 +77,8 @@ export interface EngineDeps {
   apiKeyChanges?: ApiKeyChangeListener;
   /** where finished jobs' logs are archived (default: the Postgres table, jobs/log-archive.ts) */
   logArchive?: LogArchive;
+  /** where retention archives items and jobs (retention/archive.ts; ARCHIVE_DIR); without it scopes that archive wait */
+  recordArchive?: RecordArchive | null;
   /** webhook secrets' key and target policy (docs/decisions/events.md); without it webhook writes refuse */
   webhooks?: WebhookSettings;
   /** the asset encryption key (or how to get it, asked for only by asset commands); without it asset commands refuse */
@@ -213,6 +219,19 @@ export function createEngine(deps: EngineDeps) {
       archiveLogs: (retentionDays: number) => archiveJobLogs(sql, logArchive, retentionDays),
       /** events (and finished webhook deliveries) past the retention */
       oldEvents: (retentionDays: number) => purgeOldEvents(sql, retentionDays),
+      /** ended items and jobs past their retention: archived when asked, then deleted, within a budget (docs/decisions/retention.md) */
+      retention: (opts: Omit<RetentionOptions, 'logger' | 'archive' | 'logArchive'> = {}) =>
+        runRetention(sql, { ...opts, logger: deps.logger, archive: deps.recordArchive ?? null, logArchive }),
+    },
+    /** The retention archive: its manifest, and items brought back as new ones (`svc archive`). */
+    archive: {
+      /** whether an archive is configured (restore reads it) */
+      configured: () => !!deps.recordArchive,
+      list: (tenantId: string, filter: { queueId?: string; from?: Date; to?: Date } = {}) => listArchiveFiles(sql, tenantId, filter),
+      restoreItems: (queue: QueueRef, from: Date, to: Date) => {
+        if (!deps.recordArchive) throw new Error('createEngine: the record archive (ARCHIVE_DIR) is missing');
+        return restoreArchivedItems(services, deps.recordArchive, queue, from, to);
+      },
     },
     /** The event feed and webhook subscriptions of a tenant, and their delivery (docs/decisions/events.md). */
     events: {

@@ -120,6 +120,8 @@ export {
 } from './jobs/schemas';
 export { toJobResponse, toStopJobResponse } from './jobs/serialize';
 export { JobLogsResponse } from './jobs/log-archive';
+export { directoryArchive, type RecordArchive } from './retention/archive';
+export { ENDED_ITEM_STATUSES, RETENTION_ACTIONS, RETENTION_BATCH, type RetentionScopeResult } from './retention/pass';
 export { JobInputBody } from './jobs/input';
 export type { OnJobCreated } from './jobs/service';
 export {

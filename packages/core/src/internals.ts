@@ -71,6 +71,7 @@ export {
   LOG_APPEND_MAX_BYTES, LOG_INLINE_MAX_BYTES, LOG_TOTAL_MAX_BYTES, LOG_TRUNCATED_MARKER, appendJobLogs,
 } from './jobs/logs';
 export { archiveJobLogs, pgLogArchive, readJobLogs } from './jobs/log-archive';
+export { expiredRows } from './retention/pass';
 export { listJobs, stopJob, triggerJobByApi, triggerJobByWebhook } from './jobs/service';
 export { askJobInput, checkInputRequest, checkInputValue, readJobInput } from './jobs/input';
 export { createFolder, findFolderByName } from './catalog/folders';

@@ -11,7 +11,7 @@ import {
   releaseUnknownClaims, renewJobLeases, replaceApiKeySecret, reportJobProgress, requestRunningJobStop,
   reviewQueueItem, revokeAccessToken, runIdempotent, settleAndClaimItems, sha256, startJob, startQueueConsumers,
   stopJob, sweepExpiredIdempotencyKeys, sweepOfflineMachines, timeOutJobs, touchApiKeys, transitionJob,
-  triggerJobByApi, triggerJobByWebhook, type Queryable,
+  triggerJobByApi, triggerJobByWebhook, expiredRows, type Queryable,
 } from '@svc/core/internals';
 import { createTestContext, type TestContext } from '@svc/testing';
 
@@ -718,6 +718,20 @@ const ENGINE_PROBES: Probe[] = [
   { name: 'restarted agent gives up its jobs (giveUpMachineJobs)', indexes: ['jobs_active_machine_idx'], sql: (s, f) => giveUpMachineJobs(s, f.offlineMachine) },
   { name: 'stop re-publication (pendingStops)', indexes: ['jobs_active_idx'], sql: (s) => pendingStops(s, 1000) },
   { name: 'SLA sweep (markSlaBreaches)', indexes: ['jobs_sla_due_idx'], sql: (s) => markSlaBreaches(s) },
+  {
+    name: 'a queue\'s expired ended items, the retention pass\'s batch (expiredRows)',
+    indexes: ['queue_items_ended_idx'],
+    tx: (q, f) => expiredRows(q, {
+      kind: 'queue_items', target_id: f.queue.id, tenant_id: f.tenant, queue_name: f.queue.name, action: 'delete', completed_days: 30, failed_days: 90, pending: 0,
+    }, 1000),
+  },
+  {
+    name: 'a workspace\'s expired ended jobs, the retention pass\'s batch (expiredRows)',
+    indexes: ['jobs_ended_idx'],
+    tx: (q, f) => expiredRows(q, {
+      kind: 'jobs', target_id: f.tenant, tenant_id: f.tenant, queue_name: null, action: 'delete', completed_days: 90, failed_days: 90, pending: 0,
+    }, 1000),
+  },
 ];
 
 describe('indexes serve the hot statements on a realistic data set', () => {

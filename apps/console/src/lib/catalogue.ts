@@ -85,6 +85,12 @@ export function numberOrText(v: string): number | string {
   return /^-?\d+$/.test(v.trim()) ? Number(v) : v;
 }
 
+/** A number with decimals (a decimal comma too, as Spanish writes it); anything else goes as typed for the API to refuse. */
+export function decimalOrText(v: string): number | string {
+  const s = v.trim().replace(',', '.');
+  return /^-?\d+(\.\d+)?$/.test(s) ? Number(s) : v;
+}
+
 export type AssetType = ItemOf<'listWorkspaceAssets'>['type'];
 /** One environment's value in the asset form. */
 export interface EnvInput { text: string; username: string; password: string; remove: boolean }

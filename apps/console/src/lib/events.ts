@@ -19,6 +19,7 @@ export const EVENT_TYPES = [
   'item.added', 'item.completed', 'item.failed', 'item.pending_review', 'item.reviewed', 'item.dead_letter',
   'job.created', 'job.started', 'job.completed', 'job.failed', 'job.stopped', 'job.timed_out', 'job.waiting_input',
   'machine.online', 'machine.offline', 'api_key.created', 'api_key.rotated', 'api_key.revoked',
+  'queue.retention', 'jobs.retention',
 ] as const satisfies ReadonlyArray<EventType>;
 // a type the API adds fails this line until it is listed above (and named in the i18n file)
 const allListed: Exclude<EventType, (typeof EVENT_TYPES)[number]> extends never ? true : never = true;

@@ -8,14 +8,17 @@ import { DeactivateDialog, useDeactivation } from '../components/Deactivation';
 import { Field } from '../components/Field';
 import { t } from '../i18n';
 import { topLevelErrors } from '../lib/admin';
-import { numberOrText } from '../lib/catalogue';
+import { decimalOrText, numberOrText } from '../lib/catalogue';
 import { formatCount } from '../lib/format';
 import type { BodyOf } from '@svc/client';
 import type { Queue } from '../lib/api';
 import { useIsAdmin, useSession } from '../session-context';
 import { useCatalogueOptions } from './catalogue-options';
 
-const FIELDS = ['name', 'description', 'max_retries', 'consumer_process_id', 'max_consumers', 'is_paused', 'is_active'] as const;
+const FIELDS = [
+  'name', 'description', 'max_retries', 'consumer_process_id', 'max_consumers', 'is_paused', 'is_active',
+  'retention_completed_days', 'retention_failed_days', 'retention_action',
+] as const;
 
 /**
  * The queues' settings: every member sees them, with links to each queue's items and triggers;
@@ -119,6 +122,9 @@ function QueueForm({ queue, options, onCancel, onSaved }: {
     max_consumers: String(queue?.max_consumers ?? 1),
     is_paused: queue?.is_paused ?? false,
     is_active: queue?.is_active ?? true,
+    retention_completed_days: String(queue?.retention_completed_days ?? 30),
+    retention_failed_days: String(queue?.retention_failed_days ?? 90),
+    retention_action: queue?.retention_action ?? 'delete',
   }));
   const save = useMutation({
     mutationFn: (body: Record<string, unknown>) => queue
@@ -138,6 +144,9 @@ function QueueForm({ queue, options, onCancel, onSaved }: {
       max_consumers: numberOrText(form.max_consumers),
       is_paused: form.is_paused,
       is_active: form.is_active,
+      retention_completed_days: decimalOrText(form.retention_completed_days),
+      retention_failed_days: decimalOrText(form.retention_failed_days),
+      retention_action: form.retention_action,
     });
   }
   const fe = errors.fields;
@@ -166,6 +175,21 @@ function QueueForm({ queue, options, onCancel, onSaved }: {
           <input {...input('max_retries', true)} type="number" inputMode="numeric" value={form.max_retries} onChange={set('max_retries')} />
         </Field>
       </div>
+      <fieldset className="form-grid">
+        <legend>{t.queues.retention}</legend>
+        <Field id="retention_completed_days" label={t.queues.retentionCompletedDays} hint={t.queues.retentionDaysHint} error={fe.retention_completed_days}>
+          <input {...input('retention_completed_days', true)} inputMode="decimal" value={form.retention_completed_days} onChange={set('retention_completed_days')} />
+        </Field>
+        <Field id="retention_failed_days" label={t.queues.retentionFailedDays} hint={t.queues.retentionDaysHint} error={fe.retention_failed_days}>
+          <input {...input('retention_failed_days', true)} inputMode="decimal" value={form.retention_failed_days} onChange={set('retention_failed_days')} />
+        </Field>
+        <Field id="retention_action" label={t.queues.retentionAction} hint={t.queues.retentionActionHint} error={fe.retention_action}>
+          <select {...input('retention_action')} value={form.retention_action} onChange={set('retention_action')}>
+            <option value="delete">{t.queues.retentionDelete}</option>
+            <option value="archive">{t.queues.retentionArchive}</option>
+          </select>
+        </Field>
+      </fieldset>
       <ActiveCheck checked={form.is_paused} label={t.queues.isPaused} onChange={(on) => setForm((f) => ({ ...f, is_paused: on }))} />
       <ActiveCheck checked={form.is_active} label={t.queues.isActive} onChange={(on) => setForm((f) => ({ ...f, is_active: on }))} />
       <FormActions saving={save.isPending} onCancel={onCancel} />

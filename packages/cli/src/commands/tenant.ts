@@ -1,7 +1,7 @@
 import {
   toTenantResponse, PLAN_FEATURES, SUBSCRIPTION_STATUSES, type Engine, type TenantCreateInput, type TenantResponseBody, type TenantUpdateInput,
 } from '@svc/core';
-import { optionalInt, optionalList, optionalString, parse, positional, required, type Parsed } from '../args';
+import { optionalInt, optionalList, optionalNumber, optionalString, parse, positional, required, type Parsed } from '../args';
 import type { FieldNames } from '../errors';
 import { UsageError } from '../errors';
 import type { Command, CommandContext } from '../context';
@@ -10,12 +10,15 @@ import { record, table } from '../output';
 export const TENANT_HELP = `Usage:
   svc tenant create --name NAME [--plan PLAN] [--features api_keys,webhooks] [--quota 10000] [--subscription active]
   svc tenant update <id|name> [--name NAME] [--plan PLAN] [--features LIST] [--quota N] [--subscription STATE]
+                    [--job-retention-days D] [--job-retention-action delete|archive]
   svc tenant show <id|name>
   svc tenant list
 
   --features      plan features, comma-separated, from: ${PLAN_FEATURES.join(', ')} ('' for none)
   --quota         monthly execution quota (integer >= 0)
   --subscription  ${SUBSCRIPTION_STATUSES.join(', ')}
+  --job-retention-days    days an ended job stays (fractions allowed; default 90)
+  --job-retention-action  delete, or archive (into ARCHIVE_DIR) then delete
   --json          print JSON for scripts`;
 
 export const TENANT_FIELDS: FieldNames = {
@@ -24,6 +27,8 @@ export const TENANT_FIELDS: FieldNames = {
   plan_features: '--features',
   monthly_quota: '--quota',
   subscription_status: '--subscription',
+  job_retention_days: '--job-retention-days',
+  job_retention_action: '--job-retention-action',
 };
 
 const TENANT_OPTIONS = {
@@ -32,6 +37,8 @@ const TENANT_OPTIONS = {
   features: { type: 'string' },
   quota: { type: 'string' },
   subscription: { type: 'string' },
+  'job-retention-days': { type: 'string' },
+  'job-retention-action': { type: 'string' },
 } as const;
 
 function tenantInput(p: Parsed): TenantUpdateInput {
@@ -41,6 +48,8 @@ function tenantInput(p: Parsed): TenantUpdateInput {
     plan_features: optionalList(p, 'features'),
     monthly_quota: optionalInt(p, 'quota'),
     subscription_status: optionalString(p, 'subscription'),
+    job_retention_days: optionalNumber(p, 'job-retention-days'),
+    job_retention_action: optionalString(p, 'job-retention-action'),
   };
   for (const k of Object.keys(input)) if (input[k] === undefined) delete input[k];
   return input as TenantUpdateInput;
@@ -83,6 +92,7 @@ function tenantLines(title: string, t: TenantResponseBody): string[] {
     plan_features: t.plan_features,
     subscription: t.subscription_status,
     monthly_quota: t.monthly_quota,
+    job_retention: `${t.job_retention_days} days, ${t.job_retention_action}`,
     quota_used: `${t.quota_used} (since ${t.quota_period})`,
     created_at: t.created_at,
   });
@@ -108,7 +118,7 @@ async function runTenant(args: string[], ctx: CommandContext): Promise<void> {
       if (p.values.help) return void out(false).text(TENANT_HELP);
       const ref = positional(p, 0, 'tenant id or name', TENANT_HELP);
       const input = tenantInput(p);
-      if (Object.keys(input).length === 0) throw new UsageError('nothing to change: give at least one of --name, --plan, --features, --quota, --subscription', TENANT_HELP);
+      if (Object.keys(input).length === 0) throw new UsageError('nothing to change: give at least one of --name, --plan, --features, --quota, --subscription, --job-retention-days, --job-retention-action', TENANT_HELP);
       const o = out(!!p.values.json);
       const { tenant, changes } = await tenantUpdate(await engine(), ref, input);
       o.result(tenant);

@@ -78,6 +78,9 @@ export interface QueueEntry {
   max_consumers?: number;
   is_active?: boolean;
   is_paused?: boolean;
+  retention_completed_days?: number;
+  retention_failed_days?: number;
+  retention_action?: 'delete' | 'archive';
 }
 export interface AssetEntry {
   name: string;

@@ -742,7 +742,7 @@ export interface paths {
         };
         /**
          * Read the event feed of the workspace
-         * @description The workspace's events in order, oldest first: `after` = an event `id` or the `meta.next_cursor` of the previous page (from the oldest kept event when absent), `types` = comma-separated types, `limit` 1..500 (default 100). `newest=true` gives the newest `limit` events instead (still oldest first), where a live view starts. `meta.next_cursor` is the last event's id (or `after` when there is nothing new): a client that keeps it never misses an event. Events are kept EVENT_RETENTION_DAYS days (default 7). Event types: `item.added`, `item.completed`, `item.failed`, `item.pending_review`, `item.reviewed`, `item.dead_letter`, `job.created`, `job.started`, `job.completed`, `job.failed`, `job.stopped`, `job.timed_out`, `job.waiting_input`, `machine.online`, `machine.offline`, `api_key.created`, `api_key.rotated`, `api_key.revoked`.
+         * @description The workspace's events in order, oldest first: `after` = an event `id` or the `meta.next_cursor` of the previous page (from the oldest kept event when absent), `types` = comma-separated types, `limit` 1..500 (default 100). `newest=true` gives the newest `limit` events instead (still oldest first), where a live view starts. `meta.next_cursor` is the last event's id (or `after` when there is nothing new): a client that keeps it never misses an event. Events are kept EVENT_RETENTION_DAYS days (default 7). Event types: `item.added`, `item.completed`, `item.failed`, `item.pending_review`, `item.reviewed`, `item.dead_letter`, `job.created`, `job.started`, `job.completed`, `job.failed`, `job.stopped`, `job.timed_out`, `job.waiting_input`, `machine.online`, `machine.offline`, `api_key.created`, `api_key.rotated`, `api_key.revoked`, `queue.retention`, `jobs.retention`.
          *
          *     **Auth:** `Authorization: Bearer <access token>` of a workspace admin.
          *
@@ -1784,7 +1784,7 @@ export interface paths {
         put?: never;
         /**
          * Subscribe a URL to events
-         * @description `url`: https (http only when the server sets WEBHOOK_ALLOW_INSECURE), no credentials, not a private or local address; `event_types`: a list or `["*"]`. The answer holds the signing `secret`, shown this once. Each event is POSTed as JSON with `Svc-Event-Id`, `Svc-Event-Type`, `Svc-Timestamp` and `Svc-Signature: v1=<hex HMAC-SHA256 of "<timestamp>.<body>">` (README "Webhooks"); at least once, in order, retried with back-off for 24 h. A workspace has at most 25 subscriptions: one more answers 409. Audited as `create_webhook`. Event types: `item.added`, `item.completed`, `item.failed`, `item.pending_review`, `item.reviewed`, `item.dead_letter`, `job.created`, `job.started`, `job.completed`, `job.failed`, `job.stopped`, `job.timed_out`, `job.waiting_input`, `machine.online`, `machine.offline`, `api_key.created`, `api_key.rotated`, `api_key.revoked`.
+         * @description `url`: https (http only when the server sets WEBHOOK_ALLOW_INSECURE), no credentials, not a private or local address; `event_types`: a list or `["*"]`. The answer holds the signing `secret`, shown this once. Each event is POSTed as JSON with `Svc-Event-Id`, `Svc-Event-Type`, `Svc-Timestamp` and `Svc-Signature: v1=<hex HMAC-SHA256 of "<timestamp>.<body>">` (README "Webhooks"); at least once, in order, retried with back-off for 24 h. A workspace has at most 25 subscriptions: one more answers 409. Audited as `create_webhook`. Event types: `item.added`, `item.completed`, `item.failed`, `item.pending_review`, `item.reviewed`, `item.dead_letter`, `job.created`, `job.started`, `job.completed`, `job.failed`, `job.stopped`, `job.timed_out`, `job.waiting_input`, `machine.online`, `machine.offline`, `api_key.created`, `api_key.rotated`, `api_key.revoked`, `queue.retention`, `jobs.retention`.
          *
          *     **Auth:** `Authorization: Bearer <access token>` of a workspace admin.
          *
@@ -9983,6 +9983,9 @@ export interface operations {
                             max_consumers: number;
                             max_retries: number;
                             name: string;
+                            retention_action: "delete" | "archive";
+                            retention_completed_days: number;
+                            retention_failed_days: number;
                             /** Format: uuid */
                             tenant_id: string;
                             /** Format: date-time */
@@ -10082,6 +10085,21 @@ export interface operations {
                     max_retries?: number;
                     /** @description Unique per workspace; 1-100 characters, no "/" and no leading or trailing blanks */
                     name: string;
+                    /**
+                     * @description What happens to an item past its retention: deleted, or archived (ARCHIVE_DIR) then deleted
+                     * @default delete
+                     */
+                    retention_action?: "delete" | "archive";
+                    /**
+                     * @description Days a completed item stays after it ended (fractions allowed; docs/decisions/retention.md)
+                     * @default 30
+                     */
+                    retention_completed_days?: number;
+                    /**
+                     * @description Days a failed or dead-letter item stays after it ended (fractions allowed)
+                     * @default 90
+                     */
+                    retention_failed_days?: number;
                 };
             };
         };
@@ -10120,6 +10138,9 @@ export interface operations {
                             max_consumers: number;
                             max_retries: number;
                             name: string;
+                            retention_action: "delete" | "archive";
+                            retention_completed_days: number;
+                            retention_failed_days: number;
                             /** Format: uuid */
                             tenant_id: string;
                             /** Format: date-time */
@@ -10261,6 +10282,9 @@ export interface operations {
                             max_consumers: number;
                             max_retries: number;
                             name: string;
+                            retention_action: "delete" | "archive";
+                            retention_completed_days: number;
+                            retention_failed_days: number;
                             /** Format: uuid */
                             tenant_id: string;
                             /** Format: date-time */
@@ -10382,6 +10406,9 @@ export interface operations {
                             max_consumers: number;
                             max_retries: number;
                             name: string;
+                            retention_action: "delete" | "archive";
+                            retention_completed_days: number;
+                            retention_failed_days: number;
                             /** Format: uuid */
                             tenant_id: string;
                             /** Format: date-time */
@@ -10484,6 +10511,12 @@ export interface operations {
                     max_retries?: number;
                     /** @description Unique per workspace; 1-100 characters, no "/" and no leading or trailing blanks */
                     name?: string;
+                    /** @description What happens to an item past its retention: deleted, or archived (ARCHIVE_DIR) then deleted */
+                    retention_action?: "delete" | "archive";
+                    /** @description Days a completed item stays after it ended (fractions allowed; docs/decisions/retention.md) */
+                    retention_completed_days?: number;
+                    /** @description Days a failed or dead-letter item stays after it ended (fractions allowed) */
+                    retention_failed_days?: number;
                 };
             };
         };
@@ -10522,6 +10555,9 @@ export interface operations {
                             max_consumers: number;
                             max_retries: number;
                             name: string;
+                            retention_action: "delete" | "archive";
+                            retention_completed_days: number;
+                            retention_failed_days: number;
                             /** Format: uuid */
                             tenant_id: string;
                             /** Format: date-time */
@@ -11556,6 +11592,9 @@ export interface operations {
                             max_consumers: number;
                             max_retries: number;
                             name: string;
+                            retention_action: "delete" | "archive";
+                            retention_completed_days: number;
+                            retention_failed_days: number;
                             /** Format: uuid */
                             tenant_id: string;
                             /** Format: date-time */
@@ -11677,6 +11716,9 @@ export interface operations {
                             max_consumers: number;
                             max_retries: number;
                             name: string;
+                            retention_action: "delete" | "archive";
+                            retention_completed_days: number;
+                            retention_failed_days: number;
                             /** Format: uuid */
                             tenant_id: string;
                             /** Format: date-time */
@@ -14212,7 +14254,7 @@ export interface operations {
                 "application/json": {
                     description?: string | null;
                     /** @description Event types to receive, or `["*"]` for all */
-                    event_types: ("item.added" | "item.completed" | "item.failed" | "item.pending_review" | "item.reviewed" | "item.dead_letter" | "job.created" | "job.started" | "job.completed" | "job.failed" | "job.stopped" | "job.timed_out" | "job.waiting_input" | "machine.online" | "machine.offline" | "api_key.created" | "api_key.rotated" | "api_key.revoked" | "*")[];
+                    event_types: ("item.added" | "item.completed" | "item.failed" | "item.pending_review" | "item.reviewed" | "item.dead_letter" | "job.created" | "job.started" | "job.completed" | "job.failed" | "job.stopped" | "job.timed_out" | "job.waiting_input" | "machine.online" | "machine.offline" | "api_key.created" | "api_key.rotated" | "api_key.revoked" | "queue.retention" | "jobs.retention" | "*")[];
                     /** @default true */
                     is_active?: boolean;
                     /** @description https URL (http only when the server sets WEBHOOK_ALLOW_INSECURE); no credentials in it */
@@ -14585,7 +14627,7 @@ export interface operations {
                 "application/json": {
                     description?: string | null;
                     /** @description Event types to receive, or `["*"]` for all */
-                    event_types?: ("item.added" | "item.completed" | "item.failed" | "item.pending_review" | "item.reviewed" | "item.dead_letter" | "job.created" | "job.started" | "job.completed" | "job.failed" | "job.stopped" | "job.timed_out" | "job.waiting_input" | "machine.online" | "machine.offline" | "api_key.created" | "api_key.rotated" | "api_key.revoked" | "*")[];
+                    event_types?: ("item.added" | "item.completed" | "item.failed" | "item.pending_review" | "item.reviewed" | "item.dead_letter" | "job.created" | "job.started" | "job.completed" | "job.failed" | "job.stopped" | "job.timed_out" | "job.waiting_input" | "machine.online" | "machine.offline" | "api_key.created" | "api_key.rotated" | "api_key.revoked" | "queue.retention" | "jobs.retention" | "*")[];
                     is_active?: boolean;
                     /** @description https URL (http only when the server sets WEBHOOK_ALLOW_INSECURE); no credentials in it */
                     url?: string;

@@ -16,6 +16,9 @@ export interface QueueRow {
   max_consumers: number;
   is_active: boolean;
   is_paused: boolean;
+  retention_completed_days: number;
+  retention_failed_days: number;
+  retention_action: 'delete' | 'archive';
   created_at: Date;
   updated_at: Date;
 }
@@ -55,6 +58,9 @@ export function toQueueResponse(row: QueueRow, counts: QueueItemCounts = emptyIt
     max_consumers: row.max_consumers,
     is_active: row.is_active,
     is_paused: row.is_paused,
+    retention_completed_days: row.retention_completed_days,
+    retention_failed_days: row.retention_failed_days,
+    retention_action: row.retention_action,
     item_counts: counts,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
@@ -66,9 +72,11 @@ export async function createQueue(sql: Queryable, tenantId: string, input: unkno
   await assertSameTenant(sql, 'processes', tenantId, body.consumer_process_id, 'consumer_process_id');
   return uniqueName(sql, 'queue', body.name, async (q) => {
     const [row] = await q<QueueRow[]>`
-      insert into queues (tenant_id, name, description, max_retries, consumer_process_id, max_consumers, is_active, is_paused)
+      insert into queues (tenant_id, name, description, max_retries, consumer_process_id, max_consumers, is_active, is_paused,
+                          retention_completed_days, retention_failed_days, retention_action)
       values (${tenantId}, ${body.name}, ${body.description ?? null}, ${body.max_retries ?? 3},
-              ${body.consumer_process_id ?? null}, ${body.max_consumers ?? 1}, ${body.is_active ?? true}, ${body.is_paused ?? false})
+              ${body.consumer_process_id ?? null}, ${body.max_consumers ?? 1}, ${body.is_active ?? true}, ${body.is_paused ?? false},
+              ${body.retention_completed_days ?? 30}, ${body.retention_failed_days ?? 90}, ${body.retention_action ?? 'delete'})
       returning *`;
     return row!;
   });
@@ -107,7 +115,10 @@ export async function updateQueue(sql: Queryable, tenantId: string, id: string, 
   if ('consumer_process_id' in body) {
     await assertSameTenant(sql, 'processes', tenantId, body.consumer_process_id, 'consumer_process_id');
   }
-  const cols = presentColumns(body, ['name', 'description', 'max_retries', 'consumer_process_id', 'max_consumers', 'is_active', 'is_paused']);
+  const cols = presentColumns(body, [
+    'name', 'description', 'max_retries', 'consumer_process_id', 'max_consumers', 'is_active', 'is_paused',
+    'retention_completed_days', 'retention_failed_days', 'retention_action',
+  ]);
   return uniqueName(sql, 'queue', body.name, async (q) => {
     const [row] = await q<QueueRow[]>`
       update queues set ${q(cols)}, updated_at = now()

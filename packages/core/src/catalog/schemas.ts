@@ -147,6 +147,15 @@ const queueProps = {
   max_consumers: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 1, description: 'Most consumer jobs at once' })),
   is_active: Type.Optional(Type.Boolean({ default: true })),
   is_paused: Type.Optional(Type.Boolean({ default: false, description: 'Paused: items are accepted, no consumer takes them' })),
+  retention_completed_days: Type.Optional(Type.Number({
+    minimum: 0, maximum: 36500, default: 30, description: 'Days a completed item stays after it ended (fractions allowed; docs/decisions/retention.md)',
+  })),
+  retention_failed_days: Type.Optional(Type.Number({
+    minimum: 0, maximum: 36500, default: 90, description: 'Days a failed or dead-letter item stays after it ended (fractions allowed)',
+  })),
+  retention_action: Type.Optional(Type.Union([Type.Literal('delete'), Type.Literal('archive')], {
+    default: 'delete', description: 'What happens to an item past its retention: deleted, or archived (ARCHIVE_DIR) then deleted',
+  })),
 };
 export const QueueCreate = Type.Object(queueProps, strict);
 export type QueueCreate = Static<typeof QueueCreate>;
@@ -163,6 +172,9 @@ export const QueueResponse = Type.Object({
   max_consumers: Type.Integer(),
   is_active: Type.Boolean(),
   is_paused: Type.Boolean({ description: 'No consumer is started and running ones take nothing more (POST …/pause, …/resume)' }),
+  retention_completed_days: Type.Number(),
+  retention_failed_days: Type.Number(),
+  retention_action: Type.Union([Type.Literal('delete'), Type.Literal('archive')]),
   item_counts: QueueItemCountsSchema,
   created_at: DateTime(),
   updated_at: DateTime(),

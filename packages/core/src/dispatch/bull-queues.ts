@@ -68,11 +68,13 @@ export interface DispatchPayloads {
   schedules: Record<string, never>;
   /** Periodic (every second): run the chunks of open bulk actions for a while (docs/decisions/bulk-actions.md). */
   'bulk-actions': Record<string, never>;
+  /** Periodic (RETENTION_EVERY_MS): archive and delete ended items and jobs past their retention (docs/decisions/retention.md). */
+  retention: Record<string, never>;
 }
 export type DispatchJobName = keyof DispatchPayloads;
 
 /** Scheduler ids of the periodic dispatcher jobs (upsertJobScheduler is idempotent). */
-export const DISPATCH_SCHEDULERS = ['sweep', 'consumers', 'reconcile', 'purge-idempotency-keys', 'schedules', 'bulk-actions'] as const satisfies readonly DispatchJobName[];
+export const DISPATCH_SCHEDULERS = ['sweep', 'consumers', 'reconcile', 'purge-idempotency-keys', 'schedules', 'bulk-actions', 'retention'] as const satisfies readonly DispatchJobName[];
 
 /**
  * How often the Idempotency-Key purge runs. Keys live 24 hours and an expired one is already

@@ -7,6 +7,8 @@ export interface TenantRow {
   plan_features: string[];
   subscription_status: string;
   monthly_quota: number;
+  job_retention_days: number;
+  job_retention_action: 'delete' | 'archive';
   quota_period: Date;
   quota_used: number;
   created_at: Date;

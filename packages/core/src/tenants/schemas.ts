@@ -17,6 +17,9 @@ const tenantFields = {
   subscription_status: StringEnum(SUBSCRIPTION_STATUSES),
   // int4 column
   monthly_quota: Type.Integer({ minimum: 0, maximum: 2_147_483_647 }),
+  // retention of the workspace's ended jobs (docs/decisions/retention.md)
+  job_retention_days: Type.Number({ minimum: 0, maximum: 36500 }),
+  job_retention_action: StringEnum(['delete', 'archive'] as const),
 };
 
 /** Creating a tenant: only the name is required; the rest take the table's defaults. */
@@ -43,6 +46,8 @@ export const TenantResponse: TSchema = Type.Object({
   plan_features: Type.Array(Type.String()),
   subscription_status: StringEnum(SUBSCRIPTION_STATUSES),
   monthly_quota: Type.Integer(),
+  job_retention_days: Type.Number({ description: 'Days an ended job stays after finished_at (fractions allowed)' }),
+  job_retention_action: StringEnum(['delete', 'archive'] as const),
   quota_used: Type.Integer({ description: 'Executions counted in the current period' }),
   quota_period: Type.String({ format: 'date', description: 'First day (UTC) of the month being counted' }),
   created_at: DateTime(),

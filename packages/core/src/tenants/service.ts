@@ -28,6 +28,8 @@ export function toTenantResponse(row: TenantRow): TenantResponseBody {
     plan_features: row.plan_features,
     subscription_status: row.subscription_status,
     monthly_quota: row.monthly_quota,
+    job_retention_days: row.job_retention_days,
+    job_retention_action: row.job_retention_action,
     quota_used: row.quota_used,
     quota_period: isoDate(row.quota_period),
     created_at: row.created_at.toISOString(),
@@ -63,16 +65,33 @@ export async function updateTenant(sql: Queryable, id: string, input: TenantUpda
   const body = validate(TenantUpdateBody, { ...input }, 'body');
   if (!isUuid(id)) throw new NotFoundError(es.tenants.notFound);
   try {
+    // a change of the jobs retention is a policy change: audited in the same statement
     const [row] = await sql<TenantRow[]>`
-      update tenants set
-        name = coalesce(${body.name?.trim() ?? null}, name),
-        plan = coalesce(${body.plan ?? null}, plan),
-        plan_features = coalesce(${body.plan_features ?? null}::text[], plan_features),
-        subscription_status = coalesce(${body.subscription_status ?? null}, subscription_status),
-        monthly_quota = coalesce(${body.monthly_quota ?? null}::int, monthly_quota),
-        updated_at = case when ${Object.keys(body).length > 0} then now() else updated_at end
-      where id = ${id}
-      returning *`;
+      with old as (select id, job_retention_days as old_days, job_retention_action as old_action from tenants where id = ${id} for update),
+      upd as (
+        update tenants t set
+          name = coalesce(${body.name?.trim() ?? null}, name),
+          plan = coalesce(${body.plan ?? null}, plan),
+          plan_features = coalesce(${body.plan_features ?? null}::text[], plan_features),
+          subscription_status = coalesce(${body.subscription_status ?? null}, subscription_status),
+          monthly_quota = coalesce(${body.monthly_quota ?? null}::int, monthly_quota),
+          job_retention_days = coalesce(${body.job_retention_days ?? null}::float8, job_retention_days),
+          job_retention_action = coalesce(${body.job_retention_action ?? null}, job_retention_action),
+          updated_at = case when ${Object.keys(body).length > 0} then now() else updated_at end
+        from old where t.id = old.id
+        returning t.*, old.old_days, old.old_action),
+      audit as (
+        insert into audit_log (tenant_id, actor_type, action, source, resource_type, resource_id, details)
+        select id, 'system', 'update_tenant_retention', 'cli', 'tenant', id, jsonb_build_object('fields',
+                 to_jsonb(array_remove(array[
+                   case when job_retention_days is distinct from old_days then 'job_retention_days' end,
+                   case when job_retention_action is distinct from old_action then 'job_retention_action' end], null)))
+        from upd where job_retention_days is distinct from old_days or job_retention_action is distinct from old_action)
+      select * from upd`;
+    if (row) {
+      delete (row as Partial<TenantRow & { old_days: unknown; old_action: unknown }>).old_days;
+      delete (row as Partial<TenantRow & { old_days: unknown; old_action: unknown }>).old_action;
+    }
     if (!row) throw new NotFoundError(es.tenants.notFound);
     return row;
   } catch (err) {

@@ -7,6 +7,7 @@ export const EVENT_TYPES = [
   'item.added', 'item.completed', 'item.failed', 'item.pending_review', 'item.reviewed', 'item.dead_letter',
   'job.created', 'job.started', 'job.completed', 'job.failed', 'job.stopped', 'job.timed_out', 'job.waiting_input',
   'machine.online', 'machine.offline', 'api_key.created', 'api_key.rotated', 'api_key.revoked',
+  'queue.retention', 'jobs.retention',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 /** Sent by `POST …/{id}/test` only; never in the feed. */

@@ -1,0 +1,88 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createEngine, createLogger, directoryArchive } from '@svc/core';
+import { seedTenant } from '@svc/testing';
+import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import { runCli, type Run } from './cli-harness';
+
+/** `svc apply` with retention fields, `svc tenant update --job-retention-*` and `svc archive` (the real compiled CLI). */
+jest.setTimeout(60_000);
+let t: ApiTestContext;
+let baseEnv: Record<string, string>;
+let tenant: { id: string; name: string };
+let dir: string;
+
+const svc = (args: string[], env: Record<string, string | undefined> = {}): Promise<Run> => runCli(baseEnv, args, { env });
+const json = (r: Run) => JSON.parse(r.stdout);
+
+beforeAll(async () => {
+  t = await createApiTestContext();
+  baseEnv = { ...t.childEnv };
+  tenant = (await seedTenant(t.sql)) as { id: string; name: string };
+  dir = await mkdtemp(join(tmpdir(), 'svc-cli-archive-'));
+});
+afterAll(async () => {
+  await t.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('retention from the CLI', () => {
+  it('svc apply sets a queue\'s retention; applying twice changes nothing; a wrong value names the field', async () => {
+    const file = join(dir, 'ws.json');
+    await writeFile(file, JSON.stringify({ queues: [{ name: 'ret-q', retention_completed_days: 0.25, retention_failed_days: 10, retention_action: 'archive' }] }));
+    const r = await svc(['apply', file, '--tenant', tenant.name, '--json']);
+    expect(r.code).toBe(0);
+    const [row] = await t.sql`select retention_completed_days, retention_failed_days, retention_action from queues where tenant_id = ${tenant.id} and name = 'ret-q'`;
+    expect(row).toEqual({ retention_completed_days: 0.25, retention_failed_days: 10, retention_action: 'archive' });
+    const again = await svc(['apply', file, '--tenant', tenant.name, '--json']);
+    expect(again.code).toBe(0);
+    expect(json(again).summary).toEqual({ created: 0, updated: 0, unchanged: 1 });
+
+    await writeFile(file, JSON.stringify({ queues: [{ name: 'ret-q', retention_action: 'shred' }] }));
+    const bad = await svc(['apply', file, '--tenant', tenant.name]);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('retention_action');
+  });
+
+  it('svc tenant update sets the jobs retention; a negative value is refused naming the flag', async () => {
+    const r = await svc(['tenant', 'update', tenant.name, '--job-retention-days', '14.5', '--job-retention-action', 'archive', '--json']);
+    expect(r.code).toBe(0);
+    expect(json(r)).toMatchObject({ job_retention_days: 14.5, job_retention_action: 'archive' });
+    const bad = await svc(['tenant', 'update', tenant.name, '--job-retention-days', '-3']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('--job-retention-days');
+  });
+
+  it('svc archive list shows the manifest and restore brings the items back as new ones', async () => {
+    const [q] = await t.sql<{ id: string }[]>`select id from queues where tenant_id = ${tenant.id} and name = 'ret-q'`;
+    await t.sql`
+      insert into queue_items (tenant_id, queue_id, status, data, updated_at)
+      select ${tenant.id}, ${q!.id}, 'completed', jsonb_build_object('n', g), now() - interval '1 day'
+      from generate_series(1, 6) g`;
+    const engine = createEngine({ sql: t.sql, logger: createLogger({ service: 'cli-test', level: 'error' }), recordArchive: directoryArchive(dir) });
+    await engine.sweeps.retention();
+    expect(await t.sql`select 1 from queue_items where queue_id = ${q!.id}`).toHaveLength(0);
+
+    const list = await svc(['archive', 'list', '--tenant', tenant.name, '--queue', 'ret-q', '--json']);
+    expect(list.code).toBe(0);
+    const files = json(list) as Array<{ rows: number; queue_name: string }>;
+    expect(files.reduce((n, f) => n + f.rows, 0)).toBe(6);
+    expect(files.every((f) => f.queue_name === 'ret-q')).toBe(true);
+
+    const from = new Date(Date.now() - 3 * 86_400_000).toISOString();
+    const to = new Date().toISOString();
+    const noDir = await svc(['archive', 'restore', '--tenant', tenant.name, '--queue', 'ret-q', '--from', from, '--to', to]);
+    expect(noDir.code).not.toBe(0);
+    expect(noDir.stderr).toContain('ARCHIVE_DIR');
+    const badDate = await svc(['archive', 'restore', '--tenant', tenant.name, '--queue', 'ret-q', '--from', 'yesterday', '--to', to], { ARCHIVE_DIR: dir });
+    expect(badDate.code).not.toBe(0);
+    expect(badDate.stderr).toContain('--from');
+
+    const r = await svc(['archive', 'restore', '--tenant', tenant.name, '--queue', 'ret-q', '--from', from, '--to', to, '--json'], { ARCHIVE_DIR: dir });
+    expect(r.code).toBe(0);
+    expect(json(r)).toEqual({ queue_id: q!.id, restored: 6 });
+    const back = await t.sql<{ status: string; n: number }[]>`select status, count(*)::int as n from queue_items where queue_id = ${q!.id} group by status`;
+    expect(back).toEqual([{ status: 'new', n: 6 }]);
+  });
+});

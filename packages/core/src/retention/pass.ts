@@ -1,0 +1,218 @@
+import type { Queryable, Sql } from '../db/sql';
+import type { Logger } from '../logger';
+import type { LogArchive } from '../jobs/log-archive';
+import { FINAL_JOB_STATUSES } from '../jobs/transitions';
+import { archiveKey, hourOf, type RecordArchive } from './archive';
+
+/** Item statuses that have ended: retention may remove them, never the others. */
+export const ENDED_ITEM_STATUSES = ['completed', 'failed', 'dead_letter'] as const;
+export const RETENTION_ACTIONS = ['delete', 'archive'] as const;
+export type RetentionAction = (typeof RETENTION_ACTIONS)[number];
+
+/** Rows one transaction archives and deletes: a batch holds its row locks only this long. */
+export const RETENTION_BATCH = 1000;
+
+export interface RetentionOptions {
+  logger?: Logger;
+  /** where `archive` queues and workspaces write; without it they are skipped (never deleted unarchived) */
+  archive?: RecordArchive | null;
+  /** the job log archive, to put a job's archived log into its archived row */
+  logArchive?: LogArchive;
+  /** how long the pass starts new batches (a batch under way finishes) */
+  budgetMs?: number;
+  batch?: number;
+  /** tests: called after a batch's archive is durable and before its delete */
+  afterArchive?: (tx: Queryable) => void | Promise<void>;
+}
+
+export interface RetentionScopeResult {
+  kind: 'queue_items' | 'jobs';
+  /** the queue, or the tenant for jobs */
+  target_id: string;
+  deleted: number;
+  archived: number;
+  /** another dispatcher held this scope, or it waits for an archive */
+  skipped?: 'busy' | 'no_archive';
+}
+
+export interface Scope {
+  kind: 'queue_items' | 'jobs';
+  target_id: string;
+  tenant_id: string;
+  queue_name: string | null;
+  action: RetentionAction;
+  completed_days: number;
+  failed_days: number;
+  /** removed by batches of a pass that ended before its event (a kill): told by the next event */
+  pending: number;
+}
+
+const secs = (days: number) => days * 86_400;
+
+/** The expired rows of a batch, locked, oldest first (an index range scan on `*_ended_idx`). */
+export async function expiredRows(tx: Queryable, s: Scope, limit: number) {
+  if (s.kind === 'queue_items') {
+    return tx<Array<{ id: string; ended_at: Date; row: Record<string, unknown> }>>`
+      select i.id, i.updated_at as ended_at, to_jsonb(i) as row from queue_items i
+      where i.queue_id = ${s.target_id} and i.status in ('completed', 'failed', 'dead_letter')
+        and i.updated_at < now() - make_interval(secs => ${secs(Math.min(s.completed_days, s.failed_days))}::float8)
+        and i.updated_at < now() - make_interval(secs => case when i.status = 'completed'
+              then ${secs(s.completed_days)}::float8 else ${secs(s.failed_days)}::float8 end)
+      order by i.updated_at, i.id
+      limit ${limit}
+      for update skip locked`;
+  }
+  return tx<Array<{ id: string; ended_at: Date; row: Record<string, unknown> }>>`
+    select j.id, j.finished_at as ended_at, to_jsonb(j) as row from jobs j
+    where j.tenant_id = ${s.target_id} and j.status = any(${FINAL_JOB_STATUSES as string[]}::text[])
+      and j.finished_at < now() - make_interval(secs => ${secs(s.completed_days)}::float8)
+    order by j.finished_at, j.id
+    limit ${limit}
+    for update skip locked`;
+}
+
+/**
+ * One batch of a scope, in one transaction: take the scope's transaction lock (another dispatcher
+ * holding it means that one runs this scope's pass now: skip), lock the oldest expired rows, write
+ * them to the archive and wait until it is durable, record the files in the manifest, delete the
+ * rows and add them to the scope's progress. A kill anywhere before the commit leaves every row
+ * in place (a file already written is not in the manifest and is overwritten by the re-run of the
+ * same rows); after it, the rows are gone and their file is listed.
+ */
+async function runBatch(sql: Sql, s: Scope, opts: RetentionOptions, limit: number): Promise<{ deleted: number; archived: number; busy: boolean }> {
+  return sql.begin(async (tx) => {
+    const [lock] = await tx<Array<{ ok: boolean }>>`
+      select pg_try_advisory_xact_lock(hashtextextended(${`retention:${s.kind}:${s.target_id}`}, 0)) as ok`;
+    if (!lock!.ok) return { deleted: 0, archived: 0, busy: true };
+    const rows = await expiredRows(tx, s, limit);
+    if (rows.length === 0) return { deleted: 0, archived: 0, busy: false };
+    let archived = 0;
+    if (s.action === 'archive') {
+      if (s.kind === 'jobs' && opts.logArchive) {
+        for (const r of rows) {
+          const key = r.row.logs_archived ? (r.row.logs_archive_key as string | null) : null;
+          if (key) r.row.logs = await opts.logArchive.get(tx, key);
+        }
+      }
+      type Expired = (typeof rows)[number];
+      const byHour = new Map<string, Expired[]>();
+      for (const r of rows) {
+        const h = hourOf(r.ended_at);
+        byHour.set(h, [...(byHour.get(h) ?? []), r]);
+      }
+      for (const [hour, part] of byHour) {
+        const key = archiveKey({ tenantId: s.tenant_id, kind: s.kind, queueId: s.target_id }, hour, part.map((r) => r.id), part[0]!.ended_at);
+        const { bytes } = await opts.archive!.put(key, part.map((r) => JSON.stringify(r.row)));
+        await tx`
+          insert into archive_files (key, tenant_id, kind, queue_id, queue_name, hour, rows, bytes, first_ended_at, last_ended_at)
+          values (${key}, ${s.tenant_id}, ${s.kind}, ${s.kind === 'jobs' ? null : s.target_id}, ${s.queue_name}, ${`${hour}:00:00Z`},
+                  ${part.length}, ${bytes}, ${part[0]!.ended_at}, ${part[part.length - 1]!.ended_at})
+          on conflict (key) do update set rows = excluded.rows, bytes = excluded.bytes, created_at = now()`;
+        archived += part.length;
+      }
+      await opts.afterArchive?.(tx);
+    }
+    const ids = rows.map((r) => r.id);
+    const res = s.kind === 'queue_items'
+      ? await tx`delete from queue_items where id = any(${ids}::uuid[])`
+      : await tx`delete from jobs where id = any(${ids}::uuid[])`;
+    await tx`
+      insert into retention_progress (kind, target_id, tenant_id, deleted, archived)
+      values (${s.kind}, ${s.target_id}, ${s.tenant_id}, ${res.count}, ${archived})
+      on conflict (kind, target_id) do update set deleted = retention_progress.deleted + excluded.deleted,
+        archived = retention_progress.archived + excluded.archived`;
+    return { deleted: res.count, archived, busy: false };
+  }) as Promise<{ deleted: number; archived: number; busy: boolean }>;
+}
+
+/**
+ * The end of a scope's pass: what its batches removed since the last event becomes one event
+ * (`queue.retention` or `jobs.retention`), and the sum is reset, in one transaction.
+ */
+async function closePass(sql: Sql, s: Scope): Promise<void> {
+  await sql.begin(async (tx) => {
+    const [p] = await tx<Array<{ deleted: string; archived: string }>>`
+      select deleted, archived from retention_progress where kind = ${s.kind} and target_id = ${s.target_id} for update`;
+    const deleted = Number(p?.deleted ?? 0);
+    const archived = Number(p?.archived ?? 0);
+    if (deleted > 0) {
+      const data = s.kind === 'queue_items'
+        ? { queue_id: s.target_id, queue_name: s.queue_name, deleted, archived, action: s.action }
+        : { deleted, archived, action: s.action };
+      await tx`insert into events (tenant_id, type, data) values (${s.tenant_id}, ${s.kind === 'jobs' ? 'jobs.retention' : 'queue.retention'}, ${tx.json(data)})`;
+    }
+    await tx`
+      insert into retention_progress (kind, target_id, tenant_id, last_pass_at) values (${s.kind}, ${s.target_id}, ${s.tenant_id}, now())
+      on conflict (kind, target_id) do update set deleted = 0, archived = 0, last_pass_at = now()`;
+  });
+}
+
+/** Every queue and every workspace's jobs, the least recently passed first (the budget rotates). */
+async function scopes(sql: Sql): Promise<Scope[]> {
+  return sql<Scope[]>`
+    select * from (
+      select 'queue_items' as kind, q.id as target_id, q.tenant_id, q.name as queue_name, q.retention_action as action,
+             q.retention_completed_days as completed_days, q.retention_failed_days as failed_days,
+             coalesce(p.deleted, 0)::float8 as pending, p.last_pass_at
+        from queues q left join retention_progress p on p.kind = 'queue_items' and p.target_id = q.id
+      union all
+      select 'jobs', t.id, t.id, null, t.job_retention_action, t.job_retention_days, t.job_retention_days,
+             coalesce(p.deleted, 0)::float8, p.last_pass_at
+        from tenants t left join retention_progress p on p.kind = 'jobs' and p.target_id = t.id
+    ) s order by last_pass_at nulls first, target_id`;
+}
+
+/**
+ * The dispatcher's retention pass (docs/decisions/retention.md): per queue and per workspace's
+ * jobs, batches of expired ended rows are archived (when the scope says so) and deleted until
+ * none is left or the budget is spent, then one event per scope tells what went. Returns the
+ * scopes it touched.
+ */
+export async function runRetention(sql: Sql, opts: RetentionOptions = {}): Promise<RetentionScopeResult[]> {
+  const started = Date.now();
+  const budget = opts.budgetMs ?? 10_000;
+  const limit = opts.batch ?? RETENTION_BATCH;
+  const out: RetentionScopeResult[] = [];
+  let failure: unknown = null;
+  for (const s of await scopes(sql)) {
+    if (Date.now() - started > budget) break;
+    if (s.action === 'archive' && !opts.archive) {
+      const due = await sql.begin((tx) => expiredRows(tx, s, 1));
+      if ((due as unknown[]).length > 0) {
+        opts.logger?.warn('retention waits: the scope archives and ARCHIVE_DIR is not set', { kind: s.kind, target_id: s.target_id });
+        out.push({ kind: s.kind, target_id: s.target_id, deleted: 0, archived: 0, skipped: 'no_archive' });
+      }
+      continue;
+    }
+    let deleted = 0;
+    let archived = 0;
+    let busy = false;
+    try {
+      for (;;) {
+        const r = await runBatch(sql, s, opts, limit);
+        if (r.busy) { busy = true; break; }
+        deleted += r.deleted;
+        archived += r.archived;
+        if (r.deleted < limit || Date.now() - started > budget) break;
+      }
+    } catch (err) {
+      // one scope that fails (an archive that refuses writes) must not stop the others; the pass
+      // still fails, after them, so the tick is seen failing
+      opts.logger?.warn('retention batch failed; it is retried next tick', { kind: s.kind, target_id: s.target_id, err: (err as Error).message });
+      failure ??= err;
+      continue;
+    }
+    if (busy) {
+      out.push({ kind: s.kind, target_id: s.target_id, deleted: 0, archived: 0, skipped: 'busy' });
+      continue;
+    }
+    // a scope with nothing to do writes nothing
+    if (deleted > 0 || s.pending > 0) await closePass(sql, s);
+    if (deleted > 0) {
+      out.push({ kind: s.kind, target_id: s.target_id, deleted, archived });
+      opts.logger?.info('retention pass', { kind: s.kind, target_id: s.target_id, deleted, archived });
+    }
+  }
+  if (failure) throw failure;
+  return out;
+}
