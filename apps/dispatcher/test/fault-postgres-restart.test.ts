@@ -142,7 +142,7 @@ it('a restart during a stream of bulk adds: every add answered 200 exactly once,
         refused++;
         // a 409 says the first attempt's work is still in flight (the API retries it until Postgres
         // answers, on a loaded host for several seconds): the client keeps asking, up to ~90 s
-        if (tries >= 300) throw new Error(`batch ${b} never added: last status ${res.status}`);
+        if (tries >= 300) throw new Error(`batch ${b} never added: last status ${res.status}\n${children.tails()}`);
         await sleep(300);
       }
       await sleep(20);

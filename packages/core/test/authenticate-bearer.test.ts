@@ -12,7 +12,7 @@ describe('authenticateBearer', () => {
     const ofA = await seedUser(db.sql, a.id, { role: 'member' });
     const ofB = await seedUser(db.sql, b.id, { role: 'admin' });
     expect(await authenticateBearer(db.sql, `Bearer ${ofA.token}`)).toEqual({
-      kind: 'user', userId: ofA.user.id, tenantId: a.id, role: 'member', tokenId: ofA.tokenId, email: ofA.user.email,
+      kind: 'user', userId: ofA.user.id, tenantId: a.id, role: 'member', tokenId: ofA.tokenId, email: ofA.user.email, mustChangePassword: false,
     });
     // the scheme is case-insensitive; the tenant is always the token's own
     const principal = await authenticateBearer(db.sql, `bearer ${ofB.token}`);
