@@ -1,6 +1,7 @@
 import { createUser } from '@svc/core/internals';
 import { seedTenant, seedUser } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import { PAIR_FREE_FAILURES } from '../src/auth/throttle';
 
 const PASSWORD = 'correct horse battery';
 const BASE = '/api/v1/settings/users';
@@ -89,6 +90,23 @@ describe('settings/users', () => {
     expect(res.status).toBe(200);
     expect((await t.http.get('/api/v1/auth/me').set(as(first))).status).toBe(200);
     expect((await t.http.get('/api/v1/auth/me').set(as(second))).status).toBe(401);
+  });
+
+  it('counts a wrong current password as a failed sign-in of the account: a stolen token cannot guess on', async () => {
+    const u = await createUser(t.sql, tenantId, { email: 'adivina@example.test', password: PASSWORD, role: 'member' });
+    const token = (await login(u.email, PASSWORD)).body.data.access_token as string;
+    const statuses: number[] = [];
+    for (let i = 0; i < PAIR_FREE_FAILURES + 2; i++) {
+      const r = await t.http.post('/api/v1/auth/password').set(as(token)).send({ current_password: `intento ${i}`, new_password: 'otra clave segura' });
+      statuses.push(r.status);
+    }
+    expect(statuses.slice(0, PAIR_FREE_FAILURES)).toEqual(Array.from({ length: PAIR_FREE_FAILURES }, () => 422));
+    expect(statuses).toContain(429);
+    // blocked for this account from this address, the right one too; the session itself goes on
+    const right = await t.http.post('/api/v1/auth/password').set(as(token)).send({ current_password: PASSWORD, new_password: 'otra clave segura' });
+    expect(right.status).toBe(429);
+    expect(right.body.error.message).toBe('Demasiados intentos de inicio de sesión; espera antes de reintentar');
+    expect((await t.http.get('/api/v1/auth/me').set(as(token))).status).toBe(200);
   });
 
   it('lists the workspace users in pages, never another workspace\'s', async () => {

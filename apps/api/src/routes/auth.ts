@@ -1,4 +1,4 @@
-import { es, toUserResponse, LoginBody, LoginResponse, LogoutResponse, MeResponse, PasswordChangeBody, PasswordChangeResponse } from '@svc/core';
+import { es, toUserResponse, UnauthorizedError, ValidationError, LoginBody, LoginResponse, LogoutResponse, MeResponse, PasswordChangeBody, PasswordChangeResponse } from '@svc/core';
 import { createHashGate } from '../auth/hash-gate';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
@@ -97,20 +97,48 @@ export function authRoutes(rc: RouteContext): AppRouter {
       description:
         'Any signed-in user, including one who must still replace a one-time password (the only change such a user can make). ' +
         '`current_password` wrong → 422 on that field; `new_password` 8 to 1,024 characters and different from the current one, ' +
-        'else 422. Clears `must_change_password`; the token of this request stays valid and every other token of the user is ' +
-        'revoked. Audited as `change_password`.',
+        'else 422. A wrong current password counts as a failed sign-in of the account from this address (the sign-in ' +
+        'throttle: 429 once blocked). Clears `must_change_password`; the token of this request stays valid and every other ' +
+        'token of the user is revoked. Audited as `change_password`.',
       tags: ['auth'],
       auth: { kind: 'user', admin: false, pendingPassword: true },
       body: PasswordChangeBody,
       response: PasswordChangeResponse,
-      errors: [422],
+      errors: [422, 429],
     },
     async (ctx, input) => {
       const body = input.body();
-      await hashing.run(() => engine.users.changeOwnPassword(ctx.state.user!, body, { requestId: ctx.state.requestId, ip: ctx.state.clientIp }));
+      const user = ctx.state.user!;
+      const ip = ctx.state.clientIp;
+      // a wrong current password is a failed sign-in of the account: a stolen token cannot guess it
+      // faster than the sign-in form could (the same budgets and blocks), and still gets its 422
+      try {
+        await authThrottle.signIn(user.email, ip, () => hashing.run(async () => {
+          try {
+            return await engine.users.changeOwnPassword(user, body, { requestId: ctx.state.requestId, ip });
+          } catch (err) {
+            if (isWrongCurrentPassword(err)) throw new WrongCurrentPassword(err);
+            throw err;
+          }
+        }));
+      } catch (err) {
+        if (err instanceof WrongCurrentPassword) throw err.refusal;
+        throw err;
+      }
       ok(ctx, { changed: true as const });
     },
   );
 
   return router;
+}
+
+/** The throttle counts a failure when a check throws UnauthorizedError; this carries the route's own 422 through it. */
+class WrongCurrentPassword extends UnauthorizedError {
+  constructor(readonly refusal: ValidationError) {
+    super();
+  }
+}
+
+function isWrongCurrentPassword(err: unknown): err is ValidationError {
+  return err instanceof ValidationError && err.issues.some((i) => i.loc[0] === 'body' && i.loc[1] === 'current_password');
 }
