@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -6,24 +5,18 @@ import { AddQueueItemBody, validate } from '@svc/core';
 import { createTestContext, seedQueue, seedTenant, type TestContext } from '@svc/testing';
 import { main } from '../src/main';
 import type { CliIo } from '../src/io';
+import { runCli, type Run } from './cli-harness';
 
 /**
  * `svc items export` in-process through `main` (the command table, argument parsing, the engine's
  * export), and once as the real compiled binary writing to its own standard output.
  */
 jest.setTimeout(60_000);
-const ROOT = path.resolve(__dirname, '..', '..', '..');
-const BIN = path.join(ROOT, 'packages', 'cli', 'bin', 'svc.js');
 const tmp = mkdtempSync(path.join(tmpdir(), 'svc-items-export-'));
 
 /** What `svc items import` reads of a line (an add's body: it refuses any other field). */
 const IMPORT_FIELDS = ['data', 'reference', 'priority', 'deadline', 'postpone'];
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 describe('svc items export', () => {
   let ctx: TestContext;
@@ -143,17 +136,7 @@ describe('svc items export', () => {
       insert into queue_items (tenant_id, queue_id, data)
       select ${tenant.id}, ${big.id}, jsonb_build_object('i', g) from generate_series(1, 4500) g`;
     const expected = (await ctx.sql`select id from queue_items where queue_id = ${big.id} order by created_at desc, id desc`).map((r) => r.id);
-    const r = await new Promise<Run>((resolve, reject) => {
-      const child = spawn(process.execPath, [BIN, 'items', 'export', '--tenant', tenant.id, '--queue', big.name as string, '--all-fields'], {
-        cwd: ROOT, env: { PATH: process.env.PATH ?? '', DATABASE_URL: ctx.databaseUrl },
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d) => (stdout += d));
-      child.stderr.on('data', (d) => (stderr += d));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-    });
+    const r = await runCli({ DATABASE_URL: ctx.databaseUrl }, ['items', 'export', '--tenant', tenant.id, '--queue', big.name as string, '--all-fields']);
     expect([r.code, r.stderr]).toEqual([0, '']);
     expect(lines(r.stdout).map((i) => i.id)).toEqual(expected);
   });

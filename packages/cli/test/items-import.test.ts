@@ -6,6 +6,7 @@ import { PassThrough, Readable } from 'node:stream';
 import { createSql } from '@svc/core';
 import { databaseSuite, seedQueue, seedTenant, waitFor } from '@svc/testing';
 import { main, type CliIo } from '../src/main';
+import { BIN, ROOT, runCli, type Run } from './cli-harness';
 
 /**
  * `svc items import` against this file's own database: in process through `main` (its own
@@ -14,14 +15,6 @@ import { main, type CliIo } from '../src/main';
 jest.setTimeout(60_000);
 const s = databaseSuite();
 const tmp = mkdtempSync(path.join(tmpdir(), 'svc-items-import-'));
-const ROOT = path.resolve(__dirname, '..', '..', '..');
-const BIN = path.join(ROOT, 'packages', 'cli', 'bin', 'svc.js');
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 async function svc(args: string[], extra: Partial<CliIo> = {}): Promise<Run> {
   let stdout = '';
@@ -158,18 +151,7 @@ describe('svc items import: NDJSON and CSV', () => {
 
   it('the compiled binary streams its standard input', async () => {
     const w = await world();
-    const r = await new Promise<Run>((resolve, reject) => {
-      const child = spawn(process.execPath, [BIN, ...w.args('-', '--format', 'ndjson')], {
-        cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...s.ctx.childEnv },
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d) => (stdout += d));
-      child.stderr.on('data', (d) => (stderr += d));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-      child.stdin.end(ndjson(1200));
-    });
+    const r = await runCli(s.ctx.childEnv, w.args('-', '--format', 'ndjson'), { input: ndjson(1200) });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toBe(`Imported stdin into queue ${w.queue.name} of tenant ${w.tenant.name}: 1200 items added (2 chunks)\n`);

@@ -1,28 +1,20 @@
 import type { ItemOf } from '@svc/client';
+import { parseJsonObject, type JsonObjectParse } from './admin';
 
 /**
  * Pure helpers of the catalogue pages (processes, machines, queues, assets, folders): no DOM, no
  * texts, so jest tests them as they are.
  */
 
-export type SchemaParse = { ok: true; value: Record<string, unknown> | null } | { ok: false; reason: 'syntax' | 'not-object' };
+export type SchemaParse = JsonObjectParse;
 
 /**
- * A process's input_schema as typed: empty is null (no schema); otherwise a JSON object. Whether it
- * is a valid JSON Schema within the limits is the API's answer (its 422), not the console's: the
- * API's validator is the one webhooks meet, and a copy in the bundle could disagree with it.
+ * A process's input_schema as typed: empty is null (no schema); otherwise a JSON object, read as
+ * any JSON object field of the admin pages is. Whether it is a valid JSON Schema within the limits
+ * is the API's answer (its 422), not the console's: the API's validator is the one webhooks meet,
+ * and a copy in the bundle could disagree with it.
  */
-export function parseSchemaText(text: string): SchemaParse {
-  if (!text.trim()) return { ok: true, value: null };
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return { ok: false, reason: 'syntax' };
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ok: false, reason: 'not-object' };
-  return { ok: true, value: value as Record<string, unknown> };
-}
+export const parseSchemaText: (text: string) => SchemaParse = parseJsonObject;
 
 /**
  * A sample input for a schema, to show the admin the shape callers will send: a property's

@@ -1,12 +1,12 @@
 import type { Queryable } from '../db/sql';
 import { recordEffect, recordEffects, jobsCreatedEffects } from '../outbox/effects';
 import { redriveDeadLetterItems, retryDeadLetterItems } from '../queue-items/transitions';
-import { insertJob, type JobRow } from '../jobs/repo';
+import type { JobRow } from '../jobs/repo';
 import { stopActiveJob } from '../jobs/service';
 import { pickMachineForFollowUp } from '../machines/heartbeat';
 import { consumeExecution } from '../tenants/quota';
 import type { DispatchJobRef } from '../dispatch/port';
-import { dispatchRefOf } from '../dispatch/follow-ups';
+import { dispatchRefOf, insertRetryOf } from '../dispatch/follow-ups';
 import { ITEM_ACTION_STATUSES, JOB_ACTION_STATUSES, type ItemActionName, type JobActionName } from './schemas';
 
 /**
@@ -90,16 +90,6 @@ async function retryByHand(tx: Queryable, job: JobRow): Promise<DispatchJobRef |
   const machineId = await pickMachineForFollowUp(tx, job.tenant_id, job.machine_id);
   if (!machineId) return null;
   if (!(await consumeExecution(tx, job.tenant_id))) return null;
-  const row = await insertJob(tx, {
-    tenantId: job.tenant_id,
-    processId: job.process_id,
-    machineId,
-    priority: job.priority,
-    inputData: job.input_data,
-    source: 'retry',
-    slaDeadlineMinutes: p.sla_deadline_minutes,
-    parentJobId: job.id,
-    retryCount: job.retry_count + 1,
-  });
+  const row = await insertRetryOf(tx, job, machineId, { slaDeadlineMinutes: p.sla_deadline_minutes });
   return row ? dispatchRefOf(row) : null;
 }

@@ -66,17 +66,32 @@ async function retryJob(tx: Queryable, job: JobRow): Promise<DispatchJobRef[]> {
   if (!p || !p.auto_retry || job.retry_count >= p.max_retries) return [];
   const machineId = await pickMachineForFollowUp(tx, job.tenant_id, job.machine_id);
   if (!machineId) return [];
-  const created = await insertJob(tx, {
+  const created = await insertRetryOf(tx, job, machineId, {
+    slaDeadlineMinutes: p.sla_deadline_minutes, notBefore: p.retry_delay_seconds > 0 ? p.not_before : null,
+  });
+  return created ? [dispatchRefOf(created)] : [];
+}
+
+/**
+ * The retry of an ended job, automatic or asked for (bulk/steps.ts): same process, input and
+ * priority, source `retry`, retry_count + 1, `parent_job_id` the retried job, on `machineId`.
+ */
+export function insertRetryOf(
+  tx: Queryable,
+  job: JobRow,
+  machineId: string,
+  opts: { slaDeadlineMinutes: number | null; notBefore?: Date | null },
+): Promise<JobRow | null> {
+  return insertJob(tx, {
     tenantId: job.tenant_id,
     processId: job.process_id,
     machineId,
     priority: job.priority,
     inputData: job.input_data,
     source: 'retry',
-    slaDeadlineMinutes: p.sla_deadline_minutes,
+    slaDeadlineMinutes: opts.slaDeadlineMinutes,
     parentJobId: job.id,
     retryCount: job.retry_count + 1,
-    notBefore: p.retry_delay_seconds > 0 ? p.not_before : null,
+    notBefore: opts.notBefore ?? null,
   });
-  return created ? [dispatchRefOf(created)] : [];
 }
