@@ -8,6 +8,9 @@ import {
   type MachineJobPayload, type RedisTarget,
 } from '@svc/core';
 
+/** How long a closing worker waits for its own start to end before it is closed anyway. */
+const WORKER_START_WAIT_MS = 5000;
+
 /** What a session needs of its process (the hub builds it). */
 export interface SessionDeps {
   engine: Engine;
@@ -429,6 +432,10 @@ export class MachineSession {
     this.worker = null;
     if (w) {
       this.workerStopped = (async () => {
+        // BullMQ emits a connection's failed start as an 'error' event with no listener left once
+        // the worker is closed, which ends the process: a robot that leaves right after it came
+        // must let its worker finish starting (bounded, for a Redis that does not answer) first
+        await Promise.race([w.waitUntilReady().catch(() => undefined), new Promise((r) => setTimeout(r, WORKER_START_WAIT_MS).unref())]);
         await w.close();
         await w.disconnect();
       })().catch((err) => void this.log.warn('machine worker did not close cleanly', { err: (err as Error).message }));
