@@ -732,6 +732,20 @@ const ENGINE_PROBES: Probe[] = [
       kind: 'jobs', target_id: f.tenant, tenant_id: f.tenant, queue_name: null, action: 'delete', completed_days: 90, failed_days: 90, pending: 0,
     }, 1000),
   },
+  {
+    name: 'a later batch of the same pass starts after the previous one (expiredRows after a cursor)',
+    indexes: ['queue_items_ended_idx'],
+    tx: (q, f) => expiredRows(q, {
+      kind: 'queue_items', target_id: f.queue.id, tenant_id: f.tenant, queue_name: f.queue.name, action: 'delete', completed_days: 30, failed_days: 90, pending: 0,
+    }, 1000, { endedKey: '2000-01-01 00:00:00.123456+00', id: '00000000-0000-0000-0000-000000000000' }),
+  },
+  {
+    name: 'a later batch of a workspace\'s jobs pass (expiredRows after a cursor)',
+    indexes: ['jobs_ended_idx'],
+    tx: (q, f) => expiredRows(q, {
+      kind: 'jobs', target_id: f.tenant, tenant_id: f.tenant, queue_name: null, action: 'delete', completed_days: 90, failed_days: 90, pending: 0,
+    }, 1000, { endedKey: '2000-01-01 00:00:00.123456+00', id: '00000000-0000-0000-0000-000000000000' }),
+  },
 ];
 
 describe('indexes serve the hot statements on a realistic data set', () => {

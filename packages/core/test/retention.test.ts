@@ -208,6 +208,27 @@ describe('the retention pass', () => {
     await expectCountsExact(q.id);
   });
 
+  it('a row another transaction holds is passed over by the later batches of a pass and removed by the next pass', async () => {
+    const q = await queueWith({ retention_completed_days: 0.0001 });
+    await items(q.id, 'completed', 25, 3600);
+    const held = await sql.reserve();
+    try {
+      await held`begin`;
+      // the oldest expired row: the first of the pass's first batch
+      const [oldest] = await held<{ id: string }[]>`
+        select id from queue_items where queue_id = ${q.id} order by updated_at, id limit 1 for update`;
+      const first = await engine.sweeps.retention({ batch: 10 });
+      expect(first.find((d) => d.target_id === q.id)).toEqual({ kind: 'queue_items', target_id: q.id, deleted: 24, archived: 0 });
+      expect((await sql`select id from queue_items where queue_id = ${q.id}`).map((r) => r.id)).toEqual([oldest!.id]);
+      await held`commit`;
+    } finally {
+      held.release();
+    }
+    const next = await engine.sweeps.retention({ batch: 10 });
+    expect(next.find((d) => d.target_id === q.id)).toEqual({ kind: 'queue_items', target_id: q.id, deleted: 1, archived: 0 });
+    await expectCountsExact(q.id);
+  });
+
   it('a queue whose archive refuses writes keeps its rows and does not stop the other queues', async () => {
     const broken = await queueWith({ retention_completed_days: 0.0001, retention_action: 'archive' });
     const fine = await queueWith({ retention_completed_days: 0.0001, retention_action: 'archive' });

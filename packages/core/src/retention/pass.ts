@@ -49,12 +49,29 @@ export interface Scope {
 
 const secs = (days: number) => days * 86_400;
 
-/** The expired rows of a batch, locked, oldest first (an index range scan on `*_ended_idx`). */
-export async function expiredRows(tx: Queryable, s: Scope, limit: number) {
+/** Where a pass's previous batch ended: the next batch starts after it. */
+export interface PassCursor {
+  /** the last row's end time as Postgres wrote it (microseconds, which a Date would round) */
+  endedKey: string;
+  id: string;
+}
+
+type ExpiredRow = { id: string; ended_at: Date; ended_key: string; row: Record<string, unknown> };
+
+/**
+ * The expired rows of a batch, locked, oldest first (an index range scan on `*_ended_idx`),
+ * after `after` when given. A pass starts each batch where the previous one ended instead of at
+ * the head of the index: while a long transaction holds vacuum back, the index entries of the
+ * rows the pass already deleted stay at that head, and every batch would walk them again. A row
+ * the cursor passes over (another transaction held its lock) is taken by the next pass, which
+ * starts at the head.
+ */
+export async function expiredRows(tx: Queryable, s: Scope, limit: number, after: PassCursor | null = null) {
   if (s.kind === 'queue_items') {
-    return tx<Array<{ id: string; ended_at: Date; row: Record<string, unknown> }>>`
-      select i.id, i.updated_at as ended_at, to_jsonb(i) as row from queue_items i
+    return tx<ExpiredRow[]>`
+      select i.id, i.updated_at as ended_at, i.updated_at::text as ended_key, to_jsonb(i) as row from queue_items i
       where i.queue_id = ${s.target_id} and i.status in ('completed', 'failed', 'dead_letter')
+        and ${after ? tx`(i.updated_at, i.id) > (${after.endedKey}::timestamptz, ${after.id}::uuid)` : tx`true`}
         and i.updated_at < now() - make_interval(secs => ${secs(Math.min(s.completed_days, s.failed_days))}::float8)
         and i.updated_at < now() - make_interval(secs => case when i.status = 'completed'
               then ${secs(s.completed_days)}::float8 else ${secs(s.failed_days)}::float8 end)
@@ -62,9 +79,10 @@ export async function expiredRows(tx: Queryable, s: Scope, limit: number) {
       limit ${limit}
       for update skip locked`;
   }
-  return tx<Array<{ id: string; ended_at: Date; row: Record<string, unknown> }>>`
-    select j.id, j.finished_at as ended_at, to_jsonb(j) as row from jobs j
+  return tx<ExpiredRow[]>`
+    select j.id, j.finished_at as ended_at, j.finished_at::text as ended_key, to_jsonb(j) as row from jobs j
     where j.tenant_id = ${s.target_id} and j.status = any(${FINAL_JOB_STATUSES as string[]}::text[])
+      and ${after ? tx`(j.finished_at, j.id) > (${after.endedKey}::timestamptz, ${after.id}::uuid)` : tx`true`}
       and j.finished_at < now() - make_interval(secs => ${secs(s.completed_days)}::float8)
     order by j.finished_at, j.id
     limit ${limit}
@@ -79,13 +97,15 @@ export async function expiredRows(tx: Queryable, s: Scope, limit: number) {
  * in place (a file already written is not in the manifest and is overwritten by the re-run of the
  * same rows); after it, the rows are gone and their file is listed.
  */
-async function runBatch(sql: Sql, s: Scope, opts: RetentionOptions, limit: number): Promise<{ deleted: number; archived: number; busy: boolean }> {
+type BatchResult = { deleted: number; archived: number; busy: boolean; cursor: PassCursor | null };
+
+async function runBatch(sql: Sql, s: Scope, opts: RetentionOptions, limit: number, after: PassCursor | null): Promise<BatchResult> {
   return sql.begin(async (tx) => {
     const [lock] = await tx<Array<{ ok: boolean }>>`
       select pg_try_advisory_xact_lock(hashtextextended(${`retention:${s.kind}:${s.target_id}`}, 0)) as ok`;
-    if (!lock!.ok) return { deleted: 0, archived: 0, busy: true };
-    const rows = await expiredRows(tx, s, limit);
-    if (rows.length === 0) return { deleted: 0, archived: 0, busy: false };
+    if (!lock!.ok) return { deleted: 0, archived: 0, busy: true, cursor: after };
+    const rows = await expiredRows(tx, s, limit, after);
+    if (rows.length === 0) return { deleted: 0, archived: 0, busy: false, cursor: after };
     let archived = 0;
     if (s.action === 'archive') {
       if (s.kind === 'jobs' && opts.logArchive) {
@@ -121,8 +141,9 @@ async function runBatch(sql: Sql, s: Scope, opts: RetentionOptions, limit: numbe
       values (${s.kind}, ${s.target_id}, ${s.tenant_id}, ${res.count}, ${archived})
       on conflict (kind, target_id) do update set deleted = retention_progress.deleted + excluded.deleted,
         archived = retention_progress.archived + excluded.archived`;
-    return { deleted: res.count, archived, busy: false };
-  }) as Promise<{ deleted: number; archived: number; busy: boolean }>;
+    const last = rows[rows.length - 1]!;
+    return { deleted: res.count, archived, busy: false, cursor: { endedKey: last.ended_key, id: last.id } };
+  }) as Promise<BatchResult>;
 }
 
 /**
@@ -187,10 +208,12 @@ export async function runRetention(sql: Sql, opts: RetentionOptions = {}): Promi
     let deleted = 0;
     let archived = 0;
     let busy = false;
+    let cursor: PassCursor | null = null;
     try {
       for (;;) {
-        const r = await runBatch(sql, s, opts, limit);
+        const r = await runBatch(sql, s, opts, limit, cursor);
         if (r.busy) { busy = true; break; }
+        cursor = r.cursor;
         deleted += r.deleted;
         archived += r.archived;
         if (r.deleted < limit || Date.now() - started > budget) break;
