@@ -56,7 +56,7 @@ async function* mapChunks<Row, Out>(chunks: AsyncIterable<Row[]>, map: (row: Row
 }
 
 /** The marker `include_archived=true` adds to every record, and its CSV column (the last). */
-export const ARCHIVED_COLUMN = 'archived';
+export const ARCHIVED_COLUMN = 'archived' as const;
 type Marked<R> = R & { archived: boolean };
 
 /** Live chunks, then archived ones, every record marked with where it was read. */
@@ -104,7 +104,7 @@ export async function exportQueueItems(
     if (!archivable) return;
     yield* mapChunks(archivedChunks(sql, from, { tenantId: queue.tenant_id, kind: 'queue_items', queueId: queue.id }, match), (r) => record(archivedItemRow(r)));
   };
-  return exportStream(await primed(liveThenArchived(records, archived)), [...columns, ARCHIVED_COLUMN] as never, format);
+  return exportStream(await primed(liveThenArchived(records, archived)), [...columns, ARCHIVED_COLUMN], format);
 }
 
 /** An archived job (`to_jsonb` of its row) as the row the live export reads, with its names as they are now. */
@@ -161,7 +161,7 @@ export async function exportJobs(
       yield rows.map((r) => toRecord(archivedJobRow(r, names)));
     }
   };
-  return exportStream(await primed(liveThenArchived(records, archived)), [...JOB_EXPORT_COLUMNS, ARCHIVED_COLUMN] as never, format);
+  return exportStream(await primed(liveThenArchived(records, archived)), [...JOB_EXPORT_COLUMNS, ARCHIVED_COLUMN], format);
 }
 
 interface AuditExportRow extends Omit<AuditEntryResponse, 'created_at'>, KeysetRow {
