@@ -2,7 +2,7 @@ import { createApiKeyStore, type ApiKeyStore } from './auth/api-key-store';
 import { createStreamRegistry, type StreamRegistry } from './http/streams';
 import { createAuthThrottle, type AuthThrottle } from './auth/throttle';
 import {
-  DbOutage, createEngine, webhookSettingsOf, type Engine, createLogger, createRedis, createPooledSql,
+  DbOutage, createEngine, directoryArchive, webhookSettingsOf, type Engine, createLogger, createRedis, createPooledSql,
   databaseSettings, redisKeys, type ApiKeyChangeListener, type Config, type Logger, type RedisClient, type RedisKeys,
   type Sql,
 } from '@svc/core';
@@ -42,7 +42,11 @@ export function buildDeps(config: Config, overrides: Partial<ApiDeps> = {}): Api
   let apiKeys: ApiKeyStore | undefined = overrides.apiKeys;
   const keyChanges: ApiKeyChangeListener = { invalidate: (message) => apiKeys!.invalidate(message) };
   const engine = overrides.engine ??
-    createEngine({ sql, logger, apiKeyChanges: keyChanges, webhooks: webhookSettingsOf(config), assetKey: config.assetEncryptionKey });
+    createEngine({
+      sql, logger, apiKeyChanges: keyChanges, webhooks: webhookSettingsOf(config), assetKey: config.assetEncryptionKey,
+      // the exports read it back when asked for archived rows (docs/decisions/export.md)
+      recordArchive: config.archiveDir ? directoryArchive(config.archiveDir) : null,
+    });
   apiKeys ??= createApiKeyStore({
     engine, redis, logger, outage, channel: keys.apiKeyInvalidations, ttlMs: config.apiKeyCacheTtlMs, flushMs: config.lastUsedFlushMs,
   });

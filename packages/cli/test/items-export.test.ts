@@ -1,7 +1,8 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { AddQueueItemBody, validate } from '@svc/core';
+import { rm } from 'node:fs/promises';
+import { AddQueueItemBody, createEngine, createLogger, directoryArchive, validate } from '@svc/core';
 import { createTestContext, seedQueue, seedTenant, type TestContext } from '@svc/testing';
 import { main } from '../src/main';
 import type { CliIo } from '../src/io';
@@ -43,13 +44,13 @@ describe('svc items export', () => {
   });
   afterAll(() => ctx.close());
 
-  const svc = async (args: string[]): Promise<Run> => {
+  const svc = async (args: string[], env: Record<string, string> = {}): Promise<Run> => {
     let stdout = '';
     let stderr = '';
     const io: CliIo = {
       stdout: (text) => void (stdout += text),
       stderr: (text) => void (stderr += text),
-      env: { DATABASE_URL: ctx.databaseUrl },
+      env: { DATABASE_URL: ctx.databaseUrl, ...env },
       readStdin: async () => '',
     };
     const code = await main(args, io);
@@ -139,5 +140,69 @@ describe('svc items export', () => {
     const r = await runCli({ DATABASE_URL: ctx.databaseUrl }, ['items', 'export', '--tenant', tenant.id, '--queue', big.name as string, '--all-fields']);
     expect([r.code, r.stderr]).toEqual([0, '']);
     expect(lines(r.stdout).map((i) => i.id)).toEqual(expected);
+  });
+
+  describe('--include-archived', () => {
+    const dir = path.join(tmp, 'archive');
+    let archived: { id: string; name: string };
+    const kept: string[] = [];
+    beforeAll(async () => {
+      archived = (await seedQueue(ctx.sql, tenant.id)) as { id: string; name: string };
+      await ctx.sql`update queues set retention_completed_days = ${1 / 24}, retention_action = 'archive' where id = ${archived.id}`;
+      // four items ended hours ago, oldest first, then two live ones (one ended just now)
+      await ctx.sql`
+        insert into queue_items (tenant_id, queue_id, status, data, reference, updated_at, created_at)
+        select ${tenant.id}, ${archived.id}, case when g <= 5 then 'completed' else 'new' end,
+               jsonb_build_object('n', g, 'customer', case when g % 2 = 0 then 'ACME' else 'Globex' end), 'R' || g,
+               case when g <= 4 then now() - (10 - g) * interval '1 hour' else now() end, now() - (10 - g) * interval '1 hour'
+        from generate_series(1, 6) g`;
+      const engine = createEngine({ sql: ctx.sql, logger: createLogger({ service: 'cli-test', level: 'error' }), recordArchive: directoryArchive(dir) });
+      await engine.sweeps.retention();
+      kept.push(...(await ctx.sql<Array<{ id: string }>>`select id from queue_items where queue_id = ${archived.id} order by created_at desc`).map((r) => r.id));
+      expect(kept).toHaveLength(2);
+    });
+    afterAll(() => rm(dir, { recursive: true, force: true }));
+    const args = () => ['items', 'export', '--tenant', tenant.name, '--queue', archived.name, '--include-archived'];
+
+    it('needs ARCHIVE_DIR: exit 2 naming it, nothing written', async () => {
+      const r = await svc(args());
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/ARCHIVE_DIR is not set/);
+      expect(r.stdout).toBe('');
+    });
+
+    it('writes the live items, then the archived ones in the order they ended, every line marked archived', async () => {
+      const r = await svc(args(), { ARCHIVE_DIR: dir });
+      expect([r.code, r.stderr]).toEqual([0, '']);
+      const out = lines(r.stdout);
+      expect(out.map((i) => [i.data.n, i.archived])).toEqual([[6, false], [5, false], [1, true], [2, true], [3, true], [4, true]]);
+      for (const item of out) expect(Object.keys(item)).toEqual([...IMPORT_FIELDS, 'archived']);
+      expect(out[2]).toEqual({ data: { n: 1, customer: 'Globex' }, reference: 'R1', priority: 3, deadline: null, postpone: null, archived: true });
+      // without the flag, the archived items are not there and the lines stay re-importable
+      const plain = lines((await svc(args().slice(0, -1), { ARCHIVE_DIR: dir })).stdout);
+      expect(plain.map((i) => i.data.n)).toEqual([6, 5]);
+      for (const item of plain) expect(Object.keys(item)).toEqual(IMPORT_FIELDS);
+    });
+
+    it('applies --status and --data to the archived items, and writes CSV with the archived column', async () => {
+      const n = async (extra: string[]) => lines((await svc([...args(), '--all-fields', ...extra], { ARCHIVE_DIR: dir })).stdout).map((i) => `${i.data.n}${i.archived ? '*' : ''}`);
+      expect(await n(['--status', 'completed'])).toEqual(['5', '1*', '2*', '3*', '4*']);
+      expect(await n(['--status', 'new'])).toEqual(['6']);
+      expect(await n(['--data', '{"customer":"ACME"}'])).toEqual(['6', '2*', '4*']);
+      expect(await n(['--reference', 'R3'])).toEqual(['3*']);
+      const file = path.join(tmp, 'archived.csv');
+      const r = await svc([...args(), '--format', 'csv', '--data', '{"customer":"ACME"}', file], { ARCHIVE_DIR: dir });
+      expect([r.code, r.stderr]).toEqual([0, '']);
+      const [header, ...rows] = readFileSync(file, 'utf8').split('\r\n');
+      expect(header!.endsWith(',reviewed_at,archived')).toBe(true);
+      expect(rows.filter(Boolean).map((l) => l.split(',').pop())).toEqual(['false', 'true', 'true']);
+      expect(rows[0]!.startsWith(`${kept[0]},`)).toBe(true);
+    });
+
+    it('works through the real binary', async () => {
+      const r = await runCli({ DATABASE_URL: ctx.databaseUrl, ARCHIVE_DIR: dir }, [...args(), '--status', 'completed']);
+      expect([r.code, r.stderr]).toEqual([0, '']);
+      expect(lines(r.stdout).map((i) => i.archived)).toEqual([false, true, true, true, true]);
+    });
   });
 });

@@ -85,6 +85,9 @@ export interface EngineDeps {
   assetKey?: Buffer | (() => Buffer);
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type DropFirst<T extends any[]> = T extends [unknown, unknown, ...infer Rest] ? Rest : never;
+
 /** `f(sql, …rest)` → `(…rest)`: a command bound to the engine's pool. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type BoundToSql<F> = F extends (sql: any, ...rest: infer A) => infer R ? (...rest: A) => R : never;
@@ -177,16 +180,18 @@ export function createEngine(deps: EngineDeps) {
     /** Jobs: started by an API key, a webhook or a person in the console, stopped, answered, read. */
     jobs: {
       ...bind(services, { triggerByApi: triggerJobByApi, triggerByUser: triggerJobByUser, triggerByWebhook: triggerJobByWebhook, stop: stopJob, answerInput: answerJobInput }),
-      /** `export`: every job the list's filters match, as CSV or NDJSON read in keyset chunks (export/stream.ts) */
-      ...bind(sql, { get: getJob, list: listJobs, export: exportJobs }),
+      ...bind(sql, { get: getJob, list: listJobs }),
+      /** every job the list's filters match, as CSV or NDJSON read in keyset chunks (export/stream.ts); archived ones when asked */
+      export: (...args: DropFirst<Parameters<typeof exportJobs>>) => exportJobs(sql, deps.recordArchive ?? null, ...args),
       /** a job's whole log, inline or archived */
       logs: (tenantId: string, jobId: string) => readJobLogs(sql, logArchive, tenantId, jobId),
     },
     /** Queue items: added by API keys (and `svc items import`), listed, reviewed by people. */
     items: {
       ...bind(services, { add: addItem, addToQueueNamed: addItemToQueueNamed, addBulk: addItemsBulk, addMany: addItemsMany }),
-      /** `export`: every item of a queue the list's filters match, as CSV or NDJSON read in keyset chunks (export/stream.ts) */
-      ...bind(sql, { list: listItems, activeQueueByName: getActiveQueueByName, export: exportQueueItems }),
+      ...bind(sql, { list: listItems, activeQueueByName: getActiveQueueByName }),
+      /** every item of a queue the list's filters match, as CSV or NDJSON read in keyset chunks (export/stream.ts); archived ones when asked */
+      export: (...args: DropFirst<Parameters<typeof exportQueueItems>>) => exportQueueItems(sql, deps.recordArchive ?? null, ...args),
     },
     review: bind(services, { decide: reviewQueueItem, redrive: redriveQueueItems }),
     /** Bulk actions by filter on a queue's items or a tenant's jobs (docs/decisions/bulk-actions.md). */

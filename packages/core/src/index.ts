@@ -80,7 +80,7 @@ export type { BulkActionRow, BulkAsk } from './bulk/actions';
 // Resources: their schemas, response shapes and row types (the transports validate and render them).
 export { AuditEntryResponse, AuditLogQuery } from './audit/read';
 export {
-  AuditLogExportQuery, JobExportQuery, JobExportRecord, QueueItemExportQuery, AUDIT_EXPORT_COLUMNS, JOB_EXPORT_COLUMNS, QUEUE_ITEM_EXPORT_COLUMNS, QUEUE_ITEM_IMPORT_COLUMNS,
+  ARCHIVED_COLUMN, AuditLogExportQuery, JobExportQuery, JobExportRecord, QueueItemExportQuery, AUDIT_EXPORT_COLUMNS, JOB_EXPORT_COLUMNS, QUEUE_ITEM_EXPORT_COLUMNS, QUEUE_ITEM_IMPORT_COLUMNS,
 } from './export/exports';
 export { DEFAULT_EXPORT_FORMAT, EXPORT_CONTENT_TYPES, EXPORT_FORMATS, ExportFormatQuery, neutralizeFormula } from './export/stream';
 export type { ExportFormat } from './export/stream';

@@ -91,6 +91,8 @@ export { assertValidCron, isValidTimeZone, nextTick, nextTicks, ticksBetween } f
 export { fireDueSchedules } from './schedules/fire';
 export { ITEM_COLUMNS, exportQueueItemsChunk } from './queue-items/repo';
 export { EXPORT_CHUNK_BYTES, EXPORT_CHUNK_ROWS, walkKeyset } from './export/stream';
+export { jsonbContains } from './export/jsonb-contains';
+export { parseIncludeArchived } from './export/archived';
 export type { QueueItemRow } from './queue-items/repo';
 export { addItem, addItemToQueueNamed, addItemsBulk, addItemsMany, getActiveQueueByName, listItems } from './queue-items/service';
 export {

@@ -125,7 +125,7 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
       query: QueueItemExportQuery,
       download: { record: QueueItemResponse },
       rateLimit: EXPORT_RATE_LIMIT,
-      errors: [404, 422],
+      errors: [404, 409, 422],
     },
     async (ctx, input) => {
       const queue = await deps.engine.items.activeQueueByName(ctx.state.apiKey!.tenantId, ctx.params.name!);
@@ -145,8 +145,10 @@ export const ITEMS_EXPORT_DESCRIPTION =
   'then one row per item; data and result as JSON text, empty for null; a text cell starting with = + - @, a tab or ' +
   'a carriage return gets a leading apostrophe). Format: `format` (csv|ndjson), else the Accept header (text/csv, ' +
   'application/x-ndjson), else NDJSON. Read in chunks as the client takes them; items added after the export began ' +
-  'are not in it. A failure once the download has begun cuts the transfer short (no final chunk): a download that ' +
-  'ended without error is complete. See docs/decisions/export.md.';
+  'are not in it. `include_archived=true` adds the items retention archived that match the filters, after the live ' +
+  'ones (each record marked `archived`; 409 when the API has no archive configured). A failure once the download has ' +
+  'begun cuts the transfer short (no final chunk): a download that ended without error is complete. See ' +
+  'docs/decisions/export.md.';
 
 /** The success wrapper of `ok()` as a value: an idempotent response is stored before it is sent. */
 

@@ -10,7 +10,7 @@ import { UsageError } from '../errors';
 
 export const ITEMS_EXPORT_HELP = `Usage:
   svc items export --tenant T --queue Q [--format ndjson|csv] [--status S] [--reference R] [--data JSON]
-                   [--all-fields] [FILE|-]
+                   [--all-fields] [--include-archived] [FILE|-]
 
   Writes every item of queue Q (by name, active or not) of tenant T (name or id) that matches the
   filters, newest first, to FILE, or to standard output without one or with "-".
@@ -22,7 +22,12 @@ export const ITEMS_EXPORT_HELP = `Usage:
                 import refuses those fields
   --status      only items in this status (new, in_progress, completed, failed, dead_letter, …)
   --reference   only items with exactly this reference
-  --data        only items whose data contains this JSON object, e.g. '{"customer":"ACME"}'`;
+  --data        only items whose data contains this JSON object, e.g. '{"customer":"ACME"}'
+  --include-archived
+                also the queue's items that retention archived (ARCHIVE_DIR must name the archive)
+                and that match the filters, after the live ones; every line or row then carries
+                \`archived\` (true or false), which import refuses: \`svc archive restore\` brings
+                archived items back`;
 
 /** The API's field names in a filter's validation error, as this command's flags. */
 function asFlags(err: unknown): unknown {
@@ -50,6 +55,7 @@ export async function runItemsExport(args: string[], ctx: CommandContext): Promi
   const p = parse(args, {
     tenant: { type: 'string' }, queue: { type: 'string' }, format: { type: 'string' },
     status: { type: 'string' }, reference: { type: 'string' }, data: { type: 'string' }, 'all-fields': { type: 'boolean' },
+    'include-archived': { type: 'boolean' },
   }, ITEMS_EXPORT_HELP, 1);
   if (p.values.help) return void ctx.output(false).text(ITEMS_EXPORT_HELP);
   const tenantRef = required(p, 'tenant', ITEMS_EXPORT_HELP);
@@ -66,7 +72,11 @@ export async function runItemsExport(args: string[], ctx: CommandContext): Promi
     if (problem) throw new ValidationError([textIssue([`--${name}`], problem)]);
     filters[name] = value;
   }
+  if (p.values['include-archived']) filters.include_archived = 'true';
   const engine = await ctx.engine();
+  if (p.values['include-archived'] && !engine.archive.configured()) {
+    throw new UsageError('ARCHIVE_DIR is not set: it names the archive that --include-archived reads', ITEMS_EXPORT_HELP);
+  }
   const tenant = await engine.tenants.resolve(tenantRef);
   const queue = await engine.catalog.findByName<{ id: string; tenant_id: string; name: string }>(tenant.id, 'queue', queueName);
   if (!queue) throw new NotFoundError(es.queues.queueNotFound);

@@ -446,7 +446,7 @@ export interface paths {
         };
         /**
          * Download every item of a queue that matches the filters
-         * @description Every item the list's filters match (status, reference, data: as GET /queues/by-name/{name}/items, without paging), in the list's order (created_at desc, id desc), as NDJSON (one QueueItemResponse a line) or CSV (a header line, then one row per item; data and result as JSON text, empty for null; a text cell starting with = + - @, a tab or a carriage return gets a leading apostrophe). Format: `format` (csv|ndjson), else the Accept header (text/csv, application/x-ndjson), else NDJSON. Read in chunks as the client takes them; items added after the export began are not in it. A failure once the download has begun cuts the transfer short (no final chunk): a download that ended without error is complete. See docs/decisions/export.md.
+         * @description Every item the list's filters match (status, reference, data: as GET /queues/by-name/{name}/items, without paging), in the list's order (created_at desc, id desc), as NDJSON (one QueueItemResponse a line) or CSV (a header line, then one row per item; data and result as JSON text, empty for null; a text cell starting with = + - @, a tab or a carriage return gets a leading apostrophe). Format: `format` (csv|ndjson), else the Accept header (text/csv, application/x-ndjson), else NDJSON. Read in chunks as the client takes them; items added after the export began are not in it. `include_archived=true` adds the items retention archived that match the filters, after the live ones (each record marked `archived`; 409 when the API has no archive configured). A failure once the download has begun cuts the transfer short (no final chunk): a download that ended without error is complete. See docs/decisions/export.md.
          *
          *     **Auth:** Header `X-API-Key`; scope `queues:read` (an unrestricted key is accepted too).
          *
@@ -1014,7 +1014,7 @@ export interface paths {
         };
         /**
          * Download every job that matches the filters
-         * @description Every job the list's filters match (status, process_id, machine_id, input_data: as GET /settings/jobs, without paging), newest first (created_at desc, id desc), each a JobResponse without `logs` (read a log with GET /settings/jobs/{job_id}/logs), as NDJSON (one a line) or CSV (a header line, then one row per job; objects as JSON text, empty for null; a text cell starting with = + - @, a tab or a carriage return gets a leading apostrophe). Format: `format` (csv|ndjson), else the Accept header, else NDJSON. A failure once the download has begun cuts the transfer short. Any member of the workspace. See docs/decisions/export.md.
+         * @description Every job the list's filters match (status, process_id, machine_id, input_data: as GET /settings/jobs, without paging), newest first (created_at desc, id desc), each a JobResponse without `logs` (read a log with GET /settings/jobs/{job_id}/logs), as NDJSON (one a line) or CSV (a header line, then one row per job; objects as JSON text, empty for null; a text cell starting with = + - @, a tab or a carriage return gets a leading apostrophe). Format: `format` (csv|ndjson), else the Accept header, else NDJSON. A failure once the download has begun cuts the transfer short. `include_archived=true` adds the jobs retention archived that match the filters, after the live ones (each record marked `archived`; 409 when the API has no archive configured). Any member of the workspace. See docs/decisions/export.md.
          *
          *     **Auth:** `Authorization: Bearer <access token>`.
          *
@@ -1398,7 +1398,7 @@ export interface paths {
         };
         /**
          * Download every item of a queue that matches the filters
-         * @description As GET /queues/by-name/{name}/items/export, for a queue of the workspace by id (active or not). Every item the list's filters match (status, reference, data: as GET /queues/by-name/{name}/items, without paging), in the list's order (created_at desc, id desc), as NDJSON (one QueueItemResponse a line) or CSV (a header line, then one row per item; data and result as JSON text, empty for null; a text cell starting with = + - @, a tab or a carriage return gets a leading apostrophe). Format: `format` (csv|ndjson), else the Accept header (text/csv, application/x-ndjson), else NDJSON. Read in chunks as the client takes them; items added after the export began are not in it. A failure once the download has begun cuts the transfer short (no final chunk): a download that ended without error is complete. See docs/decisions/export.md. Any member of the workspace.
+         * @description As GET /queues/by-name/{name}/items/export, for a queue of the workspace by id (active or not). Every item the list's filters match (status, reference, data: as GET /queues/by-name/{name}/items, without paging), in the list's order (created_at desc, id desc), as NDJSON (one QueueItemResponse a line) or CSV (a header line, then one row per item; data and result as JSON text, empty for null; a text cell starting with = + - @, a tab or a carriage return gets a leading apostrophe). Format: `format` (csv|ndjson), else the Accept header (text/csv, application/x-ndjson), else NDJSON. Read in chunks as the client takes them; items added after the export began are not in it. `include_archived=true` adds the items retention archived that match the filters, after the live ones (each record marked `archived`; 409 when the API has no archive configured). A failure once the download has begun cuts the transfer short (no final chunk): a download that ended without error is complete. See docs/decisions/export.md. Any member of the workspace.
          *
          *     **Auth:** `Authorization: Bearer <access token>`.
          *
@@ -4482,6 +4482,8 @@ export interface operations {
                 data?: string;
                 /** @description ndjson (one JSON object a line) or csv (a header line, then one row per record); wins over the Accept header; without either, ndjson */
                 format?: "ndjson" | "csv";
+                /** @description `true`: the rows retention archived (docs/decisions/retention.md) that match the filters follow the live ones, each marked `archived: true` (live rows `archived: false`; in CSV a last column `archived`). `false` or absent: live rows only, without the field. Any other value → 422. Asking for them when the API has no archive configured (ARCHIVE_DIR) → 409. */
+                include_archived?: string;
                 /** @description Only items with exactly this reference (case-sensitive) */
                 reference?: string;
                 status?: "new" | "in_progress" | "pending_review" | "completed" | "failed" | "dead_letter";
@@ -4533,6 +4535,16 @@ export interface operations {
             };
             /** @description NOT_FOUND — resource missing or not in the caller's workspace. Default message `Recurso no encontrado`. */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description CONFLICT — the resource exists or its state conflicts with the request. Default message `El recurso ya existe`. */
+            409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -8239,6 +8251,8 @@ export interface operations {
             query?: {
                 /** @description ndjson (one JSON object a line) or csv (a header line, then one row per record); wins over the Accept header; without either, ndjson */
                 format?: "ndjson" | "csv";
+                /** @description `true`: the rows retention archived (docs/decisions/retention.md) that match the filters follow the live ones, each marked `archived: true` (live rows `archived: false`; in CSV a last column `archived`). `false` or absent: live rows only, without the field. Any other value → 422. Asking for them when the API has no archive configured (ARCHIVE_DIR) → 409. */
+                include_archived?: string;
                 /** @description Only rows whose input_data contains this JSON object (JSON containment, like Postgres `@>`), URL-encoded: `?input_data={"customer":"ACME"}` matches input_data `{"customer":"ACME","amount":5}`; nested objects and arrays match by containment too. Up to 2048 characters; text that is not a JSON object → 422. */
                 input_data?: string;
                 /** @description Only jobs of this machine of the workspace (an id it does not have → 422) */
@@ -8281,6 +8295,16 @@ export interface operations {
             };
             /** @description FORBIDDEN — authenticated but not permitted: missing scope, IP not allowed (`IP no autorizada`), feature not in plan, inactive subscription, non-admin user, a user who must still replace a one-time password (`Debes cambiar tu contraseña antes de continuar`). Default message `Permisos insuficientes`. */
             403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description CONFLICT — the resource exists or its state conflicts with the request. Default message `El recurso ya existe`. */
+            409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -11330,6 +11354,8 @@ export interface operations {
                 data?: string;
                 /** @description ndjson (one JSON object a line) or csv (a header line, then one row per record); wins over the Accept header; without either, ndjson */
                 format?: "ndjson" | "csv";
+                /** @description `true`: the rows retention archived (docs/decisions/retention.md) that match the filters follow the live ones, each marked `archived: true` (live rows `archived: false`; in CSV a last column `archived`). `false` or absent: live rows only, without the field. Any other value → 422. Asking for them when the API has no archive configured (ARCHIVE_DIR) → 409. */
+                include_archived?: string;
                 /** @description Only items with exactly this reference (case-sensitive) */
                 reference?: string;
                 status?: "new" | "in_progress" | "pending_review" | "completed" | "failed" | "dead_letter";
@@ -11380,6 +11406,16 @@ export interface operations {
             };
             /** @description NOT_FOUND — resource missing or not in the caller's workspace. Default message `Recurso no encontrado`. */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description CONFLICT — the resource exists or its state conflicts with the request. Default message `El recurso ya existe`. */
+            409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;

@@ -10,6 +10,13 @@ import { exportJobsChunk } from '../jobs/repo';
 import { resolveJobFilter } from '../jobs/service';
 import { toJobResponse } from '../jobs/serialize';
 import { AuditEntryResponse, AuditLogQuery, auditFilterSql, checkAuditFilter } from '../audit/read';
+import type { RecordArchive } from '../retention/archive';
+import { ENDED_ITEM_STATUSES } from '../retention/pass';
+import { FINAL_JOB_STATUSES } from '../jobs/transitions';
+import type { QueueItemRow } from '../queue-items/repo';
+import type { JobFilter, JobWithNames } from '../jobs/repo';
+import { IncludeArchivedQuery, archiveForExport, archivedChunks, archivedDate, parseIncludeArchived } from './archived';
+import { jsonbContains } from './jsonb-contains';
 import { KEYSET_AT_SQL, ExportFormatQuery, exportStream, primed, walkKeyset, type ExportFormat, type KeysetPosition, type KeysetRow } from './stream';
 
 /**
@@ -19,11 +26,11 @@ import { KEYSET_AT_SQL, ExportFormatQuery, exportStream, primed, walkKeyset, typ
  * a broken stream), then reads in keyset chunks (export/stream.ts, docs/decisions/export.md).
  */
 const { page: _itemPage, limit: _itemLimit, ...itemFilters } = QueueItemListQuery.properties;
-export const QueueItemExportQuery = Type.Object({ ...itemFilters, format: ExportFormatQuery }, { additionalProperties: false });
+export const QueueItemExportQuery = Type.Object({ ...itemFilters, format: ExportFormatQuery, include_archived: IncludeArchivedQuery }, { additionalProperties: false });
 export type QueueItemExportQuery = Static<typeof QueueItemExportQuery>;
 
 const { page: _jobPage, limit: _jobLimit, ...jobFilters } = JobListQuery.properties;
-export const JobExportQuery = Type.Object({ ...jobFilters, format: ExportFormatQuery }, { additionalProperties: false });
+export const JobExportQuery = Type.Object({ ...jobFilters, format: ExportFormatQuery, include_archived: IncludeArchivedQuery }, { additionalProperties: false });
 export type JobExportQuery = Static<typeof JobExportQuery>;
 
 const { limit: _auditLimit, cursor: _auditCursor, ...auditFilters } = AuditLogQuery.properties;
@@ -48,33 +55,113 @@ async function* mapChunks<Row, Out>(chunks: AsyncIterable<Row[]>, map: (row: Row
   for await (const rows of chunks) yield rows.map(map);
 }
 
+/** The marker `include_archived=true` adds to every record, and its CSV column (the last). */
+export const ARCHIVED_COLUMN = 'archived' as const;
+type Marked<R> = R & { archived: boolean };
+
+/** Live chunks, then archived ones, every record marked with where it was read. */
+async function* liveThenArchived<R>(live: AsyncIterable<R[]>, archived: () => AsyncIterable<R[]>): AsyncGenerator<Array<Marked<R>>> {
+  for await (const rows of live) yield rows.map((r) => ({ ...r, archived: false }));
+  for await (const rows of archived()) yield rows.map((r) => ({ ...r, archived: true }));
+}
+
+/** An archived item (`to_jsonb` of its row) as the row the live export reads. */
+function archivedItemRow(row: Record<string, unknown>): QueueItemRow {
+  return {
+    ...(row as unknown as QueueItemRow),
+    deadline: archivedDate(row.deadline), postpone: archivedDate(row.postpone), created_at: archivedDate(row.created_at)!,
+    processed_at: archivedDate(row.processed_at), reviewed_at: archivedDate(row.reviewed_at),
+  };
+}
+
 /**
  * A queue's items matching the list's filters, newest first, as CSV or NDJSON: every field of the
- * QueueItemResponse, or only `columns` (the CLI's re-importable NDJSON).
+ * QueueItemResponse, or only `columns` (the CLI's re-importable NDJSON). With `include_archived`,
+ * the queue's archived items that match follow (export/archived.ts), every record marked.
  */
 export async function exportQueueItems(
-  sql: Sql, queue: QueueRef, query: Omit<QueueItemExportQuery, 'format'>, format: ExportFormat,
+  sql: Sql, archive: RecordArchive | null, queue: QueueRef, query: Omit<QueueItemExportQuery, 'format'>, format: ExportFormat,
   columns: ReadonlyArray<keyof QueueItemResponse & string> = QUEUE_ITEM_EXPORT_COLUMNS,
 ): Promise<Readable> {
   const filter = { status: query.status, reference: query.reference, data: parseContainmentFilter(query.data, 'data') };
-  const chunks = await primed(walkKeyset((after, limit) => exportQueueItemsChunk(sql, queue, filter, after, limit)));
+  const withArchived = parseIncludeArchived(query.include_archived);
+  const from = withArchived ? archiveForExport(archive) : null;
+  const live = walkKeyset((after, limit) => exportQueueItemsChunk(sql, queue, filter, after, limit));
   const every = columns.length === QUEUE_ITEM_EXPORT_COLUMNS.length;
-  const record = (row: Parameters<typeof toQueueItemResponse>[0]) => {
+  const record = (row: QueueItemRow) => {
     const item = toQueueItemResponse(row);
     return every ? item : Object.fromEntries(columns.map((c) => [c, item[c]])) as Partial<QueueItemResponse>;
   };
-  return exportStream(mapChunks(chunks, record), columns, format);
+  const records = mapChunks(live, record);
+  if (!from) return exportStream(await primed(records), columns, format);
+  // only ended items are archived: a filter on another status reads no file
+  const archivable = filter.status === undefined || (ENDED_ITEM_STATUSES as readonly string[]).includes(filter.status);
+  const match = (row: Record<string, unknown>) =>
+    (filter.status === undefined || row.status === filter.status)
+    && (filter.reference === undefined || row.reference === filter.reference)
+    && (filter.data === undefined || jsonbContains(row.data, filter.data));
+  const archived = async function* archivedItems(): AsyncGenerator<Array<Partial<QueueItemResponse>>> {
+    if (!archivable) return;
+    yield* mapChunks(archivedChunks(sql, from, { tenantId: queue.tenant_id, kind: 'queue_items', queueId: queue.id }, match), (r) => record(archivedItemRow(r)));
+  };
+  return exportStream(await primed(liveThenArchived(records, archived)), [...columns, ARCHIVED_COLUMN], format);
 }
 
-/** A workspace's jobs matching the list's filters, newest first, without their logs. */
-export async function exportJobs(sql: Sql, tenantId: string, query: Omit<JobExportQuery, 'format'>, format: ExportFormat): Promise<Readable> {
+/** An archived job (`to_jsonb` of its row) as the row the live export reads, with its names as they are now. */
+function archivedJobRow(row: Record<string, unknown>, names: Map<string, string>): JobWithNames {
+  return {
+    ...(row as unknown as JobWithNames),
+    logs: null,
+    started_at: archivedDate(row.started_at), finished_at: archivedDate(row.finished_at),
+    created_at: archivedDate(row.created_at)!, updated_at: archivedDate(row.updated_at)!,
+    process_name: names.get(row.process_id as string) ?? null, machine_name: names.get(row.machine_id as string) ?? null,
+  };
+}
+
+/** The names of the processes and machines of a chunk of archived jobs (either may have been deleted since). */
+async function namesOf(sql: Sql, tenantId: string, rows: Array<Record<string, unknown>>): Promise<Map<string, string>> {
+  const ids = [...new Set(rows.flatMap((r) => [r.process_id as string, r.machine_id as string]))];
+  const found = await sql<Array<{ id: string; name: string }>>`
+    select id, name from processes where tenant_id = ${tenantId} and id = any(${ids}::uuid[])
+    union all
+    select id, name from machines where tenant_id = ${tenantId} and id = any(${ids}::uuid[])`;
+  return new Map(found.map((r) => [r.id, r.name]));
+}
+
+function jobMatches(filter: JobFilter) {
+  return (row: Record<string, unknown>) =>
+    (filter.status === undefined || row.status === filter.status)
+    && (filter.process_id === undefined || row.process_id === filter.process_id)
+    && (filter.machine_id === undefined || row.machine_id === filter.machine_id)
+    && (filter.input_data === undefined || jsonbContains(row.input_data, filter.input_data));
+}
+
+/**
+ * A workspace's jobs matching the list's filters, newest first, without their logs. With
+ * `include_archived`, its archived jobs that match follow, every record marked.
+ */
+export async function exportJobs(
+  sql: Sql, archive: RecordArchive | null, tenantId: string, query: Omit<JobExportQuery, 'format'>, format: ExportFormat,
+): Promise<Readable> {
   const filter = await resolveJobFilter(sql, tenantId, query);
-  const chunks = await primed(walkKeyset((after, limit) => exportJobsChunk(sql, tenantId, filter, after, limit)));
-  const toRecord = (row: Parameters<typeof toJobResponse>[0]): JobExportRecord => {
+  const withArchived = parseIncludeArchived(query.include_archived);
+  const from = withArchived ? archiveForExport(archive) : null;
+  const chunks = walkKeyset((after, limit) => exportJobsChunk(sql, tenantId, filter, after, limit));
+  const toRecord = (row: JobWithNames): JobExportRecord => {
     const { logs: _logs, ...record } = toJobResponse(row);
     return record;
   };
-  return exportStream(mapChunks(chunks, (row) => toRecord({ ...row, logs: null })), JOB_EXPORT_COLUMNS, format);
+  const records = mapChunks(chunks, (row) => toRecord({ ...row, logs: null }));
+  if (!from) return exportStream(await primed(records), JOB_EXPORT_COLUMNS, format);
+  const archivable = filter.status === undefined || (FINAL_JOB_STATUSES as readonly string[]).includes(filter.status);
+  const archived = async function* archivedJobs(): AsyncGenerator<JobExportRecord[]> {
+    if (!archivable) return;
+    for await (const rows of archivedChunks(sql, from, { tenantId, kind: 'jobs' }, jobMatches(filter))) {
+      const names = await namesOf(sql, tenantId, rows);
+      yield rows.map((r) => toRecord(archivedJobRow(r, names)));
+    }
+  };
+  return exportStream(await primed(liveThenArchived(records, archived)), [...JOB_EXPORT_COLUMNS, ARCHIVED_COLUMN], format);
 }
 
 interface AuditExportRow extends Omit<AuditEntryResponse, 'created_at'>, KeysetRow {

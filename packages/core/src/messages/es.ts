@@ -248,6 +248,13 @@ export const es = {
   },
 
   /** Field messages of the JSON input checks and of user-supplied JSON Schemas. */
+  /** The streaming exports (docs/decisions/export.md). */
+  export: {
+    includeArchived: 'debe ser true o false',
+    archiveNotConfigured: 'Este servidor no tiene un archivo configurado (ARCHIVE_DIR): no puede incluir los registros archivados. ' +
+      'Repite la exportación sin include_archived o configura el archivo.',
+  },
+
   validation: {
     invalidValue: 'valor inválido',
     containmentFilter: 'debe ser un objeto JSON codificado en la URL, por ejemplo {"cliente":"ACME"}',

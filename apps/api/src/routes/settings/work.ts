@@ -53,7 +53,7 @@ export function workSettingsRoutes(rc: RouteContext): AppRouter {
     query: QueueItemExportQuery,
     download: { record: QueueItemResponse },
     rateLimit: EXPORT_RATE_LIMIT,
-    errors: [404, 422],
+    errors: [404, 409, 422],
   }, async (ctx, input) => {
     const queue = await deps.engine.catalog.queues.get(tenantOf(ctx), input.params().queue_id);
     const query = input.query();
@@ -131,13 +131,15 @@ export function workSettingsRoutes(rc: RouteContext): AppRouter {
       '/settings/jobs/{job_id}/logs), as NDJSON (one a line) or CSV (a header line, then one row per job; objects as JSON ' +
       'text, empty for null; a text cell starting with = + - @, a tab or a carriage return gets a leading apostrophe). ' +
       'Format: `format` (csv|ndjson), else the Accept header, else NDJSON. A failure once the download has begun cuts the ' +
-      'transfer short. Any member of the workspace. See docs/decisions/export.md.',
+      'transfer short. `include_archived=true` adds the jobs retention archived that match the filters, after the live ones ' +
+      '(each record marked `archived`; 409 when the API has no archive configured). Any member of the workspace. ' +
+      'See docs/decisions/export.md.',
     tags: ['settings: jobs'],
     auth: MEMBER,
     query: JobExportQuery,
     download: { record: JobExportRecord },
     rateLimit: EXPORT_RATE_LIMIT,
-    errors: [422],
+    errors: [409, 422],
   }, async (ctx, input) => {
     const query = input.query();
     const format = exportFormatOf(ctx, query);
