@@ -23,15 +23,22 @@ const baseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/
 const dbName = `retcost${randomBytes(3).toString('hex')}`;
 const CLK_TCK = 100;
 
-/** CPU seconds of every postgres process on this host (the private server's backends and workers). */
+/** The private server's postmaster: the parent of one of its backends (this host's /proc). */
+async function postmasterOf(sql) {
+  const [{ pid }] = await sql`select pg_backend_pid() as pid`;
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+}
+
+/** CPU seconds of the server's processes: its backends and workers, not another server's on this host. */
 function postgresCpuSeconds() {
   let ticks = 0;
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     let stat;
     try { stat = readFileSync(`/proc/${pid}/stat`, 'utf8'); } catch { continue; }
-    if (!stat.includes('(postgres)')) continue;
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(pid) !== postmaster && Number(f[1]) !== postmaster) continue;
     ticks += Number(f[11]) + Number(f[12]);
   }
   return ticks / CLK_TCK;
@@ -39,6 +46,7 @@ function postgresCpuSeconds() {
 
 const url = await createBenchDatabase(baseUrl, dbName);
 const sql = core.createSql(url, { max: 4 });
+const postmaster = await postmasterOf(sql);
 const logger = core.createLogger({ service: 'retention-cost', level: 'error' });
 const archiveDir = mkdtempSync(path.join(os.tmpdir(), 'svc-retcost-'));
 const engine = core.createEngine({ sql, logger, recordArchive: core.directoryArchive(archiveDir) });
