@@ -77,7 +77,7 @@ export interface EngineDeps {
   apiKeyChanges?: ApiKeyChangeListener;
   /** where finished jobs' logs are archived (default: the Postgres table, jobs/log-archive.ts) */
   logArchive?: LogArchive;
-  /** where retention archives items and jobs (retention/archive.ts; ARCHIVE_DIR); without it scopes that archive wait */
+  /** where retention archives items and jobs (retention/archive-config.ts; ARCHIVE_DIR or ARCHIVE_S3_BUCKET); without it scopes that archive wait */
   recordArchive?: RecordArchive | null;
   /** webhook secrets' key and target policy (docs/decisions/events.md); without it webhook writes refuse */
   webhooks?: WebhookSettings;
@@ -229,7 +229,7 @@ export function createEngine(deps: EngineDeps) {
       configured: () => !!deps.recordArchive,
       list: (tenantId: string, filter: { queueId?: string; from?: Date; to?: Date } = {}) => listArchiveFiles(sql, tenantId, filter),
       restoreItems: (queue: QueueRef, from: Date, to: Date) => {
-        if (!deps.recordArchive) throw new Error('createEngine: the record archive (ARCHIVE_DIR) is missing');
+        if (!deps.recordArchive) throw new Error('createEngine: the record archive (ARCHIVE_DIR or ARCHIVE_S3_BUCKET) is missing');
         return restoreArchivedItems(services, deps.recordArchive, queue, from, to);
       },
     },

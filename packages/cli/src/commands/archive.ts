@@ -9,8 +9,11 @@ export const ARCHIVE_HELP = `Usage:
   svc archive restore --tenant T --queue QUEUE --from DATE --to DATE
 
   Retention archives the items of queues with retention_action "archive", and the jobs of
-  workspaces with job_retention_action "archive", into ARCHIVE_DIR before deleting them
-  (docs/decisions/retention.md). list prints the archive's manifest: one file per queue, hour
+  workspaces with job_retention_action "archive", into the archive before deleting them
+  (docs/decisions/retention.md): a directory (ARCHIVE_DIR) or an S3-compatible bucket
+  (ARCHIVE_S3_BUCKET, ARCHIVE_S3_PREFIX, ARCHIVE_S3_REGION, ARCHIVE_S3_ENDPOINT; credentials
+  from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or the AWS SDK's other sources), set as the
+  dispatcher has them. list prints the archive's manifest: one file per queue, hour
   and batch. restore adds the archived items of QUEUE that ended in [--from, --to) back to it as
   new items (new ids, status new, their data, priority and reference), to be processed again;
   the archive keeps its copy, so restoring the same window twice adds them twice.
@@ -64,7 +67,7 @@ async function runArchive(args: string[], ctx: CommandContext): Promise<void> {
   const from = dateFlag(required(p, 'from', ARCHIVE_HELP), '--from')!;
   const to = dateFlag(required(p, 'to', ARCHIVE_HELP), '--to')!;
   if (!(from < to)) throw new UsageError('--from must be before --to', ARCHIVE_HELP);
-  if (!engine.archive.configured()) throw new UsageError('ARCHIVE_DIR is not set: it names the archive directory to read', ARCHIVE_HELP);
+  if (!engine.archive.configured()) throw new UsageError('no archive is configured: set ARCHIVE_DIR (a directory) or ARCHIVE_S3_BUCKET (a bucket) as the dispatcher has them', ARCHIVE_HELP);
   const restored = await engine.archive.restoreItems(queue, from, to);
   o.result({ queue_id: queue.id, restored });
   o.text(`Restored ${restored} item(s) into queue ${queue.name} as new items`);

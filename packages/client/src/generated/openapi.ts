@@ -10086,7 +10086,7 @@ export interface operations {
                     /** @description Unique per workspace; 1-100 characters, no "/" and no leading or trailing blanks */
                     name: string;
                     /**
-                     * @description What happens to an item past its retention: deleted, or archived (ARCHIVE_DIR) then deleted
+                     * @description What happens to an item past its retention: deleted, or archived (ARCHIVE_DIR or ARCHIVE_S3_BUCKET) then deleted
                      * @default delete
                      */
                     retention_action?: "delete" | "archive";
@@ -10511,7 +10511,7 @@ export interface operations {
                     max_retries?: number;
                     /** @description Unique per workspace; 1-100 characters, no "/" and no leading or trailing blanks */
                     name?: string;
-                    /** @description What happens to an item past its retention: deleted, or archived (ARCHIVE_DIR) then deleted */
+                    /** @description What happens to an item past its retention: deleted, or archived (ARCHIVE_DIR or ARCHIVE_S3_BUCKET) then deleted */
                     retention_action?: "delete" | "archive";
                     /** @description Days a completed item stays after it ended (fractions allowed; docs/decisions/retention.md) */
                     retention_completed_days?: number;
