@@ -58,6 +58,7 @@ import type { ItemActionBody, JobActionBody } from './bulk/schemas';
 import type { RecordArchive } from './retention/archive';
 import { runRetention, type RetentionOptions } from './retention/pass';
 import { listArchiveFiles, restoreArchivedItems } from './retention/restore';
+import { sweepArchiveOrphans, type OrphanSweepOptions } from './retention/sweep';
 import type { QueueRef } from './queue-items/repo';
 
 /**
@@ -231,6 +232,11 @@ export function createEngine(deps: EngineDeps) {
       restoreItems: (queue: QueueRef, from: Date, to: Date) => {
         if (!deps.recordArchive) throw new Error('createEngine: the record archive (ARCHIVE_DIR or ARCHIVE_S3_BUCKET) is missing');
         return restoreArchivedItems(services, deps.recordArchive, queue, from, to);
+      },
+      /** removes the archive's files that no manifest row lists (killed batches' orphans) */
+      sweepOrphans: (opts: OrphanSweepOptions = {}) => {
+        if (!deps.recordArchive) throw new Error('createEngine: the record archive (ARCHIVE_DIR or ARCHIVE_S3_BUCKET) is missing');
+        return sweepArchiveOrphans(sql, deps.recordArchive, opts);
       },
     },
     /** The event feed and webhook subscriptions of a tenant, and their delivery (docs/decisions/events.md). */

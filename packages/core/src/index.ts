@@ -120,7 +120,8 @@ export {
 } from './jobs/schemas';
 export { toJobResponse, toStopJobResponse } from './jobs/serialize';
 export { JobLogsResponse } from './jobs/log-archive';
-export { checkArchiveKey, directoryArchive, type RecordArchive } from './retention/archive';
+export { checkArchiveKey, directoryArchive, type ArchiveEntry, type RecordArchive } from './retention/archive';
+export { ORPHAN_MIN_AGE_MS, type OrphanSweepOptions, type OrphanSweepResult } from './retention/sweep';
 export { s3Archive, type S3ArchiveOptions } from './retention/s3-archive';
 export { recordArchiveFromConfig } from './retention/archive-config';
 export { ENDED_ITEM_STATUSES, RETENTION_ACTIONS, RETENTION_BATCH, type RetentionScopeResult } from './retention/pass';

@@ -66,6 +66,36 @@ describe.each(implementations)('the archive as %s', (_name, make) => {
     expect(await archive.get(`${scope}/odd/pct coded/f.ndjson.gz`)).toBeNull();
   });
 
+  it('lists the files under a prefix, folder by folder, with when they were written, and deletes one', async () => {
+    const archive = make();
+    const before = Date.now() - 5_000;
+    const keys = [`${scope}/ls/b/2.gz`, `${scope}/ls/a/1.gz`, `${scope}/ls/a/sub/3.gz`, `${scope}/ls/a/z.gz`, `${scope}/ls/a-b/5.gz`, `${scope}/ls/b/1 odd+%.gz`, `${scope}/lsx/4.gz`];
+    for (const k of keys) await archive.put(k, ['{}']);
+    const listed = [];
+    for await (const e of archive.list(`${scope}/ls/`)) listed.push(e);
+    expect(listed.map((e) => e.key).sort()).toEqual(keys.filter((k) => k.startsWith(`${scope}/ls/`)).sort());
+    for (const e of listed) expect(e.modifiedAt.getTime()).toBeGreaterThan(before);
+    // the files under one folder (its subfolders' too) come one after another: a sweep's scope is a folder
+    const folders = listed.map((e) => e.key.split('/').slice(0, 3).join('/'));
+    expect(folders.filter((f, i) => i === 0 || f !== folders[i - 1])).toHaveLength(new Set(folders).size);
+    const everything = [];
+    for await (const e of archive.list('')) everything.push(e.key);
+    expect(everything).toEqual(expect.arrayContaining(keys));
+
+    await archive.delete(`${scope}/ls/b/1 odd+%.gz`);
+    await archive.delete(`${scope}/ls/b/1 odd+%.gz`);
+    await archive.delete(`${scope}/ls/never/there.gz`);
+    expect(await archive.get(`${scope}/ls/b/1 odd+%.gz`)).toBeNull();
+    expect(await archive.get(`${scope}/ls/b/2.gz`)).toEqual(['{}']);
+    const none = [];
+    for await (const e of archive.list(`${scope}/nothing-here/`)) none.push(e);
+    expect(none).toEqual([]);
+    for (const bad of ['no-slash', '../', '/', 'a//', 'nul\u0000/']) {
+      await expect((async () => { for await (const e of archive.list(bad)) void e; })()).rejects.toThrow(/invalid archive (prefix|key)/);
+    }
+    await expect(archive.delete('../escape')).rejects.toThrow('invalid archive key');
+  });
+
   it('refuses keys that are not relative names, the same way', async () => {
     const archive = make();
     const hostile = ['', '/abs/key', '../outside', 'a/../../b', 'a//b', 'a/./b', 'trailing/', 'nul\u0000byte', 'back\\slash', 'new\nline', 'k'.repeat(800)];

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdir, open, readFile, rename } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
@@ -21,8 +21,21 @@ export interface RecordArchive {
   put(key: string, lines: readonly string[]): Promise<{ bytes: number }>;
   /** The lines stored under `key`, or null when there is none. */
   get(key: string): Promise<string[] | null>;
+  /**
+   * Every file whose key starts with `prefix` (`''`, or `/`-terminated), with when it was last
+   * written; the files under one folder, its subfolders' included, come one after another. What
+   * the sweep of orphan files (sweep.ts) walks.
+   */
+  list(prefix: string): AsyncIterable<ArchiveEntry>;
+  /** Removes the file under `key`; one already gone is no error. */
+  delete(key: string): Promise<void>;
   /** Lets go of connections (an object store's client); a directory holds none. */
   close?(): void;
+}
+
+export interface ArchiveEntry {
+  key: string;
+  modifiedAt: Date;
 }
 
 /** The longest key, in UTF-8 bytes: S3's limit less room for a key prefix. */
@@ -39,6 +52,13 @@ export function checkArchiveKey(key: string): void {
     || key.split('/').some((seg) => seg === '' || seg === '.' || seg === '..')
     || Buffer.byteLength(key, 'utf8') > ARCHIVE_KEY_MAX_BYTES;
   if (bad) throw new Error(`invalid archive key: ${JSON.stringify(String(key).slice(0, 200))}`);
+}
+
+/** A prefix to list under: everything (`''`) or a folder, `/`-terminated. */
+export function checkArchivePrefix(prefix: string): void {
+  if (prefix === '') return;
+  if (typeof prefix !== 'string' || !prefix.endsWith('/')) throw new Error(`invalid archive prefix: ${JSON.stringify(String(prefix).slice(0, 200))}`);
+  checkArchiveKey(prefix.slice(0, -1));
 }
 
 /** The gzip NDJSON body of a file, and its lines back. */
@@ -100,6 +120,42 @@ export function directoryArchive(root: string): RecordArchive {
         throw err;
       }
       return decodeLines(data);
+    },
+    async *list(prefix) {
+      checkArchivePrefix(prefix);
+      // depth first: a folder's files, its subfolders' included, come together, as S3's key order has them
+      async function* walk(rel: string): AsyncGenerator<ArchiveEntry> {
+        let entries;
+        try {
+          entries = await readdir(join(base, rel), { withFileTypes: true });
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+          throw err;
+        }
+        for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+          const key = `${rel}${e.name}`;
+          if (e.isDirectory()) yield* walk(`${key}/`);
+          else if (e.isFile()) {
+            try {
+              yield { key, modifiedAt: (await stat(join(base, key))).mtime };
+            } catch (err) {
+              // removed since the folder was read
+              if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+            }
+          }
+        }
+      }
+      yield* walk(prefix);
+    },
+    async delete(key) {
+      const path = pathOf(key);
+      try {
+        await unlink(path);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+        throw err;
+      }
+      await fsyncPath(dirname(path));
     },
   };
 }

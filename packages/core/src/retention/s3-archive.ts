@@ -1,5 +1,5 @@
-import { GetObjectCommand, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
-import { checkArchiveKey, decodeLines, encodeLines, type RecordArchive } from './archive';
+import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import { checkArchiveKey, checkArchivePrefix, decodeLines, encodeLines, type RecordArchive } from './archive';
 
 export interface S3ArchiveOptions {
   bucket: string;
@@ -53,6 +53,23 @@ export function s3Archive(opts: S3ArchiveOptions): RecordArchive & { close(): vo
         if (err instanceof S3ServiceException && err.name === 'NoSuchKey') return null;
         throw err;
       }
+    },
+    async *list(under) {
+      checkArchivePrefix(under);
+      let token: string | undefined;
+      do {
+        const page = await client.send(new ListObjectsV2Command({ Bucket: opts.bucket, Prefix: `${prefix}${under}`, ContinuationToken: token }));
+        for (const o of page.Contents ?? []) {
+          if (o.Key === undefined || !o.Key.startsWith(prefix)) continue;
+          // no date is read as "just written": the sweep leaves what it cannot age
+          yield { key: o.Key.slice(prefix.length), modifiedAt: o.LastModified ?? new Date() };
+        }
+        token = page.IsTruncated ? page.NextContinuationToken : undefined;
+      } while (token);
+    },
+    async delete(key) {
+      // DeleteObject answers success for a key that is not there
+      await client.send(new DeleteObjectCommand({ Bucket: opts.bucket, Key: objectKey(key) }));
     },
     close() {
       client.destroy();
