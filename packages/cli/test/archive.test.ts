@@ -93,7 +93,7 @@ describe('retention from the CLI', () => {
     expect(back).toEqual([{ status: 'new', n: 6 }]);
   });
 
-  it('svc archive restore reads an S3 bucket when ARCHIVE_S3_BUCKET names one; wrong archive settings are refused before anything runs', async () => {
+  it('svc archive restore and sweep read an S3 bucket when ARCHIVE_S3_BUCKET names one; wrong archive settings are refused before anything runs', async () => {
     const s3 = await startS3Server();
     const archive = s3Archive({ bucket: s3.bucket, prefix: 'cli/', endpoint: s3.endpoint, region: 'us-east-1', credentials: s3.credentials });
     try {
@@ -131,6 +131,30 @@ describe('retention from the CLI', () => {
       expect(json(r)).toEqual({ queue_id: q!.id, restored: 5 });
       const back = await t.sql<{ status: string; data: { s3: number } }[]>`select status, data from queue_items where queue_id = ${q!.id} order by (data->>'s3')::int`;
       expect(back).toEqual([1, 2, 3, 4, 5].map((n) => ({ status: 'new', data: { s3: n } })));
+
+      // a killed batch's file, in no manifest row: svc archive sweep names it, then removes it
+      const orphan = `${tenant.id}/queues/${q!.id}/2026-01-01T00/orphan.ndjson.gz`;
+      await archive.put(orphan, ['{"orphan":true}']);
+      const sweep = ['archive', 'sweep', '--older-than-hours', '0', '--json'];
+      for (const hours of ['-1', 'abc', '1e3', '99999999']) {
+        const bad = await svc(['archive', 'sweep', '--older-than-hours', hours], env);
+        expect(bad.code).toBe(2);
+        expect(bad.stderr).toContain('--older-than-hours');
+      }
+      const none = await svc(sweep, { ARCHIVE_S3_BUCKET: undefined });
+      expect(none.code).toBe(2);
+      expect(none.stderr).toContain('no archive is configured');
+      const young = await svc(['archive', 'sweep', '--json'], env);
+      expect(json(young)).toMatchObject({ orphans: [], removed: 0 });
+      const dry = await svc([...sweep, '--dry-run'], env);
+      expect(dry.code).toBe(0);
+      expect(json(dry)).toMatchObject({ orphans: [orphan], removed: 0, dry_run: true });
+      expect(await archive.get(orphan)).not.toBeNull();
+      const swept = await svc(sweep, env);
+      expect(json(swept)).toMatchObject({ orphans: [orphan], removed: 1, busy_scopes: 0 });
+      expect(await archive.get(orphan)).toBeNull();
+      const files = await t.sql<{ key: string }[]>`select key from archive_files where queue_id = ${q!.id}`;
+      for (const f of files) expect(await archive.get(f.key)).not.toBeNull();
     } finally {
       archive.close();
       await s3.close();
