@@ -18,6 +18,10 @@ if (pgbouncer) process.env.SVC_PGBOUNCER = pgbouncer;
 const redisCluster = findRedisClusterTools();
 if (redisCluster) process.env.SVC_TEST_START_REDIS_CLUSTER = '1';
 
+// The AWS SDK (the S3 archive) prints, once per process, that its releases after early 2027 need
+// Node 22; every test worker would repeat it
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
 /** One jest run for the whole workspace; tests live in each package's `test/` folder. */
 module.exports = {
   testEnvironment: 'node',
@@ -30,6 +34,7 @@ module.exports = {
     '^@svc/core/internals$': '<rootDir>/packages/core/src/internals.ts',
     '^@svc/testing$': '<rootDir>/packages/testing/src/index.ts',
     '^@svc/testing/api$': '<rootDir>/packages/testing/src/api.ts',
+    '^@svc/testing/s3$': '<rootDir>/packages/testing/src/s3.ts',
     '^@svc/api$': '<rootDir>/apps/api/src/index.ts',
     '^@svc/agent$': '<rootDir>/packages/agent/src/index.ts',
     '^@svc/client$': '<rootDir>/packages/client/src/index.ts',

@@ -2,7 +2,7 @@ import { createApiKeyStore, type ApiKeyStore } from './auth/api-key-store';
 import { createStreamRegistry, type StreamRegistry } from './http/streams';
 import { createAuthThrottle, type AuthThrottle } from './auth/throttle';
 import {
-  DbOutage, createEngine, directoryArchive, webhookSettingsOf, type Engine, createLogger, createRedis, createPooledSql,
+  DbOutage, createEngine, recordArchiveFromConfig, webhookSettingsOf, type Engine, createLogger, createRedis, createPooledSql,
   databaseSettings, redisKeys, type ApiKeyChangeListener, type Config, type Logger, type RedisClient, type RedisKeys,
   type Sql,
 } from '@svc/core';
@@ -45,7 +45,7 @@ export function buildDeps(config: Config, overrides: Partial<ApiDeps> = {}): Api
     createEngine({
       sql, logger, apiKeyChanges: keyChanges, webhooks: webhookSettingsOf(config), assetKey: config.assetEncryptionKey,
       // the exports read it back when asked for archived rows (docs/decisions/export.md)
-      recordArchive: config.archiveDir ? directoryArchive(config.archiveDir) : null,
+      recordArchive: recordArchiveFromConfig(config.archive),
     });
   apiKeys ??= createApiKeyStore({
     engine, redis, logger, outage, channel: keys.apiKeyInvalidations, ttlMs: config.apiKeyCacheTtlMs, flushMs: config.lastUsedFlushMs,

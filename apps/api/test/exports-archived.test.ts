@@ -39,7 +39,7 @@ describe('exports with archived rows', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'svc-export-archive-'));
-    t = await createApiTestContext({ archiveDir: dir });
+    t = await createApiTestContext({ archive: { kind: 'directory', dir } });
     w = await queueWorld(t);
     q = (await seedQueue(t.sql, w.tenantId)) as { id: string; name: string };
     sibling = (await seedQueue(t.sql, w.tenantId)) as { id: string; name: string };

@@ -1,6 +1,6 @@
 import { Worker, type Job } from 'bullmq';
 import {
-  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, directoryArchive, delivererTimingsOf, webhookSettingsOf, DbOutage, dispatcherPassSeconds, dispatcherPassesStarted, IDEMPOTENCY_PURGE_EVERY_MS, createBullDispatch, createEngine, createRedis, isConnectionError, primaries, renewEpoch,
+  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, recordArchiveFromConfig, delivererTimingsOf, webhookSettingsOf, DbOutage, dispatcherPassSeconds, dispatcherPassesStarted, IDEMPOTENCY_PURGE_EVERY_MS, createBullDispatch, createEngine, createRedis, isConnectionError, primaries, renewEpoch,
   type BullDispatch, type Config, type DispatchJobName, type DispatchPayloads, type Logger, type OutboxRelay, type RedisClient, type Sql, type WebhookDeliverer,
 } from '@svc/core';
 
@@ -42,10 +42,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const { config, sql, logger } = deps;
   const connection: RedisClient = createRedis(config.redis);
   const bull = createBullDispatch({ redis: connection, prefix: config.redisPrefix, logger });
-  const engine = createEngine({
-    sql, directSql: deps.directSql, logger, webhooks: webhookSettingsOf(config),
-    recordArchive: config.archiveDir ? directoryArchive(config.archiveDir) : null,
-  });
+  const recordArchive = recordArchiveFromConfig(config.archive);
+  const engine = createEngine({ sql, directSql: deps.directSql, logger, webhooks: webhookSettingsOf(config), recordArchive });
   const { sweeps } = engine;
   let worker: Worker | null = null;
   let epochTimer: NodeJS.Timeout | null = null;
@@ -287,6 +285,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       }
       await bull.close();
       connection.disconnect();
+      recordArchive?.close?.();
     },
   };
 }

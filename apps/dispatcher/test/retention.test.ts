@@ -1,8 +1,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { directoryArchive } from '@svc/core';
+import { directoryArchive, s3Archive } from '@svc/core';
 import { seedQueue, seedTenant, type TestContext, processSuite, waitFor } from '@svc/testing';
+import { startS3Server } from '@svc/testing/s3';
 
 /**
  * The retention pass as a running dispatcher schedules it (docs/decisions/retention.md): with
@@ -57,5 +58,38 @@ describe('a running dispatcher', () => {
       return rows.length ? rows : null;
     });
     expect(ev.map((e) => e.data.deleted)).toEqual([20]);
+  });
+
+  it('archives into an S3 bucket when ARCHIVE_S3_BUCKET names one, and refuses to start with a directory too', async () => {
+    // the previous test's dispatcher, archiving into the directory, must not take this queue's pass
+    await children.stopAll();
+    const s3 = await startS3Server();
+    const archive = s3Archive({ bucket: s3.bucket, prefix: 'dispatcher/', endpoint: s3.endpoint, region: 'us-east-1', credentials: s3.credentials });
+    try {
+      const both = children.dispatcher(ctx, { ...s3.env, ARCHIVE_DIR: dir });
+      expect(await both.exited).not.toBe(0);
+      expect(both.output()).toContain('ARCHIVE_DIR and ARCHIVE_S3_BUCKET are both set');
+
+      const tenant = await seedTenant(ctx.sql);
+      const queue = await seedQueue(ctx.sql, tenant.id);
+      const qid = queue.id as string;
+      await ctx.sql`update queues set retention_completed_days = 0.001, retention_action = 'archive' where id = ${qid}`;
+      await ctx.sql`
+        insert into queue_items (tenant_id, queue_id, status, data, updated_at)
+        select ${tenant.id}, ${qid}, 'completed', jsonb_build_object('n', g), now() - interval '1 hour'
+        from generate_series(1, 12) g`;
+      children.dispatcher(ctx, { ...s3.env, ARCHIVE_S3_PREFIX: 'dispatcher', RETENTION_EVERY_MS: '500' });
+      await waitFor('the expired items gone', async () => {
+        const [r] = await ctx.sql<Array<{ n: number }>>`select count(*)::int as n from queue_items where queue_id = ${qid}`;
+        return r!.n === 0;
+      });
+      const files = await ctx.sql<Array<{ key: string; rows: number }>>`select key, rows from archive_files where queue_id = ${qid}`;
+      const lines = (await Promise.all(files.map((f) => archive.get(f.key)))).flatMap((l) => l!);
+      expect(lines.map((l) => (JSON.parse(l) as { data: { n: number } }).data.n).sort((a, b) => a - b)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
+    } finally {
+      archive.close();
+      await children.stopAll();
+      await s3.close();
+    }
   });
 });

@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
-  DatabaseSettingsError, createDirectSql, createEngine, directoryArchive, createLogger, createPooledSql, createSql, migrate, parseDatabaseSettings, parseEncryptionKey,
-  type DatabaseSettings, type Engine, type Sql,
+  ConfigError, DatabaseSettingsError, createDirectSql, createEngine, recordArchiveFromConfig, createLogger, createPooledSql, createSql, migrate, parseArchiveSettings,
+  parseDatabaseSettings, parseEncryptionKey, type DatabaseSettings, type Engine, type Sql,
 } from '@svc/core';
 import { CliError } from './errors';
 
@@ -120,9 +120,13 @@ export function assetKey(env: Record<string, string | undefined>, keyFile = CHEC
  */
 export function createCliEngine(sql: Sql, env: Record<string, string | undefined>): Engine {
   let key: Buffer | undefined;
-  const archiveDir = env.ARCHIVE_DIR?.trim();
+  let recordArchive: ReturnType<typeof recordArchiveFromConfig>;
+  try {
+    recordArchive = recordArchiveFromConfig(parseArchiveSettings(env));
+  } catch (err) {
+    throw err instanceof ConfigError ? new CliError(err.message) : err;
+  }
   return createEngine({
-    sql, logger: createLogger({ service: 'cli', silent: true }), assetKey: () => (key ??= assetKey(env)),
-    recordArchive: archiveDir ? directoryArchive(archiveDir) : null,
+    sql, logger: createLogger({ service: 'cli', silent: true }), assetKey: () => (key ??= assetKey(env)), recordArchive,
   });
 }

@@ -167,7 +167,7 @@ describe('svc items export', () => {
     it('needs ARCHIVE_DIR: exit 2 naming it, nothing written', async () => {
       const r = await svc(args());
       expect(r.code).toBe(2);
-      expect(r.stderr).toMatch(/ARCHIVE_DIR is not set/);
+      expect(r.stderr).toMatch(/no archive is configured \(ARCHIVE_DIR or ARCHIVE_S3_BUCKET\)/);
       expect(r.stdout).toBe('');
     });
 

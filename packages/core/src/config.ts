@@ -48,8 +48,8 @@ export interface Config {
   logRetentionDays: number;
   /** Days the event feed keeps events (docs/decisions/events.md). */
   eventRetentionDays: number;
-  /** Where retention archives items and jobs (docs/decisions/retention.md); unset: scopes that archive wait. */
-  archiveDir: string | undefined;
+  /** Where retention archives items and jobs (docs/decisions/retention.md); null: scopes that archive wait. */
+  archive: ArchiveSettings | null;
   /** Dispatcher: period of the retention pass. */
   retentionEveryMs: number;
   /** Webhooks to http:// URLs accepted (local development). */
@@ -193,6 +193,61 @@ export function parseRedisTarget(env: Env): RedisTarget {
   return { mode: 'cluster', nodes, ...password };
 }
 
+/**
+ * The retention archive (docs/decisions/retention.md): a directory (ARCHIVE_DIR) or an
+ * S3-compatible bucket (ARCHIVE_S3_*), never both; `recordArchiveFromConfig` builds it.
+ * Credentials are not settings here: the S3 client takes them from the AWS SDK's standard chain.
+ */
+export type ArchiveSettings =
+  | { kind: 'directory'; dir: string }
+  | { kind: 's3'; bucket: string; prefix: string; endpoint?: string; region: string };
+
+const S3_SETTINGS = ['ARCHIVE_S3_PREFIX', 'ARCHIVE_S3_ENDPOINT', 'ARCHIVE_S3_REGION'] as const;
+
+/** Fails on what would otherwise fail at the first archiving batch, in one sentence. */
+export function parseArchiveSettings(env: Env): ArchiveSettings | null {
+  const dir = env.ARCHIVE_DIR?.trim();
+  const bucket = env.ARCHIVE_S3_BUCKET?.trim();
+  if (dir && bucket) {
+    throw new ConfigError('ARCHIVE_DIR and ARCHIVE_S3_BUCKET are both set: the retention archive is one directory or one bucket, unset one of them.');
+  }
+  if (!bucket) {
+    const stray = S3_SETTINGS.find((n) => env[n]?.trim());
+    if (stray) throw new ConfigError(`${stray} is set without ARCHIVE_S3_BUCKET: set the bucket too, or unset ${stray}.`);
+    return dir ? { kind: 'directory', dir } : null;
+  }
+  // S3's bucket naming rules (the strict ones, that every S3-compatible store accepts)
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket) || bucket.includes('..')) {
+    throw new ConfigError(`ARCHIVE_S3_BUCKET must be a bucket name (3 to 63 lowercase letters, digits, dots and hyphens), got ${JSON.stringify(bucket.slice(0, 100))}.`);
+  }
+  const rawPrefix = env.ARCHIVE_S3_PREFIX?.trim() ?? '';
+  const prefix = rawPrefix.replace(/^\/+|\/+$/g, '');
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f\\]/.test(prefix) || (prefix !== '' && prefix.split('/').some((seg) => seg === '' || seg === '.' || seg === '..')) || Buffer.byteLength(prefix) > 200) {
+    throw new ConfigError('ARCHIVE_S3_PREFIX must be up to 200 bytes of /-separated names, without control characters, backslashes, empty, "." or ".." parts.');
+  }
+  let endpoint: string | undefined;
+  const rawEndpoint = env.ARCHIVE_S3_ENDPOINT?.trim();
+  if (rawEndpoint) {
+    let url: URL | null = null;
+    try { url = new URL(rawEndpoint); } catch { /* reported below */ }
+    // credentials in the URL would end up in logs and error messages: they come from the SDK's chain
+    if (url && (url.username || url.password)) {
+      throw new ConfigError('ARCHIVE_S3_ENDPOINT must not carry credentials: give them as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.');
+    }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash || (url.pathname !== '/' && url.pathname !== '')) {
+      throw new ConfigError(`ARCHIVE_S3_ENDPOINT must be an http(s)://host[:port] URL of an S3-compatible store, got ${JSON.stringify(rawEndpoint.slice(0, 200))}.`);
+    }
+    endpoint = url.origin;
+  }
+  // the SDK would read AWS_REGION by itself, but only at the first request: a missing region is
+  // a start-up error here; a store of its own (an endpoint) rarely cares and gets us-east-1
+  const region = env.ARCHIVE_S3_REGION?.trim() || env.AWS_REGION?.trim() || (endpoint ? 'us-east-1' : '');
+  if (!region) throw new ConfigError('ARCHIVE_S3_REGION is not set: name the bucket\'s region (or set AWS_REGION).');
+  if (!/^[a-z0-9-]{2,40}$/.test(region)) throw new ConfigError(`ARCHIVE_S3_REGION must be a region name such as eu-west-1, got ${JSON.stringify(region.slice(0, 100))}.`);
+  return { kind: 's3', bucket, prefix: prefix ? `${prefix}/` : '', ...(endpoint ? { endpoint } : {}), region };
+}
+
 export function parseConfig(env: Env): Config {
   const nodeEnv = str(env, 'NODE_ENV', 'development');
   return {
@@ -215,7 +270,7 @@ export function parseConfig(env: Env): Config {
     scheduleMisfireGraceSeconds: int(env, 'SCHEDULE_MISFIRE_GRACE_SECONDS', 60, 1, 86_400),
     logRetentionDays: num(env, 'LOG_RETENTION_DAYS', 30, 0, 36_500),
     eventRetentionDays: num(env, 'EVENT_RETENTION_DAYS', 7, 0, 3650),
-    archiveDir: env.ARCHIVE_DIR?.trim() || undefined,
+    archive: parseArchiveSettings(env),
     retentionEveryMs: int(env, 'RETENTION_EVERY_MS', 60_000, 100, 86_400_000),
     webhookAllowInsecure: bool(env, 'WEBHOOK_ALLOW_INSECURE'),
     webhookAllowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'),

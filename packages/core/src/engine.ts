@@ -58,6 +58,7 @@ import type { ItemActionBody, JobActionBody } from './bulk/schemas';
 import type { RecordArchive } from './retention/archive';
 import { runRetention, type RetentionOptions } from './retention/pass';
 import { listArchiveFiles, restoreArchivedItems } from './retention/restore';
+import { sweepArchiveOrphans, type OrphanSweepOptions } from './retention/sweep';
 import type { QueueRef } from './queue-items/repo';
 
 /**
@@ -77,7 +78,7 @@ export interface EngineDeps {
   apiKeyChanges?: ApiKeyChangeListener;
   /** where finished jobs' logs are archived (default: the Postgres table, jobs/log-archive.ts) */
   logArchive?: LogArchive;
-  /** where retention archives items and jobs (retention/archive.ts; ARCHIVE_DIR); without it scopes that archive wait */
+  /** where retention archives items and jobs (retention/archive-config.ts; ARCHIVE_DIR or ARCHIVE_S3_BUCKET); without it scopes that archive wait */
   recordArchive?: RecordArchive | null;
   /** webhook secrets' key and target policy (docs/decisions/events.md); without it webhook writes refuse */
   webhooks?: WebhookSettings;
@@ -234,8 +235,13 @@ export function createEngine(deps: EngineDeps) {
       configured: () => !!deps.recordArchive,
       list: (tenantId: string, filter: { queueId?: string; from?: Date; to?: Date } = {}) => listArchiveFiles(sql, tenantId, filter),
       restoreItems: (queue: QueueRef, from: Date, to: Date) => {
-        if (!deps.recordArchive) throw new Error('createEngine: the record archive (ARCHIVE_DIR) is missing');
+        if (!deps.recordArchive) throw new Error('createEngine: the record archive (ARCHIVE_DIR or ARCHIVE_S3_BUCKET) is missing');
         return restoreArchivedItems(services, deps.recordArchive, queue, from, to);
+      },
+      /** removes the archive's files that no manifest row lists (killed batches' orphans) */
+      sweepOrphans: (opts: OrphanSweepOptions = {}) => {
+        if (!deps.recordArchive) throw new Error('createEngine: the record archive (ARCHIVE_DIR or ARCHIVE_S3_BUCKET) is missing');
+        return sweepArchiveOrphans(sql, deps.recordArchive, opts);
       },
     },
     /** The event feed and webhook subscriptions of a tenant, and their delivery (docs/decisions/events.md). */

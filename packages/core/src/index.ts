@@ -19,8 +19,8 @@ export {
   UnauthorizedError, ValidationError, isAppError,
 } from './errors';
 export type { ErrorCode, FieldIssue } from './errors';
-export { ConfigError, parseConfig, parseEncryptionKey } from './config';
-export type { Config } from './config';
+export { ConfigError, parseArchiveSettings, parseConfig, parseEncryptionKey } from './config';
+export type { ArchiveSettings, Config } from './config';
 export { createLogger } from './logger';
 export type { Logger } from './logger';
 export { onShutdownSignals } from './shutdown';
@@ -120,7 +120,10 @@ export {
 } from './jobs/schemas';
 export { toJobResponse, toStopJobResponse } from './jobs/serialize';
 export { JobLogsResponse } from './jobs/log-archive';
-export { directoryArchive, type RecordArchive } from './retention/archive';
+export { checkArchiveKey, directoryArchive, type ArchiveEntry, type RecordArchive } from './retention/archive';
+export { ORPHAN_MIN_AGE_MS, type OrphanSweepOptions, type OrphanSweepResult } from './retention/sweep';
+export { s3Archive, type S3ArchiveOptions } from './retention/s3-archive';
+export { recordArchiveFromConfig } from './retention/archive-config';
 export { ENDED_ITEM_STATUSES, RETENTION_ACTIONS, RETENTION_BATCH, type RetentionScopeResult } from './retention/pass';
 export { JobInputBody } from './jobs/input';
 export type { OnJobCreated } from './jobs/service';

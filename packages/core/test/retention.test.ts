@@ -240,6 +240,8 @@ describe('the retention pass', () => {
       recordArchive: {
         put: (key, lines) => (key.includes(broken.id) ? Promise.reject(new Error('disk full')) : real.put(key, lines)),
         get: (key) => real.get(key),
+        list: (prefix) => real.list(prefix),
+        delete: (key) => real.delete(key),
       },
     });
     await expect(refusing.sweeps.retention()).rejects.toThrow('disk full');

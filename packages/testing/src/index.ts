@@ -1,6 +1,6 @@
 /**
  * Shared test helpers for every workspace's tests, from the bottom layer up; the in-process API
- * is the separate entry `@svc/testing/api` (docs/decisions/test-layers.md).
+ * is the separate entry `@svc/testing/api`, the private S3 server `@svc/testing/s3` (docs/decisions/test-layers.md).
  */
 export * from './context';
 export * from './fixtures';

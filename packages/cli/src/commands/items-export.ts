@@ -24,7 +24,7 @@ export const ITEMS_EXPORT_HELP = `Usage:
   --reference   only items with exactly this reference
   --data        only items whose data contains this JSON object, e.g. '{"customer":"ACME"}'
   --include-archived
-                also the queue's items that retention archived (ARCHIVE_DIR must name the archive)
+                also the queue's items that retention archived (ARCHIVE_DIR or ARCHIVE_S3_BUCKET must name the archive)
                 and that match the filters, after the live ones; every line or row then carries
                 \`archived\` (true or false), which import refuses: \`svc archive restore\` brings
                 archived items back`;
@@ -75,7 +75,7 @@ export async function runItemsExport(args: string[], ctx: CommandContext): Promi
   if (p.values['include-archived']) filters.include_archived = 'true';
   const engine = await ctx.engine();
   if (p.values['include-archived'] && !engine.archive.configured()) {
-    throw new UsageError('ARCHIVE_DIR is not set: it names the archive that --include-archived reads', ITEMS_EXPORT_HELP);
+    throw new UsageError('no archive is configured (ARCHIVE_DIR or ARCHIVE_S3_BUCKET): it names the archive that --include-archived reads', ITEMS_EXPORT_HELP);
   }
   const tenant = await engine.tenants.resolve(tenantRef);
   const queue = await engine.catalog.findByName<{ id: string; tenant_id: string; name: string }>(tenant.id, 'queue', queueName);

@@ -18,7 +18,7 @@ export const TENANT_HELP = `Usage:
   --quota         monthly execution quota (integer >= 0)
   --subscription  ${SUBSCRIPTION_STATUSES.join(', ')}
   --job-retention-days    days an ended job stays (fractions allowed; default 90)
-  --job-retention-action  delete, or archive (into ARCHIVE_DIR) then delete
+  --job-retention-action  delete, or archive (into ARCHIVE_DIR or ARCHIVE_S3_BUCKET) then delete
   --json          print JSON for scripts`;
 
 export const TENANT_FIELDS: FieldNames = {

@@ -4482,7 +4482,7 @@ export interface operations {
                 data?: string;
                 /** @description ndjson (one JSON object a line) or csv (a header line, then one row per record); wins over the Accept header; without either, ndjson */
                 format?: "ndjson" | "csv";
-                /** @description `true`: the rows retention archived (docs/decisions/retention.md) that match the filters follow the live ones, each marked `archived: true` (live rows `archived: false`; in CSV a last column `archived`). `false` or absent: live rows only, without the field. Any other value → 422. Asking for them when the API has no archive configured (ARCHIVE_DIR) → 409. */
+                /** @description `true`: the rows retention archived (docs/decisions/retention.md) that match the filters follow the live ones, each marked `archived: true` (live rows `archived: false`; in CSV a last column `archived`). `false` or absent: live rows only, without the field. Any other value → 422. Asking for them when the API has no archive configured (ARCHIVE_DIR or ARCHIVE_S3_BUCKET) → 409. */
                 include_archived?: string;
                 /** @description Only items with exactly this reference (case-sensitive) */
                 reference?: string;
@@ -8251,7 +8251,7 @@ export interface operations {
             query?: {
                 /** @description ndjson (one JSON object a line) or csv (a header line, then one row per record); wins over the Accept header; without either, ndjson */
                 format?: "ndjson" | "csv";
-                /** @description `true`: the rows retention archived (docs/decisions/retention.md) that match the filters follow the live ones, each marked `archived: true` (live rows `archived: false`; in CSV a last column `archived`). `false` or absent: live rows only, without the field. Any other value → 422. Asking for them when the API has no archive configured (ARCHIVE_DIR) → 409. */
+                /** @description `true`: the rows retention archived (docs/decisions/retention.md) that match the filters follow the live ones, each marked `archived: true` (live rows `archived: false`; in CSV a last column `archived`). `false` or absent: live rows only, without the field. Any other value → 422. Asking for them when the API has no archive configured (ARCHIVE_DIR or ARCHIVE_S3_BUCKET) → 409. */
                 include_archived?: string;
                 /** @description Only rows whose input_data contains this JSON object (JSON containment, like Postgres `@>`), URL-encoded: `?input_data={"customer":"ACME"}` matches input_data `{"customer":"ACME","amount":5}`; nested objects and arrays match by containment too. Up to 2048 characters; text that is not a JSON object → 422. */
                 input_data?: string;
@@ -10110,7 +10110,7 @@ export interface operations {
                     /** @description Unique per workspace; 1-100 characters, no "/" and no leading or trailing blanks */
                     name: string;
                     /**
-                     * @description What happens to an item past its retention: deleted, or archived (ARCHIVE_DIR) then deleted
+                     * @description What happens to an item past its retention: deleted, or archived (ARCHIVE_DIR or ARCHIVE_S3_BUCKET) then deleted
                      * @default delete
                      */
                     retention_action?: "delete" | "archive";
@@ -10535,7 +10535,7 @@ export interface operations {
                     max_retries?: number;
                     /** @description Unique per workspace; 1-100 characters, no "/" and no leading or trailing blanks */
                     name?: string;
-                    /** @description What happens to an item past its retention: deleted, or archived (ARCHIVE_DIR) then deleted */
+                    /** @description What happens to an item past its retention: deleted, or archived (ARCHIVE_DIR or ARCHIVE_S3_BUCKET) then deleted */
                     retention_action?: "delete" | "archive";
                     /** @description Days a completed item stays after it ended (fractions allowed; docs/decisions/retention.md) */
                     retention_completed_days?: number;
@@ -11354,7 +11354,7 @@ export interface operations {
                 data?: string;
                 /** @description ndjson (one JSON object a line) or csv (a header line, then one row per record); wins over the Accept header; without either, ndjson */
                 format?: "ndjson" | "csv";
-                /** @description `true`: the rows retention archived (docs/decisions/retention.md) that match the filters follow the live ones, each marked `archived: true` (live rows `archived: false`; in CSV a last column `archived`). `false` or absent: live rows only, without the field. Any other value → 422. Asking for them when the API has no archive configured (ARCHIVE_DIR) → 409. */
+                /** @description `true`: the rows retention archived (docs/decisions/retention.md) that match the filters follow the live ones, each marked `archived: true` (live rows `archived: false`; in CSV a last column `archived`). `false` or absent: live rows only, without the field. Any other value → 422. Asking for them when the API has no archive configured (ARCHIVE_DIR or ARCHIVE_S3_BUCKET) → 409. */
                 include_archived?: string;
                 /** @description Only items with exactly this reference (case-sensitive) */
                 reference?: string;

@@ -154,7 +154,7 @@ const queueProps = {
     minimum: 0, maximum: 36500, default: 90, description: 'Days a failed or dead-letter item stays after it ended (fractions allowed)',
   })),
   retention_action: Type.Optional(Type.Union([Type.Literal('delete'), Type.Literal('archive')], {
-    default: 'delete', description: 'What happens to an item past its retention: deleted, or archived (ARCHIVE_DIR) then deleted',
+    default: 'delete', description: 'What happens to an item past its retention: deleted, or archived (ARCHIVE_DIR or ARCHIVE_S3_BUCKET) then deleted',
   })),
 };
 export const QueueCreate = Type.Object(queueProps, strict);

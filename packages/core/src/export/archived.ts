@@ -16,7 +16,7 @@ export const IncludeArchivedQuery = Type.Optional(Type.Unsafe<'true' | 'false'>(
   type: 'string',
   description: '`true`: the rows retention archived (docs/decisions/retention.md) that match the filters follow the live ones, ' +
     'each marked `archived: true` (live rows `archived: false`; in CSV a last column `archived`). `false` or absent: live ' +
-    'rows only, without the field. Any other value → 422. Asking for them when the API has no archive configured (ARCHIVE_DIR) → 409.',
+    'rows only, without the field. Any other value → 422. Asking for them when the API has no archive configured (ARCHIVE_DIR or ARCHIVE_S3_BUCKET) → 409.',
 }));
 
 /** `include_archived` as the query holds it: only the text `true` or `false` (a 422 on anything else). */

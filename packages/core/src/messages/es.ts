@@ -251,7 +251,7 @@ export const es = {
   /** The streaming exports (docs/decisions/export.md). */
   export: {
     includeArchived: 'debe ser true o false',
-    archiveNotConfigured: 'Este servidor no tiene un archivo configurado (ARCHIVE_DIR): no puede incluir los registros archivados. ' +
+    archiveNotConfigured: 'Este servidor no tiene un archivo configurado (ARCHIVE_DIR o ARCHIVE_S3_BUCKET): no puede incluir los registros archivados. ' +
       'Repite la exportación sin include_archived o configura el archivo.',
   },
 

@@ -200,7 +200,7 @@ export async function runRetention(sql: Sql, opts: RetentionOptions = {}): Promi
     if (s.action === 'archive' && !opts.archive) {
       const due = await sql.begin((tx) => expiredRows(tx, s, 1));
       if ((due as unknown[]).length > 0) {
-        opts.logger?.warn('retention waits: the scope archives and ARCHIVE_DIR is not set', { kind: s.kind, target_id: s.target_id });
+        opts.logger?.warn('retention waits: the scope archives and no archive is configured (ARCHIVE_DIR or ARCHIVE_S3_BUCKET)', { kind: s.kind, target_id: s.target_id });
         out.push({ kind: s.kind, target_id: s.target_id, deleted: 0, archived: 0, skipped: 'no_archive' });
       }
       continue;
