@@ -10,6 +10,12 @@
 //   npm run bench -- --only B8             1,000 idle robots (raw WebSockets of one process) on one API
 //                                         process: its RSS, CPU per 1,000 heartbeats, trigger → job.start
 //   npm run bench -- --only B9             GET …/items/export of 1,000,000 items: items/s and the API's peak RSS
+//   npm run bench -- --only B10            the retention soak (issue 33): 200 items/s for 30 minutes with a
+//                                         5-minute retention; not in the default run for its length.
+//                                         --minutes N, --rate N (items/s), --retention-min N,
+//                                         --retention-action delete|archive, --hold-rr-from M --hold-rr-minutes N
+//                                         (a repeatable-read snapshot held from minute M for N minutes);
+//                                         --scale 0.1 is a 3-minute run (BENCHMARKS.md, B10)
 //   npm run bench -- --scale 0.1           every size and duration × 0.1
 //   npm run bench -- --profile api,dispatcher   --cpu-prof those processes (files in the log folder)
 //   --node-args '--trace-gc'               node flags for the platform's processes (investigations)
@@ -27,10 +33,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { ensureInstalledAndBuilt, ensureServices, hostInfo, ROOT, SetupError } from './services.mjs';
 
-const SCENARIOS = ['B1', 'B2', 'B3', 'B4', 'B5', 'B7', 'B8', 'B9'];
+const SCENARIOS = ['B1', 'B2', 'B3', 'B4', 'B5', 'B7', 'B8', 'B9', 'B10'];
+/** Run only when named with --only: the soak lasts half an hour at scale 1. */
+const NOT_BY_DEFAULT = ['B10'];
 
 function parseArgs(argv) {
-  const o = { prefetch: 0, b5Seen: 0, vacuumMs: 0, nodeArgs: [], only: null, scale: 1, out: null, markdown: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
+  const o = { soak: {}, prefetch: 0, b5Seen: 0, vacuumMs: 0, nodeArgs: [], only: null, scale: 1, out: null, markdown: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].includes('=') ? [argv[i].slice(0, argv[i].indexOf('=')), argv[i].slice(argv[i].indexOf('=') + 1)] : [argv[i], undefined];
     const value = () => {
@@ -56,8 +64,19 @@ function parseArgs(argv) {
       case '--db-name': o.dbName = value(); break;
       case '--redis-prefix': o.redisPrefix = value(); break;
       case '--tracing': o.tracing = true; break;
+      case '--minutes': o.soak.minutes = positive(flag, value()); break;
+      case '--rate': o.soak.rate = positive(flag, value()); break;
+      case '--retention-min': o.soak.retentionMin = positive(flag, value()); if (o.soak.retentionMin < 1) throw new SetupError('--retention-min: 1 or more (each minute is counted after it ends, before retention removes it)'); break;
+      case '--retention-action': o.soak.action = value(); break;
+      case '--hold-rr-from': o.soak.holdFrom = nonNegative(flag, value()); break;
+      case '--hold-rr-minutes': o.soak.holdMinutes = positive(flag, value()); break;
       default: throw new SetupError(`unknown option ${flag} (see the top of scripts/bench.mjs)`);
     }
+  }
+  if (o.soak.action !== undefined && !['delete', 'archive'].includes(o.soak.action)) throw new SetupError('--retention-action: delete or archive');
+  if (o.soak.holdMinutes !== undefined && o.soak.holdFrom === undefined) throw new SetupError('--hold-rr-minutes needs --hold-rr-from');
+  for (const [flag, v] of [['--minutes', o.soak.minutes], ['--hold-rr-from', o.soak.holdFrom], ['--hold-rr-minutes', o.soak.holdMinutes]]) {
+    if (v !== undefined && !Number.isInteger(v)) throw new SetupError(`${flag}: a whole number of minutes`);
   }
   if (!(o.scale > 0 && o.scale <= 10)) throw new SetupError('--scale must be a number in (0, 10]');
   if (o.only) {
@@ -67,6 +86,18 @@ function parseArgs(argv) {
   }
   if (o.dbName && !/^[a-z0-9_]{1,50}$/.test(o.dbName)) throw new SetupError('--db-name: lowercase letters, digits and _ only');
   return o;
+}
+
+function positive(flag, v) {
+  const n = Number(v);
+  if (!(n > 0)) throw new SetupError(`${flag} must be a number above 0`);
+  return n;
+}
+
+function nonNegative(flag, v) {
+  const n = Number(v);
+  if (!(n >= 0)) throw new SetupError(`${flag} must be a number, 0 or more`);
+  return n;
 }
 
 async function serverVersions(core, dbUrl, databaseUrl, redisUrl) {
@@ -123,6 +154,7 @@ async function main() {
     B7: (await import('../bench/scenarios/b7-scaling.mjs')).b7,
     B8: (await import('../bench/scenarios/b8-idle-robots.mjs')).b8,
     B9: (await import('../bench/scenarios/b9-export.mjs')).b9,
+    B10: (await import('../bench/scenarios/b10-soak-retention.mjs')).b10,
   };
 
   // the platform's processes inherit this environment: with it set they trace, and pay the export
@@ -149,6 +181,7 @@ async function main() {
     vacuumMs: opts.vacuumMs,
     prefetch: opts.prefetch,
     b5Seen: opts.b5Seen,
+    soak: opts.soak,
     keep: opts.keep,
     log: (m) => console.error(m),
     redisPid: null,
@@ -179,7 +212,7 @@ async function main() {
   process.on('SIGTERM', onSignal);
 
   run.redisPid = await (await import('../bench/lib/platform.mjs')).redisServerPid(redisUrl, core).catch(() => null);
-  const selected = SCENARIOS.filter((s) => !opts.only || opts.only.includes(s));
+  const selected = SCENARIOS.filter((s) => (opts.only ? opts.only.includes(s) : !NOT_BY_DEFAULT.includes(s)));
   const results = {
     startedAt: new Date().toISOString(),
     finishedAt: null,
@@ -219,6 +252,8 @@ async function main() {
 
   console.log(`\nBenchmarks (${results.host.cores} cores, ${results.host.memoryGiB} GiB, scale ${opts.scale}); ratio = platform ÷ raw baseline\n`);
   console.log(report.consoleTable(results));
+  const soak = results.scenarios.find((s) => s.id === 'B10' && s.details);
+  if (soak) console.log(`\nB10 per minute (a minute is ${soak.details.options.minuteSec} s at this scale):\n${(await import('../bench/scenarios/b10-soak-retention.mjs')).perMinuteTable(soak.details)}`);
   const out = opts.out ?? path.join(ROOT, 'bench', 'results', opts.tracing ? 'latest-tracing.json' : 'latest.json');
   report.writeJson(out, results);
   console.log(`\nWrote ${path.relative(process.cwd(), out) || out}; process logs${opts.profile.length ? ' and CPU profiles' : ''} in ${run.logDir}`);
