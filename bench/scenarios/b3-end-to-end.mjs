@@ -34,6 +34,7 @@ const MACHINES = 4;
  * what the round trips cost. `--prefetch N` runs only the first, with N.
  */
 export async function b3(run) {
+  if (run.b3Retention) return b3WithRetention(run);
   const shipped = await b3Once(run, 'B3', run.prefetch || null);
   // the peers, right after the run they are compared with (left out of the tiny smoke run)
   if (!run.tiny) {
@@ -119,7 +120,40 @@ async function settleWrites(sql) {
  * commands sent (INFO commandstats, summed over every primary) and used_memory, read around the
  * same measured phase as the CPU.
  */
-export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveries = true, raw: withRaw = true, dispatchers = 1, redis = null } = {}) {
+/**
+ * `--b3-retention N` (issue 33): B3 while the dispatcher's retention pass runs, next to B3
+ * without, in the order A B B A (the host's drift cancels out of the pooled figures). In the
+ * runs with the pass, another queue of the workspace holds N completed items past their retention
+ * and the dispatcher passes every second (each pass deletes for up to its ten-second budget), so
+ * the pass deletes the whole time the items flow; the rows it left are reported.
+ */
+async function b3WithRetention(run) {
+  const order = [false, true, true, false];
+  const runs = [];
+  for (const [i, withPass] of order.entries()) {
+    runs.push(await b3Once(run, `B3R${i + 1}`, run.prefetch || null, { raw: false, retentionBacklog: withPass ? run.b3Retention : 0 }));
+  }
+  const mean = (xs) => (xs.every((x) => x) ? xs.reduce((a, x) => a + x, 0) / xs.length : null);
+  const without = runs.filter((_, i) => !order[i]);
+  const withPass = runs.filter((_, i) => order[i]);
+  const a = mean(without.map((r) => r.details.itemsPerSec));
+  const b = mean(withPass.map((r) => r.details.itemsPerSec));
+  const fmt = (xs) => xs.map((r) => round(r.details.itemsPerSec, 0)?.toLocaleString('en') ?? '—').join(' / ');
+  const removed = withPass.map((r) => r.details.retention?.removedDuringRun ?? 0);
+  return {
+    id: 'B3',
+    title: `end to end while the retention pass deletes: ${runs[0].details.total.toLocaleString('en')} items in bulk, ${MACHINES} machines doing no work`,
+    rows: [{
+      figure: 'completed items/s while the retention pass deletes (baseline: without)', unit: 'items/s', platform: round(b, 0), baseline: round(a, 0),
+      ratio: ratio(b, a), target: { minRatio: 0.9 },
+      note: `A B B A: without ${fmt(without)}, with ${fmt(withPass)}; the pass removed ${removed.map((n) => n.toLocaleString('en')).join(' / ')} rows during those runs`,
+    }],
+    complete: runs.every((r) => r.complete),
+    details: { runs: runs.map((r, i) => ({ withPass: order[i], itemsPerSec: r.details.itemsPerSec, cpu: r.details.cpu, retention: r.details.retention ?? null })) },
+  };
+}
+
+export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveries = true, raw: withRaw = true, dispatchers = 1, redis = null, retentionBacklog = 0 } = {}) {
   return withScenario(run, id, async (s) => {
     const total = Math.max(BULK_SIZE, Math.round((100_000 * run.scale) / BULK_SIZE) * BULK_SIZE);
     const timeoutMs = Math.max(120_000, Math.min(900_000, total * 10));
@@ -150,6 +184,18 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
     const consumer = await seedProcess(s.sql, tenant.id, 'bench-consumer');
     const queue = await seedQueue(s.sql, tenant.id, 'bench-b3', { consumer_process_id: consumer.id, max_consumers: MACHINES });
     const machines = await seedMachines(s.sql, tenant.id, MACHINES, { slots: 1 });
+    // b3WithRetention: another queue's ended items past their retention, for the pass to delete during the run
+    const oldQueue = retentionBacklog ? await seedQueue(s.sql, tenant.id, 'bench-b3-old') : null;
+    if (oldQueue) {
+      for (let from = 1; from <= retentionBacklog; from += 200_000) {
+        await s.sql`
+          insert into queue_items (tenant_id, queue_id, status, data, created_at, updated_at, processed_at)
+          select ${tenant.id}, ${oldQueue.id}, 'completed', jsonb_build_object('invoice', 'OLD-' || g, 'amount', g % 1000),
+                 now() - interval '60 days', now() - interval '40 days' + g * interval '1 ms', now() - interval '40 days'
+          from generate_series(${from}::int, ${Math.min(retentionBacklog, from + 199_999)}::int) g`;
+      }
+      await s.sql`vacuum analyze queue_items`;
+    }
     const receiver = webhook ? s.track(await startWebhookReceiver()) : null;
     if (receiver) {
       const engine = core.createEngine({
@@ -166,7 +212,10 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
       // webhook delivery in a process of its own, as deployed: its CPU per event sizes it
       parts: receiver ? ['api', 'dispatcher', 'deliverer', 'agents'] : ['api', 'dispatcher', 'agents'],
       profile: run.profile,
-      env: receiver ? { WEBHOOK_ALLOW_INSECURE: 'true', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } : {},
+      env: {
+        ...(receiver ? { WEBHOOK_ALLOW_INSECURE: 'true', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } : {}),
+        ...(oldQueue ? { RETENTION_EVERY_MS: '1000' } : {}),
+      },
       agents: {
         machines,
         // "doing no work": items and jobs take no time, no progress or log lines
@@ -195,6 +244,8 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
       };
       vacuuming = setTimeout(tick, run.vacuumMs);
     }
+    const oldLeft = async () => (oldQueue ? (await s.sql`select count(*)::int as n from queue_items where queue_id = ${oldQueue.id}`)[0].n : 0);
+    const oldBefore = await oldLeft();
     const adding = load(run, `${id.toLowerCase()}-load-api`, {
       url: platform.baseUrl, method: 'POST', paths: [`${itemsPath}/bulk`], body: { items: payloads }, keys,
       connections: MACHINES, amount: total / BULK_SIZE,
@@ -214,6 +265,7 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
       for (const p of Object.values(platform.procs)) if (p.child.exitCode !== null) throw new Error(`${p.name} exited during B3`);
     }
     if (vacuuming) clearTimeout(vacuuming);
+    const retention = oldQueue ? { backlog: retentionBacklog, leftAtStart: oldBefore, removedDuringRun: oldBefore - (await oldLeft()) } : null;
     if (!added) added = await adding;
     checkLoad('B3 API', added);
     const cpu = cpuPer({ ...(await meter.stop()), load: added.cpuMs }, counts.completed ?? 0);
@@ -241,7 +293,7 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
       complete: completed === total && (baseline?.complete ?? true),
       details: {
         total, completed, counts, elapsedSec, itemsPerSec, cpu, vacuums, addSec: (added.finishedAt - added.startedAt) / 1000, keys: keys.length, baseline,
-        database: s.databaseUrl.slice(s.databaseUrl.lastIndexOf('/') + 1), dispatchers,
+        database: s.databaseUrl.slice(s.databaseUrl.lastIndexOf('/') + 1), dispatchers, retention,
         ...(redis ? {
           redis: {
             kind: redis.kind,

@@ -168,7 +168,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         return { chunks };
       }
       case 'retention': {
-        const scopes = await sweeps.retention({ budgetMs: RETENTION_SLICE_MS });
+        const scopes = await sweeps.retention({ budgetMs: RETENTION_SLICE_MS, dutyCycle: config.retentionDuty });
         return { scopes: scopes.length, deleted: scopes.reduce((n, s) => n + s.deleted, 0) };
       }
       default: {

@@ -52,6 +52,8 @@ export interface Config {
   archive: ArchiveSettings | null;
   /** Dispatcher: period of the retention pass. */
   retentionEveryMs: number;
+  /** Dispatcher: the share of wall time the retention pass's batches may take (docs/decisions/retention.md). */
+  retentionDuty: number;
   /** Webhooks to http:// URLs accepted (local development). */
   webhookAllowInsecure: boolean;
   /** Webhooks to loopback, private, link-local and metadata addresses accepted (tests, local development). */
@@ -272,6 +274,7 @@ export function parseConfig(env: Env): Config {
     eventRetentionDays: num(env, 'EVENT_RETENTION_DAYS', 7, 0, 3650),
     archive: parseArchiveSettings(env),
     retentionEveryMs: int(env, 'RETENTION_EVERY_MS', 60_000, 100, 86_400_000),
+    retentionDuty: num(env, 'RETENTION_DUTY', 0.25, 0.01, 1),
     webhookAllowInsecure: bool(env, 'WEBHOOK_ALLOW_INSECURE'),
     webhookAllowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'),
     webhookRetryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 10_000, 10, 3_600_000),

@@ -1,7 +1,7 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CLI_ACTOR, createEngine, createLogger, directoryArchive, type Engine, type Sql } from '@svc/core';
+import { CLI_ACTOR, ConfigError, createEngine, createLogger, directoryArchive, parseConfig, type Engine, type Sql } from '@svc/core';
 import { databaseSuite, seedJob, seedMachine, seedProcess, seedQueue, seedTenant } from '@svc/testing';
 
 /**
@@ -227,6 +227,27 @@ describe('the retention pass', () => {
     const next = await engine.sweeps.retention({ batch: 10 });
     expect(next.find((d) => d.target_id === q.id)).toEqual({ kind: 'queue_items', target_id: q.id, deleted: 1, archived: 0 });
     await expectCountsExact(q.id);
+  });
+
+  it('a pass throttled to a share of its time removes the same rows; a share outside (0, 1] is refused', async () => {
+    const q = await queueWith({ retention_completed_days: 0.0001 });
+    await items(q.id, 'completed', 25, 3600);
+    for (const bad of [0, -0.5, 1.5, Number.NaN]) {
+      await expect(engine.sweeps.retention({ dutyCycle: bad })).rejects.toThrow(/Illegal retention duty cycle/);
+    }
+    expect((await byStatus(q.id)).completed).toBe(25);
+    const done = await engine.sweeps.retention({ batch: 10, dutyCycle: 0.5 });
+    expect(done.find((d) => d.target_id === q.id)).toEqual({ kind: 'queue_items', target_id: q.id, deleted: 25, archived: 0 });
+    await expectCountsExact(q.id);
+  });
+
+  it('RETENTION_DUTY: a quarter by default, a number in [0.01, 1] or the process refuses to start', () => {
+    const env = { ASSET_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'), NODE_ENV: 'test' };
+    expect(parseConfig(env).retentionDuty).toBe(0.25);
+    expect(parseConfig({ ...env, RETENTION_DUTY: '1' }).retentionDuty).toBe(1);
+    for (const bad of ['0', '0.001', '1.5', 'x', '-1']) {
+      expect(() => parseConfig({ ...env, RETENTION_DUTY: bad })).toThrow(new ConfigError(`RETENTION_DUTY must be a number between 0.01 and 1, got "${bad}".`));
+    }
   });
 
   it('a queue whose archive refuses writes keeps its rows and does not stop the other queues', async () => {

@@ -20,6 +20,13 @@ export interface RetentionOptions {
   logArchive?: LogArchive;
   /** how long the pass starts new batches (a batch under way finishes) */
   budgetMs?: number;
+  /**
+   * The share of the pass's wall time its batches may take (0 < d ≤ 1): after a batch that took
+   * t ms the pass waits t × (1 − d) / d ms. The pass is background work on the machines that
+   * take and settle items; unthrottled, its back-to-back deletes take the CPU the flow needs.
+   * 1 (the default here) runs batches back to back; the dispatcher passes RETENTION_DUTY.
+   */
+  dutyCycle?: number;
   batch?: number;
   /** tests: called after a batch's archive is durable and before its delete */
   afterArchive?: (tx: Queryable) => void | Promise<void>;
@@ -48,6 +55,7 @@ export interface Scope {
 }
 
 const secs = (days: number) => days * 86_400;
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Where a pass's previous batch ended: the next batch starts after it. */
 export interface PassCursor {
@@ -193,6 +201,8 @@ export async function runRetention(sql: Sql, opts: RetentionOptions = {}): Promi
   const started = Date.now();
   const budget = opts.budgetMs ?? 10_000;
   const limit = opts.batch ?? RETENTION_BATCH;
+  const duty = opts.dutyCycle ?? 1;
+  if (!(duty > 0 && duty <= 1)) throw new Error(`Illegal retention duty cycle ${String(duty)}`);
   const out: RetentionScopeResult[] = [];
   let failure: unknown = null;
   for (const s of await scopes(sql)) {
@@ -211,9 +221,11 @@ export async function runRetention(sql: Sql, opts: RetentionOptions = {}): Promi
     let cursor: PassCursor | null = null;
     try {
       for (;;) {
+        const batchStarted = Date.now();
         const r = await runBatch(sql, s, opts, limit, cursor);
         if (r.busy) { busy = true; break; }
         cursor = r.cursor;
+        if (duty < 1 && r.deleted > 0) await sleep(((Date.now() - batchStarted) * (1 - duty)) / duty);
         deleted += r.deleted;
         archived += r.archived;
         if (r.deleted < limit || Date.now() - started > budget) break;
