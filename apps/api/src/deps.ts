@@ -42,7 +42,7 @@ export function buildDeps(config: Config, overrides: Partial<ApiDeps> = {}): Api
   let apiKeys: ApiKeyStore | undefined = overrides.apiKeys;
   const keyChanges: ApiKeyChangeListener = { invalidate: (message) => apiKeys!.invalidate(message) };
   const engine = overrides.engine ??
-    createEngine({ sql, logger, apiKeyChanges: keyChanges, webhooks: webhookSettingsOf(config), assetKey: config.assetEncryptionKey });
+    createEngine({ sql, logger, apiKeyChanges: keyChanges, webhooks: webhookSettingsOf(config), assetKey: config.assetEncryptionKey, claimFloor: config.claimFloor });
   apiKeys ??= createApiKeyStore({
     engine, redis, logger, outage, channel: keys.apiKeyInvalidations, ttlMs: config.apiKeyCacheTtlMs, flushMs: config.lastUsedFlushMs,
   });

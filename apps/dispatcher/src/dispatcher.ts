@@ -44,7 +44,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const bull = createBullDispatch({ redis: connection, prefix: config.redisPrefix, logger });
   const engine = createEngine({
     sql, directSql: deps.directSql, logger, webhooks: webhookSettingsOf(config),
-    recordArchive: config.archiveDir ? directoryArchive(config.archiveDir) : null,
+    recordArchive: config.archiveDir ? directoryArchive(config.archiveDir) : null, claimFloor: config.claimFloor,
   });
   const { sweeps } = engine;
   let worker: Worker | null = null;
@@ -173,6 +173,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         const scopes = await sweeps.retention({ budgetMs: RETENTION_SLICE_MS });
         return { scopes: scopes.length, deleted: scopes.reduce((n, s) => n + s.deleted, 0) };
       }
+      case 'claim-floor': {
+        return { floors: await sweeps.claimFloors() };
+      }
       default: {
         const unknown: never = name;
         logger.warn('unknown dispatch job', { name: unknown });
@@ -191,6 +194,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       schedules: Math.min(1000, config.dispatchSweepMs),
       'bulk-actions': Math.min(1000, config.dispatchSweepMs),
       retention: config.retentionEveryMs,
+      'claim-floor': config.claimFloorEveryMs,
     };
     for (const id of DISPATCH_SCHEDULERS) {
       await bull.dispatchQueue.upsertJobScheduler(id, { every: every[id] }, {
