@@ -45,6 +45,8 @@ export async function recomputeClaimFloors(sql: Queryable, opts: { enabled: bool
       from (select queue_id from queue_item_counts where status = 'new' group by queue_id having sum(n) > 0) w
      where exists (select 1 from queues q where q.id = w.queue_id)
      order by w.queue_id
-    on conflict (queue_id) do update set floor = excluded.floor, updated_at = excluded.updated_at`;
+    on conflict (queue_id) do update set floor = excluded.floor, updated_at = excluded.updated_at
+      -- a floor that did not move leaves no row version behind for the take's look-up to step over
+      where f.floor is distinct from excluded.floor`;
   return res.count;
 }
