@@ -18,6 +18,10 @@ alter table queue_ready_floor set (autovacuum_vacuum_scale_factor = 0, autovacuu
 -- take finds it. Takes and settles leave no row `new` and write nothing here.
 create function queue_ready_floor_lower() returns trigger language plpgsql as $$
 begin
+  -- no floor anywhere (CLAIM_FLOOR=off): the new rows are not even read
+  if not exists (select 1 from queue_ready_floor) then
+    return null;
+  end if;
   update queue_ready_floor f set floor = m.min_created, updated_at = now()
     from (select queue_id, min(created_at) as min_created from new_rows
            where status = 'new' and deadline is null and (postpone is null or postpone <= now())
