@@ -212,8 +212,9 @@ function checkOutcomes(outcomes: readonly ItemOutcome[]): void {
  * it to settle the item. Taking right after the snapshot keeps that window short (fewer waits on
  * such locks in B3: BENCHMARKS.md, "Issues 17 and 20, second session").
  *
- * `opts.floor` (CLAIM_FLOOR=on): the same items in the same order, read past the queue's claim
- * floor (readyPastFloorSql); without it the statement is the one above, word for word.
+ * `opts.floor` (CLAIM_FLOOR=on): the same order, read past the queue's claim floor
+ * (readyPastFloorSql; an item the floor passed over waits for its next recomputation,
+ * docs/decisions/claim-floor.md); without it the statement is the one above, word for word.
  */
 export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim, opts: TakeOptions = {}): Promise<SettleAndClaimResult> {
   checkOutcomes(req.outcomes);
