@@ -43,7 +43,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const connection: RedisClient = createRedis(config.redis);
   const bull = createBullDispatch({ redis: connection, prefix: config.redisPrefix, logger });
   const recordArchive = recordArchiveFromConfig(config.archive);
-  const engine = createEngine({ sql, directSql: deps.directSql, logger, webhooks: webhookSettingsOf(config), recordArchive });
+  const engine = createEngine({ sql, directSql: deps.directSql, logger, webhooks: webhookSettingsOf(config), recordArchive, claimFloor: config.claimFloor });
   const { sweeps } = engine;
   let worker: Worker | null = null;
   let epochTimer: NodeJS.Timeout | null = null;
@@ -171,6 +171,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         const scopes = await sweeps.retention({ budgetMs: RETENTION_SLICE_MS, dutyCycle: config.retentionDuty });
         return { scopes: scopes.length, deleted: scopes.reduce((n, s) => n + s.deleted, 0) };
       }
+      case 'claim-floor': {
+        return { floors: await sweeps.claimFloors() };
+      }
       default: {
         const unknown: never = name;
         logger.warn('unknown dispatch job', { name: unknown });
@@ -189,6 +192,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       schedules: Math.min(1000, config.dispatchSweepMs),
       'bulk-actions': Math.min(1000, config.dispatchSweepMs),
       retention: config.retentionEveryMs,
+      'claim-floor': config.claimFloorEveryMs,
     };
     for (const id of DISPATCH_SCHEDULERS) {
       await bull.dispatchQueue.upsertJobScheduler(id, { every: every[id] }, {

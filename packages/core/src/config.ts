@@ -84,6 +84,14 @@ export interface Config {
   authFailuresPerAddress: number;
   /** API: password verifications running at once in one process (the rest wait their turn). */
   passwordHashConcurrency: number;
+  /**
+   * CLAIM_FLOOR=on: the take starts past each queue's claim floor, and the dispatcher keeps the
+   * floors (docs/decisions/claim-floor.md). Set it alike on the API and the dispatchers: with it
+   * off a dispatcher removes the floors, so none is left to go stale.
+   */
+  claimFloor: boolean;
+  /** Dispatcher: period of the claim floors' recomputation (CLAIM_FLOOR_EVERY_MS). */
+  claimFloorEveryMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -289,5 +297,7 @@ export function parseConfig(env: Env): Config {
     eventStreamsPerWorkspace: int(env, 'EVENT_STREAMS_PER_WORKSPACE', 20, 1, 10_000),
     authFailuresPerAddress: int(env, 'AUTH_FAILURES_PER_ADDRESS', 60, 1, 1_000_000),
     passwordHashConcurrency: int(env, 'PASSWORD_HASH_CONCURRENCY', 2, 1, 64),
+    claimFloor: oneOf(env, 'CLAIM_FLOOR', ['on', 'off'] as const, 'off') === 'on',
+    claimFloorEveryMs: int(env, 'CLAIM_FLOOR_EVERY_MS', 1000, 100, 60_000),
   };
 }

@@ -30,11 +30,12 @@ import { getJob, listJobs, stopJob, triggerJobByApi, triggerJobByUser, triggerJo
 import { answerJobInput, readJobInput } from './jobs/input';
 import { addItem, addItemToQueueNamed, addItemsBulk, addItemsMany, getActiveQueueByName, listItems } from './queue-items/service';
 import { releaseQueueItems, applyItemRetryPolicy } from './queue-items/transitions';
+import { recomputeClaimFloors } from './queue-items/claim-floor';
 import { redriveQueueItems, reviewQueueItem } from './queue-items/review';
 import { acknowledgeRun, renewJobLeases, reportJobProgress, startJob } from './dispatch/job-run';
 import { machineLeft } from './dispatch/hand-back';
 import { findLiveMachineKeys, findMachineByKey, recordHeartbeat } from './machines/heartbeat';
-import { askInputForRun, finishRun, takeItemsForRun } from './machines/run-requests';
+import { askInputForRun, finishRun, takeItemsForRun, type TakeRequest } from './machines/run-requests';
 import { giveUpMachineJobs, failOrphans, markSlaBreaches, pendingStops, sweepOfflineMachines, timeOutJobs } from './dispatch/sweeps';
 import { machineHasWaitingJobs, queuesNeedingConsumers, startQueueConsumers } from './dispatch/consumers';
 import { reconcilePendingJobs } from './dispatch/reconcile';
@@ -84,6 +85,8 @@ export interface EngineDeps {
   webhooks?: WebhookSettings;
   /** the asset encryption key (or how to get it, asked for only by asset commands); without it asset commands refuse */
   assetKey?: Buffer | (() => Buffer);
+  /** CLAIM_FLOOR: the take reads past each queue's claim floor, and the floors are kept (docs/decisions/claim-floor.md) */
+  claimFloor?: boolean;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -113,6 +116,7 @@ export function createEngine(deps: EngineDeps) {
     if (!deps.webhooks) throw new Error('createEngine: webhooks settings are missing');
     return deps.webhooks;
   };
+  const claimFloor = deps.claimFloor ?? false;
   const assetKey = (): Buffer => {
     if (!deps.assetKey) throw new Error('createEngine: the asset encryption key is missing');
     return typeof deps.assetKey === 'function' ? deps.assetKey() : deps.assetKey;
@@ -207,13 +211,16 @@ export function createEngine(deps: EngineDeps) {
     /** The workspace's audit log, as its admins read it. */
     audit: bind(sql, { list: listAuditLog, export: exportAuditLog }),
     /** A machine's agent (through the API's agent session): its heartbeat, its runs and the items its consumers take. */
-    machines: bind(sql, {
-      findByKey: findMachineByKey, liveKeys: findLiveMachineKeys, heartbeat: recordHeartbeat, goodbye: machineLeft, giveUpJobs: giveUpMachineJobs,
-      startJob, acknowledgeRun, renewLeases: renewJobLeases, reportProgress: reportJobProgress, finishRun, pendingStops,
-      askInput: askInputForRun, readInput: readJobInput, appendLogs: appendJobLogs,
-      takeItems: takeItemsForRun, releaseItems: releaseQueueItems, hasWaitingJobs: machineHasWaitingJobs,
-      readAsset: readAssetForMachine,
-    }),
+    machines: {
+      ...bind(sql, {
+        findByKey: findMachineByKey, liveKeys: findLiveMachineKeys, heartbeat: recordHeartbeat, goodbye: machineLeft, giveUpJobs: giveUpMachineJobs,
+        startJob, acknowledgeRun, renewLeases: renewJobLeases, reportProgress: reportJobProgress, finishRun, pendingStops,
+        askInput: askInputForRun, readInput: readJobInput, appendLogs: appendJobLogs,
+        releaseItems: releaseQueueItems, hasWaitingJobs: machineHasWaitingJobs,
+        readAsset: readAssetForMachine,
+      }),
+      takeItems: (req: TakeRequest) => takeItemsForRun(sql, req, { floor: claimFloor }),
+    },
     /** The dispatcher's periodic work and what nudges start. */
     sweeps: {
       ...bind(sql, {
@@ -223,6 +230,8 @@ export function createEngine(deps: EngineDeps) {
       }),
       /** finished jobs' logs past the retention, into the archive */
       archiveLogs: (retentionDays: number) => archiveJobLogs(sql, logArchive, retentionDays),
+      /** the claim floors from the items (docs/decisions/claim-floor.md); with CLAIM_FLOOR off, their removal */
+      claimFloors: () => recomputeClaimFloors(sql, { enabled: claimFloor }),
       /** events (and finished webhook deliveries) past the retention */
       oldEvents: (retentionDays: number) => purgeOldEvents(sql, retentionDays),
       /** ended items and jobs past their retention: archived when asked, then deleted, within a budget (docs/decisions/retention.md) */

@@ -100,6 +100,8 @@ export {
   failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, releaseQueueItems, releaseUnknownClaims, settleAndClaimItems,
   settleAndClaimItemsBatch,
 } from './queue-items/transitions';
+export type { TakeOptions } from './queue-items/transitions';
+export { CLAIM_FLOOR_LAG, recomputeClaimFloors } from './queue-items/claim-floor';
 export { countInScope, nextChunk } from './bulk/matching';
 export type { BulkScope } from './bulk/matching';
 

@@ -9,7 +9,7 @@ import {
   pendingStops, readAssetWithKey, pickMachineForFollowUp, queuesNeedingConsumers, readAssetValue, recordAudit,
   recordGoodbye, recordHeartbeat, reconcilePendingJobs, redriveDeadLetterItems, releaseLostClaim, releaseQueueItems,
   releaseUnknownClaims, renewJobLeases, replaceApiKeySecret, reportJobProgress, requestRunningJobStop,
-  reviewQueueItem, revokeAccessToken, runIdempotent, settleAndClaimItems, sha256, startJob, startQueueConsumers,
+  recomputeClaimFloors, reviewQueueItem, revokeAccessToken, runIdempotent, settleAndClaimItems, sha256, startJob, startQueueConsumers,
   stopJob, sweepExpiredIdempotencyKeys, sweepOfflineMachines, timeOutJobs, touchApiKeys, transitionJob,
   triggerJobByApi, triggerJobByWebhook, expiredRows, type Queryable,
 } from '@svc/core/internals';
@@ -671,6 +671,21 @@ const ENGINE_PROBES: Probe[] = [
       }),
   },
   {
+    name: 'consumer settles and takes items past the claim floor (settleAndClaimItems, CLAIM_FLOOR=on)',
+    indexes: ['queue_items_pkey', 'queue_items_ready_idx', 'queue_ready_floor_pkey'],
+    tx: async (q, f) => {
+      await recomputeClaimFloors(q, { enabled: true });
+      return settleAndClaimItems(q, {
+        queueId: f.queue.id,
+        jobId: f.runningJobs[2]!.id,
+        jobAttempt: 1,
+        machineId: f.runningJobs[2]!.machine_id,
+        outcomes: f.consumerItems.slice(0, 2).map((i) => ({ id: i.id, attempt: i.attempt, status: 'completed' as const, result: { ok: 1 } })),
+        take: 10,
+      }, { floor: true });
+    },
+  },
+  {
     name: 'consumer hands back unstarted items (releaseQueueItems)',
     indexes: ['queue_items_in_progress_idx'],
     tx: (q, f) => releaseQueueItems(q, f.runningJobs[2]!.id, f.consumerItems.slice(2, 4)),
@@ -698,6 +713,7 @@ const ENGINE_PROBES: Probe[] = [
     tx: (q, f) => applyItemRetryPolicy(q, f.queue.id),
   },
   { name: 'item retry policy of every queue (applyItemRetryPolicy)', indexes: ['queue_items_failed_idx'], tx: (q) => applyItemRetryPolicy(q, null) },
+  { name: 'the claim floors\' pass (recomputeClaimFloors)', indexes: ['queue_items_ready_idx', 'queue_ready_floor_pkey'], tx: (q) => recomputeClaimFloors(q, { enabled: true }) },
   {
     name: 'consumer start decision (startQueueConsumers)',
     indexes: ['jobs_trigger_active_idx', 'queue_items_ready_idx', 'jobs_active_machine_idx'],

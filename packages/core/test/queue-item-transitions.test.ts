@@ -36,6 +36,9 @@ async function ensureRunningJob(jobId: string): Promise<void> {
 }
 afterAll(() => ctx.close());
 
+/** CLAIM_FLOOR=on runs these takes past the claim floors (docs/decisions/claim-floor.md). */
+const takeOpts = () => ({ floor: ctx.config.claimFloor });
+
 async function newQueue(maxRetries = 3) {
   return seedQueue(sql, tenantId, { max_retries: maxRetries });
 }
@@ -55,7 +58,7 @@ async function item(id: string) {
 
 async function take(queueId: string, jobId: string, n = 1, outcomes: any[] = []) {
   await ensureRunningJob(jobId);
-  return settleAndClaimItems(sql, { queueId, jobId, jobAttempt: 1, machineId: randomUUID(), outcomes, take: n });
+  return settleAndClaimItems(sql, { queueId, jobId, jobAttempt: 1, machineId: randomUUID(), outcomes, take: n }, takeOpts());
 }
 
 describe('the transition table', () => {
@@ -90,7 +93,7 @@ describe('statements sent for the transitions', () => {
     await ensureRunningJob(job);
     await ensureRunningJob(dead);
     const statements = await record(async () => {
-      const { claimed } = await settleAndClaimItems(sql, { queueId: q.id, jobId: job, jobAttempt: 1, machineId, outcomes: [], take: 4 });
+      const { claimed } = await settleAndClaimItems(sql, { queueId: q.id, jobId: job, jobAttempt: 1, machineId, outcomes: [], take: 4 }, takeOpts());
       const [a, b, c, d] = claimed;
       await settleAndClaimItems(sql, {
         queueId: q.id, jobId: job, jobAttempt: 1, machineId, take: 0,
@@ -99,9 +102,9 @@ describe('statements sent for the transitions', () => {
           { id: b!.id, attempt: b!.attempt, status: 'pending_review', result: {} },
           { id: c!.id, attempt: c!.attempt, status: 'failed', error_message: 'x' },
         ],
-      });
+      }, takeOpts());
       await releaseQueueItems(sql, job, [{ id: d!.id, attempt: d!.attempt }]);
-      await settleAndClaimItems(sql, { queueId: q.id, jobId: dead, jobAttempt: 1, machineId, outcomes: [], take: 1 });
+      await settleAndClaimItems(sql, { queueId: q.id, jobId: dead, jobAttempt: 1, machineId, outcomes: [], take: 1 }, takeOpts());
       await failItemsOfJobs(sql, [dead], 'x');
       await failOrphanedItems(sql, 'x');
       await rejectQueueItem(sql, { tenantId, queueId: q.id, itemId: b!.id, reviewer: 'r' });
@@ -138,7 +141,7 @@ describe('the round trip of a consumer', () => {
         const res = await settleAndClaimItems(one, {
           queueId: q.id, jobId: job, jobAttempt: 1, machineId, take: 4,
           outcomes: held.map((c) => ({ id: c.id, attempt: c.attempt, status: 'completed' as const, result: {} })),
-        });
+        }, takeOpts());
         expect(res.claimed.length).toBe(4);
         held = res.claimed;
       }
@@ -157,11 +160,11 @@ describe('the round trip of a consumer', () => {
     const job = randomUUID();
     await ensureRunningJob(job);
     for (const take of [-1, 1.5, MAX_TAKE + 1, Number.NaN, '4; drop table queue_items' as unknown as number]) {
-      await expect(settleAndClaimItems(sql, { queueId: q.id, jobId: job, jobAttempt: 1, machineId, outcomes: [], take }))
+      await expect(settleAndClaimItems(sql, { queueId: q.id, jobId: job, jobAttempt: 1, machineId, outcomes: [], take }, takeOpts()))
         .rejects.toThrow(/Illegal take/);
     }
     await addItem(q.id);
-    expect((await settleAndClaimItems(sql, { queueId: q.id, jobId: job, jobAttempt: 1, machineId, outcomes: [], take: MAX_TAKE })).claimed).toHaveLength(1);
+    expect((await settleAndClaimItems(sql, { queueId: q.id, jobId: job, jobAttempt: 1, machineId, outcomes: [], take: MAX_TAKE }, takeOpts())).claimed).toHaveLength(1);
   });
 });
 
@@ -251,7 +254,7 @@ describe('processing outcomes', () => {
     const job = randomUUID();
     const machine = randomUUID();
     await ensureRunningJob(job);
-    const res = await settleAndClaimItems(sql, { queueId: q.id, jobId: job, jobAttempt: 1, machineId: machine, outcomes: [], take: 1 });
+    const res = await settleAndClaimItems(sql, { queueId: q.id, jobId: job, jobAttempt: 1, machineId: machine, outcomes: [], take: 1 }, takeOpts());
     const row = await item(it0.id);
     expect(row.status).toBe('in_progress');
     expect(row.job_id).toBe(job);
@@ -362,15 +365,15 @@ describe('processing outcomes', () => {
     await addItem(q.id);
     const job = randomUUID();
     await ensureRunningJob(job);
-    const stale = await settleAndClaimItems(sql, { queueId: q.id, jobId: job, jobAttempt: 2, machineId: randomUUID(), outcomes: [], take: 1 });
+    const stale = await settleAndClaimItems(sql, { queueId: q.id, jobId: job, jobAttempt: 2, machineId: randomUUID(), outcomes: [], take: 1 }, takeOpts());
     expect(stale.claimed).toEqual([]);
     await sql`update jobs set status = 'failed' where id = ${job}`;
-    const ended = await settleAndClaimItems(sql, { queueId: q.id, jobId: job, jobAttempt: 1, machineId: randomUUID(), outcomes: [], take: 1 });
+    const ended = await settleAndClaimItems(sql, { queueId: q.id, jobId: job, jobAttempt: 1, machineId: randomUUID(), outcomes: [], take: 1 }, takeOpts());
     expect(ended.claimed).toEqual([]);
   });
 
   it('refuses an outcome that is not a transition from in_progress', async () => {
-    await expect(settleAndClaimItems(sql, { queueId: randomUUID(), jobId: randomUUID(), jobAttempt: 1, machineId: randomUUID(), outcomes: [{ id: randomUUID(), attempt: 1, status: 'new' as never }], take: 0 }))
+    await expect(settleAndClaimItems(sql, { queueId: randomUUID(), jobId: randomUUID(), jobAttempt: 1, machineId: randomUUID(), outcomes: [{ id: randomUUID(), attempt: 1, status: 'new' as never }], take: 0 }, takeOpts()))
       .rejects.toThrow(/Illegal item outcome/);
   });
 
@@ -399,7 +402,7 @@ describe('several consumers\' round trips as one statement', () => {
     const [j1, j2, j3] = [randomUUID(), randomUUID(), randomUUID()];
     for (const j of [j1, j2, j3]) await ensureRunningJob(j);
     const req = (jobId: string, take: number) => ({ queueId: q.id, jobId, jobAttempt: 1, machineId: machineId, outcomes: [], take });
-    const [r1, r2, r3] = await settleAndClaimItemsBatch(sql, [req(j1, 2), req(j2, 3), req(j3, 3)]);
+    const [r1, r2, r3] = await settleAndClaimItemsBatch(sql, [req(j1, 2), req(j2, 3), req(j3, 3)], takeOpts());
     expect(r1!.claimed.map((c) => c.id)).toEqual([items[0]!.id, items[1]!.id]);
     expect(r2!.claimed.map((c) => c.id)).toEqual([items[2]!.id, items[3]!.id, items[4]!.id]);
     // fewer ready items than asked: the last request gets what is left
@@ -429,7 +432,7 @@ describe('several consumers\' round trips as one statement', () => {
       { queueId: q2.id, jobId: j2, jobAttempt: 1, machineId, take: 1, outcomes: [{ id: h2!.id, attempt: h2!.attempt + 1, status: 'failed', error_message: 'x' }] },
       { queueId: q2.id, jobId: gone, jobAttempt: 1, machineId, take: 5, outcomes: [] },
       { queueId: paused.id, jobId: jp, jobAttempt: 1, machineId, take: 5, outcomes: [] },
-    ]);
+    ], takeOpts());
     expect(results.map((r) => r.settled)).toEqual([[{ id: a.id, status: 'completed' }], [], [], [], []]);
     expect(results.map((r) => r.claimed.length)).toEqual([1, 0, 1, 0, 0]);
     expect(await item(a.id)).toMatchObject({ status: 'completed', result: { n: 1 } });
@@ -444,12 +447,12 @@ describe('several consumers\' round trips as one statement', () => {
     await ensureRunningJob(j2);
     const [batched] = await settleAndClaimItemsBatch(sql, [
       { queueId: q.id, jobId: j1, jobAttempt: 1, machineId, take: 2, outcomes: [{ id: c1!.id, attempt: c1!.attempt, status: 'pending_review', result: { why: 'x' } }] },
-    ]);
+    ], takeOpts());
     expect(batched!.settled).toEqual([{ id: c1!.id, status: 'pending_review' }]);
     const alone = await take(q.id, j2, 2);
     expect(alone.claimed).toHaveLength(1);
     expect(Object.keys(batched!.claimed[0]!).sort()).toEqual(Object.keys(alone.claimed[0]!).sort());
-    await expect(settleAndClaimItemsBatch(sql, [{ queueId: q.id, jobId: j1, jobAttempt: 1, machineId, take: MAX_TAKE + 1, outcomes: [] }])).rejects.toThrow(/Illegal take/);
+    await expect(settleAndClaimItemsBatch(sql, [{ queueId: q.id, jobId: j1, jobAttempt: 1, machineId, take: MAX_TAKE + 1, outcomes: [] }], takeOpts())).rejects.toThrow(/Illegal take/);
   });
 });
 

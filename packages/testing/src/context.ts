@@ -177,6 +177,8 @@ export function contextOn(url: string, redisPrefix: string, options: { max: numb
     // webhook receivers of tests listen on loopback over http (docs/decisions/events.md)
     WEBHOOK_ALLOW_INSECURE: 'true',
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    // the run's choice of take (docs/decisions/claim-floor.md) reaches the children and ctx.config
+    ...(process.env.CLAIM_FLOOR ? { CLAIM_FLOOR: process.env.CLAIM_FLOOR } : {}),
   };
   const config = { ...parseConfig(childEnv), ...options.configOverrides };
   const sql = createSql(url, { max: options.max });

@@ -32,7 +32,7 @@ export function sampleValue(text: string, name: string, labels: Record<string, s
 }
 
 /** The dispatcher's periodic passes (DISPATCH_SCHEDULERS). */
-export type DispatcherPass = 'sweep' | 'consumers' | 'reconcile' | 'schedules' | 'purge-idempotency-keys' | 'bulk-actions' | 'retention';
+export type DispatcherPass = 'sweep' | 'consumers' | 'reconcile' | 'schedules' | 'purge-idempotency-keys' | 'bulk-actions' | 'retention' | 'claim-floor';
 
 /**
  * Resolves once a dispatcher whose metrics are at `metricsUrls` has completed a `pass` that began

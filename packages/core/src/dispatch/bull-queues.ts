@@ -70,11 +70,13 @@ export interface DispatchPayloads {
   'bulk-actions': Record<string, never>;
   /** Periodic (RETENTION_EVERY_MS): archive and delete ended items and jobs past their retention (docs/decisions/retention.md). */
   retention: Record<string, never>;
+  /** Periodic (CLAIM_FLOOR_EVERY_MS): the queues' claim floors from their items (docs/decisions/claim-floor.md). */
+  'claim-floor': Record<string, never>;
 }
 export type DispatchJobName = keyof DispatchPayloads;
 
 /** Scheduler ids of the periodic dispatcher jobs (upsertJobScheduler is idempotent). */
-export const DISPATCH_SCHEDULERS = ['sweep', 'consumers', 'reconcile', 'purge-idempotency-keys', 'schedules', 'bulk-actions', 'retention'] as const satisfies readonly DispatchJobName[];
+export const DISPATCH_SCHEDULERS = ['sweep', 'consumers', 'reconcile', 'purge-idempotency-keys', 'schedules', 'bulk-actions', 'retention', 'claim-floor'] as const satisfies readonly DispatchJobName[];
 
 /**
  * How often the Idempotency-Key purge runs. Keys live 24 hours and an expired one is already

@@ -4,7 +4,7 @@ import { askJobInput, readJobInput, type AskResult } from '../jobs/input';
 import { findRunEndedAs, finishJob, type JobEnd } from '../dispatch/job-run';
 import { releaseUnknownClaims } from '../queue-items/transitions';
 import { settleAndClaimItemsBatched } from '../queue-items/settle-batched';
-import type { SettleAndClaim, SettleAndClaimResult } from '../queue-items/transitions';
+import type { SettleAndClaim, SettleAndClaimResult, TakeOptions } from '../queue-items/transitions';
 
 /**
  * A robot's requests that change a run, with the rule for a request that may be a repeat: the
@@ -33,12 +33,12 @@ export interface TakeResult extends SettleAndClaimResult {
  * queue, and only then are items taken afresh. Nothing is settled twice and no item stays
  * `in_progress` unknown to its holder.
  */
-export async function takeItemsForRun(sql: Queryable, req: TakeRequest): Promise<TakeResult> {
+export async function takeItemsForRun(sql: Queryable, req: TakeRequest, opts: TakeOptions = {}): Promise<TakeResult> {
   const claim = { queueId: req.queueId, jobId: req.jobId, jobAttempt: req.jobAttempt, machineId: req.machineId };
-  if (!req.repeat) return { ...(await settleAndClaimItemsBatched(sql, { ...claim, outcomes: req.outcomes, take: req.take })), releasedUnknown: 0 };
-  const { settled } = await settleAndClaimItemsBatched(sql, { ...claim, outcomes: req.outcomes, take: 0 });
+  if (!req.repeat) return { ...(await settleAndClaimItemsBatched(sql, { ...claim, outcomes: req.outcomes, take: req.take }, opts)), releasedUnknown: 0 };
+  const { settled } = await settleAndClaimItemsBatched(sql, { ...claim, outcomes: req.outcomes, take: 0 }, opts);
   const releasedUnknown = await releaseUnknownClaims(sql, req.jobId, [...(req.held ?? []), ...req.outcomes.map((o) => o.id)]);
-  const { claimed } = req.take > 0 ? await settleAndClaimItemsBatched(sql, { ...claim, outcomes: [], take: req.take }) : { claimed: [] };
+  const { claimed } = req.take > 0 ? await settleAndClaimItemsBatched(sql, { ...claim, outcomes: [], take: req.take }, opts) : { claimed: [] };
   return { settled, claimed, releasedUnknown };
 }
 

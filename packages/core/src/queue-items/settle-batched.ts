@@ -1,6 +1,6 @@
 import type { Queryable, Sql } from '../db/sql';
 import { Batcher } from '../db/batcher';
-import { settleAndClaimItems, settleAndClaimItemsBatch, type SettleAndClaim, type SettleAndClaimResult } from './transitions';
+import { settleAndClaimItems, settleAndClaimItemsBatch, type SettleAndClaim, type SettleAndClaimResult, type TakeOptions } from './transitions';
 
 /**
  * Consumers' round trips under load: the API process holding many robots' connections sends the
@@ -10,24 +10,27 @@ import { settleAndClaimItems, settleAndClaimItemsBatch, type SettleAndClaim, typ
  * gets its own result, and a statement Postgres refuses is run again request by request, so one
  * bad request fails only itself (db/batcher.ts).
  */
-const bySql = new WeakMap<Sql, Batcher<SettleAndClaim, SettleAndClaimResult>>();
+const bySql = new WeakMap<Sql, Map<boolean, Batcher<SettleAndClaim, SettleAndClaimResult>>>();
 
 /** Only the pool batches: a transaction's statements must stay on it, in order. */
 function isPool(sql: Queryable): sql is Sql {
   return typeof (sql as Sql).begin === 'function';
 }
 
-export function settleAndClaimItemsBatched(sql: Queryable, req: SettleAndClaim): Promise<SettleAndClaimResult> {
-  if (!isPool(sql)) return settleAndClaimItems(sql, req);
-  let batcher = bySql.get(sql);
+export function settleAndClaimItemsBatched(sql: Queryable, req: SettleAndClaim, opts: TakeOptions = {}): Promise<SettleAndClaimResult> {
+  if (!isPool(sql)) return settleAndClaimItems(sql, req, opts);
+  const floor = !!opts.floor;
+  let batchers = bySql.get(sql);
+  if (!batchers) bySql.set(sql, (batchers = new Map()));
+  let batcher = batchers.get(floor);
   if (!batcher) {
     batcher = new Batcher({
-      runBatch: (reqs) => (reqs.length === 1 ? settleAndClaimItems(sql, reqs[0]!).then((r) => [r]) : settleAndClaimItemsBatch(sql, reqs)),
-      runOne: (r) => settleAndClaimItems(sql, r),
+      runBatch: (reqs) => (reqs.length === 1 ? settleAndClaimItems(sql, reqs[0]!, { floor }).then((r) => [r]) : settleAndClaimItemsBatch(sql, reqs, { floor })),
+      runOne: (r) => settleAndClaimItems(sql, r, { floor }),
       maxBatch: 100,
       maxInFlight: 2,
     });
-    bySql.set(sql, batcher);
+    batchers.set(floor, batcher);
   }
   return batcher.run(req);
 }

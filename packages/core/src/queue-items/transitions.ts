@@ -150,6 +150,42 @@ export interface SettleAndClaimResult {
   claimed: ClaimedItem[];
 }
 
+/** How the take reads the ready items (the CLAIM_FLOOR setting, docs/decisions/claim-floor.md). */
+export interface TakeOptions {
+  /** start each priority's items without a deadline at the queue's claim floor */
+  floor?: boolean;
+}
+
+/** Item priorities, most urgent first (the `priority between 1 and 5` check of queue_items). */
+const PRIORITIES_DESC = [5, 4, 3, 2, 1] as const;
+
+/**
+ * The first `limit` ready items of one queue in the take order, locked (`FOR UPDATE SKIP
+ * LOCKED`), read past the queue's claim floor: for each priority, most urgent first, the items
+ * with a deadline (all of them: they are few), then those without one created at or after the
+ * floor (`floorSql`, -infinity when the queue has none). Each part is a range of
+ * queue_items_ready_idx in the index's own order, and Append reads the parts one after the
+ * other under the one LIMIT, so the parts after the one that fills the take never run and only
+ * the rows returned are locked. Every part repeats the whole ORDER BY: with the priority and the
+ * deadline's nullness fixed it is the index order, which the planner sees only through the
+ * columns it names.
+ */
+function readyPastFloorSql(sql: Queryable, queueId: unknown, limit: unknown, floorSql: unknown) {
+  const parts = PRIORITIES_DESC.flatMap((p) => {
+    const priority = sql.unsafe(String(p));
+    // a locking clause is refused on a branch of a UNION itself, not in a subquery below it
+    const part = (bound: unknown) => sql`(select * from (
+      select id, priority, deadline, created_at from queue_items
+       where queue_id = ${queueId} and status = ${statusSql(sql, T.take.from)} and priority = ${priority} and ${bound}
+         and (postpone is null or postpone <= now())
+       order by priority desc, deadline asc nulls last, created_at asc, id
+       limit ${limit}
+       for update skip locked) part)`;
+    return [part(sql`deadline is not null`), part(sql`deadline is null and created_at >= ${floorSql}`)];
+  });
+  return parts.reduce((all, part) => sql`${all} union all ${part}`);
+}
+
 function checkOutcomes(outcomes: readonly ItemOutcome[]): void {
   for (const o of outcomes) {
     const t = OUTCOME_TRANSITION[o.status];
@@ -175,8 +211,12 @@ function checkOutcomes(outcomes: readonly ItemOutcome[]): void {
  * `new`, and that lock lasts until this statement commits, so the item's own consumer waits for
  * it to settle the item. Taking right after the snapshot keeps that window short (fewer waits on
  * such locks in B3: BENCHMARKS.md, "Issues 17 and 20, second session").
+ *
+ * `opts.floor` (CLAIM_FLOOR=on): the same order, read past the queue's claim floor
+ * (readyPastFloorSql; an item the floor passed over waits for its next recomputation,
+ * docs/decisions/claim-floor.md); without it the statement is the one above, word for word.
  */
-export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim): Promise<SettleAndClaimResult> {
+export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim, opts: TakeOptions = {}): Promise<SettleAndClaimResult> {
   checkOutcomes(req.outcomes);
   const outcomes = req.outcomes.map((o) => ({
     id: o.id,
@@ -202,7 +242,13 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim): 
          -- or already settled so by this very outcome: a repeat after a lost answer is accepted again
          and (qi.status = ${statusSql(sql, T.complete.from)} or qi.status = o.status)
       returning qi.id, qi.status, extract(epoch from now() - qi.created_at)::float8 as age_s
-    ), picked as (
+    ), ${opts.floor ? sql`ready_floor as (
+      select coalesce((select floor from queue_ready_floor where queue_id = ${req.queueId}), '-infinity'::timestamptz) as f
+    ), ` : sql``}picked as (${opts.floor ? sql`
+      select id from (${readyPastFloorSql(sql, req.queueId, takeLimitSql(sql, req.take), sql`(select f from ready_floor)`)}) ready
+       where exists (select 1 from jobs where id = ${req.jobId} and status = 'running' and attempt = ${req.jobAttempt})
+         and not exists (select 1 from queues where id = ${req.queueId} and is_paused)
+       limit ${takeLimitSql(sql, req.take)}` : sql`
       select id from queue_items
        where queue_id = ${req.queueId} and status = ${statusSql(sql, T.take.from)} and (postpone is null or postpone <= now())
          and exists (select 1 from jobs where id = ${req.jobId} and status = 'running' and attempt = ${req.jobAttempt})
@@ -210,7 +256,7 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim): 
          and not exists (select 1 from queues where id = ${req.queueId} and is_paused)
        order by priority desc, deadline asc nulls last, created_at asc, id
        limit ${takeLimitSql(sql, req.take)}
-       for update skip locked
+       for update skip locked`}
     ), claimed as (
       update queue_items qi
          set status = ${statusSql(sql, T.take.to)}, job_id = ${req.jobId}, attempt = qi.attempt + 1, processed_by = ${req.machineId},
@@ -240,7 +286,7 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim): 
  * requests on it (a request earlier in the batch gets the earlier items), so two requests never
  * race for the same row inside the statement.
  */
-export async function settleAndClaimItemsBatch(sql: Queryable, reqs: readonly SettleAndClaim[]): Promise<SettleAndClaimResult[]> {
+export async function settleAndClaimItemsBatch(sql: Queryable, reqs: readonly SettleAndClaim[], opts: TakeOptions = {}): Promise<SettleAndClaimResult[]> {
   for (const r of reqs) {
     checkOutcomes(r.outcomes);
     if (!Number.isInteger(r.take) || r.take < 0 || r.take > MAX_TAKE) throw new Error(`Illegal take ${String(r.take)}`);
@@ -279,13 +325,16 @@ export async function settleAndClaimItemsBatch(sql: Queryable, reqs: readonly Se
     ), picked as (
       select d.queue_id, c.id,
              row_number() over (partition by d.queue_id order by c.priority desc, c.deadline asc nulls last, c.created_at asc, c.id) as rn
-        from (select queue_id, sum(take)::int as n from live group by queue_id) d
-        cross join lateral (
+        from (select queue_id, sum(take)::int as n${opts.floor ? sql`,
+                     coalesce((select f.floor from queue_ready_floor f where f.queue_id = live.queue_id), '-infinity'::timestamptz) as floor` : sql``} from live group by queue_id) d
+        cross join lateral (${opts.floor ? sql`
+          select id, priority, deadline, created_at from (${readyPastFloorSql(sql, sql`d.queue_id`, sql`d.n`, sql`d.floor`)}) ready
+           limit d.n` : sql`
           select id, priority, deadline, created_at from queue_items
            where queue_id = d.queue_id and status = ${statusSql(sql, T.take.from)} and (postpone is null or postpone <= now())
            order by priority desc, deadline asc nulls last, created_at asc, id
            limit d.n
-           for update skip locked) c
+           for update skip locked`}) c
     ), assigned as (
       select p.id, s.i, s.job_id, s.machine_id from picked p join slot s on s.queue_id = p.queue_id and p.rn > s.lo and p.rn <= s.lo + s.take
     ), claimed as (

@@ -1,0 +1,52 @@
+import type { Queryable } from '../db/sql';
+
+/**
+ * The claim floors (docs/decisions/claim-floor.md). A queue's floor F is a lower bound on the
+ * created_at of its ready items without a deadline, so that the take (CLAIM_FLOOR=on,
+ * queue-items/transitions.ts) starts its range of queue_items_ready_idx at F instead of at the
+ * head, past the entries of items taken since vacuum last ran. A floor too low is only slower; a
+ * floor too high would hide items, and two things keep it from staying so:
+ *
+ * - this recomputation, every CLAIM_FLOOR_EVERY_MS, sets F from the items themselves, so an item
+ *   the floor passed over (its insert committed long after its created_at, its postpone became due)
+ *   is taken at most one period late;
+ * - the trigger of migration 0025 lowers F in the very transaction that makes an older item ready
+ *   again (retry, release, approval, re-drive, a postpone cleared).
+ */
+
+/**
+ * How far behind the present a floor stays at most. An item's created_at is its transaction's
+ * start, so an insert that commits within this long of it is never passed over, whenever the
+ * floor was recomputed meanwhile.
+ */
+export const CLAIM_FLOOR_LAG = '5 seconds';
+
+const PRIORITIES_DESC = [5, 4, 3, 2, 1] as const;
+
+/**
+ * Every queue with `new` items gets F = least(the oldest ready item without a deadline, now() -
+ * CLAIM_FLOOR_LAG). Each priority's oldest is the head of its range of queue_items_ready_idx (one
+ * walk per queue and priority per pass, where a take used to walk from the head every time).
+ * Queues without `new` items keep their floor: any item they get later is newer than it, or
+ * lowers it by the trigger. With the setting off the floors are removed, so none is left to go
+ * stale should it be turned on again. Returns how many floors were written (or removed).
+ */
+export async function recomputeClaimFloors(sql: Queryable, opts: { enabled: boolean }): Promise<number> {
+  if (!opts.enabled) return (await sql`delete from queue_ready_floor`).count;
+  const oldest = PRIORITIES_DESC.map((p) => sql`(
+        select created_at from queue_items
+         where queue_id = w.queue_id and status = 'new' and priority = ${sql.unsafe(String(p))} and deadline is null
+           and (postpone is null or postpone <= now())
+         order by priority desc, deadline asc nulls last, created_at asc, id
+         limit 1)`).reduce((all, part) => sql`${all}, ${part}`);
+  const res = await sql`
+    insert into queue_ready_floor as f (queue_id, floor, updated_at)
+    select w.queue_id, least(${oldest}, now() - ${sql.unsafe(`interval '${CLAIM_FLOOR_LAG}'`)}), now()
+      from (select queue_id from queue_item_counts where status = 'new' group by queue_id having sum(n) > 0) w
+     where exists (select 1 from queues q where q.id = w.queue_id)
+     order by w.queue_id
+    on conflict (queue_id) do update set floor = excluded.floor, updated_at = excluded.updated_at
+      -- a floor that did not move leaves no row version behind for the take's look-up to step over
+      where f.floor is distinct from excluded.floor`;
+  return res.count;
+}
