@@ -281,7 +281,7 @@ export function parseConfig(env: Env): Config {
     logRetentionDays: num(env, 'LOG_RETENTION_DAYS', 30, 0, 36_500),
     eventRetentionDays: num(env, 'EVENT_RETENTION_DAYS', 7, 0, 3650),
     archive: parseArchiveSettings(env),
-    retentionEveryMs: int(env, 'RETENTION_EVERY_MS', 60_000, 100, 86_400_000),
+    retentionEveryMs: int(env, 'RETENTION_EVERY_MS', 15_000, 100, 86_400_000),
     retentionDuty: num(env, 'RETENTION_DUTY', 0.25, 0.01, 1),
     webhookAllowInsecure: bool(env, 'WEBHOOK_ALLOW_INSECURE'),
     webhookAllowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'),
