@@ -25,6 +25,7 @@
 //   --prefetch 10                         B3: items a consumer holds at once (agent-sim; auto as shipped)
 //   --b3-retention 3000000                B3 while the retention pass deletes that many expired rows of another queue, next to
 //                                         B3 without, in the order A B B A (replaces the rest of B3)
+//   --b3-env CLAIM_FLOOR=on               B3 with these settings for the platform's processes next to B3 without, A B B A
 //   --b5-seen 10000000                    B5: the queue has first seen this many items in all, those beyond B5's own
 //                                         ended long ago and removed by the retention pass before B5 seeds and measures
 //   other options: --out FILE, --markdown | --no-markdown, --log-level LEVEL, --log-dir DIR,
@@ -40,7 +41,7 @@ const SCENARIOS = ['B1', 'B2', 'B3', 'B4', 'B5', 'B7', 'B8', 'B9', 'B10'];
 const NOT_BY_DEFAULT = ['B10'];
 
 function parseArgs(argv) {
-  const o = { soak: {}, prefetch: 0, b3Retention: 0, b5Seen: 0, vacuumMs: 0, nodeArgs: [], only: null, scale: 1, out: null, markdown: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
+  const o = { soak: {}, prefetch: 0, b3Retention: 0, b3Env: null, b5Seen: 0, vacuumMs: 0, nodeArgs: [], only: null, scale: 1, out: null, markdown: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].includes('=') ? [argv[i].slice(0, argv[i].indexOf('=')), argv[i].slice(argv[i].indexOf('=') + 1)] : [argv[i], undefined];
     const value = () => {
@@ -62,6 +63,7 @@ function parseArgs(argv) {
       case '--prefetch': o.prefetch = Number(value()); break;
       case '--b5-seen': o.b5Seen = Number(value()); break;
       case '--b3-retention': o.b3Retention = Number(value()); break;
+      case '--b3-env': o.b3Env = value(); if (!/^[A-Z_][A-Z0-9_]*=[^,]*(,[A-Z_][A-Z0-9_]*=[^,]*)*$/.test(o.b3Env)) throw new SetupError('--b3-env: KEY=VALUE[,KEY=VALUE]'); break;
       case '--node-args': o.nodeArgs = value().split(' ').filter(Boolean); break;
       case '--no-build': o.build = false; break;
       case '--db-name': o.dbName = value(); break;
@@ -185,6 +187,7 @@ async function main() {
     prefetch: opts.prefetch,
     b5Seen: opts.b5Seen,
     b3Retention: opts.b3Retention,
+    b3Env: opts.b3Env,
     soak: opts.soak,
     keep: opts.keep,
     log: (m) => console.error(m),

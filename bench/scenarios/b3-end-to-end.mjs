@@ -34,7 +34,7 @@ const MACHINES = 4;
  * what the round trips cost. `--prefetch N` runs only the first, with N.
  */
 export async function b3(run) {
-  if (run.b3Retention) return b3WithRetention(run);
+  if (run.b3Retention || run.b3Env) return b3Compare(run);
   const shipped = await b3Once(run, 'B3', run.prefetch || null);
   // the peers, right after the run they are compared with (left out of the tiny smoke run)
   if (!run.tiny) {
@@ -121,39 +121,47 @@ async function settleWrites(sql) {
  * same measured phase as the CPU.
  */
 /**
- * `--b3-retention N` (issue 33): B3 while the dispatcher's retention pass runs, next to B3
- * without, in the order A B B A (the host's drift cancels out of the pooled figures). In the
- * runs with the pass, another queue of the workspace holds N completed items past their retention
- * and the dispatcher passes every second (each pass deletes for up to its ten-second budget), so
- * the pass deletes the whole time the items flow; the rows it left are reported.
+ * B3 next to B3 with one change (B), in the order A B B A, without the raw baseline and the other
+ * variants: a run's rate on this host moves from one run to the next, and a drift in time cancels
+ * out of the pooled figures.
+ * - `--b3-retention N` (issue 33): in B, another queue of the workspace holds N completed items
+ *   past their retention and the dispatcher passes every second (each pass deletes within its
+ *   budget), so the pass deletes the whole time the items flow; the rows it removed are reported.
+ * - `--b3-env KEY=VALUE[,KEY=VALUE]`: in B, the platform's processes run with these settings
+ *   (CLAIM_FLOOR=on, say).
  */
-async function b3WithRetention(run) {
+async function b3Compare(run) {
+  const env = Object.fromEntries((run.b3Env ?? '').split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+  const label = [run.b3Retention ? 'while the retention pass deletes' : null, Object.keys(env).length ? `with ${run.b3Env}` : null].filter(Boolean).join(', ');
   const order = [false, true, true, false];
   const runs = [];
-  for (const [i, withPass] of order.entries()) {
-    runs.push(await b3Once(run, `B3R${i + 1}`, run.prefetch || null, { raw: false, retentionBacklog: withPass ? run.b3Retention : 0 }));
+  for (const [i, b] of order.entries()) {
+    runs.push(await b3Once(run, `B3C${i + 1}`, run.prefetch || null, { raw: false, retentionBacklog: b ? run.b3Retention : 0, env: b ? env : {} }));
   }
   const mean = (xs) => (xs.every((x) => x) ? xs.reduce((a, x) => a + x, 0) / xs.length : null);
   const without = runs.filter((_, i) => !order[i]);
-  const withPass = runs.filter((_, i) => order[i]);
+  const withB = runs.filter((_, i) => order[i]);
   const a = mean(without.map((r) => r.details.itemsPerSec));
-  const b = mean(withPass.map((r) => r.details.itemsPerSec));
+  const b = mean(withB.map((r) => r.details.itemsPerSec));
   const fmt = (xs) => xs.map((r) => round(r.details.itemsPerSec, 0)?.toLocaleString('en') ?? '—').join(' / ');
-  const removed = withPass.map((r) => r.details.retention?.removedDuringRun ?? 0);
+  const removed = run.b3Retention ? `; the pass removed ${withB.map((r) => (r.details.retention?.removedDuringRun ?? 0).toLocaleString('en')).join(' / ')} rows during those runs` : '';
+  const pg = (xs) => mean(xs.map((r) => r.details.cpu?.msPer1000?.postgres ?? null));
   return {
     id: 'B3',
-    title: `end to end while the retention pass deletes: ${runs[0].details.total.toLocaleString('en')} items in bulk, ${MACHINES} machines doing no work`,
-    rows: [{
-      figure: 'completed items/s while the retention pass deletes (baseline: without)', unit: 'items/s', platform: round(b, 0), baseline: round(a, 0),
-      ratio: ratio(b, a), target: { minRatio: 0.9 },
-      note: `A B B A: without ${fmt(without)}, with ${fmt(withPass)}; the pass removed ${removed.map((n) => n.toLocaleString('en')).join(' / ')} rows during those runs`,
-    }],
+    title: `end to end ${label}: ${runs[0].details.total.toLocaleString('en')} items in bulk, ${MACHINES} machines doing no work`,
+    rows: [
+      {
+        figure: `completed items/s ${label} (baseline: without)`, unit: 'items/s', platform: round(b, 0), baseline: round(a, 0),
+        ratio: ratio(b, a), target: { minRatio: 0.9 }, note: `A B B A: without ${fmt(without)}, with ${fmt(withB)}${removed}`,
+      },
+      { figure: `Postgres CPU per 1,000 completed items ${label} (baseline: without)`, unit: 'ms', platform: round(pg(withB), 0), baseline: round(pg(without), 0), ratio: ratio(pg(withB), pg(without)), target: null },
+    ],
     complete: runs.every((r) => r.complete),
-    details: { runs: runs.map((r, i) => ({ withPass: order[i], itemsPerSec: r.details.itemsPerSec, cpu: r.details.cpu, retention: r.details.retention ?? null })) },
+    details: { env, retentionBacklog: run.b3Retention, runs: runs.map((r, i) => ({ b: order[i], itemsPerSec: r.details.itemsPerSec, cpu: r.details.cpu, retention: r.details.retention ?? null })) },
   };
 }
 
-export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveries = true, raw: withRaw = true, dispatchers = 1, redis = null, retentionBacklog = 0 } = {}) {
+export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveries = true, raw: withRaw = true, dispatchers = 1, redis = null, retentionBacklog = 0, env: extraEnv = {} } = {}) {
   return withScenario(run, id, async (s) => {
     const total = Math.max(BULK_SIZE, Math.round((100_000 * run.scale) / BULK_SIZE) * BULK_SIZE);
     const timeoutMs = Math.max(120_000, Math.min(900_000, total * 10));
@@ -184,7 +192,7 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
     const consumer = await seedProcess(s.sql, tenant.id, 'bench-consumer');
     const queue = await seedQueue(s.sql, tenant.id, 'bench-b3', { consumer_process_id: consumer.id, max_consumers: MACHINES });
     const machines = await seedMachines(s.sql, tenant.id, MACHINES, { slots: 1 });
-    // b3WithRetention: another queue's ended items past their retention, for the pass to delete during the run
+    // b3Compare: another queue's ended items past their retention, for the pass to delete during the run
     const oldQueue = retentionBacklog ? await seedQueue(s.sql, tenant.id, 'bench-b3-old') : null;
     if (oldQueue) {
       for (let from = 1; from <= retentionBacklog; from += 200_000) {
@@ -215,6 +223,7 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
       env: {
         ...(receiver ? { WEBHOOK_ALLOW_INSECURE: 'true', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } : {}),
         ...(oldQueue ? { RETENTION_EVERY_MS: '1000' } : {}),
+        ...extraEnv,
       },
       agents: {
         machines,

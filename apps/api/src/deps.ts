@@ -43,7 +43,8 @@ export function buildDeps(config: Config, overrides: Partial<ApiDeps> = {}): Api
   const keyChanges: ApiKeyChangeListener = { invalidate: (message) => apiKeys!.invalidate(message) };
   const engine = overrides.engine ??
     createEngine({
-      sql, logger, apiKeyChanges: keyChanges, webhooks: webhookSettingsOf(config), assetKey: config.assetEncryptionKey, claimFloor: config.claimFloor,
+      sql, logger, apiKeyChanges: keyChanges, webhooks: webhookSettingsOf(config), assetKey: config.assetEncryptionKey,
+      claimFloor: config.claimFloor, claimFloorEveryMs: config.claimFloorEveryMs,
       // the exports read it back when asked for archived rows (docs/decisions/export.md)
       recordArchive: recordArchiveFromConfig(config.archive),
     });

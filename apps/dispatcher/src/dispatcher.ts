@@ -43,7 +43,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const connection: RedisClient = createRedis(config.redis);
   const bull = createBullDispatch({ redis: connection, prefix: config.redisPrefix, logger });
   const recordArchive = recordArchiveFromConfig(config.archive);
-  const engine = createEngine({ sql, directSql: deps.directSql, logger, webhooks: webhookSettingsOf(config), recordArchive, claimFloor: config.claimFloor });
+  const engine = createEngine({ sql, directSql: deps.directSql, logger, webhooks: webhookSettingsOf(config), recordArchive,
+    claimFloor: config.claimFloor, claimFloorEveryMs: config.claimFloorEveryMs, claimFloorEngageSeconds: config.claimFloorEngageSeconds,
+  });
   const { sweeps } = engine;
   let worker: Worker | null = null;
   let epochTimer: NodeJS.Timeout | null = null;

@@ -85,11 +85,15 @@ export interface Config {
   /** API: password verifications running at once in one process (the rest wait their turn). */
   passwordHashConcurrency: number;
   /**
-   * CLAIM_FLOOR=on: the take starts past each queue's claim floor, and the dispatcher keeps the
-   * floors (docs/decisions/claim-floor.md). Set it alike on the API and the dispatchers: with it
-   * off a dispatcher removes the floors, so none is left to go stale.
+   * CLAIM_FLOOR (docs/decisions/claim-floor.md): `on`, the take starts past each queue's claim
+   * floor and the dispatcher keeps the floors; `auto` (the default), the dispatcher keeps them only
+   * while a snapshot older than CLAIM_FLOOR_ENGAGE_S holds vacuum back, and the take reads past
+   * them while there are any; `off`, never (a dispatcher removes them, so none is left to go stale).
+   * Set it alike on the API and the dispatchers.
    */
-  claimFloor: boolean;
+  claimFloor: ClaimFloorMode;
+  /** Dispatcher, CLAIM_FLOOR=auto: the age of the oldest snapshot from which the floors are kept (CLAIM_FLOOR_ENGAGE_S). */
+  claimFloorEngageSeconds: number;
   /** Dispatcher: period of the claim floors' recomputation (CLAIM_FLOOR_EVERY_MS). */
   claimFloorEveryMs: number;
 }
@@ -106,6 +110,9 @@ function database(env: Env): Pick<Config, 'databaseUrl' | 'databaseDirectUrl' | 
 }
 
 type Env = Record<string, string | undefined>;
+
+export const CLAIM_FLOOR_MODES = ['auto', 'on', 'off'] as const;
+export type ClaimFloorMode = (typeof CLAIM_FLOOR_MODES)[number];
 
 function int(env: Env, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
   const raw = env[name];
@@ -297,7 +304,8 @@ export function parseConfig(env: Env): Config {
     eventStreamsPerWorkspace: int(env, 'EVENT_STREAMS_PER_WORKSPACE', 20, 1, 10_000),
     authFailuresPerAddress: int(env, 'AUTH_FAILURES_PER_ADDRESS', 60, 1, 1_000_000),
     passwordHashConcurrency: int(env, 'PASSWORD_HASH_CONCURRENCY', 2, 1, 64),
-    claimFloor: oneOf(env, 'CLAIM_FLOOR', ['on', 'off'] as const, 'off') === 'on',
+    claimFloor: oneOf(env, 'CLAIM_FLOOR', CLAIM_FLOOR_MODES, 'auto'),
+    claimFloorEngageSeconds: int(env, 'CLAIM_FLOOR_ENGAGE_S', 30, 0, 86_400),
     claimFloorEveryMs: int(env, 'CLAIM_FLOOR_EVERY_MS', 1000, 100, 60_000),
   };
 }

@@ -30,7 +30,8 @@ import { getJob, listJobs, stopJob, triggerJobByApi, triggerJobByUser, triggerJo
 import { answerJobInput, readJobInput } from './jobs/input';
 import { addItem, addItemToQueueNamed, addItemsBulk, addItemsMany, getActiveQueueByName, listItems } from './queue-items/service';
 import { releaseQueueItems, applyItemRetryPolicy } from './queue-items/transitions';
-import { recomputeClaimFloors } from './queue-items/claim-floor';
+import { claimFloorSwitch, recomputeClaimFloors } from './queue-items/claim-floor';
+import type { ClaimFloorMode } from './config';
 import { redriveQueueItems, reviewQueueItem } from './queue-items/review';
 import { acknowledgeRun, renewJobLeases, reportJobProgress, startJob } from './dispatch/job-run';
 import { machineLeft } from './dispatch/hand-back';
@@ -85,8 +86,12 @@ export interface EngineDeps {
   webhooks?: WebhookSettings;
   /** the asset encryption key (or how to get it, asked for only by asset commands); without it asset commands refuse */
   assetKey?: Buffer | (() => Buffer);
-  /** CLAIM_FLOOR: the take reads past each queue's claim floor, and the floors are kept (docs/decisions/claim-floor.md) */
-  claimFloor?: boolean;
+  /** CLAIM_FLOOR: when the take reads past each queue's claim floor, and the floors are kept (docs/decisions/claim-floor.md) */
+  claimFloor?: ClaimFloorMode;
+  /** CLAIM_FLOOR=auto: the age of the oldest snapshot from which the dispatcher keeps floors */
+  claimFloorEngageSeconds?: number;
+  /** how often a process asks whether floors exist (CLAIM_FLOOR=auto; CLAIM_FLOOR_EVERY_MS) */
+  claimFloorEveryMs?: number;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -116,7 +121,8 @@ export function createEngine(deps: EngineDeps) {
     if (!deps.webhooks) throw new Error('createEngine: webhooks settings are missing');
     return deps.webhooks;
   };
-  const claimFloor = deps.claimFloor ?? false;
+  const claimFloor = deps.claimFloor ?? 'off';
+  const floors = claimFloorSwitch(sql, claimFloor, deps.claimFloorEveryMs);
   const assetKey = (): Buffer => {
     if (!deps.assetKey) throw new Error('createEngine: the asset encryption key is missing');
     return typeof deps.assetKey === 'function' ? deps.assetKey() : deps.assetKey;
@@ -219,7 +225,7 @@ export function createEngine(deps: EngineDeps) {
         releaseItems: releaseQueueItems, hasWaitingJobs: machineHasWaitingJobs,
         readAsset: readAssetForMachine,
       }),
-      takeItems: (req: TakeRequest) => takeItemsForRun(sql, req, { floor: claimFloor }),
+      takeItems: (req: TakeRequest) => takeItemsForRun(sql, req, { floor: floors.current() }),
     },
     /** The dispatcher's periodic work and what nudges start. */
     sweeps: {
@@ -230,8 +236,8 @@ export function createEngine(deps: EngineDeps) {
       }),
       /** finished jobs' logs past the retention, into the archive */
       archiveLogs: (retentionDays: number) => archiveJobLogs(sql, logArchive, retentionDays),
-      /** the claim floors from the items (docs/decisions/claim-floor.md); with CLAIM_FLOOR off, their removal */
-      claimFloors: () => recomputeClaimFloors(sql, { enabled: claimFloor }),
+      /** the claim floors from the items (docs/decisions/claim-floor.md); with CLAIM_FLOOR off, or auto while vacuum runs, their removal */
+      claimFloors: () => recomputeClaimFloors(sql, { mode: claimFloor, engageSeconds: deps.claimFloorEngageSeconds }),
       /** events (and finished webhook deliveries) past the retention */
       oldEvents: (retentionDays: number) => purgeOldEvents(sql, retentionDays),
       /** ended items and jobs past their retention: archived when asked, then deleted, within a budget (docs/decisions/retention.md) */

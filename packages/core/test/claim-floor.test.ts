@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { MAX_TAKE, createSql, type Sql } from '@svc/core';
 import {
-  applyItemRetryPolicy, approveQueueItem, compareTakeOrder, recomputeClaimFloors, redriveDeadLetterItems, releaseQueueItems,
+  applyItemRetryPolicy, approveQueueItem, claimFloorSwitch, compareTakeOrder, recomputeClaimFloors, vacuumHeldBack, redriveDeadLetterItems, releaseQueueItems,
   settleAndClaimItems, settleAndClaimItemsBatch, type TakeOptions,
 } from '@svc/core/internals';
 import { createTestContext, recordStatements, seedMachine, seedProcess, seedQueue, seedTenant, waitFor, type TestContext } from '@svc/testing';
@@ -93,7 +93,7 @@ describe('the take past the floor', () => {
     const first = taken[2]!; // p5-0: the deadlines of priority 5 come first
     const [firstRow] = await sql<Array<{ reference: string; created_at: Date; attempt: number }>>`select reference, created_at, attempt from queue_items where id = ${first}`;
     expect(firstRow!.reference).toBe('p5-0');
-    expect(await recomputeClaimFloors(sql, { enabled: true })).toBeGreaterThanOrEqual(1);
+    expect(await recomputeClaimFloors(sql, { mode: 'on' })).toBeGreaterThanOrEqual(1);
     expect((await floorOf(q.id))!.getTime()).toBeGreaterThan(firstRow!.created_at.getTime());
 
     await settleAndClaimItems(sql, {
@@ -112,7 +112,7 @@ describe('the take past the floor', () => {
       if (!c) break;
       order.push(c.reference!);
       // the dispatcher recomputes between takes; the order does not depend on when
-      if (order.length % 4 === 0) await recomputeClaimFloors(sql, { enabled: true });
+      if (order.length % 4 === 0) await recomputeClaimFloors(sql, { mode: 'on' });
     }
     expect(order).toEqual(rest);
   });
@@ -133,14 +133,14 @@ describe('the take past the floor', () => {
     }, FLOOR);
     await applyItemRetryPolicy(sql, q.id); // max_retries 0: both dead-letter
     await sql`update queue_items set status = 'new', postpone = now() + interval '1 hour' where id = ${post!.id}`;
-    await recomputeClaimFloors(sql, { enabled: true });
+    await recomputeClaimFloors(sql, { mode: 'on' });
     const high = (await floorOf(q.id))!;
 
     const back = async (what: string, ref: string, act: () => Promise<unknown>) => {
       await act();
       const [c] = await takeOne(q.id, job);
       expect({ what, taken: c?.reference }).toEqual({ what, taken: ref });
-      await recomputeClaimFloors(sql, { enabled: true });
+      await recomputeClaimFloors(sql, { mode: 'on' });
       expect((await floorOf(q.id))!.getTime()).toBeGreaterThanOrEqual(high.getTime());
     };
     await back('release', 'i0', () => releaseQueueItems(sql, job, [{ id: rel!.id, attempt: rel!.attempt }]));
@@ -157,12 +157,12 @@ describe('the take past the floor', () => {
     const postponed = await addItem(q.id, { ref: 'postponed', ageSeconds: 120, postpone: new Date(Date.now() + 1500).toISOString() });
     await addItem(q.id, { ref: 'a', ageSeconds: 60 });
     await addItem(q.id, { ref: 'b', ageSeconds: 50 });
-    await recomputeClaimFloors(sql, { enabled: true });
+    await recomputeClaimFloors(sql, { mode: 'on' });
     const job = await runningJob();
     await waitFor('the postpone to pass', async () => (await sql`select 1 from queue_items where id = ${postponed.id} and postpone <= now()`).length > 0);
     // due now, but below the floor computed while it was postponed: the documented delay
     expect((await takeOne(q.id, job)).map((c) => c.reference)).toEqual(['a']);
-    await recomputeClaimFloors(sql, { enabled: true });
+    await recomputeClaimFloors(sql, { mode: 'on' });
     expect((await takeOne(q.id, job)).map((c) => c.reference)).toEqual(['postponed']);
     expect((await takeOne(q.id, job)).map((c) => c.reference)).toEqual(['b']);
   });
@@ -171,7 +171,7 @@ describe('the take past the floor', () => {
     const q = await seedQueue(sql, tenantId, {});
     await addItem(q.id, { ref: 'a', ageSeconds: 200 });
     await addItem(q.id, { ref: 'b', ageSeconds: 50 });
-    await recomputeClaimFloors(sql, { enabled: true });
+    await recomputeClaimFloors(sql, { mode: 'on' });
     const lowBefore = (await floorOf(q.id))!;
     // an insert (above the floor then, so its trigger has nothing to lower) whose transaction is
     // still open when the floor is recomputed above its created_at
@@ -181,7 +181,7 @@ describe('the take past the floor', () => {
         await tx`insert into queue_items (tenant_id, queue_id, data, reference, created_at)
                  values (${tenantId}, ${q.id}, '{}'::jsonb, 'late', now() - interval '100 seconds')`;
         await sql`update queue_items set status = 'completed' where queue_id = ${q.id} and reference = 'a'`;
-        await recomputeClaimFloors(sql, { enabled: true });
+        await recomputeClaimFloors(sql, { mode: 'on' });
       });
     } finally {
       await other.end();
@@ -193,7 +193,7 @@ describe('the take past the floor', () => {
     // passed over until the floor is recomputed from the items
     expect((await takeOne(q.id, job)).map((c) => c.reference)).toEqual(['b']);
     await addItem(q.id, { ref: 'c', ageSeconds: 10 });
-    await recomputeClaimFloors(sql, { enabled: true });
+    await recomputeClaimFloors(sql, { mode: 'on' });
     expect((await takeOne(q.id, job)).map((c) => c.reference)).toEqual(['late']);
     expect((await takeOne(q.id, job)).map((c) => c.reference)).toEqual(['c']);
   });
@@ -201,11 +201,49 @@ describe('the take past the floor', () => {
   it('with the setting off, the pass removes the floors and the take reads from the head', async () => {
     const q = await seedQueue(sql, tenantId, {});
     await addItem(q.id, { ref: 'a', ageSeconds: 60 });
-    await recomputeClaimFloors(sql, { enabled: true });
+    await recomputeClaimFloors(sql, { mode: 'on' });
     expect(await floorOf(q.id)).not.toBeNull();
-    await recomputeClaimFloors(sql, { enabled: false });
+    await recomputeClaimFloors(sql, { mode: 'off' });
     expect(await sql`select 1 from queue_ready_floor`).toHaveLength(0);
     expect((await takeOne(q.id, await runningJob(), {})).map((c) => c.reference)).toEqual(['a']);
+  });
+});
+
+describe('CLAIM_FLOOR=auto', () => {
+  it('keeps floors only while a snapshot older than the threshold holds vacuum back; a process reads past them while there are any', async () => {
+    const q = await seedQueue(sql, tenantId, {});
+    await addItem(q.id, { ref: 'a', ageSeconds: 60 });
+    const floors = claimFloorSwitch(sql, 'auto', 0);
+    // vacuum runs: no floor is kept, and one left from before is removed
+    await recomputeClaimFloors(sql, { mode: 'on' });
+    expect(await floorOf(q.id)).not.toBeNull();
+    expect(await vacuumHeldBack(sql, 0)).toBe(false);
+    await recomputeClaimFloors(sql, { mode: 'auto', engageSeconds: 0 });
+    expect(await sql`select 1 from queue_ready_floor`).toHaveLength(0);
+
+    const held = await sql.reserve();
+    try {
+      await held`begin isolation level repeatable read`;
+      await held`select count(*) from queue_items`;
+      expect(await vacuumHeldBack(sql, 0)).toBe(true);
+      // younger than the threshold: not yet
+      expect(await vacuumHeldBack(sql, 3600)).toBe(false);
+      await recomputeClaimFloors(sql, { mode: 'auto', engageSeconds: 3600 });
+      expect(await floorOf(q.id)).toBeNull();
+      await recomputeClaimFloors(sql, { mode: 'auto', engageSeconds: 0 });
+      expect(await floorOf(q.id)).not.toBeNull();
+      await waitFor('the process to read past the floors', async () => floors.current());
+      expect((await takeOne(q.id, await runningJob(), { floor: floors.current() })).map((c) => c.reference)).toEqual(['a']);
+      await held`commit`;
+    } finally {
+      held.release();
+    }
+    await recomputeClaimFloors(sql, { mode: 'auto', engageSeconds: 0 });
+    expect(await sql`select 1 from queue_ready_floor`).toHaveLength(0);
+    await waitFor('the process to read from the head again', async () => !floors.current());
+    // the switches of the other modes do not read the table
+    expect(claimFloorSwitch(sql, 'on').current()).toBe(true);
+    expect(claimFloorSwitch(sql, 'off').current()).toBe(false);
   });
 });
 
@@ -220,7 +258,7 @@ describe('the batched take past the floors', () => {
     const job = await runningJob();
     const [c] = await takeOne(queues[0]!.id, job);
     expect(c!.reference).toBe('q0-0');
-    await recomputeClaimFloors(sql, { enabled: true });
+    await recomputeClaimFloors(sql, { mode: 'on' });
     await settleAndClaimItems(sql, { queueId: queues[0]!.id, jobId: job, jobAttempt: 1, machineId, take: 0, outcomes: [{ id: c!.id, attempt: c!.attempt, status: 'failed', error_message: 'x' }] }, FLOOR);
     await applyItemRetryPolicy(sql, queues[0]!.id);
 
@@ -325,7 +363,7 @@ describe('the plan of the take past the floor', () => {
               select ${tenantId}, ${q.id}, 3, '{}'::jsonb, now() - interval '1 hour' + make_interval(secs => g) from generate_series(1, 2000) g`;
     await addItem(q.id, { priority: 5, deadline: inMinutes(5), ref: 'urgent', ageSeconds: 30 });
     await sql`analyze queue_items`;
-    await recomputeClaimFloors(sql, { enabled: true });
+    await recomputeClaimFloors(sql, { mode: 'on' });
     const job = await runningJob();
     const take = () => settleAndClaimItems(sql, { queueId: q.id, jobId: job, jobAttempt: 1, machineId, outcomes: [], take: 4 }, FLOOR);
     const { plan } = await explainTake(take);
@@ -342,7 +380,7 @@ describe('the plan of the take past the floor', () => {
                 select ${tenantId}, ${q.id}, 2, '{}'::jsonb, now() - interval '1 hour' + make_interval(secs => g) from generate_series(1, 1000) g`;
     }
     await sql`analyze queue_items`;
-    await recomputeClaimFloors(sql, { enabled: true });
+    await recomputeClaimFloors(sql, { mode: 'on' });
     const [j1, j2] = [await runningJob(), await runningJob()];
     const { plan } = await explainTake(() => settleAndClaimItemsBatch(sql, [
       { queueId: q1.id, jobId: j1, jobAttempt: 1, machineId, outcomes: [], take: 2 },
@@ -360,7 +398,7 @@ describe('a snapshot held elsewhere', () => {
     await sql`insert into queue_items (tenant_id, queue_id, data, created_at)
               select ${tenantId}, ${q.id}, '{}'::jsonb, now() - interval '2 hours' + make_interval(secs => g * 0.1) from generate_series(1, 31000) g`;
     await sql`vacuum analyze queue_items`;
-    await recomputeClaimFloors(sql, { enabled: true });
+    await recomputeClaimFloors(sql, { mode: 'on' });
     const job = await runningJob();
     const take = (opts: TakeOptions, n: number) => () => settleAndClaimItems(sql, { queueId: q.id, jobId: job, jobAttempt: 1, machineId, outcomes: [], take: n }, opts);
     // measured on a small take: locking each row taken costs the same either way
@@ -384,7 +422,7 @@ describe('a snapshot held elsewhere', () => {
         const { claimed } = await take(FLOOR, MAX_TAKE)();
         expect(claimed).toHaveLength(MAX_TAKE);
         // the dispatcher's pass, every so often
-        if (i % 10 === 9) await recomputeClaimFloors(sql, { enabled: true });
+        if (i % 10 === 9) await recomputeClaimFloors(sql, { mode: 'on' });
       }
       const after = await measure();
       // 30,000 items taken: from the head the take reads past all their entries, from the floor past none

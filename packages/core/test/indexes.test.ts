@@ -674,7 +674,7 @@ const ENGINE_PROBES: Probe[] = [
     name: 'consumer settles and takes items past the claim floor (settleAndClaimItems, CLAIM_FLOOR=on)',
     indexes: ['queue_items_pkey', 'queue_items_ready_idx', 'queue_ready_floor_pkey'],
     tx: async (q, f) => {
-      await recomputeClaimFloors(q, { enabled: true });
+      await recomputeClaimFloors(q, { mode: 'on' });
       return settleAndClaimItems(q, {
         queueId: f.queue.id,
         jobId: f.runningJobs[2]!.id,
@@ -713,7 +713,7 @@ const ENGINE_PROBES: Probe[] = [
     tx: (q, f) => applyItemRetryPolicy(q, f.queue.id),
   },
   { name: 'item retry policy of every queue (applyItemRetryPolicy)', indexes: ['queue_items_failed_idx'], tx: (q) => applyItemRetryPolicy(q, null) },
-  { name: 'the claim floors\' pass (recomputeClaimFloors)', indexes: ['queue_items_ready_idx', 'queue_ready_floor_pkey'], tx: (q) => recomputeClaimFloors(q, { enabled: true }) },
+  { name: 'the claim floors\' pass (recomputeClaimFloors)', indexes: ['queue_items_ready_idx', 'queue_ready_floor_pkey'], tx: (q) => recomputeClaimFloors(q, { mode: 'on' }) },
   {
     name: 'consumer start decision (startQueueConsumers)',
     indexes: ['jobs_trigger_active_idx', 'queue_items_ready_idx', 'jobs_active_machine_idx'],

@@ -37,7 +37,7 @@ async function ensureRunningJob(jobId: string): Promise<void> {
 afterAll(() => ctx.close());
 
 /** CLAIM_FLOOR=on runs these takes past the claim floors (docs/decisions/claim-floor.md). */
-const takeOpts = () => ({ floor: ctx.config.claimFloor });
+const takeOpts = () => ({ floor: ctx.config.claimFloor === 'on' });
 
 async function newQueue(maxRetries = 3) {
   return seedQueue(sql, tenantId, { max_retries: maxRetries });

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/sql';
+import type { ClaimFloorMode } from '../config';
 
 /**
  * The claim floors (docs/decisions/claim-floor.md). A queue's floor F is a lower bound on the
@@ -24,15 +25,40 @@ export const CLAIM_FLOOR_LAG = '5 seconds';
 const PRIORITIES_DESC = [5, 4, 3, 2, 1] as const;
 
 /**
+ * Whether a snapshot older than `engageSeconds` holds vacuum back in this database: a client
+ * session of this database whose oldest snapshot (`backend_xmin`) belongs to a transaction that
+ * began that long ago (a report in repeatable read, a `pg_dump`, a session left idle in a
+ * transaction). Sessions of other databases do not hold this one's tables back.
+ */
+export async function vacuumHeldBack(sql: Queryable, engageSeconds: number): Promise<boolean> {
+  const [row] = await sql<Array<{ held: boolean }>>`
+    select exists (
+      select 1 from pg_stat_activity
+       where datname = current_database() and backend_type = 'client backend' and pid <> pg_backend_pid()
+         and backend_xmin is not null and xact_start < now() - make_interval(secs => ${engageSeconds}::float8)
+    ) as held`;
+  return row!.held;
+}
+
+export interface RecomputeOptions {
+  mode: ClaimFloorMode;
+  /** CLAIM_FLOOR=auto: the age of the oldest snapshot from which floors are kept */
+  engageSeconds?: number;
+}
+
+/**
  * Every queue with `new` items gets F = least(the oldest ready item without a deadline, now() -
  * CLAIM_FLOOR_LAG). Each priority's oldest is the head of its range of queue_items_ready_idx (one
  * walk per queue and priority per pass, where a take used to walk from the head every time).
  * Queues without `new` items keep their floor: any item they get later is newer than it, or
- * lowers it by the trigger. With the setting off the floors are removed, so none is left to go
- * stale should it be turned on again. Returns how many floors were written (or removed).
+ * lowers it by the trigger. With the setting off, and in `auto` while no old snapshot holds
+ * vacuum back, the floors are removed: the takes then read from the head, which costs nothing
+ * more while vacuum keeps the head clean, and none is left to go stale. Returns how many floors
+ * were written (or removed).
  */
-export async function recomputeClaimFloors(sql: Queryable, opts: { enabled: boolean }): Promise<number> {
-  if (!opts.enabled) return (await sql`delete from queue_ready_floor`).count;
+export async function recomputeClaimFloors(sql: Queryable, opts: RecomputeOptions): Promise<number> {
+  const keep = opts.mode === 'on' || (opts.mode === 'auto' && await vacuumHeldBack(sql, opts.engageSeconds ?? 30));
+  if (!keep) return (await sql`delete from queue_ready_floor`).count;
   const oldest = PRIORITIES_DESC.map((p) => sql`(
         select created_at from queue_items
          where queue_id = w.queue_id and status = 'new' and priority = ${sql.unsafe(String(p))} and deadline is null
@@ -49,4 +75,29 @@ export async function recomputeClaimFloors(sql: Queryable, opts: { enabled: bool
       -- a floor that did not move leaves no row version behind for the take's look-up to step over
       where f.floor is distinct from excluded.floor`;
   return res.count;
+}
+
+/**
+ * Whether this process's takes read past the floors: always with `on`, never with `off`, and
+ * with `auto` while the table has any floor (the dispatcher writes them only while vacuum is held
+ * back). The answer is read again at most every `everyMs`, in the background: a take never waits
+ * for it, and a stale answer is safe either way (a take past a missing floor reads from the head;
+ * a take from the head while floors exist is only slower).
+ */
+export function claimFloorSwitch(sql: Queryable, mode: ClaimFloorMode, everyMs = 1000): { current(): boolean } {
+  if (mode !== 'auto') return { current: () => mode === 'on' };
+  let engaged = false;
+  let readAt = -Infinity;
+  let reading = false;
+  return {
+    current() {
+      if (!reading && Date.now() - readAt >= everyMs) {
+        reading = true;
+        void sql<Array<{ any: boolean }>>`select exists (select 1 from queue_ready_floor) as any`
+          .then(([row]) => { engaged = row!.any; readAt = Date.now(); }, () => { readAt = Date.now(); })
+          .finally(() => { reading = false; });
+      }
+      return engaged;
+    },
+  };
 }
