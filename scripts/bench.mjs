@@ -61,8 +61,8 @@ function parseArgs(argv) {
       case '--keep': o.keep = true; break;
       case '--vacuum-ms': o.vacuumMs = Number(value()); break;
       case '--prefetch': o.prefetch = Number(value()); break;
-      case '--b5-seen': o.b5Seen = Number(value()); break;
-      case '--b3-retention': o.b3Retention = Number(value()); break;
+      case '--b5-seen': o.b5Seen = positive(flag, value()); break;
+      case '--b3-retention': o.b3Retention = positive(flag, value()); break;
       case '--b3-env': o.b3Env = value(); if (!/^[A-Z_][A-Z0-9_]*=[^,]*(,[A-Z_][A-Z0-9_]*=[^,]*)*$/.test(o.b3Env)) throw new SetupError('--b3-env: KEY=VALUE[,KEY=VALUE]'); break;
       case '--node-args': o.nodeArgs = value().split(' ').filter(Boolean); break;
       case '--no-build': o.build = false; break;

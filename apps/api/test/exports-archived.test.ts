@@ -252,6 +252,10 @@ describe('exports with archived rows', () => {
       expect(await idsOf({ status: 'pending' })).toEqual([jobIds[0]]);
       expect(await idsOf({ input_data: '{"region":"eu"}' })).toEqual([jobIds[3], jobIds[1]]);
       expect(await idsOf({ process_id: process.id, machine_id: machine.id, status: 'failed' })).toEqual([jobIds[2]]);
+      // ids in capitals name the same process and machine, for the archived rows as for the live ones
+      expect(await idsOf({ process_id: process.id.toUpperCase(), machine_id: machine.id.toUpperCase() }))
+        .toEqual(await idsOf({ process_id: process.id, machine_id: machine.id }));
+      expect(await idsOf({ process_id: process.id.toUpperCase(), status: 'failed' })).toEqual([jobIds[2]]);
       const otherProcess = await seedProcess(t.sql, w.tenantId);
       expect(await idsOf({ process_id: otherProcess.id as string })).toEqual([]);
       const csv = await jobsExport({ format: 'csv', include_archived: 'true', status: 'failed' });

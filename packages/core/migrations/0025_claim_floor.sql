@@ -18,10 +18,19 @@ alter table queue_ready_floor set (autovacuum_vacuum_scale_factor = 0, autovacuu
 -- take finds it. Takes and settles leave no row `new` and write nothing here.
 create function queue_ready_floor_lower() returns trigger language plpgsql as $$
 begin
-  -- no floor anywhere (CLAIM_FLOOR=off): the new rows are not even read
+  -- no floor anywhere (CLAIM_FLOOR=off, or auto while vacuum runs): the new rows are not even read
   if not exists (select 1 from queue_ready_floor) then
     return null;
   end if;
+  -- the floors to lower, locked in queue order first: two statements lowering the floors of the
+  -- same queues wait for each other in one order, never in a cycle (the pass skips locked floors)
+  perform 1 from queue_ready_floor f
+    join (select queue_id, min(created_at) as min_created from new_rows
+           where status = 'new' and deadline is null and (postpone is null or postpone <= now())
+           group by queue_id) m on m.queue_id = f.queue_id
+   where f.floor > m.min_created
+   order by f.queue_id
+     for update of f;
   update queue_ready_floor f set floor = m.min_created, updated_at = now()
     from (select queue_id, min(created_at) as min_created from new_rows
            where status = 'new' and deadline is null and (postpone is null or postpone <= now())

@@ -253,7 +253,10 @@ export function parseArchiveSettings(env: Env): ArchiveSettings | null {
       throw new ConfigError('ARCHIVE_S3_ENDPOINT must not carry credentials: give them as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.');
     }
     if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash || (url.pathname !== '/' && url.pathname !== '')) {
-      throw new ConfigError(`ARCHIVE_S3_ENDPOINT must be an http(s)://host[:port] URL of an S3-compatible store, got ${JSON.stringify(rawEndpoint.slice(0, 200))}.`);
+      // the value itself is not repeated: a mistyped one may hold a secret (`key:secret@host`, `?secretKey=`)
+      const wrong = !url ? 'it is not a URL' : url.protocol !== 'http:' && url.protocol !== 'https:' ? 'its scheme is not http or https'
+        : url.search ? 'it has a query' : url.hash ? 'it has a fragment' : 'it has a path';
+      throw new ConfigError(`ARCHIVE_S3_ENDPOINT must be an http(s)://host[:port] URL of an S3-compatible store: ${wrong}.`);
     }
     endpoint = url.origin;
   }

@@ -52,6 +52,12 @@ describe('archive settings', () => {
     expect(message).toContain('must not carry credentials');
     expect(message).not.toContain('s3cr3t-v4lue');
     expect(message).not.toContain('minioadmin');
+    // a secret in a value that is no URL, or in its query, is not repeated either
+    for (const [endpoint, why] of [['AKIAEXAMPLE:s3cr3t-v4lue@minio:9000', 'its scheme is not http or https'],
+      ['https://minio:9000/?secretKey=s3cr3t-v4lue', 'it has a query'], ['s3cr3t-v4lue', 'it is not a URL']] as const) {
+      const m = fails({ ARCHIVE_S3_BUCKET: 'svc-archive', ARCHIVE_S3_ENDPOINT: endpoint });
+      expect(m).toBe(`ARCHIVE_S3_ENDPOINT must be an http(s)://host[:port] URL of an S3-compatible store: ${why}.`);
+    }
   });
 
   it('recordArchiveFromConfig builds what the settings name', () => {

@@ -247,6 +247,30 @@ describe('CLAIM_FLOOR=auto', () => {
   });
 });
 
+describe('floor locks', () => {
+  it('the pass never waits for a floor another transaction holds: it leaves it to the next pass', async () => {
+    const q = await seedQueue(sql, tenantId, {});
+    await addItem(q.id, { ref: 'old', ageSeconds: 600 });
+    await recomputeClaimFloors(sql, { mode: 'on' });
+    const first = await floorOf(q.id);
+    await takeOne(q.id, await runningJob());
+    await addItem(q.id, { ref: 'newer', ageSeconds: 300 });
+    const holder = await sql.reserve();
+    try {
+      await holder`begin`;
+      await holder`select 1 from queue_ready_floor where queue_id = ${q.id} for update`;
+      // answers while the row is held, and leaves it as it was
+      await recomputeClaimFloors(sql, { mode: 'on' });
+      expect(await floorOf(q.id)).toEqual(first);
+      await holder`commit`;
+    } finally {
+      holder.release();
+    }
+    await recomputeClaimFloors(sql, { mode: 'on' });
+    expect((await floorOf(q.id))!.getTime()).toBeGreaterThan(first!.getTime());
+  });
+});
+
 describe('the batched take past the floors', () => {
   it('gives each request of several queues its items in the take order, below-floor retries first where the order says', async () => {
     const queues = [await seedQueue(sql, tenantId, { max_retries: 3 }), await seedQueue(sql, tenantId, { max_retries: 3 }), await seedQueue(sql, tenantId, { max_retries: 3 })];

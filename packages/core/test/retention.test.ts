@@ -2,7 +2,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLI_ACTOR, ConfigError, createEngine, createLogger, directoryArchive, parseConfig, type Engine, type Sql } from '@svc/core';
-import { databaseSuite, seedJob, seedMachine, seedProcess, seedQueue, seedTenant } from '@svc/testing';
+import { databaseSuite, seedJob, seedMachine, seedProcess, seedQueue, seedTenant, waitFor } from '@svc/testing';
 
 /**
  * The retention pass on a real Postgres and a real directory archive (docs/decisions/retention.md):
@@ -74,7 +74,8 @@ async function filesOnDisk(root: string): Promise<string[]> {
 
 describe('the retention pass', () => {
   it('deletes only ended items past their retention, keeps the counters exact and writes one event per queue', async () => {
-    const q = await queueWith({ retention_completed_days: 60 / 86_400, retention_failed_days: 3600 / 86_400 });
+    // no retry left: a failed item has ended
+    const q = await queueWith({ retention_completed_days: 60 / 86_400, retention_failed_days: 3600 / 86_400, max_retries: 0 });
     await items(q.id, 'completed', 30, 120); // past 60 s
     await items(q.id, 'completed', 5, -100); // ended just now
     await items(q.id, 'dead_letter', 7, 120); // within 1 h
@@ -248,6 +249,35 @@ describe('the retention pass', () => {
     for (const bad of ['0', '0.001', '1.5', 'x', '-1']) {
       expect(() => parseConfig({ ...env, RETENTION_DUTY: bad })).toThrow(new ConfigError(`RETENTION_DUTY must be a number between 0.01 and 1, got "${bad}".`));
     }
+  });
+
+  it('a failed item with a retry left is the retry policy\'s, not retention\'s', async () => {
+    const q = await queueWith({ retention_failed_days: 0, max_retries: 2 });
+    await items(q.id, 'failed', 3, 7200);
+    await sql`update queue_items set retry_count = 2 where queue_id = ${q.id} and data->>'n' = '1'`;
+    const done = await engine.sweeps.retention();
+    expect(done.find((d) => d.target_id === q.id)).toEqual({ kind: 'queue_items', target_id: q.id, deleted: 1, archived: 0 });
+    expect((await sql`select data->>'n' as n from queue_items where queue_id = ${q.id} order by 1`).map((r) => r.n)).toEqual(['2', '3']);
+  });
+
+  it('a queue switched to archive while a batch waits archives that batch: each batch reads the settings it applies', async () => {
+    const q = await queueWith({ retention_completed_days: 0.0001 });
+    await items(q.id, 'completed', 5, 3600);
+    const change = await sql.reserve();
+    try {
+      await change`begin`;
+      await change`update queues set retention_action = 'archive' where id = ${q.id}`;
+      const pass = engine.sweeps.retention();
+      // the pass read its scopes (still delete) and its batch waits for the change to commit
+      await waitFor('the batch to wait for the settings change', async () =>
+        (await sql`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`).length > 0);
+      await change`commit`;
+      const done = await pass;
+      expect(done.find((d) => d.target_id === q.id)).toEqual({ kind: 'queue_items', target_id: q.id, deleted: 5, archived: 5 });
+    } finally {
+      change.release();
+    }
+    expect(new Set(await archivedIds(q.id)).size).toBe(5);
   });
 
   it('a queue whose archive refuses writes keeps its rows and does not stop the other queues', async () => {

@@ -129,10 +129,14 @@ async function namesOf(sql: Sql, tenantId: string, rows: Array<Record<string, un
 }
 
 function jobMatches(filter: JobFilter) {
+  // Postgres compares the live rows' ids as uuids, whatever their letters' case; the archived rows
+  // hold them as the lower-case text `to_jsonb` wrote
+  const processId = filter.process_id?.toLowerCase();
+  const machineId = filter.machine_id?.toLowerCase();
   return (row: Record<string, unknown>) =>
     (filter.status === undefined || row.status === filter.status)
-    && (filter.process_id === undefined || row.process_id === filter.process_id)
-    && (filter.machine_id === undefined || row.machine_id === filter.machine_id)
+    && (processId === undefined || row.process_id === processId)
+    && (machineId === undefined || row.machine_id === machineId)
     && (filter.input_data === undefined || jsonbContains(row.input_data, filter.input_data));
 }
 

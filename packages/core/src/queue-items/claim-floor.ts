@@ -25,17 +25,24 @@ export const CLAIM_FLOOR_LAG = '5 seconds';
 const PRIORITIES_DESC = [5, 4, 3, 2, 1] as const;
 
 /**
- * Whether a snapshot older than `engageSeconds` holds vacuum back in this database: a client
- * session of this database whose oldest snapshot (`backend_xmin`) belongs to a transaction that
- * began that long ago (a report in repeatable read, a `pg_dump`, a session left idle in a
- * transaction). Sessions of other databases do not hold this one's tables back.
+ * Whether a transaction older than `engageSeconds` holds vacuum back in this database: a client
+ * session of this database whose oldest snapshot (`backend_xmin`) or own transaction id
+ * (`backend_xid`: a session idle in a transaction after a write) began that long ago (a report in
+ * repeatable read, a `pg_dump`, a forgotten session), or a prepared transaction that old. Sessions
+ * of other databases do not hold this one's tables back. Postgres shows another role's sessions
+ * only to a role with `pg_read_all_stats`: a deployment whose reports run as another role grants
+ * it to the platform's role, or sets CLAIM_FLOOR=on (docs/decisions/claim-floor.md).
  */
 export async function vacuumHeldBack(sql: Queryable, engageSeconds: number): Promise<boolean> {
   const [row] = await sql<Array<{ held: boolean }>>`
     select exists (
       select 1 from pg_stat_activity
        where datname = current_database() and backend_type = 'client backend' and pid <> pg_backend_pid()
-         and backend_xmin is not null and xact_start < now() - make_interval(secs => ${engageSeconds}::float8)
+         and (backend_xmin is not null or backend_xid is not null)
+         and xact_start < now() - make_interval(secs => ${engageSeconds}::float8)
+    ) or exists (
+      select 1 from pg_prepared_xacts
+       where database = current_database() and prepared < now() - make_interval(secs => ${engageSeconds}::float8)
     ) as held`;
   return row!.held;
 }
@@ -65,16 +72,33 @@ export async function recomputeClaimFloors(sql: Queryable, opts: RecomputeOption
            and (postpone is null or postpone <= now())
          order by priority desc, deadline asc nulls last, created_at asc, id
          limit 1)`).reduce((all, part) => sql`${all}, ${part}`);
-  const res = await sql`
-    insert into queue_ready_floor as f (queue_id, floor, updated_at)
-    select w.queue_id, least(${oldest}, now() - ${sql.unsafe(`interval '${CLAIM_FLOOR_LAG}'`)}), now()
-      from (select queue_id from queue_item_counts where status = 'new' group by queue_id having sum(n) > 0) w
-     where exists (select 1 from queues q where q.id = w.queue_id)
-     order by w.queue_id
-    on conflict (queue_id) do update set floor = excluded.floor, updated_at = excluded.updated_at
-      -- a floor that did not move leaves no row version behind for the take's look-up to step over
-      where f.floor is distinct from excluded.floor`;
-  return res.count;
+  const [row] = await sql<Array<{ n: number }>>`
+    with computed as (
+      select w.queue_id, least(${oldest}, now() - ${sql.unsafe(`interval '${CLAIM_FLOOR_LAG}'`)}) as floor
+        from (select queue_id from queue_item_counts where status = 'new' group by queue_id having sum(n) > 0) w
+       where exists (select 1 from queues q where q.id = w.queue_id)
+    ), locked as (
+      -- a floor another transaction holds (the trigger lowering it for an item made ready again) is
+      -- left to the next pass: the pass never waits for a floor, so it is never part of a cycle
+      select f.queue_id from queue_ready_floor f join computed c using (queue_id)
+       order by f.queue_id
+         for update of f skip locked
+    ), moved as (
+      update queue_ready_floor f set floor = c.floor, updated_at = now()
+        from computed c join locked l using (queue_id)
+       -- a floor that did not move leaves no row version behind for the take's look-up to step over
+       where f.queue_id = c.queue_id and f.floor is distinct from c.floor
+      returning f.queue_id
+    ), added as (
+      insert into queue_ready_floor (queue_id, floor, updated_at)
+      select c.queue_id, c.floor, now() from computed c
+       where not exists (select 1 from queue_ready_floor f where f.queue_id = c.queue_id)
+       order by c.queue_id
+      on conflict (queue_id) do nothing
+      returning queue_id
+    )
+    select ((select count(*) from moved) + (select count(*) from added))::int as n`;
+  return row!.n;
 }
 
 /**

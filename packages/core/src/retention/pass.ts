@@ -83,6 +83,8 @@ export async function expiredRows(tx: Queryable, s: Scope, limit: number, after:
         and i.updated_at < now() - make_interval(secs => ${secs(Math.min(s.completed_days, s.failed_days))}::float8)
         and i.updated_at < now() - make_interval(secs => case when i.status = 'completed'
               then ${secs(s.completed_days)}::float8 else ${secs(s.failed_days)}::float8 end)
+        -- a failed item with a retry left is the retry policy's to move back to new, not ended yet
+        and (i.status <> 'failed' or i.retry_count >= (select q.max_retries from queues q where q.id = ${s.target_id}))
       order by i.updated_at, i.id
       limit ${limit}
       for update skip locked`;
@@ -105,6 +107,23 @@ export async function expiredRows(tx: Queryable, s: Scope, limit: number, after:
  * in place (a file already written is not in the manifest and is overwritten by the re-run of the
  * same rows); after it, the rows are gone and their file is listed.
  */
+/**
+ * A scope's retention settings, read in the batch's transaction. A queue's row is locked against
+ * a change until the batch commits (only its settings change it); a workspace's is not, since
+ * every job started counts its quota there, and a change of its settings applies from the next
+ * batch on.
+ */
+async function settingsNow(tx: Queryable, s: Scope): Promise<Pick<Scope, 'action' | 'completed_days' | 'failed_days'> | null> {
+  const [row] = s.kind === 'queue_items'
+    ? await tx<Array<Pick<Scope, 'action' | 'completed_days' | 'failed_days'>>>`
+        select retention_action as action, retention_completed_days as completed_days, retention_failed_days as failed_days
+          from queues where id = ${s.target_id} for share`
+    : await tx<Array<Pick<Scope, 'action' | 'completed_days' | 'failed_days'>>>`
+        select job_retention_action as action, job_retention_days as completed_days, job_retention_days as failed_days
+          from tenants where id = ${s.target_id}`;
+  return row ?? null;
+}
+
 type BatchResult = { deleted: number; archived: number; busy: boolean; cursor: PassCursor | null };
 
 async function runBatch(sql: Sql, s: Scope, opts: RetentionOptions, limit: number, after: PassCursor | null): Promise<BatchResult> {
@@ -112,6 +131,11 @@ async function runBatch(sql: Sql, s: Scope, opts: RetentionOptions, limit: numbe
     const [lock] = await tx<Array<{ ok: boolean }>>`
       select pg_try_advisory_xact_lock(hashtextextended(${`retention:${s.kind}:${s.target_id}`}, 0)) as ok`;
     if (!lock!.ok) return { deleted: 0, archived: 0, busy: true, cursor: after };
+    // the settings as they are now, held until the batch commits: a queue switched from delete
+    // to archive during a pass archives from its next batch on, never has a batch deleted unarchived
+    const current = await settingsNow(tx, s);
+    if (!current || (current.action === 'archive' && !opts.archive)) return { deleted: 0, archived: 0, busy: false, cursor: after };
+    s = { ...s, ...current };
     const rows = await expiredRows(tx, s, limit, after);
     if (rows.length === 0) return { deleted: 0, archived: 0, busy: false, cursor: after };
     let archived = 0;
