@@ -231,9 +231,12 @@ export function createEngine(deps: EngineDeps) {
     sweeps: {
       ...bind(sql, {
         timeOutJobs, offlineMachines: sweepOfflineMachines, failOrphans, retryItems: applyItemRetryPolicy, slaBreaches: markSlaBreaches,
-        expiredIdempotencyKeys: sweepExpiredIdempotencyKeys, oldQueueStatBuckets: purgeQueueStatBuckets, sampleMinute, startConsumers: startQueueConsumers, queuesNeedingConsumers,
+        expiredIdempotencyKeys: sweepExpiredIdempotencyKeys, oldQueueStatBuckets: purgeQueueStatBuckets, sampleMinute,
         reconcile: reconcilePendingJobs, fireSchedules: fireDueSchedules,
       }),
+      /** consumer jobs a queue's triggers need now; the ready items read past the claim floors while they are engaged */
+      startConsumers: (queueId: string) => startQueueConsumers(sql, queueId, { floor: floors.current() }),
+      queuesNeedingConsumers: (tenantId: string | null = null) => queuesNeedingConsumers(sql, tenantId, { floor: floors.current() }),
       /** finished jobs' logs past the retention, into the archive */
       archiveLogs: (retentionDays: number) => archiveJobLogs(sql, logArchive, retentionDays),
       /** the claim floors from the items (docs/decisions/claim-floor.md); with CLAIM_FLOOR off, or auto while vacuum runs, their removal */

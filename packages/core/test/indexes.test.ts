@@ -720,6 +720,19 @@ const ENGINE_PROBES: Probe[] = [
     sql: (s, f) => startQueueConsumers(s, f.idleQueue),
   },
   {
+    // after the case above filled the queue's triggers: the decision reads the ready items and stops there
+    name: 'consumer start decision past the claim floors (startQueueConsumers, floors engaged)',
+    indexes: ['jobs_trigger_active_idx', 'queue_items_ready_idx'],
+    sql: (s, f) => startQueueConsumers(s, f.idleQueue, { floor: true }),
+  },
+  {
+    name: 'queues needing consumers past the claim floors (queuesNeedingConsumers, floors engaged)',
+    indexes: ['jobs_trigger_active_idx', 'queue_items_ready_idx'],
+    sql: async (s, f) => {
+      await queuesNeedingConsumers(s, null, { floor: true });
+    },
+  },
+  {
     name: 'queues needing consumers (queuesNeedingConsumers)',
     indexes: ['jobs_trigger_active_idx', 'queue_items_ready_idx'],
     sql: async (s, f) => {

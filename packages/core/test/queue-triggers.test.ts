@@ -67,6 +67,25 @@ it('starts nothing below min_items_to_start, and starts once the queue has that 
   expect(new Set((await jobsOf(queue.id)).map((j) => j.trigger_id))).toEqual(new Set([tr.id]));
 });
 
+it('counts ready items past the claim floor while floors are engaged: items below the floor are those already taken', async () => {
+  const { tenantId, proc, queue, addItems, machine } = await world();
+  await createTrigger(sql, tenantId, { type: 'queue', queue_id: queue.id, process_id: proc.id, max_concurrent_jobs: 10, min_items_to_start: 3 });
+  await machine(8);
+  await addItems(3);
+  // items created before the floor are not counted: a floor is only ever above items taken or ended
+  await sql`insert into queue_ready_floor (queue_id, floor) values (${queue.id}, now() + interval '1 hour')`;
+  const floor = { floor: true };
+  expect(await queuesNeedingConsumers(sql, tenantId, floor)).not.toContain(queue.id);
+  expect(await startQueueConsumers(sql, queue.id, floor)).toEqual([]);
+  // a floor at or below them: counted as without floors, with a deadline counted whatever the floor
+  await sql`update queue_ready_floor set floor = now() - interval '1 hour' where queue_id = ${queue.id}`;
+  expect(await queuesNeedingConsumers(sql, tenantId, floor)).toEqual([queue.id]);
+  await sql`update queue_ready_floor set floor = now() + interval '1 hour' where queue_id = ${queue.id}`;
+  await sql`update queue_items set deadline = now() + interval '1 day' where queue_id = ${queue.id}`;
+  expect(await startQueueConsumers(sql, queue.id, floor)).toHaveLength(3);
+  await sql`delete from queue_ready_floor where queue_id = ${queue.id}`;
+});
+
 it("runs a trigger's jobs on its machine, an attended one included, with is_attended true", async () => {
   const { tenantId, proc, queue, addItems, machine } = await world();
   await machine(8);

@@ -1,6 +1,7 @@
 import type { Sql } from '../db/sql';
 import { insertJob } from '../jobs/repo';
 import type { DispatchJobRef } from './port';
+import { readyPastFloorSql } from '../queue-items/transitions';
 import { jobsCreatedEffects, recordEffects } from '../outbox/effects';
 
 /**
@@ -35,11 +36,25 @@ interface TriggerState {
  * them at once, while the heap holds the finished history first. Ordered like the take, only
  * `queue_items_ready_idx` answers it cheaply (index-only: postpone is included), whatever the values.
  */
-function readyAtLeast(sql: Sql, queueIdColumn: ReturnType<Sql>, n: ReturnType<Sql>) {
-  return sql`((select count(*) from (select 1 from queue_items i where i.queue_id = ${queueIdColumn} and i.status = 'new'
+function readyAtLeast(sql: Sql, queueIdColumn: ReturnType<Sql>, n: ReturnType<Sql>, floor: boolean) {
+  return sql`((select count(*) from ${readySql(sql, queueIdColumn, n, floor)} r) >= ${n})`;
+}
+
+/**
+ * The first `n` ready items of a queue in take order, as a subquery. With the claim floors
+ * engaged (`floor`: CLAIM_FLOOR=on, or auto while vacuum is held back) it reads past the queue's
+ * floor as the take does (docs/decisions/claim-floor.md): from the head of the index it would
+ * visit, on every nudge, the entry of every item taken since vacuum last ran.
+ */
+function readySql(sql: Sql, queueIdColumn: ReturnType<Sql>, n: ReturnType<Sql>, floor: boolean) {
+  if (!floor) {
+    return sql`(select 1 from queue_items i where i.queue_id = ${queueIdColumn} and i.status = 'new'
                  and (i.postpone is null or i.postpone <= now())
                order by i.priority desc, i.deadline asc nulls last, i.created_at asc, i.id
-               limit ${n}) r) >= ${n})`;
+               limit ${n})`;
+  }
+  const floorOf = sql`coalesce((select f.floor from queue_ready_floor f where f.queue_id = ${queueIdColumn}), '-infinity'::timestamptz)`;
+  return sql`(select 1 from (${readyPastFloorSql(sql, queueIdColumn, n, floorOf, false)}) ready limit ${n})`;
 }
 
 /** The active job count of a trigger (jobs_trigger_active_idx). */
@@ -51,7 +66,7 @@ function activeOf(sql: Sql, triggerIdColumn: ReturnType<Sql>) {
  * The queue's triggers that may start a job now: active, of an active process, on an active
  * unpaused queue, with room under their maximum and enough ready items.
  */
-async function triggersWithWork(sql: Sql, queueId: string, lock: boolean): Promise<TriggerState[]> {
+async function triggersWithWork(sql: Sql, queueId: string, lock: boolean, floor: boolean): Promise<TriggerState[]> {
   if (lock) {
     // lock first, count after, in separate statements: under READ COMMITTED a statement that
     // waited for the lock would still count with the snapshot taken before the wait
@@ -66,7 +81,7 @@ async function triggersWithWork(sql: Sql, queueId: string, lock: boolean): Promi
       from triggers t
       join queues q on q.id = t.queue_id and q.is_active and not q.is_paused
       join processes p on p.id = t.process_id and p.is_active
-      where t.queue_id = ${queueId} and t.is_active and ${readyAtLeast(sql, sql`t.queue_id`, sql`t.min_items_to_start`)}
+      where t.queue_id = ${queueId} and t.is_active and ${readyAtLeast(sql, sql`t.queue_id`, sql`t.min_items_to_start`, floor)}
     ) s
     where s.active < s.max_concurrent_jobs
     -- when ready items or machines run short, the queue's own consumer goes first, then the oldest
@@ -74,20 +89,21 @@ async function triggersWithWork(sql: Sql, queueId: string, lock: boolean): Promi
 }
 
 /** Creates the consumer jobs a queue's triggers need now, with their jobs-created effect; returns them. */
-export async function startQueueConsumers(sql: Sql, queueId: string): Promise<DispatchJobRef[]> {
+export async function startQueueConsumers(sql: Sql, queueId: string, opts: { floor?: boolean } = {}): Promise<DispatchJobRef[]> {
+  const floor = opts.floor ?? false;
   // cheap look without a lock first: most nudges find the queue already fully consumed
-  if ((await triggersWithWork(sql, queueId, false)).length === 0) return [];
+  if ((await triggersWithWork(sql, queueId, false, floor)).length === 0) return [];
   return sql.begin(async (txn) => {
     const tx = txn as unknown as Sql;
-    const triggers = await triggersWithWork(tx, queueId, true);
+    const triggers = await triggersWithWork(tx, queueId, true, floor);
     if (triggers.length === 0) return [];
     const t0 = triggers[0]!;
     // one count serves every trigger: enough to tell each one's minimum and all their room
     const enough = Math.max(...triggers.map((t) => t.min_items_to_start), triggers.reduce((n, t) => n + t.max_concurrent_jobs - t.active, 0));
     const [counted] = await tx<Array<{ ready: number }>>`
-      select count(*)::int as ready from (
+      select count(*)::int as ready from ${floor ? readySql(tx, sql`${queueId}::uuid`, sql`${enough}`, true) : tx`(
         select 1 from queue_items where queue_id = ${queueId} and status = 'new' and (postpone is null or postpone <= now())
-        limit ${enough}) r`;
+        limit ${enough})`} r`;
     let ready = counted!.ready;
     const named = triggers.map((t) => t.machine_id).filter((id): id is string => id !== null);
     // auto-selection never picks an attended machine (a person's desktop); a trigger may name one
@@ -129,14 +145,14 @@ export async function startQueueConsumers(sql: Sql, queueId: string): Promise<Di
 }
 
 /** Queues (optionally of one tenant) with a trigger that has ready items enough and room for more jobs. */
-export async function queuesNeedingConsumers(sql: Sql, tenantId: string | null = null): Promise<string[]> {
+export async function queuesNeedingConsumers(sql: Sql, tenantId: string | null = null, opts: { floor?: boolean } = {}): Promise<string[]> {
   const rows = await sql<Array<{ id: string }>>`
     select distinct t.queue_id as id from triggers t
     join queues q on q.id = t.queue_id and q.is_active and not q.is_paused
     join processes p on p.id = t.process_id and p.is_active
     where t.is_active ${tenantId ? sql`and t.tenant_id = ${tenantId}` : sql``}
       and ${activeOf(sql, sql`t.id`)} < t.max_concurrent_jobs
-      and ${readyAtLeast(sql, sql`t.queue_id`, sql`t.min_items_to_start`)}`;
+      and ${readyAtLeast(sql, sql`t.queue_id`, sql`t.min_items_to_start`, opts.floor ?? false)}`;
   return rows.map((r) => r.id);
 }
 

@@ -166,11 +166,11 @@ const PRIORITIES_DESC = [5, 4, 3, 2, 1] as const;
  * floor (`floorSql`, -infinity when the queue has none). Each part is a range of
  * queue_items_ready_idx in the index's own order, and Append reads the parts one after the
  * other under the one LIMIT, so the parts after the one that fills the take never run and only
- * the rows returned are locked. Every part repeats the whole ORDER BY: with the priority and the
+ * the rows returned are locked (`lock`: the take; the consumer decisions only read). Every part repeats the whole ORDER BY: with the priority and the
  * deadline's nullness fixed it is the index order, which the planner sees only through the
  * columns it names.
  */
-function readyPastFloorSql(sql: Queryable, queueId: unknown, limit: unknown, floorSql: unknown) {
+export function readyPastFloorSql(sql: Queryable, queueId: unknown, limit: unknown, floorSql: unknown, lock = true) {
   const parts = PRIORITIES_DESC.flatMap((p) => {
     const priority = sql.unsafe(String(p));
     // a locking clause is refused on a branch of a UNION itself, not in a subquery below it
@@ -180,7 +180,7 @@ function readyPastFloorSql(sql: Queryable, queueId: unknown, limit: unknown, flo
          and (postpone is null or postpone <= now())
        order by priority desc, deadline asc nulls last, created_at asc, id
        limit ${limit}
-       for update skip locked) part)`;
+       ${lock ? sql`for update skip locked` : sql``}) part)`;
     return [part(sql`deadline is not null`), part(sql`deadline is null and created_at >= ${floorSql}`)];
   });
   return parts.reduce((all, part) => sql`${all} union all ${part}`);
