@@ -30,7 +30,7 @@ import { getJob, listJobs, stopJob, triggerJobByApi, triggerJobByUser, triggerJo
 import { answerJobInput, readJobInput } from './jobs/input';
 import { addItem, addItemToQueueNamed, addItemsBulk, addItemsMany, getActiveQueueByName, listItems } from './queue-items/service';
 import { releaseQueueItems, applyItemRetryPolicy } from './queue-items/transitions';
-import { claimFloorSwitch, recomputeClaimFloors } from './queue-items/claim-floor';
+import { CLAIM_FLOOR_FULL_EVERY, claimFloorSwitch, recomputeClaimFloors } from './queue-items/claim-floor';
 import type { ClaimFloorMode } from './config';
 import { redriveQueueItems, reviewQueueItem } from './queue-items/review';
 import { acknowledgeRun, renewJobLeases, reportJobProgress, startJob } from './dispatch/job-run';
@@ -123,6 +123,7 @@ export function createEngine(deps: EngineDeps) {
   };
   const claimFloor = deps.claimFloor ?? 'off';
   const floors = claimFloorSwitch(sql, claimFloor, deps.claimFloorEveryMs);
+  let floorPasses = 0;
   const assetKey = (): Buffer => {
     if (!deps.assetKey) throw new Error('createEngine: the asset encryption key is missing');
     return typeof deps.assetKey === 'function' ? deps.assetKey() : deps.assetKey;
@@ -240,7 +241,7 @@ export function createEngine(deps: EngineDeps) {
       /** finished jobs' logs past the retention, into the archive */
       archiveLogs: (retentionDays: number) => archiveJobLogs(sql, logArchive, retentionDays),
       /** the claim floors from the items (docs/decisions/claim-floor.md); with CLAIM_FLOOR off, or auto while vacuum runs, their removal */
-      claimFloors: () => recomputeClaimFloors(sql, { mode: claimFloor, engageSeconds: deps.claimFloorEngageSeconds }),
+      claimFloors: () => recomputeClaimFloors(sql, { mode: claimFloor, engageSeconds: deps.claimFloorEngageSeconds, full: floorPasses++ % CLAIM_FLOOR_FULL_EVERY === 0 }),
       /** events (and finished webhook deliveries) past the retention */
       oldEvents: (retentionDays: number) => purgeOldEvents(sql, retentionDays),
       /** ended items and jobs past their retention: archived when asked, then deleted, within a budget (docs/decisions/retention.md) */

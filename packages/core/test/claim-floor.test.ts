@@ -247,6 +247,29 @@ describe('CLAIM_FLOOR=auto', () => {
   });
 });
 
+describe('passes that search from below the floor', () => {
+  it('find what is near the floor and every due postponed item; an item far below waits for the full pass', async () => {
+    const q = await seedQueue(sql, tenantId, {});
+    await addItem(q.id, { ref: 'a', ageSeconds: 30 });
+    await recomputeClaimFloors(sql, { mode: 'on' });
+    const floor = (await floorOf(q.id))!;
+    // ten minutes below the floor, as an insert that committed that late would be
+    await addItem(q.id, { ref: 'far', ageSeconds: 630 });
+    // postponed long ago, due now
+    await addItem(q.id, { ref: 'due', ageSeconds: 900, postpone: new Date(Date.now() - 1000).toISOString() });
+    // the trigger lowered the floor for both (an insert below it); put it back where the pass had it
+    await sql`update queue_ready_floor set floor = ${floor} where queue_id = ${q.id}`;
+    await recomputeClaimFloors(sql, { mode: 'on', full: false });
+    const job = await runningJob();
+    expect((await takeOne(q.id, job)).map((c) => c.reference)).toEqual(['due']);
+    await sql`update queue_ready_floor set floor = ${floor} where queue_id = ${q.id}`;
+    await recomputeClaimFloors(sql, { mode: 'on', full: false });
+    expect((await takeOne(q.id, job)).map((c) => c.reference)).toEqual(['a']);
+    await recomputeClaimFloors(sql, { mode: 'on', full: true });
+    expect((await takeOne(q.id, job)).map((c) => c.reference)).toEqual(['far']);
+  });
+});
+
 describe('floor locks', () => {
   it('the pass never waits for a floor another transaction holds: it leaves it to the next pass', async () => {
     const q = await seedQueue(sql, tenantId, {});

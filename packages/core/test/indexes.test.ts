@@ -715,6 +715,11 @@ const ENGINE_PROBES: Probe[] = [
   { name: 'item retry policy of every queue (applyItemRetryPolicy)', indexes: ['queue_items_failed_idx'], tx: (q) => applyItemRetryPolicy(q, null) },
   { name: 'the claim floors\' pass (recomputeClaimFloors)', indexes: ['queue_items_ready_idx', 'queue_ready_floor_pkey'], tx: (q) => recomputeClaimFloors(q, { mode: 'on' }) },
   {
+    name: 'the claim floors\' pass from below each floor (recomputeClaimFloors, not full)',
+    indexes: ['queue_items_ready_idx', 'queue_ready_floor_pkey'],
+    tx: (q) => recomputeClaimFloors(q, { mode: 'on', full: false }),
+  },
+  {
     name: 'consumer start decision (startQueueConsumers)',
     indexes: ['jobs_trigger_active_idx', 'queue_items_ready_idx', 'jobs_active_machine_idx'],
     sql: (s, f) => startQueueConsumers(s, f.idleQueue),

@@ -51,7 +51,25 @@ export interface RecomputeOptions {
   mode: ClaimFloorMode;
   /** CLAIM_FLOOR=auto: the age of the oldest snapshot from which floors are kept */
   engageSeconds?: number;
+  /**
+   * Search each priority from the head of the index (true, the default), or from a little below
+   * the queue's current floor (false): see CLAIM_FLOOR_SEARCH_BELOW.
+   */
+  full?: boolean;
 }
+
+/**
+ * How far below its current floor a pass that is not full searches a queue's ready items. Such a
+ * pass runs nearly every time (the dispatcher makes one in CLAIM_FLOOR_FULL_EVERY full): from the
+ * head it would walk, every second, the entries of every item taken while vacuum is held back,
+ * the very walk the floors spare the takes. What it cannot see below that margin: an insert that
+ * committed longer than this after its created_at, found by the next full pass. Items made ready
+ * again lower the floor themselves (the trigger), and postponed items that came due are searched
+ * on their own index.
+ */
+export const CLAIM_FLOOR_SEARCH_BELOW = '60 seconds';
+/** One pass in this many searches from the head of the index. */
+export const CLAIM_FLOOR_FULL_EVERY = 60;
 
 /**
  * Every queue with `new` items gets F = least(the oldest ready item without a deadline, now() -
@@ -66,15 +84,23 @@ export interface RecomputeOptions {
 export async function recomputeClaimFloors(sql: Queryable, opts: RecomputeOptions): Promise<number> {
   const keep = opts.mode === 'on' || (opts.mode === 'auto' && await vacuumHeldBack(sql, opts.engageSeconds ?? 30));
   if (!keep) return (await sql`delete from queue_ready_floor`).count;
+  const full = opts.full ?? true;
+  const lower = full ? sql`'-infinity'::timestamptz`
+    : sql`coalesce((select f0.floor from queue_ready_floor f0 where f0.queue_id = w.queue_id), '-infinity'::timestamptz) - ${sql.unsafe(`interval '${CLAIM_FLOOR_SEARCH_BELOW}'`)}`;
   const oldest = PRIORITIES_DESC.map((p) => sql`(
         select created_at from queue_items
          where queue_id = w.queue_id and status = 'new' and priority = ${sql.unsafe(String(p))} and deadline is null
-           and (postpone is null or postpone <= now())
+           and (postpone is null or postpone <= now()) and created_at >= ${lower}
          order by priority desc, deadline asc nulls last, created_at asc, id
          limit 1)`).reduce((all, part) => sql`${all}, ${part}`);
+  // postponed items that came due, whatever their age: on queue_items_postponed_idx, which holds
+  // only the queue's postponed items
+  const dueOldest = sql`(
+        select min(created_at) from queue_items
+         where queue_id = w.queue_id and status = 'new' and postpone is not null and postpone <= now() and deadline is null)`;
   const [row] = await sql<Array<{ n: number }>>`
     with computed as (
-      select w.queue_id, least(${oldest}, now() - ${sql.unsafe(`interval '${CLAIM_FLOOR_LAG}'`)}) as floor
+      select w.queue_id, least(${oldest}, ${dueOldest}, now() - ${sql.unsafe(`interval '${CLAIM_FLOOR_LAG}'`)}) as floor
         from (select queue_id from queue_item_counts where status = 'new' group by queue_id having sum(n) > 0) w
        where exists (select 1 from queues q where q.id = w.queue_id)
     ), locked as (
