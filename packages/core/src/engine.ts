@@ -124,6 +124,7 @@ export function createEngine(deps: EngineDeps) {
   const claimFloor = deps.claimFloor ?? 'off';
   const floors = claimFloorSwitch(sql, claimFloor, deps.claimFloorEveryMs);
   let floorPasses = 0;
+  let orphanSweeps = 0;
   const assetKey = (): Buffer => {
     if (!deps.assetKey) throw new Error('createEngine: the asset encryption key is missing');
     return typeof deps.assetKey === 'function' ? deps.assetKey() : deps.assetKey;
@@ -231,10 +232,17 @@ export function createEngine(deps: EngineDeps) {
     /** The dispatcher's periodic work and what nudges start. */
     sweeps: {
       ...bind(sql, {
-        timeOutJobs, offlineMachines: sweepOfflineMachines, failOrphans, retryItems: applyItemRetryPolicy, slaBreaches: markSlaBreaches,
+        timeOutJobs, offlineMachines: sweepOfflineMachines, retryItems: applyItemRetryPolicy, slaBreaches: markSlaBreaches,
         expiredIdempotencyKeys: sweepExpiredIdempotencyKeys, oldQueueStatBuckets: purgeQueueStatBuckets, sampleMinute,
         reconcile: reconcilePendingJobs, fireSchedules: fireDueSchedules,
       }),
+      /**
+       * Items still in progress under a job that is no longer active → failed: a safety net (the
+       * job-end paths fail their items themselves). It reads the partial index of in-progress
+       * items, where every item taken leaves an entry vacuum cannot remove while a snapshot is
+       * held: while the claim floors are engaged it runs one sweep in CLAIM_FLOOR_FULL_EVERY.
+       */
+      failOrphans: async () => (floors.current() && orphanSweeps++ % CLAIM_FLOOR_FULL_EVERY !== 0 ? [] : failOrphans(sql)),
       /** consumer jobs a queue's triggers need now; the ready items read past the claim floors while they are engaged */
       startConsumers: (queueId: string) => startQueueConsumers(sql, queueId, { floor: floors.current() }),
       queuesNeedingConsumers: (tenantId: string | null = null) => queuesNeedingConsumers(sql, tenantId, { floor: floors.current() }),

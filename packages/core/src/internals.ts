@@ -101,7 +101,7 @@ export {
   settleAndClaimItemsBatch,
 } from './queue-items/transitions';
 export type { TakeOptions } from './queue-items/transitions';
-export { CLAIM_FLOOR_LAG, claimFloorSwitch, recomputeClaimFloors, vacuumHeldBack } from './queue-items/claim-floor';
+export { CLAIM_FLOOR_FULL_EVERY, CLAIM_FLOOR_LAG, claimFloorSwitch, recomputeClaimFloors, vacuumHeldBack } from './queue-items/claim-floor';
 export { countInScope, nextChunk } from './bulk/matching';
 export type { BulkScope } from './bulk/matching';
 

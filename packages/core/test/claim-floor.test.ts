@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { MAX_TAKE, createSql, type Sql } from '@svc/core';
+import { MAX_TAKE, createEngine, createLogger, createSql, type Sql } from '@svc/core';
 import {
-  applyItemRetryPolicy, approveQueueItem, claimFloorSwitch, compareTakeOrder, recomputeClaimFloors, vacuumHeldBack, redriveDeadLetterItems, releaseQueueItems,
+  CLAIM_FLOOR_FULL_EVERY, applyItemRetryPolicy, approveQueueItem, claimFloorSwitch, compareTakeOrder, recomputeClaimFloors, vacuumHeldBack, redriveDeadLetterItems, releaseQueueItems,
   settleAndClaimItems, settleAndClaimItemsBatch, type TakeOptions,
 } from '@svc/core/internals';
 import { createTestContext, recordStatements, seedMachine, seedProcess, seedQueue, seedTenant, waitFor, type TestContext } from '@svc/testing';
@@ -267,6 +267,29 @@ describe('passes that search from below the floor', () => {
     expect((await takeOne(q.id, job)).map((c) => c.reference)).toEqual(['a']);
     await recomputeClaimFloors(sql, { mode: 'on', full: true });
     expect((await takeOne(q.id, job)).map((c) => c.reference)).toEqual(['far']);
+  });
+});
+
+describe('the orphaned-item safety net while floors are engaged', () => {
+  it('runs one sweep in CLAIM_FLOOR_FULL_EVERY, and every sweep without floors', async () => {
+    const orphanIn = async (queueId: string) => {
+      const job = await runningJob();
+      await sql`insert into queue_items (tenant_id, queue_id, data, status, job_id, attempt) values (${tenantId}, ${queueId}, '{}'::jsonb, 'in_progress', ${job}, 1)`;
+      await sql`update jobs set status = 'completed', finished_at = now() where id = ${job}`;
+    };
+    const logger = createLogger({ service: 'claim-floor-test', level: 'error' });
+    const engaged = createEngine({ sql, logger, claimFloor: 'on' });
+    const q = await seedQueue(sql, tenantId, {});
+    await orphanIn(q.id);
+    expect(await engaged.sweeps.failOrphans()).toContain(q.id);
+    await orphanIn(q.id);
+    for (let i = 1; i < CLAIM_FLOOR_FULL_EVERY; i++) expect(await engaged.sweeps.failOrphans()).toEqual([]);
+    expect(await engaged.sweeps.failOrphans()).toContain(q.id);
+    const plain = createEngine({ sql, logger, claimFloor: 'off' });
+    await orphanIn(q.id);
+    expect(await plain.sweeps.failOrphans()).toContain(q.id);
+    await orphanIn(q.id);
+    expect(await plain.sweeps.failOrphans()).toContain(q.id);
   });
 });
 
