@@ -1,7 +1,7 @@
 import type { Sql } from '../db/sql';
 import { insertJob } from '../jobs/repo';
 import type { DispatchJobRef } from './port';
-import { readyPastFloorSql } from '../queue-items/transitions';
+import { floorOfSql, readyPastFloorSql } from '../queue-items/transitions';
 import { jobsCreatedEffects, recordEffects } from '../outbox/effects';
 
 /**
@@ -53,8 +53,7 @@ function readySql(sql: Sql, queueIdColumn: ReturnType<Sql>, n: ReturnType<Sql>, 
                order by i.priority desc, i.deadline asc nulls last, i.created_at asc, i.id
                limit ${n})`;
   }
-  const floorOf = sql`coalesce((select f.floor from queue_ready_floor f where f.queue_id = ${queueIdColumn}), '-infinity'::timestamptz)`;
-  return sql`(select 1 from (${readyPastFloorSql(sql, queueIdColumn, n, floorOf, false)}) ready limit ${n})`;
+  return sql`(select 1 from (${readyPastFloorSql(sql, queueIdColumn, n, floorOfSql(sql, queueIdColumn), false)}) ready limit ${n})`;
 }
 
 /** The active job count of a trigger (jobs_trigger_active_idx). */
@@ -101,9 +100,7 @@ export async function startQueueConsumers(sql: Sql, queueId: string, opts: { flo
     // one count serves every trigger: enough to tell each one's minimum and all their room
     const enough = Math.max(...triggers.map((t) => t.min_items_to_start), triggers.reduce((n, t) => n + t.max_concurrent_jobs - t.active, 0));
     const [counted] = await tx<Array<{ ready: number }>>`
-      select count(*)::int as ready from ${floor ? readySql(tx, sql`${queueId}::uuid`, sql`${enough}`, true) : tx`(
-        select 1 from queue_items where queue_id = ${queueId} and status = 'new' and (postpone is null or postpone <= now())
-        limit ${enough})`} r`;
+      select count(*)::int as ready from ${readySql(tx, tx`${queueId}::uuid`, tx`${enough}`, floor)} r`;
     let ready = counted!.ready;
     const named = triggers.map((t) => t.machine_id).filter((id): id is string => id !== null);
     // auto-selection never picks an attended machine (a person's desktop); a trigger may name one

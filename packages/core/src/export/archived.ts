@@ -27,10 +27,12 @@ export function parseIncludeArchived(text: string | undefined): boolean {
 }
 
 /**
- * The archive an export that asked for archived rows reads: refused with a 409 when the API has
- * none, since a download of the live rows alone would look complete and be partial.
+ * The archive an export reads when its query asks for archived rows (`include_archived`), or null
+ * when it does not: refused with a 409 when the API has none, since a download of the live rows
+ * alone would look complete and be partial.
  */
-export function archiveForExport(archive: RecordArchive | null | undefined): RecordArchive {
+export function archiveForExport(includeArchived: string | undefined, archive: RecordArchive | null | undefined): RecordArchive | null {
+  if (!parseIncludeArchived(includeArchived)) return null;
   if (!archive) throw new ConflictError(es.export.archiveNotConfigured);
   return archive;
 }

@@ -15,7 +15,7 @@ import { ENDED_ITEM_STATUSES } from '../retention/pass';
 import { FINAL_JOB_STATUSES } from '../jobs/transitions';
 import type { QueueItemRow } from '../queue-items/repo';
 import type { JobFilter, JobWithNames } from '../jobs/repo';
-import { IncludeArchivedQuery, archiveForExport, archivedChunks, archivedDate, parseIncludeArchived } from './archived';
+import { IncludeArchivedQuery, archiveForExport, archivedChunks, archivedDate } from './archived';
 import { jsonbContains } from './jsonb-contains';
 import { KEYSET_AT_SQL, ExportFormatQuery, exportStream, primed, walkKeyset, type ExportFormat, type KeysetPosition, type KeysetRow } from './stream';
 
@@ -84,8 +84,7 @@ export async function exportQueueItems(
   columns: ReadonlyArray<keyof QueueItemResponse & string> = QUEUE_ITEM_EXPORT_COLUMNS,
 ): Promise<Readable> {
   const filter = { status: query.status, reference: query.reference, data: parseContainmentFilter(query.data, 'data') };
-  const withArchived = parseIncludeArchived(query.include_archived);
-  const from = withArchived ? archiveForExport(archive) : null;
+  const from = archiveForExport(query.include_archived, archive);
   const live = walkKeyset((after, limit) => exportQueueItemsChunk(sql, queue, filter, after, limit));
   const every = columns.length === QUEUE_ITEM_EXPORT_COLUMNS.length;
   const record = (row: QueueItemRow) => {
@@ -148,8 +147,7 @@ export async function exportJobs(
   sql: Sql, archive: RecordArchive | null, tenantId: string, query: Omit<JobExportQuery, 'format'>, format: ExportFormat,
 ): Promise<Readable> {
   const filter = await resolveJobFilter(sql, tenantId, query);
-  const withArchived = parseIncludeArchived(query.include_archived);
-  const from = withArchived ? archiveForExport(archive) : null;
+  const from = archiveForExport(query.include_archived, archive);
   const chunks = walkKeyset((after, limit) => exportJobsChunk(sql, tenantId, filter, after, limit));
   const toRecord = (row: JobWithNames): JobExportRecord => {
     const { logs: _logs, ...record } = toJobResponse(row);

@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/sql';
 import type { ClaimFloorMode } from '../config';
+import { PRIORITIES_DESC } from './transitions';
 
 /**
  * The claim floors (docs/decisions/claim-floor.md). A queue's floor F is a lower bound on the
@@ -22,7 +23,6 @@ import type { ClaimFloorMode } from '../config';
  */
 export const CLAIM_FLOOR_LAG = '5 seconds';
 
-const PRIORITIES_DESC = [5, 4, 3, 2, 1] as const;
 
 /**
  * Whether a transaction older than `engageSeconds` holds vacuum back in this database: a client

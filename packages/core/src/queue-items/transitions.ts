@@ -157,7 +157,12 @@ export interface TakeOptions {
 }
 
 /** Item priorities, most urgent first (the `priority between 1 and 5` check of queue_items). */
-const PRIORITIES_DESC = [5, 4, 3, 2, 1] as const;
+export const PRIORITIES_DESC = [5, 4, 3, 2, 1] as const;
+
+/** A queue's claim floor as SQL: -infinity when it has none (docs/decisions/claim-floor.md). */
+export function floorOfSql(sql: Queryable, queueId: unknown) {
+  return sql`coalesce((select f.floor from queue_ready_floor f where f.queue_id = ${queueId}), '-infinity'::timestamptz)`;
+}
 
 /**
  * The first `limit` ready items of one queue in the take order, locked (`FOR UPDATE SKIP
@@ -243,7 +248,7 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim, o
          and (qi.status = ${statusSql(sql, T.complete.from)} or qi.status = o.status)
       returning qi.id, qi.status, extract(epoch from now() - qi.created_at)::float8 as age_s
     ), ${opts.floor ? sql`ready_floor as (
-      select coalesce((select floor from queue_ready_floor where queue_id = ${req.queueId}), '-infinity'::timestamptz) as f
+      select ${floorOfSql(sql, req.queueId)} as f
     ), ` : sql``}picked as (${opts.floor ? sql`
       select id from (${readyPastFloorSql(sql, req.queueId, takeLimitSql(sql, req.take), sql`(select f from ready_floor)`)}) ready
        where exists (select 1 from jobs where id = ${req.jobId} and status = 'running' and attempt = ${req.jobAttempt})
@@ -326,7 +331,7 @@ export async function settleAndClaimItemsBatch(sql: Queryable, reqs: readonly Se
       select d.queue_id, c.id,
              row_number() over (partition by d.queue_id order by c.priority desc, c.deadline asc nulls last, c.created_at asc, c.id) as rn
         from (select queue_id, sum(take)::int as n${opts.floor ? sql`,
-                     coalesce((select f.floor from queue_ready_floor f where f.queue_id = live.queue_id), '-infinity'::timestamptz) as floor` : sql``} from live group by queue_id) d
+                     ${floorOfSql(sql, sql`live.queue_id`)} as floor` : sql``} from live group by queue_id) d
         cross join lateral (${opts.floor ? sql`
           select id, priority, deadline, created_at from (${readyPastFloorSql(sql, sql`d.queue_id`, sql`d.n`, sql`d.floor`)}) ready
            limit d.n` : sql`

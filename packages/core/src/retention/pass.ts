@@ -100,14 +100,6 @@ export async function expiredRows(tx: Queryable, s: Scope, limit: number, after:
 }
 
 /**
- * One batch of a scope, in one transaction: take the scope's transaction lock (another dispatcher
- * holding it means that one runs this scope's pass now: skip), lock the oldest expired rows, write
- * them to the archive and wait until it is durable, record the files in the manifest, delete the
- * rows and add them to the scope's progress. A kill anywhere before the commit leaves every row
- * in place (a file already written is not in the manifest and is overwritten by the re-run of the
- * same rows); after it, the rows are gone and their file is listed.
- */
-/**
  * A scope's retention settings, read in the batch's transaction. A queue's row is locked against
  * a change until the batch commits (only its settings change it); a workspace's is not, since
  * every job started counts its quota there, and a change of its settings applies from the next
@@ -124,13 +116,30 @@ async function settingsNow(tx: Queryable, s: Scope): Promise<Pick<Scope, 'action
   return row ?? null;
 }
 
+/**
+ * A scope's retention lock, for the transaction: held by the batch that archives and deletes its
+ * rows, and by the orphan sweep (sweep.ts) while it checks the scope's files, so neither sees the
+ * other between a file's write and its manifest row. False: another transaction holds it.
+ */
+export async function tryScopeLock(tx: Queryable, kind: Scope['kind'], targetId: string): Promise<boolean> {
+  const [lock] = await tx<Array<{ ok: boolean }>>`
+    select pg_try_advisory_xact_lock(hashtextextended(${`retention:${kind}:${targetId}`}, 0)) as ok`;
+  return lock!.ok;
+}
+
 type BatchResult = { deleted: number; archived: number; busy: boolean; cursor: PassCursor | null };
 
+/**
+ * One batch of a scope, in one transaction: take the scope's transaction lock (another dispatcher
+ * holding it means that one runs this scope's pass now: skip), lock the oldest expired rows, write
+ * them to the archive and wait until it is durable, record the files in the manifest, delete the
+ * rows and add them to the scope's progress. A kill anywhere before the commit leaves every row
+ * in place (a file already written is not in the manifest and is overwritten by the re-run of the
+ * same rows); after it, the rows are gone and their file is listed.
+ */
 async function runBatch(sql: Sql, s: Scope, opts: RetentionOptions, limit: number, after: PassCursor | null): Promise<BatchResult> {
   return sql.begin(async (tx) => {
-    const [lock] = await tx<Array<{ ok: boolean }>>`
-      select pg_try_advisory_xact_lock(hashtextextended(${`retention:${s.kind}:${s.target_id}`}, 0)) as ok`;
-    if (!lock!.ok) return { deleted: 0, archived: 0, busy: true, cursor: after };
+    if (!(await tryScopeLock(tx, s.kind, s.target_id))) return { deleted: 0, archived: 0, busy: true, cursor: after };
     // the settings as they are now, held until the batch commits: a queue switched from delete
     // to archive during a pass archives from its next batch on, never has a batch deleted unarchived
     const current = await settingsNow(tx, s);

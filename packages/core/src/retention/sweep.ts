@@ -1,5 +1,6 @@
 import type { Sql } from '../db/sql';
 import type { RecordArchive } from './archive';
+import { tryScopeLock } from './pass';
 
 /** Files a sweep leaves alone until they are this old, unless told otherwise. */
 export const ORPHAN_MIN_AGE_MS = 86_400_000;
@@ -54,9 +55,7 @@ export async function sweepArchiveOrphans(sql: Sql, archive: RecordArchive, opts
     const s = scopeOf(keys[0]!)!;
     pending = [];
     const done = await sql.begin(async (tx) => {
-      const [lock] = await tx<Array<{ ok: boolean }>>`
-        select pg_try_advisory_xact_lock(hashtextextended(${`retention:${s.kind}:${s.target}`}, 0)) as ok`;
-      if (!lock!.ok) return false;
+      if (!(await tryScopeLock(tx, s.kind, s.target))) return false;
       const listed = new Set((await tx<Array<{ key: string }>>`select key from archive_files where key = any(${keys}::text[])`).map((r) => r.key));
       for (const key of keys) {
         if (listed.has(key)) continue;
