@@ -28,6 +28,9 @@
 //   --b3-env CLAIM_FLOOR=on               B3 with these settings for the platform's processes next to B3 without, A B B A
 //   --b5-seen 10000000                    B5: the queue has first seen this many items in all, those beyond B5's own
 //                                         ended long ago and removed by the retention pass before B5 seeds and measures
+//   --b5-reindex                          with --b5-seen: rebuild the table's indexes after that pass (REINDEX CONCURRENTLY)
+//   --b5-retention 4000000                B5 while the dispatcher's retention pass deletes that many expired rows of another
+//                                         queue of the workspace (passes every second)
 //   other options: --out FILE, --markdown | --no-markdown, --log-level LEVEL, --log-dir DIR,
 //                  --keep (keep the databases and Redis keys), --no-build, --db-name NAME, --redis-prefix PREFIX
 import { randomBytes } from 'node:crypto';
@@ -41,7 +44,7 @@ const SCENARIOS = ['B1', 'B2', 'B3', 'B4', 'B5', 'B7', 'B8', 'B9', 'B10'];
 const NOT_BY_DEFAULT = ['B10'];
 
 function parseArgs(argv) {
-  const o = { soak: {}, prefetch: 0, b3Retention: 0, b3Env: null, b5Seen: 0, vacuumMs: 0, nodeArgs: [], only: null, scale: 1, out: null, markdown: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
+  const o = { soak: {}, prefetch: 0, b3Retention: 0, b3Env: null, b5Seen: 0, b5Retention: 0, b5Reindex: false, vacuumMs: 0, nodeArgs: [], only: null, scale: 1, out: null, markdown: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].includes('=') ? [argv[i].slice(0, argv[i].indexOf('=')), argv[i].slice(argv[i].indexOf('=') + 1)] : [argv[i], undefined];
     const value = () => {
@@ -62,6 +65,8 @@ function parseArgs(argv) {
       case '--vacuum-ms': o.vacuumMs = Number(value()); break;
       case '--prefetch': o.prefetch = Number(value()); break;
       case '--b5-seen': o.b5Seen = positive(flag, value()); break;
+      case '--b5-retention': o.b5Retention = positive(flag, value()); break;
+      case '--b5-reindex': o.b5Reindex = true; break;
       case '--b3-retention': o.b3Retention = positive(flag, value()); break;
       case '--b3-env': o.b3Env = value(); if (!/^[A-Z_][A-Z0-9_]*=[^,]*(,[A-Z_][A-Z0-9_]*=[^,]*)*$/.test(o.b3Env)) throw new SetupError('--b3-env: KEY=VALUE[,KEY=VALUE]'); break;
       case '--node-args': o.nodeArgs = value().split(' ').filter(Boolean); break;
@@ -186,6 +191,8 @@ async function main() {
     vacuumMs: opts.vacuumMs,
     prefetch: opts.prefetch,
     b5Seen: opts.b5Seen,
+    b5Retention: opts.b5Retention,
+    b5Reindex: opts.b5Reindex,
     b3Retention: opts.b3Retention,
     b3Env: opts.b3Env,
     soak: opts.soak,

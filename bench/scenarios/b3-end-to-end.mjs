@@ -15,7 +15,7 @@
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
-import { itemPayload, seedApiKeys, seedMachines, seedProcess, seedQueue, seedTenant } from '../lib/fixtures.mjs';
+import { itemPayload, seedApiKeys, seedExpiredItems, seedMachines, seedProcess, seedQueue, seedTenant } from '../lib/fixtures.mjs';
 import { core } from '../lib/core.mjs';
 import { platformCpuMeter, startPlatform, waitMachinesOnline } from '../lib/platform.mjs';
 import { startWebhookReceiver } from '../lib/webhook-receiver.mjs';
@@ -194,16 +194,7 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
     const machines = await seedMachines(s.sql, tenant.id, MACHINES, { slots: 1 });
     // b3Compare: another queue's ended items past their retention, for the pass to delete during the run
     const oldQueue = retentionBacklog ? await seedQueue(s.sql, tenant.id, 'bench-b3-old') : null;
-    if (oldQueue) {
-      for (let from = 1; from <= retentionBacklog; from += 200_000) {
-        await s.sql`
-          insert into queue_items (tenant_id, queue_id, status, data, created_at, updated_at, processed_at)
-          select ${tenant.id}, ${oldQueue.id}, 'completed', jsonb_build_object('invoice', 'OLD-' || g, 'amount', g % 1000),
-                 now() - interval '60 days', now() - interval '40 days' + g * interval '1 ms', now() - interval '40 days'
-          from generate_series(${from}::int, ${Math.min(retentionBacklog, from + 199_999)}::int) g`;
-      }
-      await s.sql`vacuum analyze queue_items`;
-    }
+    if (oldQueue) await seedExpiredItems(s.sql, oldQueue, retentionBacklog);
     const receiver = webhook ? s.track(await startWebhookReceiver()) : null;
     if (receiver) {
       const engine = core.createEngine({

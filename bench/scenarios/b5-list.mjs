@@ -8,7 +8,7 @@
 // card shows its exact count (bench/lib/console-paint.mjs).
 // Baseline: the same page and total queries straight through the `postgres` client, measured
 // in alternating rounds with the API.
-import { itemsWithReference, referenceCount, referenceOf, seedAccessTokens, seedApiKeys, seedItems, seedQueue, seedTenant } from '../lib/fixtures.mjs';
+import { itemsWithReference, referenceCount, referenceOf, seedAccessTokens, seedApiKeys, seedExpiredItems, seedItems, seedQueue, seedTenant } from '../lib/fixtures.mjs';
 import { consoleJsGzipBytes, measureOverview } from '../lib/console-paint.mjs';
 
 /** How many of items 1..total seedItems gave `amount` (g % 1000). */
@@ -62,10 +62,24 @@ async function seedRemovedHistory(sql, queue, removed) {
   }
   const passSec = (Date.now() - passStarted) / 1000;
   await sql`vacuum analyze queue_items`;
-  const [{ bytes }] = await sql`select pg_total_relation_size('queue_items')::float8 as bytes`;
-  const out = { removed, deleted, seededSec, passSec, itemsPerSec: Math.round(deleted / passSec), tableBytesAfterVacuum: bytes };
+  const out = { removed, deleted, seededSec, passSec, itemsPerSec: Math.round(deleted / passSec), tableBytesAfterVacuum: await tableBytes(sql) };
   console.log(`B5: the queue's history: ${JSON.stringify(out)}`);
   return out;
+}
+
+/**
+ * `--b5-retention N`: another queue of the workspace holds N completed items past their retention,
+ * and the dispatcher passes every second, so B5's lists, counts and stats are measured while the
+ * pass deletes. `left()` counts what the pass has not removed yet.
+ */
+async function seedExpiredQueue(sql, tenantId, backlog) {
+  const old = await seedQueue(sql, tenantId, 'bench-b5-old');
+  await seedExpiredItems(sql, old, backlog);
+  return { left: async () => (await sql`select count(*)::int as n from queue_items where queue_id = ${old.id}`)[0].n };
+}
+
+async function tableBytes(sql) {
+  return (await sql`select pg_total_relation_size('queue_items')::float8 as bytes`)[0].bytes;
 }
 
 export async function b5(run) {
@@ -79,6 +93,18 @@ export async function b5(run) {
     const seedStarted = Date.now();
     const byStatus = await seedItems(s.sql, queue, total);
     const seedSec = (Date.now() - seedStarted) / 1000;
+    if (history && run.b5Reindex) {
+      // `--b5-reindex`: the step docs/scaling.md gives an operator after a pass that removed most
+      // of a table, taken with the live items in place: its indexes keep the size of the rows they
+      // once held, and the planner prices an index scan by that size
+      history.tableBytesBeforeReindex = await tableBytes(s.sql);
+      const started = Date.now();
+      await s.sql`reindex table concurrently queue_items`;
+      history.reindexSec = (Date.now() - started) / 1000;
+      history.tableBytesAfterReindex = await tableBytes(s.sql);
+      console.log(`B5: after REINDEX: ${JSON.stringify(history)}`);
+    }
+    const passing = run.b5Retention ? await seedExpiredQueue(s.sql, tenant.id, run.b5Retention) : null;
     // 60 list requests per minute per key (the public rate-limit table)
     const keys = await seedApiKeys(s.sql, tenant.id, Math.max(40, Math.ceil(1000 * run.scale)));
     const itemsPath = `/api/v1/queues/by-name/${queue.name}/items`;
@@ -97,10 +123,14 @@ export async function b5(run) {
       { name: 'data={"amount":…}', dataFilters: amounts.map((amount) => ({ amount })), total: itemsWithAmount(total, amounts[0]), noTarget: true },
     ];
 
-    const platform = s.track(await startPlatform(run, { databaseUrl: s.databaseUrl, redisPrefix: s.redisPrefix, parts: ['api', 'dispatcher'], profile: run.profile }));
+    const platform = s.track(await startPlatform(run, {
+      databaseUrl: s.databaseUrl, redisPrefix: s.redisPrefix, parts: ['api', 'dispatcher'], profile: run.profile,
+      ...(passing ? { env: { RETENTION_EVERY_MS: '1000' } } : {}),
+    }));
     // one request per key fills the API key cache (and uses 1 of each key's 60 per minute)
     if (!run.tiny) await load(run, 'b5-warm-api', { url: platform.baseUrl, method: 'GET', paths: [`${itemsPath}?limit=1`], keys, connections: 4, amount: keys.length });
     const rows = [];
+    const passLeftAtStart = passing ? await passing.left() : null;
     const details = { total, history, byStatus, seedSec, rounds, durationSec, connections: CONNECTIONS, keys: keys.length, variants: {} };
     for (const connections of run.tiny ? CONNECTIONS.slice(0, 1) : CONNECTIONS) {
       for (const v of variants) {
@@ -186,9 +216,15 @@ export async function b5(run) {
       ...(overview ? { totalExact: overview.countExact } : {}),
     });
     details.console = { jsGzipKb: jsKb, overview };
+    if (passing) {
+      const left = await passing.left();
+      // a figure taken after the pass ran out of rows would not have been taken during it
+      details.retention = { backlog: run.b5Retention, leftAtStart: passLeftAtStart, leftAtEnd: left, removedDuringRun: passLeftAtStart - left, passedThroughout: left > 0 };
+      console.log(`B5: the retention pass during the run: ${JSON.stringify(details.retention)}`);
+    }
     return {
       id: 'B5',
-      title: `GET …/items?page=…&limit=100 on ${total.toLocaleString('en')} items`,
+      title: `GET …/items?page=…&limit=100 on ${total.toLocaleString('en')} items${passing ? `, while the retention pass deletes another queue's ${details.retention.removedDuringRun.toLocaleString('en')} expired items${details.retention.passedThroughout ? '' : ' (it ran out before the end)'}` : ''}`,
       rows,
       totalExact: rows.every((r) => r.totalExact !== false),
       details,
