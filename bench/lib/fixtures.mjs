@@ -135,16 +135,22 @@ export async function seedItems(sql, queue, total) {
 }
 
 /**
- * `count` completed items of `queue` that ended 40 days ago, past the default retention, for the
- * retention pass to delete while a scenario measures something else; vacuumed, as a quiet table.
+ * A queue named `name` holding `count` completed items that ended 40 days ago, past the default
+ * retention, for the retention pass to delete while a scenario measures something else; vacuumed,
+ * as a quiet table. `left()` counts what the pass has not removed yet. The platform's processes
+ * get EXPIRED_QUEUE_ENV so that the dispatcher passes every second.
  */
-export async function seedExpiredItems(sql, queue, count) {
+export async function seedExpiredQueue(sql, tenantId, name, count) {
+  const queue = await seedQueue(sql, tenantId, name);
   for (let from = 1; from <= count; from += 200_000) {
     await sql`
       insert into queue_items (tenant_id, queue_id, status, data, created_at, updated_at, processed_at)
-      select ${queue.tenant_id}, ${queue.id}, 'completed', jsonb_build_object('invoice', 'OLD-' || g, 'amount', g % 1000),
+      select ${tenantId}, ${queue.id}, 'completed', jsonb_build_object('invoice', 'OLD-' || g, 'amount', g % 1000),
              now() - interval '60 days', now() - interval '40 days' + g * interval '1 ms', now() - interval '40 days'
       from generate_series(${from}::int, ${Math.min(count, from + 199_999)}::int) g`;
   }
   await sql`vacuum analyze queue_items`;
+  return { queue, left: async () => (await sql`select count(*)::int as n from queue_items where queue_id = ${queue.id}`)[0].n };
 }
+
+export const EXPIRED_QUEUE_ENV = { RETENTION_EVERY_MS: '1000' };

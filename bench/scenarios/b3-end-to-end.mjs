@@ -15,7 +15,7 @@
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
-import { itemPayload, seedApiKeys, seedExpiredItems, seedMachines, seedProcess, seedQueue, seedTenant } from '../lib/fixtures.mjs';
+import { EXPIRED_QUEUE_ENV, itemPayload, seedApiKeys, seedExpiredQueue, seedMachines, seedProcess, seedQueue, seedTenant } from '../lib/fixtures.mjs';
 import { core } from '../lib/core.mjs';
 import { platformCpuMeter, startPlatform, waitMachinesOnline } from '../lib/platform.mjs';
 import { startWebhookReceiver } from '../lib/webhook-receiver.mjs';
@@ -193,8 +193,7 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
     const queue = await seedQueue(s.sql, tenant.id, 'bench-b3', { consumer_process_id: consumer.id, max_consumers: MACHINES });
     const machines = await seedMachines(s.sql, tenant.id, MACHINES, { slots: 1 });
     // b3Compare: another queue's ended items past their retention, for the pass to delete during the run
-    const oldQueue = retentionBacklog ? await seedQueue(s.sql, tenant.id, 'bench-b3-old') : null;
-    if (oldQueue) await seedExpiredItems(s.sql, oldQueue, retentionBacklog);
+    const expired = retentionBacklog ? await seedExpiredQueue(s.sql, tenant.id, 'bench-b3-old', retentionBacklog) : null;
     const receiver = webhook ? s.track(await startWebhookReceiver()) : null;
     if (receiver) {
       const engine = core.createEngine({
@@ -213,7 +212,7 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
       profile: run.profile,
       env: {
         ...(receiver ? { WEBHOOK_ALLOW_INSECURE: 'true', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } : {}),
-        ...(oldQueue ? { RETENTION_EVERY_MS: '1000' } : {}),
+        ...(expired ? EXPIRED_QUEUE_ENV : {}),
         ...extraEnv,
       },
       agents: {
@@ -244,7 +243,7 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
       };
       vacuuming = setTimeout(tick, run.vacuumMs);
     }
-    const oldLeft = async () => (oldQueue ? (await s.sql`select count(*)::int as n from queue_items where queue_id = ${oldQueue.id}`)[0].n : 0);
+    const oldLeft = async () => (expired ? expired.left() : 0);
     const oldBefore = await oldLeft();
     const adding = load(run, `${id.toLowerCase()}-load-api`, {
       url: platform.baseUrl, method: 'POST', paths: [`${itemsPath}/bulk`], body: { items: payloads }, keys,
@@ -265,7 +264,7 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
       for (const p of Object.values(platform.procs)) if (p.child.exitCode !== null) throw new Error(`${p.name} exited during B3`);
     }
     if (vacuuming) clearTimeout(vacuuming);
-    const retention = oldQueue ? { backlog: retentionBacklog, leftAtStart: oldBefore, removedDuringRun: oldBefore - (await oldLeft()) } : null;
+    const retention = expired ? { backlog: retentionBacklog, leftAtStart: oldBefore, removedDuringRun: oldBefore - (await oldLeft()) } : null;
     if (!added) added = await adding;
     checkLoad('B3 API', added);
     const cpu = cpuPer({ ...(await meter.stop()), load: added.cpuMs }, counts.completed ?? 0);

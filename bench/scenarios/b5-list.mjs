@@ -8,7 +8,7 @@
 // card shows its exact count (bench/lib/console-paint.mjs).
 // Baseline: the same page and total queries straight through the `postgres` client, measured
 // in alternating rounds with the API.
-import { itemsWithReference, referenceCount, referenceOf, seedAccessTokens, seedApiKeys, seedExpiredItems, seedItems, seedQueue, seedTenant } from '../lib/fixtures.mjs';
+import { EXPIRED_QUEUE_ENV, itemsWithReference, referenceCount, referenceOf, seedAccessTokens, seedApiKeys, seedExpiredQueue, seedItems, seedQueue, seedTenant } from '../lib/fixtures.mjs';
 import { consoleJsGzipBytes, measureOverview } from '../lib/console-paint.mjs';
 
 /** How many of items 1..total seedItems gave `amount` (g % 1000). */
@@ -67,17 +67,6 @@ async function seedRemovedHistory(sql, queue, removed) {
   return out;
 }
 
-/**
- * `--b5-retention N`: another queue of the workspace holds N completed items past their retention,
- * and the dispatcher passes every second, so B5's lists, counts and stats are measured while the
- * pass deletes. `left()` counts what the pass has not removed yet.
- */
-async function seedExpiredQueue(sql, tenantId, backlog) {
-  const old = await seedQueue(sql, tenantId, 'bench-b5-old');
-  await seedExpiredItems(sql, old, backlog);
-  return { left: async () => (await sql`select count(*)::int as n from queue_items where queue_id = ${old.id}`)[0].n };
-}
-
 async function tableBytes(sql) {
   return (await sql`select pg_total_relation_size('queue_items')::float8 as bytes`)[0].bytes;
 }
@@ -104,7 +93,9 @@ export async function b5(run) {
       history.tableBytesAfterReindex = await tableBytes(s.sql);
       console.log(`B5: after REINDEX: ${JSON.stringify(history)}`);
     }
-    const passing = run.b5Retention ? await seedExpiredQueue(s.sql, tenant.id, run.b5Retention) : null;
+    // `--b5-retention N`: another queue of the workspace holds N expired items, and the dispatcher
+    // passes every second, so the lists, counts and stats are measured while the pass deletes
+    const passing = run.b5Retention ? await seedExpiredQueue(s.sql, tenant.id, 'bench-b5-old', run.b5Retention) : null;
     // 60 list requests per minute per key (the public rate-limit table)
     const keys = await seedApiKeys(s.sql, tenant.id, Math.max(40, Math.ceil(1000 * run.scale)));
     const itemsPath = `/api/v1/queues/by-name/${queue.name}/items`;
@@ -125,7 +116,7 @@ export async function b5(run) {
 
     const platform = s.track(await startPlatform(run, {
       databaseUrl: s.databaseUrl, redisPrefix: s.redisPrefix, parts: ['api', 'dispatcher'], profile: run.profile,
-      ...(passing ? { env: { RETENTION_EVERY_MS: '1000' } } : {}),
+      ...(passing ? { env: EXPIRED_QUEUE_ENV } : {}),
     }));
     // one request per key fills the API key cache (and uses 1 of each key's 60 per minute)
     if (!run.tiny) await load(run, 'b5-warm-api', { url: platform.baseUrl, method: 'GET', paths: [`${itemsPath}?limit=1`], keys, connections: 4, amount: keys.length });

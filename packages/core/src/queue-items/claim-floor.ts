@@ -23,7 +23,6 @@ import { PRIORITIES_DESC } from './transitions';
  */
 export const CLAIM_FLOOR_LAG = '5 seconds';
 
-
 /**
  * Whether a transaction older than `engageSeconds` holds vacuum back in this database: a client
  * session of this database whose oldest snapshot (`backend_xmin`) or own transaction id
