@@ -138,14 +138,15 @@ async function b3Compare(run) {
   for (const [i, b] of order.entries()) {
     runs.push(await b3Once(run, `B3C${i + 1}`, run.prefetch || null, { raw: false, retentionBacklog: b ? run.b3Retention : 0, env: b ? env : {} }));
   }
-  const mean = (xs) => (xs.every((x) => x) ? xs.reduce((a, x) => a + x, 0) / xs.length : null);
+  const mean = (xs) => (xs.every((x) => x !== null && x !== undefined) ? xs.reduce((a, x) => a + x, 0) / xs.length : null);
   const without = runs.filter((_, i) => !order[i]);
   const withB = runs.filter((_, i) => order[i]);
   const a = mean(without.map((r) => r.details.itemsPerSec));
   const b = mean(withB.map((r) => r.details.itemsPerSec));
   const fmt = (xs) => xs.map((r) => round(r.details.itemsPerSec, 0)?.toLocaleString('en') ?? '—').join(' / ');
   const removed = run.b3Retention ? `; the pass removed ${withB.map((r) => (r.details.retention?.removedDuringRun ?? 0).toLocaleString('en')).join(' / ')} rows during those runs` : '';
-  const pg = (xs) => mean(xs.map((r) => r.details.cpu?.msPer1000?.postgres ?? null));
+  const pg = (xs, group = 'postgres') => mean(xs.map((r) => r.details.cpu?.msPer1000?.[group] ?? null));
+  const rounds = (xs) => xs.map((r) => `${r.details.autovacuumRounds.vacuum}+${r.details.autovacuumRounds.analyze}`).join(' / ');
   return {
     id: 'B3',
     title: `end to end ${label}: ${runs[0].details.total.toLocaleString('en')} items in bulk, ${MACHINES} machines doing no work`,
@@ -155,9 +156,13 @@ async function b3Compare(run) {
         ratio: ratio(b, a), target: { minRatio: 0.9 }, note: `A B B A: without ${fmt(without)}, with ${fmt(withB)}${removed}`,
       },
       { figure: `Postgres CPU per 1,000 completed items ${label} (baseline: without)`, unit: 'ms', platform: round(pg(withB), 0), baseline: round(pg(without), 0), ratio: ratio(pg(withB), pg(without)), target: null },
+      {
+        figure: `of which autovacuum workers ${label} (baseline: without)`, unit: 'ms', platform: round(pg(withB, 'autovacuum'), 0), baseline: round(pg(without, 'autovacuum'), 0), ratio: ratio(pg(withB, 'autovacuum'), pg(without, 'autovacuum')), target: null,
+        note: `autovacuum + autoanalyze rounds on queue_items: without ${rounds(without)}, with ${rounds(withB)}`,
+      },
     ],
     complete: runs.every((r) => r.complete),
-    details: { env, retentionBacklog: run.b3Retention, runs: runs.map((r, i) => ({ b: order[i], itemsPerSec: r.details.itemsPerSec, cpu: r.details.cpu, retention: r.details.retention ?? null })) },
+    details: { env, retentionBacklog: run.b3Retention, runs: runs.map((r, i) => ({ b: order[i], itemsPerSec: r.details.itemsPerSec, cpu: r.details.cpu, retention: r.details.retention ?? null, autovacuumRounds: r.details.autovacuumRounds })) },
   };
 }
 
@@ -230,6 +235,7 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
     const meter = platformCpuMeter(s.sql, platform, redis ? redis.pids : run.redisPid);
     const redisBefore = redis ? { commands: await redis.commandStats(), memory: await redis.usedMemory() } : null;
     await meter.start();
+    const meteredFrom = Date.now();
     const delivererCpuBefore = platform.procs.deliverer ? cpuMs(platform.procs.deliverer.pid) : null;
     // --vacuum-ms N (investigations only): what autovacuum with tight per-table thresholds would
     // do on a server where it runs; the CI server of this project runs with autovacuum = off
@@ -245,6 +251,9 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
     }
     const oldLeft = async () => (expired ? expired.left() : 0);
     const oldBefore = await oldLeft();
+    const vacuumRounds = async () => (await s.sql`
+      select autovacuum_count::int as autovacuum, autoanalyze_count::int as autoanalyze from pg_stat_user_tables where relname = 'queue_items'`)[0];
+    const roundsBefore = await vacuumRounds();
     const adding = load(run, `${id.toLowerCase()}-load-api`, {
       url: platform.baseUrl, method: 'POST', paths: [`${itemsPath}/bulk`], body: { items: payloads }, keys,
       connections: MACHINES, amount: total / BULK_SIZE,
@@ -265,9 +274,12 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
     }
     if (vacuuming) clearTimeout(vacuuming);
     const retention = expired ? { backlog: retentionBacklog, leftAtStart: oldBefore, removedDuringRun: oldBefore - (await oldLeft()) } : null;
+    const roundsAfter = await vacuumRounds();
+    // autovacuum's rounds on queue_items during the run (what the deletes of a pass bring on)
+    const autovacuumRounds = { vacuum: roundsAfter.autovacuum - roundsBefore.autovacuum, analyze: roundsAfter.autoanalyze - roundsBefore.autoanalyze };
     if (!added) added = await adding;
     checkLoad('B3 API', added);
-    const cpu = cpuPer({ ...(await meter.stop()), load: added.cpuMs }, counts.completed ?? 0);
+    const cpu = { ...cpuPer({ ...(await meter.stop()), load: added.cpuMs }, counts.completed ?? 0), meteredSec: (Date.now() - meteredFrom) / 1000 };
     const redisAfter = redis ? { commands: await redis.commandStats(), memory: await redis.usedMemory() } : null;
     const rss = platform.peakRss();
     const [{ last }] = await s.sql`select max(processed_at) as last from queue_items where queue_id = ${queue.id} and status = 'completed'`;
@@ -292,7 +304,7 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
       complete: completed === total && (baseline?.complete ?? true),
       details: {
         total, completed, counts, elapsedSec, itemsPerSec, cpu, vacuums, addSec: (added.finishedAt - added.startedAt) / 1000, keys: keys.length, baseline,
-        database: s.databaseUrl.slice(s.databaseUrl.lastIndexOf('/') + 1), dispatchers, retention,
+        database: s.databaseUrl.slice(s.databaseUrl.lastIndexOf('/') + 1), dispatchers, retention, autovacuumRounds,
         ...(redis ? {
           redis: {
             kind: redis.kind,
