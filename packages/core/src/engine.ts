@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Sql } from './db/sql';
 import type { AuditActor, CatalogResource } from './audit/catalog-changes';
 import type { Logger } from './logger';
@@ -58,7 +59,7 @@ import { createWebhookDeliverer, type DelivererOptions } from './webhooks/delive
 import { askItemAction, askJobAction, cancelBulkAction, getBulkAction, runBulkActions, type BulkActionRow, type RunBulkOptions } from './bulk/actions';
 import type { ItemActionBody, JobActionBody } from './bulk/schemas';
 import type { RecordArchive } from './retention/archive';
-import { runRetention, type RetentionOptions } from './retention/pass';
+import { runRetention, type RetentionOptions, type RetentionScopeResult } from './retention/pass';
 import { listArchiveFiles, restoreArchivedItems } from './retention/restore';
 import { sweepArchiveOrphans, type OrphanSweepOptions } from './retention/sweep';
 import type { QueueRef } from './queue-items/repo';
@@ -125,6 +126,9 @@ export function createEngine(deps: EngineDeps) {
   const floors = claimFloorSwitch(sql, claimFloor, deps.claimFloorEveryMs);
   let floorPasses = 0;
   let orphanSweeps = 0;
+  // the retention pass's holder of its scopes' leases, and whether its pass runs now
+  const retentionHolder = randomUUID();
+  let retentionRunning = false;
   const assetKey = (): Buffer => {
     if (!deps.assetKey) throw new Error('createEngine: the asset encryption key is missing');
     return typeof deps.assetKey === 'function' ? deps.assetKey() : deps.assetKey;
@@ -252,9 +256,20 @@ export function createEngine(deps: EngineDeps) {
       claimFloors: () => recomputeClaimFloors(sql, { mode: claimFloor, engageSeconds: deps.claimFloorEngageSeconds, full: floorPasses++ % CLAIM_FLOOR_FULL_EVERY === 0 }),
       /** events (and finished webhook deliveries) past the retention */
       oldEvents: (retentionDays: number) => purgeOldEvents(sql, retentionDays),
-      /** ended items and jobs past their retention: archived when asked, then deleted, within a budget (docs/decisions/retention.md) */
-      retention: (opts: Omit<RetentionOptions, 'logger' | 'archive' | 'logArchive'> = {}) =>
-        runRetention(sql, { ...opts, logger: deps.logger, archive: deps.recordArchive ?? null, logArchive }),
+      /**
+       * ended items and jobs past their retention: archived when asked, then deleted, within a
+       * budget (docs/decisions/retention.md). A tick that comes while this engine's pass still
+       * runs does nothing: the pass's duty share holds per process, whatever the ticks' period.
+       */
+      retention: async (opts: Omit<RetentionOptions, 'logger' | 'archive' | 'logArchive' | 'holder'> = {}): Promise<RetentionScopeResult[]> => {
+        if (retentionRunning) return [];
+        retentionRunning = true;
+        try {
+          return await runRetention(sql, { ...opts, holder: retentionHolder, logger: deps.logger, archive: deps.recordArchive ?? null, logArchive });
+        } finally {
+          retentionRunning = false;
+        }
+      },
     },
     /** The retention archive: its manifest, and items brought back as new ones (`svc archive`). */
     archive: {

@@ -179,14 +179,90 @@ describe('the retention pass', () => {
     expect(await byStatus(q.id)).toEqual({ completed: 40 });
 
     const other = createEngine({ sql, logger, recordArchive: directoryArchive(dir) });
-    const [a, b] = await Promise.all([engine.sweeps.retention({ batch: 7 }), other.sweeps.retention({ batch: 7 })]);
-    const removed = [a, b].flat().filter((d) => d.target_id === q.id).reduce((n, d) => n + d.deleted, 0);
-    expect(removed).toBe(40);
+    const [a, b] = await Promise.all([engine.sweeps.retention({ batch: 7, dutyCycle: 0.5 }), other.sweeps.retention({ batch: 7, dutyCycle: 0.5 })]);
+    // one pass removed them all: the other found the scope leased (or, started after, nothing left)
+    const passes = [a, b].map((r) => r.find((d) => d.target_id === q.id));
+    expect(passes.map((p) => p?.deleted ?? 0).sort((x, y) => x - y)).toEqual([0, 40]);
+    expect(passes.filter((p) => p && p.deleted === 0).every((p) => p!.skipped === 'busy')).toBe(true);
     expect(await byStatus(q.id)).toEqual({});
     const archived = await archivedIds(q.id);
     expect(new Set(archived).size).toBe(40);
     expect(archived).toHaveLength(40);
     await expectCountsExact(q.id);
+  });
+
+  it('a pass holds its scope between its batches: another holder\'s live lease makes it busy, an expired one is taken over, and the pass releases its own', async () => {
+    const q = await queueWith({ retention_completed_days: 0.0001 });
+    await items(q.id, 'completed', 30, 3600);
+    const lease = async () => (await sql<{ by: string | null; live: boolean | null }[]>`
+      select passing_by as by, passing_until > now() as live from retention_progress where kind = 'queue_items' and target_id = ${q.id}`)[0];
+    // a dispatcher that is between two batches of this queue's pass
+    const elsewhere = '00000000-0000-4000-8000-000000000001';
+    await sql`
+      insert into retention_progress (kind, target_id, tenant_id, passing_by, passing_until)
+      values ('queue_items', ${q.id}, ${tenantId}, ${elsewhere}, now() + interval '1 minute')`;
+    const held = await engine.sweeps.retention({ batch: 10 });
+    expect(held.find((d) => d.target_id === q.id)).toEqual({ kind: 'queue_items', target_id: q.id, deleted: 0, archived: 0, skipped: 'busy' });
+    expect((await byStatus(q.id)).completed).toBe(30);
+
+    // that dispatcher died: its lease runs out and the scope is passed again
+    await sql`update retention_progress set passing_until = now() - interval '1 second' where kind = 'queue_items' and target_id = ${q.id}`;
+    const taken = await engine.sweeps.retention({ batch: 10, dutyCycle: 0.5 });
+    expect(taken.find((d) => d.target_id === q.id)).toEqual({ kind: 'queue_items', target_id: q.id, deleted: 30, archived: 0 });
+    // released at the end of the pass, for any dispatcher's next tick
+    expect(await lease()).toEqual({ by: null, live: null });
+    const other = createEngine({ sql, logger, recordArchive: directoryArchive(dir) });
+    await items(q.id, 'completed', 5, 3600);
+    expect((await other.sweeps.retention()).find((d) => d.target_id === q.id)).toMatchObject({ deleted: 5 });
+    await expectCountsExact(q.id);
+  });
+
+  it('a pass that failed midway is this engine\'s to go on with at once; another engine finds the scope busy until the lease runs out', async () => {
+    const q = await queueWith({ retention_completed_days: 0.0001, retention_action: 'archive' });
+    await items(q.id, 'completed', 30, 3600);
+    let batches = 0;
+    await expect(engine.sweeps.retention({
+      batch: 10,
+      afterArchive: async () => {
+        if (++batches === 2) throw new Error('the archive went away');
+      },
+    })).rejects.toThrow('the archive went away');
+    // the first batch committed, and with it the lease
+    expect((await byStatus(q.id)).completed).toBe(20);
+    const other = createEngine({ sql, logger, recordArchive: directoryArchive(dir) });
+    expect((await other.sweeps.retention({ batch: 10 })).find((d) => d.target_id === q.id)).toMatchObject({ deleted: 0, skipped: 'busy' });
+    expect((await byStatus(q.id)).completed).toBe(20);
+    const resumed = await engine.sweeps.retention({ batch: 10 });
+    // what the failed pass removed is told by the resumed pass's event; the result counts this pass's own
+    expect(resumed.find((d) => d.target_id === q.id)).toEqual({ kind: 'queue_items', target_id: q.id, deleted: 20, archived: 20 });
+    expect(await byStatus(q.id)).toEqual({});
+    const [ev] = await sql<{ data: { deleted: number } }[]>`select data from events where type = 'queue.retention' and data->>'queue_id' = ${q.id}`;
+    expect(ev!.data.deleted).toBe(30);
+    await expectCountsExact(q.id);
+  });
+
+  it('a tick that comes while the engine\'s pass runs does nothing', async () => {
+    const q = await queueWith({ retention_completed_days: 0.0001, retention_action: 'archive' });
+    await items(q.id, 'completed', 12, 3600);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => { release = resolve; });
+    let entered!: () => void;
+    const inBatch = new Promise<void>((resolve) => { entered = resolve; });
+    const first = engine.sweeps.retention({
+      batch: 5,
+      afterArchive: async () => {
+        entered();
+        await gate;
+      },
+    });
+    await inBatch;
+    expect(await engine.sweeps.retention()).toEqual([]);
+    expect((await byStatus(q.id)).completed).toBe(12);
+    release();
+    expect((await first).find((d) => d.target_id === q.id)).toEqual({ kind: 'queue_items', target_id: q.id, deleted: 12, archived: 12 });
+    // and once it has ended, the next tick runs
+    await items(q.id, 'completed', 3, 3600);
+    expect((await engine.sweeps.retention()).find((d) => d.target_id === q.id)).toMatchObject({ deleted: 3, archived: 3 });
   });
 
   it('lists and counts answer while a batch holds its rows, and agree with the table after it', async () => {

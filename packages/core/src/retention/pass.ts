@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Queryable, Sql } from '../db/sql';
 import type { Logger } from '../logger';
 import type { LogArchive } from '../jobs/log-archive';
@@ -11,6 +12,12 @@ export type RetentionAction = (typeof RETENTION_ACTIONS)[number];
 
 /** Rows one transaction archives and deletes: a batch holds its row locks only this long. */
 export const RETENTION_BATCH = 1000;
+/**
+ * How long a scope's lease lasts past the batch that renewed it, at least: longer than any pause
+ * between two batches of a live pass, short enough that a dispatcher that died mid-pass leaves
+ * its scopes to the others soon.
+ */
+export const RETENTION_LEASE_SECONDS = 60;
 
 export interface RetentionOptions {
   logger?: Logger;
@@ -28,6 +35,12 @@ export interface RetentionOptions {
    */
   dutyCycle?: number;
   batch?: number;
+  /**
+   * Who runs the pass (the engine, one per process): a scope's lease taken by this holder is its
+   * own to go on with, even after a pass of it failed; another holder's live lease makes the scope
+   * busy. Default: a holder of this call alone.
+   */
+  holder?: string;
   /** tests: called after a batch's archive is durable and before its delete */
   afterArchive?: (tx: Queryable) => void | Promise<void>;
 }
@@ -130,6 +143,17 @@ export async function tryScopeLock(tx: Queryable, kind: Scope['kind'], targetId:
 type BatchResult = { deleted: number; archived: number; busy: boolean; cursor: PassCursor | null };
 
 /**
+ * Whether another pass holds the scope: its lease is live and is not `holder`'s. Read under the
+ * scope's transaction lock, so no other batch of the scope writes a lease meanwhile.
+ */
+async function leasedToAnother(tx: Queryable, s: Scope, holder: string): Promise<boolean> {
+  const [lease] = await tx<Array<{ other: boolean }>>`
+    select passing_until > now() and passing_by is distinct from ${holder}::uuid as other
+      from retention_progress where kind = ${s.kind} and target_id = ${s.target_id}`;
+  return lease?.other === true;
+}
+
+/**
  * One batch of a scope, in one transaction: take the scope's transaction lock (another dispatcher
  * holding it means that one runs this scope's pass now: skip), lock the oldest expired rows, write
  * them to the archive and wait until it is durable, record the files in the manifest, delete the
@@ -137,9 +161,10 @@ type BatchResult = { deleted: number; archived: number; busy: boolean; cursor: P
  * in place (a file already written is not in the manifest and is overwritten by the re-run of the
  * same rows); after it, the rows are gone and their file is listed.
  */
-async function runBatch(sql: Sql, s: Scope, opts: RetentionOptions, limit: number, after: PassCursor | null): Promise<BatchResult> {
+async function runBatch(sql: Sql, s: Scope, opts: RetentionOptions, lease: { holder: string; seconds: number }, limit: number, after: PassCursor | null): Promise<BatchResult> {
   return sql.begin(async (tx) => {
     if (!(await tryScopeLock(tx, s.kind, s.target_id))) return { deleted: 0, archived: 0, busy: true, cursor: after };
+    if (await leasedToAnother(tx, s, lease.holder)) return { deleted: 0, archived: 0, busy: true, cursor: after };
     // the settings as they are now, held until the batch commits: a queue switched from delete
     // to archive during a pass archives from its next batch on, never has a batch deleted unarchived
     const current = await settingsNow(tx, s);
@@ -177,11 +202,14 @@ async function runBatch(sql: Sql, s: Scope, opts: RetentionOptions, limit: numbe
     const res = s.kind === 'queue_items'
       ? await tx`delete from queue_items where id = any(${ids}::uuid[])`
       : await tx`delete from jobs where id = any(${ids}::uuid[])`;
+    // the batch's progress and the pass's lease, renewed: a scope with nothing to remove writes nothing
     await tx`
-      insert into retention_progress (kind, target_id, tenant_id, deleted, archived)
-      values (${s.kind}, ${s.target_id}, ${s.tenant_id}, ${res.count}, ${archived})
+      insert into retention_progress (kind, target_id, tenant_id, deleted, archived, passing_by, passing_until)
+      values (${s.kind}, ${s.target_id}, ${s.tenant_id}, ${res.count}, ${archived}, ${lease.holder}::uuid,
+              now() + make_interval(secs => ${lease.seconds}::float8))
       on conflict (kind, target_id) do update set deleted = retention_progress.deleted + excluded.deleted,
-        archived = retention_progress.archived + excluded.archived`;
+        archived = retention_progress.archived + excluded.archived,
+        passing_by = excluded.passing_by, passing_until = excluded.passing_until`;
     const last = rows[rows.length - 1]!;
     return { deleted: res.count, archived, busy: false, cursor: { endedKey: last.ended_key, id: last.id } };
   }) as Promise<BatchResult>;
@@ -189,9 +217,10 @@ async function runBatch(sql: Sql, s: Scope, opts: RetentionOptions, limit: numbe
 
 /**
  * The end of a scope's pass: what its batches removed since the last event becomes one event
- * (`queue.retention` or `jobs.retention`), and the sum is reset, in one transaction.
+ * (`queue.retention` or `jobs.retention`), the sum is reset and the holder's lease released, in
+ * one transaction.
  */
-async function closePass(sql: Sql, s: Scope): Promise<void> {
+async function closePass(sql: Sql, s: Scope, holder: string): Promise<void> {
   await sql.begin(async (tx) => {
     const [p] = await tx<Array<{ deleted: string; archived: string }>>`
       select deleted, archived from retention_progress where kind = ${s.kind} and target_id = ${s.target_id} for update`;
@@ -205,7 +234,9 @@ async function closePass(sql: Sql, s: Scope): Promise<void> {
     }
     await tx`
       insert into retention_progress (kind, target_id, tenant_id, last_pass_at) values (${s.kind}, ${s.target_id}, ${s.tenant_id}, now())
-      on conflict (kind, target_id) do update set deleted = 0, archived = 0, last_pass_at = now()`;
+      on conflict (kind, target_id) do update set deleted = 0, archived = 0, last_pass_at = now(),
+        passing_by = case when retention_progress.passing_by = ${holder}::uuid then null else retention_progress.passing_by end,
+        passing_until = case when retention_progress.passing_by = ${holder}::uuid then null else retention_progress.passing_until end`;
   });
 }
 
@@ -236,6 +267,7 @@ export async function runRetention(sql: Sql, opts: RetentionOptions = {}): Promi
   const limit = opts.batch ?? RETENTION_BATCH;
   const duty = opts.dutyCycle ?? 1;
   if (!(duty > 0 && duty <= 1)) throw new Error(`Illegal retention duty cycle ${String(duty)}`);
+  const holder = opts.holder ?? randomUUID();
   const out: RetentionScopeResult[] = [];
   let failure: unknown = null;
   for (const s of await scopes(sql)) {
@@ -252,12 +284,16 @@ export async function runRetention(sql: Sql, opts: RetentionOptions = {}): Promi
     let archived = 0;
     let busy = false;
     let cursor: PassCursor | null = null;
+    // the lease outlasts two of the pass's batch-and-pause cycles as the last one went
+    let cycleMs = 0;
     try {
       for (;;) {
         const batchStarted = Date.now();
-        const r = await runBatch(sql, s, opts, limit, cursor);
+        const seconds = Math.max(RETENTION_LEASE_SECONDS, (2 * cycleMs) / 1000);
+        const r = await runBatch(sql, s, opts, { holder, seconds }, limit, cursor);
         if (r.busy) { busy = true; break; }
         cursor = r.cursor;
+        cycleMs = (Date.now() - batchStarted) / duty;
         if (duty < 1 && r.deleted > 0) await sleep(((Date.now() - batchStarted) * (1 - duty)) / duty);
         deleted += r.deleted;
         archived += r.archived;
@@ -275,7 +311,7 @@ export async function runRetention(sql: Sql, opts: RetentionOptions = {}): Promi
       continue;
     }
     // a scope with nothing to do writes nothing
-    if (deleted > 0 || s.pending > 0) await closePass(sql, s);
+    if (deleted > 0 || s.pending > 0) await closePass(sql, s, holder);
     if (deleted > 0) {
       out.push({ kind: s.kind, target_id: s.target_id, deleted, archived });
       opts.logger?.info('retention pass', { kind: s.kind, target_id: s.target_id, deleted, archived });
