@@ -77,7 +77,8 @@ export interface PassCursor {
   id: string;
 }
 
-type ExpiredRow = { id: string; ended_at: Date; ended_key: string; row: Record<string, unknown> };
+/** `row`: the whole row as JSON, read only when the scope archives (null otherwise) */
+type ExpiredRow = { id: string; ended_at: Date; ended_key: string; row: Record<string, unknown> | null };
 
 /**
  * The expired rows of a batch, locked, oldest first (an index range scan on `*_ended_idx`),
@@ -88,9 +89,11 @@ type ExpiredRow = { id: string; ended_at: Date; ended_key: string; row: Record<s
  * starts at the head.
  */
 export async function expiredRows(tx: Queryable, s: Scope, limit: number, after: PassCursor | null = null) {
+  // a delete needs only the ids: to_jsonb would read (and decompress) every payload for nothing
+  const archives = s.action === 'archive';
   if (s.kind === 'queue_items') {
     return tx<ExpiredRow[]>`
-      select i.id, i.updated_at as ended_at, i.updated_at::text as ended_key, to_jsonb(i) as row from queue_items i
+      select i.id, i.updated_at as ended_at, i.updated_at::text as ended_key, ${archives ? tx`to_jsonb(i)` : tx`null::jsonb`} as row from queue_items i
       where i.queue_id = ${s.target_id} and i.status in ('completed', 'failed', 'dead_letter')
         and ${after ? tx`(i.updated_at, i.id) > (${after.endedKey}::timestamptz, ${after.id}::uuid)` : tx`true`}
         and i.updated_at < now() - make_interval(secs => ${secs(Math.min(s.completed_days, s.failed_days))}::float8)
@@ -103,7 +106,7 @@ export async function expiredRows(tx: Queryable, s: Scope, limit: number, after:
       for update skip locked`;
   }
   return tx<ExpiredRow[]>`
-    select j.id, j.finished_at as ended_at, j.finished_at::text as ended_key, to_jsonb(j) as row from jobs j
+    select j.id, j.finished_at as ended_at, j.finished_at::text as ended_key, ${archives ? tx`to_jsonb(j)` : tx`null::jsonb`} as row from jobs j
     where j.tenant_id = ${s.target_id} and j.status = any(${FINAL_JOB_STATUSES as string[]}::text[])
       and ${after ? tx`(j.finished_at, j.id) > (${after.endedKey}::timestamptz, ${after.id}::uuid)` : tx`true`}
       and j.finished_at < now() - make_interval(secs => ${secs(s.completed_days)}::float8)
@@ -176,8 +179,8 @@ async function runBatch(sql: Sql, s: Scope, opts: RetentionOptions, lease: { hol
     if (s.action === 'archive') {
       if (s.kind === 'jobs' && opts.logArchive) {
         for (const r of rows) {
-          const key = r.row.logs_archived ? (r.row.logs_archive_key as string | null) : null;
-          if (key) r.row.logs = await opts.logArchive.get(tx, key);
+          const key = r.row!.logs_archived ? (r.row!.logs_archive_key as string | null) : null;
+          if (key) r.row!.logs = await opts.logArchive.get(tx, key);
         }
       }
       type Expired = (typeof rows)[number];
