@@ -138,10 +138,13 @@ export async function seedItems(sql, queue, total) {
  * A queue named `name` holding `count` completed items that ended 40 days ago, past the default
  * retention, for the retention pass to delete while a scenario measures something else; vacuumed,
  * as a quiet table. `left()` counts what the pass has not removed yet. The platform's processes
- * get EXPIRED_QUEUE_ENV so that the dispatcher passes every second.
+ * get EXPIRED_QUEUE_ENV so that the dispatcher passes every second. With `expired: false` the
+ * queue keeps its items a year: the same table, with nothing for the pass to remove (the
+ * comparison's other side, so that it measures the pass rather than the table's size).
  */
-export async function seedExpiredQueue(sql, tenantId, name, count) {
+export async function seedExpiredQueue(sql, tenantId, name, count, { expired = true } = {}) {
   const queue = await seedQueue(sql, tenantId, name);
+  if (!expired) await sql`update queues set retention_completed_days = 365 where id = ${queue.id}`;
   for (let from = 1; from <= count; from += 200_000) {
     await sql`
       insert into queue_items (tenant_id, queue_id, status, data, created_at, updated_at, processed_at)
