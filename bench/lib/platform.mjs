@@ -135,7 +135,9 @@ export async function waitMachinesOnline(sql, ids, procs, timeoutMs = 30_000) {
 export function platformCpuMeter(sql, platform, redisPid) {
   const groups = {};
   for (const [name, p] of Object.entries(platform.procs)) groups[name] = () => [p.pid];
-  groups.postgres = async () => (await sql`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`).map((r) => r.pid);
+  // every backend, the meter's own included: the pool asks from any of its connections, and one
+  // left out at start() and seen later would count from zero, the seeding it did before included
+  groups.postgres = async () => (await sql`select pid from pg_stat_activity where datname = current_database()`).map((r) => r.pid);
   // a part of `postgres`, apart: what vacuum costs, which a workload's deletes and updates cause
   // but no statement of it shows (a worker's rounds shorter than the meter's tick are missed)
   groups.autovacuum = async () => (await sql`select pid from pg_stat_activity where datname = current_database() and backend_type = 'autovacuum worker'`).map((r) => r.pid);

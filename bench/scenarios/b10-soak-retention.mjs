@@ -210,7 +210,7 @@ export async function b10(run) {
 
     // Postgres CPU from /proc: every backend of this database, and the autovacuum workers apart
     const pgPids = async (autovacuum) => (await s.sql`
-      select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()
+      select pid from pg_stat_activity where datname = current_database()
         and (backend_type = 'autovacuum worker') = ${autovacuum}`).map((r) => r.pid);
     const meter = cpuMeter({ postgres: () => pgPids(false), autovacuum: () => pgPids(true), ...Object.fromEntries(Object.entries(platform.procs).map(([n, p]) => [n, () => [p.pid]])) });
     await meter.start();

@@ -69,7 +69,7 @@ export async function peerRun(run, name, { total, chunk, payloads, timeoutMs }) 
     await waitUntil(`the ${name} workers`, () => workers.every((w, i) => /^ready$/m.test(readFileSync(w.logFile, 'utf8').slice(sizes[i]))), { procs: workers, timeoutMs: 60_000 });
     const meter = cpuMeter({
       workers: () => workers.map((w) => w.pid),
-      postgres: async () => (await sql`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`).map((r) => r.pid),
+      postgres: async () => (await sql`select pid from pg_stat_activity where datname = current_database()`).map((r) => r.pid),
     });
     await meter.start();
     const res = await raw(run, `b3-${peer.id}-producer`, peer.producer, { databaseUrl, ...peer.input, total, chunk, payloads, timeoutMs }, timeoutMs + 60_000);
