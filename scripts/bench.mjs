@@ -24,7 +24,7 @@
 //   --vacuum-ms 5000                      B3: vacuum the queue tables this often (what autovacuum would do)
 //   --prefetch 10                         B3: items a consumer holds at once (agent-sim; auto as shipped)
 //   --b3-retention 3000000                B3 while the retention pass deletes that many expired rows of another queue, next to
-//                                         B3 without, in the order A B B A (replaces the rest of B3)
+//                                         B3 on the same rows kept (nothing to remove), in the order A B B A (replaces the rest of B3)
 //   --b3-env CLAIM_FLOOR=on               B3 with these settings for the platform's processes next to B3 without, A B B A
 //   --b5-seen 10000000                    B5: the queue has first seen this many items in all, those beyond B5's own
 //                                         ended long ago and removed by the retention pass before B5 seeds and measures
