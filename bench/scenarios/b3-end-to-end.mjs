@@ -255,7 +255,8 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
     const oldLeft = async () => (expired ? expired.left() : 0);
     const oldBefore = await oldLeft();
     const vacuumRounds = async () => (await s.sql`
-      select autovacuum_count::int as autovacuum, autoanalyze_count::int as autoanalyze from pg_stat_user_tables where relname = 'queue_items'`)[0];
+      select autovacuum_count::int as autovacuum, autoanalyze_count::int as autoanalyze, n_tup_upd::int as updates,
+             n_tup_hot_upd::int as hot_updates, n_dead_tup::int as dead from pg_stat_user_tables where relname = 'queue_items'`)[0];
     const roundsBefore = await vacuumRounds();
     const adding = load(run, `${id.toLowerCase()}-load-api`, {
       url: platform.baseUrl, method: 'POST', paths: [`${itemsPath}/bulk`], body: { items: payloads }, keys,
@@ -279,7 +280,11 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
     const retention = expired ? { backlog: retentionBacklog, leftAtStart: oldBefore, removedDuringRun: oldBefore - (await oldLeft()) } : null;
     const roundsAfter = await vacuumRounds();
     // autovacuum's rounds on queue_items during the run (what the deletes of a pass bring on)
-    const autovacuumRounds = { vacuum: roundsAfter.autovacuum - roundsBefore.autovacuum, analyze: roundsAfter.autoanalyze - roundsBefore.autoanalyze };
+    const autovacuumRounds = {
+      vacuum: roundsAfter.autovacuum - roundsBefore.autovacuum, analyze: roundsAfter.autoanalyze - roundsBefore.autoanalyze,
+      // HOT updates add no index entry; the others leave one in every index for vacuum to remove
+      updates: roundsAfter.updates - roundsBefore.updates, hotUpdates: roundsAfter.hot_updates - roundsBefore.hot_updates, deadAtEnd: roundsAfter.dead,
+    };
     if (!added) added = await adding;
     checkLoad('B3 API', added);
     const cpu = { ...cpuPer({ ...(await meter.stop()), load: added.cpuMs }, counts.completed ?? 0), meteredSec: (Date.now() - meteredFrom) / 1000 };
