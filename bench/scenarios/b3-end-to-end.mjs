@@ -149,7 +149,7 @@ async function b3Compare(run) {
   const fmt = (xs) => xs.map((r) => round(r.details.itemsPerSec, 0)?.toLocaleString('en') ?? '—').join(' / ');
   const removed = run.b3Retention ? `; the pass removed ${withB.map((r) => (r.details.retention?.removedDuringRun ?? 0).toLocaleString('en')).join(' / ')} rows during those runs` : '';
   const pg = (xs, group = 'postgres') => mean(xs.map((r) => r.details.cpu?.msPer1000?.[group] ?? null));
-  const rounds = (xs) => xs.map((r) => `${r.details.autovacuumRounds.vacuum}+${r.details.autovacuumRounds.analyze}`).join(' / ');
+  const rounds = (xs) => xs.map((r) => `${r.details.queueItems.vacuum}+${r.details.queueItems.analyze}`).join(' / ');
   return {
     id: 'B3',
     title: `end to end ${label}: ${runs[0].details.total.toLocaleString('en')} items in bulk, ${MACHINES} machines doing no work`,
@@ -165,7 +165,7 @@ async function b3Compare(run) {
       },
     ],
     complete: runs.every((r) => r.complete),
-    details: { env, retentionBacklog: run.b3Retention, runs: runs.map((r, i) => ({ b: order[i], itemsPerSec: r.details.itemsPerSec, cpu: r.details.cpu, retention: r.details.retention ?? null, autovacuumRounds: r.details.autovacuumRounds })) },
+    details: { env, retentionBacklog: run.b3Retention, runs: runs.map((r, i) => ({ b: order[i], itemsPerSec: r.details.itemsPerSec, cpu: r.details.cpu, retention: r.details.retention ?? null, queueItems: r.details.queueItems })) },
   };
 }
 
@@ -254,10 +254,11 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
     }
     const oldLeft = async () => (expired ? expired.left() : 0);
     const oldBefore = await oldLeft();
-    const vacuumRounds = async () => (await s.sql`
+    // queue_items' counters from pg_stat_user_tables, read around the run
+    const queueItemsStats = async () => (await s.sql`
       select autovacuum_count::int as autovacuum, autoanalyze_count::int as autoanalyze, n_tup_upd::int as updates,
              n_tup_hot_upd::int as hot_updates, n_dead_tup::int as dead from pg_stat_user_tables where relname = 'queue_items'`)[0];
-    const roundsBefore = await vacuumRounds();
+    const statsBefore = await queueItemsStats();
     const adding = load(run, `${id.toLowerCase()}-load-api`, {
       url: platform.baseUrl, method: 'POST', paths: [`${itemsPath}/bulk`], body: { items: payloads }, keys,
       connections: MACHINES, amount: total / BULK_SIZE,
@@ -278,12 +279,12 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
     }
     if (vacuuming) clearTimeout(vacuuming);
     const retention = expired ? { backlog: retentionBacklog, leftAtStart: oldBefore, removedDuringRun: oldBefore - (await oldLeft()) } : null;
-    const roundsAfter = await vacuumRounds();
-    // autovacuum's rounds on queue_items during the run (what the deletes of a pass bring on)
-    const autovacuumRounds = {
-      vacuum: roundsAfter.autovacuum - roundsBefore.autovacuum, analyze: roundsAfter.autoanalyze - roundsBefore.autoanalyze,
-      // HOT updates add no index entry; the others leave one in every index for vacuum to remove
-      updates: roundsAfter.updates - roundsBefore.updates, hotUpdates: roundsAfter.hot_updates - roundsBefore.hot_updates, deadAtEnd: roundsAfter.dead,
+    const statsAfter = await queueItemsStats();
+    // on queue_items during the run: autovacuum's rounds (what the deletes of a pass bring on) and
+    // the updates, of which HOT ones add no index entry (the others leave one in every index for vacuum)
+    const queueItems = {
+      vacuum: statsAfter.autovacuum - statsBefore.autovacuum, analyze: statsAfter.autoanalyze - statsBefore.autoanalyze,
+      updates: statsAfter.updates - statsBefore.updates, hotUpdates: statsAfter.hot_updates - statsBefore.hot_updates, deadAtEnd: statsAfter.dead,
     };
     if (!added) added = await adding;
     checkLoad('B3 API', added);
@@ -312,7 +313,7 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
       complete: completed === total && (baseline?.complete ?? true),
       details: {
         total, completed, counts, elapsedSec, itemsPerSec, cpu, vacuums, addSec: (added.finishedAt - added.startedAt) / 1000, keys: keys.length, baseline,
-        database: s.databaseUrl.slice(s.databaseUrl.lastIndexOf('/') + 1), dispatchers, retention, autovacuumRounds,
+        database: s.databaseUrl.slice(s.databaseUrl.lastIndexOf('/') + 1), dispatchers, retention, queueItems,
         ...(redis ? {
           redis: {
             kind: redis.kind,
