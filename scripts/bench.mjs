@@ -26,6 +26,7 @@
 //   --b3-retention 3000000                B3 while the retention pass deletes that many expired rows of another queue, next to
 //                                         B3 on the same rows kept (nothing to remove), in the order A B B A (replaces the rest of B3)
 //   --b3-env CLAIM_FLOOR=on               B3 with these settings for the platform's processes next to B3 without, A B B A
+//   --b3-order AB                         with --b3-retention or --b3-env: the runs' order, A without and B with (default ABBA)
 //   --b5-seen 10000000                    B5: the queue has first seen this many items in all, those beyond B5's own
 //                                         ended long ago and removed by the retention pass before B5 seeds and measures
 //   --b5-reindex                          with --b5-seen: rebuild the table's indexes after that pass (REINDEX CONCURRENTLY)
@@ -44,7 +45,7 @@ const SCENARIOS = ['B1', 'B2', 'B3', 'B4', 'B5', 'B7', 'B8', 'B9', 'B10'];
 const NOT_BY_DEFAULT = ['B10'];
 
 function parseArgs(argv) {
-  const o = { soak: {}, prefetch: 0, b3Retention: 0, b3Env: null, b5Seen: 0, b5Retention: 0, b5Reindex: false, vacuumMs: 0, nodeArgs: [], only: null, scale: 1, out: null, markdown: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
+  const o = { soak: {}, prefetch: 0, b3Retention: 0, b3Env: null, b3Order: 'ABBA', b5Seen: 0, b5Retention: 0, b5Reindex: false, vacuumMs: 0, nodeArgs: [], only: null, scale: 1, out: null, markdown: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].includes('=') ? [argv[i].slice(0, argv[i].indexOf('=')), argv[i].slice(argv[i].indexOf('=') + 1)] : [argv[i], undefined];
     const value = () => {
@@ -68,6 +69,7 @@ function parseArgs(argv) {
       case '--b5-retention': o.b5Retention = positive(flag, value()); break;
       case '--b5-reindex': o.b5Reindex = true; break;
       case '--b3-retention': o.b3Retention = positive(flag, value()); break;
+      case '--b3-order': o.b3Order = value(); if (!/^[AB]*A[AB]*$/.test(o.b3Order) || !o.b3Order.includes('B')) throw new SetupError('--b3-order: A and B, at least one of each (ABBA)'); break;
       case '--b3-env': o.b3Env = value(); if (!/^[A-Z_][A-Z0-9_]*=[^,]*(,[A-Z_][A-Z0-9_]*=[^,]*)*$/.test(o.b3Env)) throw new SetupError('--b3-env: KEY=VALUE[,KEY=VALUE]'); break;
       case '--node-args': o.nodeArgs = value().split(' ').filter(Boolean); break;
       case '--no-build': o.build = false; break;
@@ -195,6 +197,7 @@ async function main() {
     b5Reindex: opts.b5Reindex,
     b3Retention: opts.b3Retention,
     b3Env: opts.b3Env,
+    b3Order: opts.b3Order,
     soak: opts.soak,
     keep: opts.keep,
     log: (m) => console.error(m),

@@ -131,11 +131,12 @@ async function settleWrites(sql) {
  *   comparison is the pass's and not a table of N more rows'.
  * - `--b3-env KEY=VALUE[,KEY=VALUE]`: in B, the platform's processes run with these settings
  *   (CLAIM_FLOOR=on, say).
+ * - `--b3-order AB`: another order of the runs (investigations; the pooled figures want ABBA).
  */
 async function b3Compare(run) {
   const env = Object.fromEntries((run.b3Env ?? '').split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
   const label = [run.b3Retention ? 'while the retention pass deletes' : null, Object.keys(env).length ? `with ${run.b3Env}` : null].filter(Boolean).join(', ');
-  const order = [false, true, true, false];
+  const order = [...(run.b3Order ?? 'ABBA')].map((c) => c === 'B');
   const runs = [];
   for (const [i, b] of order.entries()) {
     // both sides hold the same other queue (a table of the same size); only B's has expired
@@ -165,7 +166,7 @@ async function b3Compare(run) {
       },
     ],
     complete: runs.every((r) => r.complete),
-    details: { env, retentionBacklog: run.b3Retention, runs: runs.map((r, i) => ({ b: order[i], itemsPerSec: r.details.itemsPerSec, cpu: r.details.cpu, retention: r.details.retention ?? null, queueItems: r.details.queueItems })) },
+    details: { env, retentionBacklog: run.b3Retention, runs: runs.map((r, i) => ({ b: order[i], itemsPerSec: r.details.itemsPerSec, cpu: r.details.cpu, retention: r.details.retention ?? null, queueItems: r.details.queueItems, server: r.details.server })) },
   };
 }
 
@@ -258,7 +259,18 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
     const queueItemsStats = async () => (await s.sql`
       select autovacuum_count::int as autovacuum, autoanalyze_count::int as autoanalyze, n_tup_upd::int as updates,
              n_tup_hot_upd::int as hot_updates, n_dead_tup::int as dead from pg_stat_user_tables where relname = 'queue_items'`)[0];
+    // the server's WAL, checkpoints and buffer traffic around the run: what a pass's deletes cost
+    // everyone else (full-page images after each checkpoint, dirty pages evicted by the backends,
+    // pages read from outside shared_buffers)
+    const serverStats = async () => (await s.sql`
+      select w.wal_records::bigint as wal_records, w.wal_fpi::bigint as wal_fpi, w.wal_bytes::bigint as wal_bytes,
+             b.checkpoints_timed::int as checkpoints_timed, b.checkpoints_req::int as checkpoints_req,
+             b.buffers_checkpoint::bigint as buffers_checkpoint, b.buffers_clean::bigint as buffers_clean,
+             b.buffers_backend::bigint as buffers_backend,
+             d.blks_read::bigint as blks_read, d.blks_hit::bigint as blks_hit
+        from pg_stat_wal w, pg_stat_bgwriter b, pg_stat_database d where d.datname = current_database()`)[0];
     const statsBefore = await queueItemsStats();
+    const serverBefore = await serverStats();
     const adding = load(run, `${id.toLowerCase()}-load-api`, {
       url: platform.baseUrl, method: 'POST', paths: [`${itemsPath}/bulk`], body: { items: payloads }, keys,
       connections: MACHINES, amount: total / BULK_SIZE,
@@ -280,6 +292,8 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
     if (vacuuming) clearTimeout(vacuuming);
     const retention = expired ? { backlog: retentionBacklog, leftAtStart: oldBefore, removedDuringRun: oldBefore - (await oldLeft()) } : null;
     const statsAfter = await queueItemsStats();
+    const serverAfter = await serverStats();
+    const server = Object.fromEntries(Object.keys(serverAfter).map((k) => [k, Number(serverAfter[k]) - Number(serverBefore[k])]));
     // on queue_items during the run: autovacuum's rounds (what the deletes of a pass bring on) and
     // the updates, of which HOT ones add no index entry (the others leave one in every index for vacuum)
     const queueItems = {
@@ -313,7 +327,7 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
       complete: completed === total && (baseline?.complete ?? true),
       details: {
         total, completed, counts, elapsedSec, itemsPerSec, cpu, vacuums, addSec: (added.finishedAt - added.startedAt) / 1000, keys: keys.length, baseline,
-        database: s.databaseUrl.slice(s.databaseUrl.lastIndexOf('/') + 1), dispatchers, retention, queueItems,
+        database: s.databaseUrl.slice(s.databaseUrl.lastIndexOf('/') + 1), dispatchers, retention, queueItems, server,
         ...(redis ? {
           redis: {
             kind: redis.kind,
