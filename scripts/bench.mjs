@@ -25,6 +25,8 @@
 //   --prefetch 10                         B3: items a consumer holds at once (agent-sim; auto as shipped)
 //   --b3-retention 3000000                B3 while the retention pass deletes that many expired rows of another queue, next to
 //                                         B3 on the same rows kept (nothing to remove), in the order A B B A (replaces the rest of B3)
+//   --b3-retention-flow 2000              with --b3-retention: in B the other queue's items expire at that rate from the run's
+//                                         start (the pass's steady state) instead of all at once (a backlog)
 //   --b3-env CLAIM_FLOOR=on               B3 with these settings for the platform's processes next to B3 without, A B B A
 //   --b3-order AB                         with --b3-retention or --b3-env: the runs' order, A without and B with (default ABBA)
 //   --b5-seen 10000000                    B5: the queue has first seen this many items in all, those beyond B5's own
@@ -45,7 +47,7 @@ const SCENARIOS = ['B1', 'B2', 'B3', 'B4', 'B5', 'B7', 'B8', 'B9', 'B10'];
 const NOT_BY_DEFAULT = ['B10'];
 
 function parseArgs(argv) {
-  const o = { soak: {}, prefetch: 0, b3Retention: 0, b3Env: null, b3Order: 'ABBA', b5Seen: 0, b5Retention: 0, b5Reindex: false, vacuumMs: 0, nodeArgs: [], only: null, scale: 1, out: null, markdown: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
+  const o = { soak: {}, prefetch: 0, b3Retention: 0, b3RetentionFlow: 0, b3Env: null, b3Order: 'ABBA', b5Seen: 0, b5Retention: 0, b5Reindex: false, vacuumMs: 0, nodeArgs: [], only: null, scale: 1, out: null, markdown: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].includes('=') ? [argv[i].slice(0, argv[i].indexOf('=')), argv[i].slice(argv[i].indexOf('=') + 1)] : [argv[i], undefined];
     const value = () => {
@@ -69,6 +71,7 @@ function parseArgs(argv) {
       case '--b5-retention': o.b5Retention = positive(flag, value()); break;
       case '--b5-reindex': o.b5Reindex = true; break;
       case '--b3-retention': o.b3Retention = positive(flag, value()); break;
+      case '--b3-retention-flow': o.b3RetentionFlow = positive(flag, value()); break;
       case '--b3-order': o.b3Order = value(); if (!/^[AB]*A[AB]*$/.test(o.b3Order) || !o.b3Order.includes('B')) throw new SetupError('--b3-order: A and B, at least one of each (ABBA)'); break;
       case '--b3-env': o.b3Env = value(); if (!/^[A-Z_][A-Z0-9_]*=[^,]*(,[A-Z_][A-Z0-9_]*=[^,]*)*$/.test(o.b3Env)) throw new SetupError('--b3-env: KEY=VALUE[,KEY=VALUE]'); break;
       case '--node-args': o.nodeArgs = value().split(' ').filter(Boolean); break;
@@ -86,6 +89,7 @@ function parseArgs(argv) {
     }
   }
   if (o.soak.action !== undefined && !['delete', 'archive'].includes(o.soak.action)) throw new SetupError('--retention-action: delete or archive');
+  if (o.b3RetentionFlow && !o.b3Retention) throw new SetupError('--b3-retention-flow needs --b3-retention (the other queue\'s items)');
   if (o.soak.holdMinutes !== undefined && o.soak.holdFrom === undefined) throw new SetupError('--hold-rr-minutes needs --hold-rr-from');
   for (const [flag, v] of [['--minutes', o.soak.minutes], ['--hold-rr-from', o.soak.holdFrom], ['--hold-rr-minutes', o.soak.holdMinutes]]) {
     if (v !== undefined && !Number.isInteger(v)) throw new SetupError(`${flag}: a whole number of minutes`);
@@ -196,6 +200,7 @@ async function main() {
     b5Retention: opts.b5Retention,
     b5Reindex: opts.b5Reindex,
     b3Retention: opts.b3Retention,
+    b3RetentionFlow: opts.b3RetentionFlow,
     b3Env: opts.b3Env,
     b3Order: opts.b3Order,
     soak: opts.soak,

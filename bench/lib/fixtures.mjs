@@ -141,19 +141,34 @@ export async function seedItems(sql, queue, total) {
  * get EXPIRED_QUEUE_ENV so that the dispatcher passes every second. With `expired: false` the
  * queue keeps its items a year: the same table, with nothing for the pass to remove (the
  * comparison's other side, so that it measures the pass rather than the table's size).
+ *
+ * With `flowPerSec: R` the items ended 1/R seconds apart and nothing has expired yet:
+ * `startExpiring()` sets the queue's retention so that the oldest expires at that instant and the
+ * next ones at R a second after it, as in a deployment whose items expire at the rate they once
+ * completed (a pass at its steady state, not one removing a backlog).
  */
-export async function seedExpiredQueue(sql, tenantId, name, count, { expired = true } = {}) {
+export async function seedExpiredQueue(sql, tenantId, name, count, { expired = true, flowPerSec = 0 } = {}) {
   const queue = await seedQueue(sql, tenantId, name);
-  if (!expired) await sql`update queues set retention_completed_days = 365 where id = ${queue.id}`;
+  if (!expired || flowPerSec) await sql`update queues set retention_completed_days = 365 where id = ${queue.id}`;
+  const apart = flowPerSec ? 1000 / flowPerSec : 1;
   for (let from = 1; from <= count; from += 200_000) {
     await sql`
       insert into queue_items (tenant_id, queue_id, status, data, created_at, updated_at, processed_at)
       select ${tenantId}, ${queue.id}, 'completed', jsonb_build_object('invoice', 'OLD-' || g, 'amount', g % 1000),
-             now() - interval '60 days', now() - interval '40 days' + g * interval '1 ms', now() - interval '40 days'
+             now() - interval '60 days', now() - interval '40 days' + g * ${apart}::float8 * interval '1 ms', now() - interval '40 days'
       from generate_series(${from}::int, ${Math.min(count, from + 199_999)}::int) g`;
   }
   await sql`vacuum analyze queue_items`;
-  return { queue, left: async () => (await sql`select count(*)::int as n from queue_items where queue_id = ${queue.id}`)[0].n };
+  return {
+    queue,
+    left: async () => (await sql`select count(*)::int as n from queue_items where queue_id = ${queue.id}`)[0].n,
+    startExpiring: async () => {
+      await sql`
+        update queues set retention_completed_days =
+          extract(epoch from now() - (select min(updated_at) from queue_items where queue_id = ${queue.id})) / 86400
+        where id = ${queue.id}`;
+    },
+  };
 }
 
 export const EXPIRED_QUEUE_ENV = { RETENTION_EVERY_MS: '1000' };

@@ -131,16 +131,20 @@ async function settleWrites(sql) {
  *   comparison is the pass's and not a table of N more rows'.
  * - `--b3-env KEY=VALUE[,KEY=VALUE]`: in B, the platform's processes run with these settings
  *   (CLAIM_FLOOR=on, say).
+ * - `--b3-retention-flow R`, with `--b3-retention N`: in B nothing has expired when the run starts
+ *   and the other queue's items expire at R a second from then on, so the pass removes what a
+ *   deployment with that flow would (its steady state) rather than a backlog as fast as its share
+ *   allows.
  * - `--b3-order AB`: another order of the runs (investigations; the pooled figures want ABBA).
  */
 async function b3Compare(run) {
   const env = Object.fromEntries((run.b3Env ?? '').split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-  const label = [run.b3Retention ? 'while the retention pass deletes' : null, Object.keys(env).length ? `with ${run.b3Env}` : null].filter(Boolean).join(', ');
+  const label = [run.b3Retention ? (run.b3RetentionFlow ? `while the retention pass removes ${run.b3RetentionFlow.toLocaleString('en')} expiring items/s` : 'while the retention pass deletes') : null, Object.keys(env).length ? `with ${run.b3Env}` : null].filter(Boolean).join(', ');
   const order = [...(run.b3Order ?? 'ABBA')].map((c) => c === 'B');
   const runs = [];
   for (const [i, b] of order.entries()) {
     // both sides hold the same other queue (a table of the same size); only B's has expired
-    runs.push(await b3Once(run, `B3C${i + 1}`, run.prefetch || null, { raw: false, retentionBacklog: run.b3Retention, backlogExpired: b, env: b ? env : {} }));
+    runs.push(await b3Once(run, `B3C${i + 1}`, run.prefetch || null, { raw: false, retentionBacklog: run.b3Retention, backlogExpired: b, retentionFlow: b ? run.b3RetentionFlow : 0, env: b ? env : {} }));
   }
   const mean = (xs) => (xs.every((x) => x !== null && x !== undefined) ? xs.reduce((a, x) => a + x, 0) / xs.length : null);
   const without = runs.filter((_, i) => !order[i]);
@@ -170,7 +174,7 @@ async function b3Compare(run) {
   };
 }
 
-export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveries = true, raw: withRaw = true, dispatchers = 1, redis = null, retentionBacklog = 0, backlogExpired = true, env: extraEnv = {} } = {}) {
+export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveries = true, raw: withRaw = true, dispatchers = 1, redis = null, retentionBacklog = 0, backlogExpired = true, retentionFlow = 0, env: extraEnv = {} } = {}) {
   return withScenario(run, id, async (s) => {
     const total = Math.max(BULK_SIZE, Math.round((100_000 * run.scale) / BULK_SIZE) * BULK_SIZE);
     const timeoutMs = Math.max(120_000, Math.min(900_000, total * 10));
@@ -202,7 +206,7 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
     const queue = await seedQueue(s.sql, tenant.id, 'bench-b3', { consumer_process_id: consumer.id, max_consumers: MACHINES });
     const machines = await seedMachines(s.sql, tenant.id, MACHINES, { slots: 1 });
     // b3Compare: another queue's ended items past their retention, for the pass to delete during the run
-    const expired = retentionBacklog ? await seedExpiredQueue(s.sql, tenant.id, 'bench-b3-old', retentionBacklog, { expired: backlogExpired }) : null;
+    const expired = retentionBacklog ? await seedExpiredQueue(s.sql, tenant.id, 'bench-b3-old', retentionBacklog, { expired: backlogExpired, flowPerSec: retentionFlow }) : null;
     const receiver = webhook ? s.track(await startWebhookReceiver()) : null;
     if (receiver) {
       const engine = core.createEngine({
@@ -271,6 +275,8 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
         from pg_stat_wal w, pg_stat_bgwriter b, pg_stat_database d where d.datname = current_database()`)[0];
     const statsBefore = await queueItemsStats();
     const serverBefore = await serverStats();
+    // --b3-retention-flow: the other queue's items start expiring now, at that rate
+    if (expired && retentionFlow) await expired.startExpiring();
     const adding = load(run, `${id.toLowerCase()}-load-api`, {
       url: platform.baseUrl, method: 'POST', paths: [`${itemsPath}/bulk`], body: { items: payloads }, keys,
       connections: MACHINES, amount: total / BULK_SIZE,
@@ -290,7 +296,7 @@ export async function b3Once(run, id, prefetch, { webhook = false, awaitDeliveri
       for (const p of Object.values(platform.procs)) if (p.child.exitCode !== null) throw new Error(`${p.name} exited during B3`);
     }
     if (vacuuming) clearTimeout(vacuuming);
-    const retention = expired ? { backlog: retentionBacklog, leftAtStart: oldBefore, removedDuringRun: oldBefore - (await oldLeft()) } : null;
+    const retention = expired ? { backlog: retentionBacklog, flowPerSec: retentionFlow || null, leftAtStart: oldBefore, removedDuringRun: oldBefore - (await oldLeft()) } : null;
     const statsAfter = await queueItemsStats();
     const serverAfter = await serverStats();
     const server = Object.fromEntries(Object.keys(serverAfter).map((k) => [k, Number(serverAfter[k]) - Number(serverBefore[k])]));
