@@ -180,7 +180,7 @@ export function readyPastFloorSql(sql: Queryable, queueId: unknown, limit: unkno
     const priority = sql.unsafe(String(p));
     // a locking clause is refused on a branch of a UNION itself, not in a subquery below it
     const part = (bound: unknown) => sql`(select * from (
-      select id, priority, deadline, created_at from queue_items
+      select id, status, priority, deadline, created_at from queue_items
        where queue_id = ${queueId} and status = ${statusSql(sql, T.take.from)} and priority = ${priority} and ${bound}
          and (postpone is null or postpone <= now())
        order by priority desc, deadline asc nulls last, created_at asc, id
@@ -250,11 +250,11 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim, o
     ), ${opts.floor ? sql`ready_floor as (
       select ${floorOfSql(sql, req.queueId)} as f
     ), ` : sql``}picked as (${opts.floor ? sql`
-      select id from (${readyPastFloorSql(sql, req.queueId, takeLimitSql(sql, req.take), sql`(select f from ready_floor)`)}) ready
+      select id, status from (${readyPastFloorSql(sql, req.queueId, takeLimitSql(sql, req.take), sql`(select f from ready_floor)`)}) ready
        where exists (select 1 from jobs where id = ${req.jobId} and status = 'running' and attempt = ${req.jobAttempt})
          and not exists (select 1 from queues where id = ${req.queueId} and is_paused)
        limit ${takeLimitSql(sql, req.take)}` : sql`
-      select id from queue_items
+      select id, status from queue_items
        where queue_id = ${req.queueId} and status = ${statusSql(sql, T.take.from)} and (postpone is null or postpone <= now())
          and exists (select 1 from jobs where id = ${req.jobId} and status = 'running' and attempt = ${req.jobAttempt})
          -- a paused queue hands out nothing: its consumers finish what they hold and end
@@ -267,7 +267,12 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim, o
          set status = ${statusSql(sql, T.take.to)}, job_id = ${req.jobId}, attempt = qi.attempt + 1, processed_by = ${req.machineId},
              started_at = now(), updated_at = now()
         from picked
-       where qi.id = picked.id and qi.status = ${statusSql(sql, T.take.from)}
+       -- the status the take locked the row in ('new'), not the literal: with the literal the
+       -- planner may find the row through the ready index, every ready item of every queue
+       -- filtered by id, and does whenever its statistics say few items are ready (a burst after
+       -- the last analysis): each take then walks the whole backlog. With a column of the
+       -- picked row, only the primary key finds it.
+       where qi.id = picked.id and qi.status = picked.status
       returning qi.id, qi.queue_id, qi.attempt, qi.priority, qi.reference, qi.data, qi.retry_count,
                 (extract(epoch from qi.deadline) * 1000000)::bigint as deadline_us,
                 (extract(epoch from qi.created_at) * 1000000)::bigint as created_us
@@ -328,26 +333,27 @@ export async function settleAndClaimItemsBatch(sql: Queryable, reqs: readonly Se
              (sum(l.take) over (partition by l.queue_id order by l.i) - l.take)::int as lo
         from live l
     ), picked as (
-      select d.queue_id, c.id,
+      select d.queue_id, c.id, c.status,
              row_number() over (partition by d.queue_id order by c.priority desc, c.deadline asc nulls last, c.created_at asc, c.id) as rn
         from (select queue_id, sum(take)::int as n${opts.floor ? sql`,
                      ${floorOfSql(sql, sql`live.queue_id`)} as floor` : sql``} from live group by queue_id) d
         cross join lateral (${opts.floor ? sql`
-          select id, priority, deadline, created_at from (${readyPastFloorSql(sql, sql`d.queue_id`, sql`d.n`, sql`d.floor`)}) ready
+          select id, status, priority, deadline, created_at from (${readyPastFloorSql(sql, sql`d.queue_id`, sql`d.n`, sql`d.floor`)}) ready
            limit d.n` : sql`
-          select id, priority, deadline, created_at from queue_items
+          select id, status, priority, deadline, created_at from queue_items
            where queue_id = d.queue_id and status = ${statusSql(sql, T.take.from)} and (postpone is null or postpone <= now())
            order by priority desc, deadline asc nulls last, created_at asc, id
            limit d.n
            for update skip locked`}) c
     ), assigned as (
-      select p.id, s.i, s.job_id, s.machine_id from picked p join slot s on s.queue_id = p.queue_id and p.rn > s.lo and p.rn <= s.lo + s.take
+      select p.id, p.status, s.i, s.job_id, s.machine_id from picked p join slot s on s.queue_id = p.queue_id and p.rn > s.lo and p.rn <= s.lo + s.take
     ), claimed as (
       update queue_items qi
          set status = ${statusSql(sql, T.take.to)}, job_id = a.job_id, attempt = qi.attempt + 1, processed_by = a.machine_id,
              started_at = now(), updated_at = now()
         from assigned a
-       where qi.id = a.id and qi.status = ${statusSql(sql, T.take.from)}
+       -- the status the take locked the row in, not the literal (see settleAndClaimItems)
+       where qi.id = a.id and qi.status = a.status
       returning a.i, qi.id, qi.queue_id, qi.attempt, qi.priority, qi.reference, qi.data, qi.retry_count,
                 (extract(epoch from qi.deadline) * 1000000)::bigint as deadline_us,
                 (extract(epoch from qi.created_at) * 1000000)::bigint as created_us
