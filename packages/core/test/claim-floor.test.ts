@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { MAX_TAKE, createEngine, createLogger, createSql, type Sql } from '@svc/core';
 import {
   CLAIM_FLOOR_FULL_EVERY, applyItemRetryPolicy, approveQueueItem, claimFloorSwitch, compareTakeOrder, recomputeClaimFloors, vacuumHeldBack, redriveDeadLetterItems, releaseQueueItems,
   settleAndClaimItems, settleAndClaimItemsBatch, type TakeOptions,
 } from '@svc/core/internals';
-import { createTestContext, recordStatements, seedMachine, seedProcess, seedQueue, seedTenant, waitFor, type TestContext } from '@svc/testing';
+import { createTestContext, seedMachine, seedProcess, seedQueue, seedTenant, waitFor, type TestContext } from '@svc/testing';
+import { buffersOf, explainTake, insertRunningJob, nodes, type PlanNode } from './take-plans';
 
 /**
  * The take past the claim floor (CLAIM_FLOOR=on, docs/decisions/claim-floor.md) on a real
@@ -28,12 +28,7 @@ beforeAll(async () => {
 });
 afterAll(() => ctx.close());
 
-async function runningJob(): Promise<string> {
-  const id = randomUUID();
-  await sql`insert into jobs (id, tenant_id, process_id, machine_id, status, attempt, started_at, source)
-            values (${id}, ${tenantId}, ${processId}, ${machineId}, 'running', 1, now(), 'queue')`;
-  return id;
-}
+const runningJob = (): Promise<string> => insertRunningJob(sql, tenantId, processId, machineId);
 
 interface Spec { priority?: number; deadline?: string | null; postpone?: string | null; ref: string; ageSeconds: number }
 
@@ -349,41 +344,10 @@ describe('the batched take past the floors', () => {
   });
 });
 
-interface PlanNode {
-  'Node Type': string;
-  'Index Name'?: string;
-  'Relation Name'?: string;
-  'Subplan Name'?: string;
-  Filter?: string;
-  'Index Cond'?: string;
-  'Actual Loops'?: number;
-  'Shared Hit Blocks'?: number;
-  'Shared Read Blocks'?: number;
-  Plans?: PlanNode[];
-}
-
-function nodes(p: PlanNode): PlanNode[] {
-  return [p, ...(p.Plans ?? []).flatMap(nodes)];
-}
-
-/**
- * The take statement `fn` sends (it runs: the items it takes are gone), then the same text with
- * the same values under EXPLAIN (ANALYZE, BUFFERS) in a transaction that is rolled back.
- */
-async function explainTake(fn: () => Promise<unknown>): Promise<{ plan: PlanNode; picked: number }> {
-  const sent = await recordStatements(sql, fn);
-  const take = sent.find((s) => /for update skip locked/.test(s.text))!;
-  let plan!: PlanNode;
-  await sql.begin(async (tx) => {
-    const [row] = await tx.unsafe(`explain (analyze, buffers, format json) ${take.text}`, take.params as never[]);
-    plan = (row!['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0]!.Plan;
-    throw new Error('rollback');
-  }).catch((err: Error) => {
-    if (err.message !== 'rollback') throw err;
-  });
-  // the reading of the ready items only: the claim's writes cost the same either way
-  const picked = nodes(plan).find((n) => n['Subplan Name'] === 'CTE picked')!;
-  return { plan, picked: (picked['Shared Hit Blocks'] ?? 0) + (picked['Shared Read Blocks'] ?? 0) };
+/** The take's plan, and the buffers of its reading of the ready items (the claim's writes cost the same either way). */
+async function explainTakeReading(fn: () => Promise<unknown>): Promise<{ plan: PlanNode; picked: number }> {
+  const plan = await explainTake(sql, fn);
+  return { plan, picked: buffersOf(nodes(plan).find((n) => n['Subplan Name'] === 'CTE picked')!) };
 }
 
 /**
@@ -436,7 +400,7 @@ describe('the plan of the take past the floor', () => {
     await recomputeClaimFloors(sql, { mode: 'on' });
     const job = await runningJob();
     const take = () => settleAndClaimItems(sql, { queueId: q.id, jobId: job, jobAttempt: 1, machineId, outcomes: [], take: 4 }, FLOOR);
-    const { plan } = await explainTake(take);
+    const { plan } = await explainTakeReading(take);
     expectNoWholeRead(plan);
     // the urgent item (taken by the recorded run) is gone: every part up to priority 3's items
     // without a deadline runs once, and those fill the take
@@ -452,7 +416,7 @@ describe('the plan of the take past the floor', () => {
     await sql`analyze queue_items`;
     await recomputeClaimFloors(sql, { mode: 'on' });
     const [j1, j2] = [await runningJob(), await runningJob()];
-    const { plan } = await explainTake(() => settleAndClaimItemsBatch(sql, [
+    const { plan } = await explainTakeReading(() => settleAndClaimItemsBatch(sql, [
       { queueId: q1.id, jobId: j1, jobAttempt: 1, machineId, outcomes: [], take: 2 },
       { queueId: q2.id, jobId: j2, jobAttempt: 1, machineId, outcomes: [], take: 3 },
     ], FLOOR));
@@ -472,7 +436,7 @@ describe('a snapshot held elsewhere', () => {
     const job = await runningJob();
     const take = (opts: TakeOptions, n: number) => () => settleAndClaimItems(sql, { queueId: q.id, jobId: job, jobAttempt: 1, machineId, outcomes: [], take: n }, opts);
     // measured on a small take: locking each row taken costs the same either way
-    const measure = async () => ({ floor: (await explainTake(take(FLOOR, 4))).picked, head: (await explainTake(take({}, 4))).picked });
+    const measure = async () => ({ floor: (await explainTakeReading(take(FLOOR, 4))).picked, head: (await explainTakeReading(take({}, 4))).picked });
     const before = await measure();
 
     // a repeatable-read transaction on another connection keeps every version it could see

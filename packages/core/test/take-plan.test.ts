@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import type { Sql } from '@svc/core';
 import { settleAndClaimItems, settleAndClaimItemsBatch } from '@svc/core/internals';
-import { createTestContext, recordStatements, seedMachine, seedProcess, seedQueue, seedTenant, type TestContext } from '@svc/testing';
+import { createTestContext, seedMachine, seedProcess, seedQueue, seedTenant, type TestContext } from '@svc/testing';
+import { buffersOf, explainTake, insertRunningJob, nodes, type PlanNode } from './take-plans';
 
 /**
  * The take's claim finds the rows it picked by primary key, whatever the planner's statistics
@@ -15,19 +15,6 @@ let sql: Sql;
 let tenantId: string;
 let processId: string;
 let machineId: string;
-
-interface PlanNode {
-  'Node Type': string;
-  'Index Name'?: string;
-  'Relation Name'?: string;
-  'Subplan Name'?: string;
-  'Index Cond'?: string;
-  'Shared Hit Blocks'?: number;
-  'Shared Read Blocks'?: number;
-  Plans?: PlanNode[];
-}
-
-const nodes = (p: PlanNode): PlanNode[] => [p, ...(p.Plans ?? []).flatMap(nodes)];
 
 beforeAll(async () => {
   ctx = await createTestContext();
@@ -43,12 +30,7 @@ beforeAll(async () => {
 });
 afterAll(() => ctx.close());
 
-async function runningJob(): Promise<string> {
-  const id = randomUUID();
-  await sql`insert into jobs (id, tenant_id, process_id, machine_id, status, attempt, started_at, source)
-            values (${id}, ${tenantId}, ${processId}, ${machineId}, 'running', 1, now(), 'queue')`;
-  return id;
-}
+const runningJob = (): Promise<string> => insertRunningJob(sql, tenantId, processId, machineId);
 
 async function burst(): Promise<string> {
   const q = await seedQueue(sql, tenantId, {});
@@ -56,19 +38,9 @@ async function burst(): Promise<string> {
   return q.id;
 }
 
-/** The take `fn` sends, run again under EXPLAIN (ANALYZE, BUFFERS) and rolled back: its claim's plan. */
+/** The claim (the UPDATE of the picked rows) in the plan of the take `fn` sends. */
 async function claimOf(fn: () => Promise<unknown>): Promise<PlanNode> {
-  const sent = await recordStatements(sql, fn);
-  const take = sent.find((s) => /for update skip locked/.test(s.text))!;
-  let plan!: PlanNode;
-  await sql.begin(async (tx) => {
-    const [row] = await tx.unsafe(`explain (analyze, buffers, format json) ${take.text}`, take.params as never[]);
-    plan = (row!['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0]!.Plan;
-    throw new Error('rollback');
-  }).catch((err: Error) => {
-    if (err.message !== 'rollback') throw err;
-  });
-  return nodes(plan).find((n) => n['Subplan Name'] === 'CTE claimed')!;
+  return nodes(await explainTake(sql, fn)).find((n) => n['Subplan Name'] === 'CTE claimed')!;
 }
 
 function expectFoundById(claimed: PlanNode): void {
@@ -77,7 +49,7 @@ function expectFoundById(claimed: PlanNode): void {
     { index: 'queue_items_pkey', cond: expect.stringMatching(/^\(id = /) },
   ]);
   // ten rows found by key, not five thousand entries of the ready index
-  expect((claimed['Shared Hit Blocks'] ?? 0) + (claimed['Shared Read Blocks'] ?? 0)).toBeLessThan(300);
+  expect(buffersOf(claimed)).toBeLessThan(300);
 }
 
 describe('the take under statistics that say nothing is ready', () => {
