@@ -34,6 +34,9 @@
 //   --b5-reindex                          with --b5-seen: rebuild the table's indexes after that pass (REINDEX CONCURRENTLY)
 //   --b5-retention 4000000                B5 while the dispatcher's retention pass deletes that many expired rows of another
 //                                         queue of the workspace (passes every second)
+//   --b5-retention-flow 1500              with --b5-retention: those rows expire at that rate from the measurement's start (the
+//                                         pass's steady state) instead of all at once (a backlog)
+//   --b5-retention-kept                   with --b5-retention: the same rows, kept (nothing expires): the side to compare with
 //   other options: --out FILE, --markdown | --no-markdown, --log-level LEVEL, --log-dir DIR,
 //                  --keep (keep the databases and Redis keys), --no-build, --db-name NAME, --redis-prefix PREFIX
 import { randomBytes } from 'node:crypto';
@@ -47,7 +50,7 @@ const SCENARIOS = ['B1', 'B2', 'B3', 'B4', 'B5', 'B7', 'B8', 'B9', 'B10'];
 const NOT_BY_DEFAULT = ['B10'];
 
 function parseArgs(argv) {
-  const o = { soak: {}, prefetch: 0, b3Retention: 0, b3RetentionFlow: 0, b3Env: null, b3Order: 'ABBA', b5Seen: 0, b5Retention: 0, b5Reindex: false, vacuumMs: 0, nodeArgs: [], only: null, scale: 1, out: null, markdown: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
+  const o = { soak: {}, prefetch: 0, b3Retention: 0, b3RetentionFlow: 0, b3Env: null, b3Order: 'ABBA', b5Seen: 0, b5Retention: 0, b5RetentionFlow: 0, b5RetentionKept: false, b5Reindex: false, vacuumMs: 0, nodeArgs: [], only: null, scale: 1, out: null, markdown: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].includes('=') ? [argv[i].slice(0, argv[i].indexOf('=')), argv[i].slice(argv[i].indexOf('=') + 1)] : [argv[i], undefined];
     const value = () => {
@@ -69,6 +72,8 @@ function parseArgs(argv) {
       case '--prefetch': o.prefetch = Number(value()); break;
       case '--b5-seen': o.b5Seen = positive(flag, value()); break;
       case '--b5-retention': o.b5Retention = positive(flag, value()); break;
+      case '--b5-retention-flow': o.b5RetentionFlow = positive(flag, value()); break;
+      case '--b5-retention-kept': o.b5RetentionKept = true; break;
       case '--b5-reindex': o.b5Reindex = true; break;
       case '--b3-retention': o.b3Retention = positive(flag, value()); break;
       case '--b3-retention-flow': o.b3RetentionFlow = positive(flag, value()); break;
@@ -90,6 +95,8 @@ function parseArgs(argv) {
   }
   if (o.soak.action !== undefined && !['delete', 'archive'].includes(o.soak.action)) throw new SetupError('--retention-action: delete or archive');
   if (o.b3RetentionFlow && !o.b3Retention) throw new SetupError('--b3-retention-flow needs --b3-retention (the other queue\'s items)');
+  if ((o.b5RetentionFlow || o.b5RetentionKept) && !o.b5Retention) throw new SetupError('--b5-retention-flow and --b5-retention-kept need --b5-retention (the other queue\'s items)');
+  if (o.b5RetentionFlow && o.b5RetentionKept) throw new SetupError('--b5-retention-flow or --b5-retention-kept, not both');
   if (o.soak.holdMinutes !== undefined && o.soak.holdFrom === undefined) throw new SetupError('--hold-rr-minutes needs --hold-rr-from');
   for (const [flag, v] of [['--minutes', o.soak.minutes], ['--hold-rr-from', o.soak.holdFrom], ['--hold-rr-minutes', o.soak.holdMinutes]]) {
     if (v !== undefined && !Number.isInteger(v)) throw new SetupError(`${flag}: a whole number of minutes`);
@@ -198,6 +205,8 @@ async function main() {
     prefetch: opts.prefetch,
     b5Seen: opts.b5Seen,
     b5Retention: opts.b5Retention,
+    b5RetentionFlow: opts.b5RetentionFlow,
+    b5RetentionKept: opts.b5RetentionKept,
     b5Reindex: opts.b5Reindex,
     b3Retention: opts.b3Retention,
     b3RetentionFlow: opts.b3RetentionFlow,

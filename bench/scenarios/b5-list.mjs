@@ -94,8 +94,13 @@ export async function b5(run) {
       console.log(`B5: after REINDEX: ${JSON.stringify(history)}`);
     }
     // `--b5-retention N`: another queue of the workspace holds N expired items, and the dispatcher
-    // passes every second, so the lists, counts and stats are measured while the pass deletes
-    const passing = run.b5Retention ? await seedExpiredQueue(s.sql, tenant.id, 'bench-b5-old', run.b5Retention) : null;
+    // passes every second, so the lists, counts and stats are measured while the pass deletes;
+    // with `--b5-retention-flow R` they expire at R a second from the measurement's start instead
+    // (the pass at its steady state rather than removing a backlog); `--b5-retention-kept` seeds
+    // the same rows and keeps them, the side to compare with (the same table, nothing to remove)
+    const flow = run.b5RetentionFlow ?? 0;
+    const kept = run.b5RetentionKept === true;
+    const passing = run.b5Retention ? await seedExpiredQueue(s.sql, tenant.id, 'bench-b5-old', run.b5Retention, { flowPerSec: flow, expired: !kept }) : null;
     // 60 list requests per minute per key (the public rate-limit table)
     const keys = await seedApiKeys(s.sql, tenant.id, Math.max(40, Math.ceil(1000 * run.scale)));
     const itemsPath = `/api/v1/queues/by-name/${queue.name}/items`;
@@ -121,6 +126,7 @@ export async function b5(run) {
     // one request per key fills the API key cache (and uses 1 of each key's 60 per minute)
     if (!run.tiny) await load(run, 'b5-warm-api', { url: platform.baseUrl, method: 'GET', paths: [`${itemsPath}?limit=1`], keys, connections: 4, amount: keys.length });
     const rows = [];
+    if (passing && flow) await passing.startExpiring();
     const passLeftAtStart = passing ? await passing.left() : null;
     const details = { total, history, byStatus, seedSec, rounds, durationSec, connections: CONNECTIONS, keys: keys.length, variants: {} };
     for (const connections of run.tiny ? CONNECTIONS.slice(0, 1) : CONNECTIONS) {
@@ -210,12 +216,12 @@ export async function b5(run) {
     if (passing) {
       const left = await passing.left();
       // a figure taken after the pass ran out of rows would not have been taken during it
-      details.retention = { backlog: run.b5Retention, leftAtStart: passLeftAtStart, leftAtEnd: left, removedDuringRun: passLeftAtStart - left, passedThroughout: left > 0 };
+      details.retention = { backlog: run.b5Retention, flowPerSec: flow || null, kept, leftAtStart: passLeftAtStart, leftAtEnd: left, removedDuringRun: passLeftAtStart - left, passedThroughout: left > 0 };
       console.log(`B5: the retention pass during the run: ${JSON.stringify(details.retention)}`);
     }
     return {
       id: 'B5',
-      title: `GET …/items?page=…&limit=100 on ${total.toLocaleString('en')} items${passing ? `, while the retention pass deletes another queue's ${details.retention.removedDuringRun.toLocaleString('en')} expired items${details.retention.passedThroughout ? '' : ' (it ran out before the end)'}` : ''}`,
+      title: `GET …/items?page=…&limit=100 on ${total.toLocaleString('en')} items${kept ? `, next to another queue's ${run.b5Retention.toLocaleString('en')} items kept (nothing to remove)` : passing ? `, while the retention pass ${flow ? `removes another queue's items as they expire, ${flow.toLocaleString('en')} a second (${details.retention.removedDuringRun.toLocaleString('en')} in all)` : `deletes another queue's ${details.retention.removedDuringRun.toLocaleString('en')} expired items`}${details.retention.passedThroughout ? '' : ' (it ran out before the end)'}` : ''}`,
       rows,
       totalExact: rows.every((r) => r.totalExact !== false),
       details,
