@@ -141,6 +141,10 @@ export function platformCpuMeter(sql, platform, redisPid) {
   // a part of `postgres`, apart: what vacuum costs, which a workload's deletes and updates cause
   // but no statement of it shows (a worker's rounds shorter than the meter's tick are missed)
   groups.autovacuum = async () => (await sql`select pid from pg_stat_activity where datname = current_database() and backend_type = 'autovacuum worker'`).map((r) => r.pid);
+  // the server's own processes (WAL writer, checkpointer, background writer, autovacuum launcher):
+  // the WAL and dirty pages a workload leaves are written out there, outside any database's
+  // backends; server-wide, so they count other databases' work too on a shared server
+  groups.postgresServer = async () => (await sql`select pid from pg_stat_activity where datname is null and backend_type <> 'autovacuum worker'`).map((r) => r.pid);
   // several pids: the primaries of a Redis Cluster
   const redisPids = [redisPid].flat().filter(Boolean);
   if (redisPids.length) groups.redis = () => redisPids;
