@@ -56,7 +56,7 @@ import {
 import { purgeOldEvents, readEventFeed } from './events/feed';
 import type { EventFeedQuery } from './webhooks/schemas';
 import { createWebhookDeliverer, type DelivererOptions } from './webhooks/deliver';
-import { askItemAction, askJobAction, cancelBulkAction, getBulkAction, runBulkActions, type BulkActionRow, type RunBulkOptions } from './bulk/actions';
+import { askItemAction, askJobAction, cancelBulkAction, getBulkAction, runAskedAction, runBulkActions, type AskOptions, type BulkActionRow, type RunBulkOptions } from './bulk/actions';
 import type { ItemActionBody, JobActionBody } from './bulk/schemas';
 import type { RecordArchive } from './retention/archive';
 import { runRetention, type RetentionOptions, type RetentionScopeResult } from './retention/pass';
@@ -213,12 +213,14 @@ export function createEngine(deps: EngineDeps) {
     review: bind(services, { decide: reviewQueueItem, redrive: redriveQueueItems }),
     /** Bulk actions by filter on a queue's items or a tenant's jobs (docs/decisions/bulk-actions.md). */
     bulk: {
-      askItems: (actor: AuditActor, queue: { id: string; tenant_id: string }, body: ItemActionBody) => askItemAction(sql, actor, queue, body),
-      askJobs: (actor: AuditActor, tenantId: string, body: JobActionBody) => askJobAction(sql, actor, tenantId, body),
+      askItems: (actor: AuditActor, queue: { id: string; tenant_id: string }, body: ItemActionBody, opts?: AskOptions) => askItemAction(sql, actor, queue, body, opts),
+      askJobs: (actor: AuditActor, tenantId: string, body: JobActionBody, opts?: AskOptions) => askJobAction(sql, actor, tenantId, body, opts),
       get: (tenantId: string, id: string, target?: BulkActionRow['target']) => getBulkAction(sql, tenantId, id, target),
       cancel: (actor: AuditActor, tenantId: string, id: string, target?: BulkActionRow['target']) => cancelBulkAction(sql, actor, tenantId, id, target),
-      /** open actions' chunks, within a time budget (the dispatcher's pass; a small action at once) */
+      /** open actions' chunks, within a time budget (the dispatcher's pass) */
       run: (opts: Omit<RunBulkOptions, 'logger'> = {}) => runBulkActions(sql, { ...opts, logger: deps.logger }),
+      /** a small action to its end, by the request that asked for it and holds its lease */
+      runAsked: (id: string, token: string) => runAskedAction(sql, id, token, deps.logger),
     },
     /** The workspace's audit log, as its admins read it. */
     audit: bind(sql, { list: listAuditLog, export: exportAuditLog }),

@@ -57,6 +57,37 @@ describe('chunks', () => {
     expect(rc).toMatchObject({ lo: 3, hi: 3 });
   });
 
+  it('a small action asked to run here is leased to its asker: the pass leaves it, and takes it over once the lease lapses', async () => {
+    const q = await seedQueue(sql, tenantId);
+    await deadItems(q.id, 5);
+    const asked = await engine.bulk.askItems(CLI_ACTOR, q as { id: string; tenant_id: string }, { action: 'redrive', filter: {} }, { runHere: true });
+    if (asked.dryRun) throw new Error('not a dry run');
+    expect(asked.inlineToken).toEqual(expect.any(String));
+    expect(asked.action).toMatchObject({ status: 'running', total: 5, done: 0 });
+    // the dispatcher's pass between the ask's commit and the asker's run: it takes nothing
+    expect(await engine.bulk.run({ budgetMs: 0 })).toBe(0);
+    await engine.bulk.runAsked(asked.action.id, asked.inlineToken!);
+    expect(await action(asked.action.id)).toMatchObject({ status: 'completed', done: 5, changed: 5 });
+    expect(await counts(q.id)).toEqual({ new: 5 });
+
+    // an asker that died before running it: the pass resumes the action once its lease lapses
+    await deadItems(q.id, 3);
+    const orphan = await engine.bulk.askItems(CLI_ACTOR, q as { id: string; tenant_id: string }, { action: 'redrive', filter: { status: 'dead_letter' } }, { runHere: true });
+    if (orphan.dryRun) throw new Error('not a dry run');
+    expect(await engine.bulk.run({ budgetMs: 0 })).toBe(0);
+    await sql`update bulk_actions set lease_until = now() - interval '1 second' where id = ${orphan.action.id}`;
+    expect(await engine.bulk.run({ budgetMs: 0 })).toBe(1);
+    expect(await action(orphan.action.id)).toMatchObject({ status: 'completed', done: 3, changed: 3 });
+    // the dead asker's token no longer runs anything
+    await engine.bulk.runAsked(orphan.action.id, orphan.inlineToken!);
+    expect(await counts(q.id)).toEqual({ new: 8 });
+
+    // without runHere (the CLI, which follows whoever runs it) a small action waits for any runner
+    const open = await engine.bulk.askItems(CLI_ACTOR, q as { id: string; tenant_id: string }, { action: 'set_priority', priority: 4, filter: {} });
+    if (open.dryRun) throw new Error('not a dry run');
+    expect(open).toMatchObject({ inlineToken: null, action: { status: 'pending' } });
+  });
+
   it('a runner killed inside a chunk leaves its rows untouched; the next runner does each row once', async () => {
     const q = await seedQueue(sql, tenantId);
     const n = BULK_ACTION_CHUNK + 20;

@@ -27,12 +27,15 @@ const ITEM_ACTIONS_TEXT =
   'items it ends within the request (status completed); more run in the background in chunks that commit one by one ' +
   '(status pending or running, `done` / `total` as progress; read it with the action\'s GET, stop it with its cancel).';
 
+/** A small action is created leased to the request, which runs it before it answers. */
+const RUN_HERE = { runHere: true } as const;
+
 /** Runs a small action within the request, so that its answer already says it is done. */
 async function answer(engine: Engine, tenantId: string, asked: BulkAsk) {
   if (asked.dryRun) return { dry_run: true as const, total: asked.total };
   let row = asked.action;
-  if (row.status === 'pending' && row.total <= BULK_ACTION_CHUNK) {
-    await engine.bulk.run({ actionId: row.id });
+  if (asked.inlineToken) {
+    await engine.bulk.runAsked(row.id, asked.inlineToken);
     row = await engine.bulk.get(tenantId, row.id);
   }
   return toBulkActionResponse(row);
@@ -70,7 +73,7 @@ export function bulkActionRoutes(rc: RouteContext): AppRouter {
     const tenantId = ctx.state.apiKey!.tenantId;
     const queue = await engine.items.activeQueueByName(tenantId, input.params().name);
     const body = input.body();
-    await once(ctx, 'bulk.items', body, async () => answer(engine, tenantId, await engine.bulk.askItems(keyActorOf(ctx), queue, body)));
+    await once(ctx, 'bulk.items', body, async () => answer(engine, tenantId, await engine.bulk.askItems(keyActorOf(ctx), queue, body, RUN_HERE)));
   });
 
   addRoute(router, rc, {
@@ -123,7 +126,7 @@ export function bulkActionRoutes(rc: RouteContext): AppRouter {
   }, async (ctx, input) => {
     const queue = await engine.catalog.queues.get(tenantOf(ctx), input.params().queue_id);
     const body = input.body();
-    await once(ctx, 'bulk.items', body, async () => answer(engine, tenantOf(ctx), await engine.bulk.askItems(userActorOf(ctx), queue, body)));
+    await once(ctx, 'bulk.items', body, async () => answer(engine, tenantOf(ctx), await engine.bulk.askItems(userActorOf(ctx), queue, body, RUN_HERE)));
   });
 
   addRoute(router, rc, {
@@ -145,7 +148,7 @@ export function bulkActionRoutes(rc: RouteContext): AppRouter {
     errors: [422],
   }, async (ctx, input) => {
     const body = input.body();
-    await once(ctx, 'bulk.jobs', body, async () => answer(engine, tenantOf(ctx), await engine.bulk.askJobs(userActorOf(ctx), tenantOf(ctx), body)));
+    await once(ctx, 'bulk.jobs', body, async () => answer(engine, tenantOf(ctx), await engine.bulk.askJobs(userActorOf(ctx), tenantOf(ctx), body, RUN_HERE)));
   });
 
   addRoute(router, rc, {

@@ -55,7 +55,13 @@ export function toBulkActionResponse(r: BulkActionRow): BulkActionResponse {
   };
 }
 
-export type BulkAsk = { dryRun: true; total: number } | { dryRun: false; action: BulkActionRow };
+/**
+ * `inlineToken`: the asker said it runs a small action itself (AskOptions.runHere), the action is
+ * small enough, and it was created leased to the asker (runAskedAction takes the token): no
+ * background runner takes it meanwhile, and if the asker dies the lease lapses and the
+ * dispatcher's pass resumes it.
+ */
+export type BulkAsk = { dryRun: true; total: number } | { dryRun: false; action: BulkActionRow; inlineToken: string | null };
 
 function bodyError(field: string, message: string, type = 'value_error'): ValidationError {
   return ValidationError.single(['body', field], message, type);
@@ -92,18 +98,30 @@ function itemParams(body: ItemActionBody): BulkActionRow['params'] {
   return {};
 }
 
-async function ask(sql: Sql, actor: AuditActor, scope: BulkScope, params: BulkActionRow['params'], dryRun: boolean): Promise<BulkAsk> {
+export interface AskOptions {
+  /** the asker runs an action of up to one chunk itself, at once (the API's request) */
+  runHere?: boolean;
+}
+
+async function ask(sql: Sql, actor: AuditActor, scope: BulkScope, params: BulkActionRow['params'], dryRun: boolean, opts: AskOptions): Promise<BulkAsk> {
   if (dryRun) return { dryRun: true, total: await countInScope(sql, { ...scope, snapshotAt: null }) };
-  const row = await sql.begin(async (tx) => {
+  const created = await sql.begin(async (tx) => {
     const [{ now }] = await tx<Array<{ now: Date }>>`select now()`;
     const total = await countInScope(tx, { ...scope, snapshotAt: now });
-    const [created] = await tx<BulkActionRow[]>`
-      insert into bulk_actions (tenant_id, target, queue_id, action, params, filter, ids, total, snapshot_at, created_by, status, finished_at)
+    // a small action is the asker's to run, leased from the start: the dispatcher's pass, which
+    // takes pending actions, would otherwise take it between this commit and the asker's claim,
+    // and the answer would say running for an action the contract says ends within the request
+    const inline = opts.runHere === true && total > 0 && total <= BULK_ACTION_CHUNK;
+    const [row] = await tx<Array<BulkActionRow & { lease_token: string | null }>>`
+      insert into bulk_actions (tenant_id, target, queue_id, action, params, filter, ids, total, snapshot_at, created_by, status, finished_at,
+                                lease_token, lease_until)
       values (${scope.tenantId}, ${scope.target}, ${scope.queueId}, ${scope.action}, ${tx.json(params as never)},
               ${scope.filter ? tx.json(scope.filter as never) : null}, ${scope.ids as string[] | null}, ${total}, ${now},
               ${tx.json({ actor_type: actor.actorType, actor_id: actor.actorId ?? null, source: actor.source } as never)},
-              ${total === 0 ? 'completed' : 'pending'}, ${total === 0 ? now : null})
-      returning ${tx.unsafe(COLUMNS)}`;
+              ${total === 0 ? 'completed' : inline ? 'running' : 'pending'}, ${total === 0 ? now : null},
+              ${inline ? tx`gen_random_uuid()` : null}, ${inline ? tx`now() + make_interval(secs => ${LEASE_SECONDS})` : null})
+      returning ${tx.unsafe(COLUMNS)}, lease_token`;
+    const { lease_token: token, ...created } = row!;
     await recordAudit(tx, {
       ...actor,
       tenantId: scope.tenantId,
@@ -112,14 +130,14 @@ async function ask(sql: Sql, actor: AuditActor, scope: BulkScope, params: BulkAc
       resourceId: created!.id,
       details: { action: scope.action, queue_id: scope.queueId, filter: scope.filter, ids_count: scope.ids?.length ?? null, params, total },
     });
-    return created!;
+    return { action: created, token };
   });
-  return { dryRun: false, action: row };
+  return { dryRun: false, action: created.action, inlineToken: created.token };
 }
 
 /** Asks for an action on a queue's items (the queue already resolved in the tenant). */
 export async function askItemAction(
-  sql: Sql, actor: AuditActor, queue: { id: string; tenant_id: string }, body: ItemActionBody,
+  sql: Sql, actor: AuditActor, queue: { id: string; tenant_id: string }, body: ItemActionBody, opts: AskOptions = {},
 ): Promise<BulkAsk> {
   checkCommon(body);
   const params = itemParams(body);
@@ -127,11 +145,11 @@ export async function askItemAction(
     tenantId: queue.tenant_id, queueId: queue.id, target: 'queue_items', action: body.action,
     filter: body.ids ? null : (body.filter ?? {}), ids: body.ids ?? null, snapshotAt: null,
   };
-  return ask(sql, actor, scope, params, body.dry_run === true);
+  return ask(sql, actor, scope, params, body.dry_run === true, opts);
 }
 
 /** Asks for an action on a tenant's jobs. */
-export async function askJobAction(sql: Sql, actor: AuditActor, tenantId: string, body: JobActionBody): Promise<BulkAsk> {
+export async function askJobAction(sql: Sql, actor: AuditActor, tenantId: string, body: JobActionBody, opts: AskOptions = {}): Promise<BulkAsk> {
   checkCommon(body);
   const f = body.filter;
   if (f?.process_id !== undefined || f?.machine_id !== undefined) {
@@ -142,7 +160,7 @@ export async function askJobAction(sql: Sql, actor: AuditActor, tenantId: string
   const scope: BulkScope = {
     tenantId, queueId: null, target: 'jobs', action: body.action, filter: body.ids ? null : (f ?? {}), ids: body.ids ?? null, snapshotAt: null,
   };
-  return ask(sql, actor, scope, {}, body.dry_run === true);
+  return ask(sql, actor, scope, {}, body.dry_run === true, opts);
 }
 
 /** `target`: only an action on those (an API key reads actions on queue items only). */
@@ -253,6 +271,25 @@ export interface RunBulkOptions {
  * is recorded, and the action is left leased so that the next try waits for the lease to lapse.
  * Returns how many chunks committed.
  */
+/**
+ * Runs an action the asker holds (BulkAsk.inlineToken) to its end, within the request. A chunk
+ * that fails is recorded as runBulkActions records it, the lease left to lapse so that the
+ * dispatcher's pass resumes the action.
+ */
+export async function runAskedAction(sql: Sql, id: string, token: string, logger?: Logger): Promise<void> {
+  try {
+    while ((await runChunk(sql, id, token)) === 'more');
+  } catch (err) {
+    await chunkFailed(sql, id, token, err, logger);
+  }
+}
+
+async function chunkFailed(sql: Sql, id: string, token: string, err: unknown, logger?: Logger): Promise<void> {
+  logger?.warn('bulk action chunk failed; it resumes once its lease lapses', { bulk_action_id: id, err: (err as Error).message });
+  await sql`update bulk_actions set error_message = ${es.bulk.interrupted}, updated_at = now() where id = ${id} and lease_token = ${token}`
+    .catch(() => undefined);
+}
+
 export async function runBulkActions(sql: Sql, opts: RunBulkOptions = {}): Promise<number> {
   const until = Date.now() + (opts.budgetMs ?? 5000);
   let chunks = 0;
@@ -267,9 +304,7 @@ export async function runBulkActions(sql: Sql, opts: RunBulkOptions = {}): Promi
         if (outcome !== 'lost') chunks++;
       } while (outcome === 'more' && Date.now() < until);
     } catch (err) {
-      opts.logger?.warn('bulk action chunk failed; it resumes once its lease lapses', { bulk_action_id: held.id, err: (err as Error).message });
-      await sql`update bulk_actions set error_message = ${es.bulk.interrupted}, updated_at = now() where id = ${held.id} and lease_token = ${held.token}`
-        .catch(() => undefined);
+      await chunkFailed(sql, held.id, held.token, err, opts.logger);
       return chunks;
     }
     if (outcome === 'more') {
