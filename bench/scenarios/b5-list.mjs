@@ -71,6 +71,16 @@ async function tableBytes(sql) {
   return (await sql`select pg_total_relation_size('queue_items')::float8 as bytes`)[0].bytes;
 }
 
+/** What B5's title says of `--b5-retention`'s other queue (details.retention). */
+function retentionLabel(r) {
+  const n = (x) => x.toLocaleString('en');
+  if (r.kept) return `next to another queue's ${n(r.backlog)} items kept (nothing to remove)`;
+  const what = r.flowPerSec
+    ? `removes another queue's items as they expire, ${n(r.flowPerSec)} a second (${n(r.removedDuringRun)} in all)`
+    : `deletes another queue's ${n(r.removedDuringRun)} expired items`;
+  return `while the retention pass ${what}${r.passedThroughout ? '' : ' (it ran out before the end)'}`;
+}
+
 export async function b5(run) {
   return withScenario(run, 'B5', async (s) => {
     const total = Math.max(10_000, Math.round(1_000_000 * run.scale));
@@ -221,7 +231,7 @@ export async function b5(run) {
     }
     return {
       id: 'B5',
-      title: `GET …/items?page=…&limit=100 on ${total.toLocaleString('en')} items${kept ? `, next to another queue's ${run.b5Retention.toLocaleString('en')} items kept (nothing to remove)` : passing ? `, while the retention pass ${flow ? `removes another queue's items as they expire, ${flow.toLocaleString('en')} a second (${details.retention.removedDuringRun.toLocaleString('en')} in all)` : `deletes another queue's ${details.retention.removedDuringRun.toLocaleString('en')} expired items`}${details.retention.passedThroughout ? '' : ' (it ran out before the end)'}` : ''}`,
+      title: `GET …/items?page=…&limit=100 on ${total.toLocaleString('en')} items${passing ? `, ${retentionLabel(details.retention)}` : ''}`,
       rows,
       totalExact: rows.every((r) => r.totalExact !== false),
       details,

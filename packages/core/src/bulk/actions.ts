@@ -121,16 +121,16 @@ async function ask(sql: Sql, actor: AuditActor, scope: BulkScope, params: BulkAc
               ${total === 0 ? 'completed' : inline ? 'running' : 'pending'}, ${total === 0 ? now : null},
               ${inline ? tx`gen_random_uuid()` : null}, ${inline ? tx`now() + make_interval(secs => ${LEASE_SECONDS})` : null})
       returning ${tx.unsafe(COLUMNS)}, lease_token`;
-    const { lease_token: token, ...created } = row!;
+    const { lease_token: token, ...action } = row!;
     await recordAudit(tx, {
       ...actor,
       tenantId: scope.tenantId,
       action: scope.target === 'jobs' ? 'bulk_jobs' : 'bulk_queue_items',
       resourceType: 'bulk_action',
-      resourceId: created!.id,
+      resourceId: action.id,
       details: { action: scope.action, queue_id: scope.queueId, filter: scope.filter, ids_count: scope.ids?.length ?? null, params, total },
     });
-    return { action: created, token };
+    return { action, token };
   });
   return { dryRun: false, action: created.action, inlineToken: created.token };
 }
@@ -266,12 +266,6 @@ export interface RunBulkOptions {
 }
 
 /**
- * Runs open actions chunk by chunk until they end or the budget is spent; an action not finished
- * is released for the next pass (any replica's). A chunk that fails rolls back whole: its error
- * is recorded, and the action is left leased so that the next try waits for the lease to lapse.
- * Returns how many chunks committed.
- */
-/**
  * Runs an action the asker holds (BulkAsk.inlineToken) to its end, within the request. A chunk
  * that fails is recorded as runBulkActions records it, the lease left to lapse so that the
  * dispatcher's pass resumes the action.
@@ -290,6 +284,12 @@ async function chunkFailed(sql: Sql, id: string, token: string, err: unknown, lo
     .catch(() => undefined);
 }
 
+/**
+ * Runs open actions chunk by chunk until they end or the budget is spent; an action not finished
+ * is released for the next pass (any replica's). A chunk that fails rolls back whole: its error
+ * is recorded, and the action is left leased so that the next try waits for the lease to lapse.
+ * Returns how many chunks committed.
+ */
 export async function runBulkActions(sql: Sql, opts: RunBulkOptions = {}): Promise<number> {
   const until = Date.now() + (opts.budgetMs ?? 5000);
   let chunks = 0;
