@@ -32,6 +32,8 @@ export interface Config {
   accessTokenTtlSeconds: number;
   /** A machine with no heartbeat for this long is offline. */
   machineOfflineAfterSeconds: number;
+  /** how often the API pings each robot connection; one that answered nothing since the last ping is cut */
+  machinePingMs: number;
   /** How long an authenticated API key stays in the per-process cache (revocations also clear it at once). */
   apiKeyCacheTtlMs: number;
   /** How often buffered last_used_at values are written to Postgres. */
@@ -282,6 +284,7 @@ export function parseConfig(env: Env): Config {
     logLevel: str(env, 'LOG_LEVEL', 'info'),
     accessTokenTtlSeconds: int(env, 'ACCESS_TOKEN_TTL_SECONDS', 12 * 3600, 60),
     machineOfflineAfterSeconds: int(env, 'MACHINE_OFFLINE_AFTER_SECONDS', 30, 1),
+    machinePingMs: int(env, 'MACHINE_PING_MS', 15_000, 100, 15_000),
     apiKeyCacheTtlMs: int(env, 'API_KEY_CACHE_TTL_MS', 30_000, 0),
     lastUsedFlushMs: int(env, 'LAST_USED_FLUSH_MS', 500, 10, 60_000),
     defaultMonthlyQuota: int(env, 'DEFAULT_MONTHLY_QUOTA', 10_000, 0),

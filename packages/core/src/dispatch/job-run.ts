@@ -130,11 +130,21 @@ export async function renewJobLeases(
 /**
  * The robot says it holds the run it was handed (`job.started`): from now on a lost run is failed
  * like any other, where a hand-off never acknowledged goes back to pending (dispatch/hand-back.ts).
- * Returns whether a stop was requested, or null when this run no longer owns the job.
+ * With `leaseSeconds` the lease is renewed from now, like a heartbeat's: the robot counts an
+ * accepted acknowledgement as a confirmation of its ownership, from the moment it sent it, and
+ * starts the run only then (docs/agent-protocol.md, "Ownership"). Returns whether a stop was
+ * requested, or null when this run no longer owns the job.
  */
-export async function acknowledgeRun(sql: Queryable, jobId: string, attempt: number, machineId: string): Promise<{ stop_requested: boolean } | null> {
+export async function acknowledgeRun(
+  sql: Queryable,
+  jobId: string,
+  attempt: number,
+  machineId: string,
+  leaseSeconds: number | null = null,
+): Promise<{ stop_requested: boolean } | null> {
   const [row] = await sql<Array<{ stop_requested: boolean }>>`
-    update jobs set acknowledged_at = coalesce(acknowledged_at, now())
+    update jobs set acknowledged_at = coalesce(acknowledged_at, now()),
+                    lease_expires_at = coalesce(now() + make_interval(secs => ${leaseSeconds}::float8), lease_expires_at)
      where id = ${jobId} and attempt = ${attempt} and machine_id = ${machineId} and ${jobStatusInSql(sql, 'status', RUN_STATUSES)}
     returning stop_requested`;
   return row ?? null;

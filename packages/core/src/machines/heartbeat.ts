@@ -73,6 +73,21 @@ export async function recordHeartbeat(
   return row ?? null;
 }
 
+/**
+ * The machine's busy slots changed on the platform's side (a run handed out or ended by the API
+ * holding its connection): its status follows, but its last heartbeat is not touched and an
+ * offline machine stays offline. Only the robot's own heartbeats say it is alive: a robot whose
+ * network went silent must go offline even while the platform ends its runs.
+ */
+export async function recordMachineLoad(sql: Queryable, machineId: string, running: number): Promise<void> {
+  await sql`
+    update machines m
+       set running_jobs = ${running},
+           status = case when ${running}::int >= m.slots then 'busy' else 'online' end,
+           updated_at = case when m.status = (case when ${running}::int >= m.slots then 'busy' else 'online' end) then m.updated_at else now() end
+     where m.id = ${machineId} and m.status <> 'offline'`;
+}
+
 /** The agent is going away (graceful shutdown): offline now rather than after the timeout. */
 export async function recordGoodbye(sql: Queryable, machineId: string): Promise<void> {
   await sql`update machines set status = 'offline', running_jobs = 0, updated_at = now() where id = ${machineId}`;
