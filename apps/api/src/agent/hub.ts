@@ -31,7 +31,12 @@ const FLOOD_FACTOR = 4;
  * - checks every CHECK_MS, in one statement, that each connection's key still opens its machine:
  *   a rotated key or a deactivated machine is cut within a second (close 4001);
  * - when a machine connects, tells every replica, and the older connection of that machine is
- *   closed (4002): a robot whose previous socket half-died does not hold two sets of slots.
+ *   closed (4002): a robot whose previous socket half-died does not hold two sets of slots;
+ * - pings every connection each `pingMs` (MACHINE_PING_MS), in one round for the process: a
+ *   connection that answered nothing since the previous round went silent without closing (a NAT
+ *   or a load balancer dropped it) and is destroyed, releasing what its session holds.
+ * A connection the server closed acts on nothing it still sends, and is destroyed if it does not
+ * answer the close within a second.
  */
 export interface AgentHub {
   attach(server: Server): void;
@@ -50,6 +55,7 @@ export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: num
     engine, redis: config.redis, bullPrefix: keys.bull, logger, outage,
     encryptionKey: config.assetEncryptionKey,
     heartbeatMs,
+    pingMs: config.machinePingMs,
     // a run's lease spans at least three heartbeats, like a machine's silence before it is offline
     leaseSeconds: Math.max(config.machineOfflineAfterSeconds, (3 * heartbeatMs) / 1000),
   };
@@ -58,6 +64,7 @@ export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: num
   let sub: RedisClient | null = null;
   let subscribed: Promise<unknown> | null = null;
   let timer: NodeJS.Timeout | null = null;
+  let pinger: NodeJS.Timeout | null = null;
   let closing = false;
 
   const subscriber = (): Promise<unknown> => {
@@ -148,9 +155,17 @@ export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: num
     sessions.set(machine.id, { session, connection });
     void deps.redis.publish(connectedChannel, JSON.stringify({ machine_id: machine.id, connection })).catch(() => undefined);
     timer ??= setInterval(() => void check(), CHECK_MS).unref();
+    // one round for every connection of the process: a timer per connection would cost at fleet size
+    pinger ??= setInterval(() => {
+      for (const h of sessions.values()) h.session.ping();
+    }, sessionDeps.pingMs).unref();
     let window = Math.floor(Date.now() / 1000);
     let count = 0;
+    ws.on('pong', () => session.heardFrom());
     ws.on('message', (data, isBinary) => {
+      // a connection the server closed (a rotated key, a replaced connection): nothing it sends counts
+      if (session.isClosed) return;
+      session.heardFrom();
       if (isBinary) {
         void session.close(1003, es.agent.textJsonOnly);
         return;
@@ -176,6 +191,10 @@ export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: num
       if (sessions.size === 0 && timer) {
         clearInterval(timer);
         timer = null;
+      }
+      if (sessions.size === 0 && pinger) {
+        clearInterval(pinger);
+        pinger = null;
       }
       void session.close(AGENT_CLOSE.normal, '');
     });
@@ -205,6 +224,8 @@ export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: num
       closing = true;
       if (timer) clearInterval(timer);
       timer = null;
+      if (pinger) clearInterval(pinger);
+      pinger = null;
       await Promise.all([...sessions.values()].map((h) => h.session.close(AGENT_CLOSE.goingAway, es.agent.serverStopping)));
       sessions.clear();
       sub?.disconnect();

@@ -10,6 +10,12 @@ import {
 
 /** How long a closing worker waits for its own start to end before it is closed anyway. */
 const WORKER_START_WAIT_MS = 5000;
+/**
+ * How long a connection the server closed may take to answer the close frame before its socket
+ * is destroyed: a client that ignores the close must not keep the connection (nor anything it
+ * sends meanwhile is acted upon: a closed session drops every message).
+ */
+const CLOSE_GRACE_MS = 1000;
 
 /** What a session needs of its process (the hub builds it). */
 export interface SessionDeps {
@@ -19,6 +25,8 @@ export interface SessionDeps {
   logger: Logger;
   heartbeatMs: number;
   leaseSeconds: number;
+  /** how often the hub pings the connection (told to the robot, which judges the server's silence by it) */
+  pingMs: number;
   /** decrypts credential assets a run reads */
   encryptionKey: Buffer;
   /** the process's view of Postgres outages: one log line per outage for periodic writes */
@@ -47,6 +55,8 @@ export class MachineSession {
   private readonly handOffs = new Map<string, () => void>();
   private worker: Worker<MachineJobPayload> | null = null;
   private closed = false;
+  /** whether the robot sent anything (a message, a pong) since the last ping */
+  private heard = true;
   private slots: number;
 
   constructor(
@@ -69,7 +79,38 @@ export class MachineSession {
       machine: { id: this.machine.id, name: this.machine.name, slots: this.machine.slots },
       heartbeat_ms: this.deps.heartbeatMs,
       lease_seconds: this.deps.leaseSeconds,
+      ping_ms: this.deps.pingMs,
     });
+  }
+
+  /** The connection is closed or closing: nothing the robot still sends is acted upon. */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** The robot sent something (a message, a pong): the connection is alive. */
+  heardFrom(): void {
+    this.heard = true;
+  }
+
+  /**
+   * The hub's ping round: a connection that answered nothing since the previous round is dead
+   * (a network that went silent without closing anything) and is destroyed, which closes the
+   * session and frees what it holds; its runs are left to their leases, as on any drop.
+   */
+  ping(): void {
+    if (this.closed) return;
+    if (!this.heard) {
+      this.log.warn('machine connection silent: cut');
+      this.socket.terminate();
+      return;
+    }
+    this.heard = false;
+    try {
+      this.socket.ping();
+    } catch {
+      // a socket that is going away: its close event ends the session
+    }
   }
 
   private starting: Promise<void> | null = null;
@@ -162,7 +203,7 @@ export class MachineSession {
       case 'job.started': {
         const m = msg as AgentRequestOf<'job.started'>;
         this.holds(m.job_id, m.attempt);
-        const res = await this.db('acknowledging a run', () => machines.acknowledgeRun(m.job_id, m.attempt, this.machine.id));
+        const res = await this.db('acknowledging a run', () => machines.acknowledgeRun(m.job_id, m.attempt, this.machine.id, this.deps.leaseSeconds));
         if (!res) throw this.lost(m.job_id);
         return { stop_requested: res.stop_requested };
       }
@@ -272,7 +313,7 @@ export class MachineSession {
     }
     // after a bye the machine stays offline: a heartbeat that crossed it records nothing, and
     // one already writing is waited for by the bye before its goodbye
-    const write = this.leaving ? Promise.resolve(null) : this.db('recording a heartbeat', () => machines.heartbeat(this.machine.id, {
+    const write = this.leaving || this.closed ? Promise.resolve(null) : this.db('recording a heartbeat', () => machines.heartbeat(this.machine.id, {
       running: owned.size,
       agentVersion: m.agent_version ?? null,
       hostInfo: m.host ?? null,
@@ -359,6 +400,7 @@ export class MachineSession {
   /**
    * Records the machine's busy slots now (a run started or ended here), so its status reads
    * `busy` while every slot runs a job; coalesced: at most one write in flight per connection.
+   * It says nothing of the robot being alive (only its heartbeats do).
    */
   private reportLoad(): void {
     if (this.leaving) return;
@@ -370,7 +412,7 @@ export class MachineSession {
       do {
         this.loadAgain = false;
         try {
-          await this.deps.engine.machines.heartbeat(this.machine.id, { running: this.owned.size });
+          await this.deps.engine.machines.reportLoad(this.machine.id, this.owned.size);
         } catch (err) {
           // the next heartbeat reports the load anyway
           if (!this.deps.outage.failed(err, 'machine load report')) this.log.warn('load report failed', { err: (err as Error).message });
@@ -418,7 +460,10 @@ export class MachineSession {
     if (this.closed) return;
     this.closed = true;
     this.ended.abort();
-    if (this.socket.readyState === this.socket.OPEN || this.socket.readyState === this.socket.CONNECTING) this.socket.close(code, reason);
+    if (this.socket.readyState === this.socket.OPEN || this.socket.readyState === this.socket.CONNECTING) {
+      this.socket.close(code, reason);
+      setTimeout(() => this.socket.terminate(), CLOSE_GRACE_MS).unref();
+    }
     await this.stopWorker();
   }
 
