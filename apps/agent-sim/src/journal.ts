@@ -6,7 +6,8 @@ import { closeSync, openSync, writeSync } from 'node:fs';
  * processed by two machines at the same time.
  */
 export type JournalEvent =
-  | { event: 'job-start' | 'job-end'; job_id: string; machine_id: string; attempt: number; status?: string }
+  /** `outcome: 'aborted'` on a job-end: the run was lost and stopped there and then */
+  | { event: 'job-start' | 'job-end'; job_id: string; machine_id: string; attempt: number; status?: string; outcome?: string }
   /** a job asked a person for input, and got the answer (docs/decisions/human-input.md) */
   | { event: 'input-asked' | 'input-answered'; job_id: string; machine_id: string; attempt: number }
   | { event: 'item-start' | 'item-end'; item_id: string; job_id: string; machine_id: string; attempt: number; outcome?: string };

@@ -15,6 +15,8 @@ export interface RobotDeps {
   options: AgentOptions;
   journal: Journal;
   itemsProcessed: { n: number };
+  /** the platform turned a robot away because its machine connected elsewhere: the process ends */
+  onReplaced(message: string): void;
 }
 
 /**
@@ -54,7 +56,11 @@ export class MachineRobot {
         withSpan('job run', { 'svc.job.id': job.id }, execute, SpanKind.CONSUMER)),
       traceCarrier: currentTraceCarrier,
       onJob: (ctx) => this.run(ctx),
-      onJobEnd: (job, status) => this.ended(job, status),
+      onJobEnd: (job, status, lost) => this.ended(job, status, lost === true),
+    });
+    void this.robot.refused.then(({ why, reason }) => {
+      // two processes holding one machine key (a cloned VM): this one stops instead of taking the connection back for ever
+      if (why === 'replaced') this.deps.onReplaced(`machine ${this.machine?.name ?? '?'} connected from another process or host with the same key (${reason}): this robot stops`);
     });
     this.machine = await this.robot.ready;
     this.log.info('machine agent started', { slots: this.machine.slots });
@@ -90,8 +96,10 @@ export class MachineRobot {
     return endJob(end);
   }
 
-  private ended(job: JobInfo, status: string | null): void {
-    this.deps.journal.write({ event: 'job-end', job_id: job.id, machine_id: this.machineId, attempt: job.attempt, status: status ?? 'refused' });
+  private ended(job: JobInfo, status: string | null, lost: boolean): void {
+    this.deps.journal.write({
+      event: 'job-end', job_id: job.id, machine_id: this.machineId, attempt: job.attempt, status: status ?? 'refused', ...(lost ? { outcome: 'aborted' } : {}),
+    });
     if (!status) this.log.info('result of a run that no longer owns its job dropped', { job_id: job.id, attempt: job.attempt });
   }
 

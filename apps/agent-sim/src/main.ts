@@ -14,7 +14,12 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: env.LOG_LEVEL ?? 'info', service: 'agent-sim' });
   const journal = new Journal(options.journal);
   const itemsProcessed = { n: 0 };
-  const robots = options.machineKeys.map((key) => new MachineRobot({ url: options.url, logger, options, journal, itemsProcessed }, key));
+  const onReplaced = (message: string) => {
+    logger.error(message);
+    journal.close();
+    process.exit(3);
+  };
+  const robots = options.machineKeys.map((key) => new MachineRobot({ url: options.url, logger, options, journal, itemsProcessed, onReplaced }, key));
 
   const started = Promise.all(robots.map((r) => r.start()));
   // handlers before the start (and its "agent-sim running" line): a signal meanwhile drains once

@@ -12,7 +12,25 @@ export interface Welcome {
   machine: { id: string; name: string; slots: number };
   heartbeat_ms: number;
   lease_seconds: number;
+  /** how often the server pings (a server silent for twice as long is gone); absent from older servers */
+  ping_ms?: number;
 }
+
+/** Why the connection gave up for good. */
+export type Refusal =
+  /** the key was refused (401, or close 4001): rotated, or its machine deactivated */
+  | 'key'
+  /** the same machine connected from elsewhere (close 4002): two processes hold one key */
+  | 'replaced';
+
+/** The server's ping period when its welcome names none. */
+const DEFAULT_PING_MS = 15_000;
+/**
+ * A request unanswered this long means the connection is broken although frames still come (a
+ * server-side fault): it is opened again, and what was in flight asked again there as repeats.
+ * A Postgres outage the platform waits out answers late, not never.
+ */
+const REQUEST_TIMEOUT_MS = 120_000;
 
 export interface ConnectionEvents {
   /** a connection opened and was welcomed; resolve when the robot has told it what it holds */
@@ -21,14 +39,18 @@ export interface ConnectionEvents {
   push(message: { type: string } & Record<string, unknown>): void;
   /** why a connection closed, and in how long the next one is tried */
   disconnected(code: number, reason: string, retryInMs: number): void;
-  /** the server refused the credential (401, or close 4001): no retry */
-  refused(reason: string): void;
+  /** the connection gave up for good (see Refusal): no retry */
+  refused(reason: string, why: Refusal): void;
 }
 
 interface Pending {
   message: Record<string, unknown>;
   resolve(result: unknown): void;
   reject(err: Error): void;
+  /** when it went out on the socket (performance.now()) */
+  sentAt?: number;
+  /** not asked again on the next connection: its answer is only worth having from this one */
+  once?: boolean;
 }
 
 /**
@@ -36,6 +58,10 @@ interface Pending {
  * back-off and full jitter whenever it drops (each try moves to the next URL). Requests wait for
  * an open, welcomed connection; a request whose answer was lost with its connection is sent again
  * on the next one (every request of the protocol may be repeated: docs/agent-protocol.md).
+ *
+ * A connection that has not closed is not taken for alive: `check()` (called on the robot's
+ * clock) destroys one from which nothing came (no message, no ping) for twice the server's ping
+ * period, or whose oldest request went unanswered for REQUEST_TIMEOUT_MS, and opens another.
  */
 export class Connection {
   private socket: WebSocket | null = null;
@@ -47,6 +73,13 @@ export class Connection {
   private urlIndex = 0;
   private closed = false;
   private retryTimer: NodeJS.Timeout | null = null;
+  /** when a frame last came from the server (performance.now()) */
+  private lastHeard = 0;
+  private silentAfterMs = 2 * DEFAULT_PING_MS;
+  /** why this side destroyed the socket, for the close's log line */
+  private cutReason = '';
+  /** the server's Retry-After on a refused upgrade (429, 503), in ms */
+  private retryAfterMs = 0;
 
   constructor(
     private readonly urls: string[],
@@ -62,28 +95,42 @@ export class Connection {
     const url = `${base.replace(/^http/, 'ws')}/api/v1/agent/connect`;
     const ws = new WebSocket(url, { headers: { Authorization: `Bearer ${this.machineKey}` }, handshakeTimeout: 10_000 });
     this.socket = ws;
+    this.cutReason = '';
+    this.retryAfterMs = 0;
     let refusedStatus = 0;
     ws.on('unexpected-response', (_req, res) => {
       refusedStatus = res.statusCode ?? 0;
+      this.retryAfterMs = retryAfterMs(res.headers['retry-after']);
       res.resume();
       ws.terminate();
     });
-    ws.on('message', (data) => this.onMessage(data.toString()));
+    ws.on('open', () => this.heard());
+    ws.on('ping', () => this.heard());
+    ws.on('pong', () => this.heard());
+    ws.on('message', (data) => {
+      this.heard();
+      this.onMessage(data.toString());
+    });
     ws.on('error', () => undefined);
     ws.on('close', (code, reasonBuf) => {
-      const reason = reasonBuf.toString() || (refusedStatus ? `HTTP ${refusedStatus}` : '');
+      const reason = reasonBuf.toString() || this.cutReason || (refusedStatus ? `HTTP ${refusedStatus}` : '');
       this.ready = false;
       this.socket = null;
       // answers lost with the connection: asked again on the next one, marked as repeats (the
       // server may have applied them: docs/agent-protocol.md, "Repeats")
-      const lost = [...this.inFlight.values()].map((p) => ({ ...p, message: { ...p.message, repeat: true } }));
+      const inFlight = [...this.inFlight.values()];
+      for (const p of inFlight) if (p.once) p.reject(new PlatformError('CONNECTION_LOST', 'the connection dropped before the answer'));
+      const lost = inFlight.filter((p) => !p.once).map((p) => ({ ...p, message: { ...p.message, repeat: true } }));
       this.queue = [...lost, ...this.queue];
       this.inFlight.clear();
       if (this.closed) return;
-      if (refusedStatus === 401 || code === 4001) {
+      if (refusedStatus === 401 || code === 4001 || code === 4002) {
         this.closed = true;
-        this.failAll(new PlatformError('UNAUTHORIZED', `the platform refused the machine key (${reason})`));
-        this.events.refused(reason);
+        const why: Refusal = code === 4002 ? 'replaced' : 'key';
+        this.failAll(why === 'key'
+          ? new PlatformError('UNAUTHORIZED', `the platform refused the machine key (${reason})`)
+          : new PlatformError('REPLACED', `the machine connected from elsewhere with the same key (${reason})`));
+        this.events.refused(reason, why);
         return;
       }
       const retryInMs = this.retryDelay();
@@ -94,7 +141,41 @@ export class Connection {
 
   private retryDelay(): number {
     const cap = Math.min(this.backoff.maxMs, this.backoff.minMs * 2 ** Math.min(this.attempt++, 20));
-    return Math.round(this.backoff.minMs / 2 + Math.random() * cap);
+    const delay = Math.round(this.backoff.minMs / 2 + Math.random() * cap);
+    // a server that said when to come back: not before, and spread over a second after it
+    return this.retryAfterMs > 0 ? Math.max(delay, this.retryAfterMs + Math.round(Math.random() * 1000)) : delay;
+  }
+
+  private heard(): void {
+    this.lastHeard = performance.now();
+  }
+
+  /** Whether a welcomed connection is open (a request now goes out at once). */
+  get isReady(): boolean {
+    return this.ready;
+  }
+
+  /**
+   * Destroys a connection that went silent (see the class comment); its close opens the next one.
+   * `now` is performance.now().
+   */
+  check(now: number): void {
+    const ws = this.socket;
+    if (!ws || ws.readyState !== WebSocket.OPEN) return;
+    if (now - this.lastHeard > this.silentAfterMs) this.cut(`nothing heard from the platform for ${Math.round(now - this.lastHeard)} ms`);
+    else {
+      for (const p of this.inFlight.values()) {
+        if (p.sentAt !== undefined && now - p.sentAt > REQUEST_TIMEOUT_MS) {
+          this.cut(`a ${String(p.message.type)} request unanswered for ${Math.round(now - p.sentAt)} ms`);
+          return;
+        }
+      }
+    }
+  }
+
+  private cut(reason: string): void {
+    this.cutReason = reason;
+    this.socket?.terminate();
   }
 
   private onMessage(raw: string): void {
@@ -106,6 +187,8 @@ export class Connection {
     }
     if (msg.type === 'welcome') {
       this.attempt = 0;
+      const pingMs = Number((msg as { ping_ms?: unknown }).ping_ms);
+      this.silentAfterMs = 2 * (Number.isFinite(pingMs) && pingMs > 0 ? pingMs : DEFAULT_PING_MS) + 1000;
       void this.events.welcome(msg as unknown as Welcome).then(
         () => {
           this.ready = true;
@@ -125,6 +208,7 @@ export class Connection {
         const wait = Number((error.details as { retry_after_ms?: unknown } | undefined)?.retry_after_ms) || 1000;
         setTimeout(() => {
           if (this.closed) pending.reject(new PlatformError('CLOSED', 'the robot is closed'));
+          else if (pending.once) pending.reject(new PlatformError('RATE_LIMIT_EXCEEDED', 'over the connection\'s message rate'));
           else if (this.ready) this.send(pending);
           else this.queue.push(pending);
         }, Math.min(wait, 1000) + Math.random() * 50);
@@ -140,6 +224,15 @@ export class Connection {
     return new Promise((resolve, reject) => this.send({ message, resolve, reject }));
   }
 
+  /**
+   * A request on the welcomed connection open now, never queued nor asked again on another one
+   * (a heartbeat: the next one is due anyway); rejects at once when no connection is ready.
+   */
+  requestOnce(message: Record<string, unknown>): Promise<unknown> {
+    if (!this.ready) return Promise.reject(new PlatformError('NOT_CONNECTED', 'no connection to the platform'));
+    return new Promise((resolve, reject) => this.send({ message, resolve, reject, once: true }));
+  }
+
   /** A request once a welcomed connection is open. */
   request(message: Record<string, unknown>): Promise<unknown> {
     if (this.closed) return Promise.reject(new PlatformError('CLOSED', 'the robot is closed'));
@@ -153,10 +246,12 @@ export class Connection {
   private send(p: Pending): void {
     const ws = this.socket;
     if (!ws || ws.readyState !== WebSocket.OPEN) {
-      this.queue.push(p);
+      if (p.once) p.reject(new PlatformError('NOT_CONNECTED', 'no connection to the platform'));
+      else this.queue.push(p);
       return;
     }
     const id = this.nextId++;
+    p.sentAt = performance.now();
     this.inFlight.set(id, p);
     ws.send(JSON.stringify({ ...p.message, id }));
   }
@@ -180,4 +275,13 @@ export class Connection {
     this.failAll(new PlatformError('CLOSED', 'the robot is closed'));
     this.socket?.close(1000, 'bye');
   }
+}
+
+/** A Retry-After header (seconds, or an HTTP date) in ms; 0 when absent or unreadable. */
+function retryAfterMs(header: string | string[] | undefined): number {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (!value) return 0;
+  const seconds = Number(value);
+  const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(value) - Date.now();
+  return Number.isFinite(ms) && ms > 0 ? Math.min(ms, 10 * 60_000) : 0;
 }

@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { Connection, PlatformError, type Welcome } from './connection';
+import { Connection, PlatformError, type Refusal, type Welcome } from './connection';
 import { consumeItems, type ItemHandler } from './consumer';
 import { JobEnd, Run, type AbortReason, type JobContext, type JobInfo } from './run';
 
@@ -37,8 +37,12 @@ export interface ConnectOptions {
   around?(job: JobInfo, execute: () => Promise<void>): Promise<void>;
   /** the W3C trace context to send with each request of a run (called in the request's async context) */
   traceCarrier?(): Record<string, string> | undefined;
-  /** a run ended: the job's final status as the platform recorded it, or null when its end was refused (the run had been lost) */
-  onJobEnd?(job: JobInfo, status: string | null): void;
+  /**
+   * A run ended: the job's final status as the platform recorded it, or null when its end was
+   * refused or never sent; `lost` when the run was aborted as lost (by the platform's word, or
+   * because the platform could not confirm it in time), called as the handler stops.
+   */
+  onJobEnd?(job: JobInfo, status: string | null, lost?: boolean): void;
   /** reconnection back-off (full jitter) */
   backoff?: { minMs?: number; maxMs?: number };
   logger?: { info(msg: string, meta?: object): void; warn(msg: string, meta?: object): void };
@@ -47,6 +51,12 @@ export interface ConnectOptions {
 export interface Robot {
   /** resolves once connected and welcomed the first time (rejects when the key is refused) */
   readonly ready: Promise<Welcome['machine']>;
+  /**
+   * Resolves when the platform turned this robot away for good: its key was refused (`key`), or
+   * the same machine connected from another process or host (`replaced`, a cloned VM). The robot
+   * has stopped then; it never resolves otherwise.
+   */
+  readonly refused: Promise<{ why: Refusal; reason: string }>;
   /** runs in progress */
   readonly running: number;
   /**
@@ -69,12 +79,17 @@ export function connect(options: ConnectOptions): Robot {
   if (!options.machineKey) throw new TypeError('connect: machineKey is empty');
   const log = options.logger ?? { info: () => undefined, warn: () => undefined };
   const runs = new Map<string, Run>();
+  /** the platform's heartbeat period (the robot may beat more often: `beatMs`) */
   let heartbeatMs = 5000;
+  let beatMs = 5000;
   let leaseMs: number | undefined;
   let machine: Welcome['machine'] = { id: '', name: '', slots: 0 };
   const livenessMs = () => (options.livenessMs === 'lease' ? leaseMs : options.livenessMs);
   let beatTimer: NodeJS.Timeout | null = null;
+  let clockTimer: NodeJS.Timeout | null = null;
   let closing = false;
+  let resolveRefused!: (r: { why: Refusal; reason: string }) => void;
+  const refused = new Promise<{ why: Refusal; reason: string }>((resolve) => (resolveRefused = resolve));
   /** heartbeats end only once the runs have (their leases must last through the grace period) */
   let stopped = false;
   /** the first heartbeat of this process tells the platform it runs nothing from before */
@@ -89,7 +104,8 @@ export function connect(options: ConnectOptions): Robot {
 
   const heartbeatMessage = () => {
     const now = Date.now();
-    const running = [...runs.values()].map((r) => ({ job_id: r.info.id, attempt: r.info.attempt, alive: r.alive(now) }));
+    // a run this robot gave up as lost is not renewed: the platform ends it once its lease lapses
+    const running = [...runs.values()].filter((r) => !r.lost).map((r) => ({ job_id: r.info.id, attempt: r.info.attempt, alive: r.alive(now) }));
     const message = {
       type: 'heartbeat',
       ...(fresh && running.length === 0 ? { fresh: true } : {}),
@@ -101,37 +117,81 @@ export function connect(options: ConnectOptions): Robot {
     return message;
   };
 
-  /** The answer to a heartbeat: runs the platform no longer gives this robot are aborted. */
-  const onBeat = (result: unknown) => {
+  /**
+   * The answer to a heartbeat sent at `sentAt` (performance.now()): runs the platform no longer
+   * gives this robot are aborted; those it renewed (listed alive, and owned) are confirmed from
+   * the moment the heartbeat left, never from its answer's arrival.
+   */
+  const onBeat = (result: unknown, sentAt: number, message: { running: Array<{ job_id: string; attempt: number; alive: boolean }> }) => {
     const answer = result as { runs: Array<{ job_id: string; owned: boolean; stop_requested: boolean }> };
+    const renewed = new Set(message.running.filter((r) => r.alive).map((r) => `${r.job_id}/${r.attempt}`));
     for (const r of answer.runs ?? []) {
       const run = runs.get(r.job_id);
       if (!run) continue;
       if (!r.owned) run.abort('lost');
-      else if (r.stop_requested) run.abort('stop');
+      else {
+        if (renewed.has(`${run.info.id}/${run.info.attempt}`)) run.confirm(sentAt);
+        if (r.stop_requested) run.abort('stop');
+      }
     }
   };
 
-  const beat = () => {
-    beatTimer = setTimeout(() => {
-      conn.request(heartbeatMessage()).then(onBeat, (err) => log.warn('heartbeat failed', { err: (err as Error).message })).finally(() => {
-        if (!stopped) beat();
-      });
-    }, heartbeatMs);
+  /** One heartbeat on the connection open now; none while there is none (the next welcome sends one). */
+  const sendBeat = () => {
+    if (stopped || !conn.isReady) return;
+    const message = heartbeatMessage();
+    const sentAt = performance.now();
+    conn.requestOnce(message).then((r) => onBeat(r, sentAt, message), (err) => {
+      if (!(err instanceof PlatformError && (err.code === 'CONNECTION_LOST' || err.code === 'NOT_CONNECTED' || err.code === 'CLOSED'))) {
+        log.warn('heartbeat failed', { err: (err as Error).message });
+      }
+    });
+  };
+
+  /** Heartbeats on a fixed period: a late answer does not hold the next one back. */
+  const beatEvery = (ms: number) => {
+    if (beatTimer && ms === beatMs) return;
+    if (beatTimer) clearInterval(beatTimer);
+    beatMs = ms;
+    beatTimer = setInterval(sendBeat, ms);
     beatTimer.unref();
+  };
+
+  /**
+   * The robot's own clock: a silent connection is destroyed (and opened again), and a run whose
+   * ownership was last confirmed longer ago than `lease − heartbeat` is aborted as lost, before
+   * the platform may hand its job or items to another robot (docs/agent-protocol.md, "Ownership").
+   */
+  const tick = () => {
+    const now = performance.now();
+    conn.check(now);
+    if (leaseMs === undefined) return;
+    const abortAfterMs = leaseMs - heartbeatMs;
+    for (const run of runs.values()) {
+      if (run.lost || run.confirmedAt === null || now - run.confirmedAt <= abortAfterMs) continue;
+      log.warn('run aborted: the platform has not confirmed it for too long', {
+        job_id: run.info.id, attempt: run.info.attempt, unconfirmed_ms: Math.round(now - run.confirmedAt),
+      });
+      run.abort('lost');
+    }
   };
 
   const conn = new Connection(urls, options.machineKey, {
     async welcome(w) {
-      heartbeatMs = Math.min(w.heartbeat_ms, options.heartbeatMs ?? Infinity);
+      heartbeatMs = w.heartbeat_ms;
       leaseMs = w.lease_seconds * 1000;
       // before anything else: a job.start may come in the same chunk as the heartbeat's answer
       machine = w.machine;
       // the runs this robot still has go first: the new connection takes them over
-      onBeat(await conn.requestNow(heartbeatMessage()));
+      const first = heartbeatMessage();
+      const sentAt = performance.now();
+      onBeat(await conn.requestNow(first), sentAt, first);
       log.info('connected', { machine: w.machine.name });
       resolveReady(w.machine);
-      if (!beatTimer && !stopped) beat();
+      if (!stopped) {
+        beatEvery(Math.min(w.heartbeat_ms, options.heartbeatMs ?? Infinity));
+        clockTimer ??= setInterval(tick, Math.max(50, Math.min(1000, Math.floor(heartbeatMs / 4)))).unref();
+      }
     },
     push(msg) {
       // a robot that is leaving does not acknowledge it: the platform hands it back at the bye
@@ -144,12 +204,25 @@ export function connect(options: ConnectOptions): Robot {
     disconnected(code, reason, retryInMs) {
       log.warn('connection lost', { code, reason, retry_in_ms: retryInMs });
     },
-    refused(reason) {
-      log.warn('machine key refused', { reason });
-      rejectReady(new PlatformError('UNAUTHORIZED', `the platform refused the machine key (${reason})`));
+    refused(reason, why) {
+      if (why === 'key') log.warn('machine key refused', { reason });
+      else log.warn('the same machine connected from another process or host with this key: this robot stops', { reason });
+      rejectReady(why === 'key'
+        ? new PlatformError('UNAUTHORIZED', `the platform refused the machine key (${reason})`)
+        : new PlatformError('REPLACED', `the machine connected from elsewhere with the same key (${reason})`));
+      stopTimers();
       for (const r of runs.values()) r.abort('lost');
+      resolveRefused({ why, reason });
     },
   }, { minMs: options.backoff?.minMs ?? 200, maxMs: options.backoff?.maxMs ?? 5000 });
+
+  function stopTimers(): void {
+    stopped = true;
+    if (beatTimer) clearInterval(beatTimer);
+    if (clockTimer) clearInterval(clockTimer);
+    beatTimer = null;
+    clockTimer = null;
+  }
 
   function start(job: Record<string, unknown>): void {
     const info: JobInfo = {
@@ -171,12 +244,18 @@ export function connect(options: ConnectOptions): Robot {
     // the run starts once the platform has its acknowledgement: a run never acknowledged is handed
     // out again, so it must not have done anything. A refusal means the run is no longer this
     // robot's (lost); a dropped connection leaves the acknowledgement to the next heartbeat
+    // an accepted acknowledgement renews the run's lease: its ownership is confirmed from the
+    // moment it was asked (a request queued while disconnected left later, never earlier)
+    const askedAt = performance.now();
     const acknowledged = run.request<{ stop_requested: boolean }>({ type: 'job.started' }).then((r) => {
+      run.confirm(askedAt);
+      // an answer that took longer than the run may go unconfirmed: given up before it starts
+      tick();
       if (r.stop_requested) run.abort('stop');
       return true;
     }, (err) => !(err instanceof PlatformError && (err.code === 'CONFLICT' || err.code === 'NOT_FOUND')));
     run.done = acknowledged.then((go) => {
-      if (!go) return options.onJobEnd?.(info, null);
+      if (!go || run.lost) return options.onJobEnd?.(info, null, run.lost);
       return options.around ? options.around(info, () => execute(run)) : execute(run);
     }).finally(() => {
       run.end();
@@ -209,9 +288,10 @@ export function connect(options: ConnectOptions): Robot {
           : { status: 'failed', error_message: (err as Error)?.message || String(err) };
     }
     let status: string | null = null;
-    // the platform already ended the run: its end would be refused
-    if (run.ctrl.signal.aborted && run.ctrl.signal.reason === 'lost') {
-      options.onJobEnd?.(run.info, null);
+    // lost (the platform ended the run, or could not confirm it in time): its end would be
+    // refused, or would race whatever robot holds the job now; the platform ends it by its lease
+    if (run.lost) {
+      options.onJobEnd?.(run.info, null, true);
       return;
     }
     try {
@@ -247,6 +327,7 @@ export function connect(options: ConnectOptions): Robot {
 
   return {
     ready,
+    refused,
     get running() {
       return runs.size;
     },
@@ -260,8 +341,7 @@ export function connect(options: ConnectOptions): Robot {
       }, graceMs);
       await finished;
       clearTimeout(force);
-      stopped = true;
-      if (beatTimer) clearTimeout(beatTimer);
+      stopTimers();
       // a robot that cannot reach the platform just goes: the machine is offline once its heartbeats
       // stop. The bound is for a platform that does not answer at all; one under load may take
       // seconds to write the goodbye, and a robot that left before it leaves its machine online

@@ -148,6 +148,12 @@ export class Run {
   private inputNews: (() => void) | null = null;
   private inputNewsCame = false;
   done: Promise<void> = Promise.resolve();
+  /**
+   * When the platform last confirmed that this run owns its job (performance.now() at the sending
+   * of the request it answered: a heartbeat that renewed it, its accepted acknowledgement); null
+   * before the first confirmation, while the run has not started.
+   */
+  confirmedAt: number | null = null;
 
   constructor(
     readonly info: JobInfo,
@@ -165,6 +171,15 @@ export class Run {
 
   abort(reason: AbortReason): void {
     if (!this.ctrl.signal.aborted) this.ctrl.abort(reason);
+  }
+
+  confirm(sentAt: number): void {
+    if (this.confirmedAt === null || sentAt > this.confirmedAt) this.confirmedAt = sentAt;
+  }
+
+  /** Aborted as lost (the platform said so, or it could not confirm the run in time): nothing it reports counts. */
+  get lost(): boolean {
+    return this.ctrl.signal.aborted && this.ctrl.signal.reason === 'lost';
   }
 
   /** Whether the run shows signs of life (a request of its is in flight: the platform is the slow one). */
@@ -197,10 +212,11 @@ export class Run {
    * owns its job: its signal aborts (`lost`, or `stop` when a stop was what refused it).
    */
   async request<T>(message: Record<string, unknown>): Promise<T> {
+    if (this.lost) throw new PlatformError('LOST', 'the run was lost: nothing it reports counts');
     this.pending++;
     try {
       const trace = this.traceCarrier?.();
-      return (await this.conn.request({ ...message, ...this.fenced, ...(trace ? { trace } : {}) })) as T;
+      return (await this.unlessLost(this.conn.request({ ...message, ...this.fenced, ...(trace ? { trace } : {}) }))) as T;
     } catch (err) {
       // an asset's 404 is about the asset, not the run
       if (err instanceof PlatformError && (err.code === 'CONFLICT' || (err.code === 'NOT_FOUND' && message.type !== 'asset.get'))) {
@@ -211,6 +227,22 @@ export class Run {
       this.pending--;
       this.sign();
     }
+  }
+
+  /**
+   * The answer, or a rejection (LOST) as soon as the run is lost: a handler waiting on a request
+   * over a connection gone silent must stop when the run does. The request itself may still go
+   * out later; fenced, it changes nothing.
+   */
+  private unlessLost<T>(reply: Promise<T>): Promise<T> {
+    const signal = this.ctrl.signal;
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = () => {
+        if (this.lost) reject(new PlatformError('LOST', 'the run was lost: nothing it reports counts'));
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      reply.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+    });
   }
 
   /** Log text as numbered chunks: all but the last sent on their own, the last returned to ride along. */
