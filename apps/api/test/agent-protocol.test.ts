@@ -3,7 +3,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { connect, type Robot } from '@svc/agent';
-import { seedWorkspace, waitFor } from '@svc/testing';
+import { openRawWebSocket, seedWorkspace, waitFor } from '@svc/testing';
 import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { createAgentHub, type AgentHub } from '../src/agent/hub';
 
@@ -202,6 +202,123 @@ describe('the machine protocol', () => {
     const otherClosed = new Promise<number>((resolve) => other.once('close', (code) => resolve(code)));
     await t.sql`update machines set is_active = false where id = ${second.row.id as string}`;
     expect(await otherClosed).toBe(4001);
+  });
+});
+
+/**
+ * Connections that have not closed are not taken for alive, and a closed one acts on nothing: a
+ * hub pinging often (MACHINE_PING_MS) cuts a client that answers no ping and keeps a healthy idle
+ * one; a client that ignores the close frame after its key was rotated is destroyed and its
+ * heartbeats count for nothing.
+ */
+describe('dead and revoked connections', () => {
+  let t: ApiTestContext;
+  let hub: AgentHub;
+  let server: http.Server;
+  let base: string;
+
+  beforeAll(async () => {
+    t = await createApiTestContext({ machineOfflineAfterSeconds: 3, machinePingMs: 200 });
+    hub = createAgentHub(t.deps);
+    server = http.createServer(t.app.callback());
+    hub.attach(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await hub.close();
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+    await t.close();
+  });
+
+  const open = (key: string, options: WebSocket.ClientOptions = {}) => {
+    const sock = new WebSocket(`${base.replace('http', 'ws')}/api/v1/agent/connect`, { headers: { Authorization: `Bearer ${key}` }, ...options });
+    const messages: Array<Record<string, unknown>> = [];
+    sock.on('message', (d) => messages.push(JSON.parse(d.toString()) as Record<string, unknown>));
+    const closed = new Promise<number>((resolve) => sock.once('close', (code) => resolve(code)));
+    return { sock, messages, closed, opened: new Promise((resolve, reject) => { sock.once('open', resolve); sock.once('error', reject); }) };
+  };
+
+  it('cuts a connection that answers no ping and keeps an idle one that does; the welcome names the ping period', async () => {
+    const ws = await seedWorkspace(t.sql);
+    const healthy = open((await ws.machine()).machineKey);
+    const silent = open((await ws.machine()).machineKey, { autoPong: false });
+    await Promise.all([healthy.opened, silent.opened]);
+    await waitFor('both welcomed', async () => healthy.messages.length > 0 && silent.messages.length > 0);
+    expect(healthy.messages[0]).toMatchObject({ type: 'welcome', ping_ms: 200 });
+    expect(hub.size).toBe(2);
+    let pings = 0;
+    healthy.sock.on('ping', () => pings++);
+    // destroyed, not closed: no close frame reaches a dead peer
+    expect(await silent.closed).toBe(1006);
+    await waitFor('the silent session released', async () => hub.size === 1);
+    // many ping rounds later the healthy connection, which sent nothing but pongs, is still open
+    await waitFor('ten pings answered', async () => pings >= 10, 30_000);
+    expect(healthy.sock.readyState).toBe(WebSocket.OPEN);
+    healthy.sock.close();
+  });
+
+  it('a client that ignores the close after its key was rotated is destroyed, and what it sends meanwhile is not acted upon', async () => {
+    const ws = await seedWorkspace(t.sql);
+    const machine = await ws.machine({ status: 'offline' });
+    const raw = await openRawWebSocket(base, '/api/v1/agent/connect', `Bearer ${machine.machineKey}`, { answerPings: true });
+    raw.sendText(JSON.stringify({ id: 1, type: 'heartbeat', running: [] }));
+    await waitFor('the heartbeat answered', async () => raw.messages.some((m) => m.type === 'reply' && m.re === 1));
+    const [before] = await t.sql`select status, last_heartbeat_at from machines where id = ${machine.row.id as string}`;
+    expect(before!.status).toBe('online');
+    const rotated = await t.http.post(`/api/v1/settings/machines/${machine.row.id as string}/rotate-key`).set('Authorization', `Bearer ${ws.adminToken}`);
+    expect(rotated.status).toBe(200);
+    const close = await waitFor('the close frame', async () => raw.frames.find((f) => f.opcode === 0x8));
+    expect(close.payload.readUInt16BE(0)).toBe(4001);
+    // it answers no close and goes on beating, asking, as if nothing happened
+    let id = 2;
+    const beating = setInterval(() => raw.sendText(JSON.stringify({ id: id++, type: 'heartbeat', running: [] })), 20);
+    try {
+      await waitFor('the server to destroy the connection', async () => raw.ended, 10_000);
+    } finally {
+      clearInterval(beating);
+    }
+    expect(id).toBeGreaterThan(5);
+    expect(raw.messages.filter((m) => m.type === 'reply' && (m.re as number) > 1)).toEqual([]);
+    const [after] = await t.sql`select last_heartbeat_at from machines where id = ${machine.row.id as string}`;
+    expect(after!.last_heartbeat_at).toEqual(before!.last_heartbeat_at);
+  });
+
+  it('an acknowledged run\'s lease is renewed by the acknowledgement, as by a heartbeat', async () => {
+    const ws = await seedWorkspace(t.sql);
+    const process_ = await ws.process();
+    const machine = await ws.machine({ slots: 1 });
+    const c = open(machine.machineKey);
+    await c.opened;
+    c.sock.send(JSON.stringify({ id: 1, type: 'heartbeat', fresh: true, running: [] }));
+    await waitFor('the heartbeat answered', async () => c.messages.some((m) => m.type === 'reply' && m.re === 1));
+    const triggered = await t.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key).send({ process_id: process_.id, machine_id: machine.row.id });
+    expect(triggered.status).toBe(201);
+    const start = await waitFor('the job.start', async () => c.messages.find((m) => m.type === 'job.start')) as { job: { id: string; attempt: number } };
+    // a lease about to lapse: the acknowledgement gives it a whole lease again
+    await t.sql`update jobs set lease_expires_at = now() + interval '100 milliseconds' where id = ${start.job.id}`;
+    c.sock.send(JSON.stringify({ id: 2, type: 'job.started', job_id: start.job.id, attempt: start.job.attempt }));
+    await waitFor('the acknowledgement', async () => c.messages.some((m) => m.type === 'reply' && m.re === 2));
+    const [row] = await t.sql`select extract(epoch from lease_expires_at - now())::float8 as left_s from jobs where id = ${start.job.id}`;
+    expect(row!.left_s).toBeGreaterThan(1.5);
+    c.sock.close();
+  });
+
+  it('a robot whose machine connected again from elsewhere stops instead of taking the connection back (4002)', async () => {
+    const ws = await seedWorkspace(t.sql);
+    const machine = await ws.machine();
+    const first = connect({ url: base, machineKey: machine.machineKey, onJob: async () => undefined });
+    await first.ready;
+    const second = connect({ url: base, machineKey: machine.machineKey, onJob: async () => undefined });
+    await second.ready;
+    expect(await first.refused).toEqual({ why: 'replaced', reason: expect.any(String) });
+    // the second one keeps the machine: the first does not come back to cut it off
+    const beatAt = async () => ((await t.sql`select last_heartbeat_at from machines where id = ${machine.row.id as string}`)[0]!.last_heartbeat_at as Date).getTime();
+    const refusedAt = await beatAt();
+    await waitFor('the second robot to beat twice more', async () => (await beatAt()) > refusedAt && (await beatAt()) > refusedAt + 900);
+    await expect(Promise.race([second.refused, Promise.resolve('still connected')])).resolves.toBe('still connected');
+    await second.close(1000);
   });
 });
 

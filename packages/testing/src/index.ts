@@ -18,3 +18,4 @@ export * from './otlp-receiver';
 export * from './http-once';
 export * from './tcp-proxy';
 export * from './statements';
+export * from './raw-websocket';
