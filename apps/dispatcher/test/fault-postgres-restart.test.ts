@@ -16,6 +16,13 @@ import {
 // generous: the waits below are liveness bounds that return as soon as the work is done, sized for a
 // loaded CI host where six processes and a private Postgres share two cores
 jest.setTimeout(240_000);
+/**
+ * The shipped lease (30 s): a robot keeps a run only while the platform confirmed it within
+ * `lease − heartbeat` (docs/agent-protocol.md, "Ownership"), 25 s here; with the tests' 10-s lease
+ * it would rightly give its runs up 6.7 s into the 10-s outage, since it cannot tell a platform
+ * waiting for Postgres from a network gone silent.
+ */
+const SHIPPED_LEASE = { MACHINE_OFFLINE_AFTER_SECONDS: '30' };
 let pg: PrivatePostgres;
 let ctx: TestContext;
 let base: string;
@@ -25,8 +32,8 @@ beforeAll(async () => {
   pg = await startPrivatePostgres();
   ctx = privateTestContext(pg);
   const apiPort = await freePort();
-  children.api(ctx, apiPort);
-  children.dispatcher(ctx);
+  children.api(ctx, apiPort, SHIPPED_LEASE);
+  children.dispatcher(ctx, SHIPPED_LEASE);
   base = `http://127.0.0.1:${apiPort}`;
   await waitForHttp(`${base}/health`);
 });
@@ -52,8 +59,8 @@ async function consumedQueue(seed: number) {
   const m2 = await ws.machine({ slots: 2, status: 'offline' });
   const journal = tempFile('journal.jsonl');
   const args = ['--item-duration', '1-3ms', '--seed', String(seed), '--journal', journal];
-  await children.agent(ctx, ['--machine-key', m1.machineKey, ...args]);
-  await children.agent(ctx, ['--machine-key', m2.machineKey, ...args]);
+  await children.agent(ctx, ['--machine-key', m1.machineKey, ...args], SHIPPED_LEASE);
+  await children.agent(ctx, ['--machine-key', m2.machineKey, ...args], SHIPPED_LEASE);
   // both agents up (their first heartbeat names their version) before any work arrives
   await waitFor('both agents heartbeating', async () => {
     const [{ n }] = await ctx.sql`select count(*)::int as n from machines where id in (${m1.row.id}, ${m2.row.id}) and agent_version is not null`;
