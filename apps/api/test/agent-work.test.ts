@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
-import { Children, itemStatusCounts, seedWorkspace, waitFor } from '@svc/testing';
+import { Children, itemStatusCounts, openRawWebSocket, seedWorkspace, waitFor } from '@svc/testing';
 import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { createAgentHub, type AgentHub } from '../src/agent/hub';
 
@@ -188,8 +188,81 @@ it('reads its workspace\'s assets for a run it holds, audits a credential read, 
   }
   // only for a run it holds
   expect((await robot.request({ type: 'asset.get', job_id: '00000000-0000-4000-8000-000000000000', attempt: 1, name: 'erp-login' })).error?.code).toBe('NOT_FOUND');
+  // and only while it runs: once a stop was asked, no credential leaves the platform for it
+  const reads = async () => (await t.sql`select count(*)::int as n from audit_log where tenant_id = ${ws.tenant.id} and action = 'read_asset'`)[0]!.n as number;
+  const before = await reads();
+  expect((await t.http.post(`/api/v1/jobs/${run.job_id}/stop`).set('X-API-Key', ws.key)).status).toBe(200);
+  const stopped = await robot.request({ type: 'asset.get', ...run, name: 'erp-login' });
+  expect(stopped.error).toMatchObject({ code: 'CONFLICT', details: { stop_requested: true } });
+  expect(stopped.result).toBeUndefined();
+  expect(await reads()).toBe(before);
   robot.sock.close();
 });
+
+it('bounds the requests a connection has in flight, and cuts a robot that leaves its replies unread', async () => {
+  // hubs of their own with low bounds and no message rate to speak of: only the bound under test acts
+  const inFlightHub = await ownHub({ messagesPerSecond: 1_000_000, maxInFlight: 8 });
+  const unreadHub = await ownHub({ messagesPerSecond: 1_000_000, maxInFlight: 100_000, maxUnreadBytes: 256 * 1024 });
+  try {
+    let url = inFlightHub.url;
+    let bounded = inFlightHub.hub;
+    const ws = await seedWorkspace(t.sql);
+    const proc = await ws.process();
+    const machine = await ws.machine();
+    await apiClient(t, { token: ws.adminToken }).call('createAsset', { body: { name: 'big', type: 'text', values: { production: 'x'.repeat(10_000) } } });
+    const sock = new WebSocket(`${url.replace('http', 'ws')}/api/v1/agent/connect`, { headers: { Authorization: `Bearer ${machine.machineKey}` } });
+    const messages: Array<Record<string, any>> = [];
+    sock.on('message', (d) => messages.push(JSON.parse(d.toString()) as Record<string, any>));
+    await new Promise((resolve, reject) => { sock.once('open', resolve); sock.once('error', reject); });
+    // 100 heartbeats at once, each a Postgres statement: past 8 in flight they are refused, not queued
+    for (let i = 0; i < 100; i++) sock.send(JSON.stringify({ id: 1000 + i, type: 'heartbeat', running: [] }));
+    await waitFor('every heartbeat answered', async () => messages.filter((m) => m.type === 'reply' && m.re >= 1000).length === 100);
+    const refused = messages.filter((m) => m.type === 'reply' && m.error?.code === 'RATE_LIMIT_EXCEEDED');
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused[0]!.error).toMatchObject({ message: expect.stringContaining('sin responder'), details: { retry_after_ms: expect.any(Number) } });
+    expect(messages.filter((m) => m.type === 'reply' && m.re >= 1000 && !m.error).length).toBeGreaterThan(0);
+    expect(sock.readyState).toBe(WebSocket.OPEN);
+    sock.close();
+    await waitFor('the first connection gone', async () => bounded.size === 0);
+    url = unreadHub.url;
+    bounded = unreadHub.hub;
+
+    // a robot that asks for 10-KB answers and never reads them: cut once they pile up in the API
+    const raw = await openRawWebSocket(url, '/api/v1/agent/connect', `Bearer ${machine.machineKey}`);
+    raw.sendText(JSON.stringify({ id: 1, type: 'heartbeat', fresh: true, running: [] }));
+    await waitFor('the heartbeat answered', async () => raw.messages.some((m) => m.re === 1));
+    const job = await apiClient(t, { apiKey: ws.key }).call('triggerJob', { body: { process_id: proc.id, machine_id: machine.row.id } });
+    const start = await waitFor('the job.start', async () => raw.messages.find((m) => m.type === 'job.start' && (m.job as { id: string }).id === job.id)) as { job: { id: string; attempt: number } };
+    expect(bounded.size).toBe(1);
+    raw.pause();
+    for (let i = 0; i < 4000 && !raw.ended && bounded.size > 0; i++) {
+      raw.sendText(JSON.stringify({ id: 10 + i, type: 'asset.get', job_id: start.job.id, attempt: start.job.attempt, name: 'big' }));
+      if (i % 200 === 199) await new Promise((r) => setTimeout(r, 20));
+    }
+    await waitFor('the connection cut', async () => bounded.size === 0);
+    raw.destroy();
+  } finally {
+    await inFlightHub.close();
+    await unreadHub.close();
+  }
+});
+
+/** An agent hub of the test's API on a port of its own, with its own bounds. */
+async function ownHub(options: Parameters<typeof createAgentHub>[1]) {
+  const hub = createAgentHub(t.deps, options);
+  const server = http.createServer(t.app.callback());
+  hub.attach(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    hub,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    async close() {
+      await hub.close();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
 
 it('answers messages past the connection\'s rate RATE_LIMIT_EXCEEDED and keeps it open; a flood closes it (4008)', async () => {
   // a hub of its own with a low rate: the checks then hold however fast this host reads a socket

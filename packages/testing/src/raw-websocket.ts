@@ -17,6 +17,8 @@ export interface RawWebSocket {
   readonly ended: boolean;
   /** resolves when the TCP connection is gone */
   readonly closed: Promise<void>;
+  /** stops reading the socket: what the server sends piles up (a robot that does not read) */
+  pause(): void;
   destroy(): void;
 }
 
@@ -75,6 +77,7 @@ export async function openRawWebSocket(baseUrl: string, path: string, authorizat
       return ended;
     },
     closed,
+    pause: () => socket.pause(),
     destroy: () => socket.destroy(),
   };
 }

@@ -20,6 +20,13 @@ const CHECK_MS = 500;
  */
 const MESSAGES_PER_SECOND = 2000;
 const FLOOD_FACTOR = 4;
+/**
+ * Requests of one connection answered at once; more are refused RATE_LIMIT_EXCEEDED. A robot
+ * needs a few per run (its work, its heartbeats, some waiting out a slow Postgres).
+ */
+const MAX_IN_FLIGHT = 128;
+/** Replies a robot may leave unread (bytes) before its connection is destroyed. */
+const MAX_UNREAD_BYTES = 8 * 1024 * 1024;
 
 /**
  * The robots connected to this API process (docs/decisions/agent-protocol.md). It upgrades
@@ -44,7 +51,7 @@ export interface AgentHub {
   close(): Promise<void>;
 }
 
-export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: number } = {}): AgentHub {
+export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: number; maxInFlight?: number; maxUnreadBytes?: number } = {}): AgentHub {
   const perSecond = options.messagesPerSecond ?? MESSAGES_PER_SECOND;
   const { config, engine, logger, keys } = deps;
   const wss = new WebSocketServer({ noServer: true, maxPayload: AGENT_MAX_MESSAGE_BYTES });
@@ -56,6 +63,8 @@ export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: num
     encryptionKey: config.assetEncryptionKey,
     heartbeatMs,
     pingMs: config.machinePingMs,
+    maxInFlight: options.maxInFlight ?? MAX_IN_FLIGHT,
+    maxUnreadBytes: options.maxUnreadBytes ?? MAX_UNREAD_BYTES,
     // a run's lease spans at least three heartbeats, like a machine's silence before it is offline
     leaseSeconds: Math.max(config.machineOfflineAfterSeconds, (3 * heartbeatMs) / 1000),
   };

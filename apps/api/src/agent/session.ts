@@ -16,6 +16,8 @@ const WORKER_START_WAIT_MS = 5000;
  * sends meanwhile is acted upon: a closed session drops every message).
  */
 const CLOSE_GRACE_MS = 1000;
+/** When a request refused for too many in flight may be sent again. */
+const IN_FLIGHT_RETRY_MS = 100;
 
 /** What a session needs of its process (the hub builds it). */
 export interface SessionDeps {
@@ -31,6 +33,10 @@ export interface SessionDeps {
   encryptionKey: Buffer;
   /** the process's view of Postgres outages: one log line per outage for periodic writes */
   outage: DbOutage;
+  /** requests of one connection being answered at once: more are refused RATE_LIMIT_EXCEEDED */
+  maxInFlight: number;
+  /** bytes of replies a robot may leave unread before its connection is destroyed */
+  maxUnreadBytes: number;
 }
 
 /** A run this connection holds: its fencing token and, for a consumer job, its queue. */
@@ -57,6 +63,8 @@ export class MachineSession {
   private closed = false;
   /** whether the robot sent anything (a message, a pong) since the last ping */
   private heard = true;
+  /** requests being answered now */
+  private inFlight = 0;
   private slots: number;
 
   constructor(
@@ -147,6 +155,12 @@ export class MachineSession {
       return;
     }
     const id = typeof msg === 'object' && msg !== null && Number.isInteger(msg.id) ? (msg.id as number) : null;
+    if (this.inFlight >= this.deps.maxInFlight) {
+      // the robot asks faster than its answers come: it waits, the platform's work stays bounded
+      this.reply(id, new RateLimitError(1, {}, es.agent.tooManyRequestsInFlight(this.deps.maxInFlight), { retry_after_ms: IN_FLIGHT_RETRY_MS }));
+      return;
+    }
+    this.inFlight++;
     try {
       if (id === null) throw ValidationError.single(['message', 'id'], es.agent.notAnInteger, 'integer_type');
       // what Postgres cannot store (U+0000, lone surrogates), nesting past the bound, __proto__ keys
@@ -163,6 +177,8 @@ export class MachineSession {
       this.reply(id, null, result);
     } catch (err) {
       this.reply(id, err);
+    } finally {
+      this.inFlight--;
     }
   }
 
@@ -261,7 +277,7 @@ export class MachineSession {
         const m = msg as AgentRequestOf<'asset.get'>;
         this.holds(m.job_id, m.attempt);
         const read = await this.db('reading an asset', () => machines.readAsset(
-          this.deps.encryptionKey, { tenantId: this.machine.tenant_id, machineId: this.machine.id, jobId: m.job_id }, m.name, m.environment,
+          this.deps.encryptionKey, { tenantId: this.machine.tenant_id, machineId: this.machine.id, jobId: m.job_id, attempt: m.attempt }, m.name, m.environment,
         ));
         return { name: read.asset.name, type: read.asset.type, environment: read.environment, value: read.value };
       }
@@ -489,7 +505,14 @@ export class MachineSession {
   }
 
   private send(message: unknown): void {
-    if (this.socket.readyState === this.socket.OPEN) this.socket.send(JSON.stringify(message));
+    if (this.socket.readyState !== this.socket.OPEN) return;
+    if (this.socket.bufferedAmount > this.deps.maxUnreadBytes) {
+      // a robot that does not read its socket: its replies would pile up in this process
+      this.log.warn('machine connection not reading its replies: cut', { unread_bytes: this.socket.bufferedAmount });
+      this.socket.terminate();
+      return;
+    }
+    this.socket.send(JSON.stringify(message));
   }
 
   private reply(re: number | null, err: unknown, result?: unknown): void {

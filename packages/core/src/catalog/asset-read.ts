@@ -1,6 +1,6 @@
 import { recordAudit, type AuditEntry } from '../audit/audit';
 import type { Queryable } from '../db/sql';
-import { ForbiddenError, NotFoundError, ValidationError } from '../errors';
+import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors';
 import { ENVIRONMENTS, type Environment } from '../scopes';
 import { readAssetValue, type AssetRead, type AssetValue } from './assets';
 import { es } from '../messages/es';
@@ -105,16 +105,22 @@ async function auditCredentialRead(
  * The value of an active asset of the machine's workspace, read by one of its runs over the
  * machine protocol (docs/decisions/agent-protocol.md): `production` unless the run asks for
  * another environment; 404 for a missing, inactive or other workspace's asset, or one without a
- * value there. A credential read writes its audit row (actor: the machine, with the job) before the
- * value is returned.
+ * value there; 409 when the run is not its job's running attempt any more (stopped, timed out,
+ * lost) or a stop was asked for it. A credential read writes its audit row (actor: the machine,
+ * with the job) before the value is returned.
  */
 export async function readAssetForMachine(
   sql: Queryable,
   encryptionKey: Buffer,
-  reader: { tenantId: string; machineId: string; jobId: string },
+  reader: { tenantId: string; machineId: string; jobId: string; attempt: number },
   name: string,
   environment: Environment = 'production',
 ): Promise<AssetValueRead> {
+  // only while the run is the job's own and running: not after a stop, a timeout or a loss
+  const [run] = await sql<Array<{ status: string; stop_requested: boolean }>>`
+    select status, stop_requested from jobs where id = ${reader.jobId} and attempt = ${reader.attempt} and machine_id = ${reader.machineId}`;
+  if (run?.stop_requested) throw new ConflictError(es.jobs.stopRequested, { stop_requested: true });
+  if (run?.status !== 'running') throw new ConflictError(es.jobs.staleAttempt);
   const read = await readAssetValue(sql, encryptionKey, reader.tenantId, name, environment);
   if (read.value === null) throw new NotFoundError(es.catalog.assetHasNoValue(name, environment));
   await auditCredentialRead(sql, read, { actorType: 'machine', actorId: reader.machineId, source: 'agent' }, { job_id: reader.jobId });

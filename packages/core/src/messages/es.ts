@@ -294,6 +294,7 @@ export const es = {
     notAnInteger: 'debe ser un número entero',
     oneOf: (values: string) => `debe ser uno de: ${values}`,
     tooManyMessagesPerSecond: 'Demasiados mensajes por segundo en esta conexión',
+    tooManyRequestsInFlight: (max: number) => `Demasiadas peticiones sin responder en esta conexión (máximo ${max}): espere las respuestas`,
   },
 
   /** Server-rendered pages. */
