@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { Children, itemStatusCounts, openRawWebSocket, seedWorkspace, waitFor } from '@svc/testing';
 import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
+import { connect } from '@svc/agent';
 import { createAgentHub, type AgentHub } from '../src/agent/hub';
 
 /**
@@ -296,6 +297,70 @@ it('answers messages past the connection\'s rate RATE_LIMIT_EXCEEDED and keeps i
     expect(await closed).toBe(4008);
   } finally {
     await limited.close();
+    own.closeAllConnections();
+    await new Promise((r) => own.close(r));
+  }
+});
+
+it('reads a machine\'s queue only while it has work: jobs that waited, a new job, a delayed retry and a lost message each reach an idle robot', async () => {
+  const lazy = createAgentHub(t.deps, { workerIdleMs: 300 });
+  const own = http.createServer(t.app.callback());
+  lazy.attach(own);
+  await new Promise<void>((resolve) => own.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(own.address() as AddressInfo).port}`;
+  const ws = await seedWorkspace(t.sql);
+  const flaky = await ws.process({ auto_retry: true, max_retries: 1, retry_delay_seconds: 2 });
+  const plain = await ws.process();
+  const machine = await ws.machine({ slots: 2 });
+  const trigger = async (processId: string) => {
+    const res = await t.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key).send({ process_id: processId, machine_id: machine.row.id });
+    expect(res.status).toBe(201);
+    return res.body.data.id as string;
+  };
+  const statusOf = async (id: string) => ((await t.sql`select status from jobs where id = ${id}`)[0]!.status as string);
+  const idle = () => waitFor('the robot idle, its queue no longer read', async () => lazy.size === 1 && lazy.reading === 0);
+  const robot = connect({
+    url,
+    machineKey: machine.machineKey,
+    onJob: async (ctx) => {
+      if (ctx.job.processId === flaky.id && ctx.job.retryCount === 0) throw new Error('primer intento falla');
+      return { ok: true };
+    },
+  });
+  try {
+    // triggered before the robot is there: read when it comes
+    const waited = await trigger(plain.id as string);
+    await robot.ready;
+    await waitFor('the job that waited to complete', async () => (await statusOf(waited)) === 'completed');
+    await idle();
+    // what wakes it: the message that the machine has work (published by whoever put jobs on its queue)
+    const noWork = (await t.sql`select count(*)::int as n from jobs where machine_id = ${machine.row.id as string} and status = 'pending'`)[0]!.n;
+    expect(noWork).toBe(0);
+    await t.deps.redis.publish(t.deps.keys.machineWork, JSON.stringify({ machines: [{ machine_id: machine.row.id, at: 0 }] }));
+    await waitFor('the queue read again', async () => lazy.reading === 1);
+    await idle();
+
+    // a new job wakes the idle robot's reading
+    const fresh = await trigger(plain.id as string);
+    await waitFor('the new job to complete', async () => (await statusOf(fresh)) === 'completed');
+
+    // a retry two seconds later: the robot is idle again by then, and its reading starts on time
+    const first = await trigger(flaky.id as string);
+    await waitFor('the first attempt to fail', async () => (await statusOf(first)) === 'failed');
+    await idle();
+    const retry = await waitFor('the retry job', async () =>
+      ((await t.sql`select id from jobs where parent_job_id = ${first}`)[0]?.id as string | undefined) ?? null);
+    await waitFor('the retry to complete', async () => (await statusOf(retry)) === 'completed');
+
+    // a job whose message was lost (written straight to Postgres, never put on the queue): the
+    // dispatcher's reconciler puts it there and tells the API again
+    await idle();
+    const [lost] = await t.sql`insert into jobs (tenant_id, process_id, machine_id, status, source)
+      values (${ws.tenant.id}, ${plain.id as string}, ${machine.row.id as string}, 'pending', 'manual') returning id`;
+    await waitFor('the lost job to complete', async () => (await statusOf(lost!.id as string)) === 'completed');
+  } finally {
+    await robot.close();
+    await lazy.close();
     own.closeAllConnections();
     await new Promise((r) => own.close(r));
   }

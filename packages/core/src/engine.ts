@@ -39,7 +39,7 @@ import { machineLeft } from './dispatch/hand-back';
 import { findLiveMachineKeys, findMachineByKey, recordHeartbeat, recordMachineLoad } from './machines/heartbeat';
 import { askInputForRun, finishRun, takeItemsForRun, type TakeRequest } from './machines/run-requests';
 import { giveUpMachineJobs, failOrphans, markSlaBreaches, pendingStops, sweepOfflineMachines, timeOutJobs } from './dispatch/sweeps';
-import { machineHasWaitingJobs, queuesNeedingConsumers, startQueueConsumers } from './dispatch/consumers';
+import { earliestPendingStart, machineHasWaitingJobs, queuesNeedingConsumers, startQueueConsumers } from './dispatch/consumers';
 import { reconcilePendingJobs } from './dispatch/reconcile';
 import { runIdempotent } from './idempotency/service';
 import { pingDatabase } from './db/health';
@@ -230,7 +230,7 @@ export function createEngine(deps: EngineDeps) {
         findByKey: findMachineByKey, liveKeys: findLiveMachineKeys, heartbeat: recordHeartbeat, reportLoad: recordMachineLoad, goodbye: machineLeft, giveUpJobs: giveUpMachineJobs,
         startJob, acknowledgeRun, renewLeases: renewJobLeases, reportProgress: reportJobProgress, finishRun, pendingStops,
         askInput: askInputForRun, readInput: readJobInput, appendLogs: appendJobLogs,
-        releaseItems: releaseQueueItems, hasWaitingJobs: machineHasWaitingJobs,
+        releaseItems: releaseQueueItems, hasWaitingJobs: machineHasWaitingJobs, earliestPendingStart,
         readAsset: readAssetForMachine,
       }),
       takeItems: (req: TakeRequest) => takeItemsForRun(sql, req, { floor: floors.current() }),

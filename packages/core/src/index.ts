@@ -60,8 +60,8 @@ export {
   DISPATCH_QUEUE, DISPATCH_SCHEDULERS, IDEMPOTENCY_PURGE_EVERY_MS, machineQueueName, queueDisplayName,
 } from './dispatch/bull-queues';
 export type { DispatchJobName, DispatchPayloads, MachineJobPayload } from './dispatch/bull-queues';
-export { decodeAbort, decodeInputAnswered } from './dispatch/stops';
-export type { JobAbortMessage, JobInputMessage } from './dispatch/stops';
+export { decodeAbort, decodeInputAnswered, decodeMachineWork } from './dispatch/stops';
+export type { JobAbortMessage, JobInputMessage, MachineWorkMessage } from './dispatch/stops';
 export { createBullDispatch } from './dispatch/bull-dispatch';
 export { renewEpoch } from './dispatch/epoch';
 export type { BullDispatch } from './dispatch/bull-dispatch';

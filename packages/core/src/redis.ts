@@ -48,6 +48,8 @@ export function redisKeys(prefix: string) {
     jobStops: `${prefix}:job:stop`,
     /** Pub/sub channel: jobs waiting for input that were answered (docs/decisions/human-input.md). */
     jobInputs: `${prefix}:job:input`,
+    /** Pub/sub channel: machines whose queues got jobs (dispatch/stops.ts, MachineWorkMessage). */
+    machineWork: `${prefix}:machine:work`,
     /**
      * Set (NX) by dispatchers: its absence means Redis lost its data, so schedulers and queues are
      * rebuilt. On a cluster there is one per primary, `<dispatchEpoch>:{<tag>}` with a tag that

@@ -3,7 +3,7 @@ import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import {
-  es, AGENT_CLOSE, AGENT_MAX_MESSAGE_BYTES, AppError, MACHINE_KEY_PREFIX, UnauthorizedError, bearerToken, clientIp, createRedis, decodeAbort, decodeInputAnswered, sha256Hex,
+  es, AGENT_CLOSE, AGENT_MAX_MESSAGE_BYTES, AppError, MACHINE_KEY_PREFIX, UnauthorizedError, bearerToken, clientIp, createRedis, decodeAbort, decodeInputAnswered, decodeMachineWork, sha256Hex,
   type AgentMachine, type RedisClient,
 } from '@svc/core';
 import type { ApiDeps } from '../deps';
@@ -27,6 +27,8 @@ const FLOOD_FACTOR = 4;
 const MAX_IN_FLIGHT = 128;
 /** Replies a robot may leave unread (bytes) before its connection is destroyed. */
 const MAX_UNREAD_BYTES = 8 * 1024 * 1024;
+/** How long a machine's queue is read after its last sign of work (several heartbeats). */
+const WORKER_IDLE_MS = 30_000;
 
 /**
  * The robots connected to this API process (docs/decisions/agent-protocol.md). It upgrades
@@ -34,7 +36,9 @@ const MAX_UNREAD_BYTES = 8 * 1024 * 1024;
  * the upgrade, the key looked up only within the address's failure budget), keeps one session per
  * connection, and:
  * - passes each stop and each answer to a job's question published on Redis (from any replica
- *   or the dispatcher) to the session holding the job;
+ *   or the dispatcher) to the session holding the job, and each "this machine has jobs" to the
+ *   session holding the machine, which reads its queue only then (an idle robot costs no Redis
+ *   connection: the process's machine workers share one for commands);
  * - checks every CHECK_MS, in one statement, that each connection's key still opens its machine:
  *   a rotated key or a deactivated machine is cut within a second (close 4001);
  * - when a machine connects, tells every replica, and the older connection of that machine is
@@ -48,18 +52,29 @@ const MAX_UNREAD_BYTES = 8 * 1024 * 1024;
 export interface AgentHub {
   attach(server: Server): void;
   readonly size: number;
+  /** connections whose machine's queue is being read now */
+  readonly reading: number;
   close(): Promise<void>;
 }
 
-export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: number; maxInFlight?: number; maxUnreadBytes?: number } = {}): AgentHub {
+export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: number; maxInFlight?: number; maxUnreadBytes?: number; workerIdleMs?: number } = {}): AgentHub {
   const perSecond = options.messagesPerSecond ?? MESSAGES_PER_SECOND;
   const { config, engine, logger, keys } = deps;
   const wss = new WebSocketServer({ noServer: true, maxPayload: AGENT_MAX_MESSAGE_BYTES });
   const heartbeatMs = Math.max(200, Math.min(5000, Math.floor((config.machineOfflineAfterSeconds * 1000) / 3)));
   // a Postgres outage is logged once per process, for the connections' periodic writes too
   const { outage } = deps;
+  let workerConnection: RedisClient | null = null;
   const sessionDeps: SessionDeps = {
-    engine, redis: config.redis, bullPrefix: keys.bull, logger, outage,
+    engine, bullPrefix: keys.bull, logger, outage,
+    workerConnection: () => {
+      if (!workerConnection) {
+        workerConnection = createRedis(config.redis, { blocking: true });
+        workerConnection.on('error', () => undefined);
+      }
+      return workerConnection;
+    },
+    workerIdleMs: options.workerIdleMs ?? WORKER_IDLE_MS,
     encryptionKey: config.assetEncryptionKey,
     heartbeatMs,
     pingMs: config.machinePingMs,
@@ -88,6 +103,10 @@ export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: num
         if (held && held.connection !== news.connection) void held.session.close(AGENT_CLOSE.replaced, es.agent.reconnected);
         return;
       }
+      if (channel === keys.machineWork) {
+        for (const m of decodeMachineWork(raw)?.machines ?? []) sessions.get(m.machine_id)?.session.wantWork(m.at);
+        return;
+      }
       if (channel === keys.jobInputs) {
         const news = decodeInputAnswered(raw);
         if (news) sessions.get(news.machine_id)?.session.onInput(news);
@@ -96,7 +115,7 @@ export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: num
       const msg = decodeAbort(raw);
       if (msg) sessions.get(msg.machine_id)?.session.onAbort(msg);
     });
-    subscribed = s.subscribe(keys.jobStops, keys.jobInputs, connectedChannel).catch((err) => {
+    subscribed = s.subscribe(keys.jobStops, keys.jobInputs, keys.machineWork, connectedChannel).catch((err) => {
       // Redis away: the next connection tries again
       subscribed = null;
       sub = null;
@@ -229,6 +248,11 @@ export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: num
     get size() {
       return sessions.size;
     },
+    get reading() {
+      let n = 0;
+      for (const h of sessions.values()) if (h.session.reading) n++;
+      return n;
+    },
     async close() {
       closing = true;
       if (timer) clearInterval(timer);
@@ -238,6 +262,7 @@ export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: num
       await Promise.all([...sessions.values()].map((h) => h.session.close(AGENT_CLOSE.goingAway, es.agent.serverStopping)));
       sessions.clear();
       sub?.disconnect();
+      workerConnection?.disconnect();
       wss.close();
     },
   };

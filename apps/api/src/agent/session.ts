@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { Worker, type Job } from 'bullmq';
 import type { WebSocket } from 'ws';
 import {
-  es, AGENT_CLOSE, AGENT_REQUESTS, AppError, ConflictError, NotFoundError, RateLimitError, SpanKind, ValidationError, createRedis, currentTraceCarrier,
+  es, AGENT_CLOSE, AGENT_REQUESTS, AppError, ConflictError, NotFoundError, RateLimitError, SpanKind, ValidationError, currentTraceCarrier,
   jsonInputIssue, jsonTextMayHoldUnstorable, machineQueueName, retryOnConnectionLoss, deliverLater, skipDelivery, validate, withSpan, withTraceCarrier,
   type AgentMachine, type AgentRequestOf, type AgentRequestType, type DbOutage, type Engine, type JobAbortMessage, type JobInputMessage, type Logger,
-  type MachineJobPayload, type RedisTarget,
+  type MachineJobPayload, type RedisClient,
 } from '@svc/core';
 
 /** How long a closing worker waits for its own start to end before it is closed anyway. */
@@ -22,7 +22,6 @@ const IN_FLIGHT_RETRY_MS = 100;
 /** What a session needs of its process (the hub builds it). */
 export interface SessionDeps {
   engine: Engine;
-  redis: RedisTarget;
   bullPrefix: string;
   logger: Logger;
   heartbeatMs: number;
@@ -37,6 +36,10 @@ export interface SessionDeps {
   maxInFlight: number;
   /** bytes of replies a robot may leave unread before its connection is destroyed */
   maxUnreadBytes: number;
+  /** the command connection every machine worker of the process shares (opened on first use) */
+  workerConnection: () => RedisClient;
+  /** how long a machine's queue is read after its last sign of work */
+  workerIdleMs: number;
 }
 
 /** A run this connection holds: its fencing token and, for a consumer job, its queue. */
@@ -121,28 +124,80 @@ export class MachineSession {
     }
   }
 
-  private starting: Promise<void> | null = null;
+
+  /** the robot's first heartbeat said what it still runs: jobs may be handed out */
+  private greeted = false;
+  /** work was announced before the first heartbeat: the queue is read right after it */
+  private toldEarly = false;
+  /** when the machine's queue last showed signs of work (a message, a hand-off) */
+  private lastWork = 0;
+  private idleTimer: NodeJS.Timeout | null = null;
+  /** a start asked for at a later time (a job's retry delay) */
+  private wake: { at: number; timer: NodeJS.Timeout } | null = null;
+  /** the worker's stop under way: a start waits for it */
+  private stopping: Promise<void> | null = null;
+  private startAfterStop = false;
 
   /**
-   * The machine's queue worker, started after the robot's first heartbeat: a job handed out
-   * before it would be given up by a fresh robot's heartbeat, and the runs it brings along must
-   * be counted against its slots first.
+   * There may be jobs on the machine's queue (it was told so, or the robot just came): its
+   * worker runs, or starts. An idle robot holds no worker (docs/decisions/agent-protocol.md): the
+   * queue is read from the first sign of work until `workerIdleMs` pass without one and without
+   * a run handed out. Nothing is handed out before the robot's first heartbeat: a fresh robot
+   * would give up a job handed to it before, and the runs it brings along count against its slots.
    */
-  private startWorker(): Promise<void> {
-    this.starting ??= (async () => {
-      if (this.closed || this.leaving) return;
-      const worker = new Worker<MachineJobPayload>(machineQueueName(this.machine.id), (job, token) => this.handOff(job, token), {
-        connection: createRedis(this.deps.redis, { blocking: true }),
-        prefix: this.deps.bullPrefix,
-        concurrency: this.slots,
-      });
-      worker.on('error', (err) => this.log.warn('machine worker error', { err: err.message }));
-      this.worker = worker;
-      this.fitCapacity();
-      await worker.waitUntilReady();
-      if (this.closed) await this.stopWorker();
-    })();
-    return this.starting;
+  wantWork(at = 0): void {
+    if (this.closed || this.leaving) return;
+    const wait = at - Date.now();
+    if (wait > 0) {
+      if (this.wake && this.wake.at <= at) return;
+      if (this.wake) clearTimeout(this.wake.timer);
+      this.wake = { at, timer: setTimeout(() => {
+        this.wake = null;
+        this.wantWork();
+      }, wait) };
+      this.wake.timer.unref();
+      return;
+    }
+    this.lastWork = Date.now();
+    if (!this.greeted) {
+      this.toldEarly = true;
+      return;
+    }
+    if (this.worker) return;
+    if (this.stopping) {
+      this.startAfterStop = true;
+      return;
+    }
+    const worker = new Worker<MachineJobPayload>(machineQueueName(this.machine.id), (job, token) => this.handOff(job, token), {
+      // the process's one command connection; the worker's blocking read is its own
+      connection: this.deps.workerConnection(),
+      prefix: this.deps.bullPrefix,
+      concurrency: this.slots,
+    });
+    worker.on('error', (err) => this.log.warn('machine worker error', { err: err.message }));
+    this.worker = worker;
+    this.fitCapacity();
+    this.armIdle(this.deps.workerIdleMs);
+  }
+
+  /** Whether the machine's queue is being read now (tests, the hub's gauge). */
+  get reading(): boolean {
+    return this.worker !== null;
+  }
+
+  private armIdle(ms: number): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = null;
+      if (!this.worker) return;
+      const quiet = Date.now() - this.lastWork;
+      if (this.handOffs.size > 0 || quiet < this.deps.workerIdleMs) {
+        this.armIdle(Math.max(50, this.deps.workerIdleMs - quiet));
+        return;
+      }
+      void this.stopWorker();
+    }, ms);
+    this.idleTimer.unref();
   }
 
   /** A message from the robot: one request, answered in order of completion. */
@@ -337,8 +392,17 @@ export class MachineSession {
     this.heartbeatWrites.add(write);
     const hb = await write.finally(() => this.heartbeatWrites.delete(write));
     if (hb) this.applyMachine(hb.slots, hb.is_active);
-    // not awaited: with Redis away the worker waits for it, the robot's heartbeats must not
-    if (!this.worker) void this.startWorker().catch((err) => this.log.warn('machine worker could not start', { err: (err as Error).message }));
+    if (!this.greeted) {
+      this.greeted = true;
+      if (this.toldEarly) this.wantWork();
+      // jobs that waited for the robot while it was away: its queue is read only if there are
+      // some (a fleet that connects at once must not open a Redis reader per robot)
+      void this.db('looking for jobs that waited', () => machines.earliestPendingStart(this.machine.id)).then((at) => {
+        if (at) this.wantWork(at.getTime());
+      }, (err) => {
+        if (!this.closed) this.log.warn('jobs that waited for the machine could not be looked up', { err: (err as Error).message });
+      });
+    }
     this.fitCapacity();
     return {
       slots: this.slots,
@@ -359,6 +423,7 @@ export class MachineSession {
   private async startAndHand(job: Job<MachineJobPayload>, token: string | undefined): Promise<unknown> {
     // the robot is leaving or gone: the job waits in its queue for the machine's next connection
     if (this.closed || this.leaving) return deliverLater(job, token, new Date());
+    this.lastWork = Date.now();
     // this delivery's name: asked again after a lost answer, the start returns our own run
     const holder = randomUUID();
     const res = await this.db('starting a job', () => this.deps.engine.machines.startJob(job.data.job_id, this.machine.id, { holder, leaseSeconds: this.deps.leaseSeconds }));
@@ -401,6 +466,7 @@ export class MachineSession {
     this.owned.delete(jobId);
     const end = this.handOffs.get(jobId);
     this.handOffs.delete(jobId);
+    if (end) this.lastWork = Date.now();
     end?.();
     if (end) this.reportLoad();
     this.fitCapacity();
@@ -480,28 +546,42 @@ export class MachineSession {
       this.socket.close(code, reason);
       setTimeout(() => this.socket.terminate(), CLOSE_GRACE_MS).unref();
     }
+    if (this.wake) clearTimeout(this.wake.timer);
+    this.wake = null;
     await this.stopWorker();
   }
 
-  private workerStopped: Promise<void> = Promise.resolve();
-
-  /** Ends the worker's holds and closes it; resolves once it is closed (whoever asked first). */
+  /**
+   * Stops reading the machine's queue; runs handed out from it are let go (their leases go on).
+   * Resolves once the worker is closed (whoever asked first).
+   */
   private stopWorker(): Promise<void> {
     for (const end of this.handOffs.values()) end();
     this.handOffs.clear();
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
     const w = this.worker;
     this.worker = null;
-    if (w) {
-      this.workerStopped = (async () => {
-        // BullMQ emits a connection's failed start as an 'error' event with no listener left once
-        // the worker is closed, which ends the process: a robot that leaves right after it came
-        // must let its worker finish starting (bounded, for a Redis that does not answer) first
-        await Promise.race([w.waitUntilReady().catch(() => undefined), new Promise((r) => setTimeout(r, WORKER_START_WAIT_MS).unref())]);
-        await w.close();
-        await w.disconnect();
-      })().catch((err) => void this.log.warn('machine worker did not close cleanly', { err: (err as Error).message }));
-    }
-    return this.workerStopped;
+    if (!w) return this.stopping ?? Promise.resolve();
+    const stopping = (async () => {
+      // BullMQ emits a connection's failed start as an 'error' event with no listener left once
+      // the worker is closed, which ends the process: a worker that stops right after it started
+      // lets its start finish (bounded, for a Redis that does not answer) first
+      await Promise.race([w.waitUntilReady().catch(() => undefined), new Promise((r) => setTimeout(r, WORKER_START_WAIT_MS).unref())]);
+      await w.close();
+    })()
+      .catch((err: Error) => {
+        this.log.warn('machine worker did not close cleanly', { err: err.message });
+      })
+      .finally(() => {
+        this.stopping = null;
+        if (this.startAfterStop) {
+          this.startAfterStop = false;
+          this.wantWork();
+        }
+      });
+    this.stopping = stopping;
+    return stopping;
   }
 
   private send(message: unknown): void {

@@ -7,7 +7,7 @@ import {
   DISPATCH_JOB_OPTIONS, DISPATCH_QUEUE, MACHINE_JOB_OPTIONS, bullJobId, bullPriority, machineQueueName,
   type DispatchJobName, type DispatchPayloads, type MachineJobPayload,
 } from './bull-queues';
-import { encodeAbort, encodeInputAnswered, type AbortReason } from './stops';
+import { encodeAbort, encodeInputAnswered, encodeMachineWork, type AbortReason } from './stops';
 
 export interface BullDispatchOptions {
   /** A shared connection (not closed by close()), or where Redis is (a connection of its own). */
@@ -31,6 +31,8 @@ export interface BullDispatch extends DispatchPort {
   /** Adds a job to the dispatcher's queue now. */
   addDispatch<N extends DispatchJobName>(name: N, payload: DispatchPayloads[N], opts?: JobsOptions): Promise<void>;
   publishAbort(jobId: string, machineId: string, reason: AbortReason): Promise<void>;
+  /** Tells the API replicas that these machines' queues hold jobs (the earliest start of each). */
+  publishMachineWork(jobs: ReadonlyArray<Pick<DispatchJobRef, 'machine_id' | 'not_before'>>): Promise<void>;
 }
 
 export function createBullDispatch(opts: BullDispatchOptions): BullDispatch {
@@ -97,6 +99,19 @@ export function createBullDispatch(opts: BullDispatchOptions): BullDispatch {
         ),
       ),
     );
+    await publishMachineWork(jobs);
+  }
+
+  async function publishMachineWork(jobs: ReadonlyArray<Pick<DispatchJobRef, 'machine_id' | 'not_before'>>): Promise<void> {
+    const earliest = new Map<string, number>();
+    for (const j of jobs) {
+      const at = j.not_before ? j.not_before.getTime() : 0;
+      const was = earliest.get(j.machine_id);
+      if (was === undefined || at < was) earliest.set(j.machine_id, at);
+    }
+    if (earliest.size === 0) return;
+    const machines = [...earliest].map(([machine_id, at]) => ({ machine_id, at }));
+    await connection.publish(keys.machineWork, encodeMachineWork({ machines }));
   }
 
   async function publishAbort(jobId: string, machineId: string, reason: AbortReason): Promise<void> {
@@ -112,6 +127,7 @@ export function createBullDispatch(opts: BullDispatchOptions): BullDispatch {
     machineQueue,
     addDispatch,
     publishAbort,
+    publishMachineWork,
     jobsCreated,
     queueItemsReady: (queue) => addDispatch('queue-ready', { queue_id: queue.id }),
     queueItemsFailed: (queue) => addDispatch('items-failed', { queue_id: queue.id }),

@@ -158,6 +158,17 @@ export async function queuesNeedingConsumers(sql: Sql, tenantId: string | null =
  * as its queue has items; it checks this now and then and gives the slot up, so a steady stream
  * of items never starves the machine's other jobs (the queue gets a new consumer afterwards).
  */
+/**
+ * When the earliest pending job of a machine may start (now or later: a retry's delay), or null
+ * when none waits: a robot that connects has its machine's queue read only if there is work.
+ */
+export async function earliestPendingStart(sql: Sql, machineId: string): Promise<Date | null> {
+  const [row] = await sql<Array<{ at: Date | null; any: boolean }>>`
+    select min(coalesce(not_before, now())) as at, count(*) > 0 as any
+      from jobs where machine_id = ${machineId} and status = 'pending'`;
+  return row?.any ? row.at : null;
+}
+
 export async function machineHasWaitingJobs(sql: Sql, machineId: string, exceptJobId: string): Promise<boolean> {
   const [row] = await sql<Array<{ waiting: boolean }>>`
     select exists (select 1 from jobs where machine_id = ${machineId} and status = 'pending' and id <> ${exceptJobId}

@@ -12,7 +12,10 @@ import type { DispatchJobRef } from './port';
  * already finished or failed (an agent error before the start, for instance) and that waits on
  * an online machine for longer than `staleMs` gets its BullMQ job replaced.
  *
- * Running jobs need nothing from Redis (the agent writes Postgres directly; stops also travel
+ * Every machine with a pending job is also told again that it has work (dispatch/stops.ts,
+ * MachineWorkMessage), so a robot's API replica that missed the first message still starts it.
+ *
+ * Running jobs need nothing from Redis (their runs write Postgres through the API; stops also travel
  * by pub/sub and by polling), and queue consumers are decided from Postgres by the sweeps.
  */
 export interface ReconcileOptions {
@@ -62,6 +65,8 @@ export async function reconcilePendingJobs(sql: Sql, dispatch: BullDispatch, opt
       replaced += 1;
     }
   }
+  // a machine's robot reads its queue only while told there is work: a lost message costs at most a period
+  await dispatch.publishMachineWork(rows);
   if (missing.length || replaced) opts.logger?.info('reconciled pending jobs', { readded: missing.length, replaced });
   return { readded: missing.length, replaced };
 }

@@ -51,3 +51,31 @@ export function decodeAbort(raw: string): JobAbortMessage | null {
     return null;
   }
 }
+
+/**
+ * "These machines have jobs on their queues" (published when jobs are put on machine queues, and
+ * again by the reconciler for every pending job): the API replica holding a machine's robot reads
+ * its queue only while there is work for it (docs/decisions/agent-protocol.md). `at` is when the
+ * earliest of them may start (epoch ms; 0: now). Fire-and-forget like the stops: the reconciler's
+ * repeat bounds what a lost message costs.
+ */
+export interface MachineWorkMessage {
+  machines: Array<{ machine_id: string; at: number }>;
+}
+
+export function encodeMachineWork(m: MachineWorkMessage): string {
+  return JSON.stringify(m);
+}
+
+export function decodeMachineWork(raw: string): MachineWorkMessage | null {
+  try {
+    const m = JSON.parse(raw) as { machines?: unknown };
+    if (!Array.isArray(m.machines)) return null;
+    const machines = m.machines.filter(
+      (e): e is { machine_id: string; at: number } => typeof e?.machine_id === 'string' && typeof e?.at === 'number' && Number.isFinite(e.at),
+    );
+    return { machines: machines.map((e) => ({ machine_id: e.machine_id, at: e.at })) };
+  } catch {
+    return null;
+  }
+}
