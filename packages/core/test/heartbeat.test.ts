@@ -1,5 +1,5 @@
 import { type Sql } from '@svc/core';
-import { recordHeartbeat } from '@svc/core/internals';
+import { recordHeartbeat, recordHeartbeats } from '@svc/core/internals';
 import { createTestContext, seedMachine, seedTenant, type TestContext } from '@svc/testing';
 
 /**
@@ -41,5 +41,55 @@ describe('recordHeartbeat', () => {
     const { row } = await seedMachine(sql, tenantId, { status: 'offline', slots: 1 });
     expect(await recordHeartbeat(sql, row.id as string, { running: 0 })).toMatchObject({ previous: 'offline', status: 'online' });
     expect(await recordHeartbeat(sql, row.id as string, { running: 1 })).toMatchObject({ previous: 'online', status: 'busy' });
+  });
+});
+
+describe('recordHeartbeats (many robots of one API process in one statement)', () => {
+  it('gives each report the effect of its own heartbeat, in order: unknown machines, repeats and comebacks', async () => {
+    const back = (await seedMachine(sql, tenantId, { status: 'offline', slots: 1 })).row.id as string;
+    const steady = (await seedMachine(sql, tenantId, { status: 'online', slots: 2 })).row.id as string;
+    const missing = '00000000-0000-4000-8000-000000000000';
+    const results = await recordHeartbeats(sql, [
+      { machineId: back, running: 0, agentVersion: 'v1', hostInfo: { hostname: 'a' } },
+      { machineId: steady, running: 2 },
+      { machineId: missing, running: 0 },
+      { machineId: back, running: 1, agentVersion: 'v2' },
+    ]);
+    expect(results).toEqual([
+      { previous: 'offline', status: 'busy', slots: 1, is_active: true },
+      { previous: 'online', status: 'busy', slots: 2, is_active: true },
+      null,
+      { previous: 'offline', status: 'busy', slots: 1, is_active: true },
+    ]);
+    // the later heartbeat of a machine is the one recorded; what it left out keeps its value
+    const rows = await sql`select id, status, running_jobs, agent_version, host_info, last_heartbeat_at is not null as beat
+      from machines where id in (${back}, ${steady}) order by id = ${back} desc`;
+    expect(rows).toEqual([
+      { id: back, status: 'busy', running_jobs: 1, agent_version: 'v2', host_info: null, beat: true },
+      { id: steady, status: 'busy', running_jobs: 2, agent_version: null, host_info: null, beat: true },
+    ]);
+    // the comeback is told once, like a single heartbeat's
+    const effects = await sql`select payload from outbox where kind = 'machine-online' and payload->>'machine_id' in (${back}, ${steady})`;
+    expect(effects.map((e) => e.payload.machine_id)).toEqual([back]);
+  });
+
+  it('reads each machine\'s status under its lock, like a single heartbeat', async () => {
+    const { row } = await seedMachine(sql, tenantId, { slots: 2 });
+    const other = (await seedMachine(sql, tenantId, { slots: 2 })).row.id as string;
+    let beat: Promise<Awaited<ReturnType<typeof recordHeartbeats>>> | null = null;
+    await sql.begin(async (tx) => {
+      await tx`update machines set status = 'offline', running_jobs = 0 where id = ${row.id}`;
+      beat = recordHeartbeats(sql, [{ machineId: other, running: 0 }, { machineId: row.id as string, running: 0 }]);
+      for (const until = Date.now() + 30_000; ; ) {
+        if (Date.now() > until) throw new Error('the heartbeats never waited for the row');
+        const [waiting] = await sql`select count(*)::int as n from pg_stat_activity
+          where datname = current_database() and wait_event_type = 'Lock' and query like '%update machines m%'`;
+        if (waiting!.n > 0) break;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    });
+    const [first, second] = (await beat!)!;
+    expect(first).toMatchObject({ previous: 'online', status: 'online' });
+    expect(second).toMatchObject({ previous: 'offline', status: 'online' });
   });
 });

@@ -41,6 +41,13 @@ export interface HeartbeatResult {
   is_active: boolean;
 }
 
+/** What a robot's heartbeat reports of its machine. */
+export interface HeartbeatReport {
+  running: number;
+  agentVersion?: string | null;
+  hostInfo?: Record<string, unknown> | null;
+}
+
 /**
  * One heartbeat: last_heartbeat_at, running_jobs and the derived status, in one statement.
  * `previous` is read under the row lock: a plain sub-select would report the status of the
@@ -48,11 +55,7 @@ export interface HeartbeatResult {
  * back "online → online" and no machine-online effect was recorded. The effect commits with
  * the heartbeat (outbox/effects.ts).
  */
-export async function recordHeartbeat(
-  sql: Queryable,
-  machineId: string,
-  report: { running: number; agentVersion?: string | null; hostInfo?: Record<string, unknown> | null },
-): Promise<HeartbeatResult | null> {
+export async function recordHeartbeat(sql: Queryable, machineId: string, report: HeartbeatReport): Promise<HeartbeatResult | null> {
   const [row] = await sql<HeartbeatResult[]>`
     with hb as (
       update machines m

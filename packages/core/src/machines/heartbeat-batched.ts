@@ -1,0 +1,69 @@
+import type { Queryable, Sql } from '../db/sql';
+import { Batcher } from '../db/batcher';
+import { recordHeartbeat, type HeartbeatReport, type HeartbeatResult } from './heartbeat';
+
+/**
+ * Heartbeats at fleet size: the API process holding many robots' connections writes the
+ * heartbeats of one event-loop turn (and those that arrive while earlier ones are written) as one
+ * statement (recordHeartbeats), with the same effect per machine as one statement each: one
+ * parse, one plan and one commit for all of them. On an idle process a heartbeat still goes out
+ * alone, at once; a statement Postgres refuses is run again heartbeat by heartbeat (db/batcher.ts).
+ */
+const bySql = new WeakMap<Sql, Batcher<HeartbeatReport & { machineId: string }, HeartbeatResult | null>>();
+
+/** Only the pool batches: a transaction's statements must stay on it, in order. */
+function isPool(sql: Queryable): sql is Sql {
+  return typeof (sql as Sql).begin === 'function';
+}
+
+export function recordHeartbeatBatched(sql: Queryable, machineId: string, report: HeartbeatReport): Promise<HeartbeatResult | null> {
+  if (!isPool(sql)) return recordHeartbeat(sql, machineId, report);
+  let batcher = bySql.get(sql);
+  if (!batcher) {
+    batcher = new Batcher({
+      runBatch: (reports) => (reports.length === 1
+        ? recordHeartbeat(sql, reports[0]!.machineId, reports[0]!).then((r) => [r])
+        : recordHeartbeats(sql, reports)),
+      runOne: (r) => recordHeartbeat(sql, r.machineId, r),
+      maxBatch: 1000,
+      maxInFlight: 2,
+    });
+    bySql.set(sql, batcher);
+  }
+  return batcher.run({ ...report, machineId });
+}
+
+/**
+ * Many heartbeats in one statement, each with recordHeartbeat's effect: the rows are locked in id
+ * order (two batches never wait on each other in a circle), each machine's status before the
+ * heartbeat is read under its lock, and a machine back from offline gets its effect in the
+ * outbox. Two heartbeats of one machine in a batch record the later one. One result per report,
+ * in order.
+ */
+export async function recordHeartbeats(sql: Queryable, reports: ReadonlyArray<HeartbeatReport & { machineId: string }>): Promise<Array<HeartbeatResult | null>> {
+  const rows = await sql<Array<HeartbeatResult & { ord: number; found: boolean }>>`
+    with input as (
+      select * from unnest(${reports.map((r) => r.machineId)}::uuid[], ${reports.map((r) => r.running)}::int[],
+                           ${reports.map((r) => r.agentVersion ?? null)}::text[],
+                           ${reports.map((r) => (r.hostInfo ? JSON.stringify(r.hostInfo) : null))}::text[])
+             with ordinality as i(id, running, version, host, ord)),
+    latest as (select distinct on (id) id, running, version, host from input order by id, ord desc),
+    locked as (select m.id, m.status as previous from machines m where m.id in (select id from latest) order by m.id for update),
+    hb as (
+      update machines m
+         set last_heartbeat_at = now(), running_jobs = l.running,
+             status = case when l.running >= m.slots then 'busy' else 'online' end,
+             agent_version = coalesce(l.version, m.agent_version),
+             host_info = coalesce(l.host::jsonb, m.host_info),
+             updated_at = case when m.status = (case when l.running >= m.slots then 'busy' else 'online' end)
+                               then m.updated_at else now() end
+        from latest l join locked k on k.id = l.id
+       where m.id = l.id
+      returning k.previous, m.status, m.slots, m.is_active, m.id, m.tenant_id),
+    fx as (
+      insert into outbox (kind, payload)
+      select 'machine-online', jsonb_build_object('tenant_id', tenant_id, 'machine_id', id) from hb where previous = 'offline')
+    select i.ord::int as ord, hb.id is not null as found, hb.previous, hb.status, hb.slots, hb.is_active
+      from input i left join hb on hb.id = i.id order by i.ord`;
+  return rows.map((r) => (r.found ? { previous: r.previous, status: r.status, slots: r.slots, is_active: r.is_active } : null));
+}
