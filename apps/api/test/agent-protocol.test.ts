@@ -3,7 +3,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { connect, type Robot } from '@svc/agent';
-import { openRawWebSocket, seedWorkspace, waitFor } from '@svc/testing';
+import { openRawWebSocket, seedWorkspace, startTcpProxy, waitFor } from '@svc/testing';
 import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { createAgentHub, type AgentHub } from '../src/agent/hub';
 
@@ -303,6 +303,57 @@ describe('dead and revoked connections', () => {
     const [row] = await t.sql`select extract(epoch from lease_expires_at - now())::float8 as left_s from jobs where id = ${start.job.id}`;
     expect(row!.left_s).toBeGreaterThan(1.5);
     c.sock.close();
+  });
+
+  it('a robot whose server went silent (nothing closed) finds out by itself, opens another connection once the network heals, and keeps its run', async () => {
+    const ws = await seedWorkspace(t.sql);
+    const process_ = await ws.process();
+    const machine = await ws.machine();
+    // the shipped lease (30 s): a short silence must cost no run, however slow this host is
+    const patient = createAgentHub({ ...t.deps, config: { ...t.deps.config, machineOfflineAfterSeconds: 30 } });
+    const own = http.createServer(t.app.callback());
+    patient.attach(own);
+    await new Promise<void>((resolve) => own.listen(0, '127.0.0.1', resolve));
+    const relay = await startTcpProxy((own.address() as AddressInfo).port);
+    const warnings: Array<{ msg: string; meta?: Record<string, unknown> }> = [];
+    let release!: () => void;
+    const working = new Promise<void>((resolve) => (release = resolve));
+    let started = 0;
+    const robot = connect({
+      url: relay.url,
+      machineKey: machine.machineKey,
+      logger: { info: () => undefined, warn: (msg, meta) => void warnings.push({ msg, meta: meta as Record<string, unknown> }) },
+      onJob: async () => {
+        started++;
+        await working;
+        return { ok: true };
+      },
+    });
+    try {
+      await robot.ready;
+      const triggered = await t.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key).send({ process_id: process_.id, machine_id: machine.row.id });
+      const id = triggered.body.data.id as string;
+      await waitFor('the robot working', async () => started === 1);
+      relay.hold();
+      // pings every 200 ms: silent for 2 × 200 ms + 1 s, the robot destroys its connection and tries again
+      const lost = await waitFor('the robot to notice the silence', async () => warnings.find((w) => w.msg === 'connection lost'));
+      expect(String(lost.meta?.reason)).toMatch(/nothing heard from the platform/);
+      relay.release();
+      await waitFor('connected again', async () => patient.size === 1 && warnings.some((w) => w.msg === 'connection lost') &&
+        (await t.sql`select count(*)::int as n from jobs where id = ${id} and status = 'running'`)[0]!.n === 1);
+      release();
+      await waitFor('the run completed on the same robot', async () => (await t.sql`select status from jobs where id = ${id}`)[0]!.status === 'completed');
+      expect(started).toBe(1);
+      // a short silence cost no run
+      expect(warnings.filter((w) => w.msg.startsWith('run aborted'))).toEqual([]);
+    } finally {
+      release();
+      await robot.close(1000);
+      await relay.close();
+      await patient.close();
+      own.closeAllConnections();
+      await new Promise((r) => own.close(r));
+    }
   });
 
   it('a robot whose machine connected again from elsewhere stops instead of taking the connection back (4002)', async () => {
