@@ -16,9 +16,10 @@ if (!process.env.SVC_URL) {
   console.error('SVC_URL is not set: the robots need the platform\'s base URL (e.g. http://api:3000).');
   process.exit(1);
 }
-const agents = spawn(process.execPath, [path.join(ROOT, 'apps/agent-sim/dist/main.js'), ...machines.flatMap((m) => ['--machine-key', m.machine_key])], {
+const agents = spawn(process.execPath, [path.join(ROOT, 'apps/agent-sim/dist/main.js')], {
   stdio: 'inherit',
-  env: robotEnv(process.env),
+  // the keys in the environment: a command line is readable by every user of the host
+  env: { ...robotEnv(process.env), AGENT_MACHINE_KEYS: machines.map((m) => m.machine_key).join(',') },
 });
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => agents.kill(signal));
 agents.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

@@ -151,7 +151,7 @@ async function main() {
   // the robots hold the platform's URL and their machine keys, nothing else of it (docs/agent-sim.md)
   // (nor the metrics settings: the robot would take the platform's metrics port)
   const agentEnv = Object.fromEntries(Object.entries(robotEnv(process.env)).filter(([k]) => !k.startsWith('METRICS_')));
-  run('agent-sim', APPS.agent, demo.machines.flatMap((m) => ['--machine-key', m.machine_key]), { ...agentEnv, SVC_URL: baseUrl });
+  run('agent-sim', APPS.agent, [], { ...agentEnv, SVC_URL: baseUrl, AGENT_MACHINE_KEYS: demo.machines.map((m) => m.machine_key).join(',') });
   const until = Date.now() + 20_000;
   while (Date.now() < until && !stopping) {
     try {

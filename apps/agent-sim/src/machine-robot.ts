@@ -45,6 +45,8 @@ export class MachineRobot {
     this.robot = connect({
       url: this.deps.url,
       machineKey: this.machineKey,
+      allowInsecure: this.deps.options.allowInsecure,
+      ca: this.deps.options.ca,
       agentVersion: AGENT_VERSION,
       heartbeatMs: this.deps.options.heartbeatMs,
       // a run's lease is renewed only while it shows signs of life (a stalled robot loses its job)

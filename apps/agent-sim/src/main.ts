@@ -12,6 +12,9 @@ async function main(): Promise<void> {
   startTracing(env, 'agent-sim');
   const options = parseOptions(process.argv.slice(2), env);
   const logger = createLogger({ level: env.LOG_LEVEL ?? 'info', service: 'agent-sim' });
+  if (options.keysOnCommandLine) {
+    logger.warn('a machine key on the command line is readable by every user of this host: pass keys in AGENT_MACHINE_KEYS or a file (--machine-key-file)');
+  }
   const journal = new Journal(options.journal);
   const itemsProcessed = { n: 0 };
   const onReplaced = (message: string) => {

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { urlRefusal } from '@svc/agent';
 import { DEFAULT_BEHAVIOUR, mergeBehaviour, type Behaviour } from './behaviour';
 
 /**
@@ -8,10 +9,12 @@ import { DEFAULT_BEHAVIOUR, mergeBehaviour, type Behaviour } from './behaviour';
  *        [--config agent.json] [--duration 1s | 200-800ms] [--item-duration 10-50ms]
  *        [--failure-rate 0.1] [--review-rate 0.05] [--progress-steps 4] [--log-lines 3]
  *        [--input-rate 0.2] [--prefetch auto|N] [--crash none|job-start|mid-job|mid-item] [--crash-after-items N]
- *        [--seed N] [--heartbeat-ms N] [--journal file.jsonl]
+ *        [--seed N] [--heartbeat-ms N] [--journal file.jsonl] [--machine-key-file FILE]
+ *        [--ca-file FILE] [--allow-insecure]
  *
- * Keys also come from AGENT_MACHINE_KEYS (comma-separated) and the config file; the config file
- * path also from AGENT_CONFIG. Layers: built-in defaults ← file `defaults` ← flags ← file
+ * Keys also come from AGENT_MACHINE_KEYS (comma-separated), a file (one key a line; also
+ * AGENT_MACHINE_KEYS_FILE) and the config file, all better than the command line, which every
+ * user of the host can read; the config file path also from AGENT_CONFIG. Layers: built-in defaults ← file `defaults` ← flags ← file
  * `processes[<process name or id>]`.
  */
 export interface AgentOptions {
@@ -24,6 +27,12 @@ export interface AgentOptions {
   seed?: number;
   heartbeatMs?: number;
   journal?: string;
+  /** a plain http:// URL to another host is refused unless this is set */
+  allowInsecure: boolean;
+  /** the PEM of the certificate authority that signed the platform's certificate */
+  ca?: string;
+  /** some key came on the command line (the robot warns: other users of the host can read it) */
+  keysOnCommandLine: boolean;
 }
 
 export class UsageError extends Error {}
@@ -56,6 +65,10 @@ export function parseOptions(argv: string[], env: Record<string, string | undefi
   let heartbeatMs: number | undefined;
   let journal: string | undefined = env.AGENT_JOURNAL;
   let url = env.SVC_URL;
+  let keysFile = env.AGENT_MACHINE_KEYS_FILE;
+  let caFile = env.AGENT_CA_FILE;
+  let allowInsecure = env.AGENT_ALLOW_INSECURE === '1' || env.AGENT_ALLOW_INSECURE === 'true';
+  let keysOnCommandLine = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const [flag, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -64,7 +77,12 @@ export function parseOptions(argv: string[], env: Record<string, string | undefi
       if (v === undefined) throw new UsageError(`${flag} needs a value`);
       return v;
     };
-    if (flag === '--machine-key') keys.push(value());
+    if (flag === '--machine-key') {
+      keys.push(value());
+      keysOnCommandLine = true;
+    } else if (flag === '--machine-key-file') keysFile = value();
+    else if (flag === '--ca-file') caFile = value();
+    else if (flag === '--allow-insecure') allowInsecure = true;
     else if (flag === '--url') url = value();
     else if (flag === '--config') configPath = value();
     else if (flag === '--seed') seed = Number(value());
@@ -83,19 +101,16 @@ export function parseOptions(argv: string[], env: Record<string, string | undefi
     }
   }
   keys.push(...(env.AGENT_MACHINE_KEYS ?? '').split(',').map((k) => k.trim()).filter(Boolean));
+  if (keysFile) keys.push(...readText(keysFile, 'the machine key file').split(/\r?\n/).map((k) => k.trim()).filter((k) => k && !k.startsWith('#')));
+  const ca = caFile ? readText(caFile, 'the CA file') : undefined;
   keys.push(...(file.machine_keys ?? []));
   const machineKeys = [...new Set(keys)];
   if (machineKeys.length === 0) throw new UsageError(`no machine key: pass --machine-key svc_mk_… (or AGENT_MACHINE_KEYS)\n\n${HELP}`);
   const urls = (url ?? '').split(',').map((u) => u.trim()).filter(Boolean);
   if (urls.length === 0) throw new UsageError(`no platform URL: set SVC_URL (e.g. http://127.0.0.1:3000) or pass --url\n\n${HELP}`);
   for (const u of urls) {
-    let parsed: URL | null = null;
-    try {
-      parsed = new URL(u);
-    } catch {
-      // reported below
-    }
-    if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) throw new UsageError(`SVC_URL: "${u}" is not an http(s) URL`);
+    const refusal = urlRefusal(u, { allowInsecure });
+    if (refusal) throw new UsageError(`SVC_URL: ${refusal}${refusal.includes('allowInsecure') ? ' (--allow-insecure, AGENT_ALLOW_INSECURE=1)' : ''}`);
   }
   let defaults: Behaviour;
   try {
@@ -106,7 +121,15 @@ export function parseOptions(argv: string[], env: Record<string, string | undefi
   }
   if (seed !== undefined && !Number.isInteger(seed)) throw new UsageError('--seed must be an integer');
   if (heartbeatMs !== undefined && !(heartbeatMs >= 50)) throw new UsageError('--heartbeat-ms must be at least 50');
-  return { url: urls.join(','), machineKeys, defaults, processes: file.processes ?? {}, seed, heartbeatMs, journal };
+  return { url: urls.join(','), machineKeys, defaults, processes: file.processes ?? {}, seed, heartbeatMs, journal, allowInsecure, ca, keysOnCommandLine };
+}
+
+function readText(path: string, what: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new UsageError(`cannot read ${what} ${path}: ${(err as Error).message}`);
+  }
 }
 
 /** The behaviour for a process: its entry (by id, else by name) over the defaults. */
@@ -119,10 +142,16 @@ export const HELP = `Usage: agent-sim --machine-key svc_mk_… [--machine-key �
 Runs one simulated robot per machine key: heartbeats, runs jobs, consumes queues, reaching the
 platform only through its HTTP API (the machine protocol) with each machine's key.
 Environment: SVC_URL (the platform's base URL; several separated by commas are tried in turn),
-             AGENT_MACHINE_KEYS (comma-separated), AGENT_CONFIG (config file path), LOG_LEVEL, METRICS_PORT.
+             AGENT_MACHINE_KEYS (comma-separated), AGENT_MACHINE_KEYS_FILE, AGENT_CONFIG (config file path),
+             AGENT_CA_FILE, AGENT_ALLOW_INSECURE=1, HTTPS_PROXY / NO_PROXY, LOG_LEVEL, METRICS_PORT.
+Machine keys belong in AGENT_MACHINE_KEYS or a file: a key on the command line is readable by every
+user of the host (ps), and the robot warns about it.
 
 Options (defaults for every process; the config file can set them per process):
-  --url URL[,URL…]         the platform's base URL (instead of SVC_URL)
+  --url URL[,URL…]         the platform's base URL (instead of SVC_URL); https:// outside this host
+  --machine-key-file FILE  machine keys, one a line
+  --ca-file FILE           the certificate authority (PEM) of the platform's certificate
+  --allow-insecure         allow a plain http:// URL to another host (a key in clear on the network)
   --config FILE            JSON: {"machine_keys": [], "defaults": {}, "processes": {"<name or id>": {}}}
   --duration D             job duration: 250ms, 2s, 100-500ms (uniform)      [500ms-2s]
   --item-duration D        duration of one queue item                        [5-30ms]

@@ -12,8 +12,28 @@ describe('command line and config file', () => {
     expect(() => parseOptions(['--machine-key', 'k'], { SVC_URL: ' , ' })).toThrow(/no platform URL/);
     expect(() => parseOptions(['--machine-key', 'k'], { SVC_URL: 'postgres://127.0.0.1/db' })).toThrow('SVC_URL: "postgres://127.0.0.1/db" is not an http(s) URL');
     expect(() => parseOptions(['--machine-key', 'k', '--url', 'not a url'], {})).toThrow(/is not an http\(s\) URL/);
-    expect(parseOptions(['--machine-key', 'k'], { SVC_URL: 'http://a:3000, https://b.example.com' }).url).toBe('http://a:3000,https://b.example.com');
+    expect(parseOptions(['--machine-key', 'k'], { SVC_URL: 'https://a:3000, https://b.example.com' }).url).toBe('https://a:3000,https://b.example.com');
     expect(parseOptions(['--machine-key', 'k', '--url', 'https://c'], URL_ENV).url).toBe('https://c');
+  });
+
+  it('refuses plain HTTP to another host unless allowed, and takes keys from the environment or a file rather than the command line', () => {
+    expect(() => parseOptions(['--machine-key', 'k'], { SVC_URL: 'https://a:3000, http://b.example.com' })).toThrow(/"http:\/\/b.example.com" is plain HTTP to another host/);
+    for (const local of ['http://127.0.0.1:3000', 'http://localhost:3000', 'http://[::1]:3000', 'http://127.8.9.10']) {
+      expect(parseOptions(['--machine-key', 'k'], { SVC_URL: local }).allowInsecure).toBe(false);
+    }
+    expect(parseOptions(['--machine-key', 'k', '--allow-insecure'], { SVC_URL: 'http://api:3000' }).url).toBe('http://api:3000');
+    expect(parseOptions(['--machine-key', 'k'], { SVC_URL: 'http://api:3000', AGENT_ALLOW_INSECURE: '1' }).allowInsecure).toBe(true);
+
+    const keys = tempFile('keys.txt');
+    writeFileSync(keys, '# robots of site A\nsvc_mk_one\r\n\n  svc_mk_two  \n');
+    const ca = tempFile('ca.pem');
+    writeFileSync(ca, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
+    const fromFile = parseOptions(['--machine-key-file', keys, '--ca-file', ca], { ...URL_ENV, AGENT_MACHINE_KEYS: 'svc_mk_env' });
+    expect(fromFile).toMatchObject({ machineKeys: ['svc_mk_env', 'svc_mk_one', 'svc_mk_two'], keysOnCommandLine: false, ca: expect.stringContaining('BEGIN CERTIFICATE') });
+    expect(parseOptions([], { ...URL_ENV, AGENT_MACHINE_KEYS_FILE: keys }).machineKeys).toEqual(['svc_mk_one', 'svc_mk_two']);
+    expect(parseOptions(['--machine-key', 'svc_mk_cli'], URL_ENV).keysOnCommandLine).toBe(true);
+    expect(() => parseOptions(['--machine-key-file', `${keys}.missing`], URL_ENV)).toThrow(/cannot read the machine key file/);
+    expect(() => parseOptions(['--machine-key', 'k', '--ca-file', `${ca}.missing`], URL_ENV)).toThrow(/cannot read the CA file/);
   });
 
   it('reads durations as fixed values and uniform ranges', () => {

@@ -1,9 +1,10 @@
 import http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { connect, type Robot } from '@svc/agent';
-import { openRawWebSocket, seedWorkspace, startTcpProxy, waitFor } from '@svc/testing';
+import { openRawWebSocket, seedWorkspace, selfSignedCertificate, startConnectProxy, startTcpProxy, waitFor } from '@svc/testing';
 import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { createAgentHub, type AgentHub } from '../src/agent/hub';
 
@@ -370,6 +371,86 @@ describe('dead and revoked connections', () => {
     await waitFor('the second robot to beat twice more', async () => (await beatAt()) > refusedAt && (await beatAt()) > refusedAt + 900);
     await expect(Promise.race([second.refused, Promise.resolve('still connected')])).resolves.toBe('still connected');
     await second.close(1000);
+  });
+});
+
+/**
+ * A robot at a customer's site: the platform behind TLS with the customer's own certificate
+ * authority, reached through the outbound proxy the site requires (given, or from HTTPS_PROXY).
+ */
+describe('a robot behind a proxy, on TLS with a private certificate authority', () => {
+  let t: ApiTestContext;
+  let hub: AgentHub;
+  let server: https.Server;
+  let base: string;
+  let cert: { key: string; cert: string };
+
+  beforeAll(async () => {
+    t = await createApiTestContext({ machineOfflineAfterSeconds: 3 });
+    hub = createAgentHub(t.deps);
+    cert = selfSignedCertificate();
+    server = https.createServer({ key: cert.key, cert: cert.cert }, t.app.callback());
+    hub.attach(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await hub.close();
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+    await t.close();
+  });
+
+  const warnings = () => {
+    const seen: Array<{ msg: string; meta?: Record<string, unknown> }> = [];
+    return { seen, logger: { info: () => undefined, warn: (msg: string, meta?: object) => void seen.push({ msg, meta: meta as Record<string, unknown> }) } };
+  };
+
+  it('connects through the proxy given, trusting the CA given, and refuses a certificate it was not told to trust', async () => {
+    const ws = await seedWorkspace(t.sql);
+    const machine = await ws.machine();
+    const proxy = await startConnectProxy();
+    const untrusting = warnings();
+    const refused = connect({ url: base, machineKey: machine.machineKey, proxy: null, logger: untrusting.logger, onJob: async () => undefined });
+    const robot = connect({ url: base, machineKey: machine.machineKey, ca: cert.cert, proxy: proxy.url, onJob: async () => undefined });
+    try {
+      const lost = await waitFor('the untrusted certificate refused', async () => untrusting.seen.find((w) => w.msg === 'connection lost'));
+      expect(String(lost.meta?.reason)).toMatch(/self.signed certificate/);
+      await refused.close(0);
+      expect((await robot.ready).id).toBe(machine.row.id);
+      expect(proxy.tunnels).toContain(`127.0.0.1:${new URL(base).port}`);
+    } finally {
+      await robot.close(1000);
+      await proxy.close();
+    }
+  });
+
+  it('takes the proxy from HTTPS_PROXY unless NO_PROXY names the host, and refuses plain HTTP to another host', async () => {
+    const ws = await seedWorkspace(t.sql);
+    const machine = await ws.machine();
+    const proxy = await startConnectProxy();
+    const saved = { HTTPS_PROXY: process.env.HTTPS_PROXY, NO_PROXY: process.env.NO_PROXY };
+    try {
+      process.env.HTTPS_PROXY = proxy.url;
+      process.env.NO_PROXY = 'example.internal';
+      const robot = connect({ url: base, machineKey: machine.machineKey, ca: cert.cert, onJob: async () => undefined });
+      await robot.ready;
+      expect(proxy.tunnels).toHaveLength(1);
+      await robot.close(1000);
+      process.env.NO_PROXY = '127.0.0.1';
+      const direct = connect({ url: base, machineKey: machine.machineKey, ca: cert.cert, onJob: async () => undefined });
+      await direct.ready;
+      expect(proxy.tunnels).toHaveLength(1);
+      await direct.close(1000);
+    } finally {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+      await proxy.close();
+    }
+    expect(() => connect({ url: 'http://platform.example.com', machineKey: 'svc_mk_x', onJob: async () => undefined })).toThrow(/plain HTTP to another host/);
+    expect(() => connect({ url: 'ftp://platform.example.com', machineKey: 'svc_mk_x', onJob: async () => undefined })).toThrow(/not an http\(s\) URL/);
   });
 });
 

@@ -1,4 +1,5 @@
 import WebSocket from 'ws';
+import { agentFor, type TransportOptions } from './transport';
 
 /** An error the platform answered a request with (the API's codes and Spanish messages). */
 export class PlatformError extends Error {
@@ -78,6 +79,8 @@ export class Connection {
   private silentAfterMs = 2 * DEFAULT_PING_MS;
   /** why this side destroyed the socket, for the close's log line */
   private cutReason = '';
+  /** the current socket was welcomed (a drop now is of a working connection) */
+  private welcomedHere = false;
   /** the server's Retry-After on a refused upgrade (429, 503), in ms */
   private retryAfterMs = 0;
 
@@ -85,7 +88,8 @@ export class Connection {
     private readonly urls: string[],
     private readonly machineKey: string,
     private readonly events: ConnectionEvents,
-    private readonly backoff: { minMs: number; maxMs: number },
+    private readonly backoff: { minMs: number; maxMs: number; spreadMs: number },
+    private readonly transport: TransportOptions = {},
   ) {}
 
   open(): void {
@@ -93,10 +97,16 @@ export class Connection {
     const base = this.urls[this.urlIndex % this.urls.length]!.replace(/\/+$/, '');
     this.urlIndex++;
     const url = `${base.replace(/^http/, 'ws')}/api/v1/agent/connect`;
-    const ws = new WebSocket(url, { headers: { Authorization: `Bearer ${this.machineKey}` }, handshakeTimeout: 10_000 });
+    const ws = new WebSocket(url, {
+      headers: { Authorization: `Bearer ${this.machineKey}` },
+      handshakeTimeout: 10_000,
+      agent: agentFor(base, this.transport),
+      ...(this.transport.ca ? { ca: this.transport.ca } : {}),
+    });
     this.socket = ws;
     this.cutReason = '';
     this.retryAfterMs = 0;
+    this.welcomedHere = false;
     let refusedStatus = 0;
     ws.on('unexpected-response', (_req, res) => {
       refusedStatus = res.statusCode ?? 0;
@@ -111,9 +121,11 @@ export class Connection {
       this.heard();
       this.onMessage(data.toString());
     });
-    ws.on('error', () => undefined);
+    // what went wrong, for the close's log line (a refused certificate, a proxy that said no)
+    let failure = '';
+    ws.on('error', (err) => void (failure = err.message));
     ws.on('close', (code, reasonBuf) => {
-      const reason = reasonBuf.toString() || this.cutReason || (refusedStatus ? `HTTP ${refusedStatus}` : '');
+      const reason = reasonBuf.toString() || this.cutReason || (refusedStatus ? `HTTP ${refusedStatus}` : '') || failure;
       this.ready = false;
       this.socket = null;
       // answers lost with the connection: asked again on the next one, marked as repeats (the
@@ -133,7 +145,9 @@ export class Connection {
         this.events.refused(reason, why);
         return;
       }
-      const retryInMs = this.retryDelay();
+      // a connection that was up and dropped: every robot of a replica that died comes back at
+      // once, so the first try is spread over `spreadMs` rather than a fraction of a second
+      const retryInMs = this.welcomedHere && code !== 1000 ? this.spreadDelay() : this.retryDelay();
       this.events.disconnected(code, reason, retryInMs);
       this.retryTimer = setTimeout(() => this.open(), retryInMs);
     });
@@ -143,6 +157,11 @@ export class Connection {
     const cap = Math.min(this.backoff.maxMs, this.backoff.minMs * 2 ** Math.min(this.attempt++, 20));
     const delay = Math.round(this.backoff.minMs / 2 + Math.random() * cap);
     // a server that said when to come back: not before, and spread over a second after it
+    return this.retryAfterMs > 0 ? Math.max(delay, this.retryAfterMs + Math.round(Math.random() * 1000)) : delay;
+  }
+
+  private spreadDelay(): number {
+    const delay = Math.round(Math.random() * this.backoff.spreadMs);
     return this.retryAfterMs > 0 ? Math.max(delay, this.retryAfterMs + Math.round(Math.random() * 1000)) : delay;
   }
 
@@ -187,6 +206,7 @@ export class Connection {
     }
     if (msg.type === 'welcome') {
       this.attempt = 0;
+      this.welcomedHere = true;
       const pingMs = Number((msg as { ping_ms?: unknown }).ping_ms);
       this.silentAfterMs = 2 * (Number.isFinite(pingMs) && pingMs > 0 ? pingMs : DEFAULT_PING_MS) + 1000;
       void this.events.welcome(msg as unknown as Welcome).then(

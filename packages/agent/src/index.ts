@@ -5,3 +5,5 @@ export type { AbortReason, AssetValue, ItemOutcome, JobContext, JobEndFields, Jo
 export { review, ItemReview } from './consumer';
 export type { ItemHandler } from './consumer';
 export { PlatformError } from './connection';
+export { isLoopbackHost, urlRefusal } from './transport';
+export type { TransportOptions } from './transport';

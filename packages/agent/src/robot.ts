@@ -2,6 +2,7 @@ import os from 'node:os';
 import { Connection, PlatformError, type Refusal, type Welcome } from './connection';
 import { consumeItems, type ItemHandler } from './consumer';
 import { JobEnd, Run, type AbortReason, type JobContext, type JobInfo } from './run';
+import { urlRefusal, type TransportOptions } from './transport';
 
 /**
  * Runs a job. What it returns becomes the job's `output_data` (or, with `endJob(…)`, the whole
@@ -10,7 +11,7 @@ import { JobEnd, Run, type AbortReason, type JobContext, type JobInfo } from './
  */
 export type JobHandler = (ctx: JobContext) => Promise<Record<string, unknown> | JobEnd | void>;
 
-export interface ConnectOptions {
+export interface ConnectOptions extends TransportOptions {
   /** the platform's base URL; several separated by commas are tried in turn */
   url: string;
   machineKey: string;
@@ -43,8 +44,11 @@ export interface ConnectOptions {
    * because the platform could not confirm it in time), called as the handler stops.
    */
   onJobEnd?(job: JobInfo, status: string | null, lost?: boolean): void;
-  /** reconnection back-off (full jitter) */
-  backoff?: { minMs?: number; maxMs?: number };
+  /**
+   * Reconnection: exponential back-off with full jitter between failed tries, and the first try
+   * after a working connection dropped spread over `spreadMs` (a fleet must not come back at once)
+   */
+  backoff?: { minMs?: number; maxMs?: number; spreadMs?: number };
   logger?: { info(msg: string, meta?: object): void; warn(msg: string, meta?: object): void };
 }
 
@@ -76,6 +80,10 @@ export interface Robot {
 export function connect(options: ConnectOptions): Robot {
   const urls = options.url.split(',').map((u) => u.trim()).filter(Boolean);
   if (urls.length === 0) throw new TypeError('connect: url is empty');
+  for (const u of urls) {
+    const refusal = urlRefusal(u, options);
+    if (refusal) throw new TypeError(`connect: ${refusal}`);
+  }
   if (!options.machineKey) throw new TypeError('connect: machineKey is empty');
   const log = options.logger ?? { info: () => undefined, warn: () => undefined };
   const runs = new Map<string, Run>();
@@ -87,6 +95,8 @@ export function connect(options: ConnectOptions): Robot {
   const livenessMs = () => (options.livenessMs === 'lease' ? leaseMs : options.livenessMs);
   let beatTimer: NodeJS.Timeout | null = null;
   let clockTimer: NodeJS.Timeout | null = null;
+  /** the platform welcomed this robot at least once (a robot that never got in has no goodbye to say) */
+  let welcomed = false;
   let closing = false;
   let resolveRefused!: (r: { why: Refusal; reason: string }) => void;
   const refused = new Promise<{ why: Refusal; reason: string }>((resolve) => (resolveRefused = resolve));
@@ -187,6 +197,7 @@ export function connect(options: ConnectOptions): Robot {
       const sentAt = performance.now();
       onBeat(await conn.requestNow(first), sentAt, first);
       log.info('connected', { machine: w.machine.name });
+      welcomed = true;
       resolveReady(w.machine);
       if (!stopped) {
         beatEvery(Math.min(w.heartbeat_ms, options.heartbeatMs ?? Infinity));
@@ -214,7 +225,7 @@ export function connect(options: ConnectOptions): Robot {
       for (const r of runs.values()) r.abort('lost');
       resolveRefused({ why, reason });
     },
-  }, { minMs: options.backoff?.minMs ?? 200, maxMs: options.backoff?.maxMs ?? 5000 });
+  }, { minMs: options.backoff?.minMs ?? 200, maxMs: options.backoff?.maxMs ?? 5000, spreadMs: options.backoff?.spreadMs ?? 3000 }, { ca: options.ca, proxy: options.proxy });
 
   function stopTimers(): void {
     stopped = true;
@@ -347,8 +358,8 @@ export function connect(options: ConnectOptions): Robot {
       // seconds to write the goodbye, and a robot that left before it leaves its machine online
       // until the offline sweep. An error answer (a transient failure) is asked again within it
       const deadline = Date.now() + 10_000;
-      const said = await sayBye(deadline);
-      if (!said) log.warn('the platform did not acknowledge the bye: the machine goes offline once its heartbeats are missed');
+      const said = welcomed && (await sayBye(deadline));
+      if (!said && welcomed) log.warn('the platform did not acknowledge the bye: the machine goes offline once its heartbeats are missed');
       conn.close();
     },
   };

@@ -36,6 +36,7 @@ export { noopDispatch } from './dispatch/port';
 export type { DispatchJobRef, DispatchPort } from './dispatch/port';
 export { findMachineByKey, pickMachineForFollowUp, recordGoodbye, recordHeartbeat } from './machines/heartbeat';
 export { recordHeartbeats } from './machines/heartbeat-batched';
+export { findMachinesByKeys } from './machines/key-lookup';
 export { bullJobId } from './dispatch/bull-queues';
 export { epochKeys, keySlot } from './dispatch/epoch';
 export { acknowledgeRun, findRunEndedAs, finishJob, renewJobLeases, reportJobProgress, startJob } from './dispatch/job-run';

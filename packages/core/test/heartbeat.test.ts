@@ -1,5 +1,5 @@
 import { type Sql } from '@svc/core';
-import { recordHeartbeat, recordHeartbeats } from '@svc/core/internals';
+import { findMachinesByKeys, recordHeartbeat, recordHeartbeats } from '@svc/core/internals';
 import { createTestContext, seedMachine, seedTenant, type TestContext } from '@svc/testing';
 
 /**
@@ -91,5 +91,17 @@ describe('recordHeartbeats (many robots of one API process in one statement)', (
     const [first, second] = (await beat!)!;
     expect(first).toMatchObject({ previous: 'online', status: 'online' });
     expect(second).toMatchObject({ previous: 'offline', status: 'online' });
+  });
+});
+
+describe('findMachinesByKeys (robots reconnecting together)', () => {
+  it('finds the active machine of each key in one statement, in order, and nothing for an unknown or deactivated one', async () => {
+    const a = await seedMachine(sql, tenantId);
+    const b = await seedMachine(sql, tenantId);
+    const off = await seedMachine(sql, tenantId);
+    await sql`update machines set is_active = false where id = ${off.row.id as string}`;
+    const found = await findMachinesByKeys(sql, [b.machineKey, 'svc_mk_unknown', a.machineKey, off.machineKey, b.machineKey]);
+    expect(found.map((m) => m?.id ?? null)).toEqual([b.row.id, null, a.row.id, null, b.row.id]);
+    expect(found[2]).toEqual({ id: a.row.id, tenant_id: tenantId, name: a.row.name, slots: a.row.slots });
   });
 });

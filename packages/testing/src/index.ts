@@ -19,3 +19,5 @@ export * from './http-once';
 export * from './tcp-proxy';
 export * from './statements';
 export * from './raw-websocket';
+export * from './tls';
+export * from './connect-proxy';

@@ -144,7 +144,18 @@ export class Children {
   async agent(ctx: TestContext, args: string[], env: Record<string, string> = {}, options: AgentOptions = {}): Promise<Child> {
     const url = options.url ?? (await this.gateway(ctx, env));
     const own = Object.fromEntries(Object.entries(env).filter(([k]) => !PLATFORM_ONLY_ENV.test(k)));
-    const robot = spawnChild('agent-sim', AGENT_MAIN, args, {}, 15_000, { ...robotEnv(process.env), LOG_LEVEL: ctx.childEnv.LOG_LEVEL!, NODE_ENV: 'test', ...own, SVC_URL: url });
+    // the keys travel in the environment, as a robot's should (the command line is readable by every user of a host)
+    const keys: string[] = [];
+    const rest = args.filter((a, i) => {
+      if (a === '--machine-key') return false;
+      if (args[i - 1] === '--machine-key') {
+        keys.push(a);
+        return false;
+      }
+      return true;
+    });
+    const keyEnv: Record<string, string> = keys.length ? { AGENT_MACHINE_KEYS: keys.join(',') } : {};
+    const robot = spawnChild('agent-sim', AGENT_MAIN, rest, {}, 15_000, { ...robotEnv(process.env), LOG_LEVEL: ctx.childEnv.LOG_LEVEL!, NODE_ENV: 'test', ...keyEnv, ...own, SVC_URL: url });
     this.all.push(robot);
     return robot;
   }
