@@ -3,7 +3,7 @@ import https from 'node:https';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
-import { connect, type Robot } from '@svc/agent';
+import { connect, endJob, type Robot } from '@svc/agent';
 import { openRawWebSocket, seedWorkspace, selfSignedCertificate, startConnectProxy, startTcpProxy, waitFor } from '@svc/testing';
 import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { createAgentHub, type AgentHub } from '../src/agent/hub';
@@ -78,6 +78,27 @@ describe('the machine protocol', () => {
     await waitFor('the robot to run it', async () => seen.includes(longId));
     expect((await t.http.post(`/api/v1/jobs/${longId}/stop`).set('X-API-Key', ws.key)).status).toBe(200);
     await waitFor('the job to end stopped', async () => (await jobOf(ws.key, longId)).status === 'stopped');
+  });
+
+  it('keeps the order of log lines a handler sends without waiting, the end\'s own lines last', async () => {
+    const ws = await seedWorkspace(t.sql);
+    const process_ = await ws.process();
+    const machine = await ws.machine();
+    const robot = connect({
+      url: base,
+      machineKey: machine.machineKey,
+      onJob: async (ctx) => {
+        for (let i = 1; i <= 40; i++) void ctx.log(`línea ${i}`);
+        return endJob({ status: 'completed', output: { lines: 40 }, log: 'línea final\n' });
+      },
+    });
+    robots.push(robot);
+    await robot.ready;
+    const done = await trigger(ws.key, { process_id: process_.id, machine_id: machine.row.id });
+    const id = done.body.data.id as string;
+    await waitFor('the job to complete', async () => (await jobOf(ws.key, id)).status === 'completed');
+    const logs = await apiClient(t, { token: ws.adminToken }).call('readJobLogs', { path: { job_id: id } });
+    expect(String(logs.logs).trim().split('\n')).toEqual([...Array.from({ length: 40 }, (_, i) => `línea ${i + 1}`), 'línea final']);
   });
 
   it('refuses a connection without a valid machine key before the upgrade, in the error envelope', async () => {

@@ -277,6 +277,8 @@ export function connect(options: ConnectOptions): Robot {
   async function execute(run: Run): Promise<void> {
     const ctx = run.context();
     let end: Record<string, unknown>;
+    /** the end's own log text: appended in order after whatever the run still sends */
+    let endLog: string | undefined;
     try {
       const result = run.info.queueId && options.onItem ? await consumeItems(ctx, options.onItem) : await options.onJob(ctx);
       if (result instanceof JobEnd) {
@@ -287,8 +289,7 @@ export function connect(options: ConnectOptions): Robot {
           ...(f.message !== undefined ? { progress_message: f.message } : {}),
           ...(f.metrics !== undefined ? { resource_metrics: f.metrics } : {}),
         };
-        const tail = await run.logAppend(f.log).catch(() => undefined);
-        if (tail) end.log = tail;
+        endLog = f.log;
       } else end = { status: 'completed', output_data: result ?? null };
     } catch (err) {
       const reason = run.ctrl.signal.aborted ? (run.ctrl.signal.reason as AbortReason) : null;
@@ -306,7 +307,11 @@ export function connect(options: ConnectOptions): Robot {
       return;
     }
     try {
-      status = (await run.request<{ status: string }>({ type: 'job.finish', ...end })).status;
+      // after the reports the handler left unawaited: its last log lines come before its end
+      status = await run.inLogOrder(async () => {
+        const tail = await run.logAppend(endLog).catch(() => undefined);
+        return (await run.request<{ status: string }>({ type: 'job.finish', ...end, ...(tail ? { log: tail } : {}) })).status;
+      });
     } catch (err) {
       // a run the platform already ended (timeout, lost): its result is dropped
       if (!(err instanceof PlatformError) || (err.code !== 'CONFLICT' && err.code !== 'NOT_FOUND' && err.code !== 'CLOSED')) throw err;

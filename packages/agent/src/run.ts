@@ -245,6 +245,15 @@ export class Run {
     });
   }
 
+  private reports: Promise<unknown> = Promise.resolve();
+
+  /** Runs `fn` once every report asked before it has been answered (or has failed). */
+  inLogOrder<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.reports.then(fn, fn);
+    this.reports = next.catch(() => undefined);
+    return next;
+  }
+
   /** Log text as numbered chunks: all but the last sent on their own, the last returned to ride along. */
   async logAppend(text: string | undefined): Promise<{ text: string; seq: number } | undefined> {
     const chunks = logChunks(text ?? '').map((t) => ({ text: t, seq: ++this.logSeq }));
@@ -259,7 +268,9 @@ export class Run {
   }
 
   context(): JobContext {
-    const report: JobContext['report'] = async (r) => {
+    // one report after the other, even when the handler does not wait for them: log appends are
+    // numbered, and one arriving after a later one would be taken for a repeat and dropped
+    const report: JobContext['report'] = (r) => this.inLogOrder(async () => {
       const log = await this.logAppend(r.log);
       const fields: Record<string, unknown> = {};
       if (r.percent !== undefined) fields.progress_percent = r.percent;
@@ -267,7 +278,7 @@ export class Run {
       if (r.metrics !== undefined) fields.resource_metrics = r.metrics;
       if (log) fields.log = log;
       await this.progressMessage(fields);
-    };
+    });
     return {
       job: this.info,
       machine: this.machine,
