@@ -116,14 +116,14 @@ describe('the core surface', () => {
 });
 
 describe('the robot SDK', () => {
-  it('holds no database, Redis or platform code: only ws and Node (a robot holds its machine key alone)', () => {
+  it('holds no database, Redis or platform code: only ws, the outbound proxy\'s agent and Node (a robot holds its machine key alone)', () => {
     const dir = path.join(ROOT, 'packages/agent/src');
     const files = readdirSync(dir).filter((f) => f.endsWith('.ts'));
     expect(files.length).toBeGreaterThan(1);
     const external = files.flatMap((f) => specifiers(readFileSync(path.join(dir, f), 'utf8')).filter((s) => !s.startsWith('.')));
-    expect([...new Set(external)].sort()).toEqual(['node:os', 'ws']);
+    expect([...new Set(external)].sort()).toEqual(['https-proxy-agent', 'node:http', 'node:os', 'proxy-from-env', 'ws']);
     const pkg = JSON.parse(readFileSync(path.join(ROOT, 'packages/agent/package.json'), 'utf8')) as { dependencies: Record<string, string> };
-    expect(Object.keys(pkg.dependencies)).toEqual(['ws']);
+    expect(Object.keys(pkg.dependencies)).toEqual(['https-proxy-agent', 'proxy-from-env', 'ws']);
   });
 });
 

@@ -142,6 +142,23 @@ describe('the machine protocol', () => {
     expect((await replyTo(4)).error?.code).toBe('NOT_FOUND');
     const [row] = await t.sql`select status from jobs where id = ${otherJob[0]!.id as string}`;
     expect(row!.status).toBe('running');
+    // what a robot reports is bounded, whatever fits in a message: each refused, naming the field
+    const anyRun = { job_id: otherJob[0]!.id as string, attempt: 1 };
+    const big = (bytes: number) => ({ blob: 'x'.repeat(bytes) });
+    const oversized: Array<[Record<string, unknown>, string]> = [
+      [{ type: 'heartbeat', running: [], host: { hostname: 'x'.repeat(5000) } }, 'message → host'],
+      [{ type: 'job.progress', ...anyRun, resource_metrics: big(17 * 1024) }, 'message → resource_metrics'],
+      [{ type: 'job.finish', ...anyRun, status: 'completed', output_data: big(257 * 1024) }, 'message → output_data'],
+      [{ type: 'items.take', ...anyRun, take: 0, outcomes: [{ id: anyRun.job_id, attempt: 1, status: 'completed', result: big(257 * 1024) }] }, 'message → outcomes → 0 → result'],
+    ];
+    for (const [i, [message, field]] of oversized.entries()) {
+      sock.send(JSON.stringify({ id: 30 + i, ...message }));
+      const refused = (await replyTo(30 + i)).error as { code: string; details?: Array<{ field: string; message: string }> } | undefined;
+      expect([field, refused?.code, refused?.details?.[0]?.field]).toEqual([field, 'VALIDATION_ERROR', field]);
+      expect(refused?.details?.[0]?.message).toMatch(/demasiado grande: como máximo \d+ bytes/);
+    }
+    const [still] = await t.sql`select status, output_data from jobs where id = ${anyRun.job_id}`;
+    expect(still).toEqual({ status: 'running', output_data: null });
     // the connection still works
     sock.send(JSON.stringify({ id: 5, type: 'heartbeat', running: [] }));
     expect((await replyTo(5)).error).toBeUndefined();

@@ -248,16 +248,63 @@ it('bounds the requests a connection has in flight, and cuts a robot that leaves
   }
 });
 
+it('runs robots\' statements within the process\'s budget for robots, while heartbeats and the HTTP API go on', async () => {
+  const budgeted = await ownHub({ robotDbConcurrency: 1 });
+  try {
+    const ws = await seedWorkspace(t.sql);
+    const proc = await ws.process();
+    const machine = await ws.machine();
+    await apiClient(t, { token: ws.adminToken }).call('createAsset', { body: { name: 'erp-url', type: 'text', values: { production: 'https://erp' } } });
+    const sock = new WebSocket(`${budgeted.url.replace('http', 'ws')}/api/v1/agent/connect`, { headers: { Authorization: `Bearer ${machine.machineKey}` } });
+    const messages: Array<Record<string, any>> = [];
+    sock.on('message', (d) => messages.push(JSON.parse(d.toString()) as Record<string, any>));
+    await new Promise((resolve, reject) => { sock.once('open', resolve); sock.once('error', reject); });
+    const replyTo = (re: number) => waitFor(`the reply to ${re}`, async () => messages.find((m) => m.type === 'reply' && m.re === re) ?? null);
+    sock.send(JSON.stringify({ id: 1, type: 'heartbeat', fresh: true, running: [] }));
+    await replyTo(1);
+    const job = await apiClient(t, { apiKey: ws.key }).call('triggerJob', { body: { process_id: proc.id, machine_id: machine.row.id } });
+    const start = await waitFor('the job.start', async () => messages.find((m) => m.type === 'job.start')) as { job: { id: string; attempt: number } };
+    const run = { job_id: start.job.id, attempt: start.job.attempt };
+    // a progress report stuck on the job's row takes the whole budget
+    let unlock!: () => void;
+    const locked = new Promise<void>((resolve) => (unlock = resolve));
+    budgeted.onClose(() => unlock());
+    const holding = t.sql.begin(async (tx) => {
+      await tx`select id from jobs where id = ${job.id} for update`;
+      await locked;
+    });
+    sock.send(JSON.stringify({ id: 2, type: 'job.progress', ...run, progress_percent: 10 }));
+    await waitFor('the report waiting for the row', async () => (await t.sql`select count(*)::int as n from pg_stat_activity
+      where datname = current_database() and wait_event_type = 'Lock' and query like '%progress_percent%'`)[0]!.n === 1);
+    // a read waits its turn; a heartbeat sent after it (batched, outside the budget) and the HTTP API do not
+    sock.send(JSON.stringify({ id: 3, type: 'asset.get', ...run, name: 'erp-url' }));
+    sock.send(JSON.stringify({ id: 4, type: 'heartbeat', running: [] }));
+    expect((await replyTo(4)).error).toBeUndefined();
+    expect((await apiClient(t, { apiKey: ws.key }).call('getJob', { path: { job_id: job.id } })).id).toBe(job.id);
+    expect(messages.filter((m) => m.type === 'reply' && (m.re === 2 || m.re === 3))).toEqual([]);
+    unlock();
+    await holding;
+    expect((await replyTo(2)).error).toBeUndefined();
+    expect((await replyTo(3)).result).toMatchObject({ name: 'erp-url', value: 'https://erp' });
+    sock.close();
+  } finally {
+    await budgeted.close();
+  }
+});
+
 /** An agent hub of the test's API on a port of its own, with its own bounds. */
 async function ownHub(options: Parameters<typeof createAgentHub>[1]) {
   const hub = createAgentHub(t.deps, options);
   const server = http.createServer(t.app.callback());
   hub.attach(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const cleanups: Array<() => void> = [];
   return {
     hub,
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    onClose: (fn: () => void) => void cleanups.push(fn),
     async close() {
+      for (const fn of cleanups) fn();
       await hub.close();
       server.closeAllConnections();
       await new Promise((r) => server.close(r));

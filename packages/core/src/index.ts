@@ -175,7 +175,7 @@ export {
   startTracing, stopTracing, tracingEnabled, withSpan, withTraceCarrier, currentTraceCarrier, describeActiveSpan, SpanKind,
 } from './tracing';
 export {
-  REQUESTS as AGENT_REQUESTS, CLOSE as AGENT_CLOSE, MAX_MESSAGE_BYTES as AGENT_MAX_MESSAGE_BYTES,
+  REQUESTS as AGENT_REQUESTS, CLOSE as AGENT_CLOSE, MAX_MESSAGE_BYTES as AGENT_MAX_MESSAGE_BYTES, oversizedField as agentOversizedField,
 } from './machines/protocol';
 export type { RequestType as AgentRequestType, RequestOf as AgentRequestOf } from './machines/protocol';
 export { deliverLater, skipDelivery } from './dispatch/skipped-start';

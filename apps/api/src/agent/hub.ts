@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
+import pLimit from 'p-limit';
 import { WebSocketServer, type WebSocket } from 'ws';
 import {
   es, AGENT_CLOSE, AGENT_MAX_MESSAGE_BYTES, AppError, MACHINE_KEY_PREFIX, UnauthorizedError, bearerToken, clientIp, createRedis, decodeAbort, decodeInputAnswered, decodeMachineWork, sha256Hex,
@@ -27,6 +28,11 @@ const FLOOD_FACTOR = 4;
 const MAX_IN_FLIGHT = 128;
 /** Replies a robot may leave unread (bytes) before its connection is destroyed. */
 const MAX_UNREAD_BYTES = 8 * 1024 * 1024;
+/**
+ * Robots' statements run at once per process, outside the batchers (heartbeats, takes): half the
+ * API's pool, so that robots' work, however much of it, leaves the HTTP API connections.
+ */
+const ROBOT_DB_CONCURRENCY = 10;
 /** How long a machine's queue is read after its last sign of work (several heartbeats). */
 const WORKER_IDLE_MS = 30_000;
 
@@ -57,7 +63,15 @@ export interface AgentHub {
   close(): Promise<void>;
 }
 
-export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: number; maxInFlight?: number; maxUnreadBytes?: number; workerIdleMs?: number } = {}): AgentHub {
+export interface AgentHubOptions {
+  messagesPerSecond?: number;
+  maxInFlight?: number;
+  maxUnreadBytes?: number;
+  workerIdleMs?: number;
+  robotDbConcurrency?: number;
+}
+
+export function createAgentHub(deps: ApiDeps, options: AgentHubOptions = {}): AgentHub {
   const perSecond = options.messagesPerSecond ?? MESSAGES_PER_SECOND;
   const { config, engine, logger, keys } = deps;
   const wss = new WebSocketServer({ noServer: true, maxPayload: AGENT_MAX_MESSAGE_BYTES });
@@ -80,6 +94,7 @@ export function createAgentHub(deps: ApiDeps, options: { messagesPerSecond?: num
     pingMs: config.machinePingMs,
     maxInFlight: options.maxInFlight ?? MAX_IN_FLIGHT,
     maxUnreadBytes: options.maxUnreadBytes ?? MAX_UNREAD_BYTES,
+    dbBudget: pLimit(options.robotDbConcurrency ?? ROBOT_DB_CONCURRENCY),
     // a run's lease spans at least three heartbeats, like a machine's silence before it is offline
     leaseSeconds: Math.max(config.machineOfflineAfterSeconds, (3 * heartbeatMs) / 1000),
   };

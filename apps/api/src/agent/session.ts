@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Worker, type Job } from 'bullmq';
 import type { WebSocket } from 'ws';
 import {
-  es, AGENT_CLOSE, AGENT_REQUESTS, AppError, ConflictError, NotFoundError, RateLimitError, SpanKind, ValidationError, currentTraceCarrier,
+  es, AGENT_CLOSE, AGENT_REQUESTS, AppError, agentOversizedField, ConflictError, NotFoundError, RateLimitError, SpanKind, ValidationError, currentTraceCarrier,
   jsonInputIssue, jsonTextMayHoldUnstorable, machineQueueName, retryOnConnectionLoss, deliverLater, skipDelivery, validate, withSpan, withTraceCarrier,
   type AgentMachine, type AgentRequestOf, type AgentRequestType, type DbOutage, type Engine, type JobAbortMessage, type JobInputMessage, type Logger,
   type MachineJobPayload, type RedisClient,
@@ -36,6 +36,12 @@ export interface SessionDeps {
   maxInFlight: number;
   /** bytes of replies a robot may leave unread before its connection is destroyed */
   maxUnreadBytes: number;
+  /**
+   * Runs a robot's statement within the process's budget for robots, so that robots' work cannot
+   * take every connection of the pool from the HTTP API; statements that go through a batcher
+   * (heartbeats, takes) are bounded by it instead.
+   */
+  dbBudget: <T>(fn: () => Promise<T>) => Promise<T>;
   /** the command connection every machine worker of the process shares (opened on first use) */
   workerConnection: () => RedisClient;
   /** how long a machine's queue is read after its last sign of work */
@@ -226,6 +232,8 @@ export class MachineSession {
         throw ValidationError.single(['message', 'type'], es.agent.oneOf(Object.keys(AGENT_REQUESTS).join(', ')), 'enum');
       }
       const request = validate(AGENT_REQUESTS[type as AgentRequestType], msg, 'body') as { trace?: Record<string, string> };
+      const oversized = agentOversizedField(request as Record<string, unknown>);
+      if (oversized) throw ValidationError.single(oversized.loc, es.agent.tooLarge(oversized.max), 'too_large');
       // under the robot's span when it sent one: its trace goes on through the platform's statements
       const result = await withTraceCarrier(request.trace, () => withSpan(`machine ${type}`, { 'svc.machine.id': this.machine.id },
         () => this.handle(type as AgentRequestType, request), SpanKind.SERVER));
@@ -240,18 +248,29 @@ export class MachineSession {
   /**
    * A database call of a request: a Postgres outage is waited out while the connection lasts
    * (the robot's request just takes longer), so robots need no retry logic of their own for it.
+   * It waits its turn in the process's budget for robots unless it goes through a batcher.
    */
-  private db<T>(context: string, fn: () => Promise<T>): Promise<T> {
-    return retryOnConnectionLoss(fn, { context, signal: this.ended.signal });
+  private db<T>(context: string, fn: () => Promise<T>, options: { batched?: boolean } = {}): Promise<T> {
+    return retryOnConnectionLoss(options.batched ? fn : () => this.inBudget(fn), { context, signal: this.ended.signal });
+  }
+
+  /**
+   * `fn` in its turn within the process's budget for robots; not at all once the connection has
+   * ended while it waited (nobody would read the answer; a robot asks again, as a repeat, on its
+   * next connection).
+   */
+  private inBudget<T>(fn: () => Promise<T>): Promise<T> {
+    return this.deps.dbBudget(() => (this.ended.signal.aborted ? Promise.reject(new AppError('HTTP_ERROR', 503, es.agent.connectionClosed)) : fn()));
   }
 
   /**
    * A database call the robot may have sent before (`repeat`): core resolves a repeat by its own
    * rule. A try whose answer Postgres lost is a repeat too, since that try may have committed.
    */
-  private dbRepeatable<T>(context: string, robotSaysRepeat: boolean | undefined, fn: (repeat: boolean) => Promise<T>): Promise<T> {
+  private dbRepeatable<T>(context: string, robotSaysRepeat: boolean | undefined, fn: (repeat: boolean) => Promise<T>, options: { batched?: boolean } = {}): Promise<T> {
     let repeat = robotSaysRepeat === true;
-    return retryOnConnectionLoss(() => fn(repeat), { context, signal: this.ended.signal, onRetry: () => (repeat = true) });
+    const once = () => (options.batched ? fn(repeat) : this.inBudget(() => fn(repeat)));
+    return retryOnConnectionLoss(once, { context, signal: this.ended.signal, onRetry: () => (repeat = true) });
   }
 
   /** A request over the connection's message rate: answered at once, not run. */
@@ -358,7 +377,7 @@ export class MachineSession {
     const queueId = held.queueId;
     const res = await this.dbRepeatable('settling and taking queue items', m.repeat, (repeat) => this.deps.engine.machines.takeItems({
       queueId, jobId: m.job_id, jobAttempt: m.attempt, machineId: this.machine.id, outcomes: m.outcomes, take: m.take, held: m.held, repeat,
-    }));
+    }), { batched: true });
     return {
       settled: res.settled,
       items: res.claimed.map((i) => ({ id: i.id, attempt: i.attempt, reference: i.reference, data: i.data, retry_count: i.retry_count })),
@@ -375,7 +394,7 @@ export class MachineSession {
       if (lost.ended.length) this.log.warn('jobs of the previous robot process given up', { jobs: lost.ended.map((j) => j.id) });
     }
     const runs = m.running.map((r) => ({ id: r.job_id, attempt: r.attempt, alive: r.alive }));
-    const renewed = await this.db('renewing leases', () => machines.renewLeases(this.machine.id, runs, this.deps.leaseSeconds));
+    const renewed = runs.length ? await this.db('renewing leases', () => machines.renewLeases(this.machine.id, runs, this.deps.leaseSeconds)) : [];
     const owned = new Map(renewed.map((o) => [o.id, o]));
     for (const r of m.running) {
       const o = owned.get(r.job_id);
@@ -388,7 +407,7 @@ export class MachineSession {
       running: owned.size,
       agentVersion: m.agent_version ?? null,
       hostInfo: m.host ?? null,
-    }));
+    }), { batched: true });
     this.heartbeatWrites.add(write);
     const hb = await write.finally(() => this.heartbeatWrites.delete(write));
     if (hb) this.applyMachine(hb.slots, hb.is_active);

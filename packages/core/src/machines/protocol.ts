@@ -118,3 +118,23 @@ export const CLOSE = {
 
 /** Largest message accepted (a job's output, a log chunk): larger closes the socket (1009). */
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
+
+/**
+ * Bounds on what a robot reports, in bytes of JSON, beyond the message's own: a machine's `host`
+ * description, a run's `resource_metrics`, a job's `output_data` and an item's `result`. Stored
+ * and shown on every read of the job, item or machine, they stay small whatever the robot sends.
+ */
+export const FIELD_MAX_BYTES = { host: 4 * 1024, resource_metrics: 16 * 1024, output_data: 256 * 1024, result: 256 * 1024 } as const;
+
+/** The first field of a validated request over its bound, with its path and bound; null when none is. */
+export function oversizedField(msg: Record<string, unknown>): { loc: Array<string | number>; max: number } | null {
+  const over = (value: unknown, max: number) => value !== undefined && value !== null && Buffer.byteLength(JSON.stringify(value), 'utf8') > max;
+  for (const field of ['host', 'resource_metrics', 'output_data'] as const) {
+    if (over(msg[field], FIELD_MAX_BYTES[field])) return { loc: ['message', field], max: FIELD_MAX_BYTES[field] };
+  }
+  const outcomes = Array.isArray(msg.outcomes) ? (msg.outcomes as Array<{ result?: unknown }>) : [];
+  for (const [i, o] of outcomes.entries()) {
+    if (over(o.result, FIELD_MAX_BYTES.result)) return { loc: ['message', 'outcomes', i, 'result'], max: FIELD_MAX_BYTES.result };
+  }
+  return null;
+}

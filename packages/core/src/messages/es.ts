@@ -294,6 +294,8 @@ export const es = {
     notAnInteger: 'debe ser un número entero',
     oneOf: (values: string) => `debe ser uno de: ${values}`,
     tooManyMessagesPerSecond: 'Demasiados mensajes por segundo en esta conexión',
+    connectionClosed: 'la conexión se cerró',
+    tooLarge: (max: number) => `demasiado grande: como máximo ${max} bytes en JSON`,
     tooManyRequestsInFlight: (max: number) => `Demasiadas peticiones sin responder en esta conexión (máximo ${max}): espere las respuestas`,
   },
 
