@@ -298,6 +298,48 @@ describe('dead and revoked connections', () => {
     healthy.sock.close();
   });
 
+  it('writes heartbeats that say nothing new together: one statement a period for every robot heard', async () => {
+    const batches: number[] = [];
+    const machines = { ...t.deps.engine.machines, heartbeats: (reports: Parameters<typeof t.deps.engine.machines.heartbeats>[0]) => {
+      batches.push(reports.length);
+      return t.deps.engine.machines.heartbeats(reports);
+    } };
+    const counted = createAgentHub({ ...t.deps, engine: { ...t.deps.engine, machines } });
+    const own = http.createServer(t.app.callback());
+    counted.attach(own);
+    await new Promise<void>((resolve) => own.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(own.address() as AddressInfo).port}`;
+    try {
+      const ws = await seedWorkspace(t.sql);
+      const fleet = await Promise.all(Array.from({ length: 10 }, () => ws.machine({ status: 'offline' })));
+      const robots = await Promise.all(fleet.map((m) => openRawWebSocket(url, '/api/v1/agent/connect', `Bearer ${m.machineKey}`, { answerPings: true })));
+      const beat = async (n: number) => {
+        robots.forEach((r) => r.sendText(JSON.stringify({ id: n, type: 'heartbeat', running: [], agent_version: 'v1' })));
+        await waitFor(`heartbeat ${n} answered`, async () => robots.every((r) => r.messages.some((m) => m.re === n)));
+      };
+      // the first heartbeat of each connection is written at once: every machine online
+      await beat(1);
+      const ids = fleet.map((m) => m.row.id as string);
+      const first = await t.sql`select id, status, last_heartbeat_at from machines where id = any(${ids}::uuid[])`;
+      expect(first.map((r) => r.status)).toEqual(ids.map(() => 'online'));
+      expect(batches).toEqual([]);
+      // then three more each, saying nothing new: written by the flushes, many robots a statement
+      for (const n of [2, 3, 4]) await beat(n);
+      const before = new Map(first.map((r) => [r.id as string, (r.last_heartbeat_at as Date).getTime()]));
+      await waitFor('every machine\'s heartbeat written again', async () => {
+        const rows = await t.sql`select id, last_heartbeat_at from machines where id = any(${ids}::uuid[])`;
+        return rows.every((r) => (r.last_heartbeat_at as Date).getTime() > before.get(r.id as string)!);
+      });
+      expect(batches.reduce((a, n) => a + n, 0)).toBeLessThan(30);
+      expect(Math.max(...batches)).toBeGreaterThan(1);
+      robots.forEach((r) => r.destroy());
+    } finally {
+      await counted.close();
+      own.closeAllConnections();
+      await new Promise((r) => own.close(r));
+    }
+  });
+
   it('a client that ignores the close after its key was rotated is destroyed, and what it sends meanwhile is not acted upon', async () => {
     const ws = await seedWorkspace(t.sql);
     const machine = await ws.machine({ status: 'offline' });

@@ -55,7 +55,7 @@ export { buildAllowList, checkIpEntry, clientIp, ipAllowed, trustedHop } from '.
 export type { OutboxRelay } from './outbox/relay';
 
 // Dispatch: the BullMQ catalogue and the port effects are published through.
-export type { AgentMachine } from './machines/heartbeat';
+export type { AgentMachine, HeartbeatReport, HeartbeatResult } from './machines/heartbeat';
 export {
   DISPATCH_QUEUE, DISPATCH_SCHEDULERS, IDEMPOTENCY_PURGE_EVERY_MS, machineQueueName, queueDisplayName,
 } from './dispatch/bull-queues';

@@ -8,6 +8,7 @@ import {
   type AgentMachine, type RedisClient,
 } from '@svc/core';
 import type { ApiDeps } from '../deps';
+import { createLiveness } from './liveness';
 import { MachineSession, type SessionDeps } from './session';
 
 /** The path robots connect to (docs/agent-protocol.md). */
@@ -95,6 +96,8 @@ export function createAgentHub(deps: ApiDeps, options: AgentHubOptions = {}): Ag
     maxInFlight: options.maxInFlight ?? MAX_IN_FLIGHT,
     maxUnreadBytes: options.maxUnreadBytes ?? MAX_UNREAD_BYTES,
     dbBudget: pLimit(options.robotDbConcurrency ?? ROBOT_DB_CONCURRENCY),
+    // a machine's last heartbeat trails its robot by at most a second (or half a heartbeat period)
+    liveness: createLiveness(engine, { flushMs: Math.min(1000, Math.max(100, Math.floor(heartbeatMs / 2))), logger, outage }),
     // a run's lease spans at least three heartbeats, like a machine's silence before it is offline
     leaseSeconds: Math.max(config.machineOfflineAfterSeconds, (3 * heartbeatMs) / 1000),
   };
@@ -276,6 +279,7 @@ export function createAgentHub(deps: ApiDeps, options: AgentHubOptions = {}): Ag
       pinger = null;
       await Promise.all([...sessions.values()].map((h) => h.session.close(AGENT_CLOSE.goingAway, es.agent.serverStopping)));
       sessions.clear();
+      await sessionDeps.liveness.close();
       sub?.disconnect();
       workerConnection?.disconnect();
       wss.close();

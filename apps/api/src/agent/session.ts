@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Worker, type Job } from 'bullmq';
 import type { WebSocket } from 'ws';
+import type { Liveness } from './liveness';
 import {
   es, AGENT_CLOSE, AGENT_REQUESTS, AppError, agentOversizedField, ConflictError, NotFoundError, RateLimitError, SpanKind, ValidationError, currentTraceCarrier,
   jsonInputIssue, jsonTextMayHoldUnstorable, machineQueueName, retryOnConnectionLoss, deliverLater, skipDelivery, validate, withSpan, withTraceCarrier,
@@ -36,6 +37,8 @@ export interface SessionDeps {
   maxInFlight: number;
   /** bytes of replies a robot may leave unread before its connection is destroyed */
   maxUnreadBytes: number;
+  /** where heartbeats that say nothing new wait for the process's next flush */
+  liveness: Liveness;
   /**
    * Runs a robot's statement within the process's budget for robots, so that robots' work cannot
    * take every connection of the pool from the HTTP API; statements that go through a batcher
@@ -363,7 +366,8 @@ export class MachineSession {
         this.leaving = true;
         void this.stopWorker();  // awaited by close()
         while (this.loadReport) await this.loadReport;
-        await Promise.allSettled([...this.heartbeatWrites]);
+        this.deps.liveness.forget(this.machine.id);
+        await Promise.allSettled([...this.heartbeatWrites, this.deps.liveness.settled()]);
         await retryOnConnectionLoss(() => machines.goodbye(this.machine.id), { context: 'marking the machine offline' });
         setImmediate(() => void this.close(AGENT_CLOSE.normal, 'bye'));
         return {};
@@ -401,16 +405,22 @@ export class MachineSession {
       if (o) this.owned.set(r.job_id, { attempt: r.attempt, queueId: o.queue_id });
       else this.release(r.job_id);
     }
+    const report = { running: owned.size, agentVersion: m.agent_version ?? null, hostInfo: m.host ?? null };
+    const said = JSON.stringify(report);
     // after a bye the machine stays offline: a heartbeat that crossed it records nothing, and
-    // one already writing is waited for by the bye before its goodbye
-    const write = this.leaving || this.closed ? Promise.resolve(null) : this.db('recording a heartbeat', () => machines.heartbeat(this.machine.id, {
-      running: owned.size,
-      agentVersion: m.agent_version ?? null,
-      hostInfo: m.host ?? null,
-    }), { batched: true });
-    this.heartbeatWrites.add(write);
-    const hb = await write.finally(() => this.heartbeatWrites.delete(write));
-    if (hb) this.applyMachine(hb.slots, hb.is_active);
+    // one already writing is waited for by the bye before its goodbye. A heartbeat that says
+    // nothing new is written with the process's others by the next flush (liveness.ts)
+    if (!this.leaving && !this.closed && said === this.lastSaid) {
+      this.deps.liveness.later(this.machine.id, report, (hb) => hb && this.applyMachine(hb.slots, hb.is_active));
+    } else {
+      const write = this.leaving || this.closed ? Promise.resolve(null) : this.db('recording a heartbeat', () => machines.heartbeat(this.machine.id, report), { batched: true });
+      this.heartbeatWrites.add(write);
+      const hb = await write.finally(() => this.heartbeatWrites.delete(write));
+      if (hb) {
+        this.applyMachine(hb.slots, hb.is_active);
+        this.lastSaid = said;
+      } else this.active = false;
+    }
     if (!this.greeted) {
       this.greeted = true;
       if (this.toldEarly) this.wantWork();
@@ -425,7 +435,7 @@ export class MachineSession {
     this.fitCapacity();
     return {
       slots: this.slots,
-      is_active: hb?.is_active ?? false,
+      is_active: this.active,
       runs: m.running.map((r) => ({ job_id: r.job_id, owned: owned.has(r.job_id), stop_requested: owned.get(r.job_id)?.stop_requested ?? false })),
     };
   }
@@ -495,6 +505,8 @@ export class MachineSession {
   private loadAgain = false;
   /** the robot said bye: its machine's load is not reported any more */
   private leaving = false;
+  /** what the last heartbeat written said (its load, version and host): the same again is only liveness */
+  private lastSaid: string | null = null;
   /** heartbeats being written: a bye's goodbye comes after them */
   private readonly heartbeatWrites = new Set<Promise<unknown>>();
 
