@@ -1,5 +1,4 @@
 import http from 'node:http';
-import https from 'node:https';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
@@ -7,6 +6,7 @@ import { connect, endJob, type Robot } from '@svc/agent';
 import { openRawWebSocket, seedWorkspace, selfSignedCertificate, startConnectProxy, startTcpProxy, waitFor } from '@svc/testing';
 import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { createAgentHub, type AgentHub } from '../src/agent/hub';
+import { serveHub, type ServedHub } from './agent-hub-support';
 
 /**
  * Robots that hold only their machine key (docs/agent-protocol.md): a job triggered through the
@@ -252,22 +252,17 @@ describe('the machine protocol', () => {
  */
 describe('dead and revoked connections', () => {
   let t: ApiTestContext;
+  let served: ServedHub;
   let hub: AgentHub;
-  let server: http.Server;
   let base: string;
 
   beforeAll(async () => {
     t = await createApiTestContext({ machineOfflineAfterSeconds: 3, machinePingMs: 200 });
-    hub = createAgentHub(t.deps);
-    server = http.createServer(t.app.callback());
-    hub.attach(server);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    served = await serveHub(t);
+    ({ hub, url: base } = served);
   });
   afterAll(async () => {
-    await hub.close();
-    server.closeAllConnections();
-    await new Promise((r) => server.close(r));
+    await served.close();
     await t.close();
   });
 
@@ -304,11 +299,8 @@ describe('dead and revoked connections', () => {
       batches.push(reports.length);
       return t.deps.engine.machines.heartbeats(reports);
     } };
-    const counted = createAgentHub({ ...t.deps, engine: { ...t.deps.engine, machines } });
-    const own = http.createServer(t.app.callback());
-    counted.attach(own);
-    await new Promise<void>((resolve) => own.listen(0, '127.0.0.1', resolve));
-    const url = `http://127.0.0.1:${(own.address() as AddressInfo).port}`;
+    const counted = await serveHub(t, { deps: { engine: { ...t.deps.engine, machines } } });
+    const { url } = counted;
     try {
       const ws = await seedWorkspace(t.sql);
       const fleet = await Promise.all(Array.from({ length: 10 }, () => ws.machine({ status: 'offline' })));
@@ -335,8 +327,6 @@ describe('dead and revoked connections', () => {
       robots.forEach((r) => r.destroy());
     } finally {
       await counted.close();
-      own.closeAllConnections();
-      await new Promise((r) => own.close(r));
     }
   });
 
@@ -391,11 +381,9 @@ describe('dead and revoked connections', () => {
     const process_ = await ws.process();
     const machine = await ws.machine();
     // the shipped lease (30 s): a short silence must cost no run, however slow this host is
-    const patient = createAgentHub({ ...t.deps, config: { ...t.deps.config, machineOfflineAfterSeconds: 30 } });
-    const own = http.createServer(t.app.callback());
-    patient.attach(own);
-    await new Promise<void>((resolve) => own.listen(0, '127.0.0.1', resolve));
-    const relay = await startTcpProxy((own.address() as AddressInfo).port);
+    const served = await serveHub(t, { deps: { config: { ...t.deps.config, machineOfflineAfterSeconds: 30 } } });
+    const patient = served.hub;
+    const relay = await startTcpProxy(Number(new URL(served.url).port));
     const warnings: Array<{ msg: string; meta?: Record<string, unknown> }> = [];
     let release!: () => void;
     const working = new Promise<void>((resolve) => (release = resolve));
@@ -431,9 +419,7 @@ describe('dead and revoked connections', () => {
       release();
       await robot.close(1000);
       await relay.close();
-      await patient.close();
-      own.closeAllConnections();
-      await new Promise((r) => own.close(r));
+      await served.close();
     }
   });
 
@@ -460,24 +446,18 @@ describe('dead and revoked connections', () => {
  */
 describe('a robot behind a proxy, on TLS with a private certificate authority', () => {
   let t: ApiTestContext;
-  let hub: AgentHub;
-  let server: https.Server;
+  let served: ServedHub;
   let base: string;
   let cert: { key: string; cert: string };
 
   beforeAll(async () => {
     t = await createApiTestContext({ machineOfflineAfterSeconds: 3 });
-    hub = createAgentHub(t.deps);
     cert = selfSignedCertificate();
-    server = https.createServer({ key: cert.key, cert: cert.cert }, t.app.callback());
-    hub.attach(server);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    base = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    served = await serveHub(t, { tls: cert });
+    base = served.url;
   });
   afterAll(async () => {
-    await hub.close();
-    server.closeAllConnections();
-    await new Promise((r) => server.close(r));
+    await served.close();
     await t.close();
   });
 

@@ -5,6 +5,7 @@ import { Children, itemStatusCounts, openRawWebSocket, seedWorkspace, waitFor } 
 import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { connect } from '@svc/agent';
 import { createAgentHub, type AgentHub } from '../src/agent/hub';
+import { serveHub } from './agent-hub-support';
 
 /**
  * The machine protocol's work beyond plain jobs (docs/agent-protocol.md): a consumer job's items
@@ -202,8 +203,8 @@ it('reads its workspace\'s assets for a run it holds, audits a credential read, 
 
 it('bounds the requests a connection has in flight, and cuts a robot that leaves its replies unread', async () => {
   // hubs of their own with low bounds and no message rate to speak of: only the bound under test acts
-  const inFlightHub = await ownHub({ messagesPerSecond: 1_000_000, maxInFlight: 8 });
-  const unreadHub = await ownHub({ messagesPerSecond: 1_000_000, maxInFlight: 100_000, maxUnreadBytes: 256 * 1024 });
+  const inFlightHub = await serveHub(t, { messagesPerSecond: 1_000_000, maxInFlight: 8 });
+  const unreadHub = await serveHub(t, { messagesPerSecond: 1_000_000, maxInFlight: 100_000, maxUnreadBytes: 256 * 1024 });
   try {
     let url = inFlightHub.url;
     let bounded = inFlightHub.hub;
@@ -249,7 +250,7 @@ it('bounds the requests a connection has in flight, and cuts a robot that leaves
 });
 
 it('runs robots\' statements within the process\'s budget for robots, while heartbeats and the HTTP API go on', async () => {
-  const budgeted = await ownHub({ robotDbConcurrency: 1 });
+  const budgeted = await serveHub(t, { robotDbConcurrency: 1 });
   try {
     const ws = await seedWorkspace(t.sql);
     const proc = await ws.process();
@@ -292,25 +293,6 @@ it('runs robots\' statements within the process\'s budget for robots, while hear
   }
 });
 
-/** An agent hub of the test's API on a port of its own, with its own bounds. */
-async function ownHub(options: Parameters<typeof createAgentHub>[1]) {
-  const hub = createAgentHub(t.deps, options);
-  const server = http.createServer(t.app.callback());
-  hub.attach(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const cleanups: Array<() => void> = [];
-  return {
-    hub,
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    onClose: (fn: () => void) => void cleanups.push(fn),
-    async close() {
-      for (const fn of cleanups) fn();
-      await hub.close();
-      server.closeAllConnections();
-      await new Promise((r) => server.close(r));
-    },
-  };
-}
 
 it('answers messages past the connection\'s rate RATE_LIMIT_EXCEEDED and keeps it open; a flood closes it (4008)', async () => {
   // a hub of its own with a low rate: the checks then hold however fast this host reads a socket

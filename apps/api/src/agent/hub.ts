@@ -34,6 +34,8 @@ const MAX_UNREAD_BYTES = 8 * 1024 * 1024;
  * API's pool, so that robots' work, however much of it, leaves the HTTP API connections.
  */
 const ROBOT_DB_CONCURRENCY = 10;
+/** The ping period is cut in this many ticks, each pinging the connections of one slice. */
+export const PING_SLICES = 16;
 /** How long a machine's queue is read after its last sign of work (several heartbeats). */
 const WORKER_IDLE_MS = 30_000;
 
@@ -50,8 +52,8 @@ const WORKER_IDLE_MS = 30_000;
  *   a rotated key or a deactivated machine is cut within a second (close 4001);
  * - when a machine connects, tells every replica, and the older connection of that machine is
  *   closed (4002): a robot whose previous socket half-died does not hold two sets of slots;
- * - pings every connection each `pingMs` (MACHINE_PING_MS), in one round for the process: a
- *   connection that answered nothing since the previous round went silent without closing (a NAT
+ * - pings every connection each `pingMs` (MACHINE_PING_MS), spread over the period by slices: a
+ *   connection that answered nothing since its previous ping went silent without closing (a NAT
  *   or a load balancer dropped it) and is destroyed, releasing what its session holds.
  * A connection the server closed acts on nothing it still sends, and is destroyed if it does not
  * answer the close within a second.
@@ -107,6 +109,7 @@ export function createAgentHub(deps: ApiDeps, options: AgentHubOptions = {}): Ag
   let subscribed: Promise<unknown> | null = null;
   let timer: NodeJS.Timeout | null = null;
   let pinger: NodeJS.Timeout | null = null;
+  let pingSlice = 0;
   let closing = false;
 
   const subscriber = (): Promise<unknown> => {
@@ -195,16 +198,19 @@ export function createAgentHub(deps: ApiDeps, options: AgentHubOptions = {}): Ag
 
   const accept = async (ws: WebSocket, machine: AgentMachine, keyHashHex: string): Promise<void> => {
     const connection = randomUUID();
-    const session = new MachineSession(sessionDeps, ws, machine, keyHashHex);
+    const session = new MachineSession(sessionDeps, ws, machine, keyHashHex, Math.floor(Math.random() * PING_SLICES));
     const earlier = sessions.get(machine.id);
     if (earlier) void earlier.session.close(AGENT_CLOSE.replaced, es.agent.reconnected);
     sessions.set(machine.id, { session, connection });
     void deps.redis.publish(connectedChannel, JSON.stringify({ machine_id: machine.id, connection })).catch(() => undefined);
     timer ??= setInterval(() => void check(), CHECK_MS).unref();
-    // one round for every connection of the process: a timer per connection would cost at fleet size
+    // one timer for every connection of the process (a timer each would cost at fleet size), each
+    // tick pinging the connections of one slice: a round of ten thousand at once would hold the
+    // event loop, and every robot's requests with it
     pinger ??= setInterval(() => {
-      for (const h of sessions.values()) h.session.ping();
-    }, sessionDeps.pingMs).unref();
+      pingSlice = (pingSlice + 1) % PING_SLICES;
+      for (const h of sessions.values()) if (h.session.pingSlice === pingSlice) h.session.ping();
+    }, Math.max(1, Math.floor(sessionDeps.pingMs / PING_SLICES))).unref();
     let window = Math.floor(Date.now() / 1000);
     let count = 0;
     ws.on('pong', () => session.heardFrom());

@@ -84,6 +84,8 @@ export class MachineSession {
     private readonly socket: WebSocket,
     readonly machine: AgentMachine,
     readonly keyHashHex: string,
+    /** which tick of the hub's ping period pings this connection */
+    readonly pingSlice = 0,
   ) {
     this.slots = machine.slots;
   }
@@ -114,7 +116,7 @@ export class MachineSession {
   }
 
   /**
-   * The hub's ping round: a connection that answered nothing since the previous round is dead
+   * This connection's ping: one that answered nothing since its previous ping is dead
    * (a network that went silent without closing anything) and is destroyed, which closes the
    * session and frees what it holds; its runs are left to their leases, as on any drop.
    */
