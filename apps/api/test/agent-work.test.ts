@@ -190,6 +190,15 @@ it('reads its workspace\'s assets for a run it holds, audits a credential read, 
   }
   // only for a run it holds
   expect((await robot.request({ type: 'asset.get', job_id: '00000000-0000-4000-8000-000000000000', attempt: 1, name: 'erp-login' })).error?.code).toBe('NOT_FOUND');
+  // a machine limited to some environments reads only those, production by default when allowed
+  await t.sql`update machines set environments = ${['staging']} where id = ${machine.row.id as string}`;
+  const denied = await robot.request({ type: 'asset.get', ...run, name: 'erp-login', environment: 'production' });
+  expect(denied.error).toMatchObject({ code: 'FORBIDDEN', details: { environment: 'production' } });
+  expect(denied.error?.message).toBe('La máquina no tiene acceso al entorno production');
+  expect((await robot.request({ type: 'asset.get', ...run, name: 'erp-login' })).result).toMatchObject({ environment: 'staging', value: { username: 'qa', password: 'Qa-Pw' } });
+  await t.sql`update machines set environments = ${['staging', 'dev']} where id = ${machine.row.id as string}`;
+  expect((await robot.request({ type: 'asset.get', ...run, name: 'erp-login' })).error).toMatchObject({ code: 'VALIDATION_ERROR' });
+  await t.sql`update machines set environments = null where id = ${machine.row.id as string}`;
   // and only while it runs: once a stop was asked, no credential leaves the platform for it
   const reads = async () => (await t.sql`select count(*)::int as n from audit_log where tenant_id = ${ws.tenant.id} and action = 'read_asset'`)[0]!.n as number;
   const before = await reads();

@@ -3,7 +3,7 @@ import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testi
 import { bearer, fieldsOf, ISO, settingsSuite, settingsWorld, UUID, type SettingsWorld } from './settings-fixtures';
 
 const MACHINE_FIELDS = [
-  'agent_version', 'created_at', 'description', 'id', 'is_active', 'kind', 'last_heartbeat_at', 'name', 'running_jobs', 'slots',
+  'agent_version', 'created_at', 'description', 'environments', 'id', 'is_active', 'kind', 'last_heartbeat_at', 'name', 'running_jobs', 'slots',
   'status', 'tenant_id', 'updated_at',
 ];
 
@@ -23,7 +23,7 @@ describe('settings: machines', () => {
     expect(Object.keys(m).sort()).toEqual([...MACHINE_FIELDS, 'machine_key'].sort());
     expect(m).toMatchObject({
       tenant_id: w.tenantA, name: 'robot-01', description: 'Sala 2', status: 'offline', slots: 4, kind: 'unattended', running_jobs: 0,
-      is_active: true, last_heartbeat_at: null, agent_version: null,
+      is_active: true, environments: null, last_heartbeat_at: null, agent_version: null,
     });
     expect(m.id).toMatch(UUID);
     expect(m.created_at).toMatch(ISO);
@@ -122,6 +122,18 @@ describe('settings: machines', () => {
       const bad = await t.http.patch(`/api/v1/settings/machines/${m.id}`).set(bearer(w.admin)).send(body);
       expect(bad.status).toBe(422);
     }
+  });
+
+  it('limits a machine to environments like an API key: a non-empty list of known ones, or null for all', async () => {
+    const m = await api().call('createMachine', { body: { name: `m-${++n}`, environments: ['staging', 'dev'] } });
+    expect(m.environments).toEqual(['staging', 'dev']);
+    const widened = await api().call('updateMachine', { path: { id: m.id }, body: { environments: null } });
+    expect(widened.environments).toBeNull();
+    for (const environments of [[], ['prod'], ['staging', 'staging'], 'staging', [7]]) {
+      const bad = await t.http.patch(`/api/v1/settings/machines/${m.id}`).set(bearer(w.admin)).send({ environments });
+      expect([environments, bad.status, bad.body.error?.code]).toEqual([environments, 422, 'VALIDATION_ERROR']);
+    }
+    expect((await api().request('getMachine', { path: { id: m.id } })).data.environments).toBeNull();
   });
 
   it('deactivates a machine and filters the list by status and activity', async () => {

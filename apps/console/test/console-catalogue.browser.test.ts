@@ -157,10 +157,16 @@ describe('the console\'s catalogue pages in a browser', () => {
     await page.getByLabel('Ranuras', { exact: true }).fill('3');
     await page.getByLabel('Tipo').selectOption('attended');
     await page.getByLabel('Descripción').fill('Escritorio de Ana');
+    // a desk robot reads only the test environments' assets
+    const environments = page.getByRole('group', { name: 'Entornos cuyos activos puede leer' });
+    await environments.getByLabel('Preproducción (staging)').check();
+    await environments.getByLabel('Desarrollo (dev)').check();
     await page.getByRole('button', { name: 'Guardar' }).click();
     await page.getByText('Máquina «Robot-01» guardada.').waitFor();
     await page.locator('tr[data-machine="Robot-01"] [data-cell="slots"]').getByText('de 3').waitFor();
-    expect((await t.sql`select slots, kind, description from machines where id = ${machine!.id}`)[0]).toMatchObject({ slots: 3, kind: 'attended', description: 'Escritorio de Ana' });
+    expect((await t.sql`select slots, kind, description, environments from machines where id = ${machine!.id}`)[0]).toMatchObject({
+      slots: 3, kind: 'attended', description: 'Escritorio de Ana', environments: ['dev', 'staging'],
+    });
     await axeBoth('machines', found);
 
     // deactivation lists the job waiting for it

@@ -470,6 +470,7 @@ describe('svc apply', () => {
     doc.processes[0].on_success = null;
     doc.machines[1].slots = 4;
     doc.machines[1].kind = 'attended';
+    doc.machines[1].environments = ['staging'];
     doc.queues[0].consumer = 'archive-invoices';
     doc.assets[2].values.dev.password = { $env: 'SVC_ASSET_CLI_TEST_ERP_PASSWORD' };
     doc.assets[1].values.production = { $env: 'SVC_ASSET_CLI_TEST_MAX' };
@@ -485,7 +486,7 @@ describe('svc apply', () => {
     expect(report.summary).toEqual({ created: 1, updated: 5, unchanged: 5 });
     expect(byName['Archive'].action).toBe('created');
     expect(byName['invoice-processing'].changed.sort()).toEqual(['input_schema', 'on_success', 'timeout_seconds']);
-    expect(byName['robot-02'].changed.sort()).toEqual(['kind', 'slots']);
+    expect(byName['robot-02'].changed.sort()).toEqual(['environments', 'kind', 'slots']);
     expect(byName['invoices'].changed).toEqual(['consumer']);
     expect(byName['month-end-archive'].changed.sort()).toEqual(['cron', 'machine']);
     expect(byName['erp-credentials'].changed).toEqual(['values.dev']);

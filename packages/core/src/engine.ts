@@ -36,7 +36,7 @@ import type { ClaimFloorMode } from './config';
 import { redriveQueueItems, reviewQueueItem } from './queue-items/review';
 import { acknowledgeRun, renewJobLeases, reportJobProgress, startJob } from './dispatch/job-run';
 import { machineLeft } from './dispatch/hand-back';
-import { findLiveMachineKeys, recordMachineLoad } from './machines/heartbeat';
+import { findLapsedMachineKeys, recordMachineLoad } from './machines/heartbeat';
 import { findMachineByKeyBatched } from './machines/key-lookup';
 import { recordHeartbeatBatched, recordHeartbeats } from './machines/heartbeat-batched';
 import { askInputForRun, finishRun, takeItemsForRun, type TakeRequest } from './machines/run-requests';
@@ -229,7 +229,7 @@ export function createEngine(deps: EngineDeps) {
     /** A machine's agent (through the API's agent session): its heartbeat, its runs and the items its consumers take. */
     machines: {
       ...bind(sql, {
-        findByKey: findMachineByKeyBatched, liveKeys: findLiveMachineKeys, heartbeat: recordHeartbeatBatched, heartbeats: recordHeartbeats, reportLoad: recordMachineLoad, goodbye: machineLeft, giveUpJobs: giveUpMachineJobs,
+        findByKey: findMachineByKeyBatched, lapsedKeys: findLapsedMachineKeys, heartbeat: recordHeartbeatBatched, heartbeats: recordHeartbeats, reportLoad: recordMachineLoad, goodbye: machineLeft, giveUpJobs: giveUpMachineJobs,
         startJob, acknowledgeRun, renewLeases: renewJobLeases, reportProgress: reportJobProgress, finishRun, pendingStops,
         askInput: askInputForRun, readInput: readJobInput, appendLogs: appendJobLogs,
         releaseItems: releaseQueueItems, hasWaitingJobs: machineHasWaitingJobs, earliestPendingStart,

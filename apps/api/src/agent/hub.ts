@@ -13,8 +13,10 @@ import { MachineSession, type SessionDeps } from './session';
 
 /** The path robots connect to (docs/agent-protocol.md). */
 export const AGENT_PATH = '/api/v1/agent/connect';
-/** How often the connected machines' keys are checked (rotated, deactivated). */
+/** How often each connected machine's key is checked (rotated, deactivated). */
 const CHECK_MS = 500;
+/** The check period is cut in this many ticks, each checking one slice of the connections. */
+const CHECK_SLICES = 4;
 /**
  * Messages a connection may send per second: past it, requests are answered RATE_LIMIT_EXCEEDED
  * (the robot waits and sends them again); a connection sending FLOOD_FACTOR times as many is
@@ -146,13 +148,19 @@ export function createAgentHub(deps: ApiDeps, options: AgentHubOptions = {}): Ag
     return subscribed;
   };
 
+  /**
+   * One slice of the connections each tick (each connection checked once every CHECK_MS): a
+   * fleet's check in one statement would hold the event loop, and every robot's requests with it.
+   */
+  let checkSlice = 0;
   const check = async (): Promise<void> => {
-    const held = [...sessions.values()].map((h) => h.session);
+    checkSlice = (checkSlice + 1) % CHECK_SLICES;
+    const held = [...sessions.values()].map((h) => h.session).filter((s) => s.pingSlice % CHECK_SLICES === checkSlice);
     if (held.length === 0) return;
     try {
-      const live = new Set(await engine.machines.liveKeys(held.map((s) => ({ id: s.machine.id, keyHashHex: s.keyHashHex }))));
+      const lapsed = new Set(await engine.machines.lapsedKeys(held.map((s) => ({ id: s.machine.id, keyHashHex: s.keyHashHex }))));
       outage.ok();
-      for (const s of held) if (!live.has(s.machine.id)) void s.close(AGENT_CLOSE.credentialLapsed, es.agent.keyNoLongerValid);
+      for (const s of held) if (lapsed.has(s.machine.id)) void s.close(AGENT_CLOSE.credentialLapsed, es.agent.keyNoLongerValid);
     } catch (err) {
       if (!outage.failed(err, 'checking machine keys')) logger.warn('machine keys could not be checked', { err: (err as Error).message });
     }
@@ -203,7 +211,7 @@ export function createAgentHub(deps: ApiDeps, options: AgentHubOptions = {}): Ag
     if (earlier) void earlier.session.close(AGENT_CLOSE.replaced, es.agent.reconnected);
     sessions.set(machine.id, { session, connection });
     void deps.redis.publish(connectedChannel, JSON.stringify({ machine_id: machine.id, connection })).catch(() => undefined);
-    timer ??= setInterval(() => void check(), CHECK_MS).unref();
+    timer ??= setInterval(() => void check(), CHECK_MS / CHECK_SLICES).unref();
     // one timer for every connection of the process (a timer each would cost at fleet size), each
     // tick pinging the connections of one slice: a round of ten thousand at once would hold the
     // event loop, and every robot's requests with it

@@ -747,6 +747,8 @@ export const es = {
     slots: 'Ranuras',
     slotsHint: 'Trabajos que ejecuta a la vez, de 1 a 64.',
     kindHint: 'Una máquina atendida nunca se elige automáticamente.',
+    environmentsLegend: 'Entornos cuyos activos puede leer',
+    environmentsHint: 'Sin ninguno marcado, todos. Un robot de pruebas no debería leer las credenciales de producción.',
     isActive: 'Activa',
     saved: (name: string) => `Máquina «${name}» guardada.`,
     keyTitle: (name: string) => `Clave de la máquina «${name}»`,

@@ -18,10 +18,10 @@ import { ApiError } from '../lib/errors';
 import { formatCount } from '../lib/format';
 import { FASTEST_REFRESH_MS } from '../lib/refresh';
 import type { BodyOf } from '@svc/client';
-import type { Machine, MachineWithKey } from '../lib/api';
+import { ENVIRONMENTS, type Machine, type MachineWithKey } from '../lib/api';
 import { useIsAdmin, useSession } from '../session-context';
 
-const FIELDS = ['name', 'description', 'slots', 'kind', 'is_active'] as const;
+const FIELDS = ['name', 'description', 'slots', 'kind', 'is_active', 'environments'] as const;
 const KINDS = ['unattended', 'attended'] as const satisfies ReadonlyArray<Machine['kind']>;
 
 /**
@@ -151,6 +151,7 @@ function MachineForm({ machine, onCancel, onSaved }: { machine: Machine | null; 
     kind: machine?.kind ?? 'unattended',
     is_active: machine?.is_active ?? true,
   }));
+  const [environments, setEnvironments] = useState<Set<string>>(new Set(machine?.environments ?? []));
   const save = useMutation({
     mutationFn: async (body: Record<string, unknown>): Promise<Machine | MachineWithKey> => machine
       ? (await api.request('updateMachine', { path: { id: machine.id }, body: body as BodyOf<'updateMachine'> })).data
@@ -167,6 +168,7 @@ function MachineForm({ machine, onCancel, onSaved }: { machine: Machine | null; 
       slots: numberOrText(form.slots),
       kind: form.kind,
       is_active: form.is_active,
+      environments: environments.size > 0 ? ENVIRONMENTS.filter((e) => environments.has(e)) : null,
     });
   }
   const fe = errors.fields;
@@ -190,6 +192,22 @@ function MachineForm({ machine, onCancel, onSaved }: { machine: Machine | null; 
           </select>
         </Field>
       </div>
+      <fieldset aria-describedby={['machine-environments-hint', fe.environments && 'machine-environments-error'].filter(Boolean).join(' ')}>
+        <legend>{t.machinesAdmin.environmentsLegend}</legend>
+        {ENVIRONMENTS.map((env) => (
+          <label key={env} className="check">
+            <input type="checkbox" checked={environments.has(env)} onChange={(e) => setEnvironments((cur) => {
+              const next = new Set(cur);
+              if (e.target.checked) next.add(env);
+              else next.delete(env);
+              return next;
+            })} />
+            <span>{t.apiKeys.environmentNames[env]}</span>
+          </label>
+        ))}
+        <span className="hint" id="machine-environments-hint">{t.machinesAdmin.environmentsHint}</span>
+        {fe.environments && <span className="field-error" id="machine-environments-error">{fe.environments}</span>}
+      </fieldset>
       <ActiveCheck checked={form.is_active} label={t.machinesAdmin.isActive} onChange={(on) => setForm((f) => ({ ...f, is_active: on }))} />
       <FormActions saving={save.isPending} onCancel={onCancel} />
     </form>

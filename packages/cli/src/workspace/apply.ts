@@ -185,7 +185,7 @@ async function applyProcesses(ctx: Ctx, file: WorkspaceFile): Promise<void> {
 async function applyMachines(ctx: Ctx, file: WorkspaceFile, dryRun: boolean): Promise<void> {
   for (const [i, entry] of (file.machines ?? []).entries()) {
     await atEntry('machines', i, async () => {
-      const saved = await save(ctx, 'machine', entry.name, given(entry, ['description', 'slots', 'kind', 'is_active']));
+      const saved = await save(ctx, 'machine', entry.name, given(entry, ['description', 'slots', 'kind', 'is_active', 'environments']));
       const r = reported('machine', entry.name, saved);
       return record(ctx, saved.machineKey !== undefined && !dryRun ? { ...r, machine_key: saved.machineKey } : r);
     });

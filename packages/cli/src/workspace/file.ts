@@ -69,7 +69,14 @@ export interface ProcessEntry {
   required_assets?: string[];
   is_active?: boolean;
 }
-export interface MachineEntry { name: string; description?: Nullable<string>; slots?: number; kind?: 'unattended' | 'attended'; is_active?: boolean }
+export interface MachineEntry {
+  name: string;
+  description?: Nullable<string>;
+  slots?: number;
+  kind?: 'unattended' | 'attended';
+  is_active?: boolean;
+  environments?: Nullable<Array<'dev' | 'staging' | 'production'>>;
+}
 export interface QueueEntry {
   name: string;
   description?: Nullable<string>;

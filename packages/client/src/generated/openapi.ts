@@ -2018,6 +2018,7 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             description: string | null;
+            environments: ("dev" | "staging" | "production")[] | null;
             /** Format: uuid */
             id: string;
             is_active: boolean;
@@ -8380,6 +8381,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             description: string | null;
+                            environments: ("dev" | "staging" | "production")[] | null;
                             /** Format: uuid */
                             id: string;
                             is_active: boolean;
@@ -8472,6 +8474,8 @@ export interface operations {
             content: {
                 "application/json": {
                     description?: string | null;
+                    /** @description Environments whose assets the machine's runs may read; null = all (an empty list is refused). */
+                    environments?: ("dev" | "staging" | "production")[] | null;
                     /** @default true */
                     is_active?: boolean;
                     /**
@@ -8506,6 +8510,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             description: string | null;
+                            environments: ("dev" | "staging" | "production")[] | null;
                             /** Format: uuid */
                             id: string;
                             is_active: boolean;
@@ -8646,6 +8651,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             description: string | null;
+                            environments: ("dev" | "staging" | "production")[] | null;
                             /** Format: uuid */
                             id: string;
                             is_active: boolean;
@@ -8763,6 +8769,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             description: string | null;
+                            environments: ("dev" | "staging" | "production")[] | null;
                             /** Format: uuid */
                             id: string;
                             is_active: boolean;
@@ -8866,6 +8873,8 @@ export interface operations {
             content: {
                 "application/json": {
                     description?: string | null;
+                    /** @description Environments whose assets the machine's runs may read; null = all (an empty list is refused). */
+                    environments?: ("dev" | "staging" | "production")[] | null;
                     is_active?: boolean;
                     /** @description `attended`: a person's desktop robot, never chosen by auto-selection (a trigger or job may name it); its jobs have `is_attended: true` */
                     kind?: "unattended" | "attended";
@@ -8893,6 +8902,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             description: string | null;
+                            environments: ("dev" | "staging" | "production")[] | null;
                             /** Format: uuid */
                             id: string;
                             is_active: boolean;
@@ -9040,6 +9050,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             description: string | null;
+                            environments: ("dev" | "staging" | "production")[] | null;
                             /** Format: uuid */
                             id: string;
                             is_active: boolean;

@@ -106,7 +106,8 @@ async function auditCredentialRead(
  * machine protocol (docs/decisions/agent-protocol.md): `production` unless the run asks for
  * another environment; 404 for a missing, inactive or other workspace's asset, or one without a
  * value there; 409 when the run is not its job's running attempt any more (stopped, timed out,
- * lost) or a stop was asked for it. A credential read writes its audit row (actor: the machine,
+ * lost) or a stop was asked for it; 403 for an environment the machine may not read (its
+ * `environments`, chosen like an API key's: production when allowed, else its only one). A credential read writes its audit row (actor: the machine,
  * with the job) before the value is returned.
  */
 export async function readAssetForMachine(
@@ -114,13 +115,19 @@ export async function readAssetForMachine(
   encryptionKey: Buffer,
   reader: { tenantId: string; machineId: string; jobId: string; attempt: number },
   name: string,
-  environment: Environment = 'production',
+  asked?: Environment,
 ): Promise<AssetValueRead> {
   // only while the run is the job's own and running: not after a stop, a timeout or a loss
-  const [run] = await sql<Array<{ status: string; stop_requested: boolean }>>`
-    select status, stop_requested from jobs where id = ${reader.jobId} and attempt = ${reader.attempt} and machine_id = ${reader.machineId}`;
+  const [run] = await sql<Array<{ status: string; stop_requested: boolean; environments: Environment[] | null }>>`
+    select j.status, j.stop_requested, m.environments from jobs j join machines m on m.id = j.machine_id
+     where j.id = ${reader.jobId} and j.attempt = ${reader.attempt} and j.machine_id = ${reader.machineId}`;
   if (run?.stop_requested) throw new ConflictError(es.jobs.stopRequested, { stop_requested: true });
   if (run?.status !== 'running') throw new ConflictError(es.jobs.staleAttempt);
+  // the machine's environments, as an API key's: production unless the machine may not read it
+  const allowed = run.environments ?? ENVIRONMENTS;
+  if (asked && !allowed.includes(asked)) throw new ForbiddenError(es.catalog.machineEnvironmentDenied(asked), { environment: asked });
+  const environment = asked ?? defaultEnvironment(allowed);
+  if (!environment) throw ValidationError.single(['message', 'environment'], es.catalog.machineEnvironmentRequired(allowed.join(', ')), 'missing');
   const read = await readAssetValue(sql, encryptionKey, reader.tenantId, name, environment);
   if (read.value === null) throw new NotFoundError(es.catalog.assetHasNoValue(name, environment));
   await auditCredentialRead(sql, read, { actorType: 'machine', actorId: reader.machineId, source: 'agent' }, { job_id: reader.jobId });

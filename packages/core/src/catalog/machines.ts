@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/sql';
+import type { Environment } from '../scopes';
 import { NotFoundError } from '../errors';
 import { issueSecret, MACHINE_KEY_PREFIX } from '../security/secrets';
 import { validate } from '../validation/validate';
@@ -16,6 +17,8 @@ export interface MachineRow {
   slots: number;
   kind: MachineKind;
   is_active: boolean;
+  /** environments whose assets its runs may read (null: every one) */
+  environments: string[] | null;
   status: MachineStatus;
   running_jobs: number;
   last_heartbeat_at: Date | null;
@@ -40,6 +43,7 @@ export function toMachineResponse(row: MachineRow) {
     kind: row.kind,
     running_jobs: row.running_jobs,
     is_active: row.is_active,
+    environments: row.environments as Environment[] | null,
     last_heartbeat_at: iso(row.last_heartbeat_at),
     agent_version: row.agent_version,
     created_at: iso(row.created_at),
@@ -58,9 +62,9 @@ export async function createMachine(sql: Queryable, tenantId: string, input: unk
   const secret = issueSecret(MACHINE_KEY_PREFIX);
   const row = await uniqueName(sql, 'machine', body.name, async (q) => {
     const [r] = await q<MachineRow[]>`
-      insert into machines (tenant_id, name, description, slots, kind, is_active, machine_key_hash, machine_key_prefix)
+      insert into machines (tenant_id, name, description, slots, kind, is_active, environments, machine_key_hash, machine_key_prefix)
       values (${tenantId}, ${body.name}, ${body.description ?? null}, ${body.slots ?? 1}, ${body.kind ?? 'unattended'}, ${body.is_active ?? true},
-              ${secret.hash}, ${secret.prefix})
+              ${body.environments ?? null}, ${secret.hash}, ${secret.prefix})
       returning *`;
     return r!;
   });
@@ -117,7 +121,7 @@ export async function listMachines(sql: Queryable, tenantId: string, query: Part
 
 export async function updateMachine(sql: Queryable, tenantId: string, id: string, patch: unknown): Promise<MachineRow> {
   const body = validate(MachineUpdate, patch);
-  const cols = presentColumns(body, ['name', 'description', 'slots', 'kind', 'is_active']);
+  const cols = presentColumns(body, ['name', 'description', 'slots', 'kind', 'is_active', 'environments']);
   return uniqueName(sql, 'machine', body.name, async (q) => {
     const [row] = await q<MachineRow[]>`
       update machines set ${q(cols)}, updated_at = now()

@@ -1,5 +1,6 @@
 import { Type, type Static, type TObject, type TOptional, type TProperties, type TSchema } from '@sinclair/typebox';
 import { DateTime, Nullable, PageQuery, Uuid } from '../validation/formats';
+import { EnvironmentName } from '../api-keys/schemas';
 
 /**
  * Request and response schemas of the catalogue (folders, processes, machines, queues, assets).
@@ -114,6 +115,11 @@ const machineProps = {
   slots: Type.Optional(Type.Integer({ minimum: 1, maximum: 64, default: 1, description: 'Jobs the machine runs at once' })),
   kind: Type.Optional(MachineKindSchema),
   is_active: Type.Optional(Type.Boolean({ default: true })),
+  environments: Type.Optional(Nullable(Type.Array(EnvironmentName, {
+    minItems: 1,
+    uniqueItems: true,
+    description: 'Environments whose assets the machine\'s runs may read; null = all (an empty list is refused).',
+  }))),
 };
 export const MachineCreate = Type.Object(machineProps, strict);
 export type MachineCreate = Static<typeof MachineCreate>;
@@ -126,6 +132,7 @@ export const MachineResponse = Type.Object({
   kind: MachineKindSchema,
   running_jobs: Type.Integer(),
   is_active: Type.Boolean(),
+  environments: Nullable(Type.Array(EnvironmentName)),
   last_heartbeat_at: Nullable(DateTime()),
   agent_version: Nullable(Type.String()),
   created_at: DateTime(),

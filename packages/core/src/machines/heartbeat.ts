@@ -138,15 +138,14 @@ export async function pickMachineForFollowUp(sql: Queryable, tenantId: string, p
 
 /**
  * Of the machines `connections` name, with the SHA-256 (hex) of the key each connected with, the
- * ids of those still active under that same key: a rotated key or a deactivated machine is
- * missing, and its connections are cut (the API's machine connections check this together).
+ * ids of those no longer active under that same key (a rotated key, a deactivated or deleted
+ * machine): their connections are cut. The API's machine connections check this together; the
+ * answer is usually empty, so a fleet's check costs one statement and no rows.
  */
-export async function findLiveMachineKeys(sql: Queryable, connections: ReadonlyArray<{ id: string; keyHashHex: string }>): Promise<string[]> {
+export async function findLapsedMachineKeys(sql: Queryable, connections: ReadonlyArray<{ id: string; keyHashHex: string }>): Promise<string[]> {
   if (connections.length === 0) return [];
   const rows = await sql<Array<{ id: string }>>`
-    select m.id from machines m
-    join unnest(${connections.map((c) => c.id)}::uuid[], ${connections.map((c) => c.keyHashHex)}::text[]) as k(id, hash)
-      on m.id = k.id and m.machine_key_hash = decode(k.hash, 'hex')
-    where m.is_active`;
+    select k.id from unnest(${connections.map((c) => c.id)}::uuid[], ${connections.map((c) => c.keyHashHex)}::text[]) as k(id, hash)
+     where not exists (select 1 from machines m where m.id = k.id and m.machine_key_hash = decode(k.hash, 'hex') and m.is_active)`;
   return rows.map((r) => r.id);
 }

@@ -104,6 +104,8 @@ export const es = {
     machineNotInWorkspace: 'La máquina no existe en este workspace',
     chainCycle: 'El encadenamiento formaría un ciclo: el proceso acabaría lanzándose a sí mismo',
     environmentDenied: (environment: string) => `La API key no tiene acceso al entorno ${environment}`,
+    machineEnvironmentDenied: (environment: string) => `La máquina no tiene acceso al entorno ${environment}`,
+    machineEnvironmentRequired: (allowed: string) => `Indica el entorno: la máquina puede leer ${allowed}`,
     noEnvironment: 'La API key no tiene acceso a ningún entorno',
     environmentRequired: (allowed: string) => `Indica el entorno: la API key puede leer ${allowed}`,
     assetHasNoValue: (name: string, environment: string) => `El asset ${name} no tiene valor en el entorno ${environment}`,
