@@ -295,9 +295,9 @@ describe('dead and revoked connections', () => {
 
   it('writes heartbeats that say nothing new together: one statement a period for every robot heard', async () => {
     const batches: number[] = [];
-    const machines = { ...t.deps.engine.machines, heartbeats: (reports: Parameters<typeof t.deps.engine.machines.heartbeats>[0]) => {
-      batches.push(reports.length);
-      return t.deps.engine.machines.heartbeats(reports);
+    const machines = { ...t.deps.engine.machines, liveness: (ids: readonly string[]) => {
+      batches.push(ids.length);
+      return t.deps.engine.machines.liveness(ids);
     } };
     const counted = await serveHub(t, { deps: { engine: { ...t.deps.engine, machines } } });
     const { url } = counted;
@@ -420,6 +420,48 @@ describe('dead and revoked connections', () => {
       await robot.close(1000);
       await relay.close();
       await served.close();
+    }
+  });
+
+  it('a run whose end waits on a silent connection is given up as lost in time, its end dropped, and the robot goes on', async () => {
+    const ws = await seedWorkspace(t.sql);
+    const process_ = await ws.process();
+    const machine = await ws.machine();
+    const relay = await startTcpProxy(Number(new URL(base).port));
+    const ends: Array<{ status: string | null; lost: boolean | undefined }> = [];
+    let held = false;
+    const robot = connect({
+      url: relay.url,
+      machineKey: machine.machineKey,
+      onJob: async () => {
+        // the network goes silent while the run works; it ends, and its end cannot go out
+        relay.hold();
+        held = true;
+        return { done: true };
+      },
+      onJobEnd: (_job, status, lost) => void ends.push({ status, lost }),
+    });
+    try {
+      await robot.ready;
+      const triggered = await t.http.post('/api/v1/jobs/trigger').set('X-API-Key', ws.key).send({ process_id: process_.id, machine_id: machine.row.id });
+      expect(triggered.status).toBe(201);
+      await waitFor('the network held', async () => held);
+      // a 3-s lease: unconfirmed for 2 s, the run is lost there and then, its end dropped
+      await waitFor('the run given up', async () => ends.length === 1);
+      expect(ends).toEqual([{ status: null, lost: true }]);
+      expect(robot.running).toBe(0);
+      // once the network heals, the robot is back and beats on; the lost run's end never goes out
+      relay.release();
+      const id = triggered.body.data.id as string;
+      await waitFor('a heartbeat through the healed network', async () => {
+        const [m] = await t.sql`select last_heartbeat_at > now() - interval '500 milliseconds' as fresh from machines where id = ${machine.row.id as string}`;
+        return m!.fresh;
+      });
+      const [job] = await t.sql`select status, output_data from jobs where id = ${id}`;
+      expect(job).toEqual({ status: 'running', output_data: null });
+    } finally {
+      await robot.close(1000);
+      await relay.close();
     }
   });
 

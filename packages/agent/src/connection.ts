@@ -52,6 +52,17 @@ interface Pending {
   sentAt?: number;
   /** not asked again on the next connection: its answer is only worth having from this one */
   once?: boolean;
+  /** told each time the request goes out (performance.now()), a repeat included */
+  onSent?(at: number): void;
+  /** given up by its caller (its run was lost): never sent again, and no longer waited for */
+  abandoned?: boolean;
+}
+
+/** What a caller may say of its request. */
+export interface RequestOptions {
+  onSent?(at: number): void;
+  /** once aborted, the request is given up: rejected (LOST), taken out of the queue, never sent again */
+  signal?: AbortSignal;
 }
 
 /**
@@ -119,7 +130,7 @@ export class Connection {
     ws.on('pong', () => this.heard());
     ws.on('message', (data) => {
       this.heard();
-      this.onMessage(data.toString());
+      this.onMessage(data.toString(), ws);
     });
     // what went wrong, for the close's log line (a refused certificate, a proxy that said no)
     let failure = '';
@@ -132,7 +143,7 @@ export class Connection {
       // server may have applied them: docs/agent-protocol.md, "Repeats")
       const inFlight = [...this.inFlight.values()];
       for (const p of inFlight) if (p.once) p.reject(new PlatformError('CONNECTION_LOST', 'the connection dropped before the answer'));
-      const lost = inFlight.filter((p) => !p.once).map((p) => ({ ...p, message: { ...p.message, repeat: true } }));
+      const lost = inFlight.filter((p) => !p.once && !p.abandoned).map((p) => ({ ...p, message: { ...p.message, repeat: true } }));
       this.queue = [...lost, ...this.queue];
       this.inFlight.clear();
       if (this.closed) return;
@@ -197,7 +208,7 @@ export class Connection {
     this.socket?.terminate();
   }
 
-  private onMessage(raw: string): void {
+  private onMessage(raw: string, ws: WebSocket): void {
     let msg: { type?: string; re?: number | null } & Record<string, unknown>;
     try {
       msg = JSON.parse(raw) as typeof msg;
@@ -214,7 +225,10 @@ export class Connection {
           this.ready = true;
           this.flush();
         },
-        () => this.socket?.terminate(),
+        () => {
+          // a welcome that failed ends its own connection, never a newer one
+          if (this.socket === ws) ws.terminate();
+        },
       );
       return;
     }
@@ -254,16 +268,36 @@ export class Connection {
   }
 
   /** A request once a welcomed connection is open. */
-  request(message: Record<string, unknown>): Promise<unknown> {
+  request(message: Record<string, unknown>, options: RequestOptions = {}): Promise<unknown> {
     if (this.closed) return Promise.reject(new PlatformError('CLOSED', 'the robot is closed'));
+    const { signal } = options;
+    if (signal?.aborted) return Promise.reject(new PlatformError('LOST', 'the run was lost: nothing it reports counts'));
     return new Promise((resolve, reject) => {
-      const pending = { message, resolve, reject };
+      const pending: Pending = { message, resolve, reject, onSent: options.onSent };
+      if (signal) {
+        const giveUp = () => {
+          pending.abandoned = true;
+          this.queue = this.queue.filter((p) => p !== pending);
+          reject(new PlatformError('LOST', 'the run was lost: nothing it reports counts'));
+        };
+        signal.addEventListener('abort', giveUp, { once: true });
+        const settle = { resolve: pending.resolve, reject: pending.reject };
+        pending.resolve = (v) => {
+          signal.removeEventListener('abort', giveUp);
+          settle.resolve(v);
+        };
+        pending.reject = (e) => {
+          signal.removeEventListener('abort', giveUp);
+          settle.reject(e);
+        };
+      }
       if (this.ready) this.send(pending);
       else this.queue.push(pending);
     });
   }
 
   private send(p: Pending): void {
+    if (p.abandoned) return;
     const ws = this.socket;
     if (!ws || ws.readyState !== WebSocket.OPEN) {
       if (p.once) p.reject(new PlatformError('NOT_CONNECTED', 'no connection to the platform'));
@@ -274,6 +308,7 @@ export class Connection {
     p.sentAt = performance.now();
     this.inFlight.set(id, p);
     ws.send(JSON.stringify({ ...p.message, id }));
+    p.onSent?.(p.sentAt);
   }
 
   private flush(): void {

@@ -11,6 +11,11 @@ import { urlRefusal, type TransportOptions } from './transport';
  */
 export type JobHandler = (ctx: JobContext) => Promise<Record<string, unknown> | JobEnd | void>;
 
+/** How often the robot's clock looks at its connection and its runs' confirmations. */
+const CLOCK_MS = 100;
+/** Refusals after which a run's result is simply dropped: the run was lost, or the robot closed. */
+const DROPPED = new Set(['CLOSED', 'LOST', 'UNAUTHORIZED', 'REPLACED']);
+
 export interface ConnectOptions extends TransportOptions {
   /** the platform's base URL; several separated by commas are tried in turn */
   url: string;
@@ -199,10 +204,7 @@ export function connect(options: ConnectOptions): Robot {
       log.info('connected', { machine: w.machine.name });
       welcomed = true;
       resolveReady(w.machine);
-      if (!stopped) {
-        beatEvery(Math.min(w.heartbeat_ms, options.heartbeatMs ?? Infinity));
-        clockTimer ??= setInterval(tick, Math.max(50, Math.min(1000, Math.floor(heartbeatMs / 4)))).unref();
-      }
+      if (!stopped) beatEvery(Math.min(w.heartbeat_ms, options.heartbeatMs ?? Infinity));
     },
     push(msg) {
       // a robot that is leaving does not acknowledge it: the platform hands it back at the bye
@@ -256,18 +258,21 @@ export function connect(options: ConnectOptions): Robot {
     // out again, so it must not have done anything. A refusal means the run is no longer this
     // robot's (lost); a dropped connection leaves the acknowledgement to the next heartbeat
     // an accepted acknowledgement renews the run's lease: its ownership is confirmed from the
-    // moment it was asked (a request queued while disconnected left later, never earlier)
-    const askedAt = performance.now();
-    const acknowledged = run.request<{ stop_requested: boolean }>({ type: 'job.started' }).then((r) => {
-      run.confirm(askedAt);
+    // moment it went out (its last sending, when it was asked again on another connection)
+    let sentAt = performance.now();
+    const acknowledged = run.request<{ stop_requested: boolean }>({ type: 'job.started' }, { onSent: (at) => (sentAt = at) }).then((r) => {
+      run.confirm(sentAt);
       // an answer that took longer than the run may go unconfirmed: given up before it starts
       tick();
       if (r.stop_requested) run.abort('stop');
       return true;
-    }, (err) => !(err instanceof PlatformError && (err.code === 'CONFLICT' || err.code === 'NOT_FOUND')));
+    }, (err) => !(err instanceof PlatformError && (err.code === 'CONFLICT' || err.code === 'NOT_FOUND' || DROPPED.has(err.code))));
     run.done = acknowledged.then((go) => {
       if (!go || run.lost) return options.onJobEnd?.(info, null, run.lost);
       return options.around ? options.around(info, () => execute(run)) : execute(run);
+    }).catch((err) => {
+      // a run's end must never become an unhandled rejection: that would end the robot's process
+      log.warn('run ended with an error', { job_id: info.id, err: (err as Error)?.message ?? String(err) });
     }).finally(() => {
       run.end();
       runs.delete(info.id);
@@ -313,11 +318,11 @@ export function connect(options: ConnectOptions): Robot {
         return (await run.request<{ status: string }>({ type: 'job.finish', ...end, ...(tail ? { log: tail } : {}) })).status;
       });
     } catch (err) {
-      // a run the platform already ended (timeout, lost): its result is dropped
-      if (!(err instanceof PlatformError) || (err.code !== 'CONFLICT' && err.code !== 'NOT_FOUND' && err.code !== 'CLOSED')) throw err;
+      // a run the platform already ended (timeout, lost), or lost while its end waited: dropped
+      if (!(err instanceof PlatformError) || !(err.code === 'CONFLICT' || err.code === 'NOT_FOUND' || DROPPED.has(err.code))) throw err;
       log.info('result of a run that no longer owns its job dropped', { job_id: run.info.id, code: err.code });
     }
-    options.onJobEnd?.(run.info, status);
+    options.onJobEnd?.(run.info, status, run.lost || undefined);
   }
 
   /** The bye, asked again after an error answer until `deadline`; true once the platform answered it. */
@@ -340,6 +345,8 @@ export function connect(options: ConnectOptions): Robot {
   }
 
   conn.open();
+  // from the start: a connection that goes silent before its first welcome is found out too
+  clockTimer = setInterval(tick, CLOCK_MS).unref();
 
   return {
     ready,

@@ -169,7 +169,11 @@ export class Run {
     return { job_id: this.info.id, attempt: this.info.attempt };
   }
 
+  /** set once the run is lost, whatever aborted it first (a stop, a shutdown, its timeout) */
+  private readonly lostCtrl = new AbortController();
+
   abort(reason: AbortReason): void {
+    if (reason === 'lost') this.lostCtrl.abort();
     if (!this.ctrl.signal.aborted) this.ctrl.abort(reason);
   }
 
@@ -177,9 +181,12 @@ export class Run {
     if (this.confirmedAt === null || sentAt > this.confirmedAt) this.confirmedAt = sentAt;
   }
 
-  /** Aborted as lost (the platform said so, or it could not confirm the run in time): nothing it reports counts. */
+  /**
+   * Lost (the platform said so, or it could not confirm the run in time), even when something
+   * else aborted it first: nothing it reports counts any more.
+   */
   get lost(): boolean {
-    return this.ctrl.signal.aborted && this.ctrl.signal.reason === 'lost';
+    return this.lostCtrl.signal.aborted;
   }
 
   /** Whether the run shows signs of life (a request of its is in flight: the platform is the slow one). */
@@ -211,12 +218,14 @@ export class Run {
    * A request of this run. Refused as stale (CONFLICT) or unknown (NOT_FOUND), the run no longer
    * owns its job: its signal aborts (`lost`, or `stop` when a stop was what refused it).
    */
-  async request<T>(message: Record<string, unknown>): Promise<T> {
+  async request<T>(message: Record<string, unknown>, options: { onSent?(at: number): void } = {}): Promise<T> {
     if (this.lost) throw new PlatformError('LOST', 'the run was lost: nothing it reports counts');
     this.pending++;
     try {
       const trace = this.traceCarrier?.();
-      return (await this.unlessLost(this.conn.request({ ...message, ...this.fenced, ...(trace ? { trace } : {}) }))) as T;
+      // given up the moment the run is lost: a handler waiting on a silent connection stops with
+      // its run, and nothing of a lost run goes out afterwards
+      return (await this.conn.request({ ...message, ...this.fenced, ...(trace ? { trace } : {}) }, { ...options, signal: this.lostCtrl.signal })) as T;
     } catch (err) {
       // an asset's 404 is about the asset, not the run
       if (err instanceof PlatformError && (err.code === 'CONFLICT' || (err.code === 'NOT_FOUND' && message.type !== 'asset.get'))) {
@@ -229,21 +238,8 @@ export class Run {
     }
   }
 
-  /**
-   * The answer, or a rejection (LOST) as soon as the run is lost: a handler waiting on a request
-   * over a connection gone silent must stop when the run does. The request itself may still go
-   * out later; fenced, it changes nothing.
-   */
-  private unlessLost<T>(reply: Promise<T>): Promise<T> {
-    const signal = this.ctrl.signal;
-    return new Promise<T>((resolve, reject) => {
-      const onAbort = () => {
-        if (this.lost) reject(new PlatformError('LOST', 'the run was lost: nothing it reports counts'));
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      reply.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-    });
-  }
+
+
 
   private reports: Promise<unknown> = Promise.resolve();
 

@@ -38,7 +38,7 @@ import { acknowledgeRun, renewJobLeases, reportJobProgress, startJob } from './d
 import { machineLeft } from './dispatch/hand-back';
 import { findLapsedMachineKeys, recordMachineLoad } from './machines/heartbeat';
 import { findMachineByKeyBatched } from './machines/key-lookup';
-import { recordHeartbeatBatched, recordHeartbeats } from './machines/heartbeat-batched';
+import { recordHeartbeatBatched, recordLiveness } from './machines/heartbeat-batched';
 import { askInputForRun, finishRun, takeItemsForRun, type TakeRequest } from './machines/run-requests';
 import { giveUpMachineJobs, failOrphans, markSlaBreaches, pendingStops, sweepOfflineMachines, timeOutJobs } from './dispatch/sweeps';
 import { earliestPendingStart, machineHasWaitingJobs, queuesNeedingConsumers, startQueueConsumers } from './dispatch/consumers';
@@ -229,7 +229,7 @@ export function createEngine(deps: EngineDeps) {
     /** A machine's agent (through the API's agent session): its heartbeat, its runs and the items its consumers take. */
     machines: {
       ...bind(sql, {
-        findByKey: findMachineByKeyBatched, lapsedKeys: findLapsedMachineKeys, heartbeat: recordHeartbeatBatched, heartbeats: recordHeartbeats, reportLoad: recordMachineLoad, goodbye: machineLeft, giveUpJobs: giveUpMachineJobs,
+        findByKey: findMachineByKeyBatched, lapsedKeys: findLapsedMachineKeys, heartbeat: recordHeartbeatBatched, liveness: recordLiveness, reportLoad: recordMachineLoad, goodbye: machineLeft, giveUpJobs: giveUpMachineJobs,
         startJob, acknowledgeRun, renewLeases: renewJobLeases, reportProgress: reportJobProgress, finishRun, pendingStops,
         askInput: askInputForRun, readInput: readJobInput, appendLogs: appendJobLogs,
         releaseItems: releaseQueueItems, hasWaitingJobs: machineHasWaitingJobs, earliestPendingStart,

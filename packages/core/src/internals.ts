@@ -35,7 +35,7 @@ export { createOutboxRelay, drainOutbox, relayOnce } from './outbox/relay';
 export { noopDispatch } from './dispatch/port';
 export type { DispatchJobRef, DispatchPort } from './dispatch/port';
 export { findMachineByKey, pickMachineForFollowUp, recordGoodbye, recordHeartbeat } from './machines/heartbeat';
-export { recordHeartbeats } from './machines/heartbeat-batched';
+export { recordHeartbeats, recordLiveness } from './machines/heartbeat-batched';
 export { findMachinesByKeys } from './machines/key-lookup';
 export { bullJobId } from './dispatch/bull-queues';
 export { epochKeys, keySlot } from './dispatch/epoch';

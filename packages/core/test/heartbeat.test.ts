@@ -1,5 +1,5 @@
 import { type Sql } from '@svc/core';
-import { findMachinesByKeys, recordHeartbeat, recordHeartbeats } from '@svc/core/internals';
+import { findMachinesByKeys, recordHeartbeat, recordHeartbeats, recordLiveness } from '@svc/core/internals';
 import { createTestContext, seedMachine, seedTenant, type TestContext } from '@svc/testing';
 
 /**
@@ -91,6 +91,29 @@ describe('recordHeartbeats (many robots of one API process in one statement)', (
     const [first, second] = (await beat!)!;
     expect(first).toMatchObject({ previous: 'online', status: 'online' });
     expect(second).toMatchObject({ previous: 'offline', status: 'online' });
+  });
+});
+
+describe('recordLiveness (the API\'s flush of heartbeats that say nothing new)', () => {
+  it('moves the last heartbeat and overwrites nothing else; a machine marked offline comes back by the load it has, told once', async () => {
+    const busy = (await seedMachine(sql, tenantId, { slots: 1 })).row.id as string;
+    const swept = (await seedMachine(sql, tenantId, { slots: 2 })).row.id as string;
+    await sql`update machines set running_jobs = 1, status = 'busy', agent_version = 'v7', last_heartbeat_at = now() - interval '1 minute' where id = ${busy}`;
+    await sql`update machines set running_jobs = 2, status = 'offline', last_heartbeat_at = now() - interval '1 minute' where id = ${swept}`;
+    const results = await recordLiveness(sql, [busy, '00000000-0000-4000-8000-000000000000', swept]);
+    expect(results).toEqual([
+      { previous: 'busy', status: 'busy', slots: 1, is_active: true },
+      null,
+      { previous: 'offline', status: 'busy', slots: 2, is_active: true },
+    ]);
+    const rows = await sql`select id, running_jobs, agent_version, last_heartbeat_at > now() - interval '5 seconds' as fresh
+      from machines where id in (${busy}, ${swept}) order by id = ${busy} desc`;
+    expect(rows).toEqual([
+      { id: busy, running_jobs: 1, agent_version: 'v7', fresh: true },
+      { id: swept, running_jobs: 2, agent_version: null, fresh: true },
+    ]);
+    const effects = await sql`select payload from outbox where kind = 'machine-online' and payload->>'machine_id' in (${busy}, ${swept})`;
+    expect(effects.map((e) => e.payload.machine_id)).toEqual([swept]);
   });
 });
 

@@ -45,7 +45,11 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     if (!link.upstream && !link.clientClosed) connectUpstream(link);
     for (const chunk of link.toUpstream.splice(0)) link.upstream?.write(chunk);
     for (const chunk of link.toClient.splice(0)) link.client.write(chunk);
-    if (link.clientClosed || link.upstreamClosed) destroy(link);
+    if (link.clientClosed || link.upstreamClosed) {
+      // the held bytes go out first, then the close
+      links.delete(link);
+      for (const s of [link.client, link.upstream]) s?.end(() => s.destroy());
+    }
   };
 
   const connectUpstream = (link: Link) => {

@@ -153,12 +153,18 @@ export function createAgentHub(deps: ApiDeps, options: AgentHubOptions = {}): Ag
    * fleet's check in one statement would hold the event loop, and every robot's requests with it.
    */
   let checkSlice = 0;
+  let checking = false;
   const check = async (): Promise<void> => {
+    // a slow Postgres: the next slice waits rather than piling statements up on the pool
+    if (checking) return;
     checkSlice = (checkSlice + 1) % CHECK_SLICES;
     const held = [...sessions.values()].map((h) => h.session).filter((s) => s.pingSlice % CHECK_SLICES === checkSlice);
     if (held.length === 0) return;
     try {
-      const lapsed = new Set(await engine.machines.lapsedKeys(held.map((s) => ({ id: s.machine.id, keyHashHex: s.keyHashHex }))));
+      checking = true;
+      const lapsed = new Set(await engine.machines.lapsedKeys(held.map((s) => ({ id: s.machine.id, keyHashHex: s.keyHashHex }))).finally(() => {
+        checking = false;
+      }));
       outage.ok();
       for (const s of held) if (lapsed.has(s.machine.id)) void s.close(AGENT_CLOSE.credentialLapsed, es.agent.keyNoLongerValid);
     } catch (err) {

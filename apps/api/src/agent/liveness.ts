@@ -1,4 +1,4 @@
-import type { DbOutage, Engine, HeartbeatReport, HeartbeatResult, Logger } from '@svc/core';
+import type { DbOutage, Engine, HeartbeatResult, Logger } from '@svc/core';
 
 /** Most heartbeats in one statement of a flush. */
 const FLUSH_CHUNK = 1000;
@@ -6,15 +6,15 @@ const FLUSH_CHUNK = 1000;
 /**
  * The heartbeats of this API process's robots that only say "still here" (the same load, version
  * and host as the last one written): kept here and written together, one statement per period for
- * every robot heard since the last (core's recordHeartbeats, with each heartbeat's own effect: a
- * machine the sweep had marked offline comes back). A heartbeat that changes anything is written
- * at once by its session. So a machine's `last_heartbeat_at` trails its robot by at most `flushMs`,
+ * every robot heard since the last (core's recordLiveness: the last heartbeat moves, nothing else
+ * the robot reported is overwritten, and a machine the sweep had marked offline comes back). A
+ * heartbeat that changes anything is written at once by its session. So a machine's `last_heartbeat_at` trails its robot by at most `flushMs`,
  * which the offline verdict (three heartbeat periods and more) leaves room for, and Postgres does
  * one statement a period for a fleet rather than one per robot per period.
  */
 export interface Liveness {
-  /** Records the heartbeat by the next flush; `applied` gets what Postgres answered (null: no such machine). */
-  later(machineId: string, report: HeartbeatReport, applied: (result: HeartbeatResult | null) => void): void;
+  /** Records the robot as alive by the next flush; `applied` gets what Postgres answered (null: no such machine). */
+  later(machineId: string, applied: (result: HeartbeatResult | null) => void): void;
   /** The machine said goodbye: what is pending for it is dropped, and `settled` waits for a flush writing it. */
   forget(machineId: string): void;
   /** Resolves once no flush is being written. */
@@ -23,13 +23,12 @@ export interface Liveness {
   close(): Promise<void>;
 }
 
-interface Pending {
-  report: HeartbeatReport;
-  applied: (result: HeartbeatResult | null) => void;
-}
+type Applied = (result: HeartbeatResult | null) => void;
 
 export function createLiveness(engine: Engine, options: { flushMs: number; logger: Logger; outage: DbOutage }): Liveness {
-  let pending = new Map<string, Pending>();
+  let pending = new Map<string, Applied>();
+  /** machines that said goodbye: a failed flush does not put them back */
+  const forgotten = new Set<string>();
   let flushing: Promise<void> | null = null;
 
   const flush = async (): Promise<void> => {
@@ -40,12 +39,12 @@ export function createLiveness(engine: Engine, options: { flushMs: number; logge
     for (let i = 0; i < entries.length; i += FLUSH_CHUNK) {
       const chunk = entries.slice(i, i + FLUSH_CHUNK);
       try {
-        const results = await engine.machines.heartbeats(chunk.map(([machineId, p]) => ({ machineId, ...p.report })));
+        const results = await engine.machines.liveness(chunk.map(([machineId]) => machineId));
         options.outage.ok();
-        chunk.forEach(([, p], k) => p.applied(results[k] ?? null));
+        chunk.forEach(([, applied], k) => applied(results[k] ?? null));
       } catch (err) {
-        // written by the next flush unless a newer heartbeat of the machine came meanwhile
-        for (const [id, p] of chunk) if (!pending.has(id)) pending.set(id, p);
+        // written by the next flush, unless the machine said goodbye meanwhile
+        for (const [id, applied] of chunk) if (!pending.has(id) && !forgotten.has(id)) pending.set(id, applied);
         if (!options.outage.failed(err, 'recording heartbeats')) options.logger.warn('heartbeats could not be recorded', { err: (err as Error).message });
       }
     }
@@ -61,11 +60,13 @@ export function createLiveness(engine: Engine, options: { flushMs: number; logge
   timer.unref();
 
   return {
-    later(machineId, report, applied) {
-      pending.set(machineId, { report, applied });
+    later(machineId, applied) {
+      forgotten.delete(machineId);
+      pending.set(machineId, applied);
     },
     forget(machineId) {
       pending.delete(machineId);
+      forgotten.add(machineId);
     },
     async settled() {
       while (flushing) await flushing;

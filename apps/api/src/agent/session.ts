@@ -413,7 +413,12 @@ export class MachineSession {
     // one already writing is waited for by the bye before its goodbye. A heartbeat that says
     // nothing new is written with the process's others by the next flush (liveness.ts)
     if (!this.leaving && !this.closed && said === this.lastSaid) {
-      this.deps.liveness.later(this.machine.id, report, (hb) => hb && this.applyMachine(hb.slots, hb.is_active));
+      this.deps.liveness.later(this.machine.id, (hb) => {
+        if (!hb) return;
+        this.applyMachine(hb.slots, hb.is_active);
+        // marked offline meanwhile (its load was reset): the next heartbeat is written in full
+        if (hb.previous === 'offline') this.lastSaid = null;
+      });
     } else {
       const write = this.leaving || this.closed ? Promise.resolve(null) : this.db('recording a heartbeat', () => machines.heartbeat(this.machine.id, report), { batched: true });
       this.heartbeatWrites.add(write);

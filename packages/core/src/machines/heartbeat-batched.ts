@@ -67,3 +67,31 @@ export async function recordHeartbeats(sql: Queryable, reports: ReadonlyArray<He
       from input i left join hb on hb.id = i.id order by i.ord`;
   return rows.map((r) => (r.found ? { previous: r.previous, status: r.status, slots: r.slots, is_active: r.is_active } : null));
 }
+
+/**
+ * Heartbeats that say only "still here", for many machines in one statement (the API's liveness
+ * flush): `last_heartbeat_at` moves, and nothing the robot reported before is overwritten (its
+ * load may have changed since, written by another statement). A machine the sweep had marked
+ * offline comes back, `busy` or `online` by the load it has, with its comeback effect; `previous`
+ * tells the caller, whose robot then reports its load again. One result per id, in order (null:
+ * no such machine).
+ */
+export async function recordLiveness(sql: Queryable, machineIds: readonly string[]): Promise<Array<HeartbeatResult | null>> {
+  const rows = await sql<Array<HeartbeatResult & { ord: number; found: boolean }>>`
+    with input as (select * from unnest(${machineIds}::uuid[]) with ordinality as i(id, ord)),
+    locked as (select m.id, m.status as previous from machines m where m.id in (select id from input) order by m.id for update),
+    hb as (
+      update machines m
+         set last_heartbeat_at = now(),
+             status = case when m.status = 'offline' then (case when m.running_jobs >= m.slots then 'busy' else 'online' end) else m.status end,
+             updated_at = case when m.status = 'offline' then now() else m.updated_at end
+        from locked k
+       where m.id = k.id
+      returning k.previous, m.status, m.slots, m.is_active, m.id, m.tenant_id),
+    fx as (
+      insert into outbox (kind, payload)
+      select 'machine-online', jsonb_build_object('tenant_id', tenant_id, 'machine_id', id) from hb where previous = 'offline')
+    select i.ord::int as ord, hb.id is not null as found, hb.previous, hb.status, hb.slots, hb.is_active
+      from input i left join hb on hb.id = i.id order by i.ord`;
+  return rows.map((r) => (r.found ? { previous: r.previous, status: r.status, slots: r.slots, is_active: r.is_active } : null));
+}
