@@ -259,7 +259,9 @@ it('bounds the requests a connection has in flight, and cuts a robot that leaves
 });
 
 it('runs robots\' statements within the process\'s budget for robots, while heartbeats and the HTTP API go on', async () => {
-  const budgeted = await serveHub(t, { robotDbConcurrency: 1 });
+  // a long lease: on a loaded host the run must not lapse (and be ended by the dispatcher) mid-test
+  const budgeted = await serveHub(t, { robotDbConcurrency: 1, deps: { config: { ...t.deps.config, machineOfflineAfterSeconds: 120 } } });
+  let beating: NodeJS.Timeout | undefined;
   try {
     const ws = await seedWorkspace(t.sql);
     const proc = await ws.process();
@@ -275,14 +277,23 @@ it('runs robots\' statements within the process\'s budget for robots, while hear
     const job = await apiClient(t, { apiKey: ws.key }).call('triggerJob', { body: { process_id: proc.id, machine_id: machine.row.id } });
     const start = await waitFor('the job.start', async () => messages.find((m) => m.type === 'job.start')) as { job: { id: string; attempt: number } };
     const run = { job_id: start.job.id, attempt: start.job.attempt };
+    // the robot holds its run and stays online (liveness only: no statement of the budget)
+    sock.send(JSON.stringify({ id: 900, type: 'job.started', ...run }));
+    expect((await replyTo(900)).error).toBeUndefined();
+    let beat = 1000;
+    beating = setInterval(() => sock.send(JSON.stringify({ id: beat++, type: 'heartbeat', running: [] })), 1000);
     // a progress report stuck on the job's row takes the whole budget
     let unlock!: () => void;
     const locked = new Promise<void>((resolve) => (unlock = resolve));
     budgeted.onClose(() => unlock());
+    let rowLocked!: () => void;
+    const lockTaken = new Promise<void>((resolve) => (rowLocked = resolve));
     const holding = t.sql.begin(async (tx) => {
       await tx`select id from jobs where id = ${job.id} for update`;
+      rowLocked();
       await locked;
     });
+    await lockTaken;
     sock.send(JSON.stringify({ id: 2, type: 'job.progress', ...run, progress_percent: 10 }));
     await waitFor('the report waiting for the row', async () => (await t.sql`select count(*)::int as n from pg_stat_activity
       where datname = current_database() and wait_event_type = 'Lock' and query like '%progress_percent%'`)[0]!.n === 1);
@@ -298,6 +309,7 @@ it('runs robots\' statements within the process\'s budget for robots, while hear
     expect((await replyTo(3)).result).toMatchObject({ name: 'erp-url', value: 'https://erp' });
     sock.close();
   } finally {
+    clearInterval(beating);
     await budgeted.close();
   }
 });
