@@ -37,6 +37,7 @@ describe('GET /api/v1/machines/list', () => {
           kind: 'unattended',
           running_jobs: 4,
           is_active: true,
+          environments: null,
           last_heartbeat_at: m!.last_heartbeat_at.toISOString(),
           agent_version: '1.2.3',
           created_at: m!.created_at.toISOString(),
