@@ -1,3 +1,10 @@
+import type { Queryable, Sql } from './sql';
+
+/** Only the pool batches: a transaction's statements must stay on it, in order. */
+export function isPool(sql: Queryable): sql is Sql {
+  return typeof (sql as Sql).begin === 'function';
+}
+
 /**
  * Fuses concurrent calls into one statement (the same idea as a DataLoader, without a cache), or
  * one Redis script (the API's rate-limit counts).

@@ -1,5 +1,5 @@
 import type { Queryable, Sql } from '../db/sql';
-import { Batcher } from '../db/batcher';
+import { Batcher, isPool } from '../db/batcher';
 import { recordHeartbeat, type HeartbeatReport, type HeartbeatResult } from './heartbeat';
 
 /**
@@ -10,11 +10,6 @@ import { recordHeartbeat, type HeartbeatReport, type HeartbeatResult } from './h
  * alone, at once; a statement Postgres refuses is run again heartbeat by heartbeat (db/batcher.ts).
  */
 const bySql = new WeakMap<Sql, Batcher<HeartbeatReport & { machineId: string }, HeartbeatResult | null>>();
-
-/** Only the pool batches: a transaction's statements must stay on it, in order. */
-function isPool(sql: Queryable): sql is Sql {
-  return typeof (sql as Sql).begin === 'function';
-}
 
 export function recordHeartbeatBatched(sql: Queryable, machineId: string, report: HeartbeatReport): Promise<HeartbeatResult | null> {
   if (!isPool(sql)) return recordHeartbeat(sql, machineId, report);
@@ -41,7 +36,7 @@ export function recordHeartbeatBatched(sql: Queryable, machineId: string, report
  * in order.
  */
 export async function recordHeartbeats(sql: Queryable, reports: ReadonlyArray<HeartbeatReport & { machineId: string }>): Promise<Array<HeartbeatResult | null>> {
-  const rows = await sql<Array<HeartbeatResult & { ord: number; found: boolean }>>`
+  const rows = await sql<ResultRow[]>`
     with input as (
       select * from unnest(${reports.map((r) => r.machineId)}::uuid[], ${reports.map((r) => r.running)}::int[],
                            ${reports.map((r) => r.agentVersion ?? null)}::text[],
@@ -60,12 +55,8 @@ export async function recordHeartbeats(sql: Queryable, reports: ReadonlyArray<He
         from latest l join locked k on k.id = l.id
        where m.id = l.id
       returning k.previous, m.status, m.slots, m.is_active, m.id, m.tenant_id),
-    fx as (
-      insert into outbox (kind, payload)
-      select 'machine-online', jsonb_build_object('tenant_id', tenant_id, 'machine_id', id) from hb where previous = 'offline')
-    select i.ord::int as ord, hb.id is not null as found, hb.previous, hb.status, hb.slots, hb.is_active
-      from input i left join hb on hb.id = i.id order by i.ord`;
-  return rows.map((r) => (r.found ? { previous: r.previous, status: r.status, slots: r.slots, is_active: r.is_active } : null));
+    ${comebacksThenResults(sql)}`;
+  return resultsInOrder(rows);
 }
 
 /**
@@ -77,7 +68,7 @@ export async function recordHeartbeats(sql: Queryable, reports: ReadonlyArray<He
  * no such machine).
  */
 export async function recordLiveness(sql: Queryable, machineIds: readonly string[]): Promise<Array<HeartbeatResult | null>> {
-  const rows = await sql<Array<HeartbeatResult & { ord: number; found: boolean }>>`
+  const rows = await sql<ResultRow[]>`
     with input as (select * from unnest(${machineIds}::uuid[]) with ordinality as i(id, ord)),
     locked as (select m.id, m.status as previous from machines m where m.id in (select id from input) order by m.id for update),
     hb as (
@@ -88,10 +79,26 @@ export async function recordLiveness(sql: Queryable, machineIds: readonly string
         from locked k
        where m.id = k.id
       returning k.previous, m.status, m.slots, m.is_active, m.id, m.tenant_id),
+    ${comebacksThenResults(sql)}`;
+  return resultsInOrder(rows);
+}
+
+type ResultRow = HeartbeatResult & { found: boolean };
+
+/**
+ * The end of a batch statement whose `hb` step updated the machines (returning `previous`, the new
+ * status, slots, is_active, id and tenant_id) for the ids of its `input` step (with `ord`): the
+ * comeback effect of every machine that was offline, then one row per input, in order.
+ */
+function comebacksThenResults(sql: Queryable) {
+  return sql`
     fx as (
       insert into outbox (kind, payload)
       select 'machine-online', jsonb_build_object('tenant_id', tenant_id, 'machine_id', id) from hb where previous = 'offline')
-    select i.ord::int as ord, hb.id is not null as found, hb.previous, hb.status, hb.slots, hb.is_active
+    select hb.id is not null as found, hb.previous, hb.status, hb.slots, hb.is_active
       from input i left join hb on hb.id = i.id order by i.ord`;
+}
+
+function resultsInOrder(rows: ResultRow[]): Array<HeartbeatResult | null> {
   return rows.map((r) => (r.found ? { previous: r.previous, status: r.status, slots: r.slots, is_active: r.is_active } : null));
 }

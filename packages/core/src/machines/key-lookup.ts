@@ -1,5 +1,5 @@
 import type { Queryable, Sql } from '../db/sql';
-import { Batcher } from '../db/batcher';
+import { Batcher, isPool } from '../db/batcher';
 import { sha256 } from '../security/hash';
 import { findMachineByKey, type AgentMachine } from './heartbeat';
 
@@ -9,10 +9,6 @@ import { findMachineByKey, type AgentMachine } from './heartbeat';
  * cache: a key rotated a moment ago opens nothing, not even for a moment.
  */
 const bySql = new WeakMap<Sql, Batcher<string, AgentMachine | null>>();
-
-function isPool(sql: Queryable): sql is Sql {
-  return typeof (sql as Sql).begin === 'function';
-}
 
 export function findMachineByKeyBatched(sql: Queryable, machineKey: string): Promise<AgentMachine | null> {
   if (!isPool(sql)) return findMachineByKey(sql, machineKey);

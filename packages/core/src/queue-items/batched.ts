@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable, Sql } from '../db/sql';
-import { Batcher } from '../db/batcher';
+import { Batcher, isPool } from '../db/batcher';
 import { queueReadyEffectOfInserted } from '../outbox/effects';
 import { itemAddedEventsOfInserted } from '../events/item-added';
 import { findQueueByName, type QueueRow } from '../catalog/queues';
@@ -39,11 +39,6 @@ const bySql = new WeakMap<Sql, Batchers>();
  * larger batches, less Postgres CPU per item and fewer socket writes from the API, for a wait of
  * at most one batch (measured in BENCHMARKS.md, B1).
  */
-
-/** Only the pool batches: a transaction's statements must stay on it, in order. */
-function isPool(sql: Queryable): sql is Sql {
-  return typeof (sql as Sql).begin === 'function';
-}
 
 function batchers(sql: Sql): Batchers {
   let b = bySql.get(sql);

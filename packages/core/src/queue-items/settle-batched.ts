@@ -1,5 +1,5 @@
 import type { Queryable, Sql } from '../db/sql';
-import { Batcher } from '../db/batcher';
+import { Batcher, isPool } from '../db/batcher';
 import { settleAndClaimItems, settleAndClaimItemsBatch, type SettleAndClaim, type SettleAndClaimResult, type TakeOptions } from './transitions';
 
 /**
@@ -11,11 +11,6 @@ import { settleAndClaimItems, settleAndClaimItemsBatch, type SettleAndClaim, typ
  * bad request fails only itself (db/batcher.ts).
  */
 const bySql = new WeakMap<Sql, Map<boolean, Batcher<SettleAndClaim, SettleAndClaimResult>>>();
-
-/** Only the pool batches: a transaction's statements must stay on it, in order. */
-function isPool(sql: Queryable): sql is Sql {
-  return typeof (sql as Sql).begin === 'function';
-}
 
 export function settleAndClaimItemsBatched(sql: Queryable, req: SettleAndClaim, opts: TakeOptions = {}): Promise<SettleAndClaimResult> {
   if (!isPool(sql)) return settleAndClaimItems(sql, req, opts);
