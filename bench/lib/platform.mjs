@@ -132,8 +132,8 @@ export async function waitMachinesOnline(sql, ids, procs, timeoutMs = 30_000) {
  * scenario's database (`autovacuum`: its vacuum workers, counted in `postgres` too), and the
  * Redis server (shared with anything else running on the host).
  */
-export function platformCpuMeter(sql, platform, redisPid) {
-  const groups = {};
+export function platformCpuMeter(sql, platform, redisPid, extraGroups = {}) {
+  const groups = { ...extraGroups };
   for (const [name, p] of Object.entries(platform.procs)) groups[name] = () => [p.pid];
   // every backend, the meter's own included: the pool asks from any of its connections, and one
   // left out at start() and seen later would count from zero, the seeding it did before included

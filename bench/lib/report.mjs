@@ -12,6 +12,7 @@ export function met(row) {
   if (!row.target) return null;
   if (row.totalExact === false) return false;
   if ('minRatio' in row.target) return row.ratio === null ? null : row.ratio >= row.target.minRatio;
+  if ('maxRatio' in row.target) return row.ratio === null ? null : row.ratio <= row.target.maxRatio;
   if ('max' in row.target) return row.platform === null || row.platform === undefined ? null : row.platform <= row.target.max;
   return null;
 }
@@ -33,6 +34,7 @@ export function b6Rows(scenarios) {
 function targetText(t, unit) {
   if (!t) return '';
   if ('minRatio' in t) return `≥ ${t.minRatio} × ${t.of ?? 'raw'}`;
+  if ('maxRatio' in t) return `≤ ${t.maxRatio} × ${t.of ?? 'raw'}`;
   return `≤ ${t.max} ${unit}`;
 }
 

@@ -13,14 +13,19 @@
 // idle for the API's worker idle time, so the steady window starts after that. The API's open
 // file descriptors and the Redis server's connected clients are recorded next to the figures, and
 // when not every robot connects, where it broke.
+// Last, with the robots still connected, a hostile robot of the same workspace (bench/robot-flood.mjs)
+// sends 2,000 `asset.get` a second for its running job for 30 s and reads none of the replies,
+// while another workspace adds items over HTTP at a steady pace: the API's highest RSS through the
+// flood is read over its highest through as long a window just before it (the same pace, no
+// flood), and that workspace's request times are compared between the two windows.
 import { fork } from 'node:child_process';
 import { openSync, closeSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { seedApiKeys, seedMachines, seedProcess, seedTenant } from '../lib/fixtures.mjs';
+import { itemPayload, seedApiKeys, seedMachines, seedProcess, seedQueue, seedTenant } from '../lib/fixtures.mjs';
 import { platformCpuMeter, startPlatform, waitMachinesOnline } from '../lib/platform.mjs';
 import { benchRedis } from '../lib/services.mjs';
 import { sleep, tail } from '../lib/proc.mjs';
-import { percentile, round, withScenario } from '../lib/scenario.mjs';
+import { percentile, ratio as ratioOf, round, withScenario } from '../lib/scenario.mjs';
 
 /** VmRSS / VmHWM of a live process in MB (Linux). */
 function memoryMb(pid) {
@@ -105,6 +110,102 @@ function startRobots(run, input) {
   };
 }
 
+/** The highest VmRSS of a process (MB) from now until `stop()`, read every 100 ms. */
+function rssSampler(pid) {
+  let peak = memoryMb(pid).rss ?? 0;
+  const timer = setInterval(() => (peak = Math.max(peak, memoryMb(pid).rss ?? 0)), 100);
+  return { stop: () => (clearInterval(timer), Math.max(peak, memoryMb(pid).rss ?? 0)) };
+}
+
+/** POST …/items of another workspace at `perSecond` for `seconds`: each request's time in ms. */
+async function probeOtherTenant(url, keys, queueName, perSecond, seconds, keyOffset) {
+  const times = [];
+  const at = [];
+  const errors = {};
+  const pending = [];
+  const began = performance.now();
+  for (let i = 0; i < perSecond * seconds; i++) {
+    const wait = began + (i * 1000) / perSecond - performance.now();
+    if (wait > 0) await sleep(wait);
+    pending.push((async () => {
+      const t0 = performance.now();
+      const res = await fetch(`${url}/api/v1/queues/by-name/${queueName}/items`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': keys[(keyOffset + i) % keys.length] },
+        body: JSON.stringify({ data: itemPayload(i), priority: 3 }),
+      }).catch((err) => ({ status: err.cause?.code ?? err.message, text: async () => '' }));
+      await res.text();
+      if (res.status === 200) {
+        times.push(performance.now() - t0);
+        at.push(round((t0 - began) / 1000, 2));
+      }
+      else errors[res.status] = (errors[res.status] ?? 0) + 1;
+    })());
+  }
+  await Promise.all(pending);
+  const slowest = times.map((ms, i) => ({ ms: round(ms, 1), at: at[i] })).sort((a, b) => b.ms - a.ms).slice(0, 5);
+  return { times, errors, slowest };
+}
+
+/** The flooding robot's process: resolves with its `flooded` report; `ready` once it floods. */
+function startFlood(run, input) {
+  const inputFile = path.join(run.logDir, 'b8-flood.input.json');
+  writeFileSync(inputFile, JSON.stringify(input));
+  const logFile = path.join(run.logDir, 'b8-flood.log');
+  const fd = openSync(logFile, 'a');
+  const child = fork(path.join(run.root, 'bench', 'robot-flood.mjs'), [inputFile], { stdio: ['ignore', fd, fd, 'ipc'] });
+  closeSync(fd);
+  let onReady;
+  const ready = new Promise((resolve) => (onReady = resolve));
+  const done = new Promise((resolve, reject) => {
+    child.on('message', (m) => (m.type === 'ready' ? onReady() : m.type === 'flooded' && resolve(m)));
+    child.once('exit', (code) => reject(new Error(`the flooding robot exited (${code}):\n${tail(logFile)}`)));
+  });
+  done.catch(() => onReady());
+  return { ready, done, pid: child.pid, stop: async () => { if (child.exitCode === null) child.kill('SIGKILL'); } };
+}
+
+/**
+ * The flood: the API's RSS sampled through it and another workspace's item adds during it, next
+ * to the same adds just before it.
+ */
+async function floodPhase(run, s, platform, { tenant, keys, proc, seconds, robotsPid }) {
+  const apiPid = platform.procs.api.pid;
+  const [flooder] = await seedMachines(s.sql, tenant.id, 1, { slots: 1, prefix: 'bench-flooder' });
+  const [asset] = await s.sql`insert into assets (tenant_id, name, type) values (${tenant.id}, 'bench-flood', 'text') returning id`;
+  await s.sql`insert into asset_values (asset_id, environment, value) values (${asset.id}, 'production', ${s.sql.json('valor')})`;
+  const other = await seedTenant(s.sql, 'bench-other');
+  await seedQueue(s.sql, other.id, 'b8-probe');
+  const perSecond = 10;
+  // the contract's 60 item adds per minute and key: each key is used at most once a second over both windows
+  const probeKeys = await seedApiKeys(s.sql, other.id, perSecond * 2);
+  // every process of the host at work, per second of each window: where the flood's cost lands
+  const perSecondOf = (ms) => Object.fromEntries(Object.entries(ms).map(([k, v]) => [k, round(v / seconds, 0)]));
+  const quietMeter = platformCpuMeter(s.sql, platform, run.redisPid, { robots: () => [robotsPid], bench: () => [process.pid] });
+  await quietMeter.start();
+  // the API's RSS moves with its collector's rhythm: the flood's rise is read over the highest
+  // RSS of the same probe without it
+  const quietRss = rssSampler(apiPid);
+  const quiet = await probeOtherTenant(platform.baseUrl, probeKeys, 'b8-probe', perSecond, seconds, 0);
+  const rssQuietPeak = quietRss.stop();
+  const quietCpu = perSecondOf(await quietMeter.stop());
+
+  const flood = startFlood(run, {
+    url: platform.baseUrl, key: flooder.machineKey, machineId: flooder.id, apiKey: keys[keys.length - 1], processId: proc.id,
+    asset: 'bench-flood', rate: 2000, seconds,
+  });
+  s.track({ stop: () => flood.stop() });
+  await flood.ready;
+  const floodMeter = platformCpuMeter(s.sql, platform, run.redisPid, { robots: () => [robotsPid], bench: () => [process.pid], flooder: () => [flood.pid] });
+  await floodMeter.start();
+  const floodRss = rssSampler(apiPid);
+  const during = probeOtherTenant(platform.baseUrl, probeKeys, 'b8-probe', perSecond, seconds, perSecond);
+  const [report, flooded] = await Promise.all([flood.done, during]);
+  const rssPeak = floodRss.stop();
+  const floodCpu = perSecondOf(await floodMeter.stop());
+  return { report, rssQuietPeak, rssPeak, quiet, flooded, quietCpu, floodCpu };
+}
+
 export async function b8(run) {
   return withScenario(run, 'B8', async (s) => {
     const count = Math.max(10, Math.round(1000 * run.scale));
@@ -165,6 +266,9 @@ export async function b8(run) {
     const toRunning = (triggered ?? []).map((t) => startedAt.get(t.jobId).started_at.getTime() - t.wall);
     const completed = rows.filter((r) => r.status === 'completed').length;
     const final = await robots.ask({ cmd: 'stats' }, 'stats');
+    const floodSeconds = run.tiny ? 1 : Math.max(3, Math.round(30 * Math.min(1, run.scale)));
+    const flood = await floodPhase(run, s, platform, { tenant, keys, proc, seconds: floodSeconds, robotsPid: robots.child.pid });
+    alive();
     await robots.stop();
 
     const p = (arr, q) => round(percentile(arr, q), 1);
@@ -182,16 +286,27 @@ export async function b8(run) {
       { figure: 'trigger 201 → robot receives job.start, p99', unit: 'ms', platform: p(toStart, 99), baseline: null, ratio: null, target: null },
       { figure: 'trigger → running (started_at, as B4), p50', unit: 'ms', platform: p(toRunning, 50), baseline: null, ratio: null, target: null },
       { figure: 'trigger → running (started_at, as B4), p99', unit: 'ms', platform: p(toRunning, 99), baseline: null, ratio: null, target: null },
+      {
+        figure: `API RSS rise while one robot sends ${round(flood.report.sent / flood.report.seconds, 0)} asset.get/s for ${floodSeconds} s reading no reply`, unit: 'MB',
+        platform: round(flood.rssPeak - flood.rssQuietPeak, 1), baseline: null, ratio: null, target: { max: 64 },
+        note: `peak ${flood.rssPeak} MB, ${flood.rssQuietPeak} MB during as long without the flood; ${flood.report.connections} connection(s), closes ${JSON.stringify(flood.report.closes)}`,
+      },
+      {
+        figure: `another workspace's POST …/items p99 during the flood (baseline column: just before it; ${flood.flooded.times.length} and ${flood.quiet.times.length} requests)`, unit: 'ms',
+        platform: p(flood.flooded.times, 99), baseline: p(flood.quiet.times, 99), ratio: ratioOf(p(flood.flooded.times, 99), p(flood.quiet.times, 99)), target: { maxRatio: 3, of: 'before' },
+      },
     ];
     return {
       id: 'B8',
       title: `${count} idle robots on one API process`,
       rows: resultRows,
-      complete: all && !triggerError && completed === tries,
+      complete: all && !triggerError && completed === tries && Object.keys(flood.quiet.errors).length === 0 && Object.keys(flood.flooded.errors).length === 0,
       details: {
         robots: count, connected: connected.connected, connectSeconds: connected.seconds, connectFailures: connected.stats.connectFailures, connectFailureCount: connected.stats.connectFailureCount,
         firstFailureAfter: connected.stats.firstFailureAfter, closes: final.closes, heartbeatMs, windowSec, heartbeats, heartbeatErrors: a1.heartbeatErrors, replyErrors: a1.replyErrors,
         cpuMs, cpuPer1000Heartbeats: per1000, before, steady, apiPeakRss: memoryMb(apiPid).hwm,
+        flood: { ...flood.report, rssQuietPeak: flood.rssQuietPeak, rssPeak: flood.rssPeak, quietErrors: flood.quiet.errors, floodErrors: flood.flooded.errors,
+          quietP50: p(flood.quiet.times, 50), floodP50: p(flood.flooded.times, 50), slowestBefore: flood.quiet.slowest, slowestDuring: flood.flooded.slowest, cpuMsPerSecondBefore: flood.quietCpu, cpuMsPerSecondDuring: flood.floodCpu },
         tries, triggerError, completed, toStart, toRunning, requestMs: (triggered ?? []).map((t) => round(t.requestMs, 1)),
       },
     };

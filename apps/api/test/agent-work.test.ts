@@ -210,10 +210,15 @@ it('reads its workspace\'s assets for a run it holds, audits a credential read, 
   robot.sock.close();
 });
 
-it('bounds the requests a connection has in flight, and cuts a robot that leaves its replies unread', async () => {
+it('bounds the requests a connection has in flight, stops reading a robot that leaves its replies unread, and cuts it', async () => {
   // hubs of their own with low bounds and no message rate to speak of: only the bound under test acts
   const inFlightHub = await serveHub(t, { messagesPerSecond: 1_000_000, maxInFlight: 8 });
   const unreadHub = await serveHub(t, { messagesPerSecond: 1_000_000, maxInFlight: 100_000, maxUnreadBytes: 256 * 1024 });
+  // a robot's requests are not read while it leaves its replies unread; a silent robot is cut by the pings
+  const pausingHub = await serveHub(t, {
+    messagesPerSecond: 1_000_000, maxInFlight: 20, maxUnreadBytes: 1024 * 1024 * 1024, pauseReadingAboveBytes: 64 * 1024,
+    deps: { config: { ...t.deps.config, machinePingMs: 1000, machineOfflineAfterSeconds: 120 } },
+  });
   try {
     let url = inFlightHub.url;
     let bounded = inFlightHub.hub;
@@ -252,9 +257,35 @@ it('bounds the requests a connection has in flight, and cuts a robot that leaves
     }
     await waitFor('the connection cut', async () => bounded.size === 0);
     raw.destroy();
+
+    // with no bound on unread bytes to speak of: the API stops reading the robot's requests once
+    // its replies pile up past what the network holds, and the pings (unanswered, unread) cut it
+    await apiClient(t, { token: ws.adminToken }).call('createAsset', { body: { name: 'secret', type: 'credential', values: { production: { username: 'u', password: 'p' } } } });
+    const reads = async () => (await t.sql`select count(*)::int as n from audit_log where tenant_id = ${ws.tenant.id} and action = 'read_asset'`)[0]!.n as number;
+    const quiet = await openRawWebSocket(pausingHub.url, '/api/v1/agent/connect', `Bearer ${machine.machineKey}`);
+    quiet.sendText(JSON.stringify({ id: 1, type: 'heartbeat', running: [{ job_id: start.job.id, attempt: start.job.attempt, alive: true }] }));
+    await waitFor('the heartbeat answered', async () => quiet.messages.some((m) => m.re === 1));
+    quiet.pause();
+    const ask = (name: string, n: number, from: number) => {
+      for (let i = 0; i < n; i++) quiet.sendText(JSON.stringify({ id: from + i, type: 'asset.get', job_id: start.job.id, attempt: start.job.attempt, name }));
+    };
+    let next = 10;
+    await waitFor('the robot no longer read', async () => {
+      if (pausingHub.hub.paused === 1) return true;
+      ask('big', 100, next);
+      next += 100;
+      return false;
+    }, 60_000);
+    // credential reads (each audited) sent now are never read: more than may be in flight, so
+    // some would be answered if they were
+    ask('secret', 200, 1_000_000);
+    await waitFor('the connection cut', async () => pausingHub.hub.size === 0);
+    expect(await reads()).toBe(0);
+    quiet.destroy();
   } finally {
     await inFlightHub.close();
     await unreadHub.close();
+    await pausingHub.close();
   }
 });
 
@@ -314,6 +345,45 @@ it('runs robots\' statements within the process\'s budget for robots, while hear
   }
 });
 
+
+it('paces each machine\'s statements: a robot asking as fast as it may waits its turns, while another robot is answered at once', async () => {
+  const paced = await serveHub(t, { robotStatementsPerSecond: 4, deps: { config: { ...t.deps.config, machineOfflineAfterSeconds: 120 } } });
+  try {
+    const ws = await seedWorkspace(t.sql);
+    const proc = await ws.process();
+    await apiClient(t, { token: ws.adminToken }).call('createAsset', { body: { name: 'erp-url', type: 'text', values: { production: 'https://erp' } } });
+    const robot = async () => {
+      const machine = await ws.machine();
+      const sock = new WebSocket(`${paced.url.replace('http', 'ws')}/api/v1/agent/connect`, { headers: { Authorization: `Bearer ${machine.machineKey}` } });
+      const messages: Array<Record<string, any>> = [];
+      sock.on('message', (d) => messages.push(JSON.parse(d.toString()) as Record<string, any>));
+      await new Promise((resolve, reject) => { sock.once('open', resolve); sock.once('error', reject); });
+      const replyTo = (re: number) => waitFor(`the reply to ${re}`, async () => messages.find((m) => m.type === 'reply' && m.re === re) ?? null);
+      sock.send(JSON.stringify({ id: 1, type: 'heartbeat', fresh: true, running: [] }));
+      await replyTo(1);
+      await apiClient(t, { apiKey: ws.key }).call('triggerJob', { body: { process_id: proc.id, machine_id: machine.row.id } });
+      const start = await waitFor('the job.start', async () => messages.find((m) => m.type === 'job.start')) as { job: { id: string; attempt: number } };
+      return { sock, messages, replyTo, run: { job_id: start.job.id, attempt: start.job.attempt } };
+    };
+    const greedy = await robot();
+    const other = await robot();
+    const answered = () => greedy.messages.filter((m) => m.type === 'reply' && m.re >= 100).length;
+    // twelve reads at once: four a second are started, the rest wait their turn (none refused)
+    for (let i = 0; i < 12; i++) greedy.sock.send(JSON.stringify({ id: 100 + i, type: 'asset.get', ...greedy.run, name: 'erp-url' }));
+    await waitFor('the first turns answered', async () => answered() >= 1);
+    other.sock.send(JSON.stringify({ id: 2, type: 'asset.get', ...other.run, name: 'erp-url' }));
+    expect((await other.replyTo(2)).result).toMatchObject({ value: 'https://erp' });
+    // a second's turns, or two if the other robot's answer came across a second's boundary
+    expect(answered()).toBeLessThanOrEqual(8);
+    await waitFor('every read answered', async () => answered() === 12, 15_000);
+    const replies = greedy.messages.filter((m) => m.type === 'reply' && m.re >= 100);
+    expect(replies.map((m) => m.error?.code ?? m.result.value)).toEqual(Array(12).fill('https://erp'));
+    greedy.sock.close();
+    other.sock.close();
+  } finally {
+    await paced.close();
+  }
+});
 
 it('answers messages past the connection\'s rate RATE_LIMIT_EXCEEDED and keeps it open; a flood closes it (4008)', async () => {
   // a hub of its own with a low rate: the checks then hold however fast this host reads a socket

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import pLimit from 'p-limit';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { WebSocketServer, type WebSocket } from 'ws';
 import {
   es, AGENT_CLOSE, AGENT_MAX_MESSAGE_BYTES, AppError, MACHINE_KEY_PREFIX, UnauthorizedError, bearerToken, clientIp, createRedis, decodeAbort, decodeInputAnswered, decodeMachineWork, sha256Hex,
@@ -32,10 +33,22 @@ const MAX_IN_FLIGHT = 128;
 /** Replies a robot may leave unread (bytes) before its connection is destroyed. */
 const MAX_UNREAD_BYTES = 8 * 1024 * 1024;
 /**
+ * Unread replies (bytes, past what the network holds) from which a robot's requests are not read
+ * until it has read half of them: requests in flight may still add their answers up to the bound
+ * above.
+ */
+const PAUSE_READING_ABOVE_BYTES = 1024 * 1024;
+/**
  * Robots' statements run at once per process, outside the batchers (heartbeats, takes): half the
  * API's pool, so that robots' work, however much of it, leaves the HTTP API connections.
  */
 const ROBOT_DB_CONCURRENCY = 10;
+/**
+ * Statements one machine's requests may start per second outside the batchers: more wait their
+ * turn (within the requests in flight), so that one robot asking as fast as it may send keeps
+ * Postgres and this process busy for the others no more than a busy robot does.
+ */
+const ROBOT_STATEMENTS_PER_SECOND = 200;
 /** The ping period is cut in this many ticks, each pinging the connections of one slice. */
 export const PING_SLICES = 16;
 /** How long a machine's queue is read after its last sign of work (several heartbeats). */
@@ -65,6 +78,8 @@ export interface AgentHub {
   readonly size: number;
   /** connections whose machine's queue is being read now */
   readonly reading: number;
+  /** connections not read from until their robot reads its replies */
+  readonly paused: number;
   close(): Promise<void>;
 }
 
@@ -72,8 +87,20 @@ export interface AgentHubOptions {
   messagesPerSecond?: number;
   maxInFlight?: number;
   maxUnreadBytes?: number;
+  pauseReadingAboveBytes?: number;
   workerIdleMs?: number;
   robotDbConcurrency?: number;
+  robotStatementsPerSecond?: number;
+}
+
+/**
+ * A machine's statements per second, counted in windows of a tenth of a second (or one
+ * statement's share of a second): a robot's burst reaches Postgres spread over the second, not
+ * all at its start.
+ */
+function statementPace(perSecond: number): RateLimiterMemory {
+  const windowSeconds = Math.max(0.1, 1 / perSecond);
+  return new RateLimiterMemory({ points: Math.max(1, Math.round(perSecond * windowSeconds)), duration: windowSeconds, keyPrefix: 'machine-statements' });
 }
 
 export function createAgentHub(deps: ApiDeps, options: AgentHubOptions = {}): AgentHub {
@@ -99,7 +126,9 @@ export function createAgentHub(deps: ApiDeps, options: AgentHubOptions = {}): Ag
     pingMs: config.machinePingMs,
     maxInFlight: options.maxInFlight ?? MAX_IN_FLIGHT,
     maxUnreadBytes: options.maxUnreadBytes ?? MAX_UNREAD_BYTES,
+    pauseReadingAboveBytes: options.pauseReadingAboveBytes ?? Math.min(PAUSE_READING_ABOVE_BYTES, (options.maxUnreadBytes ?? MAX_UNREAD_BYTES) / 2),
     dbBudget: pLimit(options.robotDbConcurrency ?? ROBOT_DB_CONCURRENCY),
+    statementPace: statementPace(options.robotStatementsPerSecond ?? ROBOT_STATEMENTS_PER_SECOND),
     // a machine's last heartbeat trails its robot by at most a second (or half a heartbeat period)
     liveness: createLiveness(engine, { flushMs: Math.min(1000, Math.max(100, Math.floor(heartbeatMs / 2))), logger, outage }),
     // a run's lease spans at least three heartbeats, like a machine's silence before it is offline
@@ -289,6 +318,11 @@ export function createAgentHub(deps: ApiDeps, options: AgentHubOptions = {}): Ag
     get reading() {
       let n = 0;
       for (const h of sessions.values()) if (h.session.reading) n++;
+      return n;
+    },
+    get paused() {
+      let n = 0;
+      for (const h of sessions.values()) if (h.session.paused) n++;
       return n;
     },
     async close() {

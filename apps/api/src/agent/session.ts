@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Worker, type Job } from 'bullmq';
+import { RateLimiterQueue, type RateLimiterMemory } from 'rate-limiter-flexible';
 import type { WebSocket } from 'ws';
 import type { Liveness } from './liveness';
 import {
@@ -19,6 +20,8 @@ const WORKER_START_WAIT_MS = 5000;
 const CLOSE_GRACE_MS = 1000;
 /** When a request refused for too many in flight may be sent again. */
 const IN_FLIGHT_RETRY_MS = 100;
+/** How often a robot whose requests are not read is looked at again. */
+const READ_PAUSE_CHECK_MS = 50;
 
 /** What a session needs of its process (the hub builds it). */
 export interface SessionDeps {
@@ -37,6 +40,8 @@ export interface SessionDeps {
   maxInFlight: number;
   /** bytes of replies a robot may leave unread before its connection is destroyed */
   maxUnreadBytes: number;
+  /** bytes of unread replies past which the robot's requests are not read until it catches up */
+  pauseReadingAboveBytes: number;
   /** where heartbeats that say nothing new wait for the process's next flush */
   liveness: Liveness;
   /**
@@ -45,6 +50,8 @@ export interface SessionDeps {
    * (heartbeats, takes) are bounded by it instead.
    */
   dbBudget: <T>(fn: () => Promise<T>) => Promise<T>;
+  /** statements each machine may start per second within that budget (keyed by machine id) */
+  statementPace: RateLimiterMemory;
   /** the command connection every machine worker of the process shares (opened on first use) */
   workerConnection: () => RedisClient;
   /** how long a machine's queue is read after its last sign of work */
@@ -265,8 +272,14 @@ export class MachineSession {
    * next connection).
    */
   private inBudget<T>(fn: () => Promise<T>): Promise<T> {
-    return this.deps.dbBudget(() => (this.ended.signal.aborted ? Promise.reject(new AppError('HTTP_ERROR', 503, es.agent.connectionClosed)) : fn()));
+    const closed = () => Promise.reject(new AppError('HTTP_ERROR', 503, es.agent.connectionClosed));
+    // the connection's turns, in order; no more wait than requests are in flight
+    this.statementTurns ??= new RateLimiterQueue(this.deps.statementPace, { maxQueueSize: this.deps.maxInFlight });
+    return this.statementTurns.removeTokens(1, this.machine.id)
+      .then(() => this.deps.dbBudget(() => (this.ended.signal.aborted ? closed() : fn())));
   }
+
+  private statementTurns: RateLimiterQueue | null = null;
 
   /**
    * A database call the robot may have sent before (`repeat`): core resolves a repeat by its own
@@ -400,7 +413,7 @@ export class MachineSession {
       if (lost.ended.length) this.log.warn('jobs of the previous robot process given up', { jobs: lost.ended.map((j) => j.id) });
     }
     const runs = m.running.map((r) => ({ id: r.job_id, attempt: r.attempt, alive: r.alive }));
-    const renewed = runs.length ? await this.db('renewing leases', () => machines.renewLeases(this.machine.id, runs, this.deps.leaseSeconds)) : [];
+    const renewed = runs.length ? await this.db('renewing leases', () => machines.renewLeases(this.machine.id, runs, this.deps.leaseSeconds), { batched: true }) : [];
     const owned = new Map(renewed.map((o) => [o.id, o]));
     for (const r of m.running) {
       const o = owned.get(r.job_id);
@@ -631,6 +644,31 @@ export class MachineSession {
       return;
     }
     this.socket.send(JSON.stringify(message));
+    if (!this.readPause && this.socket.bufferedAmount > this.deps.pauseReadingAboveBytes) this.pauseReading();
+  }
+
+  /**
+   * The robot leaves its replies unread: its requests are not read either until it catches up,
+   * so that a robot asking without reading costs this process nothing more than the bytes waiting
+   * for it. Its pongs wait too: one that does not catch up is cut as a silent one.
+   */
+  private pauseReading(): void {
+    this.socket.pause();
+    this.readPause = setInterval(() => {
+      if (this.socket.readyState !== this.socket.OPEN || this.socket.bufferedAmount <= this.deps.pauseReadingAboveBytes / 2) {
+        clearInterval(this.readPause!);
+        this.readPause = null;
+        this.socket.resume();
+      }
+    }, READ_PAUSE_CHECK_MS);
+    this.readPause.unref();
+  }
+
+  private readPause: NodeJS.Timeout | null = null;
+
+  /** Whether the robot's requests are not read now, its replies unread (tests, the hub's gauge). */
+  get paused(): boolean {
+    return this.readPause !== null;
   }
 
   private reply(re: number | null, err: unknown, result?: unknown): void {
