@@ -34,7 +34,8 @@ import { releaseQueueItems, applyItemRetryPolicy } from './queue-items/transitio
 import { CLAIM_FLOOR_FULL_EVERY, claimFloorSwitch, recomputeClaimFloors } from './queue-items/claim-floor';
 import type { ClaimFloorMode } from './config';
 import { redriveQueueItems, reviewQueueItem } from './queue-items/review';
-import { acknowledgeRun, renewJobLeases, reportJobProgress, startJob } from './dispatch/job-run';
+import { acknowledgeRun, reportJobProgress, startJob } from './dispatch/job-run';
+import { renewJobLeasesBatched } from './dispatch/lease-renewal';
 import { machineLeft } from './dispatch/hand-back';
 import { findLapsedMachineKeys, recordMachineLoad } from './machines/heartbeat';
 import { findMachineByKeyBatched } from './machines/key-lookup';
@@ -230,7 +231,7 @@ export function createEngine(deps: EngineDeps) {
     machines: {
       ...bind(sql, {
         findByKey: findMachineByKeyBatched, lapsedKeys: findLapsedMachineKeys, heartbeat: recordHeartbeatBatched, liveness: recordLiveness, reportLoad: recordMachineLoad, goodbye: machineLeft, giveUpJobs: giveUpMachineJobs,
-        startJob, acknowledgeRun, renewLeases: renewJobLeases, reportProgress: reportJobProgress, finishRun, pendingStops,
+        startJob, acknowledgeRun, renewLeases: renewJobLeasesBatched, reportProgress: reportJobProgress, finishRun, pendingStops,
         askInput: askInputForRun, readInput: readJobInput, appendLogs: appendJobLogs,
         releaseItems: releaseQueueItems, hasWaitingJobs: machineHasWaitingJobs, earliestPendingStart,
         readAsset: readAssetForMachine,

@@ -40,6 +40,7 @@ export { findMachinesByKeys } from './machines/key-lookup';
 export { bullJobId } from './dispatch/bull-queues';
 export { epochKeys, keySlot } from './dispatch/epoch';
 export { acknowledgeRun, findRunEndedAs, finishJob, renewJobLeases, reportJobProgress, startJob } from './dispatch/job-run';
+export { renewManyJobLeases } from './dispatch/lease-renewal';
 export { machineLeft } from './dispatch/hand-back';
 export { giveUpMachineJobs, markSlaBreaches, pendingStops, sweepOfflineMachines, timeOutJobs } from './dispatch/sweeps';
 export { queuesNeedingConsumers, startQueueConsumers } from './dispatch/consumers';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Sql } from '@svc/core';
-import { acknowledgeRun, giveUpMachineJobs, machineLeft, renewJobLeases, startJob, sweepOfflineMachines } from '@svc/core/internals';
+import { acknowledgeRun, giveUpMachineJobs, machineLeft, renewJobLeases, renewManyJobLeases, startJob, sweepOfflineMachines } from '@svc/core/internals';
 import { seedJob, seedMachine, seedProcess, seedQueue, seedTenant, databaseSuite } from '@svc/testing';
 
 /**
@@ -69,6 +69,44 @@ describe('renewJobLeases', () => {
     expect((await job(silent.id)).lease_expires_at.getTime()).toBe(before);
     // a stale token renews nothing
     expect(await renewJobLeases(sql, m, [{ id: alive.id, attempt: alive.attempt + 1, alive: true }], 60)).toEqual([]);
+  });
+});
+
+describe('renewManyJobLeases (the heartbeats of many robots of one API process in one statement)', () => {
+  it('renews each machine\'s own live runs, answers each heartbeat with its own runs, in order', async () => {
+    const start = async (m: string) => {
+      const j = await seedJob(sql, tenantId, { process_id: processId, machine_id: m });
+      const res = await startJob(sql, j.id, m, { holder: randomUUID(), leaseSeconds: 1 });
+      if (!('started' in res)) throw new Error('not started');
+      return res.started;
+    };
+    const a = (await seedMachine(sql, tenantId)).row.id;
+    const b = (await seedMachine(sql, tenantId)).row.id;
+    const [a1, a2, b1] = [await start(a), await start(a), await start(b)];
+    await sql`update jobs set stop_requested = true where id = ${b1.id}`;
+    const silentBefore = (await job(a2.id)).lease_expires_at.getTime();
+    const renewedAfter = Date.now();
+    const answers = await renewManyJobLeases(sql, [
+      // machine a lists its two runs, one silent, and b's run (not its own)
+      { machineId: a, leaseSeconds: 60, runs: [{ id: a1.id, attempt: a1.attempt, alive: true }, { id: a2.id, attempt: a2.attempt, alive: false }, { id: b1.id, attempt: b1.attempt, alive: true }] },
+      // b's heartbeat, with a stale token for a's run
+      { machineId: b, leaseSeconds: 60, runs: [{ id: b1.id, attempt: b1.attempt, alive: true }, { id: a1.id, attempt: a1.attempt + 1, alive: true }] },
+      { machineId: b, leaseSeconds: 60, runs: [] },
+      // a's second heartbeat of the batch says its silent run is alive after all
+      { machineId: a, leaseSeconds: 60, runs: [{ id: a2.id, attempt: a2.attempt, alive: true }] },
+    ]);
+    expect(answers).toEqual([
+      [{ id: a1.id, stop_requested: false, queue_id: null }, { id: a2.id, stop_requested: false, queue_id: null }],
+      [{ id: b1.id, stop_requested: true, queue_id: null }],
+      [],
+      [{ id: a2.id, stop_requested: false, queue_id: null }],
+    ]);
+    for (const id of [a1.id, a2.id, b1.id]) expect((await job(id)).lease_expires_at.getTime()).toBeGreaterThanOrEqual(renewedAfter + 60_000 - 1000);
+    expect(silentBefore).toBeLessThan(renewedAfter + 60_000 - 1000);
+    // alone, the silent run's lease is left to lapse
+    const before = (await job(a2.id)).lease_expires_at.getTime();
+    expect(await renewManyJobLeases(sql, [{ machineId: a, leaseSeconds: 120, runs: [{ id: a2.id, attempt: a2.attempt, alive: false }] }])).toEqual([[{ id: a2.id, stop_requested: false, queue_id: null }]]);
+    expect((await job(a2.id)).lease_expires_at.getTime()).toBe(before);
   });
 });
 

@@ -6,6 +6,7 @@ import { appendJobLogs, checkAppend, logAppendSet, type LogAppend } from '../job
 import { endJobs } from './job-end';
 import type { DispatchJobRef } from './port';
 import { es } from '../messages/es';
+import { renewManyJobLeases, type OwnedRun } from './lease-renewal';
 
 /**
  * A job's life on its machine, as the agent drives it. Every write is guarded by the status and
@@ -115,16 +116,10 @@ export async function renewJobLeases(
   machineId: string,
   runs: readonly LeaseRenewal[],
   leaseSeconds: number,
-): Promise<Array<{ id: string; stop_requested: boolean; queue_id: string | null }>> {
+): Promise<OwnedRun[]> {
   if (runs.length === 0) return [];
-  return sql<Array<{ id: string; stop_requested: boolean; queue_id: string | null }>>`
-    update jobs j
-       set lease_expires_at = case when j.id = any(${runs.filter((r) => r.alive).map((r) => r.id)}::uuid[])
-                                   then now() + make_interval(secs => ${leaseSeconds}::float8) else j.lease_expires_at end,
-           acknowledged_at = coalesce(j.acknowledged_at, now())
-      from unnest(${runs.map((r) => r.id)}::uuid[], ${runs.map((r) => r.attempt)}::int[]) as r(id, attempt)
-     where j.id = r.id and j.attempt = r.attempt and ${jobStatusInSql(sql, 'j.status', RUN_STATUSES)} and j.machine_id = ${machineId}
-    returning j.id, j.stop_requested, j.queue_id`;
+  const [owned] = await renewManyJobLeases(sql, [{ machineId, runs, leaseSeconds }]);
+  return owned!;
 }
 
 /**
