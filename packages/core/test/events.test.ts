@@ -153,6 +153,11 @@ describe('machines and API keys', () => {
     const off = await emitted(() => engine.sweeps.offlineMachines(30));
     expect(off.map((e) => [e.type, e.data.id, e.data.status])).toEqual([['machine.offline', m, 'offline']]);
     expect(off[0]!.data).not.toHaveProperty('machine_key_hash');
+    // the machine as the API shows it, the environments its runs may read included
+    expect(off[0]!.data.environments).toBeNull();
+    await sql`update machines set environments = ${['dev', 'staging']} where id = ${m}`;
+    const on = await emitted(() => engine.machines.heartbeat(m, { running: 0 }));
+    expect(on.map((e) => [e.type, e.data.environments])).toEqual([['machine.online', ['dev', 'staging']]]);
   });
 
   it('created, rotated, revoked: never the key or its hash', async () => {
