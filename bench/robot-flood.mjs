@@ -42,7 +42,8 @@ function connect(fresh) {
     socket.on('error', (err) => reject(err));
     socket.on('close', (code) => {
       closes[code] = (closes[code] ?? 0) + 1;
-      if (flooding && ws === socket) void connect(false).catch(() => undefined);
+      // again at once, as a hostile robot would; a refused upgrade is not hammered
+      if (flooding && ws === socket) setTimeout(() => void connect(false).catch(() => undefined), code === 1006 ? 100 : 0);
     });
     socket.on('message', (data) => {
       const msg = JSON.parse(data.toString());

@@ -346,7 +346,7 @@ it('runs robots\' statements within the process\'s budget for robots, while hear
 });
 
 
-it('paces each machine\'s statements: a robot asking as fast as it may waits its turns, while another robot is answered at once', async () => {
+it('paces each machine\'s statements: a robot asking as fast as it may waits its turns, and another robot\'s request does not wait behind them', async () => {
   const paced = await serveHub(t, { robotStatementsPerSecond: 4, deps: { config: { ...t.deps.config, machineOfflineAfterSeconds: 120 } } });
   try {
     const ws = await seedWorkspace(t.sql);

@@ -39,8 +39,9 @@ const MAX_UNREAD_BYTES = 8 * 1024 * 1024;
  */
 const PAUSE_READING_ABOVE_BYTES = 1024 * 1024;
 /**
- * Robots' statements run at once per process, outside the batchers (heartbeats, takes): half the
- * API's pool, so that robots' work, however much of it, leaves the HTTP API connections.
+ * Robots' statements run at once per process, outside the batchers (heartbeats, lease renewals,
+ * takes, key look-ups, the liveness flush, each one or two at a time): half the API's pool, so
+ * that robots' work, however much of it, leaves the HTTP API connections.
  */
 const ROBOT_DB_CONCURRENCY = 10;
 /**
@@ -99,6 +100,7 @@ export interface AgentHubOptions {
  * all at its start.
  */
 function statementPace(perSecond: number): RateLimiterMemory {
+  if (!(perSecond > 0)) throw new Error(`robotStatementsPerSecond must be above 0, got ${perSecond}`);
   const windowSeconds = Math.max(0.1, 1 / perSecond);
   return new RateLimiterMemory({ points: Math.max(1, Math.round(perSecond * windowSeconds)), duration: windowSeconds, keyPrefix: 'machine-statements' });
 }

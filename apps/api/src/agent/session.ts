@@ -273,10 +273,21 @@ export class MachineSession {
    */
   private inBudget<T>(fn: () => Promise<T>): Promise<T> {
     const closed = () => Promise.reject(new AppError('HTTP_ERROR', 503, es.agent.connectionClosed));
-    // the connection's turns, in order; no more wait than requests are in flight
-    this.statementTurns ??= new RateLimiterQueue(this.deps.statementPace, { maxQueueSize: this.deps.maxInFlight });
-    return this.statementTurns.removeTokens(1, this.machine.id)
-      .then(() => this.deps.dbBudget(() => (this.ended.signal.aborted ? closed() : fn())));
+    if (this.ended.signal.aborted) return closed();
+    // the connection's turns, in order: its requests in flight, its runs' starts and its first
+    // look-up, each bounded on its own, wait here
+    this.statementTurns ??= new RateLimiterQueue(this.deps.statementPace);
+    return this.statementTurns.removeTokens(1, this.machine.id).then(() => {
+      if (this.ended.signal.aborted) {
+        // nobody reads the answer: the turn goes back to the machine (its next connection)
+        void this.deps.statementPace.reward(this.machine.id).catch(() => undefined);
+        return closed();
+      }
+      return this.deps.dbBudget(() => (this.ended.signal.aborted ? closed() : fn()));
+    }, (err: unknown) => {
+      if (err instanceof AppError) throw err;
+      throw new RateLimitError(1, {}, es.agent.tooManyRequestsInFlight(this.deps.maxInFlight), { retry_after_ms: IN_FLIGHT_RETRY_MS });
+    });
   }
 
   private statementTurns: RateLimiterQueue | null = null;

@@ -18,8 +18,10 @@ export interface LeaseRenewals {
 
 /**
  * The lease renewals of many heartbeats (many machines) in one statement, each with
- * renewJobLeases's effect: the jobs are locked in id order (two batches never wait on each other
- * in a circle), a run renews only for its own machine and attempt while its job runs, and a run
+ * renewJobLeases's effect: the jobs are locked in id order (two renewal batches never wait on each
+ * other in a circle; one caught in a deadlock with a sweep is run again request by request, as any
+ * batch Postgres refused, db/batcher.ts), with the lock the update itself would take (a child
+ * job's insert is not held up), a run renews only for its own machine and attempt while its job runs, and a run
  * listed twice (two heartbeats of one machine in one batch) is renewed when either says it is
  * alive. One list of owned runs per request, in order.
  */
@@ -45,7 +47,7 @@ export async function renewManyJobLeases(sql: Queryable, requests: readonly Leas
     locked as (
       select j.id from jobs j join input r on j.id = r.id and j.attempt = r.attempt and j.machine_id = r.machine_id
        where ${jobStatusInSql(sql, 'j.status', RUN_STATUSES)}
-       order by j.id for update of j)
+       order by j.id for no key update of j)
     update jobs j
        set lease_expires_at = case when r.alive = 1 then now() + make_interval(secs => r.lease_seconds) else j.lease_expires_at end,
            acknowledged_at = coalesce(j.acknowledged_at, now())
@@ -76,7 +78,9 @@ export function renewJobLeasesBatched(sql: Queryable, machineId: string, runs: r
       runBatch: (requests) => renewManyJobLeases(sql, requests),
       runOne: (r) => renewManyJobLeases(sql, [r]).then(([owned]) => owned!),
       maxBatch: 1000,
-      maxInFlight: 2,
+      // one at a time: what arrives meanwhile leaves together next, and robots' batchers and
+      // budget together stay within what the HTTP API leaves them of the pool
+      maxInFlight: 1,
     });
     bySql.set(sql, batcher);
   }
