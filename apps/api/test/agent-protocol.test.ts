@@ -3,10 +3,14 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { connect, endJob, type Robot } from '@svc/agent';
-import { openRawWebSocket, seedWorkspace, selfSignedCertificate, startConnectProxy, startTcpProxy, waitFor } from '@svc/testing';
+import { renderMetrics } from '@svc/core';
+import { openRawWebSocket, sampleValue, seedWorkspace, selfSignedCertificate, startConnectProxy, startTcpProxy, waitFor } from '@svc/testing';
 import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { createAgentHub, type AgentHub } from '../src/agent/hub';
 import { serveHub, type ServedHub } from './agent-hub-support';
+
+/** How many robot connections this process's hubs ended for `reason`. */
+const cutsFor = async (reason: string) => sampleValue((await renderMetrics()).body, 'svc_agent_connections_cut_total', { reason }) ?? 0;
 
 /**
  * Robots that hold only their machine key (docs/agent-protocol.md): a job triggered through the
@@ -224,6 +228,7 @@ describe('the machine protocol', () => {
   it('cuts a connection off within a second of its key being rotated or its machine deactivated (4001); the old key opens nothing', async () => {
     const ws = await seedWorkspace(t.sql);
     const machine = await ws.machine();
+    const cutBefore = await cutsFor('credential');
     const sock = new WebSocket(`${base.replace('http', 'ws')}/api/v1/agent/connect`, { headers: { Authorization: `Bearer ${machine.machineKey}` } });
     await new Promise((resolve, reject) => { sock.once('open', resolve); sock.once('error', reject); });
     const closed = new Promise<number>((resolve) => sock.once('close', (code) => resolve(code)));
@@ -241,6 +246,7 @@ describe('the machine protocol', () => {
     const otherClosed = new Promise<number>((resolve) => other.once('close', (code) => resolve(code)));
     await t.sql`update machines set is_active = false where id = ${second.row.id as string}`;
     expect(await otherClosed).toBe(4001);
+    expect(await cutsFor('credential')).toBe(cutBefore + 2);
   });
 });
 
@@ -470,9 +476,11 @@ describe('dead and revoked connections', () => {
     const machine = await ws.machine();
     const first = connect({ url: base, machineKey: machine.machineKey, onJob: async () => undefined });
     await first.ready;
+    const replacedBefore = await cutsFor('replaced');
     const second = connect({ url: base, machineKey: machine.machineKey, onJob: async () => undefined });
     await second.ready;
     expect(await first.refused).toEqual({ why: 'replaced', reason: expect.any(String) });
+    expect(await cutsFor('replaced')).toBe(replacedBefore + 1);
     // the second one keeps the machine: the first does not come back to cut it off
     const beatAt = async () => ((await t.sql`select last_heartbeat_at from machines where id = ${machine.row.id as string}`)[0]!.last_heartbeat_at as Date).getTime();
     const refusedAt = await beatAt();

@@ -1,11 +1,15 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
-import { Children, itemStatusCounts, openRawWebSocket, seedWorkspace, waitFor } from '@svc/testing';
+import { renderMetrics } from '@svc/core';
+import { Children, itemStatusCounts, openRawWebSocket, sampleValue, seedWorkspace, waitFor } from '@svc/testing';
 import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { connect } from '@svc/agent';
 import { createAgentHub, type AgentHub } from '../src/agent/hub';
 import { serveHub } from './agent-hub-support';
+
+/** A sample of this process's metrics (the hubs of these tests run in it). */
+const metric = async (name: string, labels: Record<string, string>) => sampleValue((await renderMetrics()).body, name, labels) ?? 0;
 
 /**
  * The machine protocol's work beyond plain jobs (docs/agent-protocol.md): a consumer job's items
@@ -243,6 +247,7 @@ it('bounds the requests a connection has in flight, stops reading a robot that l
     url = unreadHub.url;
     bounded = unreadHub.hub;
 
+    const unreadCuts = await metric('svc_agent_connections_cut_total', { reason: 'unread' });
     // a robot that asks for 10-KB answers and never reads them: cut once they pile up in the API
     const raw = await openRawWebSocket(url, '/api/v1/agent/connect', `Bearer ${machine.machineKey}`);
     raw.sendText(JSON.stringify({ id: 1, type: 'heartbeat', fresh: true, running: [] }));
@@ -256,6 +261,7 @@ it('bounds the requests a connection has in flight, stops reading a robot that l
       if (i % 200 === 199) await new Promise((r) => setTimeout(r, 20));
     }
     await waitFor('the connection cut', async () => bounded.size === 0);
+    expect(await metric('svc_agent_connections_cut_total', { reason: 'unread' })).toBe(unreadCuts + 1);
     raw.destroy();
 
     // with no bound on unread bytes to speak of: the API stops reading the robot's requests once
@@ -276,11 +282,16 @@ it('bounds the requests a connection has in flight, stops reading a robot that l
       next += 100;
       return false;
     }, 60_000);
+    expect(await metric('svc_agent_connections', { state: 'paused' })).toBe(1);
+    const silentCuts = await metric('svc_agent_connections_cut_total', { reason: 'silent' });
     // credential reads (each audited) sent now are never read: more than may be in flight, so
     // some would be answered if they were
     ask('secret', 200, 1_000_000);
     await waitFor('the connection cut', async () => pausingHub.hub.size === 0);
     expect(await reads()).toBe(0);
+    // cut as a silent one: its pongs were not read either
+    expect(await metric('svc_agent_connections_cut_total', { reason: 'silent' })).toBe(silentCuts + 1);
+    expect(await metric('svc_agent_connections', { state: 'paused' })).toBe(0);
     quiet.destroy();
   } finally {
     await inFlightHub.close();
@@ -412,9 +423,11 @@ it('answers messages past the connection\'s rate RATE_LIMIT_EXCEEDED and keeps i
     const beat = await waitFor('the heartbeat answered', async () => messages.find((m) => m.type === 'reply' && m.re === 1) ?? null);
     expect(beat.error).toBeUndefined();
 
+    const floods = await metric('svc_agent_connections_cut_total', { reason: 'flood' });
     const closed = new Promise<number>((resolve) => sock.once('close', (code) => resolve(code)));
     for (let i = 0; i < 1000 && sock.readyState === WebSocket.OPEN; i++) sock.send(JSON.stringify({ id: 200_000 + i, type: 'nope' }));
     expect(await closed).toBe(4008);
+    expect(await metric('svc_agent_connections_cut_total', { reason: 'flood' })).toBe(floods + 1);
   } finally {
     await limited.close();
     own.closeAllConnections();

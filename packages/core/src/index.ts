@@ -168,8 +168,9 @@ export { MAX_WEBHOOKS_PER_WORKSPACE, delivererTimingsOf, webhookSettingsOf } fro
 // Observability: Prometheus metrics (docs/decisions/observability.md).
 export {
   renderMetrics, observeHttpRequest, rateLimitRejections, apiKeyCacheLookups, UNMATCHED_ROUTE, registerPlatformGauges,
-  startMetricsServer, metricsAuthorized, dispatcherPassSeconds, dispatcherPassesStarted,
+  startMetricsServer, metricsAuthorized, dispatcherPassSeconds, dispatcherPassesStarted, countAgentCut, trackAgentHub,
 } from './metrics';
+export type { AgentCutReason } from './metrics';
 // Traces: OpenTelemetry, off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/decisions/observability.md).
 export {
   startTracing, stopTracing, tracingEnabled, withSpan, withTraceCarrier, currentTraceCarrier, describeActiveSpan, SpanKind,

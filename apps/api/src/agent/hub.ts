@@ -5,7 +5,7 @@ import pLimit from 'p-limit';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { WebSocketServer, type WebSocket } from 'ws';
 import {
-  es, AGENT_CLOSE, AGENT_MAX_MESSAGE_BYTES, AppError, MACHINE_KEY_PREFIX, UnauthorizedError, bearerToken, clientIp, createRedis, decodeAbort, decodeInputAnswered, decodeMachineWork, sha256Hex,
+  es, AGENT_CLOSE, AGENT_MAX_MESSAGE_BYTES, countAgentCut, trackAgentHub, AppError, MACHINE_KEY_PREFIX, UnauthorizedError, bearerToken, clientIp, createRedis, decodeAbort, decodeInputAnswered, decodeMachineWork, sha256Hex,
   type AgentMachine, type RedisClient,
 } from '@svc/core';
 import type { ApiDeps } from '../deps';
@@ -154,7 +154,10 @@ export function createAgentHub(deps: ApiDeps, options: AgentHubOptions = {}): Ag
       if (channel === connectedChannel) {
         const news = parseConnected(raw);
         const held = news && sessions.get(news.machine_id);
-        if (held && held.connection !== news.connection) void held.session.close(AGENT_CLOSE.replaced, es.agent.reconnected);
+        if (held && held.connection !== news.connection) {
+          countAgentCut('replaced');
+          void held.session.close(AGENT_CLOSE.replaced, es.agent.reconnected);
+        }
         return;
       }
       if (channel === keys.machineWork) {
@@ -197,7 +200,11 @@ export function createAgentHub(deps: ApiDeps, options: AgentHubOptions = {}): Ag
         checking = false;
       }));
       outage.ok();
-      for (const s of held) if (lapsed.has(s.machine.id)) void s.close(AGENT_CLOSE.credentialLapsed, es.agent.keyNoLongerValid);
+      for (const s of held) {
+        if (!lapsed.has(s.machine.id)) continue;
+        countAgentCut('credential');
+        void s.close(AGENT_CLOSE.credentialLapsed, es.agent.keyNoLongerValid);
+      }
     } catch (err) {
       if (!outage.failed(err, 'checking machine keys')) logger.warn('machine keys could not be checked', { err: (err as Error).message });
     }
@@ -245,7 +252,10 @@ export function createAgentHub(deps: ApiDeps, options: AgentHubOptions = {}): Ag
     const connection = randomUUID();
     const session = new MachineSession(sessionDeps, ws, machine, keyHashHex, Math.floor(Math.random() * PING_SLICES));
     const earlier = sessions.get(machine.id);
-    if (earlier) void earlier.session.close(AGENT_CLOSE.replaced, es.agent.reconnected);
+    if (earlier) {
+      countAgentCut('replaced');
+      void earlier.session.close(AGENT_CLOSE.replaced, es.agent.reconnected);
+    }
     sessions.set(machine.id, { session, connection });
     void deps.redis.publish(connectedChannel, JSON.stringify({ machine_id: machine.id, connection })).catch(() => undefined);
     timer ??= setInterval(() => void check(), CHECK_MS / CHECK_SLICES).unref();
@@ -274,6 +284,7 @@ export function createAgentHub(deps: ApiDeps, options: AgentHubOptions = {}): Ag
       }
       count++;
       if (count > perSecond * FLOOD_FACTOR) {
+        countAgentCut('flood');
         void session.close(AGENT_CLOSE.rateLimited, es.agent.tooManyMessages);
         return;
       }
@@ -304,7 +315,7 @@ export function createAgentHub(deps: ApiDeps, options: AgentHubOptions = {}): Ag
     }
   };
 
-  return {
+  const hub: AgentHub = {
     attach(server) {
       server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
         if ((req.url ?? '').split('?')[0] !== AGENT_PATH) {
@@ -339,8 +350,11 @@ export function createAgentHub(deps: ApiDeps, options: AgentHubOptions = {}): Ag
       sub?.disconnect();
       workerConnection?.disconnect();
       wss.close();
+      untrack();
     },
   };
+  const untrack = trackAgentHub(hub);
+  return hub;
 }
 
 function parseConnected(raw: string): { machine_id: string; connection: string } | null {

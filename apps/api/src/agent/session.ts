@@ -4,7 +4,7 @@ import { RateLimiterQueue, type RateLimiterMemory } from 'rate-limiter-flexible'
 import type { WebSocket } from 'ws';
 import type { Liveness } from './liveness';
 import {
-  es, AGENT_CLOSE, AGENT_REQUESTS, AppError, agentOversizedField, ConflictError, NotFoundError, RateLimitError, SpanKind, ValidationError, currentTraceCarrier,
+  es, AGENT_CLOSE, AGENT_REQUESTS, AppError, countAgentCut, agentOversizedField, ConflictError, NotFoundError, RateLimitError, SpanKind, ValidationError, currentTraceCarrier,
   jsonInputIssue, jsonTextMayHoldUnstorable, machineQueueName, retryOnConnectionLoss, deliverLater, skipDelivery, validate, withSpan, withTraceCarrier,
   type AgentMachine, type AgentRequestOf, type AgentRequestType, type DbOutage, type Engine, type JobAbortMessage, type JobInputMessage, type Logger,
   type MachineJobPayload, type RedisClient,
@@ -131,6 +131,7 @@ export class MachineSession {
     if (this.closed) return;
     if (!this.heard) {
       this.log.warn('machine connection silent: cut');
+      countAgentCut('silent');
       this.socket.terminate();
       return;
     }
@@ -651,6 +652,7 @@ export class MachineSession {
     if (this.socket.bufferedAmount > this.deps.maxUnreadBytes) {
       // a robot that does not read its socket: its replies would pile up in this process
       this.log.warn('machine connection not reading its replies: cut', { unread_bytes: this.socket.bufferedAmount });
+      countAgentCut('unread');
       this.socket.terminate();
       return;
     }

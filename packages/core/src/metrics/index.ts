@@ -3,3 +3,4 @@ export { observeHttpRequest, rateLimitRejections, apiKeyCacheLookups, UNMATCHED_
 export { registerPlatformGauges, OTHER_LABEL, type PlatformGaugeOptions } from './platform';
 export { startMetricsServer, metricsAuthorized, type MetricsServer } from './server';
 export { dispatcherPassSeconds, dispatcherPassesStarted, countWebhookOutcome } from './domain';
+export { countAgentCut, trackAgentHub, type AgentCutReason } from './agents';
