@@ -177,7 +177,7 @@ async function floodPhase(run, s, platform, { tenant, keys, proc, seconds, robot
   const other = await seedTenant(s.sql, 'bench-other');
   await seedQueue(s.sql, other.id, 'b8-probe');
   const perSecond = 10;
-  // the contract's 60 item adds per minute and key: each key is used at most once a second over both windows
+  // the API's limit of 60 item adds per minute and key (docs/endpoints.md): each key is used at most once a second over both windows
   const probeKeys = await seedApiKeys(s.sql, other.id, perSecond * 2);
   // every process of the host at work, per second of each window: where the flood's cost lands
   const perSecondOf = (ms) => Object.fromEntries(Object.entries(ms).map(([k, v]) => [k, round(v / seconds, 0)]));
