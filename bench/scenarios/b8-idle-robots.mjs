@@ -67,14 +67,20 @@ async function redisClients(redisUrl) {
   }
 }
 
+/** A load script of bench/ with an IPC channel, its input in a file and its output in `<name>.log`. */
+function forkLoad(run, name, script, input) {
+  const inputFile = path.join(run.logDir, `${name}.input.json`);
+  writeFileSync(inputFile, JSON.stringify(input));
+  const logFile = path.join(run.logDir, `${name}.log`);
+  const fd = openSync(logFile, 'a');
+  const child = fork(path.join(run.root, 'bench', script), [inputFile], { stdio: ['ignore', fd, fd, 'ipc'] });
+  closeSync(fd);
+  return { child, logFile };
+}
+
 /** The load generator with an IPC channel: `ask(cmd)` resolves with its next message of `type`. */
 function startRobots(run, input) {
-  const inputFile = path.join(run.logDir, 'b8-robots.input.json');
-  writeFileSync(inputFile, JSON.stringify(input));
-  const logFile = path.join(run.logDir, 'b8-robots.log');
-  const fd = openSync(logFile, 'a');
-  const child = fork(path.join(run.root, 'bench', 'idle-robots.mjs'), [inputFile], { stdio: ['ignore', fd, fd, 'ipc'] });
-  closeSync(fd);
+  const { child, logFile } = forkLoad(run, 'b8-robots', 'idle-robots.mjs', input);
   const waiters = [];
   child.on('message', (m) => {
     const i = waiters.findIndex((w) => w.type === m.type || m.type === 'error');
@@ -149,12 +155,7 @@ async function probeOtherTenant(url, keys, queueName, perSecond, seconds, keyOff
 
 /** The flooding robot's process: resolves with its `flooded` report; `ready` once it floods. */
 function startFlood(run, input) {
-  const inputFile = path.join(run.logDir, 'b8-flood.input.json');
-  writeFileSync(inputFile, JSON.stringify(input));
-  const logFile = path.join(run.logDir, 'b8-flood.log');
-  const fd = openSync(logFile, 'a');
-  const child = fork(path.join(run.root, 'bench', 'robot-flood.mjs'), [inputFile], { stdio: ['ignore', fd, fd, 'ipc'] });
-  closeSync(fd);
+  const { child, logFile } = forkLoad(run, 'b8-flood', 'robot-flood.mjs', input);
   let onReady;
   const ready = new Promise((resolve) => (onReady = resolve));
   const done = new Promise((resolve, reject) => {

@@ -44,8 +44,8 @@ afterAll(async () => {
 });
 
 /** A robot driven message by message: its pushes and the replies to its requests. */
-async function rawRobot(machineKey: string) {
-  const sock = new WebSocket(`${base.replace('http', 'ws')}/api/v1/agent/connect`, { headers: { Authorization: `Bearer ${machineKey}` } });
+async function rawRobot(machineKey: string, url = base) {
+  const sock = new WebSocket(`${url.replace('http', 'ws')}/api/v1/agent/connect`, { headers: { Authorization: `Bearer ${machineKey}` } });
   const messages: Array<Record<string, any>> = [];
   sock.on('message', (d) => messages.push(JSON.parse(d.toString()) as Record<string, any>));
   await new Promise((resolve, reject) => { sock.once('open', resolve); sock.once('error', reject); });
@@ -58,9 +58,11 @@ async function rawRobot(machineKey: string) {
   };
   const pushed = (type: string, pred: (m: Record<string, any>) => boolean = () => true) =>
     waitFor(`a ${type} push`, async () => messages.find((m) => m.type === type && pred(m)) ?? null);
+  /** the reply to a message sent on the socket directly */
+  const replyTo = (re: number) => waitFor(`the reply to ${re}`, async () => messages.find((m) => m.type === 'reply' && m.re === re) ?? null);
   // a fresh robot: it runs nothing from before
   expect((await request({ type: 'heartbeat', fresh: true, running: [] })).error).toBeUndefined();
-  return { sock, messages, request, pushed };
+  return { sock, messages, request, pushed, replyTo };
 }
 
 it('takes and settles a consumer job\'s items over the socket; a repeated take hands back what its lost answer took', async () => {
@@ -300,6 +302,15 @@ it('bounds the requests a connection has in flight, stops reading a robot that l
   }
 });
 
+/** A raw robot on `url` for a new machine of `ws`, holding a job of `processId` triggered on it. */
+async function robotWithRun(url: string, ws: Awaited<ReturnType<typeof seedWorkspace>>, processId: string) {
+  const machine = await ws.machine();
+  const robot = await rawRobot(machine.machineKey, url);
+  await apiClient(t, { apiKey: ws.key }).call('triggerJob', { body: { process_id: processId, machine_id: machine.row.id } });
+  const start = await robot.pushed('job.start');
+  return { ...robot, run: { job_id: start.job.id as string, attempt: start.job.attempt as number } };
+}
+
 it('runs robots\' statements within the process\'s budget for robots, while heartbeats and the HTTP API go on', async () => {
   // a long lease: on a loaded host the run must not lapse (and be ended by the dispatcher) mid-test
   const budgeted = await serveHub(t, { robotDbConcurrency: 1, deps: { config: { ...t.deps.config, machineOfflineAfterSeconds: 120 } } });
@@ -307,18 +318,9 @@ it('runs robots\' statements within the process\'s budget for robots, while hear
   try {
     const ws = await seedWorkspace(t.sql);
     const proc = await ws.process();
-    const machine = await ws.machine();
     await apiClient(t, { token: ws.adminToken }).call('createAsset', { body: { name: 'erp-url', type: 'text', values: { production: 'https://erp' } } });
-    const sock = new WebSocket(`${budgeted.url.replace('http', 'ws')}/api/v1/agent/connect`, { headers: { Authorization: `Bearer ${machine.machineKey}` } });
-    const messages: Array<Record<string, any>> = [];
-    sock.on('message', (d) => messages.push(JSON.parse(d.toString()) as Record<string, any>));
-    await new Promise((resolve, reject) => { sock.once('open', resolve); sock.once('error', reject); });
-    const replyTo = (re: number) => waitFor(`the reply to ${re}`, async () => messages.find((m) => m.type === 'reply' && m.re === re) ?? null);
-    sock.send(JSON.stringify({ id: 1, type: 'heartbeat', fresh: true, running: [] }));
-    await replyTo(1);
-    const job = await apiClient(t, { apiKey: ws.key }).call('triggerJob', { body: { process_id: proc.id, machine_id: machine.row.id } });
-    const start = await waitFor('the job.start', async () => messages.find((m) => m.type === 'job.start')) as { job: { id: string; attempt: number } };
-    const run = { job_id: start.job.id, attempt: start.job.attempt };
+    const { sock, messages, replyTo, run } = await robotWithRun(budgeted.url, ws, proc.id);
+    const job = { id: run.job_id };
     // the robot holds its run and stays online (liveness only: no statement of the budget)
     sock.send(JSON.stringify({ id: 900, type: 'job.started', ...run }));
     expect((await replyTo(900)).error).toBeUndefined();
@@ -363,21 +365,8 @@ it('paces each machine\'s statements: a robot asking as fast as it may waits its
     const ws = await seedWorkspace(t.sql);
     const proc = await ws.process();
     await apiClient(t, { token: ws.adminToken }).call('createAsset', { body: { name: 'erp-url', type: 'text', values: { production: 'https://erp' } } });
-    const robot = async () => {
-      const machine = await ws.machine();
-      const sock = new WebSocket(`${paced.url.replace('http', 'ws')}/api/v1/agent/connect`, { headers: { Authorization: `Bearer ${machine.machineKey}` } });
-      const messages: Array<Record<string, any>> = [];
-      sock.on('message', (d) => messages.push(JSON.parse(d.toString()) as Record<string, any>));
-      await new Promise((resolve, reject) => { sock.once('open', resolve); sock.once('error', reject); });
-      const replyTo = (re: number) => waitFor(`the reply to ${re}`, async () => messages.find((m) => m.type === 'reply' && m.re === re) ?? null);
-      sock.send(JSON.stringify({ id: 1, type: 'heartbeat', fresh: true, running: [] }));
-      await replyTo(1);
-      await apiClient(t, { apiKey: ws.key }).call('triggerJob', { body: { process_id: proc.id, machine_id: machine.row.id } });
-      const start = await waitFor('the job.start', async () => messages.find((m) => m.type === 'job.start')) as { job: { id: string; attempt: number } };
-      return { sock, messages, replyTo, run: { job_id: start.job.id, attempt: start.job.attempt } };
-    };
-    const greedy = await robot();
-    const other = await robot();
+    const greedy = await robotWithRun(paced.url, ws, proc.id);
+    const other = await robotWithRun(paced.url, ws, proc.id);
     const answered = () => greedy.messages.filter((m) => m.type === 'reply' && m.re >= 100).length;
     // twelve reads at once: four a second are started, the rest wait their turn (none refused)
     for (let i = 0; i < 12; i++) greedy.sock.send(JSON.stringify({ id: 100 + i, type: 'asset.get', ...greedy.run, name: 'erp-url' }));

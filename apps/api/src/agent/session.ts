@@ -47,7 +47,7 @@ export interface SessionDeps {
   /**
    * Runs a robot's statement within the process's budget for robots, so that robots' work cannot
    * take every connection of the pool from the HTTP API; statements that go through a batcher
-   * (heartbeats, takes) are bounded by it instead.
+   * (heartbeats, lease renewals, takes) are bounded by it instead.
    */
   dbBudget: <T>(fn: () => Promise<T>) => Promise<T>;
   /** statements each machine may start per second within that budget (keyed by machine id) */
