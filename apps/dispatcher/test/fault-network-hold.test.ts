@@ -75,7 +75,8 @@ it('a robot whose connection goes silent stops its item and its job before anoth
   const retried = await waitFor('the other robot working on the item and on the job\'s retry', async () => {
     const entries = readJournal(readyJournal);
     const item = entries.find((e) => e.event === 'item-start' && e.item_id === itemId);
-    const job = entries.find((e) => e.event === 'job-start' && e.job_id !== jobId);
+    // the item's consumer is a job too (on the other machine): the retry is the job started on readyJobs
+    const job = entries.find((e) => e.event === 'job-start' && e.job_id !== jobId && e.machine_id === readyJobs.row.id);
     return item && job ? { item, job } : null;
   }, 90_000);
   expect(await machineStatus(cutItems.row.id)).toBe('offline');
