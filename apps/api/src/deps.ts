@@ -2,15 +2,16 @@ import { createApiKeyStore, type ApiKeyStore } from './auth/api-key-store';
 import { createStreamRegistry, type StreamRegistry } from './http/streams';
 import { createAuthThrottle, type AuthThrottle } from './auth/throttle';
 import {
-  DbOutage, createEngine, recordArchiveFromConfig, webhookSettingsOf, type Engine, createLogger, createRedis, createPooledSql,
+  DbOutage, createBullDispatch, createEngine, type BullDispatch, recordArchiveFromConfig, webhookSettingsOf, type Engine, createLogger, createRedis, createPooledSql,
   databaseSettings, redisKeys, type ApiKeyChangeListener, type Config, type Logger, type RedisClient, type RedisKeys,
   type Sql,
 } from '@svc/core';
 
 /**
- * Everything a request handler may use; built once in main.ts (or by a test) and passed in. No
- * dispatch port: what a command causes is written to the outbox in its transaction, and the
- * dispatcher publishes it (docs/decisions/outbox.md).
+ * Everything a request handler may use; built once in main.ts (or by a test) and passed in. What a
+ * command causes is written to the outbox in its transaction and the dispatcher publishes it
+ * (docs/decisions/outbox.md); a trigger, a stop and an input answer also publish theirs through
+ * `atOnce` right after their commit, so that their robot hears of them one hop sooner.
  */
 export interface ApiDeps {
   config: Config;
@@ -28,6 +29,8 @@ export interface ApiDeps {
   streams: StreamRegistry;
   /** The process's view of Postgres outages: its background loops log an outage once, together. */
   outage: DbOutage;
+  /** BullMQ and Redis publishes of the effects published at once (packages/core/src/outbox/at-once.ts); close() it. */
+  atOnce: BullDispatch;
   /** The console's built files (apps/console/dist when absent), served at /console. */
   consoleDir?: string;
 }
@@ -38,12 +41,14 @@ export function buildDeps(config: Config, overrides: Partial<ApiDeps> = {}): Api
   const keys = redisKeys(config.redisPrefix);
   const logger = overrides.logger ?? createLogger({ level: config.logLevel, service: 'api' });
   const outage = overrides.outage ?? new DbOutage(logger);
+  // on the shared connection: machine queues are opened as jobs are triggered for them
+  const atOnce = overrides.atOnce ?? createBullDispatch({ redis, prefix: config.redisPrefix, logger });
   // a key revoked or rotated here leaves every API process's cache at once; the store reads keys through the engine
   let apiKeys: ApiKeyStore | undefined = overrides.apiKeys;
   const keyChanges: ApiKeyChangeListener = { invalidate: (message) => apiKeys!.invalidate(message) };
   const engine = overrides.engine ??
     createEngine({
-      sql, logger, apiKeyChanges: keyChanges, webhooks: webhookSettingsOf(config), assetKey: config.assetEncryptionKey,
+      sql, logger, atOnce, apiKeyChanges: keyChanges, webhooks: webhookSettingsOf(config), assetKey: config.assetEncryptionKey,
       claimFloor: config.claimFloor, claimFloorEveryMs: config.claimFloorEveryMs,
       // the exports read it back when asked for archived rows (docs/decisions/export.md)
       recordArchive: recordArchiveFromConfig(config.archive),
@@ -56,5 +61,5 @@ export function buildDeps(config: Config, overrides: Partial<ApiDeps> = {}): Api
     createStreamRegistry({ engine, redis, keys, logger, perUser: config.eventStreamsPerUser, perWorkspace: config.eventStreamsPerWorkspace });
   const authThrottle =
     overrides.authThrottle ?? createAuthThrottle({ redis, keys, logger, failuresPerAddress: config.authFailuresPerAddress });
-  return { config, sql, redis, keys, logger, apiKeys, engine, streams, authThrottle, outage, consoleDir: overrides.consoleDir };
+  return { config, sql, redis, keys, logger, apiKeys, engine, streams, authThrottle, outage, atOnce, consoleDir: overrides.consoleDir };
 }

@@ -35,6 +35,7 @@ async function main(): Promise<void> {
     // writes the buffered last_used_at values, so it goes before the pool closes
     await deps.apiKeys.close();
     await deps.sql.end({ timeout: 5 });
+    await deps.atOnce.close();
     deps.redis.disconnect();
     await stopTracing();
   });

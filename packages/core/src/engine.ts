@@ -90,6 +90,12 @@ export interface EngineDeps {
   webhooks?: WebhookSettings;
   /** the asset encryption key (or how to get it, asked for only by asset commands); without it asset commands refuse */
   assetKey?: Buffer | (() => Buffer);
+  /**
+   * Where a trigger, a stop and an input answer publish their effects right after their commit
+   * (the API's BullMQ dispatch), one hop sooner than the outbox relay, which publishes them again
+   * (outbox/at-once.ts); absent, only the relay publishes.
+   */
+  atOnce?: DispatchPort;
   /** CLAIM_FLOOR: when the take reads past each queue's claim floor, and the floors are kept (docs/decisions/claim-floor.md) */
   claimFloor?: ClaimFloorMode;
   /** CLAIM_FLOOR=auto: the age of the oldest snapshot from which the dispatcher keeps floors */
@@ -118,7 +124,7 @@ const NO_KEY_LISTENER: ApiKeyChangeListener = { invalidate: async () => undefine
 
 export function createEngine(deps: EngineDeps) {
   const { sql } = deps;
-  const services = { sql, logger: deps.logger };
+  const services = { sql, logger: deps.logger, atOnce: deps.atOnce };
   const keyChanges = deps.apiKeyChanges ?? NO_KEY_LISTENER;
   const logArchive = deps.logArchive ?? pgLogArchive;
   const hooks = (): WebhookSettings => {

@@ -30,6 +30,7 @@ export { decrypt } from './security/secret-box';
 export { recordEffect } from './outbox/effects';
 export type { Effect } from './outbox/effects';
 export { createOutboxRelay, drainOutbox, relayOnce } from './outbox/relay';
+export { inTransactionPublishingAtOnce } from './outbox/at-once';
 
 // Dispatch: the port effects are published through, a job's life on its machine, sweeps.
 export { noopDispatch } from './dispatch/port';
@@ -76,7 +77,7 @@ export {
 export { archiveJobLogs, pgLogArchive, readJobLogs } from './jobs/log-archive';
 export { expiredRows } from './retention/pass';
 export { listJobs, stopJob, triggerJobByApi, triggerJobByWebhook } from './jobs/service';
-export { askJobInput, checkInputRequest, checkInputValue, readJobInput } from './jobs/input';
+export { answerJobInput, askJobInput, checkInputRequest, checkInputValue, readJobInput } from './jobs/input';
 export { createFolder, findFolderByName } from './catalog/folders';
 export { createProcess, findProcessByName, listProcesses } from './catalog/processes';
 export {

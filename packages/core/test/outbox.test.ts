@@ -1,10 +1,10 @@
 import { createSql, CLI_ACTOR, type Sql } from '@svc/core';
 import {
-  addItemToQueueNamed, addItemsBulk, createOutboxRelay, drainOutbox, finishJob, noopDispatch, recordEffect,
+  addItemToQueueNamed, addItemsBulk, answerJobInput, createOutboxRelay, drainOutbox, finishJob, inTransactionPublishingAtOnce, noopDispatch, recordEffect,
   recordHeartbeat, relayOnce, startJob, stopJob, timeOutJobs, triggerJobByApi, updateQueue, writeCatalogEntity,
   type DispatchJobRef, type DispatchPort, type Effect,
 } from '@svc/core/internals';
-import { databaseSuite, seedApiKey, seedJob, seedMachine, seedProcess, seedQueue, seedTenant } from '@svc/testing';
+import { databaseSuite, seedApiKey, seedJob, seedMachine, seedProcess, seedQueue, seedTenant, waitFor } from '@svc/testing';
 import { createLogger } from '@svc/core';
 
 /**
@@ -20,18 +20,20 @@ interface Published {
   ready: string[];
   failed: string[];
   stops: string[];
+  inputs: string[];
   ended: Array<{ id: string; reason: string }>;
   online: string[];
 }
 
 function recorder(): { port: DispatchPort; seen: Published } {
-  const seen: Published = { jobs: [], ready: [], failed: [], stops: [], ended: [], online: [] };
+  const seen: Published = { jobs: [], ready: [], failed: [], stops: [], inputs: [], ended: [], online: [] };
   const port: DispatchPort = {
     ...noopDispatch,
     jobsCreated: async (jobs) => void seen.jobs.push(...jobs),
     queueItemsReady: async (q) => void seen.ready.push(q.id),
     queueItemsFailed: async (q) => void seen.failed.push(q.id),
     jobStopRequested: async (j) => void seen.stops.push(j.id),
+    jobInputAnswered: async (j) => void seen.inputs.push(j.id),
     runEnded: async (j, reason) => void seen.ended.push({ id: j.id, reason }),
     machineOnline: async (m) => void seen.online.push(m.id),
   };
@@ -167,6 +169,65 @@ describe('commands write their effects in their own transaction', () => {
     expect(await outboxRows(db.sql)).toEqual([]);
     await update({ consumer_process_id: w.proc.id });
     expect(await outboxRows(db.sql)).toEqual([{ kind: 'queue-ready', payload: { queue_id: plain.id, tenant_id: w.tenant.id } }]);
+  });
+});
+
+describe('a trigger, a stop and an input answer publish their effects right after their commit', () => {
+  it('each is published at once and its outbox row stays for the relay', async () => {
+    const w = await world(db.sql);
+    const { port, seen } = recorder();
+    const deps = { sql: db.sql, atOnce: port };
+    const job = await triggerJobByApi(deps, { tenantId: w.tenant.id, apiKeyId: w.keyId }, {
+      rawProcessId: w.proc.id, body: () => ({ process_id: w.proc.id as string, machine_id: w.machine.id as string }),
+    });
+    await waitFor('the job published at once', () => seen.jobs.some((j) => j.id === job.id), 5_000);
+    expect(seen.jobs).toEqual([expect.objectContaining({ id: job.id, machine_id: w.machine.id, tenant_id: w.tenant.id })]);
+
+    await startJob(db.sql, job.id as string, w.machine.id as string);
+    await stopJob(deps, w.tenant.id, job.id as string);
+    await waitFor('the stop published at once', () => seen.stops.includes(job.id as string), 5_000);
+
+    const asking = await seedJob(db.sql, w.tenant.id, { process_id: w.proc.id as string, machine_id: w.machine.id as string, status: 'running' });
+    await db.sql`update jobs set status = 'waiting_input', pending_input_prompt = '¿Aprobar?', pending_input_options = ${db.sql.json({ choices: ['sí', 'no'] })} where id = ${asking.id}`;
+    await answerJobInput(deps, w.tenant.id, asking.id as string, () => ({ value: 'sí' }), CLI_ACTOR);
+    await waitFor('the answer published at once', () => seen.inputs.includes(asking.id as string), 5_000);
+
+    // the relay publishes every one again: the outbox is still the safety net
+    const relay = recorder();
+    await drainOutbox(db.sql, relay.port);
+    expect(relay.seen.jobs.map((j) => j.id)).toEqual([job.id]);
+    expect(relay.seen.stops).toEqual([job.id]);
+    expect(relay.seen.inputs).toEqual([asking.id]);
+  });
+
+  it('nothing of a transaction that rolls back, nor of a savepoint that rolls back, is published at once', async () => {
+    const { port, seen } = recorder();
+    const queueId = '00000000-0000-0000-0000-000000000001';
+    await expect(inTransactionPublishingAtOnce({ sql: db.sql, atOnce: port }, async (tx) => {
+      await recordEffect(tx, { kind: 'items-failed', queue_id: queueId });
+      await tx`select 1/0`;
+    })).rejects.toThrow();
+    await inTransactionPublishingAtOnce({ sql: db.sql, atOnce: port }, async (tx) => {
+      await tx.savepoint(async (sp) => {
+        await recordEffect(sp, { kind: 'items-failed', queue_id: queueId });
+        await sp`select 1/0`;
+      }).catch(() => undefined);
+      await recordEffect(tx, { kind: 'queue-ready', queue_id: queueId, tenant_id: queueId });
+    });
+    await waitFor('the committed effect published at once', () => seen.ready.length === 1, 5_000);
+    expect(seen.failed).toEqual([]);
+    expect((await outboxRows(db.sql)).map((r) => r.kind)).toEqual(['queue-ready']);
+  });
+
+  it('a publish that fails leaves the effect to the relay and does not fail the command', async () => {
+    const w = await world(db.sql);
+    const failing: DispatchPort = { ...noopDispatch, jobsCreated: async () => { throw new Error('redis away'); } };
+    const job = await triggerJobByApi({ sql: db.sql, atOnce: failing, logger }, { tenantId: w.tenant.id, apiKeyId: w.keyId }, {
+      rawProcessId: w.proc.id, body: () => ({ process_id: w.proc.id as string, machine_id: w.machine.id as string }),
+    });
+    const { port, seen } = recorder();
+    expect(await drainOutbox(db.sql, port)).toBe(1);
+    expect(seen.jobs.map((j) => j.id)).toEqual([job.id]);
   });
 });
 

@@ -49,6 +49,7 @@ export async function createApiTestContext(overrides: Partial<Config> = {}, opti
     await deps.streams.close();
     await deps.apiKeys.close();
     await bull.close();
+    await deps.atOnce.close();
     await ctx.close();
   };
   return { ...ctx, deps: testDeps, app, http: request(server), close };

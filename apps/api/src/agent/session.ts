@@ -62,6 +62,8 @@ export interface SessionDeps {
 interface Held {
   attempt: number;
   queueId: string | null;
+  /** a stop was pushed for this run: the same stop published again (at once, then by the relay) is not */
+  stopSent?: boolean;
 }
 
 /**
@@ -511,7 +513,12 @@ export class MachineSession {
 
   /** A stop (or a timeout, or a lost run) published for a job: the robot running it is told. */
   onAbort(msg: JobAbortMessage): void {
-    if (!this.owned.has(msg.job_id)) return;
+    const held = this.owned.get(msg.job_id);
+    if (!held) return;
+    if (msg.reason === 'stop') {
+      if (held.stopSent) return;
+      held.stopSent = true;
+    }
     this.send({ type: 'job.stop', job_id: msg.job_id, reason: msg.reason });
     // the engine already ended it: the run's writes will be refused; its slot is free
     if (msg.reason !== 'stop') this.release(msg.job_id);

@@ -183,7 +183,8 @@ function asTransaction(conn: postgres.ReservedSql<Record<string, unknown>>): Tx 
     const name = `s${savepoints++}${typeof nameOrFn === 'string' ? `_${nameOrFn.replace(/\W/g, '')}` : ''}`;
     await conn.unsafe(`savepoint ${name}`);
     try {
-      const result = await run(tx, fn);
+      // a handle of its own, as postgres.js gives: what is recorded on it is not the transaction's (outbox/at-once.ts)
+      const result = await run(new Proxy(conn, handler) as unknown as Tx, fn);
       await conn.unsafe(`release savepoint ${name}`);
       return result;
     } catch (err) {
@@ -197,7 +198,7 @@ function asTransaction(conn: postgres.ReservedSql<Record<string, unknown>>): Tx 
   const prepare = () => {
     throw new Error('Two-phase commit is not used by this platform.');
   };
-  const tx = new Proxy(conn, {
+  const handler: ProxyHandler<typeof conn> = {
     // `'savepoint' in tx` tells a transaction from a pool (catalog/shared.ts inTransaction)
     has(target, prop) {
       return prop === 'savepoint' || prop === 'prepare' || Reflect.has(target, prop);
@@ -207,6 +208,7 @@ function asTransaction(conn: postgres.ReservedSql<Record<string, unknown>>): Tx 
       if (prop === 'prepare') return prepare;
       return Reflect.get(target, prop, receiver);
     },
-  }) as unknown as Tx;
+  };
+  const tx = new Proxy(conn, handler) as unknown as Tx;
   return tx;
 }

@@ -4,6 +4,7 @@ import { ConflictError, ValidationError } from '../errors';
 import { recordAudit } from '../audit/audit';
 import type { AuditActor } from '../audit/catalog-changes';
 import { recordEffect } from '../outbox/effects';
+import { inTransactionPublishingAtOnce, type AtOnceDeps } from '../outbox/at-once';
 import { canonicalJson } from '../idempotency/key';
 import { sha256Hex } from '../security/hash';
 import { jsonInputIssue } from '../validation/json-input';
@@ -171,7 +172,7 @@ export function checkInputValue(options: Record<string, unknown> | null, value: 
   }
 }
 
-export interface JobInputDeps {
+export interface JobInputDeps extends AtOnceDeps {
   sql: Sql;
 }
 
@@ -200,7 +201,7 @@ export async function answerJobInput(
     }
     checkInputValue(job.pending_input_options, parsed.value);
     const value = parsed.value;
-    const row = await deps.sql.begin(async (tx) => {
+    const row = await inTransactionPublishingAtOnce(deps, async (tx) => {
       const [answered] = await tx<JobRow[]>`
         update jobs j
            set status = ${jobStatusSql(tx, T.answer.to)}, pending_input_prompt = null, pending_input_options = null,

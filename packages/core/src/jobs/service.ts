@@ -1,6 +1,7 @@
 import type { Queryable, Sql } from '../db/sql';
 import type { Logger } from '../logger';
 import { recordEffect } from '../outbox/effects';
+import { inTransactionPublishingAtOnce, type AtOnceDeps } from '../outbox/at-once';
 import { ConflictError, NoMachineAvailableError, NotFoundError, ValidationError, type AppError } from '../errors';
 import { isUuid } from '../ids';
 import { recordAudit } from '../audit/audit';
@@ -18,7 +19,7 @@ import { es } from '../messages/es';
 /** Items a consumer job still held when it was stopped while waiting for input. */
 export const STOPPED_WHILE_WAITING_ITEM_MESSAGE = es.queues.stoppedWhileWaiting;
 
-export interface JobServiceDeps {
+export interface JobServiceDeps extends AtOnceDeps {
   sql: Sql;
   logger?: Logger;
 }
@@ -81,7 +82,7 @@ async function trigger(deps: JobServiceDeps, actor: TriggerActor, spec: TriggerS
 
   // the statements of each step go out together on the transaction's connection (one round
   // trip, not one each): the trigger's latency is a job's time to start
-  const job = await sql.begin(async (tx) => {
+  const job = await inTransactionPublishingAtOnce(deps, async (tx) => {
     const [created, consumed] = await Promise.all([
       insertJob(tx, {
         tenantId: actor.tenantId,
@@ -248,7 +249,7 @@ export async function stopJob(deps: JobServiceDeps, tenantId: string, id: string
       throw new ConflictError(es.jobs.alreadyEnded(job.status), { status: job.status });
     }
     const names = { process_name: job.process_name, machine_name: job.machine_name };
-    const row = await deps.sql.begin(async (tx) => {
+    const row = await inTransactionPublishingAtOnce(deps, async (tx) => {
       const stopped = await stopActiveJob(tx, tenantId, job);
       if (stopped && actor) {
         await recordAudit(tx, {

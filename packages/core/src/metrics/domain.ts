@@ -89,6 +89,12 @@ export const outboxPublished = counter<'kind'>({
   labelNames: ['kind'],
 });
 
+export const outboxPublishedAtOnce = counter<'kind'>({
+  name: 'svc_outbox_published_at_once_total',
+  help: 'Effects published by the committing process right after its commit, by kind (the relay publishes them again).',
+  labelNames: ['kind'],
+});
+
 /** Seconds between two instants (Date or epoch ms), never negative (clocks of two hosts). */
 export function secondsBetween(from: Date | number, to: Date | number = Date.now()): number {
   return Math.max(0, (Number(to) - Number(from)) / 1000);

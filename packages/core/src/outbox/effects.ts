@@ -31,9 +31,17 @@ function payloadOf(effect: Effect): Record<string, unknown> {
   return payload;
 }
 
+/**
+ * Effects recorded on a transaction opened by `inTransactionPublishingAtOnce` (outbox/at-once.ts),
+ * by the transaction object itself: effects recorded under a savepoint of it are not listed, since
+ * the savepoint may roll back while the transaction commits (the relay still publishes them).
+ */
+export const effectsOfTransaction = new WeakMap<object, Effect[]>();
+
 /** Writes effects in the caller's transaction (one statement, whatever their number). */
 export async function recordEffects(tx: Queryable, effects: readonly Effect[]): Promise<void> {
   if (effects.length === 0) return;
+  effectsOfTransaction.get(tx)?.push(...effects);
   // tracing on: each effect carries the recording span's context to the relay that publishes it
   const trace = currentTraceCarrier();
   const rows = effects.map((e) => ({ kind: e.kind, payload: trace ? { ...payloadOf(e), trace } : payloadOf(e) }));

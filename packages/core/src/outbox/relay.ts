@@ -62,7 +62,7 @@ function traceEffects(rows: OutboxRow[], effects: Effect[]): ChildSpan[] {
 }
 
 /** Nudges of one queue are folded into one per pass (they re-read Postgres anyway). */
-async function publish(port: DispatchPort, effects: Effect[]): Promise<void> {
+export async function publishEffects(port: DispatchPort, effects: Effect[]): Promise<void> {
   const jobs: DispatchJobRef[] = [];
   const ready = new Map<string, { id: string; tenant_id: string }>();
   const failed = new Set<string>();
@@ -131,7 +131,7 @@ export async function relayOnce(sql: Sql, port: DispatchPort, opts: PassOptions 
     const effects = rows.map(asEffect);
     const spans = tracingEnabled() ? traceEffects(rows, effects) : null;
     try {
-      await publish(port, effects);
+      await publishEffects(port, effects);
     } catch (err) {
       spans?.forEach((s) => s.end(err as Error));
       throw err;
