@@ -152,10 +152,13 @@ function withReservedTransactions(sql: Sql): Sql {
     const options = typeof optionsOrFn === 'string' ? optionsOrFn.replace(/[^a-z ]/gi, '') : '';
     const conn = await sql.reserve();
     try {
-      await conn.unsafe(`begin ${options}`);
+      // queued now (execute), so that it goes ahead of the transaction's first statements on the
+      // reserved connection, and not awaited first: a round trip less per transaction; a BEGIN
+      // that fails fails the statements after it
+      const begun = conn.unsafe(`begin ${options}`).execute();
       const tx = asTransaction(conn);
       try {
-        const result = await run(tx, fn);
+        const [, result] = await Promise.all([begun, run(tx, fn)]);
         await tx`commit`;
         return result;
       } catch (err) {
