@@ -60,12 +60,18 @@ async function seed(n, action) {
   const [q] = await sql`insert into queues (tenant_id, name, retention_action) values (${t.id}, ${`q-${randomBytes(3).toString('hex')}`}, ${action}) returning id, name`;
   for (let i = 0; i < n; i += 100_000) {
     await sql`
-      insert into queue_items (queue_id, tenant_id, data, reference, status, created_at, updated_at, processed_at, result)
-      select ${q.id}, ${t.id}, jsonb_build_object('invoice', g, 'customer', 'c' || (g % 977), 'lines', jsonb_build_array(jsonb_build_object('sku', 'A' || g, 'qty', g % 7))),
-             'ref-' || g, 'completed', now() - interval '40 days' + g * interval '1 ms', now() - interval '35 days' + g * interval '1 ms', now(), '{"ok":true}'
-        from generate_series(${i + 1}::int, ${Math.min(n, i + 100_000)}::int) g`;
+      with src as materialized (select gen_random_uuid() as id, g from generate_series(${i + 1}::int, ${Math.min(n, i + 100_000)}::int) g),
+      ins as (
+        insert into queue_items (id, queue_id, tenant_id, reference, status, created_at, updated_at, processed_at, result)
+        select id, ${q.id}, ${t.id}, 'ref-' || g, 'completed', now() - interval '40 days' + g * interval '1 ms',
+               now() - interval '35 days' + g * interval '1 ms', now(), '{"ok":true}'
+        from src order by g)
+      insert into queue_item_payloads (id, queue_id, data)
+      select id, ${q.id}, jsonb_build_object('invoice', g, 'customer', 'c' || (g % 977), 'lines', jsonb_build_array(jsonb_build_object('sku', 'A' || g, 'qty', g % 7)))
+      from src order by g`;
   }
   await sql`vacuum analyze queue_items`;
+  await sql`vacuum analyze queue_item_payloads`;
   return { tenantId: t.id, queueId: q.id, queueName: q.name };
 }
 

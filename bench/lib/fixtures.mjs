@@ -112,16 +112,22 @@ export function itemsWithReference(total, k) {
 export const referenceOf = (k) => `${REF_PREFIX}${k}`;
 
 export async function seedItems(sql, queue, total) {
+  // an item's state and its payload, each in its own table (migration 0029), one statement
   await sql`
-    insert into queue_items (tenant_id, queue_id, status, priority, reference, data, created_at, processed_at)
-    select ${queue.tenant_id}, ${queue.id},
-           case when g % 10 < 7 then 'completed' when g % 10 < 9 then 'new' else 'dead_letter' end,
-           1 + g % 5,
-           ${REF_PREFIX} || (g % ${referenceCount(total)}),
-           jsonb_build_object('invoice', 'INV-' || g, 'amount', g % 1000, 'lines', jsonb_build_array(1, 2, 3)),
-           now() - make_interval(secs => (${total} - g) / 1000.0),
-           case when g % 10 < 7 then now() end
-    from generate_series(1, ${total}::int) as g`;
+    with src as materialized (
+      select gen_random_uuid() as id, g from generate_series(1, ${total}::int) as g),
+    ins as (
+      insert into queue_items (id, tenant_id, queue_id, status, priority, reference, created_at, processed_at)
+      select id, ${queue.tenant_id}, ${queue.id},
+             case when g % 10 < 7 then 'completed' when g % 10 < 9 then 'new' else 'dead_letter' end,
+             1 + g % 5,
+             ${REF_PREFIX} || (g % ${referenceCount(total)}),
+             now() - make_interval(secs => (${total} - g) / 1000.0),
+             case when g % 10 < 7 then now() end
+      from src order by g)
+    insert into queue_item_payloads (id, queue_id, data)
+    select id, ${queue.id}, jsonb_build_object('invoice', 'INV-' || g, 'amount', g % 1000, 'lines', jsonb_build_array(1, 2, 3))
+    from src order by g`;
   const byStatus = { completed: 0, new: 0, dead_letter: 0 };
   // the same shares, computed here rather than counted back
   for (const [status, share] of [['completed', [0, 7]], ['new', [7, 9]], ['dead_letter', [9, 10]]]) {
@@ -131,6 +137,7 @@ export async function seedItems(sql, queue, total) {
     byStatus[status] = full + rest;
   }
   await sql`vacuum analyze queue_items`;
+  await sql`vacuum analyze queue_item_payloads`;
   return byStatus;
 }
 
@@ -153,12 +160,18 @@ export async function seedExpiredQueue(sql, tenantId, name, count, { expired = t
   const apart = flowPerSec ? 1000 / flowPerSec : 1;
   for (let from = 1; from <= count; from += 200_000) {
     await sql`
-      insert into queue_items (tenant_id, queue_id, status, data, created_at, updated_at, processed_at)
-      select ${tenantId}, ${queue.id}, 'completed', jsonb_build_object('invoice', 'OLD-' || g, 'amount', g % 1000),
-             now() - interval '60 days', now() - interval '40 days' + g * ${apart}::float8 * interval '1 ms', now() - interval '40 days'
-      from generate_series(${from}::int, ${Math.min(count, from + 199_999)}::int) g`;
+      with src as materialized (
+        select gen_random_uuid() as id, g from generate_series(${from}::int, ${Math.min(count, from + 199_999)}::int) g),
+      ins as (
+        insert into queue_items (id, tenant_id, queue_id, status, created_at, updated_at, processed_at)
+        select id, ${tenantId}, ${queue.id}, 'completed',
+               now() - interval '60 days', now() - interval '40 days' + g * ${apart}::float8 * interval '1 ms', now() - interval '40 days'
+        from src order by g)
+      insert into queue_item_payloads (id, queue_id, data)
+      select id, ${queue.id}, jsonb_build_object('invoice', 'OLD-' || g, 'amount', g % 1000) from src order by g`;
   }
   await sql`vacuum analyze queue_items`;
+  await sql`vacuum analyze queue_item_payloads`;
   return {
     queue,
     left: async () => (await sql`select count(*)::int as n from queue_items where queue_id = ${queue.id}`)[0].n,

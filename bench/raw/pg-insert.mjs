@@ -1,15 +1,23 @@
 // Baseline of B2: multi-row INSERTs of the same rows straight through the `postgres` client,
 // `connections` concurrent writers for `durationSec` (or `amount` inserts in all).
 // Input: {databaseUrl, tenantId, queueId, connections, durationSec?, amount?, rows: [payload]}.
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import postgres from 'postgres';
 
 const input = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const sql = postgres(input.databaseUrl, { max: input.connections, onnotice: () => {} });
-const rows = input.rows.map((data) => ({ tenant_id: input.tenantId, queue_id: input.queueId, data }));
+
+/** The rows as items: their state and their payload, each table in one INSERT of one statement (migration 0029). */
+function insert(payloads) {
+  const rows = payloads.map((data) => ({ id: randomUUID(), tenant_id: input.tenantId, queue_id: input.queueId, data }));
+  return sql`
+    with ins as (insert into queue_items ${sql(rows, 'id', 'tenant_id', 'queue_id')})
+    insert into queue_item_payloads ${sql(rows, 'id', 'queue_id', 'data')}`;
+}
 
 // one warm-up insert per connection (connect, parse)
-await Promise.all(Array.from({ length: input.connections }, () => sql`insert into queue_items ${sql(rows.slice(0, 10), 'tenant_id', 'queue_id', 'data')}`));
+await Promise.all(Array.from({ length: input.connections }, () => insert(input.rows.slice(0, 10))));
 
 const started = Date.now();
 const cpu0 = process.cpuUsage();
@@ -20,7 +28,7 @@ const latencies = [];
 async function writer() {
   while (Date.now() < until && left-- > 0) {
     const t = performance.now();
-    await sql`insert into queue_items ${sql(rows, 'tenant_id', 'queue_id', 'data')}`;
+    await insert(input.rows);
     latencies.push(performance.now() - t);
     inserts++;
   }

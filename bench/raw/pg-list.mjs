@@ -1,4 +1,5 @@
-// Baseline of B5: the page and total of the item list straight through the `postgres` client,
+// Baseline of B5: the page and total of the item list straight through the `postgres` client (the
+// whole items: their state and payload, through the view queue_item_records),
 // `connections` concurrent readers for `durationSec`, pages rotated like the load generator's.
 // Input: {databaseUrl, queueId, status?, pages: [..], limit, connections, durationSec}, or
 // {references: [..]} instead of pages: one reference's items (first page) and their count; or
@@ -36,7 +37,7 @@ async function one() {
   if (input.references) {
     const reference = input.references[p++ % input.references.length];
     await Promise.all([
-      sql`select ${sql(cols)} from queue_items where queue_id = ${input.queueId} and reference = ${reference}
+      sql`select ${sql(cols)} from queue_item_records where queue_id = ${input.queueId} and reference = ${reference}
           order by created_at desc, id desc limit ${input.limit}`,
       sql`select count(*)::bigint as total from queue_items where queue_id = ${input.queueId} and reference = ${reference}`,
     ]);
@@ -45,9 +46,9 @@ async function one() {
   if (input.dataFilters) {
     const filter = input.dataFilters[p++ % input.dataFilters.length];
     await Promise.all([
-      sql`select ${sql(cols)} from queue_items where queue_id = ${input.queueId} and data @> ${sql.json(filter)}
+      sql`select ${sql(cols)} from queue_item_records where queue_id = ${input.queueId} and data @> ${sql.json(filter)}
           order by created_at desc, id desc limit ${input.limit}`,
-      sql`select count(*)::bigint as total from queue_items where queue_id = ${input.queueId} and data @> ${sql.json(filter)}`,
+      sql`select count(*)::bigint as total from queue_item_records where queue_id = ${input.queueId} and data @> ${sql.json(filter)}`,
     ]);
     return;
   }
@@ -55,9 +56,9 @@ async function one() {
   const status = input.status;
   await Promise.all([
     status
-      ? sql`select ${sql(cols)} from queue_items where queue_id = ${input.queueId} and status = ${status}
+      ? sql`select ${sql(cols)} from queue_item_records where queue_id = ${input.queueId} and status = ${status}
             order by created_at desc, id desc limit ${input.limit} offset ${offset}`
-      : sql`select ${sql(cols)} from queue_items where queue_id = ${input.queueId}
+      : sql`select ${sql(cols)} from queue_item_records where queue_id = ${input.queueId}
             order by created_at desc, id desc limit ${input.limit} offset ${offset}`,
     status
       ? sql`select coalesce(sum(n), 0)::bigint as total from queue_item_counts where queue_id = ${input.queueId} and status = ${status}`

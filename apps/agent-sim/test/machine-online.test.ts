@@ -37,7 +37,7 @@ it('a job end that finds its machine offline brings it back and its queue gets a
   // the dispatcher's offline sweep, as it would act on a machine whose heartbeats came late
   await ctx.sql`update machines set status = 'offline', running_jobs = 0 where id = ${m.row.id}`;
   // work arrives while it is offline, with no nudge of its own
-  await ctx.sql`insert into queue_items (tenant_id, queue_id, data) select ${ws.tenant.id}, ${queue.id}, '{}'::jsonb from generate_series(1, 3)`;
+  await ctx.sql`insert into queue_item_records (tenant_id, queue_id, data) select ${ws.tenant.id}, ${queue.id}, '{}'::jsonb from generate_series(1, 3)`;
 
   await waitFor('the job completed', async () => (await ctx.sql`select status from jobs where id = ${job.id}`)[0]!.status === 'completed');
   const counts = await waitFor('the items processed on the machine back online', async () => {

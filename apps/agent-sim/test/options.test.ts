@@ -142,7 +142,7 @@ describe('the agent process', () => {
     const proc = await ws.process();
     const queue = await ws.queue({ consumer_process_id: proc.id });
     const m = await ws.machine();
-    await ctx.sql`insert into queue_items (tenant_id, queue_id, data) select ${ws.tenant.id}, ${queue.id}, '{}'::jsonb from generate_series(1, 5)`;
+    await ctx.sql`insert into queue_item_records (tenant_id, queue_id, data) select ${ws.tenant.id}, ${queue.id}, '{}'::jsonb from generate_series(1, 5)`;
     children.dispatcher(ctx);
     const agent = await children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '1ms', '--prefetch', '1', '--crash', 'mid-item', '--crash-after-items', '2']);
     expect(await agent.exited).toBe(-1);

@@ -62,7 +62,7 @@ describe('a queue with a consumer process', () => {
     await addItem(queue.name, { data: { single: true }, reference: 'R-1' });
     await allFinal(queue.id, 61, ['completed']);
 
-    const items = await ctx.sql`select * from queue_items where queue_id = ${queue.id}`;
+    const items = await ctx.sql`select * from queue_item_records where queue_id = ${queue.id}`;
     for (const it of items) {
       expect(it.result).toMatchObject({ machine: expect.any(String) });
       expect(it.processed_at).toBeInstanceOf(Date);
@@ -197,7 +197,7 @@ describe('a queue with a consumer process', () => {
     // its postpone time comes (database clock): nothing nudges the engine, it notices on its own
     const [{ due }] = await ctx.sql`update queue_items set postpone = now() + interval '1 second' where id = ${later.id} returning postpone as due`;
     const row = await waitFor('the postponed item', async () => {
-      const [r] = await ctx.sql`select * from queue_items where id = ${later.id}`;
+      const [r] = await ctx.sql`select * from queue_item_records where id = ${later.id}`;
       return r!.status === 'completed' ? r : null;
     });
     expect(row.started_at.getTime()).toBeGreaterThanOrEqual(due.getTime());
@@ -211,7 +211,7 @@ describe('a queue with a consumer process', () => {
     const bad = await addItem(queue.name, { data: { _sim: { outcome: 'fail', error_message: 'PDF corrupto' } } });
     const good = await addItem(queue.name, { data: { fine: true } });
     const dead = await waitFor('dead_letter', async () => {
-      const [r] = await ctx.sql`select * from queue_items where id = ${bad.id}`;
+      const [r] = await ctx.sql`select * from queue_item_records where id = ${bad.id}`;
       return r!.status === 'dead_letter' ? r : null;
     });
     expect(dead.retry_count).toBe(2);
@@ -232,17 +232,17 @@ describe('a queue with a consumer process', () => {
     await children.agent(ctx, ['--machine-key', m.machineKey, '--item-duration', '2ms']);
     const item = await addItem(queue.name, { data: { _sim: { outcome: 'review' } } });
     const reviewed = await waitFor('pending_review', async () => {
-      const [r] = await ctx.sql`select * from queue_items where id = ${item.id}`;
+      const [r] = await ctx.sql`select * from queue_item_records where id = ${item.id}`;
       return r!.status === 'pending_review' ? r : null;
     });
     expect(reviewed.result).toMatchObject({ review_reason: expect.any(String) });
     // the human approves: back to new, and the robot processes it again (it asks for review again)
-    await ctx.sql`update queue_items set data = ${ctx.sql.json({ approved: true })} where id = ${item.id}`;
+    await ctx.sql`update queue_item_payloads set data = ${ctx.sql.json({ approved: true })} where id = ${item.id}`;
     const res = await ctx.http.post(`/api/v1/settings/queues/${queue.id}/items/${item.id}/approve`)
       .set('Authorization', `Bearer ${ws.adminToken}`).send({});
     expect(res.status).toBe(200);
     const done = await waitFor('completed after approval', async () => {
-      const [r] = await ctx.sql`select * from queue_items where id = ${item.id}`;
+      const [r] = await ctx.sql`select * from queue_item_records where id = ${item.id}`;
       return r!.status === 'completed' ? r : null;
     });
     expect(done.reviewed_by).toBe(ws.adminEmail);

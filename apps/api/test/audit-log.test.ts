@@ -59,7 +59,7 @@ describe('GET /api/v1/settings/audit-log', () => {
     // a review
     const queue = await seedQueue(t.sql, tenantId);
     queueId = queue.id as string;
-    const [item] = await t.sql`insert into queue_items (tenant_id, queue_id, status, data) values (${tenantId}, ${queueId}, 'pending_review', '{}') returning id`;
+    const [item] = await t.sql`insert into queue_item_records (tenant_id, queue_id, status, data) values (${tenantId}, ${queueId}, 'pending_review', '{}') returning id`;
     itemId = item!.id as string;
     await console_.call('approveQueueItem', { path: { queue_id: queueId, item_id: itemId }, body: { comment: 'ok' } });
   });

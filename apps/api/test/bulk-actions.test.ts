@@ -24,7 +24,7 @@ const admin = () => ({ Authorization: `Bearer ${ws.adminToken}` });
 async function items(queue: Record<string, unknown>, n: number, status: string, data: (i: number) => Record<string, unknown> = (i) => ({ n: i }), reference: (i: number) => string | null = () => null) {
   const rows = Array.from({ length: n }, (_, i) => ({ tenant_id: queue.tenant_id, queue_id: queue.id, status, data: data(i), reference: reference(i) }));
   for (let i = 0; i < rows.length; i += 1000) {
-    await ctx.sql`insert into queue_items ${ctx.sql(rows.slice(i, i + 1000).map((r) => ({ ...r, data: ctx.sql.json(r.data as never) })) as never)}`;
+    await ctx.sql`insert into queue_item_records ${ctx.sql(rows.slice(i, i + 1000).map((r) => ({ ...r, data: ctx.sql.json(r.data as never) })) as never)}`;
   }
 }
 

@@ -215,11 +215,11 @@ describe('exports', () => {
       const big = (await seedQueue(t.sql, w.tenantId)) as { id: string; name: string };
       // one statement: every row shares one created_at, so the chunks' keyset must break ties by id
       await t.sql`
-        insert into queue_items (tenant_id, queue_id, data, reference)
+        insert into queue_item_records (tenant_id, queue_id, data, reference)
         select ${w.tenantId}, ${big.id}, jsonb_build_object('i', g), 'R' || (g % 7)
         from generate_series(1, 20000) g`;
       await t.sql`
-        insert into queue_items (tenant_id, queue_id, data, created_at)
+        insert into queue_item_records (tenant_id, queue_id, data, created_at)
         select ${w.tenantId}, ${big.id}, jsonb_build_object('i', 20000 + g), now() + g * interval '1 microsecond'
         from generate_series(1, 2500) g`;
       const expected = (await t.sql<Array<{ id: string }>>`
@@ -238,7 +238,7 @@ describe('exports', () => {
     const big = (await seedQueue(t.sql, w.tenantId)) as { id: string; name: string };
     // far more than the sockets' buffers hold, so the reads are still going when one fails
     await t.sql`
-      insert into queue_items (tenant_id, queue_id, data)
+      insert into queue_item_records (tenant_id, queue_id, data)
       select ${w.tenantId}, ${big.id}, jsonb_build_object('i', g, 'pad', repeat('x', 1000)) from generate_series(1, 60000) g`;
     const server: Server = createServer(t.app.callback());
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -308,7 +308,7 @@ describe('Idempotency-Key on the item POSTs', () => {
       const q = await freshQueue();
       await expect(
         t.sql.begin(async (tx) => {
-          await tx`insert into queue_items (tenant_id, queue_id, data) values (${w.tenantId}, ${q.id}, '{}')`;
+          await tx`insert into queue_item_records (tenant_id, queue_id, data) values (${w.tenantId}, ${q.id}, '{}')`;
           await outcome.claim.record(tx, { status: 200, body: { late: true } });
         }),
       ).rejects.toBeInstanceOf(ConflictError);

@@ -17,7 +17,7 @@ beforeAll(async () => {
 
 async function itemIn(queueId: string, status: string, extra: Record<string, unknown> = {}) {
   const [row] = await ctx.sql`
-    insert into queue_items (tenant_id, queue_id, status, data, result, retry_count, processed_at)
+    insert into queue_item_records (tenant_id, queue_id, status, data, result, retry_count, processed_at)
     values (${ws.tenant.id}, ${queueId}, ${status}, ${ctx.sql.json({ n: 1 })}, ${status === 'pending_review' ? ctx.sql.json({ doubt: true }) : null},
             ${(extra.retry_count as number) ?? 0}, ${status === 'pending_review' ? new Date() : null})
     returning *`;

@@ -51,7 +51,7 @@ describe('POST /api/v1/queues/by-name/:name/items', () => {
       expect(item.reviewed_by).toBeNull();
       expect(item.reviewed_at).toBeNull();
 
-      const [row] = await t.sql`select * from queue_items where id = ${item.id}`;
+      const [row] = await t.sql`select * from queue_item_records where id = ${item.id}`;
       expect(row!.tenant_id).toBe(w.tenantId);
       expect(row!.queue_id).toBe(w.queue.id);
       expect(row!.data).toEqual(item.data);

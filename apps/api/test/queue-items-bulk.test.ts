@@ -40,7 +40,7 @@ describe('POST /api/v1/queues/by-name/:name/items/bulk', () => {
     it('keeps the order of the payloads in creation time (the last payload is the newest)', async () => {
       const q = await freshQueue();
       expect(await added(payloads(50), q.name)).toEqual({ added: 50 });
-      const rows = await t.sql`select data from queue_items where queue_id = ${q.id} order by created_at, id`;
+      const rows = await t.sql`select data from queue_item_records where queue_id = ${q.id} order by created_at, id`;
       const seqs = rows.map((r) => (r.data as { seq: number }).seq);
       // created_at is per row (clock_timestamp) and never goes backwards within the statement
       expect(seqs[0]).toBe(0);

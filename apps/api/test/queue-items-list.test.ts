@@ -83,7 +83,7 @@ describe('GET /api/v1/queues/by-name/:name/items', () => {
     it('breaks ties of equal created_at by id, newest first, the same way on every page', async () => {
       const tie = await freshQueue();
       const at = new Date('2030-01-01T00:00:00Z');
-      await t.sql`insert into queue_items (tenant_id, queue_id, data, created_at)
+      await t.sql`insert into queue_item_records (tenant_id, queue_id, data, created_at)
                   select ${w.tenantId}, ${tie.id}, '{}'::jsonb, ${at} from generate_series(1, 5)`;
       const expected = (await t.sql`select id from queue_items where queue_id = ${tie.id} order by id desc`).map((r) => r.id);
       const key = await w.key(['queues:read']);
@@ -161,7 +161,7 @@ describe('GET /api/v1/queues/by-name/:name/items', () => {
               .then((r) => expect(r.status).toBe(200))),
           ...Array.from({ length: 16 }, (_, i) =>
             direct.begin(async (tx) => {
-              await tx`insert into queue_items (tenant_id, queue_id, data) select ${w.tenantId}, ${q.id}, '{}'::jsonb from generate_series(1, 10)`;
+              await tx`insert into queue_item_records (tenant_id, queue_id, data) select ${w.tenantId}, ${q.id}, '{}'::jsonb from generate_series(1, 10)`;
               await tx`update queue_items set status = 'completed'
                        where id in (select id from queue_items where queue_id = ${q.id} and status = 'new' limit 5 for update skip locked)`;
               if (i % 4 === 0) throw new Error('rolled back on purpose');
@@ -340,7 +340,7 @@ describe('GET /api/v1/queues/by-name/:name/items', () => {
     });
 
     it("answers another tenant's queue exactly like a missing one", async () => {
-      await t.sql`insert into queue_items (tenant_id, queue_id, data) values (${w.otherTenantId}, ${w.otherQueue.id}, '{"secret":1}')`;
+      await t.sql`insert into queue_item_records (tenant_id, queue_id, data) values (${w.otherTenantId}, ${w.otherQueue.id}, '{"secret":1}')`;
       const key = await w.key(['queues:read']);
       const foreign = await list(key, {}, w.otherQueue.name);
       const missing = await list(key, {}, 'no-such-queue');

@@ -76,7 +76,7 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 
 /** Every row of a queue straight from Postgres, oldest first. */
 export async function itemsInDb(t: ApiTestContext, queueId: string) {
-  return t.sql`select * from queue_items where queue_id = ${queueId} order by created_at, id`;
+  return t.sql`select * from queue_item_records where queue_id = ${queueId} order by created_at, id`;
 }
 
 /** The exact counts by status, by count(*) — the reference the counters are checked against. */

@@ -33,7 +33,7 @@ describe('pausing and resuming a queue', () => {
   const paused = (id: string) => api().call('pauseQueue', { path: { queue_id: id } });
   const resumed = (id: string) => api().call('resumeQueue', { path: { queue_id: id } });
   const addItems = async (queueId: string, n: number) => {
-    for (let i = 0; i < n; i++) await t.sql`insert into queue_items (tenant_id, queue_id, data) values (${tenantId}, ${queueId}, ${t.sql.json({ i })})`;
+    for (let i = 0; i < n; i++) await t.sql`insert into queue_item_records (tenant_id, queue_id, data) values (${tenantId}, ${queueId}, ${t.sql.json({ i })})`;
   };
 
   it('pauses and resumes: the record says so, each change is audited, repeating one answers the record as it is', async () => {

@@ -48,7 +48,7 @@ describe('queue and machine series', () => {
     await t.sql`insert into queue_minute_samples (queue_id, minute, backlog, in_progress) values (${queueId}, ${minus(now, 5)}, 40, 3), (${queueId}, ${minus(now, 30)}, 12, 1)`;
     // items finished now through the trigger: three completed after 2, 4 and 6 s, one failed
     const ids = (await t.sql`
-      insert into queue_items (tenant_id, queue_id, data) select ${tenantId}, ${queueId}, '{}' from generate_series(1, 4) returning id`).map((r) => r.id as string);
+      insert into queue_item_records (tenant_id, queue_id, data) select ${tenantId}, ${queueId}, '{}' from generate_series(1, 4) returning id`).map((r) => r.id as string);
     await t.sql`update queue_items set status = 'in_progress', started_at = now() - interval '10 seconds' where id = any(${ids}::uuid[])`;
     await t.sql`update queue_items set status = 'completed',
                   processed_at = started_at + make_interval(secs => case id when ${ids[0]!}::uuid then 2 when ${ids[1]!}::uuid then 4 else 6 end)
@@ -111,7 +111,7 @@ describe('queue and machine series', () => {
     const tenant = (await seedTenant(t.sql)).id;
     const token = (await seedUser(t.sql, tenant, { role: 'member' })).token;
     const q = await seedQueue(t.sql, tenant);
-    await t.sql`insert into queue_items (tenant_id, queue_id, data) select ${tenant}, ${q.id as string}, '{}' from generate_series(1, 5)`;
+    await t.sql`insert into queue_item_records (tenant_id, queue_id, data) select ${tenant}, ${q.id as string}, '{}' from generate_series(1, 5)`;
     const busy = (await seedMachine(t.sql, tenant, { name: 'a-busy' })).row;
     const idle = (await seedMachine(t.sql, tenant, { name: 'b-idle' })).row;
     await t.sql`update machines set slots = 4, running_jobs = 3 where id = ${busy.id}`;

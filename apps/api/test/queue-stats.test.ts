@@ -25,7 +25,7 @@ describe('GET /api/v1/settings/queues/:queue_id/stats', () => {
     const ids: string[] = [];
     for (const r of rows) {
       const [row] = await t.sql`
-        insert into queue_items (tenant_id, queue_id, data, postpone, deadline, created_at)
+        insert into queue_item_records (tenant_id, queue_id, data, postpone, deadline, created_at)
         values (${tenantId}, ${queueId}, '{}', ${(r.postpone as Date) ?? null}, ${(r.deadline as Date) ?? null}, ${(r.created_at as Date) ?? new Date()})
         returning id`;
       ids.push(row!.id as string);

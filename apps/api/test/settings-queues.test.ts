@@ -89,7 +89,7 @@ describe('settings: queues', () => {
   it('shows item counts per status from the counters', async () => {
     const q = await api().call('createQueue', { body: { name: `q-${++n}` } });
     await t.sql`
-      insert into queue_items (tenant_id, queue_id, status, data)
+      insert into queue_item_records (tenant_id, queue_id, status, data)
       select ${w.tenantA}, ${q.id}, s, '{}'::jsonb from unnest(array['new','new','new','failed','completed']) as s`;
     const read = await api().call('getQueue', { path: { id: q.id } });
     expect(read.item_counts).toEqual({ ...zero, total: 5, new: 3, failed: 1, completed: 1 });

@@ -18,9 +18,9 @@ describe('bulk actions in the console', () => {
     const queue = await seedQueue(t.sql, tenantId, { name: `cobros-${stamp()}` });
     const n = 1200;
     await t.sql`
-      insert into queue_items (tenant_id, queue_id, status, data, retry_count)
+      insert into queue_item_records (tenant_id, queue_id, status, data, retry_count)
       select ${tenantId}, ${queue.id}, 'dead_letter', jsonb_build_object('n', g), 3 from generate_series(1, ${n}) g`;
-    await t.sql`insert into queue_items (tenant_id, queue_id, status, data) values (${tenantId}, ${queue.id}, 'completed', '{}')`;
+    await t.sql`insert into queue_item_records (tenant_id, queue_id, status, data) values (${tenantId}, ${queue.id}, 'completed', '{}')`;
 
     await signIn();
     await page.goto(`${base}/console/queues/${queue.id}?status=dead_letter`);

@@ -26,7 +26,7 @@ beforeAll(async () => {
   }
   await t.sql`insert into queue_item_minute_times (queue_id, minute, shard, bucket, n) values (${queueId}, ${minus(3)}, 0, 40, 4), (${queueId}, ${minus(3)}, 0, 52, 1)`;
   // and now: items completed through the real trigger, waiting items and a busy machine, sampled
-  const ids = (await t.sql`insert into queue_items (tenant_id, queue_id, data) select ${tenantId}, ${queueId}, '{}' from generate_series(1, 6) returning id`)
+  const ids = (await t.sql`insert into queue_item_records (tenant_id, queue_id, data) select ${tenantId}, ${queueId}, '{}' from generate_series(1, 6) returning id`)
     .map((r) => r.id as string);
   await t.sql`update queue_items set status = 'in_progress', started_at = now() - interval '5 seconds' where id = any(${ids.slice(0, 2)}::uuid[])`;
   await t.sql`update queue_items set status = 'completed', processed_at = started_at + interval '1500 milliseconds' where id = any(${ids.slice(0, 2)}::uuid[])`;

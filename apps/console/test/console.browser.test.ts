@@ -26,7 +26,7 @@ async function addItems(queueName: string, items: Array<Record<string, unknown>>
 
 async function insertItem(queueId: string, status: string, reference: string): Promise<string> {
   const [row] = await t.sql`
-    insert into queue_items (tenant_id, queue_id, status, data, reference, retry_count, error_message, processed_at)
+    insert into queue_item_records (tenant_id, queue_id, status, data, reference, retry_count, error_message, processed_at)
     values (${tenantId}, ${queueId}, ${status}, ${t.sql.json({ invoice: reference, amount: 120.5 })}, ${reference},
             ${status === 'dead_letter' ? 3 : 0}, ${status === 'dead_letter' ? 'ERP caído' : null}, now())
     returning id`;

@@ -30,7 +30,7 @@ describe('a running dispatcher with CLAIM_FLOOR=on', () => {
     const queue = await seedQueue(ctx.sql, tenant.id);
     const qid = queue.id as string;
     await ctx.sql`
-      insert into queue_items (tenant_id, queue_id, data, reference, created_at) values
+      insert into queue_item_records (tenant_id, queue_id, data, reference, created_at) values
         (${tenant.id}, ${qid}, '{}'::jsonb, 'a', now() - interval '5 minutes'),
         (${tenant.id}, ${qid}, '{}'::jsonb, 'b', now() - interval '4 minutes')`;
 
@@ -48,7 +48,7 @@ describe('a running dispatcher with CLAIM_FLOOR=on', () => {
     // an older item postponed for a moment: not ready when written (nothing lowers the floor then),
     // it becomes due with time alone, and the next pass brings the floor down to it
     await ctx.sql`
-      insert into queue_items (tenant_id, queue_id, data, reference, postpone, created_at)
+      insert into queue_item_records (tenant_id, queue_id, data, reference, postpone, created_at)
       values (${tenant.id}, ${qid}, '{}'::jsonb, 'postponed', now() + interval '2 seconds', now() - interval '10 minutes')`;
     const postponed = await createdAt(qid, 'postponed');
     await waitFor('the floor down to the item that became due', async () => (await floorOf(qid)) === postponed);

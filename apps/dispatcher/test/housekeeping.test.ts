@@ -26,7 +26,7 @@ describe('a running dispatcher', () => {
 
     // what the charts read: a queue with a backlog, a busy machine, buckets of 26 and 23 hours ago
     const queue = await seedQueue(ctx.sql, tenant.id);
-    await ctx.sql`insert into queue_items (tenant_id, queue_id, data) select ${tenant.id}, ${queue.id as string}, '{}' from generate_series(1, 3)`;
+    await ctx.sql`insert into queue_item_records (tenant_id, queue_id, data) select ${tenant.id}, ${queue.id as string}, '{}' from generate_series(1, 3)`;
     const machine = (await seedMachine(ctx.sql, tenant.id, { slots: 2 })).row;
     await ctx.sql`update machines set running_jobs = 1 where id = ${machine.id}`;
     await ctx.sql`insert into queue_item_minutes (queue_id, minute, shard, completed, failed, processing_ms, timed)

@@ -31,7 +31,7 @@ describe('a running dispatcher', () => {
     const qid = queue.id as string;
     await ctx.sql`update queues set retention_completed_days = 0.001, retention_action = 'archive' where id = ${qid}`;
     await ctx.sql`
-      insert into queue_items (tenant_id, queue_id, status, data, updated_at)
+      insert into queue_item_records (tenant_id, queue_id, status, data, updated_at)
       select ${tenant.id}, ${qid}, case when g <= 20 then 'completed' else 'new' end, jsonb_build_object('n', g), now() - interval '1 hour'
       from generate_series(1, 25) g`;
 
@@ -75,7 +75,7 @@ describe('a running dispatcher', () => {
       const qid = queue.id as string;
       await ctx.sql`update queues set retention_completed_days = 0.001, retention_action = 'archive' where id = ${qid}`;
       await ctx.sql`
-        insert into queue_items (tenant_id, queue_id, status, data, updated_at)
+        insert into queue_item_records (tenant_id, queue_id, status, data, updated_at)
         select ${tenant.id}, ${qid}, 'completed', jsonb_build_object('n', g), now() - interval '1 hour'
         from generate_series(1, 12) g`;
       children.dispatcher(ctx, { ...s3.env, ARCHIVE_S3_PREFIX: 'dispatcher', RETENTION_EVERY_MS: '500' });

@@ -66,7 +66,7 @@ it('the README robot runs a job triggered through the API and the items of its q
     expect(added.status).toBe(200);
     const items = await waitFor('both items final', async () => {
       const rows = await suite.ctx.sql<Array<{ data: Record<string, unknown>; status: string; result: unknown; error_message: string | null; processed_by: string }>>`
-        select data, status, result, error_message, processed_by from queue_items where queue_id = ${queue.id} order by created_at`;
+        select data, status, result, error_message, processed_by from queue_item_records where queue_id = ${queue.id} order by created_at`;
       return rows.every((r) => r.status === 'completed' || r.status === 'failed' || r.status === 'dead_letter') ? rows : null;
     }, 30_000, 200);
     expect(items.map((i) => [i.status, i.result, i.error_message])).toEqual([['completed', { approved: true }, null], [expect.stringMatching(/failed|dead_letter/), null, 'sin importe']]);

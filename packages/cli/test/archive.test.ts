@@ -64,7 +64,7 @@ describe('retention from the CLI', () => {
   it('svc archive list shows the manifest and restore brings the items back as new ones', async () => {
     const [q] = await t.sql<{ id: string }[]>`select id from queues where tenant_id = ${tenant.id} and name = 'ret-q'`;
     await t.sql`
-      insert into queue_items (tenant_id, queue_id, status, data, updated_at)
+      insert into queue_item_records (tenant_id, queue_id, status, data, updated_at)
       select ${tenant.id}, ${q!.id}, 'completed', jsonb_build_object('n', g), now() - interval '1 day'
       from generate_series(1, 6) g`;
     const engine = createEngine({ sql: t.sql, logger: createLogger({ service: 'cli-test', level: 'error' }), recordArchive: directoryArchive(dir) });
@@ -100,7 +100,7 @@ describe('retention from the CLI', () => {
       await svc(['apply', await queueFile('s3-q'), '--tenant', tenant.name]);
       const [q] = await t.sql<{ id: string }[]>`select id from queues where tenant_id = ${tenant.id} and name = 's3-q'`;
       await t.sql`
-        insert into queue_items (tenant_id, queue_id, status, data, updated_at)
+        insert into queue_item_records (tenant_id, queue_id, status, data, updated_at)
         select ${tenant.id}, ${q!.id}, 'completed', jsonb_build_object('s3', g), now() - interval '2 hours'
         from generate_series(1, 5) g`;
       const engine = createEngine({ sql: t.sql, logger: createLogger({ service: 'cli-test', level: 'error' }), recordArchive: archive });
@@ -129,7 +129,7 @@ describe('retention from the CLI', () => {
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
       expect(json(r)).toEqual({ queue_id: q!.id, restored: 5 });
-      const back = await t.sql<{ status: string; data: { s3: number } }[]>`select status, data from queue_items where queue_id = ${q!.id} order by (data->>'s3')::int`;
+      const back = await t.sql<{ status: string; data: { s3: number } }[]>`select status, data from queue_item_records where queue_id = ${q!.id} order by (data->>'s3')::int`;
       expect(back).toEqual([1, 2, 3, 4, 5].map((n) => ({ status: 'new', data: { s3: n } })));
 
       // a killed batch's file, in no manifest row: svc archive sweep names it, then removes it

@@ -20,7 +20,7 @@ afterAll(() => t.close());
 
 async function deadItems(queueId: string, n: number, data: (i: number) => Record<string, unknown> = (i) => ({ n: i })) {
   const rows = Array.from({ length: n }, (_, i) => ({ tenant_id: tenant.id, queue_id: queueId, status: 'dead_letter', data: t.sql.json(data(i) as never) }));
-  for (let i = 0; i < rows.length; i += 1000) await t.sql`insert into queue_items ${t.sql(rows.slice(i, i + 1000) as never)}`;
+  for (let i = 0; i < rows.length; i += 1000) await t.sql`insert into queue_item_records ${t.sql(rows.slice(i, i + 1000) as never)}`;
 }
 
 async function counts(queueId: string) {

@@ -35,7 +35,7 @@ describe('svc items export', () => {
     ];
     for (const [i, [status, data, reference, priority, deadline]] of rows.entries()) {
       const [row] = await ctx.sql`
-        insert into queue_items (tenant_id, queue_id, status, data, reference, priority, deadline, created_at)
+        insert into queue_item_records (tenant_id, queue_id, status, data, reference, priority, deadline, created_at)
         values (${tenant.id}, ${queue.id}, ${status}, ${ctx.sql.json(data as never)}, ${reference}, ${priority}, ${deadline},
                 now() + ${i} * interval '1 millisecond')
         returning id`;
@@ -134,7 +134,7 @@ describe('svc items export', () => {
   it('exports several chunks complete and in order through the real binary\'s standard output', async () => {
     const big = await seedQueue(ctx.sql, tenant.id);
     await ctx.sql`
-      insert into queue_items (tenant_id, queue_id, data)
+      insert into queue_item_records (tenant_id, queue_id, data)
       select ${tenant.id}, ${big.id}, jsonb_build_object('i', g) from generate_series(1, 4500) g`;
     const expected = (await ctx.sql`select id from queue_items where queue_id = ${big.id} order by created_at desc, id desc`).map((r) => r.id);
     const r = await runCli({ DATABASE_URL: ctx.databaseUrl }, ['items', 'export', '--tenant', tenant.id, '--queue', big.name as string, '--all-fields']);
@@ -151,7 +151,7 @@ describe('svc items export', () => {
       await ctx.sql`update queues set retention_completed_days = ${1 / 24}, retention_action = 'archive' where id = ${archived.id}`;
       // four items ended hours ago, oldest first, then two live ones (one ended just now)
       await ctx.sql`
-        insert into queue_items (tenant_id, queue_id, status, data, reference, updated_at, created_at)
+        insert into queue_item_records (tenant_id, queue_id, status, data, reference, updated_at, created_at)
         select ${tenant.id}, ${archived.id}, case when g <= 5 then 'completed' else 'new' end,
                jsonb_build_object('n', g, 'customer', case when g % 2 = 0 then 'ACME' else 'Globex' end), 'R' || g,
                case when g <= 4 then now() - (10 - g) * interval '1 hour' else now() end, now() - (10 - g) * interval '1 hour'

@@ -47,7 +47,7 @@ async function world() {
   const queue = (await seedQueue(s.sql, tenant.id)) as { id: string; name: string };
   const args = (f: string, ...more: string[]) => ['items', 'import', '--tenant', tenant.name, '--queue', queue.name, f, ...more];
   const count = async () => (await s.sql`select count(*)::int as n from queue_items where queue_id = ${queue.id}`)[0]!.n as number;
-  const items = () => s.sql`select priority, reference, deadline, postpone, data, status from queue_items where queue_id = ${queue.id} order by created_at, id`;
+  const items = () => s.sql`select priority, reference, deadline, postpone, data, status from queue_item_records where queue_id = ${queue.id} order by created_at, id`;
   return { tenant, queue, args, count, items };
 }
 
@@ -106,7 +106,7 @@ describe('svc items import: NDJSON and CSV', () => {
     expect(await w.count()).toBe(2500);
     const [{ lo, hi, distinct }] = await s.sql`
       select min((data->>'seq')::int) as lo, max((data->>'seq')::int) as hi, count(distinct data->>'seq')::int as distinct
-      from queue_items where queue_id = ${w.queue.id}`;
+      from queue_item_records where queue_id = ${w.queue.id}`;
     expect([lo, hi, distinct]).toEqual([0, 2499, 2500]);
 
     const small = await world();
@@ -187,7 +187,7 @@ describe('svc items import: running again', () => {
     expect(r.code).toBe(0);
     expect(jsonLines(r).slice(0, 3).map((c) => [c.replayed, c.added])).toEqual([[true, 0], [true, 0], [false, 500]]);
     expect(await w.count()).toBe(2500);
-    const [{ distinct }] = await s.sql`select count(distinct data->>'seq')::int as distinct from queue_items where queue_id = ${w.queue.id}`;
+    const [{ distinct }] = await s.sql`select count(distinct data->>'seq')::int as distinct from queue_item_records where queue_id = ${w.queue.id}`;
     expect(distinct).toBe(2500);
   });
 
@@ -234,7 +234,7 @@ describe('svc items import: running again', () => {
       { chunk: 2, lines: [1001, 1500], items: 500, added: 500, replayed: false },
     ]);
     const [{ n, distinct }] = await s.sql`
-      select count(*)::int as n, count(distinct data->>'seq')::int as distinct from queue_items where queue_id = ${w.queue.id}`;
+      select count(*)::int as n, count(distinct data->>'seq')::int as distinct from queue_item_records where queue_id = ${w.queue.id}`;
     expect([n, distinct]).toEqual([1500, 1500]);
   });
 

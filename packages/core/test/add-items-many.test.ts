@@ -21,7 +21,7 @@ describe('addItemsMany', () => {
     ]);
     expect(n).toBe(3);
     const rows = await db.sql`
-      select priority, reference, deadline::text as deadline, postpone, data, status from queue_items where queue_id = ${q.id} order by created_at, id`;
+      select priority, reference, deadline::text as deadline, postpone, data, status from queue_item_records where queue_id = ${q.id} order by created_at, id`;
     expect(rows).toEqual([
       { priority: 5, reference: 'r-0', deadline: '2030-01-01 00:00:00.123456+00', postpone: new Date('2029-06-01T10:00:00Z'), data: { i: 0 }, status: 'new' },
       { priority: 3, reference: null, deadline: null, postpone: null, data: { i: 1 }, status: 'new' },
@@ -49,7 +49,7 @@ describe('addItemsMany', () => {
   it('leaves the API bulk body as it was: payloads become items with the defaults', async () => {
     const q = await queue();
     expect(await addItemsBulk({ sql: db.sql }, q, { items: [{ a: 1 }, { b: 2 }] })).toBe(2);
-    const rows = await db.sql`select priority, reference, deadline, postpone, data from queue_items where queue_id = ${q.id} order by created_at, id`;
+    const rows = await db.sql`select priority, reference, deadline, postpone, data from queue_item_records where queue_id = ${q.id} order by created_at, id`;
     expect(rows).toEqual([
       { priority: 3, reference: null, deadline: null, postpone: null, data: { a: 1 } },
       { priority: 3, reference: null, deadline: null, postpone: null, data: { b: 2 } },

@@ -58,7 +58,7 @@ describe.each(implementations)('the orphan sweep on %s', (_name, make) => {
     const q = await seedQueue(sql, tenantId);
     await engine.catalog.save(CLI_ACTOR, tenantId, 'queue', { id: q.id as string }, { retention_completed_days: 0.0001, retention_action: 'archive' });
     await sql`
-      insert into queue_items (tenant_id, queue_id, status, data, updated_at)
+      insert into queue_item_records (tenant_id, queue_id, status, data, updated_at)
       select ${tenantId}, ${q.id as string}, 'completed', jsonb_build_object('n', g), now() - make_interval(secs => 3600 + g)
       from generate_series(1, 9) g`;
     // killed batches of 4, then a pass in batches of 3: the first files are written for other row sets, so they are orphans

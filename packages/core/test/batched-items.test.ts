@@ -167,7 +167,7 @@ describe('adding an item to a queue addressed by name (the insert finds the queu
       ...inputs.slice(0, 6).map((input) => addItemToQueueNamed(deps(), t.id, q.name, input)),
       ...inputs.slice(6).map((input) => addItem(deps(), ref, input)),
     ]);
-    const stored = await db.sql<QueueItemRow[]>`select ${db.sql(ITEM_COLUMNS)} from queue_items where queue_id = ${q.id}`;
+    const stored = await db.sql<QueueItemRow[]>`select ${db.sql(ITEM_COLUMNS)} from queue_item_records where queue_id = ${q.id}`;
     const byId = new Map(stored.map((r) => [r.id, r]));
     expect(byId.size).toBe(12);
     for (const row of rows) {

@@ -19,7 +19,7 @@ beforeAll(async () => {
 
 async function deadItems(queueId: string, n: number, retryCount = 3): Promise<void> {
   await sql`
-    insert into queue_items (tenant_id, queue_id, status, data, retry_count, created_at)
+    insert into queue_item_records (tenant_id, queue_id, status, data, retry_count, created_at)
     select ${tenantId}, ${queueId}, 'dead_letter', jsonb_build_object('n', g), ${retryCount}, now() - make_interval(secs => 10000 - g)
     from generate_series(1, ${n}) g`;
 }
@@ -46,7 +46,7 @@ describe('chunks', () => {
     expect(await action(asked.action.id)).toMatchObject({ status: 'running', done: BULK_ACTION_CHUNK, changed: BULK_ACTION_CHUNK });
     expect(await counts(q.id)).toEqual({ new: BULK_ACTION_CHUNK, dead_letter: n - BULK_ACTION_CHUNK });
     // the oldest first: the cursor walks (created_at, id)
-    const [oldestLeft] = await sql`select min((data->>'n')::int) as n from queue_items where queue_id = ${q.id} and status = 'dead_letter'`;
+    const [oldestLeft] = await sql`select min((data->>'n')::int) as n from queue_item_records where queue_id = ${q.id} and status = 'dead_letter'`;
     expect(oldestLeft!.n).toBe(BULK_ACTION_CHUNK + 1);
 
     await engine.bulk.run({ budgetMs: 60_000 });
@@ -105,7 +105,7 @@ describe('chunks', () => {
       let locked!: () => void;
       const isLocked = new Promise<void>((resolve) => { locked = resolve; });
       const holding = holder.begin(async (tx) => {
-        await tx`select id from queue_items where queue_id = ${q.id} and (data->>'n')::int = 3 for update`;
+        await tx`select id from queue_item_records where queue_id = ${q.id} and (data->>'n')::int = 3 for update`;
         locked();
         await held;
       });
@@ -154,13 +154,13 @@ describe('chunks', () => {
     await deadItems(q.id, 10);
     const asked = await engine.bulk.askItems(CLI_ACTOR, q as { id: string; tenant_id: string }, { action: 'set_priority', priority: 5, filter: {} });
     if (asked.dryRun) throw new Error('not a dry run');
-    await sql`insert into queue_items (tenant_id, queue_id, status, data, priority) values (${tenantId}, ${q.id}, 'new', '{"late":true}', 1)`;
+    await sql`insert into queue_item_records (tenant_id, queue_id, status, data, priority) values (${tenantId}, ${q.id}, 'new', '{"late":true}', 1)`;
     // two of the counted items were taken by a robot meanwhile: never edited under it
-    await sql`update queue_items set status = 'in_progress' where id in (select id from queue_items where queue_id = ${q.id} and data ? 'n' order by id limit 2)`;
+    await sql`update queue_items set status = 'in_progress' where id in (select id from queue_item_records where queue_id = ${q.id} and data ? 'n' order by id limit 2)`;
     await engine.bulk.run({ actionId: asked.action.id });
     expect(await action(asked.action.id)).toMatchObject({ status: 'completed', total: 10, done: 8, changed: 8 });
     const rows = await sql<{ status: string; priority: number; late: boolean }[]>`
-      select status, priority, data ? 'late' as late from queue_items where queue_id = ${q.id}`;
+      select status, priority, data ? 'late' as late from queue_item_records where queue_id = ${q.id}`;
     expect(rows.filter((r) => r.priority === 5)).toHaveLength(8);
     expect(rows.find((r) => r.late)!.priority).toBe(1);
     expect(rows.filter((r) => r.status === 'in_progress').every((r) => r.priority === 3)).toBe(true);

@@ -35,7 +35,7 @@ interface Spec { priority?: number; deadline?: string | null; postpone?: string 
 /** An item created `ageSeconds` ago: the floor never passes items younger than its lag. */
 async function addItem(queueId: string, f: Spec) {
   const [row] = await sql<Array<{ id: string; reference: string }>>`
-    insert into queue_items (tenant_id, queue_id, priority, deadline, postpone, data, reference, created_at)
+    insert into queue_item_records (tenant_id, queue_id, priority, deadline, postpone, data, reference, created_at)
     values (${tenantId}, ${queueId}, ${f.priority ?? 3}, ${f.deadline ?? null}, ${f.postpone ?? null}, '{}'::jsonb, ${f.ref},
             now() - make_interval(secs => ${f.ageSeconds}))
     returning id, reference`;
@@ -173,7 +173,7 @@ describe('the take past the floor', () => {
     const other = createSql(ctx.databaseUrl, { max: 1 });
     try {
       await other.begin(async (tx) => {
-        await tx`insert into queue_items (tenant_id, queue_id, data, reference, created_at)
+        await tx`insert into queue_item_records (tenant_id, queue_id, data, reference, created_at)
                  values (${tenantId}, ${q.id}, '{}'::jsonb, 'late', now() - interval '100 seconds')`;
         await sql`update queue_items set status = 'completed' where queue_id = ${q.id} and reference = 'a'`;
         await recomputeClaimFloors(sql, { mode: 'on' });
@@ -269,7 +269,7 @@ describe('the orphaned-item safety net while floors are engaged', () => {
   it('runs one sweep in CLAIM_FLOOR_FULL_EVERY, and every sweep without floors', async () => {
     const orphanIn = async (queueId: string) => {
       const job = await runningJob();
-      await sql`insert into queue_items (tenant_id, queue_id, data, status, job_id, attempt) values (${tenantId}, ${queueId}, '{}'::jsonb, 'in_progress', ${job}, 1)`;
+      await sql`insert into queue_item_records (tenant_id, queue_id, data, status, job_id, attempt) values (${tenantId}, ${queueId}, '{}'::jsonb, 'in_progress', ${job}, 1)`;
       await sql`update jobs set status = 'completed', finished_at = now() where id = ${job}`;
     };
     const logger = createLogger({ service: 'claim-floor-test', level: 'error' });
@@ -393,7 +393,7 @@ function expectNoWholeRead(plan: PlanNode): void {
 describe('the plan of the take past the floor', () => {
   it('walks index ranges in order, sorts no queue\'s items, and never runs the parts after the one that fills the take', async () => {
     const q = await seedQueue(sql, tenantId, {});
-    await sql`insert into queue_items (tenant_id, queue_id, priority, data, created_at)
+    await sql`insert into queue_item_records (tenant_id, queue_id, priority, data, created_at)
               select ${tenantId}, ${q.id}, 3, '{}'::jsonb, now() - interval '1 hour' + make_interval(secs => g) from generate_series(1, 2000) g`;
     await addItem(q.id, { priority: 5, deadline: inMinutes(5), ref: 'urgent', ageSeconds: 30 });
     await sql`analyze queue_items`;
@@ -410,7 +410,7 @@ describe('the plan of the take past the floor', () => {
   it('the batched take: the same ranges per queue', async () => {
     const [q1, q2] = [await seedQueue(sql, tenantId, {}), await seedQueue(sql, tenantId, {})];
     for (const q of [q1, q2]) {
-      await sql`insert into queue_items (tenant_id, queue_id, priority, data, created_at)
+      await sql`insert into queue_item_records (tenant_id, queue_id, priority, data, created_at)
                 select ${tenantId}, ${q.id}, 2, '{}'::jsonb, now() - interval '1 hour' + make_interval(secs => g) from generate_series(1, 1000) g`;
     }
     await sql`analyze queue_items`;
@@ -429,7 +429,7 @@ describe('the plan of the take past the floor', () => {
 describe('a snapshot held elsewhere', () => {
   it('keeps the take\'s reading bounded past the floor, while the take from the head reads more with every item taken', async () => {
     const q = await seedQueue(sql, tenantId, {});
-    await sql`insert into queue_items (tenant_id, queue_id, data, created_at)
+    await sql`insert into queue_item_records (tenant_id, queue_id, data, created_at)
               select ${tenantId}, ${q.id}, '{}'::jsonb, now() - interval '2 hours' + make_interval(secs => g * 0.1) from generate_series(1, 31000) g`;
     await sql`vacuum analyze queue_items`;
     await recomputeClaimFloors(sql, { mode: 'on' });

@@ -23,7 +23,7 @@ async function counted(queueId: string): Promise<Array<{ shard: number; n: numbe
 }
 
 function insertItems(tx: Sql, queueId: string, n: number) {
-  return tx`insert into queue_items (tenant_id, queue_id, data) select ${tenantId}, ${queueId}, '{}'::jsonb from generate_series(1, ${n})`;
+  return tx`insert into queue_item_records (tenant_id, queue_id, data) select ${tenantId}, ${queueId}, '{}'::jsonb from generate_series(1, ${n})`;
 }
 
 /** The shard the transaction took, or null when it took none. */

@@ -73,7 +73,7 @@ describe('items', () => {
     const settled = await emitted(() => engine.machines.takeItems({ ...req, outcomes, take: 0 }));
     expect(types(settled).sort()).toEqual(['item.completed', 'item.failed', 'item.pending_review']);
     const completed = settled.find((e) => e.type === 'item.completed')!;
-    const [row] = await sql<QueueItemRow[]>`select * from queue_items where id = ${a.id}`;
+    const [row] = await sql<QueueItemRow[]>`select * from queue_item_records where id = ${a.id}`;
     // the resource as the API shows it
     expect(completed.data).toEqual(JSON.parse(JSON.stringify(toQueueItemResponse(row!))));
     // the same outcome again after a lost answer changes no status: no event

@@ -35,11 +35,11 @@ it('reads every file of a manifest longer than a page, ties of hour and first en
   const files = 1203;
   // the rows as retention archives them (to_jsonb of the row), then gone from the table
   await db.sql`
-    insert into queue_items (tenant_id, queue_id, status, data, updated_at)
+    insert into queue_item_records (tenant_id, queue_id, status, data, updated_at)
     select ${tenant.id}, ${qid}, 'completed', jsonb_build_object('f', g), '2026-01-01T00:00:00Z'::timestamptz + (g / 400) * interval '1 hour'
     from generate_series(1, ${files}) g`;
   const rows = await db.sql<Array<{ id: string; f: number; hour: Date; row: Record<string, unknown> }>>`
-    select id, (data->>'f')::int as f, date_trunc('hour', updated_at) as hour, to_jsonb(i) as row from queue_items i where queue_id = ${qid}`;
+    select id, (data->>'f')::int as f, date_trunc('hour', updated_at) as hour, to_jsonb(i) as row from queue_item_records i where queue_id = ${qid}`;
   await db.sql`delete from queue_items where queue_id = ${qid}`;
   // keys in reverse of f within an hour, so only the key orders files that share hour and first end
   for (const r of rows) {

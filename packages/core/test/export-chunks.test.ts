@@ -24,7 +24,7 @@ describe('export chunks', () => {
     const perItem = 700_000;
     const count = Math.ceil((3 * EXPORT_CHUNK_BYTES) / perItem);
     await sql`
-      insert into queue_items (tenant_id, queue_id, data, created_at)
+      insert into queue_item_records (tenant_id, queue_id, data, created_at)
       select ${tenant.id}, ${queue.id},
              jsonb_build_object('i', g, 'blob', (select string_agg(md5(g::text || '-' || k), '') from generate_series(1, ${perItem / 32}) k)),
              now() - g * interval '1 second'
@@ -33,7 +33,7 @@ describe('export chunks', () => {
     expect(first.length).toBeGreaterThan(0);
     expect(first.length).toBeLessThan(count);
     const storedOf = async (ids: string[]) => Number((await sql`
-      select coalesce(sum(octet_length(data::text)), 0)::bigint as n from queue_items where id = any(${ids}::uuid[])`)[0]!.n);
+      select coalesce(sum(octet_length(data::text)), 0)::bigint as n from queue_item_records where id = any(${ids}::uuid[])`)[0]!.n);
     // the chunk ends with the row that passed the bound: the rows before it are within it
     const ids = first.map((r) => r.id);
     expect(await storedOf(ids)).toBeGreaterThanOrEqual(EXPORT_CHUNK_BYTES);
@@ -57,10 +57,10 @@ describe('export chunks', () => {
     const perItem = 2_000_000;
     const count = 12;
     await sql`
-      insert into queue_items (tenant_id, queue_id, data, created_at)
+      insert into queue_item_records (tenant_id, queue_id, data, created_at)
       select ${tenant.id}, ${queue.id}, jsonb_build_object('i', g, 'blob', repeat('a', ${perItem})), now() - g * interval '1 second'
       from generate_series(1, ${count}) g`;
-    const [stored] = await sql`select max(pg_column_size(data))::int as n from queue_items where queue_id = ${queue.id}`;
+    const [stored] = await sql`select max(pg_column_size(data))::int as n from queue_item_records where queue_id = ${queue.id}`;
     expect(stored!.n).toBeLessThan(perItem / 10);
     const first = await exportQueueItemsChunk(sql, queue, {}, null, EXPORT_CHUNK_ROWS);
     // the bound's bytes plus at most the one row that passed it
@@ -71,7 +71,7 @@ describe('export chunks', () => {
     const sql = db.ctx.sql;
     const tenant = await seedTenant(sql);
     const queue = (await seedQueue(sql, tenant.id)) as { id: string; tenant_id: string; name: string };
-    await sql`insert into queue_items (tenant_id, queue_id, data) select ${tenant.id}, ${queue.id}, jsonb_build_object('i', g) from generate_series(1, 25) g`;
+    await sql`insert into queue_item_records (tenant_id, queue_id, data) select ${tenant.id}, ${queue.id}, jsonb_build_object('i', g) from generate_series(1, 25) g`;
     const expected = (await sql`select id from queue_items where queue_id = ${queue.id} order by created_at desc, id desc`).map((r) => r.id);
     for (const limit of [1, 7, 25, 1000]) {
       const ids: string[] = [];
@@ -85,7 +85,7 @@ describe('export chunks', () => {
     const engine = createEngine({ sql, logger: createLogger({ service: 'export-test', level: 'error' }) });
     const tenant = await seedTenant(sql);
     const queue = (await seedQueue(sql, tenant.id)) as { id: string; tenant_id: string; name: string };
-    await sql`insert into queue_items (tenant_id, queue_id, data, reference) values (${tenant.id}, ${queue.id}, ${sql.json({ a: 1 })}, '@sum')`;
+    await sql`insert into queue_item_records (tenant_id, queue_id, data, reference) values (${tenant.id}, ${queue.id}, ${sql.json({ a: 1 })}, '@sum')`;
     const nd = (await text(await engine.items.export(queue, {}, 'ndjson'))).split('\n');
     expect(nd).toHaveLength(2);
     expect(JSON.parse(nd[0]!)).toMatchObject({ reference: '@sum', data: { a: 1 } });

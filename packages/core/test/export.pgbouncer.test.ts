@@ -26,7 +26,7 @@ it('exports every item in order, its chunks on whichever server session, while o
   const tenant = await seedTenant(db.ctx.sql);
   const queue = (await seedQueue(db.ctx.sql, tenant.id)) as { id: string; tenant_id: string; name: string };
   await db.ctx.sql`
-    insert into queue_items (tenant_id, queue_id, data, status)
+    insert into queue_item_records (tenant_id, queue_id, data, status)
     select ${tenant.id}, ${queue.id}, jsonb_build_object('i', g), case when g % 3 = 0 then 'completed' else 'new' end
     from generate_series(1, 7500) g`;
   const expected = (await db.ctx.sql`

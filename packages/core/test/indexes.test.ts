@@ -31,7 +31,7 @@ import { createTestContext, type TestContext } from '@svc/testing';
  * documents (and pins) the query → index map.
  */
 
-const LARGE_TABLES = new Set(['queue_items', 'jobs', 'api_keys', 'audit_log', 'idempotency_keys', 'access_tokens']);
+const LARGE_TABLES = new Set(['queue_items', 'queue_item_payloads', 'jobs', 'api_keys', 'audit_log', 'idempotency_keys', 'access_tokens']);
 
 const squash = (s: string) => s.replace(/\s+/g, ' ');
 
@@ -72,20 +72,23 @@ insert into assets (tenant_id, name, type) select t.id, 'asset-' || g, 'text' fr
 insert into asset_values (asset_id, environment, value) select a.id, e, to_jsonb(a.name) from assets a, unnest(array['dev', 'production']) e;
 -- 200k items in creation order: the oldest are finished, the newest 15% wait (status new) or run
 create temp table qk as select q.id, q.tenant_id, row_number() over (order by t.n, q.name)::int - 1 as k from queues q join tn t on t.id = q.tenant_id;
-insert into queue_items (tenant_id, queue_id, status, priority, reference, deadline, postpone, data, retry_count, job_id, attempt, created_at)
-select q.tenant_id, q.id,
+create temp table seed_items as
+select gen_random_uuid() as id, s.g, q.tenant_id, q.id as queue_id,
        case when g > 170000 then (case when r < 0.01 then 'in_progress' when r < 0.02 then 'pending_review' when r < 0.03 then 'failed' else 'new' end)
-            else (case when r < 0.01 then 'dead_letter' when r < 0.015 then 'pending_review' else 'completed' end) end,
-       1 + g % 5, case when g % 10 = 0 then 'ref-' || g end,
-       case when g % 7 = 0 then now() + (g % 1000) * interval '1 minute' end,
-       case when g % 50 = 0 and g > 170000 then now() + interval '1 hour' end,
-       jsonb_build_object('n', g), case when g > 170000 and r >= 0.02 and r < 0.03 then 1 else 0 end,
-       case when g > 170000 and r < 0.01 then gen_random_uuid() end, 1,
-       now() - (200000 - g) * interval '1 second'
+            else (case when r < 0.01 then 'dead_letter' when r < 0.015 then 'pending_review' else 'completed' end) end as status,
+       1 + g % 5 as priority, case when g % 10 = 0 then 'ref-' || g end as reference,
+       case when g % 7 = 0 then now() + (g % 1000) * interval '1 minute' end as deadline,
+       case when g % 50 = 0 and g > 170000 then now() + interval '1 hour' end as postpone,
+       jsonb_build_object('n', g) as data, case when g > 170000 and r >= 0.02 and r < 0.03 then 1 else 0 end as retry_count,
+       case when g > 170000 and r < 0.01 then gen_random_uuid() end as job_id, 1 as attempt,
+       now() - (200000 - g) * interval '1 second' as created_at
 from (select g, random() as r, case when g % 4 <> 0 then 0 when g % 8 = 4 then 1 + g % 39 else 40 + g % (select count(*)::int - 40 from qk) end as k
       from generate_series(1, 200000) g) s
-join qk q on q.k = s.k
-order by s.g;
+join qk q on q.k = s.k;
+-- an item's state and its payload (migration 0029), each table written in creation order
+insert into queue_items (id, tenant_id, queue_id, status, priority, reference, deadline, postpone, retry_count, job_id, attempt, created_at)
+select id, tenant_id, queue_id, status, priority, reference, deadline, postpone, retry_count, job_id, attempt, created_at from seed_items order by g;
+insert into queue_item_payloads (id, queue_id, data) select id, queue_id, data from seed_items order by g;
 -- 50k jobs in creation order: nearly all finished; the newest are pending or running
 create temp table mk as select m.id, m.tenant_id, t.n, substr(m.name, 9)::int as k from machines m join tn t on t.id = m.tenant_id;
 create temp table pk as select p.id, p.tenant_id, substr(p.name, 9)::int as k from processes p;
@@ -200,7 +203,7 @@ async function loadDataSet(sql: Sql): Promise<Fixture> {
     const dead = await conn<Array<{ id: string }>>`
       select id from queue_items where queue_id = ${queue!.id} and status = 'dead_letter' order by created_at limit 3`;
     const [found] = await conn<Array<{ data: Record<string, unknown> }>>`
-      select data from queue_items where queue_id = ${queue!.id} and status = 'completed' order by created_at limit 1`;
+      select data from queue_item_records where queue_id = ${queue!.id} and status = 'completed' order by created_at limit 1`;
     return {
       itemData: found!.data,
       tenant: t1!.id,
@@ -500,7 +503,7 @@ const API_PROBES: Probe[] = [
   },
   {
     name: 'GET …/items?data={…} (listItems, a search by payload)',
-    indexes: ['queue_items_data_idx', 'queue_items_pkey'],
+    indexes: ['queue_item_payloads_data_idx', 'queue_items_pkey', 'queue_item_payloads_pkey'],
     sql: (s, f) => listItems(s, f.queue, { page: 1, limit: 100, data: JSON.stringify(f.itemData) }),
   },
   {

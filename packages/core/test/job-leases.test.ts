@@ -120,7 +120,7 @@ describe('the lapsed-lease sweep (sweepOfflineMachines)', () => {
     await sql`update jobs set queue_id = ${queue.id}, lease_expires_at = now() - interval '1 second' where id = ${lapsed.id}`;
     await sql`update jobs set lease_expires_at = now() + interval '1 minute' where id = ${live.id}`;
     const [held] = await sql`
-      insert into queue_items (tenant_id, queue_id, data, status, job_id, attempt)
+      insert into queue_item_records (tenant_id, queue_id, data, status, job_id, attempt)
       values (${tenantId}, ${queue.id}, '{}', 'in_progress', ${lapsed.id}, 1) returning id`;
     await sql`update machines set last_heartbeat_at = now() where id = ${machine.id}`;
 

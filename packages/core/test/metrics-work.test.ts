@@ -30,7 +30,7 @@ async function value(name: string, labels: Record<string, string> = {}): Promise
 it('counts item attempts, outcomes, the created → completed time and dead letters', async () => {
   const queue = await seedQueue(sql, tenantId, { max_retries: 0 });
   for (let i = 0; i < 2; i++) {
-    await sql`insert into queue_items (tenant_id, queue_id, data) values (${tenantId}, ${queue.id as string}, ${sql.json({ i })})`;
+    await sql`insert into queue_item_records (tenant_id, queue_id, data) values (${tenantId}, ${queue.id as string}, ${sql.json({ i })})`;
   }
   const jobId = randomUUID();
   await sql`insert into jobs (id, tenant_id, process_id, machine_id, status, attempt, started_at, source, queue_id)

@@ -24,7 +24,7 @@ describe('migrations', () => {
   it('keeps exact per-status queue item counts through inserts, updates and deletes', async () => {
     const [tenant] = await ctx.sql`insert into tenants (name) values ('t') returning id`;
     const [queue] = await ctx.sql`insert into queues (tenant_id, name) values (${tenant!.id}, 'q') returning id`;
-    await ctx.sql`insert into queue_items (tenant_id, queue_id, data)
+    await ctx.sql`insert into queue_item_records (tenant_id, queue_id, data)
       select ${tenant!.id}, ${queue!.id}, '{}'::jsonb from generate_series(1, 25)`;
     await ctx.sql`update queue_items set status = 'completed' where id in (select id from queue_items limit 10)`;
     await ctx.sql`delete from queue_items where id in (select id from queue_items where status = 'new' limit 5)`;
@@ -41,9 +41,9 @@ describe('migrations', () => {
     const [b] = await ctx.sql`insert into tenants (name) values ('owner-b') returning id`;
     const [queue] = await ctx.sql`insert into queues (tenant_id, name) values (${a!.id}, 'q') returning id`;
     // another workspace's id on an item of this queue is refused
-    await expect(ctx.sql`insert into queue_items (tenant_id, queue_id, data) values (${b!.id}, ${queue!.id}, '{}')`)
+    await expect(ctx.sql`insert into queue_item_records (tenant_id, queue_id, data) values (${b!.id}, ${queue!.id}, '{}')`)
       .rejects.toMatchObject({ code: '23503', constraint_name: 'queue_items_queue_tenant_fkey' });
-    await ctx.sql`insert into queue_items (tenant_id, queue_id, data) values (${a!.id}, ${queue!.id}, '{}')`;
+    await ctx.sql`insert into queue_item_records (tenant_id, queue_id, data) values (${a!.id}, ${queue!.id}, '{}')`;
     await ctx.sql`delete from tenants where id = ${a!.id}`;
     const [{ n }] = await ctx.sql<{ n: number }[]>`select count(*)::int as n from queue_items where queue_id = ${queue!.id}`;
     expect(n).toBe(0);

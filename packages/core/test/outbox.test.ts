@@ -123,7 +123,7 @@ describe('commands write their effects in their own transaction', () => {
     await db.sql`update jobs set queue_id = ${w.queue.id} where id = ${job.id}`;
     const started = await startJob(db.sql, job.id as string, w.machine.id as string);
     if (!('started' in started)) throw new Error('not started');
-    await db.sql`insert into queue_items (tenant_id, queue_id, status, job_id, data) values (${w.tenant.id}, ${w.queue.id}, 'in_progress', ${job.id}, '{}')`;
+    await db.sql`insert into queue_item_records (tenant_id, queue_id, status, job_id, data) values (${w.tenant.id}, ${w.queue.id}, 'in_progress', ${job.id}, '{}')`;
     await db.sql`delete from outbox`;
     const fin = await finishJob(db.sql, job.id as string, started.started.attempt, { to: 'completed', output_data: { items_failed: 1 } });
     expect(fin!.failedItemQueues).toEqual([w.queue.id]);

@@ -45,14 +45,14 @@ async function newQueue(maxRetries = 3) {
 
 async function addItem(queueId: string, f: { priority?: number; deadline?: string | null; postpone?: string | null; ref?: string } = {}) {
   const [row] = await sql`
-    insert into queue_items (tenant_id, queue_id, priority, deadline, postpone, data, reference)
+    insert into queue_item_records (tenant_id, queue_id, priority, deadline, postpone, data, reference)
     values (${tenantId}, ${queueId}, ${f.priority ?? 3}, ${f.deadline ?? null}, ${f.postpone ?? null}, ${sql.json({})}, ${f.ref ?? null})
     returning *`;
   return row!;
 }
 
 async function item(id: string) {
-  const [row] = await sql`select * from queue_items where id = ${id}`;
+  const [row] = await sql`select * from queue_item_records where id = ${id}`;
   return row!;
 }
 
@@ -129,7 +129,7 @@ describe('the round trip of a consumer', () => {
     for (let i = 0; i < 40; i++) await addItem(q.id);
     // a table of some size, as the planner sees it: on a handful of rows any plan is cheap
     const other = await newQueue();
-    await sql`insert into queue_items (tenant_id, queue_id, data) select ${tenantId}, ${other.id}, '{}'::jsonb from generate_series(1, 20000)`;
+    await sql`insert into queue_item_records (tenant_id, queue_id, data) select ${tenantId}, ${other.id}, '{}'::jsonb from generate_series(1, 20000)`;
     await sql`analyze queue_items`;
     const job = randomUUID();
     await ensureRunningJob(job);
@@ -203,7 +203,7 @@ describe('take order', () => {
 
   it('keeps FIFO among items created in the same millisecond (microsecond created_at)', async () => {
     const q = await newQueue();
-    await sql`insert into queue_items (tenant_id, queue_id, data, reference) select ${tenantId}, ${q.id}, '{}'::jsonb, 'n' || g from generate_series(1, 50) g`;
+    await sql`insert into queue_item_records (tenant_id, queue_id, data, reference) select ${tenantId}, ${q.id}, '{}'::jsonb, 'n' || g from generate_series(1, 50) g`;
     const res = await take(q.id, randomUUID(), 50);
     const created = await sql`select id from queue_items where queue_id = ${q.id} order by created_at, id`;
     expect(res.claimed.map((r) => r.id)).toEqual(created.map((r) => r.id));
@@ -231,7 +231,7 @@ describe('take order', () => {
 
   it('never hands one item to two concurrent consumers', async () => {
     const q = await newQueue();
-    await sql`insert into queue_items (tenant_id, queue_id, data) select ${tenantId}, ${q.id}, '{}'::jsonb from generate_series(1, 200)`;
+    await sql`insert into queue_item_records (tenant_id, queue_id, data) select ${tenantId}, ${q.id}, '{}'::jsonb from generate_series(1, 200)`;
     const jobs = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
     const got = await Promise.all(jobs.map(async (job) => {
       const ids: string[] = [];

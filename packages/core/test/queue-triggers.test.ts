@@ -17,7 +17,7 @@ async function world() {
   const proc = await seedProcess(sql, tenant.id);
   const queue = await seedQueue(sql, tenant.id);
   const addItems = (n: number) => sql`
-    insert into queue_items (tenant_id, queue_id, data) select ${tenant.id}, ${queue.id}, '{}'::jsonb from generate_series(1, ${n})`;
+    insert into queue_item_records (tenant_id, queue_id, data) select ${tenant.id}, ${queue.id}, '{}'::jsonb from generate_series(1, ${n})`;
   const machine = async (slots: number, kind: 'attended' | 'unattended' = 'unattended') => {
     const { row } = await seedMachine(sql, tenant.id, { slots });
     await sql`update machines set kind = ${kind} where id = ${row.id}`;

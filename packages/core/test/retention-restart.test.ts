@@ -35,7 +35,7 @@ it('a Postgres restart in the middle of a batch loses nothing: the next pass res
   const q = await seedQueue(t.sql, tenantId);
   await engine.catalog.save(CLI_ACTOR, tenantId, 'queue', { id: q.id as string }, { retention_completed_days: 0.0001, retention_action: 'archive' });
   await t.sql`
-    insert into queue_items (tenant_id, queue_id, status, data, updated_at, processed_at)
+    insert into queue_item_records (tenant_id, queue_id, status, data, updated_at, processed_at)
     select ${tenantId}, ${q.id}, 'completed', jsonb_build_object('n', g), now() - make_interval(secs => 3600 + g), now() - interval '1 hour'
     from generate_series(1, 2500) g`;
   const all = (await t.sql<{ id: string }[]>`select id from queue_items where queue_id = ${q.id as string}`).map((r) => r.id);

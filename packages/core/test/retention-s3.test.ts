@@ -43,7 +43,7 @@ async function archivingQueue() {
 /** `n` completed items that ended `agoSeconds` ago and earlier, one second apart. */
 async function completed(queueId: string, n: number, agoSeconds: number): Promise<void> {
   await sql`
-    insert into queue_items (tenant_id, queue_id, status, data, reference, priority, updated_at, processed_at)
+    insert into queue_item_records (tenant_id, queue_id, status, data, reference, priority, updated_at, processed_at)
     select ${tenantId}, ${queueId}, 'completed', jsonb_build_object('n', g), 'ref-' || g, 3,
            now() - make_interval(secs => ${agoSeconds}::float8 + g), now() - make_interval(secs => ${agoSeconds}::float8 + g)
     from generate_series(1, ${n}) g`;

@@ -31,7 +31,7 @@ afterAll(async () => {
 /** `n` items of `status` whose last change was `agoSeconds` ago. */
 async function items(queueId: string, status: string, n: number, agoSeconds: number): Promise<void> {
   await sql`
-    insert into queue_items (tenant_id, queue_id, status, data, reference, priority, updated_at, processed_at)
+    insert into queue_item_records (tenant_id, queue_id, status, data, reference, priority, updated_at, processed_at)
     select ${tenantId}, ${queueId}, ${status}, jsonb_build_object('n', g, 'status', ${status}::text), 'ref-' || g, 4,
            now() - make_interval(secs => ${agoSeconds}::float8 + g), now() - make_interval(secs => ${agoSeconds}::float8 + g)
     from generate_series(1, ${n}) g`;
@@ -102,7 +102,7 @@ describe('the retention pass', () => {
   it('archives before it deletes: the manifest lists files whose lines are the deleted rows', async () => {
     const q = await queueWith({ retention_completed_days: 0.0001, retention_action: 'archive' });
     await items(q.id, 'completed', 25, 3600);
-    const before = await sql<{ id: string; data: unknown }[]>`select id, data from queue_items where queue_id = ${q.id} order by id`;
+    const before = await sql<{ id: string; data: unknown }[]>`select id, data from queue_item_records where queue_id = ${q.id} order by id`;
 
     const done = await engine.sweeps.retention({ batch: 10 });
     expect(done.find((d) => d.target_id === q.id)).toMatchObject({ deleted: 25, archived: 25 });
@@ -330,10 +330,10 @@ describe('the retention pass', () => {
   it('a failed item with a retry left is the retry policy\'s, not retention\'s', async () => {
     const q = await queueWith({ retention_failed_days: 0, max_retries: 2 });
     await items(q.id, 'failed', 3, 7200);
-    await sql`update queue_items set retry_count = 2 where queue_id = ${q.id} and data->>'n' = '1'`;
+    await sql`update queue_items set retry_count = 2 where id in (select id from queue_item_records where queue_id = ${q.id} and data->>'n' = '1')`;
     const done = await engine.sweeps.retention();
     expect(done.find((d) => d.target_id === q.id)).toEqual({ kind: 'queue_items', target_id: q.id, deleted: 1, archived: 0 });
-    expect((await sql`select data->>'n' as n from queue_items where queue_id = ${q.id} order by 1`).map((r) => r.n)).toEqual(['2', '3']);
+    expect((await sql`select data->>'n' as n from queue_item_records where queue_id = ${q.id} order by 1`).map((r) => r.n)).toEqual(['2', '3']);
   });
 
   it('a queue switched to archive while a batch waits archives that batch: each batch reads the settings it applies', async () => {
@@ -387,7 +387,7 @@ describe('the retention pass', () => {
     const restored = await engine.archive.restoreItems(q, new Date(Date.now() - 86_400_000), new Date());
     expect(restored).toBe(8);
     expect(await byStatus(q.id)).toEqual({ new: 8 });
-    const back = await sql<{ reference: string; priority: number; data: { status: string } }[]>`select reference, priority, data from queue_items where queue_id = ${q.id}`;
+    const back = await sql<{ reference: string; priority: number; data: { status: string } }[]>`select reference, priority, data from queue_item_records where queue_id = ${q.id}`;
     expect(back.every((r) => r.priority === 4 && r.reference.startsWith('ref-') && r.data.status === 'completed')).toBe(true);
     await expectCountsExact(q.id);
     // a window before the items ended restores nothing

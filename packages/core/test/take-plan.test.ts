@@ -24,7 +24,7 @@ beforeAll(async () => {
   machineId = (await seedMachine(sql, tenantId)).row.id;
   // statistics taken when the table held ended items only, then a burst the planner has not seen
   const old = await seedQueue(sql, tenantId, {});
-  await sql`insert into queue_items (tenant_id, queue_id, status, data, processed_at)
+  await sql`insert into queue_item_records (tenant_id, queue_id, status, data, processed_at)
             select ${tenantId}, ${old.id}, 'completed', '{}'::jsonb, now() from generate_series(1, 20000)`;
   await sql`analyze queue_items`;
 });
@@ -34,7 +34,7 @@ const runningJob = (): Promise<string> => insertRunningJob(sql, tenantId, proces
 
 async function burst(): Promise<string> {
   const q = await seedQueue(sql, tenantId, {});
-  await sql`insert into queue_items (tenant_id, queue_id, data) select ${tenantId}, ${q.id}, '{}'::jsonb from generate_series(1, 5000)`;
+  await sql`insert into queue_item_records (tenant_id, queue_id, data) select ${tenantId}, ${q.id}, '{}'::jsonb from generate_series(1, 5000)`;
   return q.id;
 }
 

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/sql';
+import { payloadContainsSql } from '../queue-items/repo';
 import {
   ITEM_ACTION_STATUSES, JOB_ACTION_STATUSES, type ItemActionFilter, type ItemActionName, type JobActionFilter, type JobActionName,
 } from './schemas';
@@ -35,7 +36,7 @@ function itemScopeSql(sql: Queryable, s: BulkScope) {
   return sql`queue_id = ${s.queueId!} and tenant_id = ${s.tenantId} and status = any(${statuses as string[]}::text[])
     ${f.status !== undefined ? sql`and status = ${f.status}` : sql``}
     ${f.reference !== undefined ? sql`and reference = ${f.reference}` : sql``}
-    ${f.data !== undefined ? sql`and data @> ${sql.json(f.data as never)}` : sql``}
+    ${f.data !== undefined ? sql`and ${payloadContainsSql(sql, s.queueId!, f.data)}` : sql``}
     ${createdSql(sql, f)} ${commonSql(sql, s)}`;
 }
 

@@ -5,7 +5,7 @@ import { queueReadyEffectOfInserted } from '../outbox/effects';
 import { itemAddedEventsOfInserted } from '../events/item-added';
 import { findQueueByName, type QueueRow } from '../catalog/queues';
 import {
-  CHOSEN_ON_INSERT, freshItemRow, insertQueueItem, ITEM_COLUMNS, type ChosenOnInsert, type NewQueueItem, type QueueItemRow, type QueueRef,
+  CHOSEN_ON_INSERT, freshItemRow, insertQueueItem, ITEM_STATE_COLUMNS, payloadsOfInserted, type ChosenOnInsert, type NewQueueItem, type QueueItemRow, type QueueRef,
 } from './repo';
 
 /**
@@ -111,13 +111,17 @@ async function insertQueueItemsBatch(sql: Sql, inputs: Array<{ queue: QueueRef; 
     ...itemRecord(item),
   }));
   const rows = await sql<ChosenOnInsert[]>`
-    with ins as (
-      insert into queue_items (id, tenant_id, queue_id, priority, reference, deadline, postpone, data)
-      select (e.value->>'id')::uuid, (e.value->>'tenant_id')::uuid, (e.value->>'queue_id')::uuid, (e.value->>'priority')::int,
-             e.value->>'reference', (e.value->>'deadline')::timestamptz, (e.value->>'postpone')::timestamptz, e.value->'data'
-      from jsonb_array_elements(${JSON.stringify(records)}::text::jsonb) with ordinality as e(value, n)
-      order by e.n
+    with src as materialized (
+      select (e.value->>'id')::uuid as id, e.n, e.value, e.value->'data' as data
+      from jsonb_array_elements(${JSON.stringify(records)}::text::jsonb) with ordinality as e(value, n)),
+    ins as (
+      insert into queue_items (id, tenant_id, queue_id, priority, reference, deadline, postpone)
+      select src.id, (src.value->>'tenant_id')::uuid, (src.value->>'queue_id')::uuid, (src.value->>'priority')::int,
+             src.value->>'reference', (src.value->>'deadline')::timestamptz, (src.value->>'postpone')::timestamptz
+      from src
+      order by src.n
       returning ${sql(CHOSEN_ON_INSERT)}, tenant_id),
+    ${payloadsOfInserted(sql)},
     ${itemAddedEventsOfInserted(sql, 'item')},
     ${queueReadyEffectOfInserted(sql)}
     select ${sql(CHOSEN_ON_INSERT)} from ins`;
@@ -133,14 +137,18 @@ async function insertQueueItemsByNameBatch(sql: Sql, inputs: ByName[]): Promise<
     ...itemRecord(item),
   }));
   const rows = await sql<ChosenOnInsert[]>`
-    with ins as (
-      insert into queue_items (id, tenant_id, queue_id, priority, reference, deadline, postpone, data)
-      select (e.value->>'id')::uuid, q.tenant_id, q.id, (e.value->>'priority')::int, e.value->>'reference',
-             (e.value->>'deadline')::timestamptz, (e.value->>'postpone')::timestamptz, e.value->'data'
-      from jsonb_array_elements(${JSON.stringify(records)}::text::jsonb) with ordinality as e(value, n)
-      join queues q on q.tenant_id = (e.value->>'tenant_id')::uuid and q.name = e.value->>'queue_name' and q.is_active
-      order by e.n
+    with src as materialized (
+      select (e.value->>'id')::uuid as id, e.n, e.value, e.value->'data' as data
+      from jsonb_array_elements(${JSON.stringify(records)}::text::jsonb) with ordinality as e(value, n)),
+    ins as (
+      insert into queue_items (id, tenant_id, queue_id, priority, reference, deadline, postpone)
+      select src.id, q.tenant_id, q.id, (src.value->>'priority')::int, src.value->>'reference',
+             (src.value->>'deadline')::timestamptz, (src.value->>'postpone')::timestamptz
+      from src
+      join queues q on q.tenant_id = (src.value->>'tenant_id')::uuid and q.name = src.value->>'queue_name' and q.is_active
+      order by src.n
       returning ${sql(CHOSEN_ON_INSERT)}, tenant_id),
+    ${payloadsOfInserted(sql)},
     ${itemAddedEventsOfInserted(sql, 'item')},
     ${queueReadyEffectOfInserted(sql)}
     select ${sql(CHOSEN_ON_INSERT)} from ins`;
@@ -162,14 +170,16 @@ function freshRows(
 
 async function insertQueueItemByName(sql: Sql, { tenantId, queueName, item }: ByName): Promise<QueueItemRow | null> {
   const [row] = await sql<QueueItemRow[]>`
-    with ins as (
-      insert into queue_items (tenant_id, queue_id, priority, reference, deadline, postpone, data)
-      select q.tenant_id, q.id, ${item.priority}, ${item.reference},
-             ${item.deadline}::text::timestamptz, ${item.postpone}::text::timestamptz, ${sql.json(item.data as never)}
-      from queues q where q.tenant_id = ${tenantId} and q.name = ${queueName} and q.is_active
-      returning ${sql(ITEM_COLUMNS)}),
+    with src as (select gen_random_uuid() as id, ${sql.json(item.data as never)}::jsonb as data),
+    ins as (
+      insert into queue_items (id, tenant_id, queue_id, priority, reference, deadline, postpone)
+      select src.id, q.tenant_id, q.id, ${item.priority}, ${item.reference},
+             ${item.deadline}::text::timestamptz, ${item.postpone}::text::timestamptz
+      from src, queues q where q.tenant_id = ${tenantId} and q.name = ${queueName} and q.is_active
+      returning ${sql(ITEM_STATE_COLUMNS)}),
+    ${payloadsOfInserted(sql)},
     ${itemAddedEventsOfInserted(sql, 'item')},
     ${queueReadyEffectOfInserted(sql)}
-    select * from ins`;
+    select ins.*, src.data from ins join src on src.id = ins.id`;
   return row ?? null;
 }

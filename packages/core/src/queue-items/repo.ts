@@ -32,12 +32,27 @@ export interface QueueItemRow {
   reviewed_at: Date | null;
 }
 
-/** What the contract shows of an item, and nothing else (no fencing columns). */
+/**
+ * What the contract shows of an item, and nothing else (no fencing columns). `data` is the
+ * payload's, in `queue_item_payloads` (migration 0029): the view `queue_item_records` has all of
+ * them; `queue_items` has ITEM_STATE_COLUMNS.
+ */
 export const ITEM_COLUMNS = [
   'id', 'tenant_id', 'queue_id', 'status', 'priority', 'reference', 'deadline', 'postpone', 'data', 'result', 'retry_count',
   'error_message', 'processed_by', 'created_at', 'processed_at', 'reviewed_by', 'reviewed_at',
 ];
-const QI_COLUMNS = ITEM_COLUMNS.map((c) => `qi.${c}`);
+/** ITEM_COLUMNS of the item's own row, without its payload. */
+export const ITEM_STATE_COLUMNS = ITEM_COLUMNS.filter((c) => c !== 'data');
+const QI_COLUMNS = ITEM_STATE_COLUMNS.map((c) => `qi.${c}`);
+
+/**
+ * The items of a queue whose payload contains `data` (`@>`, queue_item_payloads_data_idx), as a
+ * condition on `queue_items.id`: the GIN index finds the payloads, the queue narrows them there.
+ */
+export function payloadContainsSql(sql: Queryable, queueId: string, data: Record<string, unknown>, idColumn: 'id' | 'qi.id' = 'id') {
+  return sql`${sql.unsafe(idColumn)} in (
+    select p.id from queue_item_payloads p where p.queue_id = ${queueId} and p.data @> ${sql.json(data as never)})`;
+}
 
 export interface NewQueueItem {
   data: Record<string, unknown>;
@@ -83,15 +98,29 @@ export function freshItemRow(tenantId: string, item: NewQueueItem, chosen: Chose
 
 export async function insertQueueItem(sql: Queryable, queue: QueueRef, item: NewQueueItem): Promise<QueueItemRow> {
   const [row] = await sql<QueueItemRow[]>`
-    with ins as (
-      insert into queue_items (tenant_id, queue_id, priority, reference, deadline, postpone, data)
-      values (${queue.tenant_id}, ${queue.id}, ${item.priority}, ${item.reference},
-              ${item.deadline}::text::timestamptz, ${item.postpone}::text::timestamptz, ${sql.json(item.data as never)})
-      returning ${sql(ITEM_COLUMNS)}),
+    with src as (select gen_random_uuid() as id, ${sql.json(item.data as never)}::jsonb as data),
+    ins as (
+      insert into queue_items (id, tenant_id, queue_id, priority, reference, deadline, postpone)
+      select src.id, ${queue.tenant_id}, ${queue.id}, ${item.priority}, ${item.reference},
+             ${item.deadline}::text::timestamptz, ${item.postpone}::text::timestamptz
+      from src
+      returning ${sql(ITEM_STATE_COLUMNS)}),
+    ${payloadsOfInserted(sql)},
     ${itemAddedEventsOfInserted(sql, 'item')},
     ${queueReadyEffectOfInserted(sql)}
-    select * from ins`;
+    select ins.*, src.data from ins join src on src.id = ins.id`;
   return row!;
+}
+
+/**
+ * The part of an item insert statement that stores the payloads of the rows the data-modifying
+ * CTE `ins` inserted, from the CTE `src` (their `id` and `data`): `with src as (…), ins as (insert
+ * … returning id, queue_id, …), ${payloadsOfInserted(sql)}, …`.
+ */
+export function payloadsOfInserted(sql: Queryable) {
+  return sql`pl as (
+    insert into queue_item_payloads (id, queue_id, data)
+    select ins.id, ins.queue_id, src.data from ins join src on src.id = ins.id)`;
 }
 
 /**
@@ -101,13 +130,17 @@ export async function insertQueueItem(sql: Queryable, queue: QueueRef, item: New
  */
 export async function insertQueueItemsBulk(sql: Queryable, queue: QueueRef, items: ReadonlyArray<NewQueueItem>): Promise<number> {
   const [row] = await sql<Array<{ n: number }>>`
-    with ins as (
-      insert into queue_items (tenant_id, queue_id, priority, reference, deadline, postpone, data)
-      select ${queue.tenant_id}, ${queue.id}, (e.value->>'priority')::int, e.value->>'reference',
-             (e.value->>'deadline')::timestamptz, (e.value->>'postpone')::timestamptz, e.value->'data'
-      from jsonb_array_elements(${JSON.stringify(items)}::text::jsonb) with ordinality as e(value, n)
-      order by e.n
-      returning queue_id, tenant_id),
+    with src as materialized (
+      select gen_random_uuid() as id, e.n, e.value, e.value->'data' as data
+      from jsonb_array_elements(${JSON.stringify(items)}::text::jsonb) with ordinality as e(value, n)),
+    ins as (
+      insert into queue_items (id, tenant_id, queue_id, priority, reference, deadline, postpone)
+      select src.id, ${queue.tenant_id}, ${queue.id}, (src.value->>'priority')::int, src.value->>'reference',
+             (src.value->>'deadline')::timestamptz, (src.value->>'postpone')::timestamptz
+      from src
+      order by src.n
+      returning id, queue_id, tenant_id),
+    ${payloadsOfInserted(sql)},
     ${itemAddedEventsOfInserted(sql, 'bulk')},
     ${queueReadyEffectOfInserted(sql)}
     select count(*)::int as n from ins`;
@@ -125,12 +158,12 @@ export async function listQueueItems(
   queue: QueueRef,
   opts: QueueItemFilter & { limit: number; offset: number },
 ): Promise<QueueItemRow[]> {
-  const ids = sql`select id, created_at from queue_items where queue_id = ${queue.id} ${itemFilterSql(sql, opts)}
+  const ids = sql`select id, created_at from queue_items where queue_id = ${queue.id} ${itemFilterSql(sql, queue.id, opts)}
         order by created_at desc, id desc limit ${opts.limit} offset ${opts.offset}`;
   return sql<QueueItemRow[]>`
     with page as (${ids})
-    select ${sql(QI_COLUMNS)}
-    from page join queue_items qi on qi.id = page.id
+    select ${sql(QI_COLUMNS)}, p.data
+    from page join queue_items qi on qi.id = page.id join queue_item_payloads p on p.id = page.id
     where qi.tenant_id = ${queue.tenant_id}
     order by page.created_at desc, page.id desc`;
 }
@@ -140,7 +173,7 @@ export async function listQueueItems(
  * the stored size: a 2 MiB payload of repeated text is stored compressed in a few KiB, and a
  * bound on that would let one chunk hold hundreds of such payloads.
  */
-const ITEM_SIZE_SQL = 'octet_length(data::text) + coalesce(octet_length(result::text), 0) + coalesce(octet_length(error_message), 0)';
+const ITEM_SIZE_SQL = 'octet_length(p.data::text) + coalesce(octet_length(qi.result::text), 0) + coalesce(octet_length(qi.error_message), 0)';
 
 /**
  * One chunk of a queue's export: the items after `after` in list order (created_at desc, id
@@ -157,13 +190,13 @@ export async function exportQueueItemsChunk(
   // the running size is computed in the order of the scan, row by row, and stops with its limit
   return sql<Array<QueueItemRow & KeysetRow>>`
     select ${sql(ITEM_COLUMNS)}, export_at, export_id from (
-      select ${sql(ITEM_COLUMNS)}, ${sql.unsafe(KEYSET_AT_SQL)} as export_at, id as export_id,
+      select ${sql(QI_COLUMNS)}, p.data, ${sql.unsafe(KEYSET_AT_SQL)} as export_at, qi.id as export_id,
              ${sql.unsafe(ITEM_SIZE_SQL)} as export_size,
-             sum(${sql.unsafe(ITEM_SIZE_SQL)}) over (order by created_at desc, id desc) as export_upto
-      from queue_items
-      where queue_id = ${queue.id} and tenant_id = ${queue.tenant_id} ${itemFilterSql(sql, filter)}
-        ${after ? sql`and (created_at, id) < (${after.at}::text::timestamptz, ${after.id}::uuid)` : sql``}
-      order by created_at desc, id desc
+             sum(${sql.unsafe(ITEM_SIZE_SQL)}) over (order by qi.created_at desc, qi.id desc) as export_upto
+      from queue_items qi join queue_item_payloads p on p.id = qi.id
+      where qi.queue_id = ${queue.id} and qi.tenant_id = ${queue.tenant_id} ${itemFilterSql(sql, queue.id, filter, 'qi.id')}
+        ${after ? sql`and (qi.created_at, qi.id) < (${after.at}::text::timestamptz, ${after.id}::uuid)` : sql``}
+      order by qi.created_at desc, qi.id desc
       limit ${limit}) chunk
     where export_upto - export_size < ${EXPORT_CHUNK_BYTES}
     order by created_at desc, id desc`;
@@ -172,26 +205,26 @@ export async function exportQueueItemsChunk(
 export interface QueueItemFilter {
   status?: QueueItemStatus;
   reference?: string;
-  /** the object the items' data must contain (`@>`, queue_items_data_idx) */
+  /** the object the items' data must contain (`@>`, queue_item_payloads_data_idx) */
   data?: Record<string, unknown>;
 }
 
-function itemFilterSql(sql: Queryable, f: QueueItemFilter) {
+function itemFilterSql(sql: Queryable, queueId: string, f: QueueItemFilter, idColumn: 'id' | 'qi.id' = 'id') {
   return sql`${f.reference !== undefined ? sql`and reference = ${f.reference}` : sql``}
     ${f.status ? sql`and status = ${f.status}` : sql``}
-    ${f.data !== undefined ? sql`and data @> ${sql.json(f.data as never)}` : sql``}`;
+    ${f.data !== undefined ? sql`and ${payloadContainsSql(sql, queueId, f.data, idColumn)}` : sql``}`;
 }
 
 /**
  * Exact number of a queue's items that pass a filter on their reference or data (and status): a
- * count over the rows an index finds (queue_items_reference_list_idx, queue_items_data_idx), as
+ * count over the rows an index finds (queue_items_reference_list_idx, queue_item_payloads_data_idx), as
  * many as match — a business key or a search by payload names a handful of items, not a queue's
  * worth (docs/decisions/operator-reads.md, docs/decisions/payload-search.md). Without either,
  * countQueueItems reads the counters instead.
  */
 export async function countQueueItemsMatching(sql: Queryable, queueId: string, filter: QueueItemFilter): Promise<number> {
   const [row] = await sql<{ total: number }[]>`
-    select count(*)::bigint as total from queue_items where queue_id = ${queueId} ${itemFilterSql(sql, filter)}`;
+    select count(*)::bigint as total from queue_items where queue_id = ${queueId} ${itemFilterSql(sql, queueId, filter)}`;
   return row!.total;
 }
 

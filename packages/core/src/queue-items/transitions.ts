@@ -2,7 +2,7 @@ import type { Queryable } from '../db/sql';
 import { itemRetryOutcomes } from '../metrics/domain';
 import { observeSettleAndClaim } from '../metrics/items';
 import { QUEUE_ITEM_STATUSES, type QueueItemStatus } from './schemas';
-import type { QueueItemRow } from './repo';
+import { ITEM_STATE_COLUMNS, type QueueItemRow } from './repo';
 import { es } from '../messages/es';
 
 /**
@@ -48,6 +48,9 @@ export function canTransitionItem(from: QueueItemStatus, to: QueueItemStatus): b
 }
 
 const T = QUEUE_ITEM_TRANSITIONS;
+
+/** The payload of the updated row `qi` (migration 0029), read only for the rows a statement returns. */
+const PAYLOAD_OF_QI_SQL = '(select p.data from queue_item_payloads p where p.id = qi.id)';
 
 /** The six statuses as SQL string literals, checked once: lowercase letters and `_` only. */
 const STATUS_LITERALS = new Map<string, string>(
@@ -273,7 +276,7 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim, o
        -- the last analysis): each take then walks the whole backlog. With a column of the
        -- picked row, only the primary key finds it.
        where qi.id = picked.id and qi.status = picked.status
-      returning qi.id, qi.queue_id, qi.attempt, qi.priority, qi.reference, qi.data, qi.retry_count,
+      returning qi.id, qi.queue_id, qi.attempt, qi.priority, qi.reference, ${sql.unsafe(PAYLOAD_OF_QI_SQL)} as data, qi.retry_count,
                 (extract(epoch from qi.deadline) * 1000000)::bigint as deadline_us,
                 (extract(epoch from qi.created_at) * 1000000)::bigint as created_us
     )
@@ -354,7 +357,7 @@ export async function settleAndClaimItemsBatch(sql: Queryable, reqs: readonly Se
         from assigned a
        -- the status the take locked the row in, not the literal (see settleAndClaimItems)
        where qi.id = a.id and qi.status = a.status
-      returning a.i, qi.id, qi.queue_id, qi.attempt, qi.priority, qi.reference, qi.data, qi.retry_count,
+      returning a.i, qi.id, qi.queue_id, qi.attempt, qi.priority, qi.reference, ${sql.unsafe(PAYLOAD_OF_QI_SQL)} as data, qi.retry_count,
                 (extract(epoch from qi.deadline) * 1000000)::bigint as deadline_us,
                 (extract(epoch from qi.created_at) * 1000000)::bigint as created_us
     )
@@ -476,19 +479,19 @@ export interface ReviewDecision {
 /** Human review, approved: `pending_review → new`. Null when the item is not pending review. */
 export async function approveQueueItem(sql: Queryable, d: ReviewDecision): Promise<QueueItemRow | null> {
   const [row] = await sql<QueueItemRow[]>`
-    update queue_items set status = ${statusSql(sql, T.approve.to)}, reviewed_by = ${d.reviewer}, reviewed_at = now(), job_id = null, updated_at = now()
+    update queue_items qi set status = ${statusSql(sql, T.approve.to)}, reviewed_by = ${d.reviewer}, reviewed_at = now(), job_id = null, updated_at = now()
     where id = ${d.itemId} and queue_id = ${d.queueId} and tenant_id = ${d.tenantId} and status = ${statusSql(sql, T.approve.from)}
-    returning *`;
+    returning ${sql(ITEM_STATE_COLUMNS.map((c) => `qi.${c}`))}, ${sql.unsafe(PAYLOAD_OF_QI_SQL)} as data`;
   return row ?? null;
 }
 
 /** Human review, rejected: `pending_review → failed` (the retry policy follows). */
 export async function rejectQueueItem(sql: Queryable, d: ReviewDecision): Promise<QueueItemRow | null> {
   const [row] = await sql<QueueItemRow[]>`
-    update queue_items set status = ${statusSql(sql, T.reject.to)}, reviewed_by = ${d.reviewer}, reviewed_at = now(),
+    update queue_items qi set status = ${statusSql(sql, T.reject.to)}, reviewed_by = ${d.reviewer}, reviewed_at = now(),
            error_message = ${d.reason ?? es.queues.rejectedInReview}, updated_at = now()
     where id = ${d.itemId} and queue_id = ${d.queueId} and tenant_id = ${d.tenantId} and status = ${statusSql(sql, T.reject.from)}
-    returning *`;
+    returning ${sql(ITEM_STATE_COLUMNS.map((c) => `qi.${c}`))}, ${sql.unsafe(PAYLOAD_OF_QI_SQL)} as data`;
   return row ?? null;
 }
 

@@ -93,7 +93,9 @@ export async function expiredRows(tx: Queryable, s: Scope, limit: number, after:
   const archives = s.action === 'archive';
   if (s.kind === 'queue_items') {
     return tx<ExpiredRow[]>`
-      select i.id, i.updated_at as ended_at, i.updated_at::text as ended_key, ${archives ? tx`to_jsonb(i)` : tx`null::jsonb`} as row from queue_items i
+      select i.id, i.updated_at as ended_at, i.updated_at::text as ended_key, ${archives
+        ? tx`to_jsonb(i) || jsonb_build_object('data', (select p.data from queue_item_payloads p where p.id = i.id))`
+        : tx`null::jsonb`} as row from queue_items i
       where i.queue_id = ${s.target_id} and i.status in ('completed', 'failed', 'dead_letter')
         and ${after ? tx`(i.updated_at, i.id) > (${after.endedKey}::timestamptz, ${after.id}::uuid)` : tx`true`}
         and i.updated_at < now() - make_interval(secs => ${secs(Math.min(s.completed_days, s.failed_days))}::float8)
