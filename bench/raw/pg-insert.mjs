@@ -45,8 +45,8 @@ process.stdout.write(JSON.stringify({
   durationSec: elapsedSec,
   cpuMs: Math.round((cpu.user + cpu.system) / 1000),
   inserts,
-  rows: inserts * rows.length,
+  rows: inserts * input.rows.length,
   elapsedSec,
-  itemsPerSec: (inserts * rows.length) / elapsedSec,
+  itemsPerSec: (inserts * input.rows.length) / elapsedSec,
   latency: { p50: pct(50), p99: pct(99) },
 }) + '\n');
