@@ -1,5 +1,5 @@
 // Baseline of B5: the page and total of the item list straight through the `postgres` client (the
-// whole items: their state and payload, through the view queue_item_records),
+// whole items: the page's rows of queue_items, then their payloads by id),
 // `connections` concurrent readers for `durationSec`, pages rotated like the load generator's.
 // Input: {databaseUrl, queueId, status?, pages: [..], limit, connections, durationSec}, or
 // {references: [..]} instead of pages: one reference's items (first page) and their count; or
@@ -11,8 +11,13 @@ import postgres from 'postgres';
 
 const input = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const sql = postgres(input.databaseUrl, { max: input.connections, onnotice: () => {} });
-const cols = ['id', 'tenant_id', 'queue_id', 'status', 'priority', 'reference', 'deadline', 'postpone', 'data', 'result',
+const cols = ['id', 'tenant_id', 'queue_id', 'status', 'priority', 'reference', 'deadline', 'postpone', 'result',
   'retry_count', 'error_message', 'processed_by', 'created_at', 'processed_at', 'reviewed_by', 'reviewed_at'];
+const qiCols = cols.map((c) => `qi.${c}`);
+/** The rows `page` selects of queue_items, each with its payload (migration 0029), in list order. */
+const withPayloads = (page) => sql`
+  select ${sql(qiCols)}, p.data from (${page}) qi join queue_item_payloads p on p.id = qi.id
+  order by qi.created_at desc, qi.id desc`;
 let p = 0;
 async function one() {
   if (input.stats) {
@@ -37,8 +42,8 @@ async function one() {
   if (input.references) {
     const reference = input.references[p++ % input.references.length];
     await Promise.all([
-      sql`select ${sql(cols)} from queue_item_records where queue_id = ${input.queueId} and reference = ${reference}
-          order by created_at desc, id desc limit ${input.limit}`,
+      withPayloads(sql`select ${sql(cols)} from queue_items where queue_id = ${input.queueId} and reference = ${reference}
+          order by created_at desc, id desc limit ${input.limit}`),
       sql`select count(*)::bigint as total from queue_items where queue_id = ${input.queueId} and reference = ${reference}`,
     ]);
     return;
@@ -46,9 +51,10 @@ async function one() {
   if (input.dataFilters) {
     const filter = input.dataFilters[p++ % input.dataFilters.length];
     await Promise.all([
-      sql`select ${sql(cols)} from queue_item_records where queue_id = ${input.queueId} and data @> ${sql.json(filter)}
-          order by created_at desc, id desc limit ${input.limit}`,
-      sql`select count(*)::bigint as total from queue_item_records where queue_id = ${input.queueId} and data @> ${sql.json(filter)}`,
+      sql`select ${sql(qiCols)}, p.data from queue_item_payloads p join queue_items qi on qi.id = p.id
+          where p.queue_id = ${input.queueId} and p.data @> ${sql.json(filter)}
+          order by qi.created_at desc, qi.id desc limit ${input.limit}`,
+      sql`select count(*)::bigint as total from queue_item_payloads where queue_id = ${input.queueId} and data @> ${sql.json(filter)}`,
     ]);
     return;
   }
@@ -56,10 +62,10 @@ async function one() {
   const status = input.status;
   await Promise.all([
     status
-      ? sql`select ${sql(cols)} from queue_item_records where queue_id = ${input.queueId} and status = ${status}
-            order by created_at desc, id desc limit ${input.limit} offset ${offset}`
-      : sql`select ${sql(cols)} from queue_item_records where queue_id = ${input.queueId}
-            order by created_at desc, id desc limit ${input.limit} offset ${offset}`,
+      ? withPayloads(sql`select ${sql(cols)} from queue_items where queue_id = ${input.queueId} and status = ${status}
+            order by created_at desc, id desc limit ${input.limit} offset ${offset}`)
+      : withPayloads(sql`select ${sql(cols)} from queue_items where queue_id = ${input.queueId}
+            order by created_at desc, id desc limit ${input.limit} offset ${offset}`),
     status
       ? sql`select coalesce(sum(n), 0)::bigint as total from queue_item_counts where queue_id = ${input.queueId} and status = ${status}`
       : sql`select coalesce(sum(n), 0)::bigint as total from queue_item_counts where queue_id = ${input.queueId}`,
