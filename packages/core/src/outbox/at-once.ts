@@ -24,10 +24,8 @@ export interface AtOnceDeps {
  * the publish (a Redis that hangs delays the robot, never the request).
  */
 export async function inTransactionPublishingAtOnce<T>(deps: AtOnceDeps, fn: (tx: Tx) => Promise<T>): Promise<T> {
-  let recorded: Effect[] = [];
+  const recorded: Effect[] = [];
   const result = await deps.sql.begin(async (tx) => {
-    // a transaction run again (a lost connection) starts its list afresh
-    recorded = [];
     if (deps.atOnce) effectsOfTransaction.set(tx, recorded);
     return fn(tx as Tx);
   });
