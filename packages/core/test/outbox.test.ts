@@ -180,17 +180,17 @@ describe('a trigger, a stop and an input answer publish their effects right afte
     const job = await triggerJobByApi(deps, { tenantId: w.tenant.id, apiKeyId: w.keyId }, {
       rawProcessId: w.proc.id, body: () => ({ process_id: w.proc.id as string, machine_id: w.machine.id as string }),
     });
-    await waitFor('the job published at once', () => seen.jobs.some((j) => j.id === job.id), 5_000);
+    await waitFor('the job published at once', async () => seen.jobs.some((j) => j.id === job.id), 5_000);
     expect(seen.jobs).toEqual([expect.objectContaining({ id: job.id, machine_id: w.machine.id, tenant_id: w.tenant.id })]);
 
     await startJob(db.sql, job.id as string, w.machine.id as string);
     await stopJob(deps, w.tenant.id, job.id as string);
-    await waitFor('the stop published at once', () => seen.stops.includes(job.id as string), 5_000);
+    await waitFor('the stop published at once', async () => seen.stops.includes(job.id as string), 5_000);
 
     const asking = await seedJob(db.sql, w.tenant.id, { process_id: w.proc.id as string, machine_id: w.machine.id as string, status: 'running' });
     await db.sql`update jobs set status = 'waiting_input', pending_input_prompt = '¿Aprobar?', pending_input_options = ${db.sql.json({ choices: ['sí', 'no'] })} where id = ${asking.id}`;
     await answerJobInput(deps, w.tenant.id, asking.id as string, () => ({ value: 'sí' }), CLI_ACTOR);
-    await waitFor('the answer published at once', () => seen.inputs.includes(asking.id as string), 5_000);
+    await waitFor('the answer published at once', async () => seen.inputs.includes(asking.id as string), 5_000);
 
     // the relay publishes every one again: the outbox is still the safety net
     const relay = recorder();
@@ -214,7 +214,7 @@ describe('a trigger, a stop and an input answer publish their effects right afte
       }).catch(() => undefined);
       await recordEffect(tx, { kind: 'queue-ready', queue_id: queueId, tenant_id: queueId });
     });
-    await waitFor('the committed effect published at once', () => seen.ready.length === 1, 5_000);
+    await waitFor('the committed effect published at once', async () => seen.ready.length === 1, 5_000);
     expect(seen.failed).toEqual([]);
     expect((await outboxRows(db.sql)).map((r) => r.kind)).toEqual(['queue-ready']);
   });
