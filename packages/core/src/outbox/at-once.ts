@@ -3,7 +3,8 @@ import type { DispatchPort } from '../dispatch/port';
 import type { Logger } from '../logger';
 import { outboxPublishedAtOnce } from '../metrics/domain';
 import { effectsOfTransaction, type Effect } from './effects';
-import { publishEffects } from './relay';
+import { publishEffects, traceEffects } from './relay';
+import { currentTraceCarrier, tracingEnabled } from '../tracing';
 
 export interface AtOnceDeps {
   sql: Sql;
@@ -31,10 +32,19 @@ export async function inTransactionPublishingAtOnce<T>(deps: AtOnceDeps, fn: (tx
   });
   const port = deps.atOnce;
   if (port && recorded.length > 0) {
-    const effects = recorded;
+    const effects = recorded.map((e) => (e.kind === 'jobs-created' ? { ...e, jobs: e.jobs.map((j) => ({ ...j })) } : e));
+    // tracing on: a publication span under the command's, which the jobs' runs continue (as the relay's)
+    const trace = tracingEnabled() ? currentTraceCarrier() : undefined;
+    const spans = trace ? traceEffects(effects, () => trace, () => ({ 'svc.outbox.at_once': 'true' })) : [];
     void publishEffects(port, effects).then(
-      () => effects.forEach((e) => outboxPublishedAtOnce.inc({ kind: e.kind })),
-      (err: Error) => deps.logger?.debug('effects left to the outbox relay', { err: err.message }),
+      () => {
+        spans.forEach((s) => s.end());
+        effects.forEach((e) => outboxPublishedAtOnce.inc({ kind: e.kind }));
+      },
+      (err: Error) => {
+        spans.forEach((s) => s.end(err));
+        deps.logger?.debug('effects left to the outbox relay', { err: err.message });
+      },
     );
   }
   return result as T;

@@ -48,14 +48,13 @@ function asEffect(row: OutboxRow): Effect {
  * of this dispatcher under it, and the jobs an effect creates continue from that span (their
  * BullMQ data carries it to the agent).
  */
-function traceEffects(rows: OutboxRow[], effects: Effect[]): ChildSpan[] {
+export function traceEffects(effects: Effect[], carrierOf: (i: number) => TraceCarrier | undefined, attributesOf: (i: number) => Record<string, string | number>): ChildSpan[] {
   const spans: ChildSpan[] = [];
-  rows.forEach((row, i) => {
-    const carrier = (row.payload as { trace?: TraceCarrier }).trace;
-    const span = carrier && startChildSpan(`outbox publish ${row.kind}`, carrier, { 'svc.outbox.kind': row.kind, 'svc.outbox.id': row.id });
+  effects.forEach((e, i) => {
+    const carrier = carrierOf(i);
+    const span = carrier && startChildSpan(`outbox publish ${e.kind}`, carrier, { 'svc.outbox.kind': e.kind, ...attributesOf(i) });
     if (!span) return;
     spans.push(span);
-    const e = effects[i]!;
     if (e.kind === 'jobs-created') for (const j of e.jobs) j.trace = span.carrier;
   });
   return spans;
@@ -129,7 +128,9 @@ export async function relayOnce(sql: Sql, port: DispatchPort, opts: PassOptions 
       returning id, kind, payload`;
     rows.sort((a, b) => a.id - b.id);
     const effects = rows.map(asEffect);
-    const spans = tracingEnabled() ? traceEffects(rows, effects) : null;
+    const spans = tracingEnabled()
+      ? traceEffects(effects, (i) => (rows[i]!.payload as { trace?: TraceCarrier }).trace, (i) => ({ 'svc.outbox.id': rows[i]!.id }))
+      : null;
     try {
       await publishEffects(port, effects);
     } catch (err) {
