@@ -265,10 +265,11 @@ describe('the console\'s webhooks and events pages in a browser', () => {
     const heldId = await add('pedido-en-pausa');
     const held = row(heldId);
     // the feed has it (seen through the API) while the paused page does not
+    // read at a person's pace: the feed's reads are rate-limited like any other
     await waitFor('the paused item in the feed', async () => {
       const res = await t.http.get('/api/v1/settings/events').query({ newest: true, types: 'item.added', limit: 5 }).set('Authorization', `Bearer ${reader}`);
-      return JSON.stringify(res.body.data).includes(heldId) ? true : null;
-    });
+      return res.status === 200 && JSON.stringify(res.body.data).includes(heldId) ? true : null;
+    }, 30_000, 500);
     expect(await held.count()).toBe(0);
     await page.getByRole('button', { name: 'Cargar los eventos más recientes' }).click();
     await held.waitFor();
