@@ -247,9 +247,6 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim, o
              updated_at = now()
         from outcome o
        where qi.id = o.id and qi.job_id = ${req.jobId} and qi.attempt = o.attempt
-         -- the ids again, as an array the planner counts: it takes jsonb_to_recordset for a
-         -- hundred rows, and on a narrow table would read the whole of it rather than look each up
-         and qi.id = any(${outcomes.map((o) => o.id) as string[]}::uuid[])
          -- or already settled so by this very outcome: a repeat after a lost answer is accepted again
          and (qi.status = ${statusSql(sql, T.complete.from)} or qi.status = o.status)
       returning qi.id, qi.status, extract(epoch from now() - qi.created_at)::float8 as age_s
@@ -327,8 +324,6 @@ export async function settleAndClaimItemsBatch(sql: Queryable, reqs: readonly Se
              updated_at = now()
         from outcome o join req r on r.i = o.i
        where qi.id = o.id and qi.job_id = r.job_id and qi.attempt = o.attempt
-         -- the ids as an array the planner counts (see settleAndClaimItems)
-         and qi.id = any(${outcomes.map((o) => o.id) as string[]}::uuid[])
          and (qi.status = ${statusSql(sql, T.complete.from)} or qi.status = o.status)
       returning o.i, qi.id, qi.status, extract(epoch from now() - qi.created_at)::float8 as age_s
     ), live as (
