@@ -22,40 +22,20 @@ alter table queue_item_payloads set (autovacuum_vacuum_scale_factor = 0, autovac
   autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 10000,
   autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 10000);
 
--- the item as a person reads it, for an item's event (migration 0014): the payload is passed in
+-- the item as a person reads it, for an item's event (migration 0014): the same function, whose
+-- payload is now read from its table (only for the rows that emit an event: takes emit none)
 drop function queue_item_event_data(queue_items);
 alter table queue_items drop column data;
 
-create function queue_item_event_data(q queue_items, payload jsonb) returns jsonb language sql stable as $$
+create function queue_item_event_data(q queue_items) returns jsonb language sql stable as $$
   select jsonb_build_object(
     'id', q.id, 'queue_id', q.queue_id, 'status', q.status, 'priority', q.priority, 'reference', q.reference,
-    'deadline', event_iso(q.deadline), 'postpone', event_iso(q.postpone), 'data', payload, 'result', q.result,
+    'deadline', event_iso(q.deadline), 'postpone', event_iso(q.postpone),
+    'data', (select p.data from queue_item_payloads p where p.id = q.id), 'result', q.result,
     'retry_count', q.retry_count, 'error_message', q.error_message, 'processed_by', q.processed_by,
     'created_at', event_iso(q.created_at), 'processed_at', event_iso(q.processed_at),
     'reviewed_by', q.reviewed_by, 'reviewed_at', event_iso(q.reviewed_at))
 $$;
-
--- the payload is read only for the rows that emit an event (takes emit none)
-create or replace function queue_item_events() returns trigger language plpgsql as $$
-begin
-  insert into events (tenant_id, type, data)
-  select n.tenant_id, t.type, queue_item_event_data(n, (select p.data from queue_item_payloads p where p.id = n.id))
-  from new_rows n
-  join old_rows o on o.id = n.id
-  cross join lateral (values
-    (case when n.status is distinct from o.status then
-       case n.status
-         when 'completed' then 'item.completed'
-         when 'pending_review' then 'item.pending_review'
-         when 'dead_letter' then 'item.dead_letter'
-         when 'failed' then case when o.status = 'in_progress' then 'item.failed' end
-       end
-     end),
-    (case when n.reviewed_at is distinct from o.reviewed_at and n.reviewed_at is not null then 'item.reviewed' end)
-  ) as t(type)
-  where t.type is not null;
-  return null;
-end $$;
 
 -- Whatever deletes items (retention, a bulk delete, a queue's or a workspace's cascade) deletes
 -- their payloads in the same statement. No foreign key: its check would lock every new item's

@@ -1,10 +1,5 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { createSql, migrate, type Sql } from '@svc/core';
-import { loadMigrations } from '@svc/core/internals';
-import { databaseUrl, testEnv } from '@svc/testing';
+import { migrate, type Sql } from '@svc/core';
+import { databaseBeforeMigration, type DatabaseBeforeMigration } from '@svc/testing';
 
 /**
  * An item's payload apart from its state (migration 0029, docs/decisions/item-payloads.md), on a
@@ -13,32 +8,19 @@ import { databaseUrl, testEnv } from '@svc/testing';
  */
 jest.setTimeout(60_000);
 
-let admin: Sql;
+let db: DatabaseBeforeMigration;
 let sql: Sql;
-let dbName: string;
-let before: string;
 
-beforeAll(async () => {
-  const env = testEnv();
-  dbName = `${env.templateDb.replace(/_tpl$/, '')}_m29_${randomBytes(4).toString('hex')}`;
-  admin = createSql(env.adminUrl, { max: 1 });
-  await admin.unsafe(`create database "${dbName}"`);
-  sql = createSql(databaseUrl(env.adminUrl, dbName), { max: 2 });
-  before = mkdtempSync(path.join(tmpdir(), 'svc-m29-'));
-  for (const m of loadMigrations()) if (m.version < 29) writeFileSync(path.join(before, `${m.name}.sql`), m.sql);
+beforeAll(() => {
+  db = databaseBeforeMigration(29);
+  sql = db.sql;
 });
-
-afterAll(async () => {
-  await sql?.end({ timeout: 5 });
-  await admin?.unsafe(`drop database if exists "${dbName}" with (force)`);
-  await admin?.end();
-  rmSync(before, { recursive: true, force: true });
-});
+afterAll(() => db.close());
 
 const payloads = () => sql<Array<{ id: string; queue_id: string; data: unknown }>>`select id, queue_id, data from queue_item_payloads order by id`;
 
 it('moves every payload of the items that exist, keeps them whole, and the search finds them there', async () => {
-  await migrate(sql, before);
+  await db.migrateBefore();
   const [tenant] = await sql`insert into tenants (name) values ('m29') returning id`;
   const [a] = await sql`insert into queues (tenant_id, name) values (${tenant!.id}, 'a') returning id`;
   const [b] = await sql`insert into queues (tenant_id, name) values (${tenant!.id}, 'b') returning id`;

@@ -1,10 +1,5 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { createSql, migrate, type Sql } from '@svc/core';
-import { loadMigrations } from '@svc/core/internals';
-import { databaseUrl, testEnv } from '@svc/testing';
+import { migrate, type Sql } from '@svc/core';
+import { databaseBeforeMigration, type DatabaseBeforeMigration } from '@svc/testing';
 
 /**
  * Migration 0011 on a database that already has queues with consumer settings and consumer jobs
@@ -13,31 +8,17 @@ import { databaseUrl, testEnv } from '@svc/testing';
  */
 jest.setTimeout(60_000);
 
-let admin: Sql;
+let db: DatabaseBeforeMigration;
 let sql: Sql;
-let dbName: string;
-let before: string;
 
-beforeAll(async () => {
-  const env = testEnv();
-  dbName = `${env.templateDb.replace(/_tpl$/, '')}_m11_${randomBytes(4).toString('hex')}`;
-  admin = createSql(env.adminUrl, { max: 1 });
-  await admin.unsafe(`create database "${dbName}"`);
-  sql = createSql(databaseUrl(env.adminUrl, dbName), { max: 2 });
-  // every migration before 0011
-  before = mkdtempSync(path.join(tmpdir(), 'svc-m11-'));
-  for (const m of loadMigrations()) if (m.version < 11) writeFileSync(path.join(before, `${m.name}.sql`), m.sql);
+beforeAll(() => {
+  db = databaseBeforeMigration(11);
+  sql = db.sql;
 });
-
-afterAll(async () => {
-  await sql?.end({ timeout: 5 });
-  await admin?.unsafe(`drop database if exists "${dbName}" with (force)`);
-  await admin?.end();
-  rmSync(before, { recursive: true, force: true });
-});
+afterAll(() => db.close());
 
 it('turns existing consumer settings into default triggers and tags their consumer jobs', async () => {
-  await migrate(sql, before);
+  await db.migrateBefore();
   const [tenant] = await sql`insert into tenants (name) values ('m11') returning id`;
   const [proc] = await sql`insert into processes (tenant_id, name) values (${tenant!.id}, 'consumer') returning id`;
   const [machine] = await sql`insert into machines (tenant_id, name, machine_key_hash, machine_key_prefix)

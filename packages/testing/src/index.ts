@@ -3,6 +3,7 @@
  * is the separate entry `@svc/testing/api`, the private S3 server `@svc/testing/s3` (docs/decisions/test-layers.md).
  */
 export * from './context';
+export * from './migration-before';
 export * from './fixtures';
 export * from './log-capture';
 export * from './wait';

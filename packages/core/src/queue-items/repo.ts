@@ -43,7 +43,8 @@ export const ITEM_COLUMNS = [
 ];
 /** ITEM_COLUMNS of the item's own row, without its payload. */
 export const ITEM_STATE_COLUMNS = ITEM_COLUMNS.filter((c) => c !== 'data');
-const QI_COLUMNS = ITEM_STATE_COLUMNS.map((c) => `qi.${c}`);
+/** ITEM_STATE_COLUMNS of the row aliased `qi`. */
+export const QI_COLUMNS = ITEM_STATE_COLUMNS.map((c) => `qi.${c}`);
 
 /**
  * The items of a queue whose payload contains `data` (`@>`, queue_item_payloads_data_idx), as a

@@ -2,7 +2,7 @@ import type { Queryable } from '../db/sql';
 import { itemRetryOutcomes } from '../metrics/domain';
 import { observeSettleAndClaim } from '../metrics/items';
 import { QUEUE_ITEM_STATUSES, type QueueItemStatus } from './schemas';
-import { ITEM_STATE_COLUMNS, type QueueItemRow } from './repo';
+import { QI_COLUMNS, type QueueItemRow } from './repo';
 import { es } from '../messages/es';
 
 /**
@@ -481,7 +481,7 @@ export async function approveQueueItem(sql: Queryable, d: ReviewDecision): Promi
   const [row] = await sql<QueueItemRow[]>`
     update queue_items qi set status = ${statusSql(sql, T.approve.to)}, reviewed_by = ${d.reviewer}, reviewed_at = now(), job_id = null, updated_at = now()
     where id = ${d.itemId} and queue_id = ${d.queueId} and tenant_id = ${d.tenantId} and status = ${statusSql(sql, T.approve.from)}
-    returning ${sql(ITEM_STATE_COLUMNS.map((c) => `qi.${c}`))}, ${sql.unsafe(PAYLOAD_OF_QI_SQL)} as data`;
+    returning ${sql(QI_COLUMNS)}, ${sql.unsafe(PAYLOAD_OF_QI_SQL)} as data`;
   return row ?? null;
 }
 
@@ -491,7 +491,7 @@ export async function rejectQueueItem(sql: Queryable, d: ReviewDecision): Promis
     update queue_items qi set status = ${statusSql(sql, T.reject.to)}, reviewed_by = ${d.reviewer}, reviewed_at = now(),
            error_message = ${d.reason ?? es.queues.rejectedInReview}, updated_at = now()
     where id = ${d.itemId} and queue_id = ${d.queueId} and tenant_id = ${d.tenantId} and status = ${statusSql(sql, T.reject.from)}
-    returning ${sql(ITEM_STATE_COLUMNS.map((c) => `qi.${c}`))}, ${sql.unsafe(PAYLOAD_OF_QI_SQL)} as data`;
+    returning ${sql(QI_COLUMNS)}, ${sql.unsafe(PAYLOAD_OF_QI_SQL)} as data`;
   return row ?? null;
 }
 
