@@ -226,17 +226,9 @@ function checkOutcomes(outcomes: readonly ItemOutcome[]): void {
  */
 export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim, opts: TakeOptions = {}): Promise<SettleAndClaimResult> {
   checkOutcomes(req.outcomes);
-  const outcomes = req.outcomes.map((o) => ({
-    id: o.id,
-    attempt: o.attempt,
-    status: OUTCOME_TRANSITION[o.status].to,
-    result: o.result ?? null,
-    error_message: o.error_message ?? null,
-  }));
   const [row] = await sql<Array<{ settled: SettleAndClaimResult['settled']; claimed: ClaimedItem[]; completed_ages: number[] }>>`
     with outcome as (
-      select * from jsonb_to_recordset(${sql.json(outcomes as never)}::jsonb)
-        as o(id uuid, attempt int, status text, result jsonb, error_message text)
+      ${outcomeRowsSql(sql, req.outcomes.map((o) => ({ ...o, i: 0, jobId: req.jobId })))}
     ), settled as (
       update queue_items qi
          set status = o.status,
@@ -246,7 +238,7 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim, o
              processed_at = case when o.status = ${statusSql(sql, T.fail.to)} then qi.processed_at else now() end,
              updated_at = now()
         from outcome o
-       where qi.id = o.id and qi.job_id = ${req.jobId} and qi.attempt = o.attempt
+       where qi.id = o.id and qi.job_id = o.job_id and qi.attempt = o.attempt
          -- or already settled so by this very outcome: a repeat after a lost answer is accepted again
          and (qi.status = ${statusSql(sql, T.complete.from)} or qi.status = o.status)
       returning qi.id, qi.status, extract(epoch from now() - qi.created_at)::float8 as age_s
@@ -305,16 +297,13 @@ export async function settleAndClaimItemsBatch(sql: Queryable, reqs: readonly Se
     if (!Number.isInteger(r.take) || r.take < 0 || r.take > MAX_TAKE) throw new Error(`Illegal take ${String(r.take)}`);
   }
   const requests = reqs.map((r, i) => ({ i, queue_id: r.queueId, job_id: r.jobId, job_attempt: r.jobAttempt, machine_id: r.machineId, take: r.take }));
-  const outcomes = reqs.flatMap((r, i) => r.outcomes.map((o) => ({
-    i, id: o.id, attempt: o.attempt, status: OUTCOME_TRANSITION[o.status].to, result: o.result ?? null, error_message: o.error_message ?? null,
-  })));
+  const outcomes = reqs.flatMap((r, i) => r.outcomes.map((o) => ({ ...o, i, jobId: r.jobId })));
   const [row] = await sql<Array<{ settled: Array<{ i: number; id: string; status: QueueItemStatus }>; claimed: Array<ClaimedItem & { i: number }>; completed: Array<{ i: number; age_s: number }> }>>`
     with req as (
       select * from jsonb_to_recordset(${sql.json(requests as never)}::jsonb)
         as r(i int, queue_id uuid, job_id uuid, job_attempt int, machine_id uuid, take int)
     ), outcome as (
-      select * from jsonb_to_recordset(${sql.json(outcomes as never)}::jsonb)
-        as o(i int, id uuid, attempt int, status text, result jsonb, error_message text)
+      ${outcomeRowsSql(sql, outcomes)}
     ), settled as (
       update queue_items qi
          set status = o.status,
@@ -322,8 +311,8 @@ export async function settleAndClaimItemsBatch(sql: Queryable, reqs: readonly Se
              error_message = case when o.status = ${statusSql(sql, T.fail.to)} then o.error_message else qi.error_message end,
              processed_at = case when o.status = ${statusSql(sql, T.fail.to)} then qi.processed_at else now() end,
              updated_at = now()
-        from outcome o join req r on r.i = o.i
-       where qi.id = o.id and qi.job_id = r.job_id and qi.attempt = o.attempt
+        from outcome o
+       where qi.id = o.id and qi.job_id = o.job_id and qi.attempt = o.attempt
          and (qi.status = ${statusSql(sql, T.complete.from)} or qi.status = o.status)
       returning o.i, qi.id, qi.status, extract(epoch from now() - qi.created_at)::float8 as age_s
     ), live as (
@@ -377,6 +366,29 @@ export async function settleAndClaimItemsBatch(sql: Queryable, reqs: readonly Se
     observeSettleAndClaim(r.settled, ages[i]!, r.claimed.length);
   });
   return results;
+}
+
+/**
+ * The outcomes to settle as rows `o(i, id, attempt, status, result, error_message, job_id)`: the
+ * request each came in (`i`), the fencing pair and the job that must hold the item. They go as
+ * arrays, one per column, unnested from a subquery the planner does not look into, so that it
+ * counts them as a few rows in every plan:
+ * - as one JSON document (jsonb_to_recordset), they count as a hundred rows whatever they hold,
+ *   and a hundred lookups by primary key cost more, on paper, than reading a narrow queue_items of
+ *   some thousands of rows whole, which the planner then did on every settle;
+ * - as arrays it could see, a custom plan counts their exact length and costs less than the
+ *   generic plan whenever a round trip settles fewer than a few items, so the prepared statement
+ *   would never switch to its generic plan and every round trip would be planned afresh.
+ */
+function outcomeRowsSql(sql: Queryable, outcomes: ReadonlyArray<ItemOutcome & { i: number; jobId: string }>) {
+  return sql`select o.* from (
+      select ${outcomes.map((o) => o.i)}::int[] as i, ${outcomes.map((o) => o.id)}::uuid[] as id,
+             ${outcomes.map((o) => o.attempt)}::int[] as attempt, ${outcomes.map((o) => OUTCOME_TRANSITION[o.status].to)}::text[] as status,
+             ${outcomes.map((o) => (o.result == null ? null : JSON.stringify(o.result)))}::text[]::jsonb[] as result,
+             ${outcomes.map((o) => o.error_message ?? null)}::text[] as error_message, ${outcomes.map((o) => o.jobId)}::uuid[] as job_id
+      offset 0
+    ) a cross join lateral unnest(a.i, a.id, a.attempt, a.status, a.result, a.error_message, a.job_id)
+      as o(i, id, attempt, status, result, error_message, job_id)`;
 }
 
 /**
