@@ -175,11 +175,12 @@ describe('the event feed', () => {
     await api(other.adminToken).call('createApiKey', { body: { name: 'their-key', scopes: ['jobs:read'] } });
     const mineKey = await api().call('createApiKey', { body: { name: 'my-key', scopes: ['jobs:read'] } });
     const keyOf = (e: { data: unknown }) => (e.data as { id?: string }).id;
-    // visible once no older transaction of the server is still running (docs/decisions/events.md)
+    // visible once no older transaction of the server is still running (docs/decisions/events.md);
+    // read at a person's pace: the feed's reads are rate-limited like any other
     const feed = await waitFor('the new key in the feed', async () => {
       const body = await api().request('readEvents', { query: { types: 'api_key.created', limit: 500 } });
       return body.data.some((e) => keyOf(e) === mineKey.id) ? body : null;
-    });
+    }, 30_000, 500);
     expect(feed.data.every((e) => e.tenant_id === ws.tenant.id)).toBe(true);
     expect(feed.data.map(keyOf)).toContain(mineKey.id);
     expect(feed.meta.next_cursor).toBe(feed.data[feed.data.length - 1]!.id);

@@ -1,6 +1,6 @@
-import { MAX_TAKE, createEngine, createLogger, createSql, type Sql } from '@svc/core';
+import { createEngine, createLogger, createSql, type Sql } from '@svc/core';
 import {
-  CLAIM_FLOOR_FULL_EVERY, applyItemRetryPolicy, approveQueueItem, claimFloorSwitch, compareTakeOrder, recomputeClaimFloors, vacuumHeldBack, redriveDeadLetterItems, releaseQueueItems,
+  CLAIM_FLOOR_FULL_EVERY, applyItemRetryPolicy, approveQueueItem, compareTakeOrder, recomputeClaimFloors, redriveDeadLetterItems, releaseQueueItems,
   settleAndClaimItems, settleAndClaimItemsBatch, type TakeOptions,
 } from '@svc/core/internals';
 import { createTestContext, seedMachine, seedProcess, seedQueue, seedTenant, waitFor, type TestContext } from '@svc/testing';
@@ -10,7 +10,7 @@ import { buffersOf, explainTake, insertRunningJob, nodes, type PlanNode } from '
  * The take past the claim floor (CLAIM_FLOOR=on, docs/decisions/claim-floor.md) on a real
  * Postgres: the order stays exact, an item older than the floor is found at once when it becomes
  * ready again (the trigger) or after the next recomputation (a postpone that passed, an insert
- * that committed late), and a held snapshot no longer makes every take walk what was taken.
+ * that committed late). What a held snapshot changes is in claim-floor-snapshots.test.ts.
  */
 let ctx: TestContext;
 let sql: Sql;
@@ -204,44 +204,6 @@ describe('the take past the floor', () => {
   });
 });
 
-describe('CLAIM_FLOOR=auto', () => {
-  it('keeps floors only while a snapshot older than the threshold holds vacuum back; a process reads past them while there are any', async () => {
-    const q = await seedQueue(sql, tenantId, {});
-    await addItem(q.id, { ref: 'a', ageSeconds: 60 });
-    const floors = claimFloorSwitch(sql, 'auto', 0);
-    // vacuum runs: no floor is kept, and one left from before is removed
-    await recomputeClaimFloors(sql, { mode: 'on' });
-    expect(await floorOf(q.id)).not.toBeNull();
-    expect(await vacuumHeldBack(sql, 0)).toBe(false);
-    await recomputeClaimFloors(sql, { mode: 'auto', engageSeconds: 0 });
-    expect(await sql`select 1 from queue_ready_floor`).toHaveLength(0);
-
-    const held = await sql.reserve();
-    try {
-      await held`begin isolation level repeatable read`;
-      await held`select count(*) from queue_items`;
-      expect(await vacuumHeldBack(sql, 0)).toBe(true);
-      // younger than the threshold: not yet
-      expect(await vacuumHeldBack(sql, 3600)).toBe(false);
-      await recomputeClaimFloors(sql, { mode: 'auto', engageSeconds: 3600 });
-      expect(await floorOf(q.id)).toBeNull();
-      await recomputeClaimFloors(sql, { mode: 'auto', engageSeconds: 0 });
-      expect(await floorOf(q.id)).not.toBeNull();
-      await waitFor('the process to read past the floors', async () => floors.current());
-      expect((await takeOne(q.id, await runningJob(), { floor: floors.current() })).map((c) => c.reference)).toEqual(['a']);
-      await held`commit`;
-    } finally {
-      held.release();
-    }
-    await recomputeClaimFloors(sql, { mode: 'auto', engageSeconds: 0 });
-    expect(await sql`select 1 from queue_ready_floor`).toHaveLength(0);
-    await waitFor('the process to read from the head again', async () => !floors.current());
-    // the switches of the other modes do not read the table
-    expect(claimFloorSwitch(sql, 'on').current()).toBe(true);
-    expect(claimFloorSwitch(sql, 'off').current()).toBe(false);
-  });
-});
-
 describe('passes that search from below the floor', () => {
   it('find what is near the floor and every due postponed item; an item far below waits for the full pass', async () => {
     const q = await seedQueue(sql, tenantId, {});
@@ -426,47 +388,3 @@ describe('the plan of the take past the floor', () => {
   });
 });
 
-describe('a snapshot held elsewhere', () => {
-  it('keeps the take\'s reading bounded past the floor, while the take from the head reads more with every item taken', async () => {
-    const q = await seedQueue(sql, tenantId, {});
-    await sql`insert into queue_item_records (tenant_id, queue_id, data, created_at)
-              select ${tenantId}, ${q.id}, '{}'::jsonb, now() - interval '2 hours' + make_interval(secs => g * 0.1) from generate_series(1, 31000) g`;
-    await sql`vacuum analyze queue_items`;
-    await recomputeClaimFloors(sql, { mode: 'on' });
-    const job = await runningJob();
-    const take = (opts: TakeOptions, n: number) => () => settleAndClaimItems(sql, { queueId: q.id, jobId: job, jobAttempt: 1, machineId, outcomes: [], take: n }, opts);
-    // measured on a small take: locking each row taken costs the same either way
-    const measure = async () => ({ floor: (await explainTakeReading(take(FLOOR, 4))).picked, head: (await explainTakeReading(take({}, 4))).picked });
-    const before = await measure();
-
-    // a repeatable-read transaction on another connection keeps every version it could see
-    const holder = createSql(ctx.databaseUrl, { max: 1 });
-    let release!: () => void;
-    const released = new Promise<void>((r) => (release = r));
-    let holding!: () => void;
-    const held = new Promise<void>((r) => (holding = r));
-    const holderDone = holder.begin('isolation level repeatable read', async (tx) => {
-      await tx`select count(*) from queue_items`;
-      holding();
-      await released;
-    });
-    try {
-      await held;
-      for (let i = 0; i < 300; i++) {
-        const { claimed } = await take(FLOOR, MAX_TAKE)();
-        expect(claimed).toHaveLength(MAX_TAKE);
-        // the dispatcher's pass, every so often
-        if (i % 10 === 9) await recomputeClaimFloors(sql, { mode: 'on' });
-      }
-      const after = await measure();
-      // 30,000 items taken: from the head the take reads past all their entries, from the floor past none
-      expect(after.head).toBeGreaterThan(before.head + 500);
-      expect(after.floor).toBeLessThan(before.floor + 20);
-      expect(after.floor * 10).toBeLessThan(after.head);
-    } finally {
-      release();
-      await holderDone;
-      await holder.end();
-    }
-  });
-});
