@@ -2,7 +2,8 @@
 // taken round robin (one per request) and, optionally, paths rotated per request.
 // Input: a JSON file named by the first argument; output: one JSON line on stdout.
 //   {url, method, paths: [..], body?, keys?: [..] | tokens?: [..] (Bearer), connections, durationSec? | amount?,
-//    warmup?: {method, paths, body?, amount}, settleSec?}   (warm-up: JIT, pools, each key's cache entry)
+//    warmup?: {method, paths, body?, amount}, settleSec?, rate?}   (warm-up: JIT, pools, each key's cache entry;
+//    rate: requests a second over all connections, at most)
 // settleSec: the same load for that long first, not counted — this process's own JIT and first
 // connections, which would otherwise land in the first few hundred ms of whatever it measures.
 import { readFileSync } from 'node:fs';
@@ -49,7 +50,7 @@ if (input.warmup) {
   const wBody = w.body === undefined ? undefined : JSON.stringify(w.body);
   await run({ ...base, connections: Math.min(base.connections, w.amount), amount: w.amount, requests: requestsFor(w.paths, input.keys, wBody, w.method, input.tokens) });
 }
-const opts = { ...base, requests: requestsFor(input.paths, input.keys, body, input.method, input.tokens) };
+const opts = { ...base, ...(input.rate ? { overallRate: input.rate } : {}), requests: requestsFor(input.paths, input.keys, body, input.method, input.tokens) };
 // CPU is counted from here, settling included, as the servers' meters count it (settleOk)
 const cpu0 = process.cpuUsage();
 const settled = input.settleSec ? await run({ ...opts, duration: input.settleSec }) : null;

@@ -16,6 +16,8 @@
 //                                         --retention-action delete|archive, --hold-rr-from M --hold-rr-minutes N
 //                                         (a repeatable-read snapshot held from minute M for N minutes);
 //                                         --scale 0.1 is a 3-minute run (BENCHMARKS.md, B10)
+//   npm run bench -- --only B11            a neighbour's flood: one workspace bulk-adds 100,000 items at 4,500/s
+//                                         while another does one thing at a time; the other's p99s quiet and during
 //   npm run bench -- --scale 0.1           every size and duration × 0.1
 //   npm run bench -- --profile api,dispatcher   --cpu-prof those processes (files in the log folder)
 //   --node-args '--trace-gc'               node flags for the platform's processes (investigations)
@@ -45,7 +47,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ensureInstalledAndBuilt, ensureServices, hostInfo, ROOT, SetupError } from './services.mjs';
 
-const SCENARIOS = ['B1', 'B2', 'B3', 'B4', 'B5', 'B7', 'B8', 'B9', 'B10'];
+const SCENARIOS = ['B1', 'B2', 'B3', 'B4', 'B5', 'B7', 'B8', 'B9', 'B10', 'B11'];
 /** Run only when named with --only: the soak lasts half an hour at scale 1. */
 const NOT_BY_DEFAULT = ['B10'];
 
@@ -178,6 +180,7 @@ async function main() {
     B8: (await import('../bench/scenarios/b8-idle-robots.mjs')).b8,
     B9: (await import('../bench/scenarios/b9-export.mjs')).b9,
     B10: (await import('../bench/scenarios/b10-soak-retention.mjs')).b10,
+    B11: (await import('../bench/scenarios/b11-neighbours.mjs')).b11,
   };
 
   // the platform's processes inherit this environment: with it set they trace, and pay the export

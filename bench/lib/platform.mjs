@@ -9,7 +9,9 @@ import { benchRedis } from './services.mjs';
 
 /**
  * Starts what `parts` names ('api', 'dispatcher', 'deliverer', 'agents') against the scenario's database and
- * Redis prefix. `agents`: {machines: [{machineKey}], config: {...agent-sim config file}}.
+ * Redis prefix. `agents`: {machines: [{machineKey}], config: {...agent-sim config file}}, or a list
+ * of such groups, each in a process of its own (`agents`, `agents-2`, …: two tenants' robots on
+ * their own hosts).
  * `profile`: names of parts to run with --cpu-prof (profiles land in `<logDir>/profiles`).
  * `dispatchers`: how many dispatcher processes (`dispatcher`, `dispatcher-2`, …: replicas, as
  * docs/decisions/replicas.md runs them). `redis`: a private Redis of B7 (bench/lib/redis-servers.mjs)
@@ -44,7 +46,7 @@ export async function startPlatform(run, { databaseUrl, redisPrefix, parts, agen
     },
     async stop() {
       // agents first (they hold work), then the dispatchers, then the API
-      const order = ['agents', ...Object.keys(procs).filter((n) => n.startsWith('dispatcher')), 'deliverer', 'api'];
+      const order = [...Object.keys(procs).filter((n) => n.startsWith('agents')), ...Object.keys(procs).filter((n) => n.startsWith('dispatcher')), 'deliverer', 'api'];
       for (const name of order) if (procs[name]) await stop(procs[name]);
     },
   };
@@ -105,12 +107,15 @@ export async function startPlatform(run, { databaseUrl, redisPrefix, parts, agen
       }, { procs: [procs.deliverer], timeoutMs: 30_000, everyMs: 100 });
     }
     if (parts.includes('agents')) {
-      const configFile = path.join(run.logDir, `agent-config-${Date.now()}.json`);
-      writeFileSync(configFile, JSON.stringify(agents.config ?? {}, null, 2));
-      const args = ['--config', configFile, ...agents.machines.flatMap((m) => ['--machine-key', m.machineKey])];
       // robots hold the platform's URL and their keys only: they reach it over the machine protocol
       if (!platform.baseUrl) throw new Error("the 'agents' part needs the 'api' part (robots connect to it)");
-      procs.agents = startNode('agents', path.join(run.root, APPS.agent.script), args, { env: { ...robotEnv(env), SVC_URL: platform.baseUrl }, logDir: run.logDir, nodeArgs: nodeArgs('agents', APPS.agent) });
+      for (const [i, group] of (Array.isArray(agents) ? agents : [agents]).entries()) {
+        const name = i === 0 ? 'agents' : `agents-${i + 1}`;
+        const configFile = path.join(run.logDir, `${name}-config-${Date.now()}.json`);
+        writeFileSync(configFile, JSON.stringify(group.config ?? {}, null, 2));
+        const args = ['--config', configFile, ...group.machines.flatMap((m) => ['--machine-key', m.machineKey])];
+        procs[name] = startNode(name, path.join(run.root, APPS.agent.script), args, { env: { ...robotEnv(env), SVC_URL: platform.baseUrl }, logDir: run.logDir, nodeArgs: nodeArgs('agents', APPS.agent) });
+      }
     }
     return platform;
   } catch (err) {

@@ -227,6 +227,28 @@ describe('npm run bench at a tiny scale', () => {
     for (const format of ['ndjson', 'csv']) expect(s.details!.formats[format].received).toBe(s.details!.total);
   });
 
+  it('B11 times the neighbour\'s work quiet and during the flood, and the flood drains every item with the neighbour and alone', () => {
+    const s = scenario('B11');
+    expect(s.complete).toBe(true);
+    const legRows = s.rows.filter((r) => / → .*, p99 during the flood/.test(r.figure) && !/ p99 during/.test(r.figure.split(',')[0]!));
+    expect(legRows.map((r) => r.figure.split(',')[0])).toEqual([
+      'neighbour: add → item row written', 'neighbour: item row → taken by the robot', 'neighbour: taken → processed',
+      'neighbour: trigger → job row written', 'neighbour: job row → running',
+    ]);
+    for (const r of legRows) expect(r.platform).toBeGreaterThanOrEqual(0);
+    expect(s.rows.filter((r) => !legRows.includes(r)).map((r) => r.figure)).toEqual([
+      'neighbour: add → processed p99 during the flood (baseline: quiet)', 'neighbour: settings read p99 during the flood (baseline: quiet)',
+      'neighbour: trigger → running p99 during the flood (baseline: quiet)', 'neighbour: stop → stopped p99 during the flood (baseline: quiet)',
+      'flood: items drained/s with the neighbour busy (baseline: alone)',
+    ]);
+    expectFigures({ ...s, rows: s.rows.filter((r) => !legRows.includes(r)) });
+    for (const phase of ['withNeighbour', 'alone']) expect(s.details![phase].completed).toBe(s.details!.perRound);
+    for (const phase of ['quiet', 'busy']) {
+      for (const k of ['addToProcessed', 'settingsRead', 'triggerToRunning', 'stopToStopped']) expect(s.details![phase][k].length).toBeGreaterThanOrEqual(5);
+      for (const values of Object.values(s.details![phase].legs as Record<string, number[]>)) expect(values.length).toBe(s.details![phase].addToProcessed.length);
+    }
+  });
+
   it('B6 reports the peak memory of the API and the dispatcher during B1 and B3', () => {
     const s = scenario('B6');
     expect(s.rows.map((r) => r.figure)).toEqual([
