@@ -17,7 +17,8 @@
 //                                         (a repeatable-read snapshot held from minute M for N minutes);
 //                                         --scale 0.1 is a 3-minute run (BENCHMARKS.md, B10)
 //   npm run bench -- --only B11            a neighbour's flood: one workspace bulk-adds 100,000 items at 4,500/s
-//                                         while another does one thing at a time; the other's p99s quiet and during
+//                                         while another does one thing at a time; the other's p99s quiet and during.
+//                                         --b11-connections N: the flood as fast as N connections add (not paced)
 //   npm run bench -- --scale 0.1           every size and duration × 0.1
 //   npm run bench -- --profile api,dispatcher   --cpu-prof those processes (files in the log folder)
 //   --node-args '--trace-gc'               node flags for the platform's processes (investigations)
@@ -52,7 +53,7 @@ const SCENARIOS = ['B1', 'B2', 'B3', 'B4', 'B5', 'B7', 'B8', 'B9', 'B10', 'B11']
 const NOT_BY_DEFAULT = ['B10'];
 
 function parseArgs(argv) {
-  const o = { soak: {}, prefetch: 0, b3Retention: 0, b3RetentionFlow: 0, b3Env: null, b3Order: 'ABBA', b5Seen: 0, b5Retention: 0, b5RetentionFlow: 0, b5RetentionKept: false, b5Reindex: false, vacuumMs: 0, nodeArgs: [], only: null, scale: 1, out: null, markdown: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
+  const o = { soak: {}, prefetch: 0, b3Retention: 0, b3RetentionFlow: 0, b3Env: null, b3Order: 'ABBA', b11Connections: 0, b5Seen: 0, b5Retention: 0, b5RetentionFlow: 0, b5RetentionKept: false, b5Reindex: false, vacuumMs: 0, nodeArgs: [], only: null, scale: 1, out: null, markdown: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].includes('=') ? [argv[i].slice(0, argv[i].indexOf('=')), argv[i].slice(argv[i].indexOf('=') + 1)] : [argv[i], undefined];
     const value = () => {
@@ -79,6 +80,7 @@ function parseArgs(argv) {
       case '--b5-reindex': o.b5Reindex = true; break;
       case '--b3-retention': o.b3Retention = positive(flag, value()); break;
       case '--b3-retention-flow': o.b3RetentionFlow = positive(flag, value()); break;
+      case '--b11-connections': o.b11Connections = Number(value()); if (!Number.isInteger(o.b11Connections) || o.b11Connections < 1) throw new SetupError('--b11-connections: a whole number from 1'); break;
       case '--b3-order': o.b3Order = value(); if (!/^[AB]*A[AB]*$/.test(o.b3Order) || !o.b3Order.includes('B')) throw new SetupError('--b3-order: A and B, at least one of each (ABBA)'); break;
       case '--b3-env': o.b3Env = value(); if (!/^[A-Z_][A-Z0-9_]*=[^,]*(,[A-Z_][A-Z0-9_]*=[^,]*)*$/.test(o.b3Env)) throw new SetupError('--b3-env: KEY=VALUE[,KEY=VALUE]'); break;
       case '--node-args': o.nodeArgs = value().split(' ').filter(Boolean); break;
@@ -215,6 +217,7 @@ async function main() {
     b3RetentionFlow: opts.b3RetentionFlow,
     b3Env: opts.b3Env,
     b3Order: opts.b3Order,
+    b11Connections: opts.b11Connections,
     soak: opts.soak,
     keep: opts.keep,
     log: (m) => console.error(m),

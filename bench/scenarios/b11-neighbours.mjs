@@ -7,7 +7,8 @@
 // The neighbour's p99s are measured alone (quiet) and while the flood is added and drained; the
 // flood's drain rate is measured with the neighbour busy and alone. The target of each p99 is at
 // most 2 × its quiet value + 20 ms; the flood's drain rate alone is the figure its own robots
-// reach when nobody else is busy.
+// reach when nobody else is busy. `--b11-connections N`: the flood adds as fast as N connections
+// can, not paced (a client that opens many connections at once).
 import { seedAccessTokens, itemPayload, seedApiKeys, seedMachines, seedProcess, seedQueue, seedTenant } from '../lib/fixtures.mjs';
 import { platformCpuMeter, startPlatform, waitMachinesOnline } from '../lib/platform.mjs';
 import { sleep } from '../lib/proc.mjs';
@@ -45,7 +46,7 @@ async function neighbourTries(s, n, platform, { minTries, stop }) {
   const out = { addToProcessed: [], settingsRead: [], triggerToRunning: [], stopToStopped: [] };
   // where add → processed and trigger → running go: the row written (its created_at), the item
   // taken (started_at), processed; the job's start
-  const legs = { addToRow: [], rowToTaken: [], takenToProcessed: [], triggerToRow: [], rowToRunning: [] };
+  const legs = { addToRow: [], rowToConsumerRow: [], consumerRowToRunning: [], runningToTaken: [], takenToProcessed: [], triggerToRow: [], rowToRunning: [] };
   out.legs = legs;
   const base = platform.baseUrl;
   for (let i = 0; i < minTries || !stop(); i++) {
@@ -53,10 +54,14 @@ async function neighbourTries(s, n, platform, { minTries, stop }) {
     let t0 = Date.now();
     const item = await call(`${base}/api/v1/queues/by-name/${n.queue.name}/items`, 'POST', key, { data: itemPayload(i) });
     const done = await until('the neighbour\'s item processed', async () => (await s.sql`
-      select created_at, started_at, processed_at from queue_items where id = ${item.id} and status = 'completed'`)[0]);
+      select qi.created_at, qi.started_at, qi.processed_at, j.created_at as job_created_at, j.started_at as job_started_at
+        from queue_items qi join jobs j on j.id = qi.job_id where qi.id = ${item.id} and qi.status = 'completed'`)[0]);
     out.addToProcessed.push(done.processed_at.getTime() - t0);
     legs.addToRow.push(done.created_at.getTime() - t0);
-    legs.rowToTaken.push(done.started_at.getTime() - done.created_at.getTime());
+    // a consumer started before the item was added (it was still running) counts as at once
+    legs.rowToConsumerRow.push(Math.max(0, done.job_created_at.getTime() - done.created_at.getTime()));
+    legs.consumerRowToRunning.push(Math.max(0, done.job_started_at.getTime() - Math.max(done.job_created_at.getTime(), done.created_at.getTime())));
+    legs.runningToTaken.push(done.started_at.getTime() - Math.max(done.job_started_at.getTime(), done.created_at.getTime()));
     legs.takenToProcessed.push(done.processed_at.getTime() - done.started_at.getTime());
 
     t0 = Date.now();
@@ -85,7 +90,8 @@ async function flood(run, s, platform, f, label, timeoutMs) {
   const startedAt = Date.now();
   const adding = load(run, `b11-${label}`, {
     url: platform.baseUrl, method: 'POST', paths: [`/api/v1/queues/by-name/${f.queue.name}/items/bulk`],
-    body: { items: f.payloads }, keys: f.keys, connections: 2, amount: f.perRound / BULK_SIZE, rate: FLOOD_ITEMS_PER_SEC / BULK_SIZE,
+    body: { items: f.payloads }, keys: f.keys, amount: f.perRound / BULK_SIZE,
+    ...(run.b11Connections ? { connections: run.b11Connections } : { connections: 2, rate: FLOOD_ITEMS_PER_SEC / BULK_SIZE }),
   }, timeoutMs);
   adding.catch(() => undefined); // awaited below
   const target = f.completedBefore + f.perRound;
@@ -177,7 +183,8 @@ export async function b11(run) {
     }
     // where the time went, p99 of each leg (they need not add up to the p99s above)
     const legNames = {
-      addToRow: 'add → item row written', rowToTaken: 'item row → taken by the robot', takenToProcessed: 'taken → processed',
+      addToRow: 'add → item row written', rowToConsumerRow: 'item row → its consumer job created (the dispatcher)',
+      consumerRowToRunning: 'consumer job created → running on the robot', runningToTaken: 'consumer running → item taken', takenToProcessed: 'taken → processed',
       triggerToRow: 'trigger → job row written', rowToRunning: 'job row → running',
     };
     for (const [k, leg] of Object.entries(legNames)) {
@@ -190,7 +197,7 @@ export async function b11(run) {
     });
     return {
       id: 'B11',
-      title: `a neighbour's flood: ${perRound.toLocaleString('en')} items in bulk at ${FLOOD_ITEMS_PER_SEC.toLocaleString('en')}/s next to one-at-a-time work of another workspace`,
+      title: `a neighbour's flood: ${perRound.toLocaleString('en')} items in bulk ${run.b11Connections ? `over ${run.b11Connections} connections, not paced,` : `at ${FLOOD_ITEMS_PER_SEC.toLocaleString('en')}/s`} next to one-at-a-time work of another workspace`,
       rows,
       complete: withNeighbour.complete && alone.complete,
       details: { perRound, quiet, busy, withNeighbour, alone, cpu },

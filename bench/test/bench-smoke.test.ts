@@ -232,7 +232,8 @@ describe('npm run bench at a tiny scale', () => {
     expect(s.complete).toBe(true);
     const legRows = s.rows.filter((r) => / → .*, p99 during the flood/.test(r.figure) && !/ p99 during/.test(r.figure.split(',')[0]!));
     expect(legRows.map((r) => r.figure.split(',')[0])).toEqual([
-      'neighbour: add → item row written', 'neighbour: item row → taken by the robot', 'neighbour: taken → processed',
+      'neighbour: add → item row written', 'neighbour: item row → its consumer job created (the dispatcher)', 'neighbour: consumer job created → running on the robot',
+      'neighbour: consumer running → item taken', 'neighbour: taken → processed',
       'neighbour: trigger → job row written', 'neighbour: job row → running',
     ]);
     for (const r of legRows) expect(r.platform).toBeGreaterThanOrEqual(0);
