@@ -43,7 +43,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const connection: RedisClient = createRedis(config.redis);
   const bull = createBullDispatch({ redis: connection, prefix: config.redisPrefix, logger });
   const recordArchive = recordArchiveFromConfig(config.archive);
-  const engine = createEngine({ sql, directSql: deps.directSql, logger, webhooks: webhookSettingsOf(config), recordArchive,
+  // the consumer jobs it creates go to their machines' queues right after their commit (atOnce)
+  const engine = createEngine({ sql, directSql: deps.directSql, logger, webhooks: webhookSettingsOf(config), recordArchive, atOnce: bull,
     claimFloor: config.claimFloor, claimFloorEveryMs: config.claimFloorEveryMs, claimFloorEngageSeconds: config.claimFloorEngageSeconds,
   });
   const { sweeps } = engine;

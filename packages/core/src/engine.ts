@@ -91,9 +91,9 @@ export interface EngineDeps {
   /** the asset encryption key (or how to get it, asked for only by asset commands); without it asset commands refuse */
   assetKey?: Buffer | (() => Buffer);
   /**
-   * Where a trigger, a stop and an input answer publish their effects right after their commit
-   * (the API's BullMQ dispatch), one hop sooner than the outbox relay, which publishes them again
-   * (outbox/at-once.ts); absent, only the relay publishes.
+   * Where a trigger, a stop, an input answer, an add's queue nudge and the dispatcher's consumer
+   * jobs publish their effects right after their commit (BullMQ dispatch), one hop sooner than the
+   * outbox relay, which publishes them again (outbox/at-once.ts); absent, only the relay publishes.
    */
   atOnce?: DispatchPort;
   /** CLAIM_FLOOR: when the take reads past each queue's claim floor, and the floors are kept (docs/decisions/claim-floor.md) */
@@ -259,7 +259,7 @@ export function createEngine(deps: EngineDeps) {
        */
       failOrphans: async () => (floors.current() && orphanSweeps++ % CLAIM_FLOOR_FULL_EVERY !== 0 ? [] : failOrphans(sql)),
       /** consumer jobs a queue's triggers need now; the ready items read past the claim floors while they are engaged */
-      startConsumers: (queueId: string) => startQueueConsumers(sql, queueId, { floor: floors.current() }),
+      startConsumers: (queueId: string) => startQueueConsumers(sql, queueId, { floor: floors.current(), atOnce: deps.atOnce, logger: deps.logger }),
       queuesNeedingConsumers: (tenantId: string | null = null) => queuesNeedingConsumers(sql, tenantId, { floor: floors.current() }),
       /** finished jobs' logs past the retention, into the archive */
       archiveLogs: (retentionDays: number) => archiveJobLogs(sql, logArchive, retentionDays),

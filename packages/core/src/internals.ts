@@ -29,7 +29,7 @@ export { decrypt } from './security/secret-box';
 // Effects: written with each change, published by the dispatcher's relay (docs/decisions/outbox.md).
 export { recordEffect } from './outbox/effects';
 export type { Effect } from './outbox/effects';
-export { createOutboxRelay, drainOutbox, relayOnce } from './outbox/relay';
+export { createOutboxRelay, drainOutbox, NUDGE_WINDOW_MS, relayOnce } from './outbox/relay';
 export { inTransactionPublishingAtOnce } from './outbox/at-once';
 
 // Dispatch: the port effects are published through, a job's life on its machine, sweeps.

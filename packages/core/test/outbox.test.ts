@@ -1,7 +1,7 @@
 import { createSql, CLI_ACTOR, type Sql } from '@svc/core';
 import {
   addItemToQueueNamed, addItemsBulk, answerJobInput, createOutboxRelay, drainOutbox, finishJob, inTransactionPublishingAtOnce, noopDispatch, recordEffect,
-  recordHeartbeat, relayOnce, startJob, stopJob, timeOutJobs, triggerJobByApi, updateQueue, writeCatalogEntity,
+  NUDGE_WINDOW_MS, recordHeartbeat, relayOnce, startJob, startQueueConsumers, stopJob, timeOutJobs, triggerJobByApi, updateQueue, writeCatalogEntity,
   type DispatchJobRef, type DispatchPort, type Effect,
 } from '@svc/core/internals';
 import { databaseSuite, seedApiKey, seedJob, seedMachine, seedProcess, seedQueue, seedTenant, waitFor } from '@svc/testing';
@@ -217,6 +217,56 @@ describe('a trigger, a stop and an input answer publish their effects right afte
     await waitFor('the committed effect published at once', async () => seen.ready.length === 1, 5_000);
     expect(seen.failed).toEqual([]);
     expect((await outboxRows(db.sql)).map((r) => r.kind)).toEqual(['queue-ready']);
+  });
+
+  it('an add nudges its queue at once, at most once a window in a process; its outbox row stays for the relay', async () => {
+    const w = await world(db.sql);
+    const other = await seedQueue(db.sql, w.tenant.id);
+    const nudges: Array<{ id: string; at: number }> = [];
+    const deps = { sql: db.sql, atOnce: { ...noopDispatch, queueItemsReady: async (q: { id: string }) => void nudges.push({ id: q.id, at: Date.now() }) } };
+    const mine = () => nudges.filter((n) => n.id === w.queue.id);
+    const ref = { id: w.queue.id as string, tenant_id: w.tenant.id, name: w.queue.name as string };
+    await addItemToQueueNamed(deps, w.tenant.id, w.queue.name as string, { data: { i: 0 } });
+    // the nudge leaves when the add answers (the port hears it in the same turn)
+    expect(mine()).toHaveLength(1);
+    const from = Date.now();
+    for (let i = 1; i <= 6; i++) {
+      if (i % 2) await addItemToQueueNamed(deps, w.tenant.id, w.queue.name as string, { data: { i } });
+      else await addItemsBulk(deps, ref, { items: [{ i }, { i: -i }] });
+    }
+    const elapsed = Date.now() - from;
+    // folded: never two of one queue within a window, so no more than the time allows
+    const gaps = mine().slice(1).map((n, k) => n.at - mine()[k]!.at);
+    for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(NUDGE_WINDOW_MS - 1);
+    expect(mine().length).toBeLessThanOrEqual(2 + Math.floor(elapsed / NUDGE_WINDOW_MS));
+    // another queue has a window of its own; a refused add nudges nothing
+    await addItemsBulk(deps, { id: other.id as string, tenant_id: w.tenant.id, name: other.name as string }, { items: [{ i: 7 }] });
+    expect(nudges.at(-1)!.id).toBe(other.id);
+    const before = nudges.length;
+    await expect(addItemToQueueNamed(deps, w.tenant.id, 'no-such-queue', { data: {} })).rejects.toThrow();
+    expect(nudges).toHaveLength(before);
+    // the relay still has each statement's own nudge
+    expect((await outboxRows(db.sql)).map((r) => r.payload.queue_id)).toEqual([...Array(7).fill(w.queue.id), other.id]);
+    // after the window, the next add nudges again
+    const seenBefore = mine().length;
+    await waitFor('a nudge after the window', async () => {
+      await addItemToQueueNamed(deps, w.tenant.id, w.queue.name as string, { data: { again: true } });
+      return mine().length > seenBefore;
+    }, 5_000, NUDGE_WINDOW_MS);
+  });
+
+  it('the consumer jobs a queue needs go to their machines at once; their outbox row stays for the relay', async () => {
+    const w = await world(db.sql);
+    await db.sql`update machines set status = 'online' where id = ${w.machine.id}`;
+    await addItemsBulk({ sql: db.sql }, { id: w.queue.id as string, tenant_id: w.tenant.id, name: w.queue.name as string }, { items: [{ i: 1 }, { i: 2 }, { i: 3 }] });
+    const { port, seen } = recorder();
+    const created = await startQueueConsumers(db.sql, w.queue.id as string, { atOnce: port });
+    expect(created).toHaveLength(2);
+    await waitFor('the consumer jobs published at once', async () => seen.jobs.length === 2, 5_000);
+    expect(seen.jobs.map((j) => j.id).sort()).toEqual(created.map((j) => j.id).sort());
+    const relay = recorder();
+    await drainOutbox(db.sql, relay.port);
+    expect(relay.seen.jobs.map((j) => j.id).sort()).toEqual(created.map((j) => j.id).sort());
   });
 
   it('a publish that fails leaves the effect to the relay and does not fail the command', async () => {

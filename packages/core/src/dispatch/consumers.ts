@@ -1,6 +1,8 @@
 import type { Sql } from '../db/sql';
 import { insertJob } from '../jobs/repo';
-import type { DispatchJobRef } from './port';
+import type { DispatchJobRef, DispatchPort } from './port';
+import type { Logger } from '../logger';
+import { inTransactionPublishingAtOnce } from '../outbox/at-once';
 import { floorOfSql, readyPastFloorSql } from '../queue-items/transitions';
 import { jobsCreatedEffects, recordEffects } from '../outbox/effects';
 
@@ -88,11 +90,12 @@ async function triggersWithWork(sql: Sql, queueId: string, lock: boolean, floor:
 }
 
 /** Creates the consumer jobs a queue's triggers need now, with their jobs-created effect; returns them. */
-export async function startQueueConsumers(sql: Sql, queueId: string, opts: { floor?: boolean } = {}): Promise<DispatchJobRef[]> {
+export async function startQueueConsumers(sql: Sql, queueId: string, opts: { floor?: boolean; atOnce?: DispatchPort; logger?: Logger } = {}): Promise<DispatchJobRef[]> {
   const floor = opts.floor ?? false;
   // cheap look without a lock first: most nudges find the queue already fully consumed
   if ((await triggersWithWork(sql, queueId, false, floor)).length === 0) return [];
-  return sql.begin(async (txn) => {
+  // the jobs go to their machines' queues right after the commit, not a relay pass later
+  return inTransactionPublishingAtOnce({ sql, atOnce: opts.atOnce, logger: opts.logger }, async (txn) => {
     const tx = txn as unknown as Sql;
     const triggers = await triggersWithWork(tx, queueId, true, floor);
     if (triggers.length === 0) return [];

@@ -3,7 +3,7 @@ import type { DispatchPort } from '../dispatch/port';
 import type { Logger } from '../logger';
 import { outboxPublishedAtOnce } from '../metrics/domain';
 import { effectsOfTransaction, type Effect } from './effects';
-import { publishEffects, traceEffects } from './relay';
+import { NUDGE_WINDOW_MS, publishEffects, traceEffects } from './relay';
 import { currentTraceCarrier, tracingEnabled } from '../tracing';
 
 export interface AtOnceDeps {
@@ -48,4 +48,30 @@ export async function inTransactionPublishingAtOnce<T>(deps: AtOnceDeps, fn: (tx
     );
   }
   return result as T;
+}
+
+/** queue id → when this process last nudged it at once (nudgeQueueAtOnce) */
+const lastNudged = new Map<string, number>();
+
+/**
+ * After items were added and committed: the queue's `queue-ready` nudge goes to the dispatcher
+ * right away, one outbox relay pass sooner, so that an idle queue's consumer starts sooner. At
+ * most once per queue per NUDGE_WINDOW_MS in each process, as the relay folds its nudges: a queue
+ * under thousands of adds a second costs the dispatcher a few nudges a second, and its consumers
+ * already running take the items anyway. The add's statement recorded the same nudge in the
+ * outbox, which the relay publishes too (the safety net: this process dying after its commit,
+ * Redis refusing here, or a nudge folded here that the dispatcher had to see).
+ */
+export function nudgeQueueAtOnce(deps: Pick<AtOnceDeps, 'atOnce' | 'logger'>, queue: { id: string; tenant_id: string }): void {
+  const port = deps.atOnce;
+  if (!port) return;
+  const now = Date.now();
+  const last = lastNudged.get(queue.id);
+  if (last !== undefined && now - last < NUDGE_WINDOW_MS) return;
+  lastNudged.set(queue.id, now);
+  if (lastNudged.size > 10_000) for (const [id, at] of lastNudged) if (now - at >= NUDGE_WINDOW_MS) lastNudged.delete(id);
+  port.queueItemsReady({ id: queue.id, tenant_id: queue.tenant_id }).then(
+    () => outboxPublishedAtOnce.inc({ kind: 'queue-ready' }),
+    (err: Error) => deps.logger?.debug('queue nudge left to the outbox relay', { err: err.message }),
+  );
 }

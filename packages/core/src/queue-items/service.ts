@@ -11,12 +11,16 @@ import { BULK_MAX_ITEMS, type AddQueueItemInput, type AddQueueItemsBulkInput, ty
 import { findQueueByNameBatched, insertQueueItemBatched, insertQueueItemByNameBatched } from './batched';
 import { es } from '../messages/es';
 import { parseContainmentFilter } from '../validation/containment-filter';
+import type { DispatchPort } from '../dispatch/port';
+import { nudgeQueueAtOnce } from '../outbox/at-once';
 
 type Tx = postgres.TransactionSql<Record<string, unknown>>;
 
 export interface QueueItemDeps {
   sql: Sql;
   logger?: Logger;
+  /** where an add nudges its queue's dispatcher right after its commit (outbox/at-once.ts) */
+  atOnce?: DispatchPort;
 }
 
 /**
@@ -80,6 +84,7 @@ export async function addItem(
         }) as Promise<QueueItemRow>)
       : insertQueueItemBatched(deps.sql, queue, item),
   );
+  nudgeQueueAtOnce(deps, queue);
   return row;
 }
 
@@ -99,6 +104,7 @@ export async function addItemToQueueNamed(deps: QueueItemDeps, tenantId: string,
     throw err;
   }
   if (!row) throw new NotFoundError(es.queues.queueNotFound);
+  nudgeQueueAtOnce(deps, { id: row.queue_id, tenant_id: row.tenant_id });
   return row;
 }
 
@@ -155,6 +161,7 @@ export async function addItemsMany(
         }) as Promise<number>)
       : insertQueueItemsBulk(deps.sql, queue, items),
   );
+  nudgeQueueAtOnce(deps, queue);
   return added;
 }
 
