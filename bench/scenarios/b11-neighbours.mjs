@@ -16,6 +16,13 @@ import { checkLoad, cpuPer, load, percentile, round, withScenario } from '../lib
 import { BULK_SIZE } from './b2-bulk.mjs';
 
 const FLOOD_ITEMS_PER_SEC = 4500;
+/**
+ * The paced flood: half-size bulks, 9 requests a second over 3 connections. The load generator
+ * paces each connection at a whole number of requests a second, so 4.5 requests of 1,000 items
+ * over 2 connections would be 4 (4,000 items/s).
+ */
+const FLOOD_BULK = BULK_SIZE / 2;
+const FLOOD_CONNECTIONS = 3;
 /** the neighbour's pace: a try, then this pause (a person or a script, not a load generator) */
 const PAUSE_MS = 100;
 
@@ -90,8 +97,8 @@ async function flood(run, s, platform, f, label, timeoutMs) {
   const startedAt = Date.now();
   const adding = load(run, `b11-${label}`, {
     url: platform.baseUrl, method: 'POST', paths: [`/api/v1/queues/by-name/${f.queue.name}/items/bulk`],
-    body: { items: f.payloads }, keys: f.keys, amount: f.perRound / BULK_SIZE,
-    ...(run.b11Connections ? { connections: run.b11Connections } : { connections: 2, rate: FLOOD_ITEMS_PER_SEC / BULK_SIZE }),
+    body: { items: f.payloads }, keys: f.keys, amount: f.perRound / FLOOD_BULK,
+    ...(run.b11Connections ? { connections: run.b11Connections } : { connections: FLOOD_CONNECTIONS, rate: FLOOD_ITEMS_PER_SEC / FLOOD_BULK }),
   }, timeoutMs);
   adding.catch(() => undefined); // awaited below
   const target = f.completedBefore + f.perRound;
@@ -119,10 +126,10 @@ export async function b11(run) {
     const floodTenant = await seedTenant(s.sql, 'flood');
     const floodConsumer = await seedProcess(s.sql, floodTenant.id, 'flood-consumer');
     const f = {
-      keys: await seedApiKeys(s.sql, floodTenant.id, Math.ceil((2 * perRound) / BULK_SIZE / 15) + 2),
+      keys: await seedApiKeys(s.sql, floodTenant.id, Math.ceil((2 * perRound) / FLOOD_BULK / 15) + 2),
       queue: await seedQueue(s.sql, floodTenant.id, 'flood', { consumer_process_id: floodConsumer.id, max_consumers: 2 }),
       machines: await seedMachines(s.sql, floodTenant.id, 2, { slots: 1, prefix: 'flood-machine' }),
-      payloads: Array.from({ length: BULK_SIZE }, (_, i) => itemPayload(i)),
+      payloads: Array.from({ length: FLOOD_BULK }, (_, i) => itemPayload(i)),
       perRound,
       completedBefore: 0,
     };

@@ -10,8 +10,9 @@ export interface AtOnceDeps {
   sql: Sql;
   logger?: Logger;
   /**
-   * Where the commands someone waits on publish their effects right after their commit (the API's
-   * BullMQ dispatch); absent, the outbox relay alone publishes them (docs/decisions/outbox.md).
+   * Where effects go right after their commit (the process's BullMQ dispatch: the API's for the
+   * commands someone waits on and its adds' nudges, the dispatcher's for the consumer jobs it
+   * creates); absent, the outbox relay alone publishes them (docs/decisions/outbox.md).
    */
   atOnce?: DispatchPort;
 }
@@ -19,7 +20,7 @@ export interface AtOnceDeps {
 /**
  * Runs `fn` in a transaction and, once it has committed, publishes the effects it recorded on
  * that transaction through `deps.atOnce` without waiting for the outbox relay: a triggered job,
- * a stop or an input answer reaches its robot one hop sooner. The outbox rows stay: the relay
+ * a stop, an input answer or a queue's new consumer job reaches its robot one hop sooner. The outbox rows stay: the relay
  * publishes them again, which every effect tolerates, and publishes them alone when this process
  * dies after its commit or Redis refuses the publish here. The caller's answer does not wait for
  * the publish (a Redis that hangs delays the robot, never the request).
@@ -65,7 +66,8 @@ const lastNudged = new Map<string, number>();
 export function nudgeQueueAtOnce(deps: Pick<AtOnceDeps, 'atOnce' | 'logger'>, queue: { id: string; tenant_id: string }): void {
   const port = deps.atOnce;
   if (!port) return;
-  const now = Date.now();
+  // a monotonic clock: a wall clock stepping back would hold a queue's nudges for as long
+  const now = performance.now();
   const last = lastNudged.get(queue.id);
   if (last !== undefined && now - last < NUDGE_WINDOW_MS) return;
   lastNudged.set(queue.id, now);
