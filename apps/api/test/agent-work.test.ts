@@ -1,8 +1,11 @@
+import { execFile } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import WebSocket from 'ws';
 import { renderMetrics } from '@svc/core';
-import { Children, itemStatusCounts, openRawWebSocket, sampleValue, seedWorkspace, waitFor } from '@svc/testing';
+import { agentProtocolChecker, Children, ROOT, itemStatusCounts, openRawWebSocket, sampleValue, seedWorkspace, waitFor } from '@svc/testing';
 import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { connect } from '@svc/agent';
 import { createAgentHub, type AgentHub } from '../src/agent/hub';
@@ -43,16 +46,30 @@ afterAll(async () => {
   await t.close();
 });
 
-/** A robot driven message by message: its pushes and the replies to its requests. */
+/**
+ * A robot driven message by message: its pushes and the replies to its requests. Every message
+ * the server sends is read against docs/agent-protocol.schema.json (`protocol`), as a robot
+ * written from that document would read it; one it does not describe fails the test (afterEach).
+ */
 async function rawRobot(machineKey: string, url = base) {
   const sock = new WebSocket(`${url.replace('http', 'ws')}/api/v1/agent/connect`, { headers: { Authorization: `Bearer ${machineKey}` } });
   const messages: Array<Record<string, any>> = [];
-  sock.on('message', (d) => messages.push(JSON.parse(d.toString()) as Record<string, any>));
+  const protocol = agentProtocolChecker();
+  sock.on('message', (d) => {
+    const message = JSON.parse(d.toString()) as Record<string, any>;
+    try {
+      protocol.server(message);
+    } catch (err) {
+      offProtocolSeen.push((err as Error).message);
+    }
+    messages.push(message);
+  });
   await new Promise((resolve, reject) => { sock.once('open', resolve); sock.once('error', reject); });
   await waitFor('the welcome', async () => messages.some((m) => m.type === 'welcome'));
   let next = 1;
   const request = async (message: Record<string, unknown>): Promise<{ result?: any; error?: { code: string; message: string; details?: any } }> => {
     const id = next++;
+    protocol.request({ id, ...message } as { id: number; type: string });
     sock.send(JSON.stringify({ id, ...message }));
     return waitFor(`the reply to ${String(message.type)} ${id}`, async () => messages.find((m) => m.type === 'reply' && m.re === id) ?? null);
   };
@@ -62,8 +79,13 @@ async function rawRobot(machineKey: string, url = base) {
   const replyTo = (re: number) => waitFor(`the reply to ${re}`, async () => messages.find((m) => m.type === 'reply' && m.re === re) ?? null);
   // a fresh robot: it runs nothing from before
   expect((await request({ type: 'heartbeat', fresh: true, running: [] })).error).toBeUndefined();
-  return { sock, messages, request, pushed, replyTo };
+  return { sock, messages, request, pushed, replyTo, protocol };
 }
+
+const offProtocolSeen: string[] = [];
+afterEach(() => {
+  expect(offProtocolSeen.splice(0)).toEqual([]);
+});
 
 it('takes and settles a consumer job\'s items over the socket; a repeated take hands back what its lost answer took', async () => {
   const ws = await seedWorkspace(t.sql);
@@ -486,4 +508,37 @@ it('reads a machine\'s queue only while it has work: jobs that waited, a new job
     own.closeAllConnections();
     await new Promise((r) => own.close(r));
   }
+});
+
+it('a robot written from the protocol document alone: a run from its start to its stop and the goodbye match it, and it matches the code', async () => {
+  // the committed document is the one the definitions make (regenerate with the script when they change)
+  const { stdout } = await promisify(execFile)(process.execPath, [path.join(ROOT, 'scripts/agent-protocol-document.mjs'), '--check'], { cwd: ROOT });
+  expect(stdout).toMatch(/matches the protocol's definitions/);
+
+  const ws = await seedWorkspace(t.sql);
+  const proc = await ws.process();
+  const machine = await ws.machine();
+  const robot = await rawRobot(machine.machineKey);
+  const integrator = apiClient(t, { apiKey: ws.key });
+  const job = await integrator.call('triggerJob', { body: { process_id: proc.id, machine_id: machine.row.id, input_data: { invoice: 'INV-1' } } });
+  const start = await robot.pushed('job.start', (m) => m.job.id === job.id);
+  const run = { job_id: job.id, attempt: start.job.attempt as number };
+  expect((await robot.request({ type: 'job.started', ...run })).result).toEqual({ stop_requested: false });
+  expect((await robot.request({ type: 'job.progress', ...run, progress_percent: 40, log: { text: 'paso 1\n', seq: 1 } })).result).toEqual({ stop_requested: false });
+  const beat = await robot.request({ type: 'heartbeat', running: [{ ...run, alive: true }], agent_version: 'written-from-the-document' });
+  expect(beat.result.runs).toEqual([{ job_id: job.id, owned: true, stop_requested: false }]);
+  await integrator.call('stopJob', { path: { job_id: job.id } });
+  await robot.pushed('job.stop', (m) => m.job_id === job.id && m.reason === 'stop');
+  expect((await robot.request({ type: 'job.finish', ...run, status: 'stopped', log: { text: 'parado\n', seq: 2 } })).result).toEqual({ status: 'stopped' });
+  // an error reply of a well-formed request, and one of a message that is no request at all
+  expect((await robot.request({ type: 'job.progress', ...run })).error?.code).toBe('NOT_FOUND'); // the run ended: the connection holds it no more
+  expect((await robot.request({ type: 'job.unknown' })).error?.code).toBe('VALIDATION_ERROR');
+  const closed = new Promise<number>((resolve) => robot.sock.once('close', (code) => resolve(code)));
+  expect((await robot.request({ type: 'bye' })).result).toEqual({});
+  expect(await closed).toBe(1000);
+  expect(robot.protocol.checked()).toEqual(expect.arrayContaining([
+    'push.welcome', 'push.job.start', 'push.job.stop', 'reply.error', 'reply.result',
+    'request.heartbeat', 'request.job.started', 'request.job.progress', 'request.job.finish', 'request.bye',
+    'result.heartbeat', 'result.job.started', 'result.job.progress', 'result.job.finish', 'result.bye',
+  ]));
 });

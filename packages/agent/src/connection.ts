@@ -24,14 +24,31 @@ export type Refusal =
   /** the same machine connected from elsewhere (close 4002): two processes hold one key */
   | 'replaced';
 
-/** The server's ping period when its welcome names none. */
-const DEFAULT_PING_MS = 15_000;
 /**
- * A request unanswered this long means the connection is broken although frames still come (a
- * server-side fault): it is opened again, and what was in flight asked again there as repeats.
- * A Postgres outage the platform waits out answers late, not never.
+ * The robot's side of the protocol's timing rules (docs/agent-protocol.md, "Timing rules"), as
+ * this package ships them; published in docs/agent-protocol.schema.json for robots in other
+ * languages.
  */
-const REQUEST_TIMEOUT_MS = 120_000;
+export const TIMING = {
+  /** the server's ping period when its welcome names none */
+  defaultPingMs: 15_000,
+  /** nothing heard for `2 × ping_ms + silentMarginMs`: the connection is dead, open another */
+  silentMarginMs: 1000,
+  /**
+   * A request unanswered this long means the connection is broken although frames still come (a
+   * server-side fault): it is opened again, and what was in flight asked again there as repeats.
+   * A Postgres outage the platform waits out answers late, not never.
+   */
+  requestTimeoutMs: 120_000,
+  /** the WebSocket upgrade */
+  handshakeTimeoutMs: 10_000,
+  /**
+   * Reconnecting: after a working connection dropped, a random delay up to `spreadMs`; each
+   * failed try then waits `minMs / 2` plus a random share of a bound that doubles from `minMs` up
+   * to `maxMs`; an upgrade refused with Retry-After waits that, plus up to a second.
+   */
+  reconnect: { minMs: 200, maxMs: 5000, spreadMs: 3000 },
+} as const;
 
 export interface ConnectionEvents {
   /** a connection opened and was welcomed; resolve when the robot has told it what it holds */
@@ -73,7 +90,7 @@ export interface RequestOptions {
  *
  * A connection that has not closed is not taken for alive: `check()` (called on the robot's
  * clock) destroys one from which nothing came (no message, no ping) for twice the server's ping
- * period, or whose oldest request went unanswered for REQUEST_TIMEOUT_MS, and opens another.
+ * period, or whose oldest request went unanswered for TIMING.requestTimeoutMs, and opens another.
  */
 export class Connection {
   private socket: WebSocket | null = null;
@@ -87,7 +104,7 @@ export class Connection {
   private retryTimer: NodeJS.Timeout | null = null;
   /** when a frame last came from the server (performance.now()) */
   private lastHeard = 0;
-  private silentAfterMs = 2 * DEFAULT_PING_MS;
+  private silentAfterMs = 2 * TIMING.defaultPingMs + TIMING.silentMarginMs;
   /** why this side destroyed the socket, for the close's log line */
   private cutReason = '';
   /** the current socket was welcomed (a drop now is of a working connection) */
@@ -110,7 +127,7 @@ export class Connection {
     const url = `${base.replace(/^http/, 'ws')}/api/v1/agent/connect`;
     const ws = new WebSocket(url, {
       headers: { Authorization: `Bearer ${this.machineKey}` },
-      handshakeTimeout: 10_000,
+      handshakeTimeout: TIMING.handshakeTimeoutMs,
       agent: agentFor(base, this.transport),
       ...(this.transport.ca ? { ca: this.transport.ca } : {}),
     });
@@ -195,7 +212,7 @@ export class Connection {
     if (now - this.lastHeard > this.silentAfterMs) this.cut(`nothing heard from the platform for ${Math.round(now - this.lastHeard)} ms`);
     else {
       for (const p of this.inFlight.values()) {
-        if (p.sentAt !== undefined && now - p.sentAt > REQUEST_TIMEOUT_MS) {
+        if (p.sentAt !== undefined && now - p.sentAt > TIMING.requestTimeoutMs) {
           this.cut(`a ${String(p.message.type)} request unanswered for ${Math.round(now - p.sentAt)} ms`);
           return;
         }
@@ -219,7 +236,7 @@ export class Connection {
       this.attempt = 0;
       this.welcomedHere = true;
       const pingMs = Number((msg as { ping_ms?: unknown }).ping_ms);
-      this.silentAfterMs = 2 * (Number.isFinite(pingMs) && pingMs > 0 ? pingMs : DEFAULT_PING_MS) + 1000;
+      this.silentAfterMs = 2 * (Number.isFinite(pingMs) && pingMs > 0 ? pingMs : TIMING.defaultPingMs) + TIMING.silentMarginMs;
       void this.events.welcome(msg as unknown as Welcome).then(
         () => {
           this.ready = true;

@@ -4,6 +4,6 @@ export { endJob, JobEnd, logChunks } from './run';
 export type { AbortReason, AssetValue, ItemOutcome, JobContext, JobEndFields, JobInfo, QueueItem } from './run';
 export { review, ItemReview } from './consumer';
 export type { ItemHandler } from './consumer';
-export { PlatformError } from './connection';
+export { PlatformError, TIMING } from './connection';
 export { isLoopbackHost, urlRefusal } from './transport';
 export type { TransportOptions } from './transport';

@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { Connection, PlatformError, type Refusal, type Welcome } from './connection';
+import { Connection, PlatformError, TIMING, type Refusal, type Welcome } from './connection';
 import { consumeItems, type ItemHandler } from './consumer';
 import { JobEnd, Run, type AbortReason, type JobContext, type JobInfo } from './run';
 import { urlRefusal, type TransportOptions } from './transport';
@@ -227,7 +227,7 @@ export function connect(options: ConnectOptions): Robot {
       for (const r of runs.values()) r.abort('lost');
       resolveRefused({ why, reason });
     },
-  }, { minMs: options.backoff?.minMs ?? 200, maxMs: options.backoff?.maxMs ?? 5000, spreadMs: options.backoff?.spreadMs ?? 3000 }, { ca: options.ca, proxy: options.proxy });
+  }, { minMs: options.backoff?.minMs ?? TIMING.reconnect.minMs, maxMs: options.backoff?.maxMs ?? TIMING.reconnect.maxMs, spreadMs: options.backoff?.spreadMs ?? TIMING.reconnect.spreadMs }, { ca: options.ca, proxy: options.proxy });
 
   function stopTimers(): void {
     stopped = true;

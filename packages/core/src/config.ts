@@ -7,6 +7,9 @@ import { DatabaseSettingsError, parseDatabaseSettings, type PoolerMode } from '.
 
 import type { RedisTarget } from './redis';
 
+/** The longest ping period of robots' connections (MACHINE_PING_MS), and its default. */
+export const MAX_MACHINE_PING_MS = 15_000;
+
 /** What a dispatcher process runs (Config.dispatcherRole). */
 export const DISPATCHER_ROLES = ['all', 'dispatch', 'deliver'] as const;
 export type DispatcherRole = (typeof DISPATCHER_ROLES)[number];
@@ -284,7 +287,7 @@ export function parseConfig(env: Env): Config {
     logLevel: str(env, 'LOG_LEVEL', 'info'),
     accessTokenTtlSeconds: int(env, 'ACCESS_TOKEN_TTL_SECONDS', 12 * 3600, 60),
     machineOfflineAfterSeconds: int(env, 'MACHINE_OFFLINE_AFTER_SECONDS', 30, 1),
-    machinePingMs: int(env, 'MACHINE_PING_MS', 15_000, 100, 15_000),
+    machinePingMs: int(env, 'MACHINE_PING_MS', MAX_MACHINE_PING_MS, 100, MAX_MACHINE_PING_MS),
     apiKeyCacheTtlMs: int(env, 'API_KEY_CACHE_TTL_MS', 30_000, 0),
     lastUsedFlushMs: int(env, 'LAST_USED_FLUSH_MS', 500, 10, 60_000),
     defaultMonthlyQuota: int(env, 'DEFAULT_MONTHLY_QUOTA', 10_000, 0),

@@ -176,8 +176,13 @@ export {
   startTracing, stopTracing, tracingEnabled, withSpan, withTraceCarrier, currentTraceCarrier, describeActiveSpan, SpanKind,
 } from './tracing';
 export {
-  REQUESTS as AGENT_REQUESTS, CLOSE as AGENT_CLOSE, MAX_MESSAGE_BYTES as AGENT_MAX_MESSAGE_BYTES, oversizedField as agentOversizedField,
+  REQUESTS as AGENT_REQUESTS, RESULTS as AGENT_RESULTS, PUSHES as AGENT_PUSHES, ReplyResult as AgentReplyResult, ReplyError as AgentReplyError,
+  CLOSE as AGENT_CLOSE, MAX_MESSAGE_BYTES as AGENT_MAX_MESSAGE_BYTES, FIELD_MAX_BYTES as AGENT_FIELD_MAX_BYTES,
+  CONNECTION_LIMITS as AGENT_CONNECTION_LIMITS, oversizedField as agentOversizedField,
 } from './machines/protocol';
-export type { RequestType as AgentRequestType, RequestOf as AgentRequestOf } from './machines/protocol';
+export type {
+  RequestType as AgentRequestType, RequestOf as AgentRequestOf, ResultOf as AgentResultOf, PushType as AgentPushType, PushOf as AgentPushOf,
+  ServerMessage as AgentServerMessage,
+} from './machines/protocol';
 export { deliverLater, skipDelivery } from './dispatch/skipped-start';
 export { es, sqlFormat, type ServerMessages } from './messages/es';

@@ -22,3 +22,4 @@ export * from './statements';
 export * from './raw-websocket';
 export * from './tls';
 export * from './connect-proxy';
+export * from './agent-protocol';

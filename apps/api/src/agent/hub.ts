@@ -5,7 +5,7 @@ import pLimit from 'p-limit';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { WebSocketServer, type WebSocket } from 'ws';
 import {
-  es, AGENT_CLOSE, AGENT_MAX_MESSAGE_BYTES, countAgentCut, trackAgentHub, AppError, MACHINE_KEY_PREFIX, UnauthorizedError, bearerToken, clientIp, createRedis, decodeAbort, decodeInputAnswered, decodeMachineWork, sha256Hex,
+  es, AGENT_CLOSE, AGENT_CONNECTION_LIMITS as LIMITS, AGENT_MAX_MESSAGE_BYTES, countAgentCut, trackAgentHub, AppError, MACHINE_KEY_PREFIX, UnauthorizedError, bearerToken, clientIp, createRedis, decodeAbort, decodeInputAnswered, decodeMachineWork, sha256Hex,
   type AgentMachine, type RedisClient,
 } from '@svc/core';
 import type { ApiDeps } from '../deps';
@@ -19,37 +19,11 @@ const CHECK_MS = 500;
 /** The check period is cut in this many ticks, each checking one slice of the connections. */
 const CHECK_SLICES = 4;
 /**
- * Messages a connection may send per second: past it, requests are answered RATE_LIMIT_EXCEEDED
- * (the robot waits and sends them again); a connection sending FLOOD_FACTOR times as many is
- * closed (4008). A busy consumer of fast items sends a few hundred a second.
- */
-const MESSAGES_PER_SECOND = 2000;
-const FLOOD_FACTOR = 4;
-/**
- * Requests of one connection answered at once; more are refused RATE_LIMIT_EXCEEDED. A robot
- * needs a few per run (its work, its heartbeats, some waiting out a slow Postgres).
- */
-const MAX_IN_FLIGHT = 128;
-/** Replies a robot may leave unread (bytes) before its connection is destroyed. */
-const MAX_UNREAD_BYTES = 8 * 1024 * 1024;
-/**
- * Unread replies (bytes, past what the network holds) from which a robot's requests are not read
- * until it has read half of them: requests in flight may still add their answers up to the bound
- * above.
- */
-const PAUSE_READING_ABOVE_BYTES = 1024 * 1024;
-/**
  * Robots' statements run at once per process, outside the batchers (heartbeats, lease renewals,
  * takes, key look-ups, the liveness flush, each one or two at a time): half the API's pool, so
  * that robots' work, however much of it, leaves the HTTP API connections.
  */
 const ROBOT_DB_CONCURRENCY = 10;
-/**
- * Statements one machine's requests may start per second outside the batchers: more wait their
- * turn (within the requests in flight), so that one robot asking as fast as it may send keeps
- * Postgres and this process busy for the others no more than a busy robot does.
- */
-const ROBOT_STATEMENTS_PER_SECOND = 200;
 /** The ping period is cut in this many ticks, each pinging the connections of one slice. */
 export const PING_SLICES = 16;
 /** How long a machine's queue is read after its last sign of work (several heartbeats). */
@@ -106,7 +80,7 @@ function statementPace(perSecond: number): RateLimiterMemory {
 }
 
 export function createAgentHub(deps: ApiDeps, options: AgentHubOptions = {}): AgentHub {
-  const perSecond = options.messagesPerSecond ?? MESSAGES_PER_SECOND;
+  const perSecond = options.messagesPerSecond ?? LIMITS.messagesPerSecond;
   const { config, engine, logger, keys } = deps;
   const wss = new WebSocketServer({ noServer: true, maxPayload: AGENT_MAX_MESSAGE_BYTES });
   const heartbeatMs = Math.max(200, Math.min(5000, Math.floor((config.machineOfflineAfterSeconds * 1000) / 3)));
@@ -126,11 +100,11 @@ export function createAgentHub(deps: ApiDeps, options: AgentHubOptions = {}): Ag
     encryptionKey: config.assetEncryptionKey,
     heartbeatMs,
     pingMs: config.machinePingMs,
-    maxInFlight: options.maxInFlight ?? MAX_IN_FLIGHT,
-    maxUnreadBytes: options.maxUnreadBytes ?? MAX_UNREAD_BYTES,
-    pauseReadingAboveBytes: options.pauseReadingAboveBytes ?? Math.min(PAUSE_READING_ABOVE_BYTES, (options.maxUnreadBytes ?? MAX_UNREAD_BYTES) / 2),
+    maxInFlight: options.maxInFlight ?? LIMITS.maxInFlight,
+    maxUnreadBytes: options.maxUnreadBytes ?? LIMITS.maxUnreadBytes,
+    pauseReadingAboveBytes: options.pauseReadingAboveBytes ?? Math.min(LIMITS.pauseReadingAboveBytes, (options.maxUnreadBytes ?? LIMITS.maxUnreadBytes) / 2),
     dbBudget: pLimit(options.robotDbConcurrency ?? ROBOT_DB_CONCURRENCY),
-    statementPace: statementPace(options.robotStatementsPerSecond ?? ROBOT_STATEMENTS_PER_SECOND),
+    statementPace: statementPace(options.robotStatementsPerSecond ?? LIMITS.statementsPerSecond),
     // a machine's last heartbeat trails its robot by at most a second (or half a heartbeat period)
     liveness: createLiveness(engine, { flushMs: Math.min(1000, Math.max(100, Math.floor(heartbeatMs / 2))), logger, outage }),
     // a run's lease spans at least three heartbeats, like a machine's silence before it is offline
@@ -283,7 +257,7 @@ export function createAgentHub(deps: ApiDeps, options: AgentHubOptions = {}): Ag
         count = 0;
       }
       count++;
-      if (count > perSecond * FLOOD_FACTOR) {
+      if (count > perSecond * LIMITS.floodFactor) {
         countAgentCut('flood');
         void session.close(AGENT_CLOSE.rateLimited, es.agent.tooManyMessages);
         return;

@@ -7,7 +7,7 @@ import {
   es, AGENT_CLOSE, AGENT_REQUESTS, AppError, countAgentCut, agentOversizedField, ConflictError, NotFoundError, RateLimitError, SpanKind, ValidationError, currentTraceCarrier,
   jsonInputIssue, jsonTextMayHoldUnstorable, machineQueueName, retryOnConnectionLoss, deliverLater, skipDelivery, validate, withSpan, withTraceCarrier,
   type AgentMachine, type AgentRequestOf, type AgentRequestType, type DbOutage, type Engine, type JobAbortMessage, type JobInputMessage, type Logger,
-  type MachineJobPayload, type RedisClient,
+  type MachineJobPayload, type RedisClient, type AgentResultOf, type AgentServerMessage,
 } from '@svc/core';
 
 /** How long a closing worker waits for its own start to end before it is closed anyway. */
@@ -327,7 +327,7 @@ export class MachineSession {
         this.holds(m.job_id, m.attempt);
         const res = await this.db('acknowledging a run', () => machines.acknowledgeRun(m.job_id, m.attempt, this.machine.id, this.deps.leaseSeconds));
         if (!res) throw this.lost(m.job_id);
-        return { stop_requested: res.stop_requested };
+        return { stop_requested: res.stop_requested } satisfies AgentResultOf<'job.started'>;
       }
       case 'job.progress': {
         const m = msg as AgentRequestOf<'job.progress'>;
@@ -336,7 +336,7 @@ export class MachineSession {
           progress_percent: m.progress_percent, progress_message: m.progress_message, resource_metrics: m.resource_metrics, logs_append: m.log,
         }));
         if (!res) throw this.lost(m.job_id);
-        return { stop_requested: res.stop_requested };
+        return { stop_requested: res.stop_requested } satisfies AgentResultOf<'job.progress'>;
       }
       case 'job.finish': {
         const m = msg as AgentRequestOf<'job.finish'>;
@@ -347,19 +347,19 @@ export class MachineSession {
         }, { repeat }));
         this.release(m.job_id);
         if (!job) throw new ConflictError(es.jobs.staleAttempt);
-        return { status: job.status };
+        return { status: job.status } satisfies AgentResultOf<'job.finish'>;
       }
       case 'items.take':
         return this.takeItems(msg as AgentRequestOf<'items.take'>);
       case 'items.release': {
         const m = msg as AgentRequestOf<'items.release'>;
         this.holds(m.job_id, m.attempt);
-        return { released: await this.db('handing back queue items', () => machines.releaseItems(m.job_id, m.items)) };
+        return { released: await this.db('handing back queue items', () => machines.releaseItems(m.job_id, m.items)) } satisfies AgentResultOf<'items.release'>;
       }
       case 'jobs.waiting': {
         const m = msg as AgentRequestOf<'jobs.waiting'>;
         this.holds(m.job_id, m.attempt);
-        return { waiting: await this.db('looking for waiting jobs', () => machines.hasWaitingJobs(this.machine.id, m.job_id)) };
+        return { waiting: await this.db('looking for waiting jobs', () => machines.hasWaitingJobs(this.machine.id, m.job_id)) } satisfies AgentResultOf<'jobs.waiting'>;
       }
       case 'job.input.ask': {
         const m = msg as AgentRequestOf<'job.input.ask'>;
@@ -370,14 +370,14 @@ export class MachineSession {
           if (res.refused === 'stop_requested') throw new ConflictError(es.jobs.stopRequested, { stop_requested: true });
           throw this.lost(m.job_id);
         }
-        return { waiting: true };
+        return { waiting: true } satisfies AgentResultOf<'job.input.ask'>;
       }
       case 'job.input.read': {
         const m = msg as AgentRequestOf<'job.input.read'>;
         this.holds(m.job_id, m.attempt);
         const state = await this.db('reading the answer', () => machines.readInput(m.job_id, m.attempt));
         if (!state) throw this.lost(m.job_id);
-        return { status: state.status, stop_requested: state.stop_requested, answer: state.answer, timeout_at: state.timeout_at?.toISOString() ?? null };
+        return { status: state.status, stop_requested: state.stop_requested, answer: state.answer, timeout_at: state.timeout_at?.toISOString() ?? null } satisfies AgentResultOf<'job.input.read'>;
       }
       case 'asset.get': {
         const m = msg as AgentRequestOf<'asset.get'>;
@@ -385,7 +385,7 @@ export class MachineSession {
         const read = await this.db('reading an asset', () => machines.readAsset(
           this.deps.encryptionKey, { tenantId: this.machine.tenant_id, machineId: this.machine.id, jobId: m.job_id, attempt: m.attempt }, m.name, m.environment,
         ));
-        return { name: read.asset.name, type: read.asset.type, environment: read.environment, value: read.value };
+        return { name: read.asset.name, type: read.asset.type, environment: read.environment, value: read.value } satisfies AgentResultOf<'asset.get'>;
       }
       case 'bye':
         // no job is handed out any more, and the machine is offline before the robot hears back
@@ -399,12 +399,12 @@ export class MachineSession {
         await Promise.allSettled([...this.heartbeatWrites, this.deps.liveness.settled()]);
         await retryOnConnectionLoss(() => machines.goodbye(this.machine.id), { context: 'marking the machine offline' });
         setImmediate(() => void this.close(AGENT_CLOSE.normal, 'bye'));
-        return {};
+        return {} satisfies AgentResultOf<'bye'>;
     }
   }
 
   /** Settles and takes on the consumer job's own queue (a repeat is resolved by core's fencing rule). */
-  private async takeItems(m: AgentRequestOf<'items.take'>): Promise<unknown> {
+  private async takeItems(m: AgentRequestOf<'items.take'>): Promise<AgentResultOf<'items.take'>> {
     const held = this.holds(m.job_id, m.attempt);
     if (!held.queueId) throw new NotFoundError(es.jobs.consumesNoQueue);
     const queueId = held.queueId;
@@ -419,7 +419,7 @@ export class MachineSession {
   }
 
   /** Renews the leases of the runs the robot lists, takes over those it brought, reports the machine online. */
-  private async heartbeat(m: AgentRequestOf<'heartbeat'>): Promise<unknown> {
+  private async heartbeat(m: AgentRequestOf<'heartbeat'>): Promise<AgentResultOf<'heartbeat'>> {
     const machines = this.deps.engine.machines;
     if (m.fresh && m.running.length === 0) {
       // a robot process that starts runs nothing: what the platform thinks runs here was lost with the last one
@@ -654,7 +654,7 @@ export class MachineSession {
     return stopping;
   }
 
-  private send(message: unknown): void {
+  private send(message: AgentServerMessage): void {
     if (this.socket.readyState !== this.socket.OPEN) return;
     if (this.socket.bufferedAmount > this.deps.maxUnreadBytes) {
       // a robot that does not read its socket: its replies would pile up in this process

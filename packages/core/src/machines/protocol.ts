@@ -1,15 +1,31 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { MAX_TAKE } from '../queue-items/transitions';
+import { ASSET_VALUE_SCHEMAS, AssetTypeSchema } from '../catalog/schemas';
+import { EnvironmentName } from '../api-keys/schemas';
+import { JOB_STATUSES } from '../jobs/transitions';
+import { LOG_APPEND_MAX_BYTES, LOG_TOTAL_MAX_BYTES } from '../jobs/logs';
+import { MAX_INPUT_CHOICES, MAX_INPUT_OPTIONS_BYTES, MAX_INPUT_PROMPT_LENGTH } from '../jobs/input';
+import { MAX_MACHINE_PING_MS } from '../config';
 
 /**
  * The machine protocol's messages (docs/agent-protocol.md): what a robot may send, checked with
- * the same validator as every request body, and what the server pushes. One schema per request.
+ * the same validator as every request body, what each request answers, and what the server
+ * pushes. `scripts/agent-protocol-document.mjs` publishes them as docs/agent-protocol.schema.json.
  */
 
 const Id = Type.String({ format: 'uuid' });
 const Attempt = Type.Integer({ minimum: 1, maximum: 2_147_483_647 });
 const Text = (maxLength: number) => Type.String({ maxLength });
-const LogChunk = Type.Object({ text: Text(64 * 1024), seq: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_147_483_647 })) }, { additionalProperties: false });
+/**
+ * One append to the run's log: at most LOG_APPEND_MAX_BYTES of UTF-8 (checked in bytes when
+ * applied); `seq` numbers the run's appends 1, 2, …, and an append whose `seq` is not above the
+ * highest applied changes nothing (a repeat after a lost answer). A log keeps its first
+ * LOG_TOTAL_MAX_BYTES, then a marker line.
+ */
+const LogChunk = Type.Object({
+  text: Text(LOG_APPEND_MAX_BYTES),
+  seq: Type.Optional(Type.Integer({ minimum: 1, maximum: 2_147_483_647 })),
+}, { additionalProperties: false });
 const Metrics = Type.Record(Type.String({ maxLength: 64 }), Type.Unknown(), { maxProperties: 32 });
 /**
  * Set by a client sending a request again because its answer was lost with a connection: the
@@ -79,8 +95,11 @@ export const JobsWaiting = Type.Object({ ...Envelope('jobs.waiting'), ...Fenced 
 export const InputAsk = Type.Object({
   ...Envelope('job.input.ask'),
   ...Fenced,
-  prompt: Type.Unknown(),
-  options: Type.Optional(Type.Unknown()),
+  /** checked when applied, each refusal naming the field */
+  prompt: Type.Unknown({ description: `a printable text of 1 to ${MAX_INPUT_PROMPT_LENGTH} characters` }),
+  options: Type.Optional(Type.Unknown({
+    description: `{"choices": [1 to ${MAX_INPUT_CHOICES} distinct JSON values]} or {"schema": a JSON Schema the answer must match}; at most ${MAX_INPUT_OPTIONS_BYTES} bytes of JSON`,
+  })),
 }, { additionalProperties: false });
 
 /** The robot holds a run it was handed (`job.start`): until then the run may go back to pending. */
@@ -93,9 +112,10 @@ export const AssetGet = Type.Object({
   ...Envelope('asset.get'),
   ...Fenced,
   name: Type.String({ minLength: 1, maxLength: 255 }),
-  environment: Type.Optional(Type.Union([Type.Literal('production'), Type.Literal('staging'), Type.Literal('dev')])),
+  environment: Type.Optional(EnvironmentName),
 }, { additionalProperties: false });
 
+/** The requests a robot may send, by `type`. */
 export const REQUESTS = {
   heartbeat: Heartbeat, 'job.started': JobStarted, 'job.progress': JobProgressMessage, 'job.finish': JobFinishMessage, bye: Bye,
   'items.take': ItemsTake, 'items.release': ItemsRelease, 'jobs.waiting': JobsWaiting,
@@ -103,6 +123,89 @@ export const REQUESTS = {
 } as const;
 export type RequestType = keyof typeof REQUESTS;
 export type RequestOf<T extends RequestType> = Static<(typeof REQUESTS)[T]>;
+
+const IsoTime = Type.String({ format: 'date-time' });
+const Json = Type.Record(Type.String(), Type.Unknown());
+const StopRequested = Type.Object({ stop_requested: Type.Boolean() }, { additionalProperties: false });
+const JobStatusSchema = Type.Union(JOB_STATUSES.map((s) => Type.Literal(s)));
+
+/** What each request answers in its reply's `result`, by the request's `type`. */
+export const RESULTS = {
+  heartbeat: Type.Object({
+    slots: Type.Integer({ minimum: 0 }),
+    is_active: Type.Boolean(),
+    /** one per run the heartbeat listed: `owned: false` means the platform ended it, stop it */
+    runs: Type.Array(Type.Object({ job_id: Id, owned: Type.Boolean(), stop_requested: Type.Boolean() }, { additionalProperties: false })),
+  }, { additionalProperties: false }),
+  'job.started': StopRequested,
+  'job.progress': StopRequested,
+  'job.finish': Type.Object({ status: JobStatusSchema }, { additionalProperties: false }),
+  'items.take': Type.Object({
+    /** the outcomes applied; a stale one (another attempt of the item) is left out */
+    settled: Type.Array(Type.Object({ id: Id, status: Type.String() }, { additionalProperties: false })),
+    items: Type.Array(Type.Object({
+      id: Id, attempt: Attempt, reference: Type.Union([Type.String(), Type.Null()]), data: Json, retry_count: Type.Integer({ minimum: 0 }),
+    }, { additionalProperties: false }), { maxItems: MAX_TAKE }),
+    /** items a repeated take handed back to the queue because the robot did not name them in `held` or `outcomes` */
+    released_unknown: Type.Integer({ minimum: 0 }),
+  }, { additionalProperties: false }),
+  'items.release': Type.Object({ released: Type.Integer({ minimum: 0 }) }, { additionalProperties: false }),
+  'jobs.waiting': Type.Object({ waiting: Type.Boolean() }, { additionalProperties: false }),
+  'job.input.ask': Type.Object({ waiting: Type.Literal(true) }, { additionalProperties: false }),
+  'job.input.read': Type.Object({
+    status: JobStatusSchema,
+    stop_requested: Type.Boolean(),
+    answer: Type.Union([Type.Object({ value: Type.Unknown() }, { additionalProperties: false }), Type.Null()]),
+    timeout_at: Type.Union([IsoTime, Type.Null()]),
+  }, { additionalProperties: false }),
+  'asset.get': Type.Object({
+    name: Type.String(),
+    type: AssetTypeSchema,
+    environment: EnvironmentName,
+    value: Type.Union(Object.values(ASSET_VALUE_SCHEMAS)),
+  }, { additionalProperties: false }),
+  bye: Type.Object({}, { additionalProperties: false }),
+} satisfies Record<RequestType, unknown>;
+export type ResultOf<T extends RequestType> = Static<(typeof RESULTS)[T]>;
+
+/** The answer to a request, `re` repeating its `id` (null for a message that was not JSON or had no numeric `id`). */
+export const ReplyResult = Type.Object({ type: Type.Literal('reply'), re: Type.Union([Type.Integer(), Type.Null()]), result: Type.Unknown() }, { additionalProperties: false });
+export const ReplyError = Type.Object({
+  type: Type.Literal('reply'),
+  re: Type.Union([Type.Integer(), Type.Null()]),
+  /** the API's error codes and Spanish messages (VALIDATION_ERROR, NOT_FOUND, CONFLICT, RATE_LIMIT_EXCEEDED, …) */
+  error: Type.Object({ code: Type.String(), message: Type.String(), details: Type.Optional(Type.Unknown()) }, { additionalProperties: false }),
+}, { additionalProperties: false });
+
+/** What the server sends on its own, by `type`: the welcome first, then pushes. */
+export const PUSHES = {
+  welcome: Type.Object({
+    type: Type.Literal('welcome'),
+    machine: Type.Object({ id: Id, name: Type.String(), slots: Type.Integer({ minimum: 0 }) }, { additionalProperties: false }),
+    heartbeat_ms: Type.Integer({ minimum: 1 }),
+    lease_seconds: Type.Integer({ minimum: 1 }),
+    ping_ms: Type.Integer({ minimum: 1 }),
+  }, { additionalProperties: false }),
+  'job.start': Type.Object({
+    type: Type.Literal('job.start'),
+    job: Type.Object({
+      id: Id, attempt: Attempt, process_id: Id, process_name: Type.String(), input_data: Type.Union([Json, Type.Null()]),
+      /** set for a consumer job: the queue whose items it takes */
+      queue_id: Type.Union([Id, Type.Null()]),
+      timeout_seconds: Type.Integer({ minimum: 1 }), retry_count: Type.Integer({ minimum: 0 }),
+      started_at: IsoTime, timeout_at: Type.Union([IsoTime, Type.Null()]),
+      trace: Type.Optional(Type.Record(Type.String(), Type.String())),
+    }, { additionalProperties: false }),
+  }, { additionalProperties: false }),
+  'job.stop': Type.Object({
+    type: Type.Literal('job.stop'), job_id: Id, reason: Type.Union([Type.Literal('stop'), Type.Literal('timeout'), Type.Literal('lost')]),
+  }, { additionalProperties: false }),
+  'job.input': Type.Object({ type: Type.Literal('job.input'), job_id: Id }, { additionalProperties: false }),
+} as const;
+export type PushType = keyof typeof PUSHES;
+export type PushOf<T extends PushType> = Static<(typeof PUSHES)[T]>;
+/** Every message the server sends. */
+export type ServerMessage = { [T in PushType]: PushOf<T> }[PushType] | Static<typeof ReplyResult> | Static<typeof ReplyError>;
 
 /** Close codes of the protocol's own (4000–4999 are the application's). */
 export const CLOSE = {
@@ -118,6 +221,33 @@ export const CLOSE = {
 
 /** Largest message accepted (a job's output, a log chunk): larger closes the socket (1009). */
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
+
+/** What one connection may ask of an API process (docs/agent-protocol.md, "Requests and replies"). */
+export const CONNECTION_LIMITS = {
+  /**
+   * Messages a second: past it, requests are answered RATE_LIMIT_EXCEEDED (the robot waits and
+   * sends them again); `floodFactor` times as many close the connection (4008). A busy consumer of
+   * fast items sends a few hundred a second.
+   */
+  messagesPerSecond: 2000,
+  floodFactor: 4,
+  /** requests answered at once; more are refused RATE_LIMIT_EXCEEDED (a robot needs a few per run) */
+  maxInFlight: 128,
+  /**
+   * Statements one machine's requests may start a second outside the batchers (heartbeats and
+   * takes are batched): more wait their turn among those in flight, answered late, not refused.
+   */
+  statementsPerSecond: 200,
+  /** unread replies (bytes, past what the network holds) from which the robot's requests are not read until it has read half */
+  pauseReadingAboveBytes: 1024 * 1024,
+  /** unread replies (bytes) past which the connection is destroyed */
+  maxUnreadBytes: 8 * 1024 * 1024,
+  /** the longest ping period a server is configured with (`ping_ms` in the welcome) */
+  maxPingMs: MAX_MACHINE_PING_MS,
+  /** bytes of UTF-8 in one log append, and kept of a run's whole log */
+  logAppendMaxBytes: LOG_APPEND_MAX_BYTES,
+  logTotalMaxBytes: LOG_TOTAL_MAX_BYTES,
+} as const;
 
 /**
  * Bounds on what a robot reports, in bytes of JSON, beyond the message's own: a machine's `host`
