@@ -4,41 +4,51 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { seedWorkspace } from '@svc/testing';
+import { installPacked, PUBLISHED_FILE, seedWorkspace } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 
 /**
- * README "Use from TypeScript": the example, exactly as printed there, runs as its own Node
- * process against an API server with nothing but the base URL, an API key and a queue's name.
+ * The package's README: its example, exactly as printed there, runs as its own Node process, from
+ * the package packed and installed into an empty folder outside the repository (as a customer
+ * installs it), against an API server with nothing but the base URL, an API key and a queue's name.
  */
-const ROOT = path.resolve(__dirname, '../../..');
 const run = promisify(execFile);
 
 function readmeClient(): string {
-  const m = /<!-- client-example -->\s*```js\n([\s\S]*?)```/.exec(readFileSync(path.join(ROOT, 'README.md'), 'utf8'));
-  if (!m) throw new Error('README.md has no client example');
+  const m = /<!-- client-example -->\s*```js\n([\s\S]*?)```/.exec(readFileSync(path.join(__dirname, '..', 'README.md'), 'utf8'));
+  if (!m) throw new Error('packages/client/README.md has no client example');
   return m[1]!;
 }
 
 let t: ApiTestContext;
 let server: http.Server;
+let packed: Awaited<ReturnType<typeof installPacked>>;
 beforeAll(async () => {
+  packed = await installPacked(['packages/client']);
   t = await createApiTestContext();
   server = http.createServer(t.app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-});
+}, 120_000);
 afterAll(async () => {
   server.closeAllConnections();
   await new Promise((r) => server.close(r));
   await t.close();
+  await packed?.remove();
 });
 
-it('the README client adds items, finds a customer\'s across pages and reads an error as ApiError', async () => {
+it('packs its built code, its README and its licence, and nothing else', () => {
+  const [{ name, files }] = packed.tarballs as [{ name: string; files: string[] }];
+  expect(name).toBe('@svc/client');
+  expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'dist/index.d.ts', 'dist/index.js', 'package.json']));
+  expect(files.filter((f) => !PUBLISHED_FILE.test(f))).toEqual([]);
+});
+
+it('the README client, installed from the packed package, adds items, finds a customer\'s across pages and reads an error as ApiError', async () => {
   const ws = await seedWorkspace(t.sql);
   const queue = await ws.queue();
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const { stdout } = await run(process.execPath, ['--input-type=module', '-e', readmeClient()], {
-    cwd: ROOT,
+    cwd: packed.dir,
     env: { PATH: process.env.PATH ?? '', SVC_URL: url, SVC_API_KEY: ws.key, QUEUE: queue.name },
   });
   const [added, total, error] = stdout.trim().split('\n');

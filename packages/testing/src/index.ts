@@ -23,3 +23,4 @@ export * from './raw-websocket';
 export * from './tls';
 export * from './connect-proxy';
 export * from './agent-protocol';
+export * from './packed';
