@@ -2,6 +2,7 @@ const { findChromium, BROWSER_TESTS } = require('./scripts/chromium.cjs');
 const { findPromtool, PROMTOOL_TESTS } = require('./scripts/promtool.cjs');
 const { findPgBouncer, PGBOUNCER_TESTS } = require('./scripts/pgbouncer.cjs');
 const { findRedisClusterTools, CLUSTER_TESTS } = require('./scripts/redis-cluster.cjs');
+const { findPython, PYTHON_TESTS } = require('./scripts/python.cjs');
 
 // The console's browser tests (apps/console/test/*.browser.test.ts) need a Chromium; without one
 // they are left out (scripts/test.mjs names every suite left out in one line) and everything else runs.
@@ -17,6 +18,9 @@ if (pgbouncer) process.env.SVC_PGBOUNCER = pgbouncer;
 // says so), the redis-cluster*.test.ts files start private ones.
 const redisCluster = findRedisClusterTools();
 if (redisCluster) process.env.SVC_TEST_START_REDIS_CLUSTER = '1';
+// Likewise the Python SDK's tests need a Python 3.11+ that imports websockets.
+const python = findPython();
+if (python) process.env.SVC_PYTHON = python;
 
 // The AWS SDK (the S3 archive) prints, once per process, that its releases after early 2027 need
 // Node 22; every test worker would repeat it
@@ -25,7 +29,7 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 /** One jest run for the whole workspace; tests live in each package's `test/` folder. */
 module.exports = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/packages', '<rootDir>/apps', '<rootDir>/test', '<rootDir>/bench'],
+  roots: ['<rootDir>/packages', '<rootDir>/apps', '<rootDir>/test', '<rootDir>/bench', '<rootDir>/sdk'],
   testMatch: ['**/test/**/*.test.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.test.json' }] },
   moduleNameMapper: {
@@ -44,5 +48,5 @@ module.exports = {
   testTimeout: 30000,
   maxWorkers: 2,
   modulePathIgnorePatterns: ['<rootDir>/.*/dist/'],
-  testPathIgnorePatterns: ['/node_modules/', ...(chromium ? [] : [BROWSER_TESTS]), ...(promtool ? [] : [PROMTOOL_TESTS]), ...(pgbouncer ? [] : [PGBOUNCER_TESTS]), ...(redisCluster ? [] : [CLUSTER_TESTS])],
+  testPathIgnorePatterns: ['/node_modules/', ...(chromium ? [] : [BROWSER_TESTS]), ...(promtool ? [] : [PROMTOOL_TESTS]), ...(pgbouncer ? [] : [PGBOUNCER_TESTS]), ...(redisCluster ? [] : [CLUSTER_TESTS]), ...(python ? [] : [PYTHON_TESTS])],
 };

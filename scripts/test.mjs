@@ -9,12 +9,14 @@ import { ensureInstalledAndBuilt, ensureServices, ROOT, SetupError } from './ser
 import chromium from './chromium.cjs';
 import promtool from './promtool.cjs';
 import pgbouncer from './pgbouncer.cjs';
+import python from './python.cjs';
 import redisCluster from './redis-cluster.cjs';
 
 const leftOut = [
   [chromium.findChromium(), chromium.LEFT_OUT],
   [promtool.findPromtool(), promtool.LEFT_OUT],
   [pgbouncer.findPgBouncer(), pgbouncer.LEFT_OUT],
+  [python.findPython(), python.LEFT_OUT],
   [redisCluster.findRedisClusterTools(), redisCluster.LEFT_OUT],
 ].filter(([found]) => !found).map(([, l]) => l);
 if (leftOut.length) {

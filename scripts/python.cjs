@@ -1,0 +1,20 @@
+// The Python the Python SDK is tested with (sdk/python): one that imports websockets. PYTHON_PATH
+// wins; else Debian's /usr/bin/python3 (with python3-websockets), else a python3 on PATH.
+// CommonJS so that jest.config.js and scripts/test.mjs share it.
+const { spawnSync } = require('node:child_process');
+const { existsSync } = require('node:fs');
+const path = require('node:path');
+
+const importsWebsockets = (python) => spawnSync(python, ['-c', 'import sys, websockets; sys.exit(0 if sys.version_info >= (3, 11) else 1)'], { stdio: 'ignore' }).status === 0;
+
+function findPython(env = process.env) {
+  if (env.PYTHON_PATH) return existsSync(env.PYTHON_PATH) && importsWebsockets(env.PYTHON_PATH) ? env.PYTHON_PATH : null;
+  const candidates = ['/usr/bin/python3', ...(env.PATH || '').split(':').filter(Boolean).map((dir) => path.join(dir, 'python3'))];
+  for (const candidate of candidates) if (existsSync(candidate) && importsWebsockets(candidate)) return candidate;
+  return null;
+}
+
+/** What scripts/test.mjs says when these tests are left out. */
+const LEFT_OUT = { suites: 'the Python SDK\'s tests (sdk/python)', missing: 'Python 3.11+ with websockets', install: 'apt-get install -y python3 python3-websockets, or set PYTHON_PATH' };
+
+module.exports = { findPython, LEFT_OUT, PYTHON_TESTS: '/sdk/python/' };

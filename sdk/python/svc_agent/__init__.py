@@ -1,0 +1,39 @@
+"""
+svc_agent: a robot for the automation platform, in Python (asyncio).
+
+A robot holds one credential, its machine key, and reaches the platform over one WebSocket
+(docs/agent-protocol.md). ``connect(url, machine_key, on_job, on_item)`` runs the jobs the
+platform gives the machine, and consumes the items of the queues the machine consumes.
+"""
+
+from .connection import TIMING, Backoff, PlatformError, Timing
+from .consumer import ItemHandler, Review
+from .robot import AGENT_VERSION, JobEndHandler, JobHandler, Robot, connect
+from .run import LOG_CHUNK_BYTES, AbortReason, JobContext, JobEnd, JobInfo, QueueItem, RunAborted, log_chunks
+from .transport import is_loopback_host, url_refusal
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "connect",
+    "Robot",
+    "JobHandler",
+    "JobEndHandler",
+    "ItemHandler",
+    "JobContext",
+    "JobInfo",
+    "JobEnd",
+    "QueueItem",
+    "Review",
+    "RunAborted",
+    "AbortReason",
+    "PlatformError",
+    "Backoff",
+    "Timing",
+    "TIMING",
+    "AGENT_VERSION",
+    "LOG_CHUNK_BYTES",
+    "log_chunks",
+    "is_loopback_host",
+    "url_refusal",
+]

@@ -1,0 +1,378 @@
+"""
+The robot against a scripted platform (a local WebSocket server speaking the machine protocol):
+repeats after a lost answer, the first heartbeat of a new connection, the ownership rule, silent
+connections, pings, refusals and Retry-After. Run by sdk/python/test/readme-robot.test.ts, or with
+``/usr/bin/python3 -m unittest discover -s sdk/python/tests -t sdk/python``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http
+import json
+import logging
+import time
+import unittest
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+from websockets.legacy.server import WebSocketServerProtocol, serve
+
+from svc_agent import Backoff, JobContext, QueueItem, Review, connect
+
+FAST = Backoff(min_ms=10, max_ms=50, spread_ms=50)
+JOB = {
+    "id": "j1", "attempt": 1, "process_id": "p1", "process_name": "proceso", "input_data": {"n": 1},
+    "queue_id": None, "timeout_seconds": None, "retry_count": 0, "timeout_at": None, "started_at": "2026-01-01T00:00:00Z",
+}
+
+logging.getLogger("svc_agent").setLevel(logging.CRITICAL)
+
+
+def welcome(heartbeat_ms: int = 200, lease_seconds: float = 30, ping_ms: int = 15_000) -> str:
+    """The server's first message."""
+    return json.dumps({
+        "type": "welcome", "machine": {"id": "m1", "name": "robot-01", "slots": 1},
+        "heartbeat_ms": heartbeat_ms, "lease_seconds": lease_seconds, "ping_ms": ping_ms,
+    })
+
+
+def reply(msg: dict[str, Any], result: Any) -> str:
+    """A reply to ``msg``."""
+    return json.dumps({"type": "reply", "re": msg["id"], "result": result})
+
+
+def owned(msg: dict[str, Any]) -> dict[str, Any]:
+    """A heartbeat's answer owning every run it listed."""
+    return {"slots": 1, "is_active": True, "runs": [{"job_id": r["job_id"], "owned": True, "stop_requested": False} for r in msg["running"]]}
+
+
+Handler = Callable[[WebSocketServerProtocol, int], Awaitable[None]]
+
+
+class FakePlatformTest(unittest.IsolatedAsyncioTestCase):
+    """Each test scripts the platform's side of each connection (numbered from 1)."""
+
+    async def start(self, handler: Handler, **server_options: Any) -> str:
+        """Serves ``handler``; returns the base URL."""
+        self.connections = 0
+        self.received: list[tuple[int, dict[str, Any]]] = []
+
+        async def serve_one(ws: WebSocketServerProtocol, path: str = "") -> None:
+            self.connections += 1
+            try:
+                await handler(ws, self.connections)
+            except Exception:  # noqa: BLE001 - a connection the robot dropped
+                pass
+
+        options = {"ping_interval": None, **server_options}
+        self.server = await serve(serve_one, "127.0.0.1", 0, **options)
+        self.addAsyncCleanup(self._stop_server)
+        port = list(self.server.sockets)[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}"
+
+    async def _stop_server(self) -> None:
+        self.server.close()
+        await self.server.wait_closed()
+
+    async def messages(self, ws: WebSocketServerProtocol, n: int) -> AsyncIterator[dict[str, Any]]:
+        """The robot's messages on connection ``n``, recorded."""
+        async for raw in ws:
+            msg = json.loads(raw)
+            self.received.append((n, msg))
+            if msg["type"] == "bye":  # every scripted platform lets the robot go
+                await ws.send(reply(msg, {}))
+                await ws.close()
+                return
+            yield msg
+
+    def sent(self, n: int, kind: str) -> list[dict[str, Any]]:
+        """What the robot sent of ``kind`` on connection ``n``."""
+        return [m for c, m in self.received if c == n and m["type"] == kind]
+
+    async def wait(self, what: str, probe: Callable[[], Any], timeout: float = 5) -> Any:
+        """Waits for ``probe()`` to be truthy."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = probe()
+            if value:
+                return value
+            await asyncio.sleep(0.02)
+        self.fail(f"timed out waiting for {what}; received: {self.received}")
+
+    async def test_an_answer_lost_with_its_connection_is_asked_again_as_a_repeat_and_the_run_goes_on(self) -> None:
+        """The first heartbeat of the new connection lists the run; the progress goes again, marked repeat."""
+        async def platform(ws: WebSocketServerProtocol, n: int) -> None:
+            await ws.send(welcome())
+            async for msg in self.messages(ws, n):
+                kind = msg["type"]
+                if kind == "heartbeat":
+                    await ws.send(reply(msg, owned(msg)))
+                    if n == 1 and len(self.sent(1, "heartbeat")) == 1:
+                        await ws.send(json.dumps({"type": "job.start", "job": JOB}))
+                elif kind == "job.started":
+                    await ws.send(reply(msg, {"stop_requested": False}))
+                elif kind == "job.progress":
+                    if n == 1:
+                        await ws.close(1011, "a fault")  # the answer is lost
+                        return
+                    await ws.send(reply(msg, {"stop_requested": False}))
+                elif kind == "job.finish":
+                    await ws.send(reply(msg, {"status": "completed"}))
+                elif kind == "bye":
+                    await ws.send(reply(msg, {}))
+                    await ws.close()
+                    return
+
+        url = await self.start(platform)
+        ends: list[tuple[str, Any, bool]] = []
+
+        async def on_job(ctx: JobContext) -> dict[str, Any]:
+            await ctx.progress(50, "a mitad")
+            await ctx.log("hola")
+            return {"doubled": (ctx.job.input or {})["n"] * 2}
+
+        robot = connect(url, "svc_mk_test", on_job, backoff=FAST, on_job_end=lambda job, status, lost: ends.append((job.id, status, lost)))
+        self.assertEqual((await asyncio.wait_for(robot.ready, 5))["name"], "robot-01")
+        await self.wait("the run to end", lambda: ends)
+        self.assertEqual(ends, [("j1", "completed", False)])
+        first = self.sent(1, "heartbeat")[0]
+        self.assertTrue(first.get("fresh"))
+        self.assertEqual(first["running"], [])
+        again = self.sent(2, "heartbeat")[0]
+        self.assertNotIn("fresh", again)
+        self.assertEqual(again["running"], [{"job_id": "j1", "attempt": 1, "alive": True}])
+        [repeat, log] = self.sent(2, "job.progress")
+        self.assertEqual((repeat.get("repeat"), repeat["progress_percent"], repeat["progress_message"]), (True, 50, "a mitad"))
+        self.assertEqual(log["log"], {"text": "hola\n", "seq": 1})
+        self.assertNotIn("repeat", log)
+        [finish] = self.sent(2, "job.finish")
+        self.assertEqual((finish["status"], finish["output_data"], finish["job_id"], finish["attempt"]), ("completed", {"doubled": 2}, "j1", 1))
+        await robot.close(1)
+        self.assertEqual(len(self.sent(2, "bye")), 1)
+
+    async def test_a_run_unconfirmed_for_lease_minus_heartbeat_is_lost_and_nothing_more_is_sent_for_it(self) -> None:
+        """Heartbeats go unanswered: the run is cancelled, not finished, and no longer listed."""
+        async def platform(ws: WebSocketServerProtocol, n: int) -> None:
+            await ws.send(welcome(heartbeat_ms=100, lease_seconds=1))
+            async for msg in self.messages(ws, n):
+                if msg["type"] == "heartbeat" and len(self.sent(n, "heartbeat")) == 1:
+                    await ws.send(reply(msg, owned(msg)))
+                    await ws.send(json.dumps({"type": "job.start", "job": JOB}))
+                elif msg["type"] == "job.started":
+                    await ws.send(reply(msg, {"stop_requested": False}))
+                # later heartbeats: never answered (a platform that cannot confirm the run)
+
+        url = await self.start(platform)
+        ends: list[tuple[str, Any, bool]] = []
+        cancelled = asyncio.Event()
+
+        async def on_job(ctx: JobContext) -> None:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+
+        robot = connect(url, "svc_mk_test", on_job, backoff=FAST, on_job_end=lambda job, status, lost: ends.append((job.id, status, lost)))
+        await asyncio.wait_for(robot.ready, 5)
+        await self.wait("the job to start", lambda: self.sent(1, "job.started"))
+        started = time.monotonic()
+        await self.wait("the run to be lost", lambda: ends)
+        elapsed = time.monotonic() - started
+        self.assertEqual(ends, [("j1", None, True)])
+        self.assertTrue(cancelled.is_set())
+        # lease − heartbeat = 900 ms after the last confirmation (job.started's sending)
+        self.assertGreater(elapsed, 0.7)
+        self.assertLess(elapsed, 2.0)  # 0.9 s, plus the clock's 100 ms and a loaded host's slack
+        beats = len(self.sent(1, "heartbeat"))
+        await self.wait("another heartbeat", lambda: len(self.sent(1, "heartbeat")) > beats + 1)
+        self.assertEqual(self.sent(1, "heartbeat")[-1]["running"], [])
+        self.assertEqual(self.sent(1, "job.finish"), [])
+        self.assertEqual(robot.running, 0)
+        await robot.close(0.1)
+
+    async def test_a_silent_connection_is_destroyed_and_opened_again(self) -> None:
+        """Nothing heard for 2 × ping_ms + 1 s: the robot opens another connection."""
+        async def platform(ws: WebSocketServerProtocol, n: int) -> None:
+            await ws.send(welcome(ping_ms=100))
+            async for msg in self.messages(ws, n):
+                if msg["type"] == "heartbeat" and len(self.sent(n, "heartbeat")) == 1:
+                    await ws.send(reply(msg, owned(msg)))
+                # then silence: no answer, no ping
+
+        url = await self.start(platform)
+
+        async def on_job(ctx: JobContext) -> None:
+            return None
+
+        robot = connect(url, "svc_mk_test", on_job, backoff=FAST)
+        await asyncio.wait_for(robot.ready, 5)
+        opened = time.monotonic()
+        await self.wait("a second connection", lambda: self.connections >= 2)
+        self.assertGreater(time.monotonic() - opened, 1.1)
+        await self.wait("its first heartbeat", lambda: self.sent(2, "heartbeat"))
+        await robot.close(0.1)
+
+    async def test_pings_keep_a_quiet_connection_alive(self) -> None:
+        """A server that only pings (no message) is heard: the connection stays."""
+        async def platform(ws: WebSocketServerProtocol, n: int) -> None:
+            await ws.send(welcome(ping_ms=100))
+            async for msg in self.messages(ws, n):
+                if msg["type"] == "heartbeat" and len(self.sent(n, "heartbeat")) == 1:
+                    await ws.send(reply(msg, owned(msg)))
+
+        url = await self.start(platform, ping_interval=0.1, ping_timeout=None)
+
+        async def on_job(ctx: JobContext) -> None:
+            return None
+
+        robot = connect(url, "svc_mk_test", on_job, backoff=FAST)
+        await asyncio.wait_for(robot.ready, 5)
+        await asyncio.sleep(2)
+        self.assertEqual(self.connections, 1)
+        await robot.close(0.1)
+
+    async def test_a_refused_key_ends_the_robot_for_good(self) -> None:
+        """Close 4001: refused resolves, no other connection is tried."""
+        async def platform(ws: WebSocketServerProtocol, n: int) -> None:
+            await ws.send(welcome())
+            async for msg in self.messages(ws, n):
+                if msg["type"] == "heartbeat":
+                    await ws.send(reply(msg, owned(msg)))
+                    await ws.close(4001, "clave rotada")
+                    return
+
+        url = await self.start(platform)
+
+        async def on_job(ctx: JobContext) -> None:
+            return None
+
+        robot = connect(url, "svc_mk_test", on_job, backoff=FAST)
+        refused = await asyncio.wait_for(robot.refused, 5)
+        self.assertEqual(refused, {"why": "key", "reason": "clave rotada"})
+        await asyncio.sleep(0.3)
+        self.assertEqual(self.connections, 1)
+
+    async def test_an_upgrade_refused_with_retry_after_is_not_tried_again_before_it(self) -> None:
+        """429 with Retry-After: 1 — the next try comes at least a second later."""
+        tries: list[float] = []
+
+        async def process_request(path: str, headers: Any) -> Any:
+            tries.append(time.monotonic())
+            if len(tries) == 1:
+                return (http.HTTPStatus.TOO_MANY_REQUESTS, [("Retry-After", "1")], b"")
+            return None
+
+        async def platform(ws: WebSocketServerProtocol, n: int) -> None:
+            await ws.send(welcome())
+            async for msg in self.messages(ws, n):
+                if msg["type"] == "heartbeat":
+                    await ws.send(reply(msg, owned(msg)))
+
+        url = await self.start(platform, process_request=process_request)
+
+        async def on_job(ctx: JobContext) -> None:
+            return None
+
+        robot = connect(url, "svc_mk_test", on_job, backoff=FAST)
+        await asyncio.wait_for(robot.ready, 5)
+        self.assertEqual(len(tries), 2)
+        self.assertGreaterEqual(tries[1] - tries[0], 1.0)
+        await robot.close(0.1)
+
+    async def test_a_stop_in_a_heartbeat_cancels_the_handler_and_ends_the_job_stopped(self) -> None:
+        """stop_requested in a heartbeat's answer: the handler is cancelled, job.finish says stopped."""
+        async def platform(ws: WebSocketServerProtocol, n: int) -> None:
+            await ws.send(welcome(heartbeat_ms=100))
+            async for msg in self.messages(ws, n):
+                kind = msg["type"]
+                if kind == "heartbeat":
+                    answer = owned(msg)
+                    for r in answer["runs"]:
+                        r["stop_requested"] = True
+                    await ws.send(reply(msg, answer))
+                    if len(self.sent(n, "heartbeat")) == 1:
+                        await ws.send(json.dumps({"type": "job.start", "job": JOB}))
+                elif kind == "job.started":
+                    await ws.send(reply(msg, {"stop_requested": False}))
+                elif kind == "job.finish":
+                    await ws.send(reply(msg, {"status": msg["status"]}))
+
+        url = await self.start(platform)
+        ends: list[tuple[str, Any, bool]] = []
+        reasons: list[Any] = []
+
+        async def on_job(ctx: JobContext) -> None:
+            try:
+                await asyncio.Event().wait()
+            finally:
+                reasons.append((ctx.stop_reason, ctx.stopped.is_set()))
+
+        robot = connect(url, "svc_mk_test", on_job, backoff=FAST, on_job_end=lambda job, status, lost: ends.append((job.id, status, lost)))
+        await asyncio.wait_for(robot.ready, 5)
+        await self.wait("the run to end", lambda: ends)
+        self.assertEqual(ends, [("j1", "stopped", False)])
+        self.assertEqual(reasons, [("stop", True)])
+        self.assertEqual(self.sent(1, "job.finish")[0]["status"], "stopped")
+        await robot.close(0.1)
+
+    async def test_a_consumer_settles_reviews_and_failures_and_hands_back_what_it_took_when_stopped(self) -> None:
+        """Outcomes ride on the next take; a stop while taking hands the item back; the end counts."""
+        items = [{"id": i, "attempt": 1, "reference": None, "data": {"k": i}, "retry_count": 0} for i in ("A", "B", "C")]
+
+        async def platform(ws: WebSocketServerProtocol, n: int) -> None:
+            await ws.send(welcome())
+            async for msg in self.messages(ws, n):
+                kind = msg["type"]
+                if kind == "heartbeat":
+                    await ws.send(reply(msg, owned(msg)))
+                    if len(self.sent(n, "heartbeat")) == 1:
+                        await ws.send(json.dumps({"type": "job.start", "job": {**JOB, "queue_id": "q1"}}))
+                elif kind == "job.started":
+                    await ws.send(reply(msg, {"stop_requested": False}))
+                elif kind == "items.take":
+                    k = len(self.sent(n, "items.take"))
+                    settled = [{"id": o["id"], "status": o["status"]} for o in msg["outcomes"]]
+                    taken = items[k - 1 : k] if msg["take"] else []
+                    await ws.send(reply(msg, {"settled": settled, "items": taken, "released_unknown": 0}))
+                    if k == 3:  # a stop comes while the third item is being taken
+                        await ws.send(json.dumps({"type": "job.stop", "job_id": "j1", "reason": "stop"}))
+                elif kind == "items.release":
+                    await ws.send(reply(msg, {"released": len(msg["items"])}))
+                elif kind == "job.finish":
+                    await ws.send(reply(msg, {"status": msg["status"]}))
+
+        url = await self.start(platform)
+        ends: list[tuple[str, Any, bool]] = []
+        seen: list[str] = []
+
+        async def on_job(ctx: JobContext) -> None:
+            raise AssertionError("a consumer job goes to on_item")
+
+        async def on_item(item: QueueItem, ctx: JobContext) -> Any:
+            seen.append(item.id)
+            if item.id == "A":
+                return Review({"dudoso": True})
+            raise ValueError("malo")
+
+        robot = connect(url, "svc_mk_test", on_job, on_item, backoff=FAST, on_job_end=lambda job, status, lost: ends.append((job.id, status, lost)))
+        await asyncio.wait_for(robot.ready, 5)
+        await self.wait("the run to end", lambda: ends)
+        self.assertEqual(ends, [("j1", "stopped", False)])
+        self.assertEqual(seen, ["A", "B"])
+        takes = self.sent(1, "items.take")
+        self.assertEqual([t["outcomes"] for t in takes], [
+            [],
+            [{"id": "A", "attempt": 1, "status": "pending_review", "result": {"dudoso": True}}],
+            [{"id": "B", "attempt": 1, "status": "failed", "error_message": "malo"}],
+        ])
+        self.assertEqual([t["take"] for t in takes], [1, 1, 1])
+        self.assertEqual([r["items"] for r in self.sent(1, "items.release")], [[{"id": "C", "attempt": 1}]])
+        [finish] = self.sent(1, "job.finish")
+        self.assertEqual(finish["status"], "stopped")
+        self.assertEqual(finish["output_data"], {"items_completed": 0, "items_pending_review": 1, "items_failed": 1})
+        await robot.close(0.1)
+
+
+if __name__ == "__main__":
+    unittest.main()
