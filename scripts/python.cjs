@@ -5,16 +5,17 @@ const { spawnSync } = require('node:child_process');
 const { existsSync } = require('node:fs');
 const path = require('node:path');
 
-const importsWebsockets = (python) => spawnSync(python, ['-c', 'import sys, websockets; sys.exit(0 if sys.version_info >= (3, 11) else 1)'], { stdio: 'ignore' }).status === 0;
+// websockets to run robots, venv and ensurepip to install the package as a customer does
+const canRunTheSdkTests = (python) => spawnSync(python, ['-c', 'import sys, websockets, venv, ensurepip; sys.exit(0 if sys.version_info >= (3, 11) else 1)'], { stdio: 'ignore' }).status === 0;
 
 function findPython(env = process.env) {
-  if (env.PYTHON_PATH) return existsSync(env.PYTHON_PATH) && importsWebsockets(env.PYTHON_PATH) ? env.PYTHON_PATH : null;
+  if (env.PYTHON_PATH) return existsSync(env.PYTHON_PATH) && canRunTheSdkTests(env.PYTHON_PATH) ? env.PYTHON_PATH : null;
   const candidates = ['/usr/bin/python3', ...(env.PATH || '').split(':').filter(Boolean).map((dir) => path.join(dir, 'python3'))];
-  for (const candidate of candidates) if (existsSync(candidate) && importsWebsockets(candidate)) return candidate;
+  for (const candidate of candidates) if (existsSync(candidate) && canRunTheSdkTests(candidate)) return candidate;
   return null;
 }
 
 /** What scripts/test.mjs says when these tests are left out. */
-const LEFT_OUT = { suites: 'the Python SDK\'s tests (sdk/python)', missing: 'Python 3.11+ with websockets', install: 'apt-get install -y python3 python3-websockets, or set PYTHON_PATH' };
+const LEFT_OUT = { suites: 'the Python SDK\'s tests (sdk/python)', missing: 'Python 3.11+ with websockets and venv', install: 'apt-get install -y python3 python3-websockets python3-venv, or set PYTHON_PATH' };
 
 module.exports = { findPython, LEFT_OUT, PYTHON_TESTS: '/sdk/python/' };

@@ -1,5 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { cp, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { createClient } from '@svc/client';
 import { seedWorkspace, startApiProcess, startTcpProxy, testSuite, waitFor, type ApiProcess } from '@svc/testing';
@@ -37,10 +39,11 @@ function readmeRobot(): string {
 }
 
 /** A Python robot process with nothing of the platform's own environment: the base URL and the machine key. */
-function spawnPythonRobot(code: string, url: string, machineKey: string): { proc: ChildProcess; output: () => string } {
-  const proc = spawn(PYTHON, ['-B', '-c', code], {
-    cwd: SDK_DIR,
-    env: { PATH: process.env.PATH ?? '', PYTHONPATH: SDK_DIR, SVC_URL: url, MACHINE_KEY: machineKey },
+function spawnPythonRobot(code: string, url: string, machineKey: string, installed?: { python: string; dir: string }): { proc: ChildProcess; output: () => string } {
+  // from the sources (PYTHONPATH), or from an installed package in a folder of its own
+  const proc = spawn(installed?.python ?? PYTHON, ['-B', '-c', code], {
+    cwd: installed?.dir ?? SDK_DIR,
+    env: { PATH: process.env.PATH ?? '', ...(installed ? {} : { PYTHONPATH: SDK_DIR }), SVC_URL: url, MACHINE_KEY: machineKey },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -57,8 +60,29 @@ it('/usr/bin/python3 has websockets (apt-get install python3-websockets), and th
   if (r.status !== 0) throw new Error(`the Python unit tests failed:\n${r.stdout}\n${r.stderr}`);
 });
 
-it('the README robot runs a job triggered through the API and the items of its queue, with its key alone', async () => {
+/**
+ * The package installed as a customer installs it: `pip install` of the folder into a new virtual
+ * environment outside the repository (it sees the system's websockets; no index is reachable).
+ * Its python runs code from that folder, importing the installed package, never the sources.
+ */
+async function installedPython(): Promise<{ python: string; dir: string }> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-python-'));
+  const run = (cmd: string, args: string[]) => {
+    const r = spawnSync(cmd, args, { cwd: dir, encoding: 'utf8', env: { PATH: process.env.PATH ?? '', PIP_NO_INDEX: '1', PIP_DISABLE_PIP_VERSION_CHECK: '1' } });
+    if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (python3-venv installed?):\n${r.stdout}\n${r.stderr}`);
+  };
+  run(PYTHON, ['-m', 'venv', '--system-site-packages', path.join(dir, 'venv')]);
+  const python = path.join(dir, 'venv', 'bin', 'python');
+  // from a copy: pip builds in the folder it installs (build/, *.egg-info), which stays untouched
+  const source = path.join(dir, 'svc-agent-source');
+  await cp(SDK_DIR, source, { recursive: true, filter: (src) => !/(__pycache__|\.egg-info|[/\\]build|[/\\]test)$/.test(src) });
+  run(python, ['-m', 'pip', 'install', '--no-index', source]);
+  return { python, dir };
+}
+
+it('the README robot, pip-installed into a new virtual environment, runs a job triggered through the API and the items of its queue, with its key alone', async () => {
   requirePythonWebsockets();
+  const installed = await installedPython();
   const code = readmeRobot();
   expect(code.split('\n').length).toBeLessThanOrEqual(30);
   const ws = await seedWorkspace(suite.ctx.sql);
@@ -67,7 +91,7 @@ it('the README robot runs a job triggered through the API and the items of its q
   const api: ApiProcess = await startApiProcess(suite.ctx.childEnv);
   // the dispatcher hands the triggered job to the machine's queue
   suite.children.dispatcher(suite.ctx);
-  const robot = spawnPythonRobot(code, api.url, machine.machineKey);
+  const robot = spawnPythonRobot(code, api.url, machine.machineKey, installed);
   try {
     await waitFor('the robot to connect', async () => {
       if (robot.proc.exitCode !== null) throw new Error(`the robot exited: ${robot.output()}`);
@@ -115,6 +139,7 @@ it('the README robot runs a job triggered through the API and the items of its q
     if (robot.proc.exitCode === null) robot.proc.kill('SIGKILL');
     await suite.children.stopAll();
     await api.stop();
+    await rm(installed.dir, { recursive: true, force: true });
   }
 });
 
