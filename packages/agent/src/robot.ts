@@ -266,7 +266,9 @@ export function connect(options: ConnectOptions): Robot {
       tick();
       if (r.stop_requested) run.abort('stop');
       return true;
-    }, (err) => !(err instanceof PlatformError && (err.code === 'CONFLICT' || err.code === 'NOT_FOUND' || DROPPED.has(err.code))));
+      // any refusal (stale, not this connection's, or an error of the platform's) leaves the run
+      // unconfirmed: it never starts, so no robot works on a run this one cannot confirm
+    }, () => false);
     run.done = acknowledged.then((go) => {
       if (!go || run.lost) return options.onJobEnd?.(info, null, run.lost);
       return options.around ? options.around(info, () => execute(run)) : execute(run);

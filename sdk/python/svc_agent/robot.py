@@ -358,8 +358,10 @@ class Robot:
                 self._tick()
                 if isinstance(r, dict) and r.get("stop_requested"):
                     run.abort("stop")
-            except PlatformError as err:
-                go = err.code not in DROPPED
+            except PlatformError:
+                # any refusal (stale, not this connection's, or an error of the platform's) leaves
+                # the run unconfirmed: it never starts, so no robot works on a run this one cannot confirm
+                go = False
             if not go or run.lost:
                 self._ended(run.info, None, run.lost)
                 return
