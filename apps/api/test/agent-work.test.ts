@@ -83,6 +83,10 @@ async function rawRobot(machineKey: string, url = base) {
 }
 
 const offProtocolSeen: string[] = [];
+beforeEach(() => {
+  // a message that arrived after the previous test ended is not this test's
+  offProtocolSeen.length = 0;
+});
 afterEach(() => {
   expect(offProtocolSeen.splice(0)).toEqual([]);
 });

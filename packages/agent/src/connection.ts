@@ -90,7 +90,7 @@ export interface RequestOptions {
  *
  * A connection that has not closed is not taken for alive: `check()` (called on the robot's
  * clock) destroys one from which nothing came (no message, no ping) for twice the server's ping
- * period, or whose oldest request went unanswered for TIMING.requestTimeoutMs, and opens another.
+ * period plus TIMING.silentMarginMs, or whose oldest request went unanswered for TIMING.requestTimeoutMs, and opens another.
  */
 export class Connection {
   private socket: WebSocket | null = null;

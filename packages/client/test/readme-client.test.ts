@@ -30,9 +30,9 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 }, 120_000);
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((r) => server.close(r));
-  await t.close();
+  server?.closeAllConnections();
+  if (server) await new Promise((r) => server.close(r));
+  await t?.close();
   await packed?.remove();
 });
 

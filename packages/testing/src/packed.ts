@@ -7,10 +7,17 @@ import { ROOT } from './processes';
 
 const run = promisify(execFile);
 
-/** npm's own settings without those `npm test` passes to its scripts (a workspace, a prefix). */
+/**
+ * The environment without what `npm test` tells its scripts about this repository (its package,
+ * its workspace, its prefix); npm's own settings (registry, cache, proxy) stay.
+ */
 function npmEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
+  const repositorys = /^npm_(package_|lifecycle_|command$|config_workspaces?$|config_prefix$|config_local_prefix$)/i;
+  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !repositorys.test(k)));
 }
+
+/** npm's commands here are bounded: a hung install fails the test instead of outliving it. */
+const NPM_TIMEOUT_MS = 100_000;
 
 /**
  * Packs workspace packages the way they would be published (`npm pack`: only what their `files`
@@ -22,12 +29,12 @@ export async function installPacked(packageDirs: string[]): Promise<{ dir: strin
   const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-packed-'));
   const tarballs: Array<{ name: string; file: string; files: string[] }> = [];
   for (const pkg of packageDirs) {
-    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: path.join(ROOT, pkg), env: npmEnv() });
+    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: path.join(ROOT, pkg), env: npmEnv(), timeout: NPM_TIMEOUT_MS });
     const [packed] = JSON.parse(stdout) as Array<{ name: string; filename: string; files: Array<{ path: string }> }>;
     tarballs.push({ name: packed!.name, file: path.join(dir, packed!.filename), files: packed!.files.map((f) => f.path).sort() });
   }
   await writeFile(path.join(dir, 'package.json'), JSON.stringify({ name: 'customer', private: true }));
-  await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', ...tarballs.map((t) => t.file)], { cwd: dir, env: npmEnv() });
+  await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', ...tarballs.map((t) => t.file)], { cwd: dir, env: npmEnv(), timeout: NPM_TIMEOUT_MS });
   return { dir, tarballs: tarballs.map(({ name, files }) => ({ name, files })), remove: () => rm(dir, { recursive: true, force: true }) };
 }
 
