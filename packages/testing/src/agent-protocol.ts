@@ -4,22 +4,34 @@ import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { ROOT } from './processes';
 
+/** The committed document, read and compiled once per process: its definitions checked by name. */
+let documentCheck: ((def: string, value: unknown) => void) | null = null;
+function protocolDocument(): (def: string, value: unknown) => void {
+  if (documentCheck) return documentCheck;
+  const doc = JSON.parse(readFileSync(path.join(ROOT, 'docs/agent-protocol.schema.json'), 'utf8')) as { $defs: Record<string, unknown> };
+  const ajv = new Ajv2020({ allErrors: true, strict: false });
+  addFormats(ajv);
+  ajv.addSchema(doc, 'protocol');
+  const compiled = new Map<string, ValidateFunction>();
+  documentCheck = (def, value) => {
+    if (!(def in doc.$defs)) throw new Error(`the protocol document describes no ${def}: ${JSON.stringify(value).slice(0, 300)}`);
+    let validate = compiled.get(def);
+    if (!validate) compiled.set(def, (validate = ajv.getSchema(`protocol#/$defs/${def}`)!));
+    if (!validate(value)) throw new Error(`${def} does not match the protocol document (${ajv.errorsText(validate.errors)}): ${JSON.stringify(value).slice(0, 500)}`);
+  };
+  return documentCheck;
+}
+
 /**
  * Reads the machine protocol's messages the way a robot written from docs/agent-protocol.schema.json
  * would: every message checked against the committed document, each reply's result against the
  * result of the request it answers. A message the document does not describe fails the test.
  */
 export function agentProtocolChecker() {
-  const doc = JSON.parse(readFileSync(path.join(ROOT, 'docs/agent-protocol.schema.json'), 'utf8')) as { $defs: Record<string, unknown> };
-  const ajv = new Ajv2020({ allErrors: true, strict: false });
-  addFormats(ajv);
-  ajv.addSchema(doc, 'protocol');
-  const compiled = new Map<string, ValidateFunction>();
+  const checked = new Set<string>();
   const check = (def: string, value: unknown) => {
-    if (!(def in doc.$defs)) throw new Error(`the protocol document describes no ${def}: ${JSON.stringify(value).slice(0, 300)}`);
-    let validate = compiled.get(def);
-    if (!validate) compiled.set(def, (validate = ajv.getSchema(`protocol#/$defs/${def}`)!));
-    if (!validate(value)) throw new Error(`${def} does not match the protocol document (${ajv.errorsText(validate.errors)}): ${JSON.stringify(value).slice(0, 500)}`);
+    checked.add(def);
+    protocolDocument()(def, value);
   };
   /** what the test sent, by id: each reply is read as the answer to that request */
   const sent = new Map<number, { type: string } & Record<string, unknown>>();
@@ -43,6 +55,6 @@ export function agentProtocolChecker() {
       check(`result.${request.type}`, message.result);
     },
     /** the document's definitions checked so far: a test shows what it covered */
-    checked: () => [...compiled.keys()].sort(),
+    checked: () => [...checked].sort(),
   };
 }

@@ -24,3 +24,4 @@ export * from './tls';
 export * from './connect-proxy';
 export * from './agent-protocol';
 export * from './packed';
+export * from './readme-robot';

@@ -403,7 +403,7 @@ class Connection:
                     wait = details.get("retry_after_ms") if isinstance(details, dict) else None
                     wait_ms = float(wait) if isinstance(wait, (int, float)) and wait > 0 else 1000.0
                     asyncio.get_running_loop().call_later(
-                        (min(wait_ms, 1000) + random.random() * 50) / 1000, self._send_limited, pending
+                        (min(wait_ms, 1000) + random.random() * 50) / 1000, self._send_or_queue, pending
                     )
                 else:
                     self._fail(pending, PlatformError(code, str(error.get("message", "")), error.get("details")))
@@ -429,7 +429,9 @@ class Connection:
             self._ready = True
             self._flush()
 
-    def _send_limited(self, p: Pending) -> None:
+    def _send_or_queue(self, p: Pending) -> None:
+        """Sends ``p`` on the welcomed connection, or queues it until one is; a ``once`` request
+        (its answer only worth having from one connection) fails instead of waiting."""
         if self._closed:
             self._fail(p, PlatformError("CLOSED", "the robot is closed"))
         elif p.once:
@@ -458,12 +460,7 @@ class Connection:
         raises :class:`PlatformError` for an error reply.
         """
         p = self._new(message, on_sent=on_sent)
-        if self._closed:
-            self._fail(p, PlatformError("CLOSED", "the robot is closed"))
-        elif self._ready:
-            self._send(p)
-        else:
-            self._queue.append(p)
+        self._send_or_queue(p)
         return p
 
     def request_now(self, message: dict[str, Any]) -> Pending:

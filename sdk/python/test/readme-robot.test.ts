@@ -1,10 +1,10 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createClient } from '@svc/client';
-import { seedWorkspace, startApiProcess, startTcpProxy, testSuite, waitFor, type ApiProcess } from '@svc/testing';
+import { checkReadmeRobot, exitOf, robotConnected, seedWorkspace, startApiProcess, startTcpProxy, testSuite, waitFor, type RobotProcess } from '@svc/testing';
 
 /**
  * The Python SDK's README: its example, exactly as printed there, runs as a robot process (Debian's
@@ -39,7 +39,7 @@ function readmeRobot(): string {
 }
 
 /** A Python robot process with nothing of the platform's own environment: the base URL and the machine key. */
-function spawnPythonRobot(code: string, url: string, machineKey: string, installed?: { python: string; dir: string }): { proc: ChildProcess; output: () => string } {
+function spawnPythonRobot(code: string, url: string, machineKey: string, installed?: { python: string; dir: string }): RobotProcess {
   // from the sources (PYTHONPATH), or from an installed package in a folder of its own
   const proc = spawn(installed?.python ?? PYTHON, ['-B', '-c', code], {
     cwd: installed?.dir ?? SDK_DIR,
@@ -52,7 +52,6 @@ function spawnPythonRobot(code: string, url: string, machineKey: string, install
   return { proc, output: () => output };
 }
 
-const exitCode = (proc: ChildProcess) => new Promise((resolve) => (proc.exitCode !== null ? resolve(proc.exitCode) : proc.once('exit', resolve)));
 
 it('the Python found has websockets (apt-get install python3-websockets), and the SDK\'s own tests pass (units, and the robot against a scripted platform)', () => {
   requirePythonWebsockets();
@@ -85,60 +84,12 @@ it('the README robot, pip-installed into a new virtual environment, runs a job t
   const installed = await installedPython();
   const code = readmeRobot();
   expect(code.split('\n').length).toBeLessThanOrEqual(30);
-  const ws = await seedWorkspace(suite.ctx.sql);
-  const proc = await ws.process({ name: 'saludo' });
-  const machine = await ws.machine();
-  const api: ApiProcess = await startApiProcess(suite.ctx.childEnv);
-  // the dispatcher hands the triggered job to the machine's queue
-  suite.children.dispatcher(suite.ctx);
-  const robot = spawnPythonRobot(code, api.url, machine.machineKey, installed);
   try {
-    await waitFor('the robot to connect', async () => {
-      if (robot.proc.exitCode !== null) throw new Error(`the robot exited: ${robot.output()}`);
-      return robot.output().includes('robot connected');
+    await checkReadmeRobot(suite, (url, machineKey) => spawnPythonRobot(code, url, machineKey, installed), async (job) => {
+      const logs = (await (await fetch(`${job.api}/api/v1/settings/jobs/${job.id}/logs`, { headers: { Authorization: `Bearer ${job.adminToken}` } })).json()) as { data?: { logs?: string }; logs?: string };
+      expect(logs.data?.logs ?? logs.logs).toContain('running saludo');
     });
-    const res = await fetch(`${api.url}/api/v1/jobs/trigger`, {
-      method: 'POST',
-      headers: { 'X-API-Key': ws.key, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ process_id: proc.id, machine_id: machine.row.id, input_data: { name: 'Ada' } }),
-    });
-    expect(res.status).toBe(201);
-    const id = ((await res.json()) as { data: { id: string } }).data.id;
-    const job = await waitFor('the job to complete', async () => {
-      const r = (await (await fetch(`${api.url}/api/v1/jobs/${id}`, { headers: { 'X-API-Key': ws.key } })).json()) as { data: Record<string, unknown> };
-      if (r.data?.status === 'failed') throw new Error(`the job failed: ${JSON.stringify(r.data)}\n${robot.output()}`);
-      return r.data?.status === 'completed' ? r.data : null;
-    }, 30_000, 500);
-    expect(job.output_data).toEqual({ greeting: 'hola, Ada' });
-    expect(job.progress_percent).toBe(100);
-    const logs = (await (await fetch(`${api.url}/api/v1/settings/jobs/${id}/logs`, { headers: { Authorization: `Bearer ${ws.adminToken}` } })).json()) as { data?: { logs?: string }; logs?: string };
-    expect(logs.data?.logs ?? logs.logs).toContain('running saludo');
-
-    // a queue this machine consumes: one item approved, one refused by the robot (no amount)
-    const queue = await ws.queue({ consumer_process_id: proc.id, max_retries: 0 });
-    const added = await fetch(`${api.url}/api/v1/queues/by-name/${queue.name}/items/bulk`, {
-      method: 'POST',
-      headers: { 'X-API-Key': ws.key, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ items: [{ amount: 250 }, { note: 'sin importe' }] }),
-    });
-    expect(added.status).toBe(200);
-    const items = await waitFor('both items final', async () => {
-      const rows = await suite.ctx.sql<Array<{ data: Record<string, unknown>; status: string; result: unknown; error_message: string | null; processed_by: string }>>`
-        select data, status, result, error_message, processed_by from queue_item_records where queue_id = ${queue.id} order by created_at`;
-      return rows.length === 2 && rows.every((r) => r.status === 'completed' || r.status === 'failed' || r.status === 'dead_letter') ? rows : null;
-    }, 30_000, 200);
-    expect(items.map((i) => [i.status, i.result, i.error_message])).toEqual([['completed', { approved: true }, null], [expect.stringMatching(/failed|dead_letter/), null, 'sin importe']]);
-    for (const i of items) expect(i.processed_by).toBe(machine.row.id);
-    robot.proc.kill('SIGTERM');
-    expect(await exitCode(robot.proc)).toBe(0);
-    const [m] = await suite.ctx.sql`select status from machines where id = ${machine.row.id as string}`;
-    expect(m!.status).toBe('offline');
-  } catch (err) {
-    throw new Error(`${(err as Error).message}\n--- the Python robot said ---\n${robot.output()}`);
   } finally {
-    if (robot.proc.exitCode === null) robot.proc.kill('SIGKILL');
-    await suite.children.stopAll();
-    await api.stop();
     await rm(installed.dir, { recursive: true, force: true });
   }
 }, 120_000); // a virtual environment and an install come first
@@ -180,10 +131,7 @@ it('a Python robot whose network went silent (nothing closed) gives its run up a
   const relay = await startTcpProxy(Number(new URL(api.url).port));
   const robot = spawnPythonRobot(SILENT_ROBOT, relay.url, machine.machineKey);
   try {
-    await waitFor('the robot to connect', async () => {
-      if (robot.proc.exitCode !== null) throw new Error(`the robot exited: ${robot.output()}`);
-      return robot.output().includes('robot connected');
-    });
+    await robotConnected(robot);
     const res = await fetch(`${api.url}/api/v1/jobs/trigger`, {
       method: 'POST',
       headers: { 'X-API-Key': ws.key, 'Content-Type': 'application/json' },
@@ -217,7 +165,7 @@ it('a Python robot whose network went silent (nothing closed) gives its run up a
     expect(job!.status).not.toBe('stopped');
 
     robot.proc.kill('SIGTERM');
-    expect(await exitCode(robot.proc)).toBe(0);
+    expect(await exitOf(robot.proc)).toBe(0);
   } catch (err) {
     throw new Error(`${(err as Error).message}\n--- the Python robot said ---\n${robot.output()}`);
   } finally {
@@ -271,10 +219,7 @@ it('a Python robot reads an asset, asks a person and goes on with the answer, an
   const robot = spawnPythonRobot(ASKING_ROBOT, api.url, machine.machineKey);
   const statusOf = async (id: string) => (await suite.ctx.sql`select status from jobs where id = ${id}`)[0]!.status as string;
   try {
-    await waitFor('the robot to connect', async () => {
-      if (robot.proc.exitCode !== null) throw new Error(`the robot exited: ${robot.output()}`);
-      return robot.output().includes('robot connected');
-    });
+    await robotConnected(robot);
     const asked = await integrator.call('triggerJob', { body: { process_id: proc.id, machine_id: machine.row.id } });
     await waitFor('the robot asking', async () => robot.output().includes(`asking ${asked.id}`), 30_000);
     await waitFor('the job waiting for input', async () => (await statusOf(asked.id)) === 'waiting_input');
@@ -290,7 +235,7 @@ it('a Python robot reads an asset, asks a person and goes on with the answer, an
     expect(robot.output()).toContain(`stopped ${long.id} stop True`);
 
     robot.proc.kill('SIGTERM');
-    expect(await exitCode(robot.proc)).toBe(0);
+    expect(await exitOf(robot.proc)).toBe(0);
   } catch (err) {
     throw new Error(`${(err as Error).message}\n--- the Python robot said ---\n${robot.output()}`);
   } finally {
@@ -329,7 +274,7 @@ it('a Python robot whose machine connected again from elsewhere stops for good i
     await waitFor('the first robot to connect', async () => first.output().includes('robot connected'));
     second = spawnPythonRobot(REFUSABLE_ROBOT, api.url, machine.machineKey);
     await waitFor('the second robot to connect', async () => second!.output().includes('robot connected'));
-    expect(await exitCode(first.proc)).toBe(0);
+    expect(await exitOf(first.proc)).toBe(0);
     expect(first.output()).toContain('refused replaced');
     // the second one keeps the machine: the first does not come back to cut it off
     const beatAt = async () => ((await suite.ctx.sql`select last_heartbeat_at from machines where id = ${machine.row.id as string}`)[0]!.last_heartbeat_at as Date).getTime();
