@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any, Awaitable, Callable, cast
+from urllib.parse import urlsplit
 
 from websockets.exceptions import ConnectionClosed, InvalidStatusCode
 
@@ -25,7 +26,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatusCode
 from websockets.legacy.client import WebSocketClientProtocol
 from websockets.legacy.client import connect as _ws_connect
 
-from .transport import websocket_url
+from .transport import FROM_ENVIRONMENT, ProxyError, ProxySetting, open_tunnel, resolve_proxy, websocket_url
 
 __all__ = ["PlatformError", "Timing", "TIMING", "Backoff", "Connection", "monotonic_ms"]
 
@@ -168,9 +169,15 @@ class Connection:
         on_refused: RefusedHandler,
         backoff: Backoff = TIMING.reconnect,
         ssl_context: ssl.SSLContext | None = None,
+        proxy: ProxySetting = FROM_ENVIRONMENT,
         logger: logging.Logger | None = None,
     ) -> None:
-        """Prepares the link; nothing is opened before :meth:`open`."""
+        """
+        Prepares the link; nothing is opened before :meth:`open`. ``proxy`` is the outbound HTTP
+        proxy to tunnel through (``http://user:password@proxy:3128``), None for never, or (the
+        default) :data:`~svc_agent.transport.FROM_ENVIRONMENT`: read from ``HTTPS_PROXY`` /
+        ``HTTP_PROXY`` / ``ALL_PROXY`` and ``NO_PROXY`` at each connection.
+        """
         self._urls = urls
         self._machine_key = machine_key
         self._on_welcome = on_welcome
@@ -179,6 +186,7 @@ class Connection:
         self._on_refused = on_refused
         self._backoff = backoff
         self._ssl = ssl_context
+        self._proxy = proxy
         self._log = logger or logging.getLogger("svc_agent")
         self._ws: _HeardProtocol | None = None
         self._outbox: asyncio.Queue[str] | None = None
@@ -225,22 +233,8 @@ class Connection:
             self._welcomed_here = False
             self._silent_after_ms = 2 * TIMING.default_ping_ms + TIMING.silent_margin_ms
             code, reason, refused_status = 1006, "", 0
-            url = websocket_url(base)
-            kwargs: dict[str, Any] = {}
-            if url.startswith("wss:") and self._ssl is not None:
-                kwargs["ssl"] = self._ssl
             try:
-                ws = cast(_HeardProtocol, await _ws_connect(
-                    url,
-                    create_protocol=functools.partial(_HeardProtocol, on_heard=self._heard),
-                    extra_headers={"Authorization": f"Bearer {self._machine_key}"},
-                    ping_interval=None,
-                    max_size=MAX_MESSAGE_BYTES,
-                    open_timeout=TIMING.handshake_timeout_ms / 1000,
-                    close_timeout=2,
-                    compression=None,
-                    **kwargs,
-                ))
+                ws = await self._open_websocket(base)
             except asyncio.CancelledError:
                 raise
             except InvalidStatusCode as err:
@@ -270,6 +264,57 @@ class Connection:
             retry_in = self._spread_delay() if self._welcomed_here and code != 1000 else self._retry_delay()
             self._on_disconnected(code, reason, retry_in)
             await asyncio.sleep(retry_in / 1000)
+
+    async def _open_websocket(self, base: str) -> _HeardProtocol:
+        """
+        The WebSocket to ``base``, direct or through the proxy's tunnel; the tunnel, TLS and the
+        upgrade all within the handshake timeout (as the TypeScript robot's, which counts from
+        the request).
+        """
+        url = websocket_url(base)
+        secure = url.startswith("wss:")
+        kwargs: dict[str, Any] = {}
+        if secure and self._ssl is not None:
+            kwargs["ssl"] = self._ssl
+        timeout = TIMING.handshake_timeout_ms / 1000
+        started = time.monotonic()
+        sock = None
+        # chosen by the http(s) base URL, as the TypeScript robot does: HTTPS_PROXY for https
+        proxy = resolve_proxy(base, self._proxy)
+        if proxy is not None:
+            parsed = urlsplit(url)
+            host = parsed.hostname or ""
+            port = parsed.port or (443 if secure else 80)
+            try:
+                sock = await asyncio.wait_for(open_tunnel(proxy, host, port), timeout)
+            except asyncio.TimeoutError:
+                raise ProxyError(f"the proxy did not open a tunnel to {host}:{port} within {timeout:g} s") from None
+            kwargs["sock"] = sock
+            if secure:
+                # the socket carries no host: TLS is verified against the platform's, not the proxy's
+                kwargs["server_hostname"] = host
+        # the tunnel is asyncio's from the moment the connection starts (it is closed with its
+        # transport on any failure); until then it is ours to close
+        try:
+            remaining = timeout - (time.monotonic() - started)
+            if remaining <= 0:
+                raise asyncio.TimeoutError()
+            connecting = _ws_connect(
+                url,
+                create_protocol=functools.partial(_HeardProtocol, on_heard=self._heard),
+                extra_headers={"Authorization": f"Bearer {self._machine_key}"},
+                ping_interval=None,
+                max_size=MAX_MESSAGE_BYTES,
+                open_timeout=remaining,
+                close_timeout=2,
+                compression=None,
+                **kwargs,
+            )
+        except BaseException:
+            if sock is not None:
+                sock.close()
+            raise
+        return cast(_HeardProtocol, await connecting)
 
     async def _serve(self, ws: _HeardProtocol) -> tuple[int, str]:
         """Reads one open connection until it closes; returns its close code and reason."""

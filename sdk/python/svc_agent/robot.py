@@ -21,7 +21,7 @@ from typing import Any, Awaitable, Callable, Union
 from .connection import TIMING, Backoff, Connection, PlatformError, monotonic_ms
 from .consumer import ItemHandler, consume_items
 from .run import ERROR_MAX_CHARS, MESSAGE_MAX_CHARS, JobContext, JobEnd, JobInfo, Run, percent_value
-from .transport import url_refusal
+from .transport import FROM_ENVIRONMENT, ProxySetting, url_refusal
 
 __all__ = ["connect", "Robot", "JobHandler", "JobEndHandler", "AGENT_VERSION"]
 
@@ -65,6 +65,7 @@ class Robot:
         backoff: Backoff,
         ssl_context: ssl.SSLContext | None,
         logger: logging.Logger,
+        proxy: ProxySetting = FROM_ENVIRONMENT,
     ) -> None:
         """Use :func:`connect`."""
         self._loop = asyncio.get_running_loop()
@@ -106,6 +107,7 @@ class Robot:
             on_refused=self._refused,
             backoff=backoff,
             ssl_context=ssl_context,
+            proxy=proxy,
             logger=logger,
         )
         self._conn.open()
@@ -489,6 +491,7 @@ def connect(
     allow_insecure: bool = False,
     ca_file: str | None = None,
     ssl_context: ssl.SSLContext | None = None,
+    proxy: ProxySetting = FROM_ENVIRONMENT,
     agent_version: str = AGENT_VERSION,
     heartbeat_ms: float | None = None,
     on_job_end: JobEndHandler | None = None,
@@ -507,6 +510,10 @@ def connect(
         consumes: its return is the item's result, ``Review(result)`` a review, a raise a failure.
     :param ca_file: the certificate authority (PEM) that signed the platform's certificate, when
         not a public one (or give a whole ``ssl_context``).
+    :param proxy: the outbound HTTP proxy the network requires (``http://user:password@proxy:3128``),
+        tunnelled through with ``CONNECT``; None for never. By default it is read at each connection
+        from ``HTTPS_PROXY`` (``HTTP_PROXY`` for an ``http://`` URL) or ``ALL_PROXY``, unless
+        ``NO_PROXY`` names the host, by the TypeScript robot's rules (``svc_agent.transport.proxy_for_url``).
     :param heartbeat_ms: heartbeat more often than the platform asks (never less often).
     :param on_job_end: told when a run ended (job, final status or None, lost).
     :param backoff: reconnection delays (see :class:`Backoff`).
@@ -534,4 +541,5 @@ def connect(
         backoff=backoff or TIMING.reconnect,
         ssl_context=ssl_context,
         logger=logger or logging.getLogger("svc_agent"),
+        proxy=proxy,
     )
