@@ -10,7 +10,7 @@ from .connection import TIMING, Backoff, PlatformError, Timing
 from .consumer import ItemHandler, Review
 from .robot import AGENT_VERSION, JobEndHandler, JobHandler, Robot, connect
 from .run import LOG_CHUNK_BYTES, AbortReason, JobContext, JobEnd, JobInfo, QueueItem, RunAborted, log_chunks
-from .transport import is_loopback_host, url_refusal
+from .transport import FROM_ENVIRONMENT, ProxyError, is_loopback_host, url_refusal
 
 __version__ = "0.1.0"
 
@@ -34,6 +34,8 @@ __all__ = [
     "AGENT_VERSION",
     "LOG_CHUNK_BYTES",
     "log_chunks",
+    "FROM_ENVIRONMENT",
+    "ProxyError",
     "is_loopback_host",
     "url_refusal",
 ]

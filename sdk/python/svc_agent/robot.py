@@ -16,7 +16,7 @@ import platform
 import socket
 import ssl
 import time
-from typing import Any, Awaitable, Callable, Union
+from typing import Any, Awaitable, Callable, Literal, Union
 
 from .connection import TIMING, Backoff, Connection, PlatformError, monotonic_ms
 from .consumer import ItemHandler, consume_items
@@ -61,6 +61,7 @@ class Robot:
         *,
         agent_version: str,
         heartbeat_ms: float | None,
+        liveness_ms: float | Literal["lease"] | None,
         on_job_end: JobEndHandler | None,
         backoff: Backoff,
         ssl_context: ssl.SSLContext | None,
@@ -73,6 +74,7 @@ class Robot:
         self._on_item = on_item
         self._agent_version = agent_version
         self._own_heartbeat_ms = heartbeat_ms
+        self._own_liveness_ms = liveness_ms
         self._on_job_end = on_job_end
         self._log = logger
         self._runs: dict[str, Run] = {}
@@ -220,7 +222,8 @@ class Robot:
 
     def _heartbeat_message(self) -> dict[str, Any]:
         # a run this robot gave up as lost is not renewed: the platform ends it once its lease lapses
-        running = [{"job_id": r.info.id, "attempt": r.info.attempt, "alive": True} for r in self._runs.values() if not r.lost]
+        now = monotonic_ms()
+        running = [{"job_id": r.info.id, "attempt": r.info.attempt, "alive": r.alive(now)} for r in self._runs.values() if not r.lost]
         message: dict[str, Any] = {"type": "heartbeat"}
         if self._fresh and not running:
             message["fresh"] = True
@@ -320,6 +323,10 @@ class Robot:
             )
             run.abort("lost")
 
+    def _liveness(self) -> float | None:
+        """The longest silence of a run still renewed, in ms (None: every run is renewed)."""
+        return self._lease_ms if self._own_liveness_ms == "lease" else self._own_liveness_ms
+
     def _stop_timers(self) -> None:
         self._stopped = True
         if self._beat_task is not None:
@@ -336,7 +343,9 @@ class Robot:
             return
         if info.id in self._runs:
             return
-        run = Run(info, self._machine, self._conn, consumer=bool(info.queue_id and self._on_item))
+        # a consumer job (with the item handler or a handler of its own) finishes its current item
+        # on a stop or a shutdown: only a timeout or a lost run cancels it at once
+        run = Run(info, self._machine, self._conn, consumer=bool(info.queue_id), liveness_ms=self._liveness)
         self._runs[info.id] = run
         run.done = self._loop.create_task(self._lifecycle(run), name=f"svc_agent run {info.id}")
 
@@ -383,7 +392,7 @@ class Robot:
         on_item = self._on_item
 
         async def work() -> Any:
-            if run.consumer and on_item is not None:
+            if run.info.queue_id and on_item is not None:
                 return await consume_items(run, ctx, on_item)
             result = self._on_job(ctx)
             return await result if inspect.isawaitable(result) else result
@@ -494,6 +503,7 @@ def connect(
     proxy: ProxySetting = FROM_ENVIRONMENT,
     agent_version: str = AGENT_VERSION,
     heartbeat_ms: float | None = None,
+    liveness_ms: float | Literal["lease"] | None = None,
     on_job_end: JobEndHandler | None = None,
     backoff: Backoff | None = None,
     logger: logging.Logger | None = None,
@@ -505,7 +515,9 @@ def connect(
     :param url: the platform's base URL (``https://…``); several separated by commas are tried in
         turn. A plain ``http://`` URL to another host is refused unless ``allow_insecure``.
     :param machine_key: the machine's key (``svc_mk_…``); keep it in the environment or a file.
-    :param on_job: ``async def on_job(ctx)`` runs a job (a consumer job too, unless ``on_item``).
+    :param on_job: ``async def on_job(ctx)`` runs a job (a consumer job too, unless ``on_item``:
+        such a handler is not cancelled by a stop or a shutdown but sees ``ctx.stopped`` set, so
+        that it finishes its current item, settles it and hands back what it took and did not start).
     :param on_item: ``async def on_item(item, ctx)`` processes one item of a queue this machine
         consumes: its return is the item's result, ``Review(result)`` a review, a raise a failure.
     :param ca_file: the certificate authority (PEM) that signed the platform's certificate, when
@@ -515,6 +527,9 @@ def connect(
         from ``HTTPS_PROXY`` (``HTTP_PROXY`` for an ``http://`` URL) or ``ALL_PROXY``, unless
         ``NO_PROXY`` names the host, by the TypeScript robot's rules (``svc_agent.transport.proxy_for_url``).
     :param heartbeat_ms: heartbeat more often than the platform asks (never less often).
+    :param liveness_ms: renew a run's lease only while it shows a sign of life (``ctx.alive()``,
+        or any request of it) within this many ms (``"lease"``: the lease the platform gives), so a
+        robot stuck in its work loses the job to a retry; None renews every run while connected.
     :param on_job_end: told when a run ended (job, final status or None, lost).
     :param backoff: reconnection delays (see :class:`Backoff`).
     :param logger: where the robot says what happens (default: the ``svc_agent`` logger).
@@ -537,6 +552,7 @@ def connect(
         on_item,
         agent_version=agent_version,
         heartbeat_ms=heartbeat_ms,
+        liveness_ms=liveness_ms,
         on_job_end=on_job_end,
         backoff=backoff or TIMING.reconnect,
         ssl_context=ssl_context,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, Literal, cast
 
-from .connection import Connection, Pending, PlatformError
+from .connection import Connection, Pending, PlatformError, monotonic_ms
 
 __all__ = [
     "AbortReason",
@@ -202,6 +202,13 @@ class JobContext:
         """Why the run was aborted (:data:`AbortReason`), or None while it goes on."""
         return self._run.reason
 
+    def alive(self) -> None:
+        """
+        A sign of life: with the robot's ``liveness_ms``, a run's lease is renewed only while such
+        signs (or its requests) come, so a robot stuck in its work loses the job to a retry.
+        """
+        self._run.sign()
+
     async def report(
         self,
         *,
@@ -234,16 +241,17 @@ class JobContext:
         *,
         choices: list[Any] | None = None,
         schema: dict[str, Any] | None = None,
+        on_waiting: Callable[[], None] | None = None,
     ) -> Any:
         """
         Asks a person and waits for the answer (the job's timeout does not run meanwhile); give
-        ``choices`` or a JSON ``schema``. Raises :class:`RunAborted` when the run is stopped or
-        lost while it waits.
+        ``choices`` or a JSON ``schema``; ``on_waiting`` is called once the job shows the question
+        (``waiting_input``). Raises :class:`RunAborted` when the run is stopped or lost while it waits.
         """
         if (choices is None) == (schema is None):
             raise ValueError("ask_for_input: give either choices or schema")
         options: dict[str, Any] = {"choices": choices} if choices is not None else {"schema": schema}
-        return await self._run.ask_for_input(prompt, options)
+        return await self._run.ask_for_input(prompt, options, on_waiting)
 
     async def asset(self, name: str, environment: str | None = None) -> dict[str, Any]:
         """
@@ -287,9 +295,22 @@ class Run:
     requests it sends, each carrying its fencing token.
     """
 
-    def __init__(self, info: JobInfo, machine: dict[str, Any], conn: Connection, consumer: bool) -> None:
-        """A run of ``info``; ``consumer`` when its items are consumed with an item handler."""
+    def __init__(
+        self,
+        info: JobInfo,
+        machine: dict[str, Any],
+        conn: Connection,
+        consumer: bool,
+        liveness_ms: Callable[[], float | None] = lambda: None,
+    ) -> None:
+        """
+        A run of ``info``; ``consumer`` for a queue's consumer job (a stop lets it finish its item);
+        ``liveness_ms`` the longest silence of a run still renewed (None: no such rule).
+        """
         self.info = info
+        self._liveness_ms = liveness_ms
+        self._last_sign = monotonic_ms()
+        self._in_flight = 0
         self.machine = machine
         self.conn = conn
         self.consumer = consumer
@@ -337,6 +358,15 @@ class Run:
             self.cancelled = True
             self.task.cancel()
 
+    def alive(self, now: float) -> bool:
+        """Whether the run shows signs of life (a request of its in flight: the platform is the slow one)."""
+        ms = self._liveness_ms()
+        return ms is None or self._in_flight > 0 or now - self._last_sign < ms
+
+    def sign(self) -> None:
+        """A sign of life of the run."""
+        self._last_sign = monotonic_ms()
+
     def confirm(self, sent_at: float) -> None:
         """The platform confirmed the run's ownership with a request sent at ``sent_at``."""
         if self.confirmed_at is None or sent_at > self.confirmed_at:
@@ -378,6 +408,7 @@ class Run:
         a stop was what refused it). The request itself survives a cancellation of its caller.
         """
         p = self.submit(message, on_sent)
+        self._in_flight += 1
         try:
             return await asyncio.shield(p.future)
         except PlatformError as err:
@@ -385,6 +416,9 @@ class Run:
                 stop = isinstance(err.details, dict) and bool(err.details.get("stop_requested"))
                 self.abort("stop" if stop else "lost")
             raise
+        finally:
+            self._in_flight -= 1
+            self.sign()
 
     async def _progress_message(self, fields: dict[str, Any]) -> None:
         r = await self.request({"type": "job.progress", **fields})
@@ -424,12 +458,14 @@ class Run:
             r = await self.request({"type": "job.finish", **end})
             return r.get("status") if isinstance(r, dict) else None
 
-    async def ask_for_input(self, prompt: str, options: dict[str, Any]) -> Any:
+    async def ask_for_input(self, prompt: str, options: dict[str, Any], on_waiting: Callable[[], None] | None = None) -> Any:
         """Asks (``job.input.ask``), then reads the answer on each push and at least every second."""
         self._input_news.clear()
         await self.request({"type": "job.input.ask", "prompt": prompt, "options": options})
         # the job's timeout does not run while it waits
         self.arm_timeout(None)
+        if on_waiting is not None:
+            on_waiting()
         while True:
             await self._wait_for_input_news()
             state = await self.request({"type": "job.input.read"})

@@ -17,7 +17,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 
 from websockets.legacy.server import WebSocketServerProtocol, serve
 
-from svc_agent import Backoff, JobContext, QueueItem, Review, connect
+from svc_agent import Backoff, JobContext, JobEnd, QueueItem, Review, connect
 
 FAST = Backoff(min_ms=10, max_ms=50, spread_ms=50)
 JOB = {
@@ -398,6 +398,87 @@ class FakePlatformTest(unittest.IsolatedAsyncioTestCase):
         [finish] = self.sent(1, "job.finish")
         self.assertEqual(finish["status"], "stopped")
         self.assertEqual(finish["output_data"], {"items_completed": 0, "items_pending_review": 1, "items_failed": 1})
+        await robot.close(0.1)
+
+    async def test_with_liveness_a_silent_run_is_listed_not_alive_and_a_sign_of_life_renews_it(self) -> None:
+        """liveness_ms: the heartbeat says alive only while the handler shows signs of life (ctx.alive)."""
+        async def platform(ws: WebSocketServerProtocol, n: int) -> None:
+            await ws.send(welcome(heartbeat_ms=50))
+            async for msg in self.messages(ws, n):
+                kind = msg["type"]
+                if kind == "heartbeat":
+                    await ws.send(reply(msg, owned(msg)))
+                    if len(self.sent(n, "heartbeat")) == 1:
+                        await ws.send(json.dumps({"type": "job.start", "job": JOB}))
+                elif kind == "job.started":
+                    await ws.send(reply(msg, {"stop_requested": False}))
+                elif kind == "job.finish":
+                    await ws.send(reply(msg, {"status": msg["status"]}))
+
+        url = await self.start(platform)
+        ends: list[tuple[str, Any, bool]] = []
+        stuck = asyncio.Event()
+        wake = asyncio.Event()
+
+        def flags() -> list[bool]:
+            return [r["alive"] for m in self.sent(1, "heartbeat") for r in m["running"]]
+
+        async def on_job(ctx: JobContext) -> None:
+            stuck.set()
+            await wake.wait()  # silent: no sign of life
+            ctx.alive()
+            await wake_again.wait()
+
+        wake_again = asyncio.Event()
+        robot = connect(url, "svc_mk_test", on_job, backoff=FAST, liveness_ms=300, on_job_end=lambda job, status, lost: ends.append((job.id, status, lost)))
+        await asyncio.wait_for(robot.ready, 5)
+        await asyncio.wait_for(stuck.wait(), 5)
+        await self.wait("a heartbeat listing the silent run as not alive", lambda: False in flags())
+        silent = len(flags())
+        wake.set()
+        await self.wait("a heartbeat listing it alive again", lambda: True in flags()[silent:])
+        wake_again.set()
+        await self.wait("the run to end", lambda: ends)
+        self.assertEqual(ends, [("j1", "completed", False)])
+        await robot.close(0.1)
+
+    async def test_a_hand_written_consumer_is_not_cancelled_by_a_stop_and_ends_its_item_first(self) -> None:
+        """A queue job run by on_job sees ctx.stopped, finishes the item it holds, and ends as it says."""
+        async def platform(ws: WebSocketServerProtocol, n: int) -> None:
+            await ws.send(welcome())
+            async for msg in self.messages(ws, n):
+                kind = msg["type"]
+                if kind == "heartbeat":
+                    await ws.send(reply(msg, owned(msg)))
+                    if len(self.sent(n, "heartbeat")) == 1:
+                        await ws.send(json.dumps({"type": "job.start", "job": {**JOB, "queue_id": "q1"}}))
+                elif kind == "job.started":
+                    await ws.send(reply(msg, {"stop_requested": False}))
+                elif kind == "items.take":
+                    settled = [{"id": o["id"], "status": o["status"]} for o in msg["outcomes"]]
+                    taken = [{"id": "A", "attempt": 1, "reference": None, "data": {}, "retry_count": 0}] if msg["take"] else []
+                    await ws.send(reply(msg, {"settled": settled, "items": taken, "released_unknown": 0}))
+                    if taken:  # a person stops the job while its robot works on the item
+                        await ws.send(json.dumps({"type": "job.stop", "job_id": "j1", "reason": "stop"}))
+                elif kind == "job.finish":
+                    await ws.send(reply(msg, {"status": msg["status"]}))
+
+        url = await self.start(platform)
+        ends: list[tuple[str, Any, bool]] = []
+
+        async def on_job(ctx: JobContext) -> Any:
+            _settled, [item] = await ctx.take_items([], 1)
+            await ctx.stopped.wait()
+            await asyncio.sleep(0.05)  # the rest of the item's work, after the stop: a cancelled handler never gets here
+            await ctx.take_items([{"id": item.id, "attempt": item.attempt, "status": "completed", "result": {}}], 0)
+            return JobEnd(status="stopped" if ctx.stop_reason == "stop" else "completed", output={"done": item.id})
+
+        robot = connect(url, "svc_mk_test", on_job, backoff=FAST, on_job_end=lambda job, status, lost: ends.append((job.id, status, lost)))
+        await asyncio.wait_for(robot.ready, 5)
+        await self.wait("the run to end", lambda: ends)
+        self.assertEqual(ends, [("j1", "stopped", False)])
+        self.assertEqual(self.sent(1, "items.take")[-1]["outcomes"], [{"id": "A", "attempt": 1, "status": "completed", "result": {}}])
+        self.assertEqual(self.sent(1, "job.finish")[0]["output_data"], {"done": "A"})
         await robot.close(0.1)
 
 
