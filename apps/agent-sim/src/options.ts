@@ -110,7 +110,8 @@ export function parseOptions(argv: string[], env: Record<string, string | undefi
   if (urls.length === 0) throw new UsageError(`no platform URL: set SVC_URL (e.g. http://127.0.0.1:3000) or pass --url\n\n${HELP}`);
   for (const u of urls) {
     const refusal = urlRefusal(u, { allowInsecure });
-    if (refusal) throw new UsageError(`SVC_URL: ${refusal}${refusal.includes('allowInsecure') ? ' (--allow-insecure, AGENT_ALLOW_INSECURE=1)' : ''}`);
+    // the simulator's way to allow it, instead of the SDK's option
+    if (refusal) throw new UsageError(`SVC_URL: ${refusal.replace(/ \(allowInsecure\)$/, ' (--allow-insecure, AGENT_ALLOW_INSECURE=1)')}`);
   }
   let defaults: Behaviour;
   try {

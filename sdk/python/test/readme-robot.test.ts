@@ -89,6 +89,9 @@ it('the README robot, pip-installed into a new virtual environment, runs a job t
       const logs = (await (await fetch(`${job.api}/api/v1/settings/jobs/${job.id}/logs`, { headers: { Authorization: `Bearer ${job.adminToken}` } })).json()) as { data?: { logs?: string }; logs?: string };
       expect(logs.data?.logs ?? logs.logs).toContain('running saludo');
     });
+    // the simulator comes with the package: `python -m svc_agent.sim` from the installed copy
+    const sim = spawnSync(installed.python, ['-B', '-m', 'svc_agent.sim', '--help'], { cwd: installed.dir, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' }, timeout: 20_000 });
+    expect({ status: sim.status, usage: sim.stderr.split('\n')[0] }).toEqual({ status: 2, usage: 'Usage: python3 -m svc_agent.sim --machine-key svc_mk_… [--machine-key …] [options]' });
   } finally {
     await rm(installed.dir, { recursive: true, force: true });
   }
