@@ -17,6 +17,6 @@ function findPython(env = process.env) {
 }
 
 /** What scripts/test.mjs says when these tests are left out. */
-const LEFT_OUT = { suites: 'the Python SDK\'s tests (sdk/python)', missing: 'Python 3.11+ with websockets, venv, setuptools and wheel', install: 'apt-get install -y python3 python3-websockets python3-venv python3-setuptools python3-wheel, or set PYTHON_PATH' };
+const LEFT_OUT = { suites: 'the Python SDK\'s tests (sdk/python, *.python.test.ts)', missing: 'Python 3.11+ with websockets, venv, setuptools and wheel', install: 'apt-get install -y python3 python3-websockets python3-venv python3-setuptools python3-wheel, or set PYTHON_PATH' };
 
-module.exports = { findPython, LEFT_OUT, PYTHON_TESTS: '/sdk/python/' };
+module.exports = { findPython, LEFT_OUT, PYTHON_TESTS: '/sdk/python/|\\.python\\.test\\.ts$' };

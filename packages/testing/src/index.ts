@@ -25,3 +25,4 @@ export * from './connect-proxy';
 export * from './agent-protocol';
 export * from './packed';
 export * from './readme-robot';
+export * from './protocol-relay';

@@ -16,6 +16,23 @@ export const ROOT = path.resolve(__dirname, '../../..');
 export const DISPATCHER_MAIN = path.join(ROOT, 'apps/dispatcher/dist/main.js');
 export const AGENT_MAIN = path.join(ROOT, 'apps/agent-sim/dist/main.js');
 export const API_MAIN = path.join(ROOT, 'apps/api/dist/main.js');
+/** The Python SDK (sdk/python), whose `python3 -m svc_agent.sim` is interchangeable with agent-sim. */
+export const PYTHON_SDK = path.join(ROOT, 'sdk/python');
+
+/**
+ * Which simulated robot `Children.agent` starts: agent-sim (TypeScript SDK) unless SVC_ROBOT_SIM is
+ * `python`, then `python3 -m svc_agent.sim` on the Python SDK, with the same flags, environment,
+ * journal and log lines (docs/agent-sim.md). A `*.python.test.ts` file calls usePythonRobots and
+ * then requires the test file it runs again; jest gives each test file its own process.env.
+ */
+export function usePythonRobots(): void {
+  process.env.SVC_ROBOT_SIM = 'python';
+}
+
+/** Whether this test file's robots are the Python simulator (usePythonRobots, or SVC_ROBOT_SIM=python). */
+export function onPythonRobots(): boolean {
+  return process.env.SVC_ROBOT_SIM === 'python';
+}
 
 /**
  * Engine settings that make tests quick: fast sweeps, machines offline after 10 s. Not shorter: on
@@ -52,7 +69,12 @@ export interface Child {
  */
 export function spawnChild(name: string, script: string, args: string[], env: Record<string, string>, forceAfterMs = 15_000, baseEnv?: Record<string, string>): Child {
   if (!existsSync(script)) throw new Error(`${script} is missing: build first (npx tsc -b)`);
-  const proc = spawn(process.execPath, [script, ...args], { env: { ...(baseEnv ?? process.env), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawnCommand(name, process.execPath, [script, ...args], { ...(baseEnv ?? process.env), ...env }, forceAfterMs);
+}
+
+/** Starts `command ...args` with exactly `env`, keeping its output. */
+export function spawnCommand(name: string, command: string, args: string[], env: Record<string, string | undefined>, forceAfterMs = 15_000): Child {
+  const proc = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const keep = (chunk: Buffer) => {
     out += chunk.toString();
@@ -87,6 +109,13 @@ const ROBOT_ONLY_ENV = /^(METRICS_PORT|METRICS_TOKEN|AGENT_)/;
 /** The environment of this process without anything only the platform may hold. */
 export function robotEnv(env: Record<string, string | undefined>): Record<string, string> {
   return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined && !PLATFORM_ONLY_ENV.test(e[0])));
+}
+
+/** The Python the Python simulator runs on (jest.config.js finds one that imports websockets). */
+function pythonForRobots(): string {
+  const python = process.env.SVC_PYTHON;
+  if (!python) throw new Error('SVC_ROBOT_SIM=python needs a Python 3.11+ with websockets (apt-get install -y python3 python3-websockets; jest.config.js sets SVC_PYTHON)');
+  return python;
 }
 
 export interface AgentOptions {
@@ -155,7 +184,10 @@ export class Children {
       return true;
     });
     const keyEnv: Record<string, string> = keys.length ? { AGENT_MACHINE_KEYS: keys.join(',') } : {};
-    const robot = spawnChild('agent-sim', AGENT_MAIN, rest, {}, 15_000, { ...robotEnv(process.env), LOG_LEVEL: ctx.childEnv.LOG_LEVEL!, NODE_ENV: 'test', ...keyEnv, ...own, SVC_URL: url });
+    const environment = { ...robotEnv(process.env), LOG_LEVEL: ctx.childEnv.LOG_LEVEL!, NODE_ENV: 'test', ...keyEnv, ...own, SVC_URL: url };
+    const robot = onPythonRobots()
+      ? spawnCommand('agent-sim (python)', pythonForRobots(), ['-B', '-m', 'svc_agent.sim', ...rest], { ...environment, PYTHONPATH: PYTHON_SDK })
+      : spawnChild('agent-sim', AGENT_MAIN, rest, {}, 15_000, environment);
     this.all.push(robot);
     return robot;
   }

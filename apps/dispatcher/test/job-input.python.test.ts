@@ -1,0 +1,5 @@
+import { usePythonRobots } from '@svc/testing';
+
+// job-input.test.ts again, with the Python SDK's simulator as the robot (python3 -m svc_agent.sim)
+usePythonRobots();
+require('./job-input.test');
