@@ -8,15 +8,18 @@ connections, pings, refusals and Retry-After. Run by sdk/python/test/readme-robo
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import http
 import json
 import logging
 import time
 import unittest
+import unittest.mock
 from typing import Any, AsyncIterator, Awaitable, Callable
 
 from websockets.legacy.server import WebSocketServerProtocol, serve
 
+import svc_agent.connection as connection_module
 from svc_agent import Backoff, JobContext, JobEnd, QueueItem, Review, connect
 
 FAST = Backoff(min_ms=10, max_ms=50, spread_ms=50)
@@ -239,6 +242,41 @@ class FakePlatformTest(unittest.IsolatedAsyncioTestCase):
         self.assertGreater(time.monotonic() - opened, 1.1)
         await self.wait("its first heartbeat", lambda: self.sent(2, "heartbeat"))
         await robot.close(0.1)
+
+    async def test_a_request_unanswered_for_the_request_timeout_cuts_a_talking_connection_and_goes_again_as_a_repeat(self) -> None:
+        """Heartbeats answered, a progress never: the connection is broken all the same; the next one gets the repeat."""
+        async def platform(ws: WebSocketServerProtocol, n: int) -> None:
+            await ws.send(welcome(heartbeat_ms=50))
+            async for msg in self.messages(ws, n):
+                kind = msg["type"]
+                if kind == "heartbeat":
+                    await ws.send(reply(msg, owned(msg)))
+                    if n == 1 and len(self.sent(1, "heartbeat")) == 1:
+                        await ws.send(json.dumps({"type": "job.start", "job": JOB}))
+                elif kind == "job.started":
+                    await ws.send(reply(msg, {"stop_requested": False}))
+                elif kind == "job.progress" and n > 1:  # on the first connection it is never answered
+                    await ws.send(reply(msg, {"stop_requested": False}))
+                elif kind == "job.finish":
+                    await ws.send(reply(msg, {"status": "completed"}))
+
+        url = await self.start(platform)
+        ends: list[tuple[str, Any, bool]] = []
+
+        async def on_job(ctx: JobContext) -> None:
+            await ctx.progress(50, "a mitad")
+
+        timing = dataclasses.replace(connection_module.TIMING, request_timeout_ms=400)
+        with unittest.mock.patch.object(connection_module, "TIMING", timing):
+            robot = connect(url, "svc_mk_test", on_job, backoff=FAST, on_job_end=lambda job, status, lost: ends.append((job.id, status, lost)))
+            await asyncio.wait_for(robot.ready, 5)
+            await self.wait("a first progress", lambda: self.sent(1, "job.progress"))
+            asked = time.monotonic()
+            await self.wait("the run to end", lambda: ends)
+            self.assertGreaterEqual(time.monotonic() - asked, 0.4)
+            self.assertEqual(ends, [("j1", "completed", False)])
+            self.assertEqual([m.get("repeat") for m in self.sent(2, "job.progress")], [True])
+            await robot.close(0.1)
 
     async def test_pings_keep_a_quiet_connection_alive(self) -> None:
         """A server that only pings (no message) is heard: the connection stays."""
