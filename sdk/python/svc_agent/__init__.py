@@ -8,7 +8,7 @@ platform gives the machine, and consumes the items of the queues the machine con
 
 from .connection import TIMING, Backoff, PlatformError, Timing
 from .consumer import ItemHandler, Review
-from .robot import AGENT_VERSION, JobEndHandler, JobHandler, Robot, connect
+from .robot import AGENT_VERSION, AroundHandler, JobEndHandler, JobHandler, Robot, TraceCarrier, connect
 from .run import LOG_CHUNK_BYTES, AbortReason, JobContext, JobEnd, JobInfo, QueueItem, RunAborted, log_chunks
 from .transport import FROM_ENVIRONMENT, ProxyError, is_loopback_host, url_refusal
 
@@ -19,6 +19,8 @@ __all__ = [
     "Robot",
     "JobHandler",
     "JobEndHandler",
+    "AroundHandler",
+    "TraceCarrier",
     "ItemHandler",
     "JobContext",
     "JobInfo",

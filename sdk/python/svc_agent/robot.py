@@ -23,7 +23,7 @@ from .consumer import ItemHandler, consume_items
 from .run import ERROR_MAX_CHARS, MESSAGE_MAX_CHARS, JobContext, JobEnd, JobInfo, Run, percent_value
 from .transport import FROM_ENVIRONMENT, ProxySetting, url_refusal
 
-__all__ = ["connect", "Robot", "JobHandler", "JobEndHandler", "AGENT_VERSION"]
+__all__ = ["connect", "Robot", "JobHandler", "JobEndHandler", "AroundHandler", "TraceCarrier", "AGENT_VERSION"]
 
 AGENT_VERSION = "svc-agent-python/0.1.0"
 
@@ -31,6 +31,13 @@ AGENT_VERSION = "svc-agent-python/0.1.0"
 #: end); what it raises, its failure — unless the run was aborted first: a stop ends it
 #: ``stopped``, its own timeout ``timed_out``.
 JobHandler = Callable[[JobContext], Awaitable[Union[dict[str, Any], JobEnd, None]]]
+
+#: Runs each job's whole execution (its handler and its end) inside it, e.g. in a tracing span
+#: continuing ``job.trace``: ``async def around(job, execute): ... await execute() ...``.
+AroundHandler = Callable[[JobInfo, Callable[[], Awaitable[None]]], Awaitable[None]]
+
+#: The W3C trace context to send with each request of a run (called where the request is made).
+TraceCarrier = Callable[[], Union[dict[str, str], None]]
 
 #: Told when a run ended: the job, its final status as the platform recorded it (None when its
 #: end was refused or never sent), and whether the run was lost.
@@ -67,6 +74,8 @@ class Robot:
         ssl_context: ssl.SSLContext | None,
         logger: logging.Logger,
         proxy: ProxySetting = FROM_ENVIRONMENT,
+        around: AroundHandler | None = None,
+        trace_carrier: TraceCarrier | None = None,
     ) -> None:
         """Use :func:`connect`."""
         self._loop = asyncio.get_running_loop()
@@ -76,6 +85,8 @@ class Robot:
         self._own_heartbeat_ms = heartbeat_ms
         self._own_liveness_ms = liveness_ms
         self._on_job_end = on_job_end
+        self._around = around
+        self._trace_carrier = trace_carrier
         self._log = logger
         self._runs: dict[str, Run] = {}
         #: the platform's heartbeat period and lease (ms), from its welcome
@@ -345,7 +356,7 @@ class Robot:
             return
         # a consumer job (with the item handler or a handler of its own) finishes its current item
         # on a stop or a shutdown: only a timeout or a lost run cancels it at once
-        run = Run(info, self._machine, self._conn, consumer=bool(info.queue_id), liveness_ms=self._liveness)
+        run = Run(info, self._machine, self._conn, consumer=bool(info.queue_id), liveness_ms=self._liveness, trace_carrier=self._trace_carrier)
         self._runs[info.id] = run
         run.done = self._loop.create_task(self._lifecycle(run), name=f"svc_agent run {info.id}")
 
@@ -376,7 +387,10 @@ class Robot:
             if not go or run.lost:
                 self._ended(run.info, None, run.lost)
                 return
-            await self._execute(run)
+            if self._around is not None:
+                await self._around(run.info, lambda: self._execute(run))
+            else:
+                await self._execute(run)
         except asyncio.CancelledError:
             raise
         except Exception as err:  # noqa: BLE001 - a run's end must never end the robot
@@ -504,6 +518,8 @@ def connect(
     agent_version: str = AGENT_VERSION,
     heartbeat_ms: float | None = None,
     liveness_ms: float | Literal["lease"] | None = None,
+    around: AroundHandler | None = None,
+    trace_carrier: TraceCarrier | None = None,
     on_job_end: JobEndHandler | None = None,
     backoff: Backoff | None = None,
     logger: logging.Logger | None = None,
@@ -530,6 +546,11 @@ def connect(
     :param liveness_ms: renew a run's lease only while it shows a sign of life (``ctx.alive()``,
         or any request of it) within this many ms (``"lease"``: the lease the platform gives), so a
         robot stuck in its work loses the job to a retry; None renews every run while connected.
+    :param around: runs each job's whole execution (handler and end) inside it:
+        ``async def around(job, execute)`` must ``await execute()`` (e.g. in a span continuing
+        ``job.trace``).
+    :param trace_carrier: the W3C trace context (``{"traceparent": …}``) to send with each request
+        of a run, called where the request is made, so the platform's work for it joins the trace.
     :param on_job_end: told when a run ended (job, final status or None, lost).
     :param backoff: reconnection delays (see :class:`Backoff`).
     :param logger: where the robot says what happens (default: the ``svc_agent`` logger).
@@ -558,4 +579,6 @@ def connect(
         ssl_context=ssl_context,
         logger=logger or logging.getLogger("svc_agent"),
         proxy=proxy,
+        around=around,
+        trace_carrier=trace_carrier,
     )

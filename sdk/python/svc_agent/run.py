@@ -302,13 +302,16 @@ class Run:
         conn: Connection,
         consumer: bool,
         liveness_ms: Callable[[], float | None] = lambda: None,
+        trace_carrier: Callable[[], dict[str, str] | None] | None = None,
     ) -> None:
         """
         A run of ``info``; ``consumer`` for a queue's consumer job (a stop lets it finish its item);
-        ``liveness_ms`` the longest silence of a run still renewed (None: no such rule).
+        ``liveness_ms`` the longest silence of a run still renewed (None: no such rule);
+        ``trace_carrier`` the trace context each of its requests carries.
         """
         self.info = info
         self._liveness_ms = liveness_ms
+        self._trace_carrier = trace_carrier
         self._last_sign = monotonic_ms()
         self._in_flight = 0
         self.machine = machine
@@ -396,7 +399,8 @@ class Run:
         """Sends a request of the run (with its fencing token); given up if the run is lost."""
         if self.lost:
             raise PlatformError("LOST", "the run was lost: nothing it reports counts")
-        p = self.conn.request({**message, **self.fenced}, on_sent=on_sent)
+        trace = self._trace_carrier() if self._trace_carrier is not None else None
+        p = self.conn.request({**message, **self.fenced, **({"trace": trace} if trace else {})}, on_sent=on_sent)
         self._pending.add(p)
         p.future.add_done_callback(lambda _f: self._pending.discard(p))
         return p

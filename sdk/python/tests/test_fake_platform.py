@@ -8,6 +8,7 @@ connections, pings, refusals and Retry-After. Run by sdk/python/test/readme-robo
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import http
 import json
@@ -277,6 +278,60 @@ class FakePlatformTest(unittest.IsolatedAsyncioTestCase):
             self.assertEqual(ends, [("j1", "completed", False)])
             self.assertEqual([m.get("repeat") for m in self.sent(2, "job.progress")], [True])
             await robot.close(0.1)
+
+    async def test_around_wraps_the_whole_run_and_each_request_carries_the_trace_context_of_where_it_is_made(self) -> None:
+        """around(job, execute) holds the handler and the end; trace_carrier() is read per request, in its context."""
+        traced_job = {**JOB, "trace": {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}
+
+        async def platform(ws: WebSocketServerProtocol, n: int) -> None:
+            await ws.send(welcome())
+            async for msg in self.messages(ws, n):
+                kind = msg["type"]
+                if kind == "heartbeat":
+                    await ws.send(reply(msg, owned(msg)))
+                    if len(self.sent(n, "heartbeat")) == 1:
+                        await ws.send(json.dumps({"type": "job.start", "job": traced_job}))
+                elif kind == "job.started":
+                    await ws.send(reply(msg, {"stop_requested": False}))
+                elif kind == "job.progress":
+                    await ws.send(reply(msg, {"stop_requested": False}))
+                elif kind == "job.finish":
+                    await ws.send(reply(msg, {"status": "completed"}))
+
+        url = await self.start(platform)
+        span: contextvars.ContextVar[str | None] = contextvars.ContextVar("span", default=None)
+        steps: list[str] = []
+        ends: list[tuple[str, Any, bool]] = []
+
+        async def around(job: Any, execute: Callable[[], Awaitable[None]]) -> None:
+            token = span.set(f"run of {job.id} under {job.trace['traceparent'][3:35]}")
+            steps.append("enter")
+            try:
+                await execute()
+            finally:
+                steps.append("exit")
+                span.reset(token)
+
+        def carrier() -> dict[str, str] | None:
+            current = span.get()
+            return {"traceparent": f"00-{current.split(' under ')[1]}-00f067aa0ba902b7-01"} if current else None
+
+        async def on_job(ctx: JobContext) -> dict[str, Any]:
+            steps.append(f"handler in {span.get()}")
+            await ctx.progress(50)
+            return {}
+
+        robot = connect(url, "svc_mk_test", on_job, backoff=FAST, around=around, trace_carrier=carrier,
+                        on_job_end=lambda job, status, lost: (steps.append("end"), ends.append((job.id, status, lost))))
+        await asyncio.wait_for(robot.ready, 5)
+        await self.wait("the run to end", lambda: "exit" in steps)
+        self.assertEqual(steps, ["enter", "handler in run of j1 under 0af7651916cd43dd8448eb211c80319c", "end", "exit"])
+        self.assertEqual(ends, [("j1", "completed", False)])
+        trace = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01"}
+        self.assertEqual([m.get("trace") for m in self.sent(1, "job.progress") + self.sent(1, "job.finish")], [trace, trace])
+        # the acknowledgement goes before the run's execution, outside around: no context to carry
+        self.assertEqual([m.get("trace") for m in self.sent(1, "job.started")], [None])
+        await robot.close(0.1)
 
     async def test_pings_keep_a_quiet_connection_alive(self) -> None:
         """A server that only pings (no message) is heard: the connection stays."""
