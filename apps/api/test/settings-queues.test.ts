@@ -16,12 +16,12 @@ describe('settings: queues', () => {
     const q = await api().call('createQueue', { body: { name: 'facturas-entrada' } });
     expect(Object.keys(q).sort()).toEqual([
       'consumer_process_id', 'created_at', 'description', 'id', 'is_active', 'is_paused', 'item_counts', 'max_consumers', 'max_retries',
-      'name', 'retention_action', 'retention_completed_days', 'retention_failed_days', 'tenant_id', 'updated_at',
+      'name', 'retention_action', 'retention_completed_days', 'retention_failed_days', 'tenant_id', 'unique_references', 'updated_at',
     ]);
     expect(q).toMatchObject({
       tenant_id: w.tenantA, name: 'facturas-entrada', description: null, max_retries: 3, consumer_process_id: null,
       max_consumers: 1, is_active: true, is_paused: false, item_counts: zero,
-      retention_completed_days: 30, retention_failed_days: 90, retention_action: 'delete',
+      retention_completed_days: 30, retention_failed_days: 90, retention_action: 'delete', unique_references: false,
     });
     expect(q.id).toMatch(UUID);
     expect(q.created_at).toMatch(ISO);

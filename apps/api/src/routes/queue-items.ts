@@ -34,7 +34,8 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
       description:
         'Checks after the key: scope queues:write (403), the active queue of that name in the key\'s workspace (404), ' +
         'body (422; unknown fields refused; deadline/postpone RFC 3339 with a time zone). Answers the item with status ' +
-        'new, retry_count 0, result null. See docs/decisions/queue-items.md.',
+        'new, retry_count 0, result null. A queue with unique_references answers 409 CONFLICT to a reference another ' +
+        'of its items holds, naming that item (details.item_id). See docs/decisions/queue-items.md and unique-references.md.',
       ...ADDS_ITEMS,
       body: AddQueueItemBody,
       response: QueueItemResponse,

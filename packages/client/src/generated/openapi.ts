@@ -376,7 +376,7 @@ export interface paths {
         put?: never;
         /**
          * Add an item to a queue
-         * @description Checks after the key: scope queues:write (403), the active queue of that name in the key's workspace (404), body (422; unknown fields refused; deadline/postpone RFC 3339 with a time zone). Answers the item with status new, retry_count 0, result null. See docs/decisions/queue-items.md.
+         * @description Checks after the key: scope queues:write (403), the active queue of that name in the key's workspace (404), body (422; unknown fields refused; deadline/postpone RFC 3339 with a time zone). Answers the item with status new, retry_count 0, result null. A queue with unique_references answers 409 CONFLICT to a reference another of its items holds, naming that item (details.item_id). See docs/decisions/queue-items.md and unique-references.md.
          *
          *     **Auth:** Header `X-API-Key`; scope `queues:write` (an unrestricted key is accepted too).
          *
@@ -10023,6 +10023,8 @@ export interface operations {
                             retention_failed_days: number;
                             /** Format: uuid */
                             tenant_id: string;
+                            /** @description No two items of the queue share a reference (docs/decisions/unique-references.md) */
+                            unique_references: boolean;
                             /** Format: date-time */
                             updated_at: string;
                         }[];
@@ -10135,6 +10137,11 @@ export interface operations {
                      * @default 90
                      */
                     retention_failed_days?: number;
+                    /**
+                     * @description No two items of the queue share a reference: an add whose reference another item of the queue holds answers 409 (items removed by retention no longer count)
+                     * @default false
+                     */
+                    unique_references?: boolean;
                 };
             };
         };
@@ -10178,6 +10185,8 @@ export interface operations {
                             retention_failed_days: number;
                             /** Format: uuid */
                             tenant_id: string;
+                            /** @description No two items of the queue share a reference (docs/decisions/unique-references.md) */
+                            unique_references: boolean;
                             /** Format: date-time */
                             updated_at: string;
                         };
@@ -10322,6 +10331,8 @@ export interface operations {
                             retention_failed_days: number;
                             /** Format: uuid */
                             tenant_id: string;
+                            /** @description No two items of the queue share a reference (docs/decisions/unique-references.md) */
+                            unique_references: boolean;
                             /** Format: date-time */
                             updated_at: string;
                         };
@@ -10446,6 +10457,8 @@ export interface operations {
                             retention_failed_days: number;
                             /** Format: uuid */
                             tenant_id: string;
+                            /** @description No two items of the queue share a reference (docs/decisions/unique-references.md) */
+                            unique_references: boolean;
                             /** Format: date-time */
                             updated_at: string;
                         };
@@ -10552,6 +10565,8 @@ export interface operations {
                     retention_completed_days?: number;
                     /** @description Days a failed or dead-letter item stays after it ended (fractions allowed) */
                     retention_failed_days?: number;
+                    /** @description No two items of the queue share a reference: an add whose reference another item of the queue holds answers 409 (items removed by retention no longer count) */
+                    unique_references?: boolean;
                 };
             };
         };
@@ -10595,6 +10610,8 @@ export interface operations {
                             retention_failed_days: number;
                             /** Format: uuid */
                             tenant_id: string;
+                            /** @description No two items of the queue share a reference (docs/decisions/unique-references.md) */
+                            unique_references: boolean;
                             /** Format: date-time */
                             updated_at: string;
                         };
@@ -11644,6 +11661,8 @@ export interface operations {
                             retention_failed_days: number;
                             /** Format: uuid */
                             tenant_id: string;
+                            /** @description No two items of the queue share a reference (docs/decisions/unique-references.md) */
+                            unique_references: boolean;
                             /** Format: date-time */
                             updated_at: string;
                         };
@@ -11768,6 +11787,8 @@ export interface operations {
                             retention_failed_days: number;
                             /** Format: uuid */
                             tenant_id: string;
+                            /** @description No two items of the queue share a reference (docs/decisions/unique-references.md) */
+                            unique_references: boolean;
                             /** Format: date-time */
                             updated_at: string;
                         };

@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/sql';
-import { NotFoundError } from '../errors';
+import { ConflictError, NotFoundError } from '../errors';
+import { es } from '../messages/es';
 import { validate } from '../validation/validate';
 import { QueueCreate, QueueUpdate, type CatalogListQuery } from './schemas';
 import { assertSameTenant, iso, pageWindow, presentColumns, toPage, uniqueName, type Page } from './shared';
@@ -19,6 +20,8 @@ export interface QueueRow {
   retention_completed_days: number;
   retention_failed_days: number;
   retention_action: 'delete' | 'archive';
+  /** no two items of the queue share a reference (docs/decisions/unique-references.md) */
+  unique_references: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -61,6 +64,7 @@ export function toQueueResponse(row: QueueRow, counts: QueueItemCounts = emptyIt
     retention_completed_days: row.retention_completed_days,
     retention_failed_days: row.retention_failed_days,
     retention_action: row.retention_action,
+    unique_references: row.unique_references,
     item_counts: counts,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
@@ -73,10 +77,11 @@ export async function createQueue(sql: Queryable, tenantId: string, input: unkno
   return uniqueName(sql, 'queue', body.name, async (q) => {
     const [row] = await q<QueueRow[]>`
       insert into queues (tenant_id, name, description, max_retries, consumer_process_id, max_consumers, is_active, is_paused,
-                          retention_completed_days, retention_failed_days, retention_action)
+                          retention_completed_days, retention_failed_days, retention_action, unique_references)
       values (${tenantId}, ${body.name}, ${body.description ?? null}, ${body.max_retries ?? 3},
               ${body.consumer_process_id ?? null}, ${body.max_consumers ?? 1}, ${body.is_active ?? true}, ${body.is_paused ?? false},
-              ${body.retention_completed_days ?? 30}, ${body.retention_failed_days ?? 90}, ${body.retention_action ?? 'delete'})
+              ${body.retention_completed_days ?? 30}, ${body.retention_failed_days ?? 90}, ${body.retention_action ?? 'delete'},
+              ${body.unique_references ?? false})
       returning *`;
     return row!;
   });
@@ -117,15 +122,45 @@ export async function updateQueue(sql: Queryable, tenantId: string, id: string, 
   }
   const cols = presentColumns(body, [
     'name', 'description', 'max_retries', 'consumer_process_id', 'max_consumers', 'is_active', 'is_paused',
-    'retention_completed_days', 'retention_failed_days', 'retention_action',
+    'retention_completed_days', 'retention_failed_days', 'retention_action', 'unique_references',
   ]);
   return uniqueName(sql, 'queue', body.name, async (q) => {
+    // the setting as it was, locked: two changes of it cannot interleave their index builds
+    const [before] = body.unique_references === undefined
+      ? [undefined]
+      : await q<Array<{ unique_references: boolean }>>`
+          select unique_references from queues where id = ${id} and tenant_id = ${tenantId} for update`;
     const [row] = await q<QueueRow[]>`
       update queues set ${q(cols)}, updated_at = now()
       where id = ${id} and tenant_id = ${tenantId} returning *`;
     if (!row) throw new NotFoundError();
+    if (before && before.unique_references !== row.unique_references) await indexReferences(q, row.id, row.unique_references);
     return row;
   });
+}
+
+/**
+ * Fills or empties a queue's rows of `queue_item_references` as its setting turns on or off, in
+ * the transaction that changes the setting. Turning it on over items that already share a
+ * reference is refused (409, with how many): the rule would not hold for them.
+ */
+async function indexReferences(sql: Queryable, queueId: string, on: boolean): Promise<void> {
+  if (!on) {
+    await sql`delete from queue_item_references where queue_id = ${queueId}`;
+    return;
+  }
+  const [dup] = await sql<Array<{ refs: number; items: number }>>`
+    select count(*)::int as refs, coalesce(sum(n), 0)::int as items from (
+      select count(*) as n from queue_items where queue_id = ${queueId} and reference is not null
+      group by reference having count(*) > 1) d`;
+  if (dup!.refs > 0) {
+    throw new ConflictError(es.queues.duplicateReferencesHeld(dup!.refs, dup!.items), {
+      field: 'unique_references', duplicate_references: dup!.refs, duplicate_items: dup!.items,
+    });
+  }
+  await sql`
+    insert into queue_item_references (queue_id, reference, item_id)
+    select queue_id, reference, id from queue_items where queue_id = ${queueId} and reference is not null`;
 }
 
 /** POST …/pause and …/resume: sets `is_paused` (a queue already so is answered as it is). */

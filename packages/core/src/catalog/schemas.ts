@@ -163,6 +163,10 @@ const queueProps = {
   retention_action: Type.Optional(Type.Union([Type.Literal('delete'), Type.Literal('archive')], {
     default: 'delete', description: 'What happens to an item past its retention: deleted, or archived (ARCHIVE_DIR or ARCHIVE_S3_BUCKET) then deleted',
   })),
+  unique_references: Type.Optional(Type.Boolean({
+    default: false,
+    description: 'No two items of the queue share a reference: an add whose reference another item of the queue holds answers 409 (items removed by retention no longer count)',
+  })),
 };
 export const QueueCreate = Type.Object(queueProps, strict);
 export type QueueCreate = Static<typeof QueueCreate>;
@@ -182,6 +186,7 @@ export const QueueResponse = Type.Object({
   retention_completed_days: Type.Number(),
   retention_failed_days: Type.Number(),
   retention_action: Type.Union([Type.Literal('delete'), Type.Literal('archive')]),
+  unique_references: Type.Boolean({ description: 'No two items of the queue share a reference (docs/decisions/unique-references.md)' }),
   item_counts: QueueItemCountsSchema,
   created_at: DateTime(),
   updated_at: DateTime(),

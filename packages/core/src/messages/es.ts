@@ -126,6 +126,12 @@ export const es = {
     machineLost: (name: string) => `La máquina ${name} dejó de responder mientras procesaba el elemento`,
     runStalled: (name: string) => `El job que procesaba el elemento dejó de avanzar en la máquina ${name}`,
     stoppedWhileWaiting: 'El job se detuvo mientras esperaba una respuesta',
+    referenceTaken: 'Ya existe un elemento con esta referencia en la cola',
+    referencesTakenInBulk: (count: number) =>
+      count === 1 ? 'Un elemento repite una referencia que ya existe en la cola o en la solicitud; no se añadió ninguno'
+        : `${count} elementos repiten referencias que ya existen en la cola o en la solicitud; no se añadió ninguno`,
+    duplicateReferencesHeld: (references: number, items: number) =>
+      `La cola ya tiene ${items} elementos que comparten ${references} ${references === 1 ? 'referencia' : 'referencias'}; no se pueden exigir referencias únicas`,
   },
 
   jobs: {

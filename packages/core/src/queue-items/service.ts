@@ -1,7 +1,7 @@
 import type postgres from 'postgres';
 import type { Sql } from '../db/sql';
 import type { Logger } from '../logger';
-import { NotFoundError, ValidationError } from '../errors';
+import { ConflictError, NotFoundError, ValidationError } from '../errors';
 import { pageMeta, storableDate, type PageMeta } from '../validation/formats';
 import {
   countQueueItems, countQueueItemsMatching, insertQueueItem, insertQueueItemsBulk, listQueueItems,
@@ -51,10 +51,50 @@ async function mapJsonErrors<T>(field: Array<string | number>, run: () => Promis
   }
 }
 
+function isReferenceClash(err: unknown): boolean {
+  const e = err as { code?: string; constraint_name?: string };
+  return e?.code === '23505' && e.constraint_name === 'queue_item_references_pkey';
+}
+
+/**
+ * The database refused an add because its queue keeps references unique (migration 0030): the
+ * answer names the item that holds the reference. Read after the refusal, only to explain it; the
+ * rule itself is the primary key's.
+ */
+async function referenceTaken(sql: Sql, queueId: string, reference: string | null): Promise<ConflictError> {
+  const [held] = await sql<Array<{ item_id: string }>>`
+    select item_id from queue_item_references where queue_id = ${queueId} and reference = ${reference}`;
+  return new ConflictError(es.queues.referenceTaken, { field: 'reference', reference, item_id: held?.item_id ?? null });
+}
+
+/**
+ * A bulk refused for its references: which of its items clash, with a stored item (its id) or
+ * with an earlier item of the same request (its index). Nothing of the bulk was written.
+ */
+async function referencesTakenInBulk(sql: Sql, queueId: string, items: ReadonlyArray<NewItem>): Promise<ConflictError> {
+  const refs = [...new Set(items.map((i) => i.reference).filter((r): r is string => r !== null))];
+  const stored = new Map((await sql<Array<{ reference: string; item_id: string }>>`
+    select reference, item_id from queue_item_references where queue_id = ${queueId} and reference = any(${refs}::text[])`)
+    .map((r) => [r.reference, r.item_id]));
+  const firstAt = new Map<string, number>();
+  const clashes: Array<{ index: number; reference: string; item_id?: string; same_as_index?: number }> = [];
+  items.forEach(({ reference }, index) => {
+    if (reference === null) return;
+    const held = stored.get(reference);
+    const first = firstAt.get(reference);
+    if (held !== undefined) clashes.push({ index, reference, item_id: held });
+    else if (first !== undefined) clashes.push({ index, reference, same_as_index: first });
+    else firstAt.set(reference, index);
+  });
+  return new ConflictError(es.queues.referencesTakenInBulk(clashes.length), { indexes: clashes.map((c) => c.index), clashes });
+}
+
 export interface InTransaction<T> {
   /** Runs inside the insert's transaction, after the insert (e.g. to record an idempotent response). */
   inTransaction?: (tx: Tx, result: T) => Promise<void>;
 }
+
+type NewItem = ReturnType<typeof newItem>;
 
 function newItem(input: AddQueueItemInput) {
   return {
@@ -75,15 +115,21 @@ export async function addItem(
 ): Promise<QueueItemRow> {
   const item = newItem(input);
   const hook = opts.inTransaction;
-  const row = await mapJsonErrors(['body', 'data'], () =>
-    hook
-      ? (deps.sql.begin(async (tx) => {
-          const r = await insertQueueItem(tx, queue, item);
-          await hook(tx, r);
-          return r;
-        }) as Promise<QueueItemRow>)
-      : insertQueueItemBatched(deps.sql, queue, item),
-  );
+  let row: QueueItemRow;
+  try {
+    row = await mapJsonErrors(['body', 'data'], () =>
+      hook
+        ? (deps.sql.begin(async (tx) => {
+            const r = await insertQueueItem(tx, queue, item);
+            await hook(tx, r);
+            return r;
+          }) as Promise<QueueItemRow>)
+        : insertQueueItemBatched(deps.sql, queue, item),
+    );
+  } catch (err) {
+    if (isReferenceClash(err)) throw await referenceTaken(deps.sql, queue.id, item.reference);
+    throw err;
+  }
   nudgeQueueAtOnce(deps, queue);
   return row;
 }
@@ -101,6 +147,7 @@ export async function addItemToQueueNamed(deps: QueueItemDeps, tenantId: string,
     row = await mapJsonErrors(['body', 'data'], () => insertQueueItemByNameBatched(deps.sql, tenantId, queueName, item));
   } catch (err) {
     if (err instanceof ValidationError) await getActiveQueueByName(deps.sql, tenantId, queueName);
+    if (isReferenceClash(err)) throw await referenceTaken(deps.sql, (await getActiveQueueByName(deps.sql, tenantId, queueName)).id, input.reference ?? null);
     throw err;
   }
   if (!row) throw new NotFoundError(es.queues.queueNotFound);
@@ -152,15 +199,21 @@ export async function addItemsMany(
   const hook = opts.inTransaction;
   // a single statement is already its own all-or-nothing transaction: BEGIN/COMMIT round trips
   // are only paid when there is more to commit with it
-  const added = await mapJsonErrors(['body', 'items'], () =>
-    hook
-      ? (deps.sql.begin(async (tx) => {
-          const n = await insertQueueItemsBulk(tx, queue, items);
-          await hook(tx, n);
-          return n;
-        }) as Promise<number>)
-      : insertQueueItemsBulk(deps.sql, queue, items),
-  );
+  let added: number;
+  try {
+    added = await mapJsonErrors(['body', 'items'], () =>
+      hook
+        ? (deps.sql.begin(async (tx) => {
+            const n = await insertQueueItemsBulk(tx, queue, items);
+            await hook(tx, n);
+            return n;
+          }) as Promise<number>)
+        : insertQueueItemsBulk(deps.sql, queue, items),
+    );
+  } catch (err) {
+    if (isReferenceClash(err)) throw await referencesTakenInBulk(deps.sql, queue.id, items);
+    throw err;
+  }
   nudgeQueueAtOnce(deps, queue);
   return added;
 }
