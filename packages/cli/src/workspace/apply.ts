@@ -197,6 +197,7 @@ async function applyQueues(ctx: Ctx, file: WorkspaceFile): Promise<void> {
     await atEntry('queues', i, async () => {
       const desired = given(entry, [
         'description', 'max_retries', 'max_consumers', 'is_active', 'is_paused', 'retention_completed_days', 'retention_failed_days', 'retention_action',
+        'unique_references',
       ]);
       if (entry.consumer !== undefined) desired.consumer_process_id = await processId(ctx, entry.consumer, 'consumer');
       return record(ctx, reported('queue', entry.name, await save(ctx, 'queue', entry.name, desired)));

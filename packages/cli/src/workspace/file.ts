@@ -88,6 +88,7 @@ export interface QueueEntry {
   retention_completed_days?: number;
   retention_failed_days?: number;
   retention_action?: 'delete' | 'archive';
+  unique_references?: boolean;
 }
 export interface AssetEntry {
   name: string;
