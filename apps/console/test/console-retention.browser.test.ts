@@ -54,6 +54,32 @@ describe('queue retention in the console', () => {
     expect(found).toEqual(noViolations(found));
   });
 
+  it('an admin turns on unique references; over items that share one, the API\'s 409 is shown and nothing changes', async () => {
+    await signIn();
+    await nav('Colas').click();
+    await page.getByRole('button', { name: 'Nueva cola' }).click();
+    await page.getByLabel('Nombre', { exact: true }).fill('referencias-unicas');
+    await page.getByLabel(/^Referencias únicas/).check();
+    await page.getByRole('button', { name: 'Guardar' }).click();
+    await page.getByText('Cola «referencias-unicas» guardada.').waitFor();
+    const [on] = await t.sql`select unique_references from queues where tenant_id = ${tenantId} and name = 'referencias-unicas'`;
+    expect(on!.unique_references).toBe(true);
+
+    const dup = await seedQueue(t.sql, tenantId, { name: 'referencias-repetidas' });
+    for (let i = 0; i < 2; i++) {
+      await t.sql`insert into queue_item_records (tenant_id, queue_id, reference, data) values (${tenantId}, ${dup.id as string}, 'R-1', '{}')`;
+    }
+    await page.reload();
+    await page.getByRole('button', { name: 'Editar la cola referencias-repetidas' }).click();
+    expect(await page.getByLabel(/^Referencias únicas/).isChecked()).toBe(false);
+    await page.getByLabel(/^Referencias únicas/).check();
+    await page.getByRole('button', { name: 'Guardar' }).click();
+    await page.getByText('La cola ya tiene 2 elementos que comparten 1 referencia; no se pueden exigir referencias únicas').waitFor();
+    const [off] = await t.sql`select unique_references from queues where id = ${dup.id as string}`;
+    expect(off!.unique_references).toBe(false);
+    await shot('queue-unique-references-refused');
+  });
+
   it('a member sees the queues without the retention form', async () => {
     const found: Record<string, unknown[]> = {};
     await seedQueue(t.sql, tenantId, { name: 'retencion-miembro' });

@@ -783,6 +783,7 @@ export const es = {
     maxConsumers: 'Consumidores simultáneos (máx.)',
     maxConsumersHint: 'De 1 a 100.',
     isPaused: 'En pausa (acepta elementos, nadie los procesa)',
+    uniqueReferences: 'Referencias únicas (rechaza un elemento cuya referencia ya tiene otro de la cola)',
     retention: 'Retención de elementos terminados',
     retentionCompletedDays: 'Días que se conservan los completados',
     retentionFailedDays: 'Días que se conservan los fallidos y sin reintentos',

@@ -17,7 +17,7 @@ import { useCatalogueOptions } from './catalogue-options';
 
 const FIELDS = [
   'name', 'description', 'max_retries', 'consumer_process_id', 'max_consumers', 'is_paused', 'is_active',
-  'retention_completed_days', 'retention_failed_days', 'retention_action',
+  'retention_completed_days', 'retention_failed_days', 'retention_action', 'unique_references',
 ] as const;
 
 /**
@@ -125,6 +125,7 @@ function QueueForm({ queue, options, onCancel, onSaved }: {
     retention_completed_days: String(queue?.retention_completed_days ?? 30),
     retention_failed_days: String(queue?.retention_failed_days ?? 90),
     retention_action: queue?.retention_action ?? 'delete',
+    unique_references: queue?.unique_references ?? false,
   }));
   const save = useMutation({
     mutationFn: (body: Record<string, unknown>) => queue
@@ -147,6 +148,7 @@ function QueueForm({ queue, options, onCancel, onSaved }: {
       retention_completed_days: decimalOrText(form.retention_completed_days),
       retention_failed_days: decimalOrText(form.retention_failed_days),
       retention_action: form.retention_action,
+      unique_references: form.unique_references,
     });
   }
   const fe = errors.fields;
@@ -190,6 +192,8 @@ function QueueForm({ queue, options, onCancel, onSaved }: {
           </select>
         </Field>
       </fieldset>
+      <ActiveCheck checked={form.unique_references} label={t.queues.uniqueReferences}
+        onChange={(on) => setForm((f) => ({ ...f, unique_references: on }))} />
       <ActiveCheck checked={form.is_paused} label={t.queues.isPaused} onChange={(on) => setForm((f) => ({ ...f, is_paused: on }))} />
       <ActiveCheck checked={form.is_active} label={t.queues.isActive} onChange={(on) => setForm((f) => ({ ...f, is_active: on }))} />
       <FormActions saving={save.isPending} onCancel={onCancel} />
