@@ -14,17 +14,24 @@ create table queue_item_references (
   item_id uuid not null,
   primary key (queue_id, reference)
 );
+-- the queues with the setting on, few: what an add checks its own queues against
+create index queues_unique_references_idx on queues (id) where unique_references;
+
 -- Every insert of items (the platform's adds, the view's INSERT, an archive's restore) records
 -- the references of the queues with the setting on, in the same statement: a clash, with a stored
 -- item or within the statement, fails the statement and so the whole add. The transition table is
--- the one the counters' trigger already captures; a queue without the setting costs this join of
--- the new rows with their queues and nothing more (no index of queue_items grows for it).
+-- the one the counters' trigger already captures. A statement whose queues all have the setting
+-- off stops at the first check (measured: ~10 µs for one item, ~30 µs for a bulk of 1,000, where
+-- joining every new row with its queue cost ~800 µs; docs/decisions/unique-references.md); no
+-- index of queue_items grows for it.
 create function queue_item_references_insert() returns trigger language plpgsql as $$
 begin
-  insert into queue_item_references (queue_id, reference, item_id)
-  select n.queue_id, n.reference, n.id
-  from new_rows n join queues q on q.id = n.queue_id
-  where n.reference is not null and q.unique_references;
+  if exists (select 1 from queues q where q.unique_references and q.id in (select n.queue_id from new_rows n)) then
+    insert into queue_item_references (queue_id, reference, item_id)
+    select n.queue_id, n.reference, n.id
+    from new_rows n join queues q on q.id = n.queue_id
+    where n.reference is not null and q.unique_references;
+  end if;
   return null;
 end $$;
 
