@@ -206,6 +206,7 @@ export function directiveOf(payload: Record<string, unknown> | null | undefined)
 /** Defaults ← file defaults ← process entry, each a partial behaviour (durations parsed). */
 export function mergeBehaviour(base: Behaviour, patch: Record<string, unknown> | undefined): Behaviour {
   if (!patch) return base;
+  if (typeof patch !== 'object' || Array.isArray(patch)) throw new Error(`a behaviour must be an object, not ${JSON.stringify(patch)}`);
   const out: Behaviour = { ...base, metrics: { ...base.metrics } };
   for (const [k, v] of Object.entries(patch)) {
     switch (k) {
@@ -234,6 +235,7 @@ export function mergeBehaviour(base: Behaviour, patch: Record<string, unknown> |
         out.failure_message = String(v);
         break;
       case 'output':
+        if (v !== null && v !== undefined && (typeof v !== 'object' || Array.isArray(v))) throw new Error('output must be an object');
         out.output = (v ?? {}) as Record<string, unknown>;
         break;
       case 'input_prompt':
@@ -244,10 +246,12 @@ export function mergeBehaviour(base: Behaviour, patch: Record<string, unknown> |
         out.input_options = v as Record<string, unknown>;
         break;
       case 'metrics':
+        if (v !== null && v !== undefined && (typeof v !== 'object' || Array.isArray(v))) throw new Error('metrics must be an object of ranges');
         for (const [mk, mv] of Object.entries((v ?? {}) as Record<string, unknown>)) {
           if (!(mk in out.metrics)) throw new Error(`unknown metric ${mk}`);
-          const [min, max] = Array.isArray(mv) ? mv : [mv, mv];
-          out.metrics[mk as keyof Behaviour['metrics']] = { min: Number(min), max: Number(max) };
+          const pair: unknown[] = Array.isArray(mv) ? mv : [mv, mv];
+          if (pair.length !== 2 || !pair.every((x) => typeof x === 'number' && Number.isFinite(x))) throw new Error(`metrics.${mk} must be a number or [min, max]`);
+          out.metrics[mk as keyof Behaviour['metrics']] = { min: pair[0] as number, max: pair[1] as number };
         }
         break;
       default:
@@ -257,21 +261,22 @@ export function mergeBehaviour(base: Behaviour, patch: Record<string, unknown> |
   return out;
 }
 
+// a boolean is not a number here, whatever Number(true) says
 function probability(name: string, v: unknown): number {
-  const n = Number(v);
+  const n = typeof v === 'boolean' ? NaN : Number(v);
   if (!Number.isFinite(n) || n < 0 || n > 1) throw new Error(`${name} must be between 0 and 1`);
   return n;
 }
 
 function prefetchSetting(v: unknown): number | 'auto' {
   if (v === 'auto') return 'auto';
-  const n = Number(v);
+  const n = typeof v === 'boolean' ? NaN : Number(v);
   if (!Number.isInteger(n) || n < 1 || n > MAX_TAKE) throw new Error(`prefetch must be auto or an integer from 1 to ${MAX_TAKE}`);
   return n;
 }
 
 function nonNegativeInt(name: string, v: unknown): number {
-  const n = Number(v);
+  const n = typeof v === 'boolean' ? NaN : Number(v);
   if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer`);
   return n;
 }

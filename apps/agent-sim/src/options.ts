@@ -99,10 +99,14 @@ export function parseOptions(argv: string[], env: Record<string, string | undefi
     } catch (err) {
       throw new UsageError(`cannot read the config file ${configPath}: ${(err as Error).message}`);
     }
+    if (!file || typeof file !== 'object' || Array.isArray(file)) throw new UsageError(`cannot read the config file ${configPath}: it must hold a JSON object`);
   }
   keys.push(...(env.AGENT_MACHINE_KEYS ?? '').split(',').map((k) => k.trim()).filter(Boolean));
   if (keysFile) keys.push(...readText(keysFile, 'the machine key file').split(/\r?\n/).map((k) => k.trim()).filter((k) => k && !k.startsWith('#')));
   const ca = caFile ? readText(caFile, 'the CA file') : undefined;
+  if (file.machine_keys !== undefined && file.machine_keys !== null && (!Array.isArray(file.machine_keys) || !file.machine_keys.every((k) => typeof k === 'string'))) {
+    throw new UsageError('machine_keys in the config file must be a list of strings');
+  }
   keys.push(...(file.machine_keys ?? []));
   const machineKeys = [...new Set(keys)];
   if (machineKeys.length === 0) throw new UsageError(`no machine key: pass --machine-key svc_mk_… (or AGENT_MACHINE_KEYS)\n\n${HELP}`);
@@ -112,6 +116,9 @@ export function parseOptions(argv: string[], env: Record<string, string | undefi
     const refusal = urlRefusal(u, { allowInsecure });
     // the simulator's way to allow it, instead of the SDK's option
     if (refusal) throw new UsageError(`SVC_URL: ${refusal.replace(/ \(allowInsecure\)$/, ' (--allow-insecure, AGENT_ALLOW_INSECURE=1)')}`);
+  }
+  if (file.processes !== undefined && file.processes !== null && (typeof file.processes !== 'object' || Array.isArray(file.processes))) {
+    throw new UsageError('processes in the config file must be an object');
   }
   let defaults: Behaviour;
   try {

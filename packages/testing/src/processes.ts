@@ -114,7 +114,7 @@ export function robotEnv(env: Record<string, string | undefined>): Record<string
 /** The Python the Python simulator runs on (jest.config.js finds one that imports websockets). */
 function pythonForRobots(): string {
   const python = process.env.SVC_PYTHON;
-  if (!python) throw new Error('SVC_ROBOT_SIM=python needs a Python 3.11+ with websockets (apt-get install -y python3 python3-websockets; jest.config.js sets SVC_PYTHON)');
+  if (!python) throw new Error('SVC_ROBOT_SIM=python needs a Python 3.11+ with websockets: apt-get install -y python3 python3-websockets, or set PYTHON_PATH');
   return python;
 }
 

@@ -17,9 +17,9 @@ export interface ProtocolRelay {
   close(): Promise<void>;
 }
 
-/** A close code one end may send on (1005, 1006 and 1015 only describe a close, they are never sent). */
+/** A close code one end may send on: 1005, 1006 and 1015 only describe a close, and ws refuses codes outside the ranges it may send. */
 function sendable(code: number): number {
-  return code === 1005 || code === 1006 || code === 1015 ? 1000 : code;
+  return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999) ? code : 1000;
 }
 
 export async function startProtocolRelay(platform: string): Promise<ProtocolRelay> {
@@ -58,7 +58,10 @@ export async function startProtocolRelay(platform: string): Promise<ProtocolRela
     upstream.on('close', (code, reason) => robot.close(sendable(code), reason));
     robot.on('close', (code, reason) => (upstream.readyState === WebSocket.CONNECTING ? upstream.terminate() : upstream.close(sendable(code), reason)));
     // a refused upgrade (a key the platform refuses): the robot hears the same status as a close
-    upstream.on('unexpected-response', (_req, res) => robot.close(res.statusCode === 401 ? 4001 : 1011, `HTTP ${res.statusCode}`));
+    upstream.on('unexpected-response', (req, res) => {
+      req.destroy();
+      robot.close(res.statusCode === 401 ? 4001 : 1011, `HTTP ${res.statusCode}`);
+    });
     upstream.on('error', () => robot.terminate());
     robot.on('error', () => upstream.terminate());
   });

@@ -71,7 +71,19 @@ function files() {
   writeFileSync(badConfig, '{"defaults": ');
   const badProcess = tempFile('bad-process.json');
   writeFileSync(badProcess, JSON.stringify({ processes: { p: { speed: 3 } } }));
-  return { keys, ca, config, badConfig, badProcess };
+  // hostile files: each refused with one sentence, the same by both
+  const hostile = [
+    'null', '[1,2]', '5', '"text"', '{"processes": {"p": 5}}', '{"processes": []}', '{"processes": "p"}', '{"machine_keys": "abc"}',
+    '{"machine_keys": [1]}', '{"defaults": []}', '{"defaults": {"output": 5}}', '{"defaults": {"output": "str"}}', '{"defaults": {"output": null}}',
+    '{"defaults": {"metrics": 5}}', '{"defaults": {"metrics": {"cpu_percent": "x"}}}', '{"defaults": {"metrics": {"cpu_percent": [1]}}}',
+    '{"defaults": {"metrics": {"cpu_percent": [1, 2, 3]}}}', '{"defaults": {"metrics": {"gpu": [1, 2]}}}', '{"defaults": {"input_options": [1]}}',
+    '{"defaults": {"duration": {"dist": "weibull"}}}', '{"defaults": {"crash": 1}}', '{"defaults": {"prefetch": true}}', '{"defaults": {"failure_rate": true}}', '{"defaults": {"log_lines": false}}', '{"processes": {"p": {"metrics": {"ram_mb": [10, 20]}}}}',
+  ].map((text, i) => {
+    const file = tempFile(`hostile-${i}.json`);
+    writeFileSync(file, text);
+    return file;
+  });
+  return { keys, ca, config, badConfig, badProcess, hostile };
 }
 
 describe('the Python simulator and agent-sim', () => {
@@ -101,6 +113,7 @@ describe('the Python simulator and agent-sim', () => {
       { argv: k, env: { ...URL_ENV, AGENT_CONFIG: f.config }, processes: [{ id: 'x', name: 'invoice-bot' }] },
       { argv: [...k, '--config', f.badConfig], env: URL_ENV },
       { argv: [...k, '--config', f.badProcess], env: URL_ENV },
+      ...f.hostile.map((file) => ({ argv: [...k, '--config', file], env: URL_ENV, processes: [{ id: 'x', name: 'p' }] })),
       { argv: [], env: URL_ENV },
       { argv: [...k, '--speed', '3'], env: URL_ENV },
       { argv: [...k, '--duration'], env: URL_ENV },

@@ -187,7 +187,8 @@ async def _main(options: SimOptions, log: logging.Logger) -> int:
         if err.code == "UNAUTHORIZED":
             print(f"A machine key does not belong to an active machine: {err.message}", file=sys.stderr)
             return 2
-        raise
+        print(f"The platform turned a machine away: {err.message}", file=sys.stderr)
+        return 1
     for r in robots:
         watch_refusal(r)
     log.info("agent-sim running", extra={"machines": [m.get("name") for m in machines], "url": options.url})

@@ -195,7 +195,7 @@ def directive_of(payload: Any) -> dict[str, Any]:
 
 def _probability(name: str, v: Any) -> float:
     try:
-        n = float(v)
+        n = math.nan if isinstance(v, bool) else float(v)
     except (TypeError, ValueError):
         n = math.nan
     if not math.isfinite(n) or n < 0 or n > 1:
@@ -225,9 +225,14 @@ def _prefetch(v: Any) -> int | str:
     return int(n)
 
 
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
 def merge_behaviour(base: Behaviour, patch: dict[str, Any] | None) -> Behaviour:
     """``base`` with the settings of ``patch`` over it (durations parsed, values checked)."""
-    if not patch:
+    # as agent-sim reads it: no patch, or a false scalar, changes nothing
+    if patch is None or (not isinstance(patch, (dict, list)) and not patch):
         return base
     if not isinstance(patch, dict):
         raise ValueError(f"a behaviour must be an object, not {_json(patch)}")
@@ -248,6 +253,8 @@ def merge_behaviour(base: Behaviour, patch: dict[str, Any] | None) -> Behaviour:
         elif k == "failure_message":
             out.failure_message = str(v)
         elif k == "output":
+            if v is not None and not isinstance(v, dict):
+                raise ValueError("output must be an object")
             out.output = dict(v or {})
         elif k == "input_prompt":
             out.input_prompt = str(v)
@@ -256,11 +263,15 @@ def merge_behaviour(base: Behaviour, patch: dict[str, Any] | None) -> Behaviour:
                 raise ValueError('input_options must be {"choices": [...]} or {"schema": {...}}')
             out.input_options = v
         elif k == "metrics":
+            if v is not None and not isinstance(v, dict):
+                raise ValueError("metrics must be an object of ranges")
             for mk, mv in (v or {}).items():
                 if mk not in out.metrics:
                     raise ValueError(f"unknown metric {mk}")
-                lo, hi = (mv[0], mv[1]) if isinstance(mv, list) and len(mv) >= 2 else (mv, mv)
-                out.metrics[mk] = (float(lo), float(hi))
+                pair = mv if isinstance(mv, list) else [mv, mv]
+                if len(pair) != 2 or not all(_finite(x) for x in pair):
+                    raise ValueError(f"metrics.{mk} must be a number or [min, max]")
+                out.metrics[mk] = (float(pair[0]), float(pair[1]))
         else:
             raise ValueError(f'unknown behaviour setting "{k}"')
     return out

@@ -146,7 +146,9 @@ def parse_options(argv: list[str], env: Mapping[str, str]) -> SimOptions:
     if ca_file:
         # read now: a missing certificate authority is a mistake of the command line, said at once
         _read_text(ca_file, "the CA file")
-    file_keys = file.get("machine_keys") or []
+    file_keys = file.get("machine_keys")
+    if file_keys is None:
+        file_keys = []
     if not isinstance(file_keys, list) or not all(isinstance(k, str) for k in file_keys):
         raise UsageError("machine_keys in the config file must be a list of strings")
     keys += file_keys
@@ -161,7 +163,9 @@ def parse_options(argv: list[str], env: Mapping[str, str]) -> SimOptions:
         if refusal:
             # the simulator's way to allow it, instead of the SDK's option
             raise UsageError("SVC_URL: " + re.sub(r" \(allow_insecure=True\)$", " (--allow-insecure, AGENT_ALLOW_INSECURE=1)", refusal))
-    processes = file.get("processes") or {}
+    processes = file.get("processes")
+    if processes is None:
+        processes = {}
     if not isinstance(processes, dict):
         raise UsageError("processes in the config file must be an object")
     try:

@@ -152,7 +152,8 @@ async def run_simulated_job(ctx: RunContext) -> JobEnd:
     lines_written = 0
     percent = 0
     forced_input = directive.get("input")
-    asks = bool(forced_input) or (forced_input is None and b.input_rate > 0 and ctx.random() < b.input_rate)
+    # drawn only when the directive says nothing (a null says no, without a draw: agent-sim's order)
+    asks = bool(forced_input) or ("input" not in directive and b.input_rate > 0 and ctx.random() < b.input_rate)
     ask_at = math.ceil(steps / 2) if asks else 0
     forced = forced_input if isinstance(forced_input, dict) else {}
     answer: tuple[Any] | None = None
@@ -187,7 +188,8 @@ async def run_simulated_job(ctx: RunContext) -> JobEnd:
     fail = outcome == "fail" if outcome else ctx.random() < b.failure_rate
     metrics = metrics_at(profile, elapsed, elapsed)
     if fail:
-        message = str(directive.get("error_message") or b.failure_message)
+        forced_message = directive.get("error_message")
+        message = str(forced_message if forced_message is not None else b.failure_message)
         log.line(f"Error: {message}")
         return log.end(JobEnd(status="failed", error=message, metrics=metrics, percent=percent))
     log.line("Terminado correctamente")
@@ -242,13 +244,28 @@ async def consume_queue(ctx: RunContext) -> JobEnd:
                 counts[status] += 1
         counts["refused"] += sent - len(settled)
 
-    async def round_trip(take: int) -> list[QueueItem]:
+    async def round_trip(take: int) -> None:
+        """Settles ``outcomes`` and puts what it takes in the buffer."""
         nonlocal outcomes
         sent = len(outcomes)
-        settled, items = await ctx.job.take_items(outcomes, take, held=[i.id for i in buffer])
+        request = asyncio.ensure_future(ctx.job.take_items(outcomes, take, held=[i.id for i in buffer]))
+        try:
+            settled, items = await asyncio.shield(request)
+        except asyncio.CancelledError:
+            # a timeout cancels the consumer while its round trip is out: the platform settles and
+            # hands over all the same, so the answer is awaited, to count it and hand the items
+            # back, before the consumer ends (a lost run's answer counts for nothing)
+            if ctx.job.stop_reason == "lost":
+                request.cancel()
+                raise
+            settled, items = await request
+            account(settled, sent)
+            outcomes = []
+            buffer.extend(items)
+            raise
         account(settled, sent)
         outcomes = []
-        return items
+        buffer.extend(items)
 
     try:
         while not ctx.job.stopped.is_set():
@@ -259,7 +276,7 @@ async def consume_queue(ctx: RunContext) -> JobEnd:
                         yielded = True
                         log.line("Otro job espera esta máquina: el consumidor cede su slot")
                         break
-                buffer = await round_trip(take_size(b.prefetch, auto))
+                await round_trip(take_size(b.prefetch, auto))
                 if not buffer:
                     break
             item = buffer.pop(0)
@@ -339,7 +356,8 @@ async def _process_item(ctx: RunContext, item: QueueItem) -> dict[str, Any]:
         outcome = "failed" if r < b.failure_rate else "pending_review" if r < b.failure_rate + b.review_rate else "completed"
     ctx.journal.write("item-end", **ids, outcome=outcome)
     if outcome == "failed":
-        return {"id": item.id, "attempt": item.attempt, "status": "failed", "error_message": str(d.get("error_message") or b.failure_message)}
+        message = d.get("error_message")
+        return {"id": item.id, "attempt": item.attempt, "status": "failed", "error_message": str(message if message is not None else b.failure_message)}
     result = {**(d.get("output") or {}), "machine": ctx.machine_name, "duration_ms": js_round(_elapsed_ms(started))}
     if outcome == "pending_review":
         result["review_reason"] = "El robot pide una revisión humana"
