@@ -86,6 +86,7 @@ export { DEFAULT_EXPORT_FORMAT, EXPORT_CONTENT_TYPES, EXPORT_FORMATS, ExportForm
 export type { ExportFormat } from './export/stream';
 export { DEADLINE_RISK_MINUTES, QueueStatsResponse } from './catalog/queue-stats';
 export { MachineSeriesResponse, QueueSeriesResponse, SERIES_MAX_MACHINES, SERIES_RETENTION_HOURS, SERIES_WINDOWS, SeriesQuery, percentileOf } from './catalog/queue-series';
+export { consumerCapacity, forecastDeadlines, type DeadlineForecast, type ForecastMachine, type ForecastTrigger } from './catalog/queue-forecast';
 export type { CursorMeta } from './audit/read';
 export { CLI_ACTOR } from './audit/catalog-changes';
 export type { AuditActor, CatalogResource } from './audit/catalog-changes';
