@@ -42,6 +42,7 @@ describe('GET /api/v1/settings/queues/:queue_id/stats', () => {
         counts: { new: 0, in_progress: 0, pending_review: 0, completed: 0, failed: 0, dead_letter: 0 },
         ready: 0, postponed: 0, oldest_ready_at: null, deadline_at_risk: 0,
         completed_last_hour: 0, failed_last_hour: 0, avg_processing_ms_last_hour: null, consumers_running: 0, is_paused: false,
+        forecast: { handling_seconds_p50: null, consumers: 0, ready_items: 0, examined_items: 0, drain_at: null, late_items: null, machines_needed: null },
       },
     });
   });

@@ -1518,7 +1518,7 @@ export interface paths {
         };
         /**
          * How a queue is doing
-         * @description Counts per status (exact, from counters), ready and postponed items, the oldest ready item, items at risk of missing their deadline (60 minutes or past), completions, failures and mean processing time over the last hour (per-minute buckets), and running consumers; each field is described in the schema. None of them is a count over the queue. Any member of the workspace; another workspace's queue → 404.
+         * @description Counts per status (exact, from counters), ready and postponed items, the oldest ready item, items at risk of missing their deadline (60 minutes or past), completions, failures and mean processing time over the last hour (per-minute buckets), and running consumers; each field is described in the schema. None of them is a count over the queue. `forecast`: whether the ready items make their deadlines at the current pace (the median handling time of the last hour, the consumers that can work now, the take order), read over the first ready items in take order. Any member of the workspace; another workspace's queue → 404.
          *
          *     **Auth:** `Authorization: Bearer <access token>`.
          *
@@ -12033,6 +12033,26 @@ export interface operations {
                             deadline_at_risk: number;
                             /** @description Times an item became failed in the last 60 minutes (an item retried and failed twice counts twice) */
                             failed_last_hour: number;
+                            /** @description Will the ready items make their deadlines at the current pace (docs/decisions/deadline-forecast.md). Items added meanwhile, retries and machines coming online are not foreseen. */
+                            forecast: {
+                                /** @description Consumer jobs of the queue that can work at once now: its active triggers' maximums, on their machine when they name one, else on unattended machines, over active machines not offline and their slots not held by other work; 0 when the queue is paused */
+                                consumers: number;
+                                /**
+                                 * Format: date-time
+                                 * @description When the ready items are done at the current pace: now + ceil(ready_items / consumers) × handling_seconds_p50; null without history or consumers
+                                 */
+                                drain_at: string | null;
+                                /** @description Ready items, from the head of the take order, that late_items and machines_needed looked at: all of them up to 2000 */
+                                examined_items: number;
+                                /** @description Median of processed_at − started_at (taken to completed) over the items completed in the last 60 minutes (the 1000 most recent at most), in seconds to the millisecond; null when none */
+                                handling_seconds_p50: number | null;
+                                /** @description Examined items that would finish after their deadline: the item at position k (0-based) of the take order finishes at now + ceil((k + 1) / consumers) × handling_seconds_p50 (every item with a deadline when there are no consumers); null without history */
+                                late_items: number | null;
+                                /** @description The fewest consumers with which every examined item with a deadline finishes on time, leaving out those less than one handling_seconds_p50 away (late whatever the number); null without history, or when no examined item has a deadline it can still make */
+                                machines_needed: number | null;
+                                /** @description Items ready to take now (the same as `ready`) */
+                                ready_items: number;
+                            };
                             /** @description Paused: items are accepted, no consumer takes them (POST …/resume) */
                             is_paused: boolean;
                             /**

@@ -70,7 +70,9 @@ export function workSettingsRoutes(rc: RouteContext): AppRouter {
       'Counts per status (exact, from counters), ready and postponed items, the oldest ready item, items at risk of ' +
       `missing their deadline (${DEADLINE_RISK_MINUTES} minutes or past), completions, failures and mean processing time ` +
       'over the last hour (per-minute buckets), and running consumers; each field is described in the schema. None of ' +
-      'them is a count over the queue. Any member of the workspace; another workspace\'s queue → 404.',
+      'them is a count over the queue. `forecast`: whether the ready items make their deadlines at the current pace (the ' +
+      'median handling time of the last hour, the consumers that can work now, the take order), read over the first ' +
+      'ready items in take order. Any member of the workspace; another workspace\'s queue → 404.',
     tags: ['settings: queues'],
     auth: MEMBER,
     params: QueuePathParams,
