@@ -1,6 +1,7 @@
 import type { Gauge } from 'prom-client';
 import type { Sql } from '../db/sql';
 import { gauge } from './registry';
+import { readQueueLateItems } from '../catalog/queue-stats';
 
 /**
  * Gauges of the platform's state, read from Postgres when scraped (never per request), at most
@@ -29,6 +30,12 @@ const oldestReady = gauge<'tenant' | 'queue'>({
   name: 'svc_queue_oldest_ready_item_age_seconds',
   collect: fillOnce,
   help: 'Age of the oldest item waiting (status new) in each queue with its own series; 0 when none waits.',
+  labelNames: ['tenant', 'queue'],
+});
+const lateItems = gauge<'tenant' | 'queue'>({
+  name: 'svc_queue_late_items',
+  collect: fillOnce,
+  help: "Ready items of each queue with its own series that would finish after their deadline at the current pace (the stats' forecast.late_items; 0 when none has a deadline or nothing completed in the last hour).",
   labelNames: ['tenant', 'queue'],
 });
 const machines = gauge<'status'>({
@@ -62,6 +69,7 @@ const stateUp = gauge({
 interface Snapshot {
   queueItems: Array<{ tenant: string; queue: string; status: string; n: number }>;
   oldest: Array<{ tenant: string; queue: string; age: number }>;
+  late: Array<{ tenant: string; queue: string; n: number }>;
   machines: Array<{ status: string; n: number }>;
   backlog: number;
   outboxAge: number;
@@ -88,7 +96,7 @@ async function fill(): Promise<void> {
   if (!source) return;
   const now = Date.now();
   if (!cached || now - cached.at >= source.ttlMs) cached = { at: now, snapshot: read(source.sql, source.maxQueues) };
-  const all: Gauge<string>[] = [queueItems, oldestReady, machines, outboxBacklog, outboxAge, pgConnections];
+  const all: Gauge<string>[] = [queueItems, oldestReady, lateItems, machines, outboxBacklog, outboxAge, pgConnections];
   for (const g of all) g.reset();
   let s: Snapshot;
   try {
@@ -101,6 +109,7 @@ async function fill(): Promise<void> {
   stateUp.set(1);
   for (const r of s.queueItems) queueItems.set({ tenant: r.tenant, queue: r.queue, status: r.status }, r.n);
   for (const r of s.oldest) oldestReady.set({ tenant: r.tenant, queue: r.queue }, r.age);
+  for (const r of s.late) lateItems.set({ tenant: r.tenant, queue: r.queue }, r.n);
   for (const r of s.machines) machines.set({ status: r.status }, r.n);
   outboxBacklog.set(s.backlog);
   outboxAge.set(s.outboxAge);
@@ -128,7 +137,7 @@ async function read(sql: Sql, maxQueues: number): Promise<Snapshot> {
     }
   }
   for (const [status, n] of other) queueItems.push({ tenant: OTHER_LABEL, queue: OTHER_LABEL, status, n });
-  const [oldest, machineRows, [outbox], pg] = await Promise.all([
+  const [oldest, late, machineRows, [outbox], pg] = await Promise.all([
     // one backward probe of (queue_id, status, created_at desc) per queue with its own series
     sql<Array<{ tenant: string; queue: string; age: number | null }>>`
       select t.name as tenant, q.name as queue,
@@ -137,6 +146,7 @@ async function read(sql: Sql, maxQueues: number): Promise<Snapshot> {
                                           order by qi.created_at asc limit 1))::float8 as age
         from queues q join tenants t on t.id = q.tenant_id
        where q.id = any(${[...ranked]}::uuid[])`,
+    readLateItems(sql, [...ranked]),
     sql<Array<{ status: string; n: number }>>`select status, count(*)::int as n from machines where is_active group by status`,
     sql<Array<{ backlog: number; age: number | null }>>`
       select (select count(*)::int from (select 1 from outbox limit 100000) o) as backlog,
@@ -148,9 +158,31 @@ async function read(sql: Sql, maxQueues: number): Promise<Snapshot> {
   return {
     queueItems,
     oldest: oldest.map((r) => ({ tenant: r.tenant, queue: r.queue, age: Math.max(0, r.age ?? 0) })),
+    late,
     machines: machineRows,
     backlog: outbox?.backlog ?? 0,
     outboxAge: Math.max(0, outbox?.age ?? 0),
     pg: pg.map((r) => ({ state: r.state ?? 'unknown', n: r.n })),
   };
+}
+
+/**
+ * The deadline forecast's late items of the queues with their own series. Only a queue with a
+ * ready item that has a deadline can have one late (one probe of queue_items_deadline_idx each);
+ * the others are 0 without reading their forecast. Those with one are read one after another:
+ * each is a bounded read (docs/decisions/deadline-forecast.md), and a scrape must not take the
+ * pool from the requests.
+ */
+async function readLateItems(sql: Sql, queueIds: string[]): Promise<Snapshot['late']> {
+  const queues = await sql<Array<{ id: string; tenant_id: string; is_active: boolean; is_paused: boolean; tenant: string; queue: string; deadlines: boolean }>>`
+    select q.id, q.tenant_id, q.is_active, q.is_paused, t.name as tenant, q.name as queue,
+           exists (select 1 from queue_items qi where qi.queue_id = q.id and qi.status = 'new' and qi.deadline is not null) as deadlines
+      from queues q join tenants t on t.id = q.tenant_id
+     where q.id = any(${queueIds}::uuid[])`;
+  const late: Snapshot['late'] = [];
+  for (const q of queues) {
+    const n = q.deadlines ? await readQueueLateItems(sql, q) : 0;
+    late.push({ tenant: q.tenant, queue: q.queue, n: n ?? 0 });
+  }
+  return late;
 }
