@@ -97,7 +97,15 @@ describe('the operators\' console in a browser', () => {
     await waitForText(`${card} [data-figure="at-risk"]`, '1');
     await addItems(name, [{ data: { n: 4 } }]);
     await waitForText(`${card} [data-count="new"]`, '4');
+    // a robot took 4 minutes over an item in the last hour: at that pace, with no machine consuming
+    // the queue, the item due in 10 minutes is late, and one machine would make it (docs/decisions/deadline-forecast.md)
+    await t.sql`insert into queue_item_records (tenant_id, queue_id, status, data, started_at, processed_at, updated_at)
+                values (${tenantId}, ${queue.id}, 'completed', '{}', now() - interval '5 minutes', now() - interval '1 minute', now() - interval '1 minute')`;
+    await waitForText(`${card} [data-late]`, '1 llegaría tarde');
     await shot('overview');
+    await page.click(`${card} h3 a`);
+    await waitForText('[data-forecast]', 'Pronóstico de plazos: Ninguna máquina puede consumir la cola ahora; 1 elemento llegaría tarde; haría falta 1 máquina.');
+    await shot('queue-forecast');
   });
 
   it('finds an item by reference and shows its detail', async () => {

@@ -69,6 +69,9 @@ function QueueCard({ queue, every }: { queue: Queue; every: number }) {
       <h3 id={titleId}>
         <Link to={`/queues/${queue.id}`} aria-label={t.overview.queueLink(queue.name)}>{queue.name}</Link>{' '}
         {(stats.data?.data.is_paused ?? queue.is_paused) && <span className="badge badge-paused">{t.overview.paused}</span>}
+        {(stats.data?.data.forecast.late_items ?? 0) > 0 && (
+          <span className="badge badge-late" data-late={stats.data!.data.forecast.late_items}>{t.forecast.lateBadge(formatCount(stats.data!.data.forecast.late_items!, t.locale))}</span>
+        )}
       </h3>
       <QueueSparkline queueId={queue.id} name={queue.name} every={every} />
       {stats.isPending ? <Loading />

@@ -10,6 +10,7 @@ import { Time } from '../components/Time';
 import { t } from '../i18n';
 import { ApiError } from '../lib/errors';
 import { formatCount, pageCount } from '../lib/format';
+import { forecastSentence } from '../lib/forecast';
 import { ITEM_STATUSES, setFilters, type ItemStatus, type QueueItem } from '../lib/api';
 import { useIsAdmin, useSession } from '../session-context';
 import { ItemDetail } from './ItemDetail';
@@ -97,7 +98,14 @@ export function QueuePage() {
       {actionError && <p className="form-error" role="alert">{actionError}</p>}
 
       <section aria-label={t.overview.countsCaption(q.name)} className="card wide">
-        {stats.isPending ? <Loading /> : stats.isError ? <ErrorState error={stats.error} onRetry={() => void stats.refetch()} /> : <QueueFigures name={q.name} stats={stats.data.data} />}
+        {stats.isPending ? <Loading /> : stats.isError ? <ErrorState error={stats.error} onRetry={() => void stats.refetch()} /> : (
+          <>
+            <p className={`forecast${(stats.data.data.forecast.late_items ?? 0) > 0 ? ' warn' : ''}`} data-forecast>
+              <strong>{t.forecast.label}:</strong> {forecastSentence(stats.data.data.forecast, t.forecast, t.locale, new Date())}
+            </p>
+            <QueueFigures name={q.name} stats={stats.data.data} />
+          </>
+        )}
       </section>
 
       <QueueCharts queueId={queueId} every={REFRESH_MS} />
