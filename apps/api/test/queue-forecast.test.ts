@@ -184,14 +184,15 @@ describe('GET /api/v1/settings/queues/:queue_id/stats → forecast', () => {
   it('answers another workspace\'s queue with 404 and hostile ids with 422 or 404, in the contract\'s envelope', async () => {
     const q = await seedQueue(suite.ctx.sql, tenantId);
     const foreign = await get(q.id as string, adminB);
-    expect([foreign.status, ((await foreign.json()) as { success: boolean; error: { code: string } })]).toEqual([404, expect.objectContaining({ success: false, error: expect.objectContaining({ code: 'NOT_FOUND' }) })]);
+    expect(foreign.status).toBe(404);
+    expect(await foreign.json()).toMatchObject({ success: false, error: { code: 'NOT_FOUND' } });
     const unknown = await get('00000000-0000-4000-8000-000000000000');
-    expect([unknown.status, ((await unknown.json()) as { error: { code: string } }).error.code]).toEqual([404, 'NOT_FOUND']);
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toMatchObject({ success: false, error: { code: 'NOT_FOUND' } });
     for (const bad of ['12', 'not-a-uuid', '%00', `${q.id}'%20or%201=1`, '..%2F..%2Fmachines', 'x'.repeat(5000)]) {
       const res = await get(bad);
-      const body = (await res.json()) as { success: boolean; error: { code: string } };
-      expect([bad.slice(0, 20), res.status, body.success, body.error.code]).toEqual([bad.slice(0, 20), res.status === 404 ? 404 : 422, false, res.status === 404 ? 'NOT_FOUND' : 'VALIDATION_ERROR']);
       expect([404, 422]).toContain(res.status);
+      expect(await res.json()).toMatchObject({ success: false, error: { code: res.status === 404 ? 'NOT_FOUND' : 'VALIDATION_ERROR' } });
     }
   });
 });
