@@ -3,16 +3,10 @@
  * (docs/decisions/deadline-forecast.md). Pure: the texts, the locale and the time zone are
  * parameters, so jest pins them.
  */
+import type { DataOf } from '@svc/client';
 
-export interface Forecast {
-  handling_seconds_p50: number | null;
-  consumers: number;
-  ready_items: number;
-  examined_items: number;
-  drain_at: string | null;
-  late_items: number | null;
-  machines_needed: number | null;
-}
+/** The stats' forecast, as the API's OpenAPI document declares it. */
+export type Forecast = DataOf<'getQueueStats'>['forecast'];
 
 export interface ForecastTexts {
   nothingReady: string;

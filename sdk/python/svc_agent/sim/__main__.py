@@ -6,18 +6,17 @@ agent-sim (same flags, environment, config file, journal and log lines; docs/age
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import signal
 import sys
-from datetime import datetime, timezone
 from typing import Any
 
 from ..connection import PlatformError
 from ..robot import Robot, connect
 from ..run import JobContext, JobEnd, JobInfo
 from .behaviour import create_random
+from .formats import compact_json, iso_now
 from .journal import Journal
 from .options import SimOptions, UsageError, behaviour_for, parse_options
 from .runs import RunContext, consume_queue, run_simulated_job
@@ -41,8 +40,8 @@ class JsonLines(logging.Formatter):
         line.update({k: v for k, v in vars(record).items() if k not in _RECORD_FIELDS})
         if record.exc_info:
             line["err"] = self.formatException(record.exc_info)
-        line["timestamp"] = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        return json.dumps(line, ensure_ascii=False, default=str, separators=(",", ":"))
+        line["timestamp"] = iso_now()
+        return compact_json(line)
 
 
 def _logger(level: str) -> logging.Logger:

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .formats import compact_json as _json
+
 __all__ = [
     "Behaviour",
     "DEFAULT_BEHAVIOUR",
@@ -90,12 +92,6 @@ def parse_distribution(value: Any) -> dict[str, Any]:
     if isinstance(value, dict) and value.get("dist") in ("fixed", "uniform", "normal", "exponential"):
         return dict(value)
     raise ValueError(f"not a duration distribution: {_json(value)}")
-
-
-def _json(value: Any) -> str:
-    import json
-
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def create_random(seed: int | None) -> Callable[[], float]:

@@ -6,10 +6,11 @@ SIGKILL: fault tests read it to prove that no item ran on two machines at the sa
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import Any
+
+from .formats import compact_json
 
 __all__ = ["Journal"]
 
@@ -31,7 +32,7 @@ class Journal:
         if self._fd is None:
             return
         line = {"t": int(time.time() * 1000), "pid": os.getpid(), "event": event, **fields}
-        os.write(self._fd, (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8"))
+        os.write(self._fd, (compact_json(line) + "\n").encode("utf-8"))
 
     def close(self) -> None:
         """Stops recording."""

@@ -13,12 +13,12 @@ import os
 import signal
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any, Callable, NoReturn
 
 from ..connection import PlatformError
 from ..run import JobContext, JobEnd, QueueItem, RunAborted
 from .behaviour import Behaviour, directive_of, js_round, metrics_at, metrics_profile, sample
+from .formats import compact_json as _json, iso_now
 from .journal import Journal
 from .prefetch import AutoPrefetch, take_size
 
@@ -93,8 +93,7 @@ class JobLog:
 
     def line(self, message: str) -> None:
         """A timestamped line."""
-        now = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        self._pending.append(f"{now} {message}\n")
+        self._pending.append(f"{iso_now()} {message}\n")
 
     def take(self) -> str | None:
         """The lines written since the last take (None when none)."""
@@ -124,12 +123,6 @@ async def _ask(ctx: RunContext, prompt: str, options: dict[str, Any], log: JobLo
     log.line(f"Respuesta recibida: {_json(value)}")
     ctx.journal.write("input-answered", job_id=job.id, machine_id=ctx.machine_id, attempt=job.attempt)
     return value
-
-
-def _json(value: Any) -> str:
-    import json
-
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 async def run_simulated_job(ctx: RunContext) -> JobEnd:
