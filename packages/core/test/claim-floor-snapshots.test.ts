@@ -140,5 +140,6 @@ describe('a snapshot held elsewhere', () => {
       await holderDone;
       await holder.end();
     }
-  });
+    // every item of the queue is taken: on a loaded two-core runner that outlasts jest's default timeout
+  }, 120_000);
 });
