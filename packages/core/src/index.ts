@@ -179,7 +179,7 @@ export {
 export {
   REQUESTS as AGENT_REQUESTS, RESULTS as AGENT_RESULTS, PUSHES as AGENT_PUSHES, ReplyResult as AgentReplyResult, ReplyError as AgentReplyError,
   CLOSE as AGENT_CLOSE, MAX_MESSAGE_BYTES as AGENT_MAX_MESSAGE_BYTES, FIELD_MAX_BYTES as AGENT_FIELD_MAX_BYTES,
-  CONNECTION_LIMITS as AGENT_CONNECTION_LIMITS, oversizedField as agentOversizedField,
+  CONNECTION_LIMITS as AGENT_CONNECTION_LIMITS, oversizedField as agentOversizedField, misplacedException as agentMisplacedException,
 } from './machines/protocol';
 export type {
   RequestType as AgentRequestType, RequestOf as AgentRequestOf, ResultOf as AgentResultOf, PushType as AgentPushType, PushOf as AgentPushOf,

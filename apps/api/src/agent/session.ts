@@ -4,7 +4,7 @@ import { RateLimiterQueue, type RateLimiterMemory } from 'rate-limiter-flexible'
 import type { WebSocket } from 'ws';
 import type { Liveness } from './liveness';
 import {
-  es, AGENT_CLOSE, AGENT_REQUESTS, AppError, countAgentCut, agentOversizedField, ConflictError, NotFoundError, RateLimitError, SpanKind, ValidationError, currentTraceCarrier,
+  es, AGENT_CLOSE, AGENT_REQUESTS, AppError, countAgentCut, agentOversizedField, agentMisplacedException, ConflictError, NotFoundError, RateLimitError, SpanKind, ValidationError, currentTraceCarrier,
   jsonInputIssue, jsonTextMayHoldUnstorable, machineQueueName, retryOnConnectionLoss, deliverLater, skipDelivery, validate, withSpan, withTraceCarrier,
   type AgentMachine, type AgentRequestOf, type AgentRequestType, type DbOutage, type Engine, type JobAbortMessage, type JobInputMessage, type Logger,
   type MachineJobPayload, type RedisClient, type AgentResultOf, type AgentServerMessage,
@@ -249,6 +249,8 @@ export class MachineSession {
       const request = validate(AGENT_REQUESTS[type as AgentRequestType], msg, 'body') as { trace?: Record<string, string> };
       const oversized = agentOversizedField(request as Record<string, unknown>);
       if (oversized) throw ValidationError.single(oversized.loc, es.agent.tooLarge(oversized.max), 'too_large');
+      const misplaced = agentMisplacedException(request as Record<string, unknown>);
+      if (misplaced) throw ValidationError.single(misplaced, es.agent.exceptionOnlyOnFailure, 'exception_without_failure');
       // under the robot's span when it sent one: its trace goes on through the platform's statements
       const result = await withTraceCarrier(request.trace, () => withSpan(`machine ${type}`, { 'svc.machine.id': this.machine.id },
         () => this.handle(type as AgentRequestType, request), SpanKind.SERVER));

@@ -56,12 +56,21 @@ const progressFields = {
 
 export const JobProgressMessage = Type.Object({ ...Envelope('job.progress'), ...progressFields }, { additionalProperties: false });
 
+/**
+ * What kind of failure ended an item or a run (docs/decisions/exception-types.md): `application`
+ * (the default: a system did not answer, a screen was not found) is retried by the queue's or the
+ * process's retry policy; `business` (the data itself is wrong: the invoice is already paid) is
+ * final. Only with `status: "failed"`.
+ */
+export const ExceptionTypeSchema = Type.Union([Type.Literal('business'), Type.Literal('application')]);
+
 export const JobFinishMessage = Type.Object({
   ...Envelope('job.finish'),
   ...progressFields,
   status: Type.Union([Type.Literal('completed'), Type.Literal('failed'), Type.Literal('stopped'), Type.Literal('timed_out')]),
   output_data: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
   error_message: Type.Optional(Type.Union([Text(10_000), Type.Null()])),
+  exception: Type.Optional(ExceptionTypeSchema),
 }, { additionalProperties: false });
 
 export const Bye = Type.Object({ ...Envelope('bye') }, { additionalProperties: false });
@@ -73,6 +82,7 @@ const Outcome = Type.Object({
   status: Type.Union([Type.Literal('completed'), Type.Literal('pending_review'), Type.Literal('failed')]),
   result: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
   error_message: Type.Optional(Type.Union([Text(10_000), Type.Null()])),
+  exception: Type.Optional(ExceptionTypeSchema),
 }, { additionalProperties: false });
 
 /** A consumer job settles the items it finished and takes the next ones, in one statement. */
@@ -265,6 +275,19 @@ export function oversizedField(msg: Record<string, unknown>): { loc: Array<strin
   const outcomes = Array.isArray(msg.outcomes) ? (msg.outcomes as Array<{ result?: unknown }>) : [];
   for (const [i, o] of outcomes.entries()) {
     if (over(o.result, FIELD_MAX_BYTES.result)) return { loc: ['message', 'outcomes', i, 'result'], max: FIELD_MAX_BYTES.result };
+  }
+  return null;
+}
+
+/**
+ * The first `exception` sent with a status other than `failed`, by its path (a kind of failure
+ * means nothing on a success, and storing it would show a completed run as failed); null when none is.
+ */
+export function misplacedException(msg: Record<string, unknown>): Array<string | number> | null {
+  if (msg.exception !== undefined && msg.status !== 'failed') return ['message', 'exception'];
+  const outcomes = Array.isArray(msg.outcomes) ? (msg.outcomes as Array<{ status?: unknown; exception?: unknown }>) : [];
+  for (const [i, o] of outcomes.entries()) {
+    if (o.exception !== undefined && o.status !== 'failed') return ['message', 'outcomes', i, 'exception'];
   }
   return null;
 }

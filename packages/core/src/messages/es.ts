@@ -304,6 +304,7 @@ export const es = {
     tooManyMessagesPerSecond: 'Demasiados mensajes por segundo en esta conexión',
     connectionClosed: 'la conexión se cerró',
     tooLarge: (max: number) => `demasiado grande: como máximo ${max} bytes en JSON`,
+    exceptionOnlyOnFailure: 'solo se indica con status "failed": un resultado correcto no tiene tipo de excepción',
     tooManyRequestsInFlight: (max: number) => `Demasiadas peticiones sin responder en esta conexión (máximo ${max}): espere las respuestas`,
   },
 
