@@ -1,4 +1,4 @@
-import { endJob, type ItemOutcome, type JobContext, type JobEnd, type QueueItem } from './run';
+import { endJob, exceptionOf, type ItemOutcome, type JobContext, type JobEnd, type QueueItem } from './run';
 
 /** An item's result that asks a person to review it (the item ends `pending_review`). */
 export class ItemReview {
@@ -12,7 +12,8 @@ export function review(result: Record<string, unknown> = {}): ItemReview {
 
 /**
  * Processes one item: what it returns is the item's result (completed), `review(…)` sends it to
- * review, a thrown error fails it (its queue's retry policy applies).
+ * review, a thrown error fails it: a `BusinessError` for good (`exception: 'business'`, never
+ * retried), any other error as an application failure (its queue's retry policy applies).
  */
 export type ItemHandler = (item: QueueItem, ctx: JobContext) => Promise<Record<string, unknown> | ItemReview | void>;
 
@@ -47,7 +48,8 @@ export async function consumeItems(ctx: JobContext, onItem: ItemHandler): Promis
           : { id: item.id, attempt: item.attempt, status: 'completed', result: result ?? {} });
       } catch (err) {
         if (hard()) throw err;
-        outcomes.push({ id: item.id, attempt: item.attempt, status: 'failed', error_message: (err as Error)?.message || String(err) });
+        // the kind is always sent, even the default: what the robot meant is on record
+        outcomes.push({ id: item.id, attempt: item.attempt, status: 'failed', error_message: (err as Error)?.message || String(err), exception: exceptionOf(err) });
       }
       if (Date.now() - lastYieldCheck >= YIELD_CHECK_MS) {
         lastYieldCheck = Date.now();

@@ -1,13 +1,14 @@
 import os from 'node:os';
 import { Connection, PlatformError, TIMING, type Refusal, type Welcome } from './connection';
 import { consumeItems, type ItemHandler } from './consumer';
-import { JobEnd, Run, type AbortReason, type JobContext, type JobInfo } from './run';
+import { JobEnd, Run, exceptionOf, type AbortReason, type JobContext, type JobInfo } from './run';
 import { urlRefusal, type TransportOptions } from './transport';
 
 /**
  * Runs a job. What it returns becomes the job's `output_data` (or, with `endJob(…)`, the whole
  * end); what it throws, its failure — unless the signal aborted first: a stop ends it `stopped`, its
- * own timeout `timed_out`.
+ * own timeout `timed_out`. A thrown `BusinessError` is a business failure (`exception: 'business'`:
+ * the process's automatic retries skip the job), any other error an application failure.
  */
 export type JobHandler = (ctx: JobContext) => Promise<Record<string, unknown> | JobEnd | void>;
 
@@ -292,6 +293,8 @@ export function connect(options: ConnectOptions): Robot {
         const f = result.fields;
         end = {
           status: f.status, output_data: f.output ?? null, error_message: f.error ?? null,
+          // a kind of failure only goes with a failure: the platform refuses it on any other end
+          ...(f.status === 'failed' ? { exception: f.exception ?? 'application' } : {}),
           ...(f.percent !== undefined ? { progress_percent: f.percent } : {}),
           ...(f.message !== undefined ? { progress_message: f.message } : {}),
           ...(f.metrics !== undefined ? { resource_metrics: f.metrics } : {}),
@@ -304,7 +307,7 @@ export function connect(options: ConnectOptions): Robot {
         ? { status: 'stopped' }
         : reason === 'timeout'
           ? { status: 'timed_out', error_message: `Tiempo de ejecución agotado: superó timeout_seconds (${run.info.timeoutSeconds} s)` }
-          : { status: 'failed', error_message: (err as Error)?.message || String(err) };
+          : { status: 'failed', error_message: (err as Error)?.message || String(err), exception: exceptionOf(err) };
     }
     let status: string | null = null;
     // lost (the platform ended the run, or could not confirm it in time): its end would be

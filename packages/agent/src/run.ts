@@ -35,6 +35,42 @@ export interface ItemOutcome {
   status: 'completed' | 'pending_review' | 'failed';
   result?: Record<string, unknown> | null;
   error_message?: string | null;
+  /** the kind of failure (only with `failed`; the platform takes `application` when it is left out) */
+  exception?: ExceptionKind;
+}
+
+/**
+ * The kind of a failure (docs/agent-protocol.md, "Kinds of failure"): `business` (the data itself
+ * is wrong: the platform never retries it) or `application` (anything else: retried as usual).
+ */
+export type ExceptionKind = 'business' | 'application';
+
+/**
+ * A failure of the data, not of the robot: the invoice is already paid, the customer does not
+ * exist. Thrown from an item handler it fails the item for good (no retry, no dead letter);
+ * thrown from a job handler it fails the job, which the process's automatic retries skip. Any
+ * other error is an application failure and is retried as before.
+ */
+export class BusinessError extends Error {
+  constructor(message?: string, options?: ErrorOptions) {
+    super(message, options);
+    // fixed, not the subclass's: a robot that bundles its own copy of this class is recognised by it
+    this.name = 'BusinessError';
+  }
+}
+
+/**
+ * Whether a thrown value is a business failure: a BusinessError of this package, or any error
+ * named `BusinessError` (a robot bundler may hold a second copy of this package, whose class
+ * `instanceof` does not recognise).
+ */
+export function isBusinessError(err: unknown): boolean {
+  return err instanceof BusinessError || (typeof err === 'object' && err !== null && (err as { name?: unknown }).name === 'BusinessError');
+}
+
+/** The kind of failure a thrown value is. */
+export function exceptionOf(err: unknown): ExceptionKind {
+  return isBusinessError(err) ? 'business' : 'application';
 }
 
 export interface AssetValue {
@@ -91,6 +127,8 @@ export interface JobEndFields {
   status: 'completed' | 'failed' | 'stopped' | 'timed_out';
   output?: Record<string, unknown> | null;
   error?: string | null;
+  /** with `failed`: its kind (`application` when left out); ignored with any other status */
+  exception?: ExceptionKind;
   percent?: number | null;
   message?: string | null;
   metrics?: Record<string, unknown> | null;
