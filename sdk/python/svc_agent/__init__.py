@@ -9,7 +9,19 @@ platform gives the machine, and consumes the items of the queues the machine con
 from .connection import TIMING, Backoff, PlatformError, Timing
 from .consumer import ItemHandler, Review
 from .robot import AGENT_VERSION, AroundHandler, JobEndHandler, JobHandler, Robot, TraceCarrier, connect
-from .run import LOG_CHUNK_BYTES, AbortReason, JobContext, JobEnd, JobInfo, QueueItem, RunAborted, log_chunks
+from .run import (
+    LOG_CHUNK_BYTES,
+    AbortReason,
+    BusinessException,
+    ExceptionKind,
+    JobContext,
+    JobEnd,
+    JobInfo,
+    QueueItem,
+    RunAborted,
+    is_business_exception,
+    log_chunks,
+)
 from .transport import FROM_ENVIRONMENT, ProxyError, is_loopback_host, url_refusal
 
 __version__ = "0.1.0"
@@ -27,6 +39,9 @@ __all__ = [
     "JobEnd",
     "QueueItem",
     "Review",
+    "BusinessException",
+    "is_business_exception",
+    "ExceptionKind",
     "RunAborted",
     "AbortReason",
     "PlatformError",

@@ -10,7 +10,7 @@ import inspect
 import time
 from typing import Any, Awaitable, Callable, Union
 
-from .run import ERROR_MAX_CHARS, JobContext, JobEnd, QueueItem, Run, RunAborted
+from .run import ERROR_MAX_CHARS, JobContext, JobEnd, QueueItem, Run, RunAborted, exception_of
 
 __all__ = ["Review", "ItemHandler", "consume_items"]
 
@@ -24,7 +24,9 @@ class Review:
 
 
 #: Processes one item: what it returns is the item's result (completed), ``Review(...)`` sends it
-#: to review, a raised exception fails it (its queue's retry policy applies).
+#: to review, a raised exception fails it: a ``BusinessException`` for good (``exception:
+#: "business"``, never retried), any other exception as an application failure (its queue's
+#: retry policy applies).
 ItemHandler = Callable[[QueueItem, JobContext], Awaitable[Union[dict[str, Any], Review, None]]]
 
 #: how often a consumer asks whether other jobs wait for its machine's slot, in seconds
@@ -71,13 +73,17 @@ async def consume_items(run: Run, ctx: JobContext, on_item: ItemHandler) -> JobE
             except Exception as err:  # noqa: BLE001 - the item fails, the consumer goes on
                 if hard():
                     raise
-                outcomes.append({"id": item.id, "attempt": item.attempt, "status": "failed", "error_message": (str(err) or type(err).__name__)[:ERROR_MAX_CHARS]})
+                # the kind is always sent, even the default: what the robot meant is on record
+                outcomes.append({
+                    "id": item.id, "attempt": item.attempt, "status": "failed",
+                    "error_message": (str(err) or type(err).__name__)[:ERROR_MAX_CHARS], "exception": exception_of(err),
+                })
             else:
                 if isinstance(result, Review):
                     outcomes.append({"id": item.id, "attempt": item.attempt, "status": "pending_review", "result": result.result})
                 elif result is not None and not isinstance(result, dict):
                     message = f"El elemento devolvió {type(result).__name__}: su resultado debe ser un objeto (dict)"
-                    outcomes.append({"id": item.id, "attempt": item.attempt, "status": "failed", "error_message": message})
+                    outcomes.append({"id": item.id, "attempt": item.attempt, "status": "failed", "error_message": message, "exception": "application"})
                 else:
                     outcomes.append({"id": item.id, "attempt": item.attempt, "status": "completed", "result": result if result is not None else {}})
             if time.monotonic() - last_yield_check >= YIELD_CHECK_SECONDS:

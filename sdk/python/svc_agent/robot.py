@@ -20,7 +20,7 @@ from typing import Any, Awaitable, Callable, Literal, Union
 
 from .connection import TIMING, Backoff, Connection, PlatformError, monotonic_ms
 from .consumer import ItemHandler, consume_items
-from .run import ERROR_MAX_CHARS, MESSAGE_MAX_CHARS, JobContext, JobEnd, JobInfo, Run, percent_value
+from .run import ERROR_MAX_CHARS, MESSAGE_MAX_CHARS, JobContext, JobEnd, JobInfo, Run, exception_of, percent_value
 from .transport import FROM_ENVIRONMENT, ProxySetting, url_refusal
 
 __all__ = ["connect", "Robot", "JobHandler", "JobEndHandler", "AroundHandler", "TraceCarrier", "AGENT_VERSION"]
@@ -29,7 +29,9 @@ AGENT_VERSION = "svc-agent-python/0.1.0"
 
 #: Runs a job: what it returns becomes the job's ``output_data`` (or, a :class:`JobEnd`, the whole
 #: end); what it raises, its failure — unless the run was aborted first: a stop ends it
-#: ``stopped``, its own timeout ``timed_out``.
+#: ``stopped``, its own timeout ``timed_out``. A raised ``BusinessException`` is a business failure
+#: (``exception: "business"``: the process's automatic retries skip the job), any other exception
+#: an application failure.
 JobHandler = Callable[[JobContext], Awaitable[Union[dict[str, Any], JobEnd, None]]]
 
 #: Runs each job's whole execution (its handler and its end) inside it, e.g. in a tracing span
@@ -432,12 +434,15 @@ class Robot:
                     "error_message": f"Tiempo de ejecución agotado: superó timeout_seconds ({run.info.timeout_seconds} s)",
                 }
             elif isinstance(err, asyncio.CancelledError):
-                end = {"status": "failed", "error_message": SHUTDOWN_MESSAGE if reason == "shutdown" else "El trabajo fue cancelado"}
+                end = {"status": "failed", "error_message": SHUTDOWN_MESSAGE if reason == "shutdown" else "El trabajo fue cancelado", "exception": "application"}
             else:
-                end = {"status": "failed", "error_message": (str(err) or type(err).__name__)[:ERROR_MAX_CHARS]}
+                end = {"status": "failed", "error_message": (str(err) or type(err).__name__)[:ERROR_MAX_CHARS], "exception": exception_of(err)}
         else:
             if isinstance(result, JobEnd):
                 end = {"status": result.status, "output_data": result.output, "error_message": result.error}
+                if result.status == "failed":
+                    # a kind of failure only goes with a failure: the platform refuses it on any other end
+                    end["exception"] = result.exception or "application"
                 if result.percent is not None:
                     end["progress_percent"] = percent_value(result.percent)
                 if result.message is not None:
@@ -449,12 +454,12 @@ class Robot:
                 end = {"status": "completed", "output_data": result}
             output = end.get("output_data")
             if output is not None and not isinstance(output, dict):
-                end = {"status": "failed", "error_message": f"El trabajo devolvió {type(output).__name__}: output_data debe ser un objeto (dict)"}
+                end = {"status": "failed", "error_message": f"El trabajo devolvió {type(output).__name__}: output_data debe ser un objeto (dict)", "exception": "application"}
             else:
                 try:
                     json.dumps(end, allow_nan=False)
                 except (TypeError, ValueError) as err:
-                    end = {"status": "failed", "error_message": f"El resultado del trabajo no es JSON: {err}"[:ERROR_MAX_CHARS]}
+                    end = {"status": "failed", "error_message": f"El resultado del trabajo no es JSON: {err}"[:ERROR_MAX_CHARS], "exception": "application"}
         # lost (the platform ended the run, or could not confirm it in time): its end would be
         # refused, or would race whatever robot holds the job now; the platform ends it by its lease
         if run.lost:
@@ -469,7 +474,7 @@ class Robot:
                     raise
                 # an end the platform cannot take (an output over its bound): the run fails instead
                 self._log.warning("the platform refused the end of job %s: %s", run.info.id, err.message)
-                status = await run.finish({"status": "failed", "error_message": f"El final del trabajo fue rechazado: {err.message}"[:ERROR_MAX_CHARS]}, None)
+                status = await run.finish({"status": "failed", "error_message": f"El final del trabajo fue rechazado: {err.message}"[:ERROR_MAX_CHARS], "exception": "application"}, None)
         except PlatformError as err:
             # a run the platform already ended (timeout, lost), or lost while its end waited: dropped
             if err.code not in DROPPED:

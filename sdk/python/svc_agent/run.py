@@ -19,6 +19,10 @@ __all__ = [
     "JobInfo",
     "QueueItem",
     "JobEnd",
+    "ExceptionKind",
+    "BusinessException",
+    "is_business_exception",
+    "exception_of",
     "JobContext",
     "RunAborted",
     "LOG_CHUNK_BYTES",
@@ -37,6 +41,33 @@ LOG_CHUNK_BYTES = 64 * 1024
 #: Longest progress message and error message the platform takes, in characters.
 MESSAGE_MAX_CHARS = 1000
 ERROR_MAX_CHARS = 10_000
+
+#: The kind of a failure (docs/agent-protocol.md, "Kinds of failure"): ``business`` (the data
+#: itself is wrong: the platform never retries it) or ``application`` (anything else: retried as usual).
+ExceptionKind = Literal["business", "application"]
+
+
+class BusinessException(Exception):
+    """
+    A failure of the data, not of the robot: the invoice is already paid, the customer does not
+    exist. Raised from an item handler it fails the item for good (no retry, no dead letter);
+    raised from a job handler it fails the job, which the process's automatic retries skip. Any
+    other exception is an application failure and is retried as before.
+    """
+
+
+def is_business_exception(err: BaseException) -> bool:
+    """
+    Whether ``err`` is a business failure: a :class:`BusinessException`, or an instance of any
+    class named ``BusinessException`` (a robot that vendors its own copy of this package holds a
+    second class, which ``isinstance`` does not recognise).
+    """
+    return isinstance(err, BusinessException) or any(c.__name__ == "BusinessException" for c in type(err).__mro__)
+
+
+def exception_of(err: BaseException) -> ExceptionKind:
+    """The kind of failure a raised exception is."""
+    return "business" if is_business_exception(err) else "application"
 
 
 def percent_value(percent: float) -> int:
@@ -131,6 +162,8 @@ class JobEnd:
     status: Literal["completed", "failed", "stopped", "timed_out"]
     output: dict[str, Any] | None = None
     error: str | None = None
+    #: with ``failed``: its kind (``application`` when left out); ignored with any other status
+    exception: ExceptionKind | None = None
     percent: float | None = None
     message: str | None = None
     metrics: dict[str, Any] | None = None

@@ -21,7 +21,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 from websockets.legacy.server import WebSocketServerProtocol, serve
 
 import svc_agent.connection as connection_module
-from svc_agent import Backoff, JobContext, JobEnd, QueueItem, Review, connect
+from svc_agent import Backoff, BusinessException, JobContext, JobEnd, QueueItem, Review, connect, is_business_exception
 
 FAST = Backoff(min_ms=10, max_ms=50, spread_ms=50)
 JOB = {
@@ -484,7 +484,7 @@ class FakePlatformTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual([t["outcomes"] for t in takes], [
             [],
             [{"id": "A", "attempt": 1, "status": "pending_review", "result": {"dudoso": True}}],
-            [{"id": "B", "attempt": 1, "status": "failed", "error_message": "malo"}],
+            [{"id": "B", "attempt": 1, "status": "failed", "error_message": "malo", "exception": "application"}],
         ])
         self.assertEqual([t["take"] for t in takes], [1, 1, 1])
         self.assertEqual([r["items"] for r in self.sent(1, "items.release")], [[{"id": "C", "attempt": 1}]])
@@ -573,6 +573,126 @@ class FakePlatformTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(self.sent(1, "items.take")[-1]["outcomes"], [{"id": "A", "attempt": 1, "status": "completed", "result": {}}])
         self.assertEqual(self.sent(1, "job.finish")[0]["output_data"], {"done": "A"})
         await robot.close(0.1)
+
+    async def scripted(self, jobs: list[dict[str, Any]], items: list[dict[str, Any]], on_job: Any, on_item: Any = None) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+        """Runs ``jobs`` (consumers take ``items``) on a robot; the job.finish of each job by id, and every outcome sent."""
+        taken_so_far = [0]
+
+        async def platform(ws: WebSocketServerProtocol, n: int) -> None:
+            await ws.send(welcome())
+            async for msg in self.messages(ws, n):
+                kind = msg["type"]
+                if kind == "heartbeat":
+                    await ws.send(reply(msg, owned(msg)))
+                    if len(self.sent(n, "heartbeat")) == 1:
+                        for job in jobs:
+                            await ws.send(json.dumps({"type": "job.start", "job": {**JOB, **job}}))
+                elif kind == "job.started":
+                    await ws.send(reply(msg, {"stop_requested": False}))
+                elif kind == "items.take":
+                    settled = [{"id": o["id"], "status": o["status"]} for o in msg["outcomes"]]
+                    taken = items[taken_so_far[0] : taken_so_far[0] + msg["take"]]
+                    taken_so_far[0] += len(taken)
+                    await ws.send(reply(msg, {"settled": settled, "items": taken, "released_unknown": 0}))
+                elif kind == "jobs.waiting":
+                    await ws.send(reply(msg, {"waiting": False}))
+                elif kind == "job.finish":
+                    await ws.send(reply(msg, {"status": msg["status"]}))
+
+        url = await self.start(platform)
+        ends: list[str] = []
+        robot = connect(url, "svc_mk_test", on_job, on_item, backoff=FAST, on_job_end=lambda job, status, lost: ends.append(job.id))
+        await asyncio.wait_for(robot.ready, 5)
+        await self.wait("every run to end", lambda: len(ends) == len(jobs))
+        await robot.close(0.1)
+        finishes = {m["job_id"]: m for m in self.sent(1, "job.finish")}
+        outcomes = [o for t in self.sent(1, "items.take") for o in t["outcomes"]]
+        return finishes, outcomes
+
+    async def test_an_item_handler_raising_a_business_exception_fails_the_item_as_business_any_other_as_application(self) -> None:
+        """exception: business for a BusinessException (or a class named so: a vendored copy), application otherwise, always sent."""
+        items = [{"id": i, "attempt": 1, "reference": None, "data": {"raise": i}, "retry_count": 0} for i in ("business", "plain", "vendored", "none", "not-a-dict")]
+
+        async def on_job(ctx: JobContext) -> None:
+            raise AssertionError("a consumer job goes to on_item")
+
+        async def on_item(item: QueueItem, ctx: JobContext) -> Any:
+            kind = item.data["raise"]
+            if kind == "business":
+                raise BusinessException("La factura ya está pagada")
+            if kind == "plain":
+                raise ValueError("El portal no responde")
+            if kind == "vendored":
+                raise VendoredBusinessException("El cliente no existe")
+            if kind == "not-a-dict":
+                return [1]
+            return {"ok": True}
+
+        _finishes, outcomes = await self.scripted([{"queue_id": "q1"}], items, on_job, on_item)
+        self.assertEqual(outcomes, [
+            {"id": "business", "attempt": 1, "status": "failed", "error_message": "La factura ya está pagada", "exception": "business"},
+            {"id": "plain", "attempt": 1, "status": "failed", "error_message": "El portal no responde", "exception": "application"},
+            {"id": "vendored", "attempt": 1, "status": "failed", "error_message": "El cliente no existe", "exception": "business"},
+            {"id": "none", "attempt": 1, "status": "completed", "result": {"ok": True}},
+            {"id": "not-a-dict", "attempt": 1, "status": "failed", "error_message": "El elemento devolvió list: su resultado debe ser un objeto (dict)", "exception": "application"},
+        ])
+
+    async def test_a_job_handler_raising_a_business_exception_fails_the_job_as_business_any_other_as_application(self) -> None:
+        """job.finish carries exception: business or application with failed, and none with another status."""
+        kinds = ["business", "plain", "vendored", "ended", "ended-plain", "completed", "not-a-dict"]
+
+        async def on_job(ctx: JobContext) -> Any:
+            kind = (ctx.job.input or {})["kind"]
+            if kind == "business":
+                raise BusinessException("El cliente no existe")
+            if kind == "plain":
+                raise RuntimeError("El portal no responde")
+            if kind == "vendored":
+                raise VendoredBusinessException("La factura ya está pagada")
+            if kind == "ended":
+                return JobEnd(status="failed", error="Datos incompletos", exception="business")
+            if kind == "ended-plain":
+                return JobEnd(status="failed", error="Sin conexión")
+            if kind == "not-a-dict":
+                return "hecho"
+            # a kind with a success means nothing: it is not sent (the platform would refuse the end)
+            return JobEnd(status="completed", output={"ok": True}, exception="business")
+
+        finishes, _outcomes = await self.scripted([{"id": k, "input_data": {"kind": k}} for k in kinds], [], on_job)
+        self.assertEqual({k: (m["status"], m.get("error_message"), m.get("exception", "(none)")) for k, m in finishes.items()}, {
+            "business": ("failed", "El cliente no existe", "business"),
+            "plain": ("failed", "El portal no responde", "application"),
+            "vendored": ("failed", "La factura ya está pagada", "business"),
+            "ended": ("failed", "Datos incompletos", "business"),
+            "ended-plain": ("failed", "Sin conexión", "application"),
+            "completed": ("completed", None, "(none)"),
+            "not-a-dict": ("failed", "El trabajo devolvió str: output_data debe ser un objeto (dict)", "application"),
+        })
+
+    def test_business_exception_is_known_by_class_subclass_or_name(self) -> None:
+        """is_business_exception: the class, its subclasses, and a class of another copy named BusinessException (or a subclass of one)."""
+        class InvoicePaid(BusinessException):
+            pass
+
+        class AlreadyPaid(VendoredBusinessException):
+            pass
+
+        self.assertEqual(
+            [is_business_exception(e) for e in (BusinessException("x"), InvoicePaid("x"), VendoredBusinessException("x"), AlreadyPaid("x"))],
+            [True, True, True, True],
+        )
+        self.assertEqual([is_business_exception(e) for e in (ValueError("x"), Exception("BusinessException"), asyncio.CancelledError())], [False, False, False])
+
+
+def _vendored() -> type[Exception]:
+    """A BusinessException of a second copy of the package (a robot that vendors it): not svc_agent's class."""
+    class BusinessException(Exception):  # noqa: N818 - the name is the point
+        pass
+
+    return BusinessException
+
+
+VendoredBusinessException = _vendored()
 
 
 if __name__ == "__main__":
