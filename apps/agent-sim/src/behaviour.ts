@@ -23,8 +23,13 @@ export interface Behaviour {
   duration: Distribution;
   /** how long one queue item takes inside a consumer job */
   item_duration: Distribution;
-  /** probability that a job, or an item, fails */
+  /** probability that a job, or an item, fails with an application exception (retried as usual) */
   failure_rate: number;
+  /**
+   * probability that a job, or an item, fails with a business exception (the data is wrong: the
+   * platform never retries it); drawn on the same draw as failure_rate, right after it (drawEnd)
+   */
+  business_failure_rate: number;
   /** probability that an item asks for human review */
   review_rate: number;
   /** progress updates over a job's duration */
@@ -42,7 +47,7 @@ export interface Behaviour {
   crash: CrashMode;
   /** with crash mid-item: after this many items processed by the agent process */
   crash_after_items: number;
-  /** message of a simulated failure */
+  /** message of a simulated application failure (a business one says BUSINESS_FAILURE_MESSAGE) */
   failure_message: string;
   /** merged into every job's output_data */
   output: Record<string, unknown>;
@@ -61,6 +66,7 @@ export const DEFAULT_BEHAVIOUR: Behaviour = {
   duration: { dist: 'uniform', min_ms: 500, max_ms: 2000 },
   item_duration: { dist: 'uniform', min_ms: 5, max_ms: 30 },
   failure_rate: 0,
+  business_failure_rate: 0,
   review_rate: 0,
   progress_steps: 4,
   log_lines: 3,
@@ -79,6 +85,36 @@ export const DEFAULT_BEHAVIOUR: Behaviour = {
   input_prompt: '¿Continuar con el proceso?',
   input_options: { choices: ['continuar', 'cancelar'] },
 };
+
+/**
+ * The error_message of a simulated business failure: fixed, and unlike --failure-message's, so that
+ * a person tells the two kinds apart in the console at a glance (a directive's error_message wins).
+ */
+export const BUSINESS_FAILURE_MESSAGE = 'Error de negocio simulado: los datos no son válidos';
+
+/** How a simulated job or item ends: failed (with the kind of its exception), sent to review, or completed. */
+export type DrawnEnd = 'application' | 'business' | 'review' | 'completed';
+
+/**
+ * How a job (`withReview` false) or an item ends, from one draw `r` in [0, 1): the bands are laid
+ * end to end from 0, failure_rate (an application failure) first, then business_failure_rate (a
+ * business failure), then, for an item, review_rate; what is left completes. One draw whatever the
+ * rates, in the place the failure was always drawn: with business_failure_rate 0 every seed draws
+ * and decides exactly what it did before the setting existed. Bands adding up to more than 1 leave
+ * the later ones only what is left (failure_rate 0.8 with business_failure_rate 0.5: 0.2 business).
+ * The Python simulator decides alike (svc_agent/sim/behaviour.py, draw_end).
+ */
+export function drawEnd(b: Pick<Behaviour, 'failure_rate' | 'business_failure_rate' | 'review_rate'>, r: number, withReview: boolean): DrawnEnd {
+  if (r < b.failure_rate) return 'application';
+  if (r < b.failure_rate + b.business_failure_rate) return 'business';
+  if (withReview && r < b.failure_rate + b.business_failure_rate + b.review_rate) return 'review';
+  return 'completed';
+}
+
+/** The kind of a failure forced by a directive (`_sim.exception: "business"`; anything else is application). */
+export function forcedException(d: SimDirective): 'business' | 'application' {
+  return d.exception === 'business' ? 'business' : 'application';
+}
 
 /** "250ms", "2s", "1.5s", "100-500ms", "1s-3s" → a distribution; objects pass through. */
 export function parseDistribution(input: unknown): Distribution {
@@ -188,6 +224,8 @@ export function simulateMetrics(b: Behaviour, durationMs: number, random: () => 
 /** Per-run directive (`input_data._sim` / `data._sim`), for tests and demos. */
 export interface SimDirective {
   outcome?: 'complete' | 'fail' | 'review';
+  /** with outcome fail: the kind of the failure (`business`; anything else is an application one) */
+  exception?: string;
   duration_ms?: number;
   error_message?: string;
   crash?: boolean;
@@ -215,6 +253,7 @@ export function mergeBehaviour(base: Behaviour, patch: Record<string, unknown> |
         out[k] = parseDistribution(v);
         break;
       case 'failure_rate':
+      case 'business_failure_rate':
       case 'review_rate':
       case 'input_rate':
         out[k] = probability(k, v);
@@ -261,9 +300,19 @@ export function mergeBehaviour(base: Behaviour, patch: Record<string, unknown> |
   return out;
 }
 
-// a boolean is not a number here, whatever Number(true) says
+/**
+ * A number as both simulators read one: a JSON number, or text that is a plain decimal number
+ * (whatever Number() would make of '', '0x1', null, [] or true, and float() of '1_0'); NaN else.
+ * ASCII digits and blanks only: the two languages' \d and \s differ beyond them.
+ */
+const DECIMAL = /^[ \t\r\n]*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?[ \t\r\n]*$/;
+function strictNumber(v: unknown): number {
+  if (typeof v === 'number') return v;
+  return typeof v === 'string' && DECIMAL.test(v) ? Number(v) : NaN;
+}
+
 function probability(name: string, v: unknown): number {
-  const n = typeof v === 'boolean' ? NaN : Number(v);
+  const n = strictNumber(v);
   if (!Number.isFinite(n) || n < 0 || n > 1) throw new Error(`${name} must be between 0 and 1`);
   return n;
 }

@@ -1,5 +1,5 @@
 import type { ItemOutcome, JobEndFields, QueueItem } from '@svc/agent';
-import { directiveOf, sample } from './behaviour';
+import { BUSINESS_FAILURE_MESSAGE, directiveOf, drawEnd, forcedException, sample } from './behaviour';
 import { AbortedError, crashNow, reasonOf, stall, work } from './abort';
 import { JobLog, report, type RunContext } from './run-job';
 import { AutoPrefetch, takeSize } from './prefetch';
@@ -150,15 +150,14 @@ async function processItem(ctx: RunContext, item: QueueItem, signal: AbortSignal
     throw err;
   }
   ctx.itemsProcessed.n++;
-  let outcome: ItemOutcome['status'];
-  if (d.outcome) outcome = d.outcome === 'fail' ? 'failed' : d.outcome === 'review' ? 'pending_review' : 'completed';
-  else {
-    const r = ctx.random();
-    outcome = r < b.failure_rate ? 'failed' : r < b.failure_rate + b.review_rate ? 'pending_review' : 'completed';
-  }
-  ctx.journal.write({ event: 'item-end', item_id: item.id, job_id: run.id, machine_id: ctx.machine.id, attempt: item.attempt, outcome });
-  if (outcome === 'failed') {
-    return { id: item.id, attempt: item.attempt, status: 'failed', error_message: d.error_message ?? b.failure_message };
+  // one draw (drawEnd): an application failure, a business one, a review, or completed
+  const drawn = d.outcome ? (d.outcome === 'fail' ? forcedException(d) : d.outcome === 'review' ? 'review' : 'completed') : drawEnd(b, ctx.random(), true);
+  const exception = drawn === 'application' || drawn === 'business' ? drawn : undefined;
+  const outcome: ItemOutcome['status'] = exception ? 'failed' : drawn === 'review' ? 'pending_review' : 'completed';
+  ctx.journal.write({ event: 'item-end', item_id: item.id, job_id: run.id, machine_id: ctx.machine.id, attempt: item.attempt, outcome, ...(exception ? { exception } : {}) });
+  if (exception) {
+    const message = d.error_message ?? (exception === 'business' ? BUSINESS_FAILURE_MESSAGE : b.failure_message);
+    return { id: item.id, attempt: item.attempt, status: 'failed', error_message: message, exception };
   }
   return {
     id: item.id,

@@ -6,11 +6,15 @@ import { closeSync, openSync, writeSync } from 'node:fs';
  * processed by two machines at the same time.
  */
 export type JournalEvent =
-  /** `outcome: 'aborted'` on a job-end: the run was lost and stopped there and then */
-  | { event: 'job-start' | 'job-end'; job_id: string; machine_id: string; attempt: number; status?: string; outcome?: string }
+  /**
+   * `outcome: 'aborted'` on a job-end: the run was lost and stopped there and then; `exception` on
+   * a job-end the platform recorded `failed`: the kind of failure the robot reported
+   */
+  | { event: 'job-start' | 'job-end'; job_id: string; machine_id: string; attempt: number; status?: string; outcome?: string; exception?: 'business' | 'application' }
   /** a job asked a person for input, and got the answer (docs/decisions/human-input.md) */
   | { event: 'input-asked' | 'input-answered'; job_id: string; machine_id: string; attempt: number }
-  | { event: 'item-start' | 'item-end'; item_id: string; job_id: string; machine_id: string; attempt: number; outcome?: string };
+  /** `exception` on an item-end with outcome `failed`: the kind of failure the robot reported */
+  | { event: 'item-start' | 'item-end'; item_id: string; job_id: string; machine_id: string; attempt: number; outcome?: string; exception?: 'business' | 'application' };
 
 export class Journal {
   private fd: number | null;

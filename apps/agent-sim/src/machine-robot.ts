@@ -1,4 +1,4 @@
-import { connect, endJob, type JobContext, type JobEndFields, type JobInfo, type Robot } from '@svc/agent';
+import { connect, endJob, type ExceptionKind, type JobContext, type JobEndFields, type JobInfo, type Robot } from '@svc/agent';
 import { SpanKind, currentTraceCarrier, withSpan, withTraceCarrier, type Logger } from '@svc/core';
 import { createRandom } from './behaviour';
 import { behaviourFor, type AgentOptions } from './options';
@@ -31,6 +31,8 @@ export class MachineRobot {
   machine: { id: string; name: string; slots: number } | null = null;
   /** known from the first job on (a job may start before `start` resolves) */
   private machineId = '';
+  /** the kind of failure each run ending `failed` reported, for its job-end line in the journal */
+  private readonly exceptions = new Map<string, ExceptionKind>();
 
   constructor(private readonly deps: RobotDeps, private readonly machineKey: string) {
     this.random = createRandom(deps.options.seed);
@@ -95,12 +97,17 @@ export class MachineRobot {
       this.log.error('run broke off', { job_id: info.id, err: (err as Error).message });
       end = { status: 'failed', error: `El agente de la máquina ${machine.name} no pudo terminar el job: ${(err as Error).message}` };
     }
+    // the SDK sends application for a failure that names no kind: the journal says the same
+    if (end.status === 'failed') this.exceptions.set(info.id, end.exception ?? 'application');
     return endJob(end);
   }
 
   private ended(job: JobInfo, status: string | null, lost: boolean): void {
+    const exception = this.exceptions.get(job.id);
+    this.exceptions.delete(job.id);
     this.deps.journal.write({
       event: 'job-end', job_id: job.id, machine_id: this.machineId, attempt: job.attempt, status: status ?? 'refused', ...(lost ? { outcome: 'aborted' } : {}),
+      ...(status === 'failed' && exception ? { exception } : {}),
     });
     if (!status) this.log.info('result of a run that no longer owns its job dropped', { job_id: job.id, attempt: job.attempt });
   }

@@ -7,15 +7,15 @@ import { DEFAULT_BEHAVIOUR, mergeBehaviour, type Behaviour } from './behaviour';
  *
  *   SVC_URL=http://… node apps/agent-sim/dist/main.js --machine-key svc_mk_… [--machine-key svc_mk_…]
  *        [--config agent.json] [--duration 1s | 200-800ms] [--item-duration 10-50ms]
- *        [--failure-rate 0.1] [--review-rate 0.05] [--progress-steps 4] [--log-lines 3]
+ *        [--failure-rate 0.1] [--business-failure-rate 0.05] [--review-rate 0.05] [--progress-steps 4] [--log-lines 3]
  *        [--input-rate 0.2] [--prefetch auto|N] [--crash none|job-start|mid-job|mid-item] [--crash-after-items N]
  *        [--seed N] [--heartbeat-ms N] [--journal file.jsonl] [--machine-key-file FILE]
  *        [--ca-file FILE] [--allow-insecure]
  *
  * Keys also come from AGENT_MACHINE_KEYS (comma-separated), a file (one key a line; also
  * AGENT_MACHINE_KEYS_FILE) and the config file, all better than the command line, which every
- * user of the host can read; the config file path also from AGENT_CONFIG. Layers: built-in defaults ← file `defaults` ← flags ← file
- * `processes[<process name or id>]`.
+ * user of the host can read; the config file path also from AGENT_CONFIG. Layers: built-in defaults ← file `defaults` ←
+ * AGENT_BUSINESS_FAILURE_RATE ← flags ← file `processes[<process name or id>]`.
  */
 export interface AgentOptions {
   /** the platform's base URL, or several separated by commas (tried in turn) */
@@ -41,6 +41,7 @@ const FLAG_TO_SETTING: Record<string, string> = {
   '--duration': 'duration',
   '--item-duration': 'item_duration',
   '--failure-rate': 'failure_rate',
+  '--business-failure-rate': 'business_failure_rate',
   '--review-rate': 'review_rate',
   '--progress-steps': 'progress_steps',
   '--log-lines': 'log_lines',
@@ -59,7 +60,9 @@ interface ConfigFile {
 
 export function parseOptions(argv: string[], env: Record<string, string | undefined>): AgentOptions {
   const keys: string[] = [];
-  const flagSettings: Record<string, unknown> = {};
+  // the environment's settings go under the flags' (a flag overrides its variable); an empty
+  // variable is an unset one (how a compose file leaves it out)
+  const flagSettings: Record<string, unknown> = env.AGENT_BUSINESS_FAILURE_RATE ? { business_failure_rate: env.AGENT_BUSINESS_FAILURE_RATE } : {};
   let configPath = env.AGENT_CONFIG;
   let seed: number | undefined;
   let heartbeatMs: number | undefined;
@@ -151,7 +154,8 @@ Runs one simulated robot per machine key: heartbeats, runs jobs, consumes queues
 platform only through its HTTP API (the machine protocol) with each machine's key.
 Environment: SVC_URL (the platform's base URL; several separated by commas are tried in turn),
              AGENT_MACHINE_KEYS (comma-separated), AGENT_MACHINE_KEYS_FILE, AGENT_CONFIG (config file path),
-             AGENT_CA_FILE, AGENT_ALLOW_INSECURE=1, HTTPS_PROXY / NO_PROXY, LOG_LEVEL, METRICS_PORT.
+             AGENT_CA_FILE, AGENT_ALLOW_INSECURE=1, AGENT_BUSINESS_FAILURE_RATE (as the flag),
+             HTTPS_PROXY / NO_PROXY, LOG_LEVEL, METRICS_PORT.
 Machine keys belong in AGENT_MACHINE_KEYS or a file: a key on the command line is readable by every
 user of the host (ps), and the robot warns about it.
 
@@ -163,7 +167,11 @@ Options (defaults for every process; the config file can set them per process):
   --config FILE            JSON: {"machine_keys": [], "defaults": {}, "processes": {"<name or id>": {}}}
   --duration D             job duration: 250ms, 2s, 100-500ms (uniform)      [500ms-2s]
   --item-duration D        duration of one queue item                        [5-30ms]
-  --failure-rate P         probability a job or item fails (0..1)             [0]
+  --failure-rate P         probability a job or item fails with an application
+                           exception, retried as usual (0..1)                [0]
+  --business-failure-rate P  probability a job or item fails with a business
+                           exception, never retried (0..1; drawn right after
+                           --failure-rate, on the same draw)                  [0]
   --review-rate P          probability an item asks for human review (0..1)   [0]
   --input-rate P           probability a job asks a person for input halfway and waits
                            for the answer (0..1; output_data.input_value)     [0]
@@ -173,7 +181,7 @@ Options (defaults for every process; the config file can set them per process):
                            at a time for items of 10 ms or more, up to 4 for faster ones) [auto]
   --crash MODE             none | job-start | mid-job | mid-item (SIGKILL itself) [none]
   --crash-after-items N    with --crash mid-item: crash during item N+1       [0]
-  --failure-message TEXT   error_message of a simulated failure
+  --failure-message TEXT   error_message of a simulated application failure
   --seed N                 repeatable random choices
   --heartbeat-ms N         heartbeat more often than the platform asks [the platform's period]
   --journal FILE           append one JSON line per job/item start and end (for tests)`;

@@ -1,6 +1,6 @@
 import type { JobContext, JobEndFields } from '@svc/agent';
 import type { Logger } from '@svc/core';
-import { directiveOf, metricsAt, metricsProfile, sample, type Behaviour } from './behaviour';
+import { BUSINESS_FAILURE_MESSAGE, directiveOf, drawEnd, forcedException, metricsAt, metricsProfile, sample, type Behaviour } from './behaviour';
 import { AbortedError, crashNow, reasonOf, stall, work } from './abort';
 import type { Journal } from './journal';
 
@@ -135,12 +135,13 @@ export async function runSimulatedJob(ctx: RunContext): Promise<JobEndFields> {
     return log.end(endAborted(ctx, err, log, percent, metricsAt(profile, Date.now() - started, duration)));
   }
   const elapsed = Date.now() - started;
-  const fail = directive.outcome ? directive.outcome === 'fail' : ctx.random() < b.failure_rate;
+  // the one draw of the end, where the failure was always drawn (drawEnd: application, then business)
+  const drawn = directive.outcome ? (directive.outcome === 'fail' ? forcedException(directive) : 'completed') : drawEnd(b, ctx.random(), false);
   const metrics = metricsAt(profile, elapsed, elapsed);
-  if (fail) {
-    const message = directive.error_message ?? b.failure_message;
-    log.line(`Error: ${message}`);
-    return log.end({ status: 'failed', error: message, metrics, percent });
+  if (drawn === 'application' || drawn === 'business') {
+    const message = directive.error_message ?? (drawn === 'business' ? BUSINESS_FAILURE_MESSAGE : b.failure_message);
+    log.line(drawn === 'business' ? `Error de negocio: ${message}` : `Error: ${message}`);
+    return log.end({ status: 'failed', error: message, exception: drawn, metrics, percent });
   }
   log.line('Terminado correctamente');
   return log.end({

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { tempFile } from '@svc/testing';
-import { DEFAULT_BEHAVIOUR, createRandom, metricsAt, metricsProfile, parseDistribution, sample, simulateMetrics } from '../src/behaviour';
+import { DEFAULT_BEHAVIOUR, createRandom, drawEnd, metricsAt, metricsProfile, parseDistribution, sample, simulateMetrics } from '../src/behaviour';
 import { behaviourFor, parseOptions, UsageError } from '../src/options';
 
 const URL_ENV = { SVC_URL: 'http://127.0.0.1:3000' };
@@ -81,6 +81,42 @@ describe('command line and config file', () => {
     expect(end.disk_read_mb).toBe(10);
     expect(half.cpu_percent_avg).toBe(end.cpu_percent_avg);
     expect(end.sample_count).toBe(2);
+  });
+
+  it('reads --business-failure-rate: 0 by default; file defaults ← AGENT_BUSINESS_FAILURE_RATE ← the flag ← the process entry; refused outside 0..1', () => {
+    expect(DEFAULT_BEHAVIOUR.business_failure_rate).toBe(0);
+    const k = ['--machine-key', 'k'];
+    expect(parseOptions(k, URL_ENV).defaults.business_failure_rate).toBe(0);
+    expect(parseOptions([...k, '--business-failure-rate', '0.3'], URL_ENV).defaults).toMatchObject({ business_failure_rate: 0.3, failure_rate: 0 });
+    expect(parseOptions([...k, '--business-failure-rate=.5'], URL_ENV).defaults.business_failure_rate).toBe(0.5);
+    expect(parseOptions(k, { ...URL_ENV, AGENT_BUSINESS_FAILURE_RATE: '0.05' }).defaults.business_failure_rate).toBe(0.05);
+    // an empty variable is an unset one
+    expect(parseOptions(k, { ...URL_ENV, AGENT_BUSINESS_FAILURE_RATE: '' }).defaults.business_failure_rate).toBe(0);
+    expect(parseOptions([...k, '--business-failure-rate', '0.5'], { ...URL_ENV, AGENT_BUSINESS_FAILURE_RATE: 'lots' }).defaults.business_failure_rate).toBe(0.5);
+    const config = tempFile('business.json');
+    writeFileSync(config, JSON.stringify({ defaults: { business_failure_rate: 0.25 }, processes: { 'invoice-bot': { business_failure_rate: 0.75 } } }));
+    expect(parseOptions([...k, '--config', config], URL_ENV).defaults.business_failure_rate).toBe(0.25);
+    const layered = parseOptions([...k, '--config', config], { ...URL_ENV, AGENT_BUSINESS_FAILURE_RATE: '0.5' });
+    expect(layered.defaults.business_failure_rate).toBe(0.5);
+    expect(behaviourFor(layered, { id: 'x', name: 'invoice-bot' }).business_failure_rate).toBe(0.75);
+    expect(parseOptions([...k, '--config', config, '--business-failure-rate', '0.9'], { ...URL_ENV, AGENT_BUSINESS_FAILURE_RATE: '0.5' }).defaults.business_failure_rate).toBe(0.9);
+    for (const bad of ['-0.1', '1.5', 'often', 'NaN', 'true', '', ' ', '0x1', 'Infinity']) {
+      expect(() => parseOptions([...k, '--business-failure-rate', bad], URL_ENV)).toThrow(new UsageError('business_failure_rate must be between 0 and 1'));
+    }
+    expect(() => parseOptions(k, { ...URL_ENV, AGENT_BUSINESS_FAILURE_RATE: '2' })).toThrow('business_failure_rate must be between 0 and 1');
+    for (const bad of [true, null, [], [0.5], '0x1', -1]) {
+      const file = tempFile('bad-business.json');
+      writeFileSync(file, JSON.stringify({ defaults: { business_failure_rate: bad } }));
+      expect(() => parseOptions([...k, '--config', file], URL_ENV)).toThrow('business_failure_rate must be between 0 and 1');
+    }
+  });
+
+  it('decides an end on one draw: application failure, then business failure, then (an item) review, then completed', () => {
+    const b = { failure_rate: 0.1, business_failure_rate: 0.2, review_rate: 0.3 };
+    expect([0, 0.099, 0.1, 0.299, 0.301, 0.599, 0.601, 0.999].map((r) => drawEnd(b, r, true))).toEqual(['application', 'application', 'business', 'business', 'review', 'review', 'completed', 'completed']);
+    expect([0.05, 0.15, 0.35].map((r) => drawEnd(b, r, false))).toEqual(['application', 'business', 'completed']);
+    // bands past 1: the later ones get only what is left
+    expect([0.7, 0.85, 0.99].map((r) => drawEnd({ failure_rate: 0.8, business_failure_rate: 0.5, review_rate: 0.5 }, r, true))).toEqual(['application', 'business', 'business']);
   });
 
   it('layers defaults ← file defaults ← flags ← the process entry (by id or by name)', () => {

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { tempFile } from '@svc/testing';
-import { createRandom, metricsAt, metricsProfile, parseDistribution, sample } from '../../../apps/agent-sim/src/behaviour';
+import { createRandom, drawEnd, metricsAt, metricsProfile, parseDistribution, sample } from '../../../apps/agent-sim/src/behaviour';
 import { behaviourFor, parseOptions } from '../../../apps/agent-sim/src/options';
 
 /**
@@ -83,7 +83,15 @@ function files() {
     writeFileSync(file, text);
     return file;
   });
-  return { keys, ca, config, badConfig, badProcess, hostile };
+  // business_failure_rate from the config file: in the defaults, over them per process, and hostile
+  const business = tempFile('business.json');
+  writeFileSync(business, JSON.stringify({ defaults: { business_failure_rate: 0.25, failure_rate: 0.1 }, processes: { 'invoice-bot': { business_failure_rate: '0.75' }, other: { business_failure_rate: 0 } } }));
+  const hostileBusiness = ['-0.1', '1.5', '"often"', '"NaN"', 'true', 'false', 'null', '[]', '[0.5]', '{}', '""', '" "', '"0x1"', '"1_0"', '1e400', `1${'0'.repeat(400)}`, '"Infinity"'].map((value, i) => {
+    const file = tempFile(`hostile-business-${i}.json`);
+    writeFileSync(file, `{"defaults": {"business_failure_rate": ${value}}}`);
+    return file;
+  });
+  return { keys, ca, config, badConfig, badProcess, hostile, business, hostileBusiness };
 }
 
 describe('the Python simulator and agent-sim', () => {
@@ -134,6 +142,26 @@ describe('the Python simulator and agent-sim', () => {
       { argv: [...k, '--heartbeat-ms', '10'], env: URL_ENV },
       { argv: k, env: { ...URL_ENV, AGENT_JOURNAL: '/tmp/env.jsonl' } },
       { argv: [...k, '--failure-message', 'Factura ilegible'], env: URL_ENV },
+      // business_failure_rate: by flag, by environment (under the flag, over the file's defaults), by config file
+      { argv: [...k, '--business-failure-rate', '0.3'], env: URL_ENV },
+      { argv: [...k, '--business-failure-rate=1', '--failure-rate', '0'], env: URL_ENV },
+      { argv: k, env: { ...URL_ENV, AGENT_BUSINESS_FAILURE_RATE: '0.05' } },
+      { argv: [...k, '--business-failure-rate', '0.5'], env: { ...URL_ENV, AGENT_BUSINESS_FAILURE_RATE: '0.05' } },
+      { argv: k, env: { ...URL_ENV, AGENT_BUSINESS_FAILURE_RATE: '' } },
+      { argv: k, env: { ...URL_ENV, AGENT_BUSINESS_FAILURE_RATE: '2' } },
+      { argv: k, env: { ...URL_ENV, AGENT_BUSINESS_FAILURE_RATE: 'NaN' } },
+      { argv: k, env: { ...URL_ENV, AGENT_BUSINESS_FAILURE_RATE: 'true' } },
+      { argv: [...k, '--business-failure-rate', '0.5'], env: { ...URL_ENV, AGENT_BUSINESS_FAILURE_RATE: 'lots' } },
+      { argv: [...k, '--config', f.business], env: URL_ENV, processes: [{ id: 'x', name: 'invoice-bot' }, { id: 'y', name: 'other' }, { id: 'z', name: 'unknown' }] },
+      { argv: [...k, '--config', f.business], env: { ...URL_ENV, AGENT_BUSINESS_FAILURE_RATE: '0.5' }, processes: [{ id: 'x', name: 'invoice-bot' }, { id: 'z', name: 'unknown' }] },
+      { argv: [...k, '--config', f.business, '--business-failure-rate', '0.9'], env: { ...URL_ENV, AGENT_BUSINESS_FAILURE_RATE: '0.5' }, processes: [{ id: 'z', name: 'unknown' }] },
+      ...['-0.1', '-0', '1.0001', 'often', 'NaN', 'nan', 'Infinity', 'true', 'false', '', ' ', '0x1', '0b1', '1_0', '0_0', '.5', '5e-1', ' 0.5 ', '1.', '+1'].map((p) => ({ argv: [...k, '--business-failure-rate', p], env: URL_ENV })),
+      { argv: [...k, '--business-failure-rate'], env: URL_ENV },
+      ...f.hostileBusiness.map((file) => ({ argv: [...k, '--config', file], env: URL_ENV })),
+      // the other rates are read by the same rule: blanks, hex and a null are no number in either
+      { argv: [...k, '--failure-rate', ''], env: URL_ENV },
+      { argv: [...k, '--review-rate', '0x0'], env: URL_ENV },
+      { argv: [...k, '--input-rate', '0_0'], env: URL_ENV },
     ];
     const py = python({ options: cases, distributions: [], draws: [] });
     cases.forEach((c, i) => {
@@ -141,6 +169,36 @@ describe('the Python simulator and agent-sim', () => {
       const reading = py.options[i] as { error?: string };
       expect({ case: name, reading: reading.error === undefined ? reading : refusal(reading.error) }).toEqual({ case: name, reading: typescript(c) });
     });
+  });
+
+  it('decide how jobs and items end alike from the same seed, business_failure_rate drawn on the failure\'s draw, right after failure_rate', () => {
+    const rates = [
+      { failure_rate: 0.1, business_failure_rate: 0.25, review_rate: 0.2 },
+      { failure_rate: 0, business_failure_rate: 0.5, review_rate: 0.3 },
+      { failure_rate: 0.8, business_failure_rate: 0.5, review_rate: 0.1 },
+      { failure_rate: 0.2, business_failure_rate: 0, review_rate: 0.2 },
+    ];
+    const seeds = [0, 7, 42, 4294967295];
+    const cases = seeds.flatMap((seed) => rates.map((r) => ({ seed, rates: r, n: 40 })));
+    const py = python({ options: [], distributions: [], draws: cases });
+    cases.forEach((c, i) => {
+      const r = createRandom(c.seed);
+      const b = { ...parseOptions(['--machine-key', 'k'], URL_ENV).defaults, ...c.rates };
+      const ts = { items: Array.from({ length: c.n }, () => drawEnd(b, r(), true)), jobs: Array.from({ length: c.n }, () => drawEnd(b, r(), false)) };
+      expect({ case: c, ends: py.draws[i] }).toEqual({ case: c, ends: ts });
+      if (c.rates.business_failure_rate > 0) expect(ts.items.concat(ts.jobs)).toContain('business');
+    });
+  });
+
+  it('with business_failure_rate 0 decide every end as before the setting existed (the same draws for every seed)', () => {
+    const r = createRandom(42);
+    for (let i = 0; i < 2000; i++) {
+      const x = r();
+      const b = { failure_rate: (i % 11) / 10, business_failure_rate: 0, review_rate: (i % 7) / 10 };
+      // the expressions agent-sim used before business failures
+      const item = x < b.failure_rate ? 'application' : x < b.failure_rate + b.review_rate ? 'review' : 'completed';
+      expect([drawEnd(b, x, true), drawEnd(b, x, false)]).toEqual([item, x < b.failure_rate ? 'application' : 'completed']);
+    }
   });
 
   it('read durations alike, and draw the same durations and metrics from the same seed', () => {

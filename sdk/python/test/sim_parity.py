@@ -8,7 +8,7 @@ import dataclasses
 import json
 import sys
 
-from svc_agent.sim.behaviour import create_random, metrics_at, metrics_profile, parse_distribution, sample
+from svc_agent.sim.behaviour import create_random, draw_end, metrics_at, metrics_profile, parse_distribution, sample
 from svc_agent.sim.options import UsageError, behaviour_for, parse_options
 
 
@@ -47,6 +47,13 @@ def distribution_case(value):
 def draws_case(case):
     r = create_random(case["seed"])
     b = parse_options(["--machine-key", "k"], {"SVC_URL": "http://127.0.0.1:1"}).defaults
+    if "rates" in case:
+        # how n items, then n jobs, end (draw_end), one draw each from the seed's generator
+        b = dataclasses.replace(b, **case["rates"])
+        return {
+            "items": [draw_end(b, r(), True) for _ in range(case["n"])],
+            "jobs": [draw_end(b, r(), False) for _ in range(case["n"])],
+        }
     return {
         "uniform": [sample({"dist": "uniform", "min_ms": 10, "max_ms": 20}, r) for _ in range(5)],
         "normal": sample({"dist": "normal", "mean_ms": 100, "stddev_ms": 30}, r),

@@ -65,6 +65,8 @@ class MachineRobot:
         self._log = log
         self._random = create_random(options.seed)
         self._machine_id = ""
+        #: the kind of failure each run ending failed reported, for its job-end line in the journal
+        self._exceptions: dict[str, str] = {}
         self.robot: Robot | None = None
 
     async def start(self) -> dict[str, Any]:
@@ -98,19 +100,25 @@ class MachineRobot:
             items_processed=self._items_processed,
         )
         try:
-            return await (consume_queue(ctx) if info.queue_id else run_simulated_job(ctx))
+            end = await (consume_queue(ctx) if info.queue_id else run_simulated_job(ctx))
         except (asyncio.CancelledError, PlatformError):
             raise
         except Exception as err:  # noqa: BLE001 - whatever broke the run, its job must not stay running
             if job.stop_reason is not None:
                 raise
             self._log.error("run broke off", extra={"job_id": info.id, "err": str(err)})
-            return JobEnd(status="failed", error=f"El agente de la máquina {job.machine.get('name')} no pudo terminar el job: {err}")
+            end = JobEnd(status="failed", error=f"El agente de la máquina {job.machine.get('name')} no pudo terminar el job: {err}")
+        # the SDK sends application for a failure that names no kind: the journal says the same
+        if end.status == "failed":
+            self._exceptions[info.id] = end.exception or "application"
+        return end
 
     def _ended(self, info: JobInfo, status: str | None, lost: bool) -> None:
+        exception = self._exceptions.pop(info.id, None)
         self._journal.write(
             "job-end", job_id=info.id, machine_id=self._machine_id, attempt=info.attempt, status=status or "refused",
             **({"outcome": "aborted"} if lost else {}),
+            **({"exception": exception} if status == "failed" and exception else {}),
         )
         if status is None:
             self._log.info("result of a run that no longer owns its job dropped", extra={"job_id": info.id, "attempt": info.attempt})

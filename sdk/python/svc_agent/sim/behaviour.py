@@ -27,6 +27,9 @@ __all__ = [
     "metrics_profile",
     "metrics_at",
     "directive_of",
+    "BUSINESS_FAILURE_MESSAGE",
+    "draw_end",
+    "forced_exception",
     "js_round",
 ]
 
@@ -42,7 +45,11 @@ class Behaviour:
 
     duration: dict[str, Any] = field(default_factory=lambda: {"dist": "uniform", "min_ms": 500, "max_ms": 2000})
     item_duration: dict[str, Any] = field(default_factory=lambda: {"dist": "uniform", "min_ms": 5, "max_ms": 30})
+    #: probability that a job or an item fails with an application exception (retried as usual)
     failure_rate: float = 0.0
+    #: probability that a job or an item fails with a business exception (never retried): drawn on
+    #: the same draw as failure_rate, right after it (draw_end)
+    business_failure_rate: float = 0.0
     review_rate: float = 0.0
     progress_steps: int = 4
     log_lines: int = 3
@@ -64,6 +71,32 @@ class Behaviour:
 
 
 DEFAULT_BEHAVIOUR = Behaviour()
+
+#: The error_message of a simulated business failure: fixed, and unlike ``failure_message``'s, so
+#: that a person tells the two kinds apart in the console at a glance (a directive's error_message wins).
+BUSINESS_FAILURE_MESSAGE = "Error de negocio simulado: los datos no son válidos"
+
+
+def draw_end(b: Behaviour, r: float, with_review: bool) -> str:
+    """
+    How a job (``with_review`` False) or an item ends, from one draw ``r`` in [0, 1):
+    ``application``, ``business``, ``review`` or ``completed``. The bands are laid end to end from
+    0, failure_rate first, then business_failure_rate, then (an item) review_rate. One draw whatever
+    the rates, where the failure was always drawn: with business_failure_rate 0 every seed decides
+    what it did before. agent-sim's drawEnd (apps/agent-sim/src/behaviour.ts), to the letter.
+    """
+    if r < b.failure_rate:
+        return "application"
+    if r < b.failure_rate + b.business_failure_rate:
+        return "business"
+    if with_review and r < b.failure_rate + b.business_failure_rate + b.review_rate:
+        return "review"
+    return "completed"
+
+
+def forced_exception(d: dict[str, Any]) -> str:
+    """The kind of a failure forced by a directive (``_sim.exception: "business"``; anything else is application)."""
+    return "business" if d.get("exception") == "business" else "application"
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*$")
 _UNIT_AT_END = re.compile(r"(ms|s|m)\s*$")
@@ -189,11 +222,23 @@ def directive_of(payload: Any) -> dict[str, Any]:
     return raw if isinstance(raw, dict) else {}
 
 
-def _probability(name: str, v: Any) -> float:
+#: Text that is a plain decimal number, as agent-sim reads one (ASCII digits and blanks only: the
+#: two languages' \d and \s differ beyond them)
+_DECIMAL = re.compile(r"^[ \t\r\n]*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?[ \t\r\n]*$")
+
+
+def _strict_number(v: Any) -> float:
+    """A JSON number, or text that is a plain decimal number (not '1_0', which float() takes); NaN else."""
     try:
-        n = math.nan if isinstance(v, bool) else float(v)
-    except (TypeError, ValueError):
-        n = math.nan
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+        return float(v) if isinstance(v, str) and _DECIMAL.match(v) else math.nan
+    except OverflowError:  # an integer too large for a float: as far out of range as agent-sim's Infinity
+        return math.inf
+
+
+def _probability(name: str, v: Any) -> float:
+    n = _strict_number(v)
     if not math.isfinite(n) or n < 0 or n > 1:
         raise ValueError(f"{name} must be between 0 and 1")
     return n
@@ -236,7 +281,7 @@ def merge_behaviour(base: Behaviour, patch: dict[str, Any] | None) -> Behaviour:
     for k, v in patch.items():
         if k in ("duration", "item_duration"):
             setattr(out, k, parse_distribution(v))
-        elif k in ("failure_rate", "review_rate", "input_rate"):
+        elif k in ("failure_rate", "business_failure_rate", "review_rate", "input_rate"):
             setattr(out, k, _probability(k, v))
         elif k in ("progress_steps", "log_lines", "crash_after_items"):
             setattr(out, k, _non_negative_int(k, v))

@@ -1,7 +1,7 @@
 """
 The simulator's command line, environment and config file: the same as agent-sim's
-(docs/agent-sim.md). Layers: built-in defaults ← file ``defaults`` ← flags ← file
-``processes["<process name or id>"]``.
+(docs/agent-sim.md). Layers: built-in defaults ← file ``defaults`` ← AGENT_BUSINESS_FAILURE_RATE ←
+flags ← file ``processes["<process name or id>"]``.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ FLAG_TO_SETTING = {
     "--duration": "duration",
     "--item-duration": "item_duration",
     "--failure-rate": "failure_rate",
+    "--business-failure-rate": "business_failure_rate",
     "--review-rate": "review_rate",
     "--progress-steps": "progress_steps",
     "--log-lines": "log_lines",
@@ -74,7 +75,9 @@ def _read_text(path: str, what: str) -> str:
 def parse_options(argv: list[str], env: Mapping[str, str]) -> SimOptions:
     """The options of ``argv`` (without the program) over the environment ``env``."""
     keys: list[str] = []
-    flag_settings: dict[str, Any] = {}
+    # the environment's settings go under the flags' (a flag overrides its variable); an empty
+    # variable is an unset one (how a compose file leaves it out)
+    flag_settings: dict[str, Any] = {"business_failure_rate": env["AGENT_BUSINESS_FAILURE_RATE"]} if env.get("AGENT_BUSINESS_FAILURE_RATE") else {}
     config_path = env.get("AGENT_CONFIG")
     seed: int | None = None
     heartbeat_ms: float | None = None
@@ -200,7 +203,8 @@ queues, reaching the platform only through the machine protocol with each machin
 flags, environment, config file and journal as agent-sim (docs/agent-sim.md).
 Environment: SVC_URL (the platform's base URL; several separated by commas are tried in turn),
              AGENT_MACHINE_KEYS (comma-separated), AGENT_MACHINE_KEYS_FILE, AGENT_CONFIG (config file path),
-             AGENT_CA_FILE, AGENT_ALLOW_INSECURE=1, HTTPS_PROXY / NO_PROXY, LOG_LEVEL.
+             AGENT_CA_FILE, AGENT_ALLOW_INSECURE=1, AGENT_BUSINESS_FAILURE_RATE (as the flag),
+             HTTPS_PROXY / NO_PROXY, LOG_LEVEL.
 Machine keys belong in AGENT_MACHINE_KEYS or a file: a key on the command line is readable by every
 user of the host (ps), and the robot warns about it.
 
@@ -212,7 +216,11 @@ Options (defaults for every process; the config file can set them per process):
   --config FILE            JSON: {"machine_keys": [], "defaults": {}, "processes": {"<name or id>": {}}}
   --duration D             job duration: 250ms, 2s, 100-500ms (uniform)      [500ms-2s]
   --item-duration D        duration of one queue item                        [5-30ms]
-  --failure-rate P         probability a job or item fails (0..1)             [0]
+  --failure-rate P         probability a job or item fails with an application
+                           exception, retried as usual (0..1)                [0]
+  --business-failure-rate P  probability a job or item fails with a business
+                           exception, never retried (0..1; drawn right after
+                           --failure-rate, on the same draw)                  [0]
   --review-rate P          probability an item asks for human review (0..1)   [0]
   --input-rate P           probability a job asks a person for input halfway and waits
                            for the answer (0..1; output_data.input_value)     [0]
@@ -222,7 +230,7 @@ Options (defaults for every process; the config file can set them per process):
                            at a time for items of 10 ms or more, up to 4 for faster ones) [auto]
   --crash MODE             none | job-start | mid-job | mid-item (SIGKILL itself) [none]
   --crash-after-items N    with --crash mid-item: crash during item N+1       [0]
-  --failure-message TEXT   error_message of a simulated failure
+  --failure-message TEXT   error_message of a simulated application failure
   --seed N                 repeatable random choices
   --heartbeat-ms N         heartbeat more often than the platform asks [the platform's period]
   --journal FILE           append one JSON line per job/item start and end (for tests)"""

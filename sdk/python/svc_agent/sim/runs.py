@@ -17,7 +17,7 @@ from typing import Any, Callable, NoReturn
 
 from ..connection import PlatformError
 from ..run import JobContext, JobEnd, QueueItem, RunAborted
-from .behaviour import Behaviour, directive_of, js_round, metrics_at, metrics_profile, sample
+from .behaviour import BUSINESS_FAILURE_MESSAGE, Behaviour, directive_of, draw_end, forced_exception, js_round, metrics_at, metrics_profile, sample
 from .formats import compact_json as _json, iso_now
 from .journal import Journal
 from .prefetch import AutoPrefetch, take_size
@@ -178,13 +178,14 @@ async def run_simulated_job(ctx: RunContext) -> JobEnd:
         return log.end(_end_aborted(ctx, reason, log, percent, metrics_at(profile, _elapsed_ms(started), duration)))
     elapsed = _elapsed_ms(started)
     outcome = directive.get("outcome")
-    fail = outcome == "fail" if outcome else ctx.random() < b.failure_rate
+    # the one draw of the end, where the failure was always drawn (draw_end: application, then business)
+    drawn = (forced_exception(directive) if outcome == "fail" else "completed") if outcome else draw_end(b, ctx.random(), False)
     metrics = metrics_at(profile, elapsed, elapsed)
-    if fail:
+    if drawn in ("application", "business"):
         forced_message = directive.get("error_message")
-        message = str(forced_message if forced_message is not None else b.failure_message)
-        log.line(f"Error: {message}")
-        return log.end(JobEnd(status="failed", error=message, metrics=metrics, percent=percent))
+        message = str(forced_message if forced_message is not None else BUSINESS_FAILURE_MESSAGE if drawn == "business" else b.failure_message)
+        log.line(f"Error de negocio: {message}" if drawn == "business" else f"Error: {message}")
+        return log.end(JobEnd(status="failed", error=message, exception=drawn, metrics=metrics, percent=percent))
     log.line("Terminado correctamente")
     output = {
         **b.output,
@@ -342,15 +343,18 @@ async def _process_item(ctx: RunContext, item: QueueItem) -> dict[str, Any]:
         raise
     ctx.items_processed[0] += 1
     forced = d.get("outcome")
+    # one draw (draw_end): an application failure, a business one, a review, or completed
     if forced:
-        outcome = "failed" if forced == "fail" else "pending_review" if forced == "review" else "completed"
+        drawn = forced_exception(d) if forced == "fail" else "review" if forced == "review" else "completed"
     else:
-        r = ctx.random()
-        outcome = "failed" if r < b.failure_rate else "pending_review" if r < b.failure_rate + b.review_rate else "completed"
-    ctx.journal.write("item-end", **ids, outcome=outcome)
-    if outcome == "failed":
+        drawn = draw_end(b, ctx.random(), True)
+    exception = drawn if drawn in ("application", "business") else None
+    outcome = "failed" if exception else "pending_review" if drawn == "review" else "completed"
+    ctx.journal.write("item-end", **ids, outcome=outcome, **({"exception": exception} if exception else {}))
+    if exception:
         message = d.get("error_message")
-        return {"id": item.id, "attempt": item.attempt, "status": "failed", "error_message": str(message if message is not None else b.failure_message)}
+        default = BUSINESS_FAILURE_MESSAGE if exception == "business" else b.failure_message
+        return {"id": item.id, "attempt": item.attempt, "status": "failed", "error_message": str(message if message is not None else default), "exception": exception}
     result = {**(d.get("output") or {}), "machine": ctx.machine_name, "duration_ms": js_round(_elapsed_ms(started))}
     if outcome == "pending_review":
         result["review_reason"] = "El robot pide una revisión humana"
