@@ -75,3 +75,61 @@ class SimulatorTest(FakePlatformTest):
             assert machine.robot is not None
             await machine.robot.close(0.1)
             journal.close()
+
+    async def test_business_failures_carry_their_kind_message_log_line_and_journal_lines(self) -> None:
+        """business_failure_rate 1: the job and its items fail as business; a forced failure is application unless it says business."""
+        items = [{"id": i, "attempt": 1, "reference": None, "data": d, "retry_count": 0} for i, d in (
+            ("drawn", {}),
+            ("forced", {"_sim": {"outcome": "fail"}}),
+            ("forced-business", {"_sim": {"outcome": "fail", "exception": "business", "error_message": "Cliente inexistente"}}),
+        )]
+
+        async def platform(ws: WebSocketServerProtocol, n: int) -> None:
+            await ws.send(welcome())
+            async for msg in self.messages(ws, n):
+                kind = msg["type"]
+                if kind == "heartbeat":
+                    await ws.send(reply(msg, owned(msg)))
+                    if len(self.sent(n, "heartbeat")) == 1:
+                        await ws.send(json.dumps({"type": "job.start", "job": {**JOB, "id": "consumer", "queue_id": "q1"}}))
+                        await ws.send(json.dumps({"type": "job.start", "job": {**JOB, "id": "job"}}))
+                elif kind == "job.started":
+                    await ws.send(reply(msg, {"stop_requested": False}))
+                elif kind == "items.take":
+                    k = len(self.sent(n, "items.take"))
+                    settled = [{"id": o["id"], "status": o["status"]} for o in msg["outcomes"]]
+                    await ws.send(reply(msg, {"settled": settled, "items": items[k - 1 : k] if msg["take"] else [], "released_unknown": 0}))
+                elif kind in ("job.progress", "jobs.waiting"):
+                    await ws.send(reply(msg, {"stop_requested": False, "waiting": False}))
+                elif kind == "job.finish":
+                    await ws.send(reply(msg, {"status": msg["status"]}))
+
+        url = await self.start(platform)
+        argv = ["--machine-key", "svc_mk_test", "--duration", "1ms", "--item-duration", "1ms", "--prefetch", "1", "--progress-steps", "1"]
+        options = parse_options(argv, {"SVC_URL": url, "AGENT_BUSINESS_FAILURE_RATE": "1"})
+        with tempfile.NamedTemporaryFile(suffix=".jsonl") as journal_file:
+            journal = Journal(journal_file.name)
+            machine = MachineRobot(options, "svc_mk_test", journal, [0], logging.getLogger("svc_agent"))
+            await asyncio.wait_for(machine.start(), 5)
+            await self.wait("both runs to end", lambda: len(self.sent(1, "job.finish")) == 2, timeout=10)
+            outcomes = [o for t in self.sent(1, "items.take") for o in t["outcomes"]]
+            self.assertEqual([(o["id"], o["status"], o["error_message"], o["exception"]) for o in outcomes], [
+                ("drawn", "failed", "Error de negocio simulado: los datos no son válidos", "business"),
+                ("forced", "failed", "Error simulado del robot", "application"),
+                ("forced-business", "failed", "Cliente inexistente", "business"),
+            ])
+            finishes = {f["job_id"]: f for f in self.sent(1, "job.finish")}
+            self.assertEqual((finishes["job"]["status"], finishes["job"]["error_message"], finishes["job"]["exception"]), ("failed", "Error de negocio simulado: los datos no son válidos", "business"))
+            self.assertIn("Error de negocio: Error de negocio simulado", finishes["job"]["log"]["text"])
+            self.assertEqual(finishes["consumer"]["status"], "completed")
+            self.assertNotIn("exception", finishes["consumer"])
+            assert machine.robot is not None
+            await machine.robot.close(0.1)
+            journal.close()
+            with open(journal_file.name, encoding="utf-8") as f:
+                lines = [json.loads(line) for line in f]
+            ends = [(e.get("item_id") or e["job_id"], e.get("outcome") or e.get("status"), e.get("exception")) for e in lines if e["event"] in ("item-end", "job-end")]
+            self.assertEqual(sorted(ends, key=str), sorted([
+                ("drawn", "failed", "business"), ("forced", "failed", "application"), ("forced-business", "failed", "business"),
+                ("job", "failed", "business"), ("consumer", "completed", None),
+            ], key=str))
