@@ -35,6 +35,7 @@ module.exports = {
   moduleNameMapper: {
     '^@svc/core$': '<rootDir>/packages/core/src/index.ts',
     '^@svc/core/queue-items/statuses$': '<rootDir>/packages/core/src/queue-items/statuses.ts',
+    '^@svc/core/queue-items/exception-types$': '<rootDir>/packages/core/src/queue-items/exception-types.ts',
     '^@svc/core/internals$': '<rootDir>/packages/core/src/internals.ts',
     '^@svc/testing$': '<rootDir>/packages/testing/src/index.ts',
     '^@svc/testing/api$': '<rootDir>/packages/testing/src/api.ts',

@@ -104,7 +104,7 @@ describe('exports', () => {
       const item = (await t.sql`select created_at from queue_items where id = ${ids.b!}`)[0]!;
       expect(row).toBe([
         ids.b, q.id, 'new', '3', `"'=HYPERLINK(""http://x"")"`, '', '', '"{""n"":2,""customer"":""Globex""}"', '', '0', '', '',
-        (item.created_at as Date).toISOString(), '', '', '',
+        (item.created_at as Date).toISOString(), '', '', '', '',
       ].join(','));
     });
 

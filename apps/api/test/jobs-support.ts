@@ -8,7 +8,7 @@ import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
  */
 export const CONTRACT_JOB_FIELDS = [
   'id', 'tenant_id', 'process_id', 'machine_id', 'status', 'priority', 'input_data', 'output_data', 'logs',
-  'error_message', 'started_at', 'finished_at', 'retry_count', 'stop_requested', 'logs_archived', 'logs_archive_key',
+  'error_message', 'exception_type', 'started_at', 'finished_at', 'retry_count', 'stop_requested', 'logs_archived', 'logs_archive_key',
   'is_attended', 'pending_input_prompt', 'pending_input_options', 'progress_percent', 'progress_message', 'created_at',
   'updated_at', 'process_name', 'machine_name', 'resource_metrics', 'trigger_id', 'schedule_id',
 ].sort();

@@ -70,27 +70,33 @@ describe('POST /settings/queues/{queue_id}/items/{item_id}/approve', () => {
 });
 
 describe('POST /settings/queues/{queue_id}/items/{item_id}/reject', () => {
-  it('moves pending_review → failed with the reason, then the retry policy sends it back to new', async () => {
+  it('moves pending_review → failed with the reason as a business exception, which the retry policy leaves failed', async () => {
     const q = await ws.queue({ max_retries: 2 });
     const item = await itemIn(q.id, 'pending_review');
+    // an application failure of the same queue: the policy's pass over the queue moves it, which proves the pass ran
+    const other = await itemIn(q.id, 'failed');
     const rejected = await api().call('rejectQueueItem', { path: { queue_id: q.id, item_id: item.id }, body: { reason: 'Importe incorrecto' } });
-    expect(rejected).toMatchObject({ status: 'failed', error_message: 'Importe incorrecto', reviewed_by: ws.adminEmail });
-    const after = await waitFor('the retry policy', async () => {
-      const [row] = await ctx.sql`select * from queue_items where id = ${item.id}`;
-      return row!.status === 'new' ? row : null;
+    expect(rejected).toMatchObject({ status: 'failed', error_message: 'Importe incorrecto', reviewed_by: ws.adminEmail, exception_type: 'business' });
+    await waitFor('the retry policy over the queue', async () => {
+      const [row] = await ctx.sql`select status from queue_items where id = ${other.id}`;
+      return row!.status === 'new';
     });
-    expect(after.retry_count).toBe(1);
+    const [after] = await ctx.sql`select status, retry_count, exception_type from queue_items where id = ${item.id}`;
+    expect(after).toEqual({ status: 'failed', retry_count: 0, exception_type: 'business' });
   });
 
-  it('sends a rejected item without retries left to dead_letter', async () => {
+  it('never sends a rejected item to dead_letter, even without retries left', async () => {
     const q = await ws.queue({ max_retries: 1 });
     const item = await itemIn(q.id, 'pending_review', { retry_count: 1 });
+    const other = await itemIn(q.id, 'failed', { retry_count: 1 });
     const rejected = await api().call('rejectQueueItem', { path: { queue_id: q.id, item_id: item.id }, body: {} });
     expect(rejected.error_message).toBe('Rechazado en la revisión humana');
-    await waitFor('dead_letter', async () => {
-      const [row] = await ctx.sql`select status from queue_items where id = ${item.id}`;
+    await waitFor('the application failure dead-lettered', async () => {
+      const [row] = await ctx.sql`select status from queue_items where id = ${other.id}`;
       return row!.status === 'dead_letter';
     });
+    const [after] = await ctx.sql`select status, retry_count from queue_items where id = ${item.id}`;
+    expect(after).toEqual({ status: 'failed', retry_count: 1 });
   });
 
   it('refuses unknown body fields with 422', async () => {

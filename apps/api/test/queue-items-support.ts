@@ -65,10 +65,10 @@ export function postRouteSuite(pathOf: (name: string) => string) {
 export const itemsPath = (name: string) => `/api/v1/queues/by-name/${encodeURIComponent(name)}/items`;
 export const bulkPath = (name: string) => `${itemsPath(name)}/bulk`;
 
-/** The 16 fields of QueueItemResponse, in order. */
+/** The contract's 16 fields of a queue item, in order, then the kind of its last failure. */
 export const QUEUE_ITEM_FIELDS = [
   'id', 'queue_id', 'status', 'priority', 'reference', 'deadline', 'postpone', 'data', 'result', 'retry_count',
-  'error_message', 'processed_by', 'created_at', 'processed_at', 'reviewed_by', 'reviewed_at',
+  'error_message', 'processed_by', 'created_at', 'processed_at', 'reviewed_by', 'reviewed_at', 'exception_type',
 ];
 
 export const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;

@@ -40,8 +40,9 @@ describe('GET /api/v1/settings/queues/:queue_id/stats', () => {
       success: true,
       data: {
         counts: { new: 0, in_progress: 0, pending_review: 0, completed: 0, failed: 0, dead_letter: 0 },
+        business_failed: 0,
         ready: 0, postponed: 0, oldest_ready_at: null, deadline_at_risk: 0,
-        completed_last_hour: 0, failed_last_hour: 0, avg_processing_ms_last_hour: null, consumers_running: 0, is_paused: false,
+        completed_last_hour: 0, failed_last_hour: 0, business_failed_last_hour: 0, avg_processing_ms_last_hour: null, consumers_running: 0, is_paused: false,
         forecast: { handling_seconds_p50: null, consumers: 0, ready_items: 0, examined_items: 0, drain_at: null, late_items: null, machines_needed: null },
       },
     });
@@ -57,13 +58,14 @@ describe('GET /api/v1/settings/queues/:queue_id/stats', () => {
     await add(queueId, [{ postpone: new Date(Date.now() + 3_600_000), created_at: minutesAgo(90) }, { postpone: new Date(Date.now() + 60_000) }]);
     // deadlines: one past, one in 30 minutes (both at risk), one in 3 hours (not)
     const [late, soon] = await add(queueId, [{ deadline: minutesAgo(5) }, { deadline: new Date(Date.now() + 30 * 60_000) }, { deadline: new Date(Date.now() + 3 * 3_600_000) }]);
-    // a robot takes four items; completes three after 2 s, 4 s and 6 s; one fails
-    const taken = await add(queueId, [{}, {}, {}, {}]);
+    // a robot takes five items; completes three after 2 s, 4 s and 6 s; one fails, one fails as a business exception
+    const taken = await add(queueId, [{}, {}, {}, {}, {}]);
     await t.sql`update queue_items set status = 'in_progress', started_at = now() - interval '10 seconds' where id = any(${taken}::uuid[])`;
     await t.sql`update queue_items set status = 'completed', processed_at = started_at + interval '2 seconds' where id = ${taken[0]!}`;
     await t.sql`update queue_items set status = 'completed', processed_at = started_at + make_interval(secs => case when id = ${taken[1]!}::uuid then 4 else 6 end)
                 where id = any(${[taken[1]!, taken[2]!]}::uuid[])`;
-    await t.sql`update queue_items set status = 'failed', processed_at = now(), error_message = 'x' where id = ${taken[3]!}`;
+    await t.sql`update queue_items set status = 'failed', processed_at = now(), error_message = 'x', exception_type = 'application' where id = ${taken[3]!}`;
+    await t.sql`update queue_items set status = 'failed', processed_at = now(), error_message = 'y', exception_type = 'business' where id = ${taken[4]!}`;
     // a late item taken but not finished stays at risk; an item under review, one dead-lettered
     await t.sql`update queue_items set status = 'in_progress', started_at = now() where id = ${late!}`;
     const [review, dead] = await add(queueId, [{}, {}]);
@@ -81,7 +83,8 @@ describe('GET /api/v1/settings/queues/:queue_id/stats', () => {
     }
 
     const d = (await read(queueId)).data;
-    expect(d.counts).toEqual({ new: 7, in_progress: 1, pending_review: 1, completed: 3, failed: 1, dead_letter: 1 });
+    expect(d.counts).toEqual({ new: 7, in_progress: 1, pending_review: 1, completed: 3, failed: 2, dead_letter: 1 });
+    expect(d.business_failed).toBe(1);
     expect(d.postponed).toBe(2);
     expect(d.ready).toBe(5);
     expect(Date.parse(d.oldest_ready_at!)).toBe(oldest.getTime());
@@ -89,7 +92,8 @@ describe('GET /api/v1/settings/queues/:queue_id/stats', () => {
     expect(d.deadline_at_risk).toBe(2);
     expect(soon).toBeDefined();
     expect(d.completed_last_hour).toBe(3);
-    expect(d.failed_last_hour).toBe(1);
+    expect(d.failed_last_hour).toBe(2);
+    expect(d.business_failed_last_hour).toBe(1);
     expect(d.avg_processing_ms_last_hour).toBe(4000);
     expect(d.consumers_running).toBe(1);
     // the counts are the settings list's counts

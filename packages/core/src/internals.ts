@@ -101,7 +101,7 @@ export type { QueueItemRow } from './queue-items/repo';
 export { addItem, addItemToQueueNamed, addItemsBulk, addItemsMany, getActiveQueueByName, listItems } from './queue-items/service';
 export {
   QUEUE_ITEM_TRANSITIONS, applyItemRetryPolicy, approveQueueItem, canTransitionItem, compareTakeOrder, failItemsOfJobs,
-  failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, releaseQueueItems, releaseUnknownClaims, settleAndClaimItems,
+  failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, retryEndedItems, releaseQueueItems, releaseUnknownClaims, settleAndClaimItems,
   settleAndClaimItemsBatch,
 } from './queue-items/transitions';
 export type { TakeOptions } from './queue-items/transitions';

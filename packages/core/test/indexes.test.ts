@@ -81,13 +81,16 @@ select gen_random_uuid() as id, s.g, q.tenant_id, q.id as queue_id,
        case when g % 50 = 0 and g > 170000 then now() + interval '1 hour' end as postpone,
        jsonb_build_object('n', g) as data, case when g > 170000 and r >= 0.02 and r < 0.03 then 1 else 0 end as retry_count,
        case when g > 170000 and r < 0.01 then gen_random_uuid() end as job_id, 1 as attempt,
+       -- half the failures business ones, the rest (and every dead letter) application ones
+       case when g > 170000 and r >= 0.02 and r < 0.03 then (array['business', 'application'])[1 + g % 2]
+            when g <= 170000 and r < 0.01 then 'application' end as exception_type,
        now() - (200000 - g) * interval '1 second' as created_at
 from (select g, random() as r, case when g % 4 <> 0 then 0 when g % 8 = 4 then 1 + g % 39 else 40 + g % (select count(*)::int - 40 from qk) end as k
       from generate_series(1, 200000) g) s
 join qk q on q.k = s.k;
 -- an item's state and its payload (migration 0029), each table written in creation order
-insert into queue_items (id, tenant_id, queue_id, status, priority, reference, deadline, postpone, retry_count, job_id, attempt, created_at)
-select id, tenant_id, queue_id, status, priority, reference, deadline, postpone, retry_count, job_id, attempt, created_at from seed_items order by g;
+insert into queue_items (id, tenant_id, queue_id, status, priority, reference, deadline, postpone, retry_count, job_id, attempt, created_at, exception_type)
+select id, tenant_id, queue_id, status, priority, reference, deadline, postpone, retry_count, job_id, attempt, created_at, exception_type from seed_items order by g;
 insert into queue_item_payloads (id, queue_id, data) select id, queue_id, data from seed_items order by g;
 -- 50k jobs in creation order: nearly all finished; the newest are pending or running
 create temp table mk as select m.id, m.tenant_id, t.n, substr(m.name, 9)::int as k from machines m join tn t on t.id = m.tenant_id;
@@ -511,6 +514,11 @@ const API_PROBES: Probe[] = [
     indexes: ['queue_items_status_list_idx', 'queue_items_pkey'],
     sql: (s, f) => listItems(s, f.queue, { page: 1, limit: 100, status: 'failed' }),
   },
+  {
+    name: 'GET …/items?exception_type=business (listItems, its total from the counters)',
+    indexes: ['queue_items_exception_list_idx', 'queue_items_pkey', 'queue_item_counts_pkey'],
+    sql: (s, f) => listItems(s, f.queue, { page: 1, limit: 100, exception_type: 'business' }),
+  },
   // idempotency and audit
   {
     name: 'Idempotency-Key first use, replay and release (runIdempotent)',
@@ -604,14 +612,14 @@ const API_PROBES: Probe[] = [
     name: 'a chunk of a bulk action on a queue\'s items, from its cursor (nextChunk)',
     indexes: ['queue_items_list_idx'],
     tx: (q, f) => nextChunk(q, {
-      tenantId: f.tenant, queueId: f.queue.id, target: 'queue_items', action: 'delete', filter: {}, ids: null, snapshotAt: new Date(),
+      tenantId: f.tenant, queueId: f.queue.id, target: 'queue_items', action: 'delete', filter: {}, ids: null, snapshotAt: new Date(), includeBusiness: false,
     }, { createdAt: '2000-01-01 00:00:00+00', id: '00000000-0000-0000-0000-000000000000' }, 500),
   },
   {
     name: 'a chunk of a bulk retry of a workspace\'s jobs: those not retried yet (nextChunk)',
     indexes: ['jobs_tenant_status_list_idx', 'jobs_parent_idx'],
     tx: (q, f) => nextChunk(q, {
-      tenantId: f.tenant, queueId: null, target: 'jobs', action: 'retry', filter: { status: 'failed' }, ids: null, snapshotAt: new Date(),
+      tenantId: f.tenant, queueId: null, target: 'jobs', action: 'retry', filter: { status: 'failed' }, ids: null, snapshotAt: new Date(), includeBusiness: false,
     }, null, 500),
   },
 ];

@@ -5,7 +5,7 @@ import { MAX_TAKE, createSql, type Sql } from '@svc/core';
 import {
   QUEUE_ITEM_TRANSITIONS, applyItemRetryPolicy, approveQueueItem, canTransitionItem, compareTakeOrder,
   failItemsOfJobs, failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, releaseQueueItems,
-  releaseUnknownClaims, settleAndClaimItems, settleAndClaimItemsBatch,
+  releaseUnknownClaims, retryEndedItems, settleAndClaimItems, settleAndClaimItemsBatch,
 } from '@svc/core/internals';
 import { createTestContext, seedMachine, seedProcess, seedQueue, seedTenant, type TestContext, recordStatements } from '@svc/testing';
 
@@ -62,11 +62,12 @@ async function take(queueId: string, jobId: string, n = 1, outcomes: any[] = [])
 }
 
 describe('the transition table', () => {
-  it('holds exactly the public transitions plus the engine-internal release and the operator re-drive and retry', () => {
+  it('holds exactly the public transitions plus the engine-internal release and the operator re-drive and retries', () => {
     const pairs = Object.values(QUEUE_ITEM_TRANSITIONS).map((t) => `${t.from}→${t.to}`).sort();
-    // re-drive and retry share their statuses and differ in retry_count (reset / kept)
+    // re-drive and retry share their statuses and differ in retry_count (reset / kept); the retry
+    // policy and an operator's retry of a business failure share theirs and differ in who does it
     expect(pairs).toEqual([
-      'dead_letter→new', 'dead_letter→new', 'failed→dead_letter', 'failed→new', 'in_progress→completed', 'in_progress→failed',
+      'dead_letter→new', 'dead_letter→new', 'failed→dead_letter', 'failed→new', 'failed→new', 'in_progress→completed', 'in_progress→failed',
       'in_progress→new', 'in_progress→pending_review', 'new→in_progress', 'pending_review→failed', 'pending_review→new',
     ].sort());
     expect(canTransitionItem('completed', 'new')).toBe(false);
@@ -552,13 +553,14 @@ describe('review and re-drive', () => {
     expect(await rejectQueueItem(sql, { tenantId, queueId: q.id, itemId: id, reviewer: 'x' })).toBeNull();
   });
 
-  it('reject: pending_review → failed, then the retry policy applies', async () => {
+  it('reject: pending_review → failed, a business failure the retry policy leaves alone', async () => {
     const q = await newQueue(1);
     const id = await toReview(q.id);
-    expect(await rejectQueueItem(sql, { tenantId, queueId: q.id, itemId: id, reviewer: 'ana', reason: 'Importe incorrecto' })).toMatchObject({ id, status: 'failed' });
-    expect(await item(id)).toMatchObject({ status: 'failed', reviewed_by: 'ana', error_message: 'Importe incorrecto' });
-    await applyItemRetryPolicy(sql, q.id);
-    expect(await item(id)).toMatchObject({ status: 'new', retry_count: 1 });
+    expect(await rejectQueueItem(sql, { tenantId, queueId: q.id, itemId: id, reviewer: 'ana', reason: 'Importe incorrecto' }))
+      .toMatchObject({ id, status: 'failed', exception_type: 'business' });
+    expect(await item(id)).toMatchObject({ status: 'failed', reviewed_by: 'ana', error_message: 'Importe incorrecto', exception_type: 'business' });
+    expect(await applyItemRetryPolicy(sql, q.id)).toEqual({ retried: 0, deadLettered: 0, readyQueues: [] });
+    expect(await item(id)).toMatchObject({ status: 'failed', retry_count: 0 });
   });
 
   it('review decisions are scoped to the tenant and the queue', async () => {
@@ -583,5 +585,85 @@ describe('review and re-drive', () => {
     expect(await redriveDeadLetterItems(sql, { tenantId, queueId: q.id, itemIds: [dead.id, fresh.id] })).toBe(1);
     expect(await item(dead.id)).toMatchObject({ status: 'new', retry_count: 0 });
     expect(await redriveDeadLetterItems(sql, { tenantId, queueId: q.id, itemIds: null })).toBe(0);
+  });
+});
+
+describe('business and application exceptions', () => {
+  async function failOne(queueId: string, exception?: 'business' | 'application') {
+    const job = randomUUID();
+    const { claimed } = await take(queueId, job);
+    const c = claimed[0]!;
+    const { settled } = await take(queueId, job, 0, [{ id: c.id, attempt: c.attempt, status: 'failed', error_message: 'no', ...(exception ? { exception } : {}) }]);
+    expect(settled).toEqual([{ id: c.id, status: 'failed' }]);
+    return c.id;
+  }
+
+  async function counters(queueId: string) {
+    return sql<Array<{ status: string; n: number; business: number; application: number }>>`
+      select status, sum(n)::int as n, sum(business)::int as business, sum(application)::int as application
+      from queue_item_counts where queue_id = ${queueId} group by status having sum(n) <> 0 or sum(business) <> 0 or sum(application) <> 0 order by status`;
+  }
+
+  it('a business failure stays failed with its retry_count, however often the policy runs; an application one is retried, then dead-lettered', async () => {
+    const q = await newQueue(1);
+    const business = await addItem(q.id, { priority: 5 });
+    const application = await addItem(q.id, { priority: 1 });
+    expect(await failOne(q.id, 'business')).toBe(business.id);
+    expect(await failOne(q.id)).toBe(application.id);
+    expect(await item(business.id)).toMatchObject({ status: 'failed', exception_type: 'business', retry_count: 0 });
+    expect(await item(application.id)).toMatchObject({ status: 'failed', exception_type: 'application' });
+    expect(await applyItemRetryPolicy(sql, q.id)).toMatchObject({ retried: 1, deadLettered: 0 });
+    expect(await item(application.id)).toMatchObject({ status: 'new', retry_count: 1, exception_type: 'application' });
+    expect(await failOne(q.id, 'application')).toBe(application.id);
+    expect(await applyItemRetryPolicy(sql, q.id)).toMatchObject({ retried: 0, deadLettered: 1 });
+    expect(await item(application.id)).toMatchObject({ status: 'dead_letter', exception_type: 'application' });
+    expect(await item(business.id)).toMatchObject({ status: 'failed', exception_type: 'business', retry_count: 0 });
+    // the counters count each kind apart, exactly
+    expect(await counters(q.id)).toEqual([
+      { status: 'dead_letter', n: 1, business: 0, application: 1 },
+      { status: 'failed', n: 1, business: 1, application: 0 },
+    ]);
+  });
+
+  it('a success after an application failure keeps the kind with the message; items whose holder died fail as application', async () => {
+    const q = await newQueue(3);
+    const it1 = await addItem(q.id);
+    await failOne(q.id);
+    await applyItemRetryPolicy(sql, q.id);
+    const job = randomUUID();
+    const { claimed } = await take(q.id, job);
+    await take(q.id, job, 0, [{ id: claimed[0]!.id, attempt: claimed[0]!.attempt, status: 'completed', result: {} }]);
+    expect(await item(it1.id)).toMatchObject({ status: 'completed', error_message: 'no', exception_type: 'application' });
+    const it2 = await addItem(q.id);
+    const dying = randomUUID();
+    await take(q.id, dying);
+    await failItemsOfJobs(sql, [dying], 'murió');
+    expect(await item(it2.id)).toMatchObject({ status: 'failed', exception_type: 'application', error_message: 'murió' });
+  });
+
+  it('refuses a kind of failure on an outcome that is not a failure, or a kind that does not exist', async () => {
+    const q = await newQueue();
+    await addItem(q.id);
+    const job = randomUUID();
+    const { claimed } = await take(q.id, job);
+    const c = claimed[0]!;
+    await expect(take(q.id, job, 0, [{ id: c.id, attempt: c.attempt, status: 'completed', exception: 'business' }])).rejects.toThrow(/Illegal exception/);
+    await expect(take(q.id, job, 0, [{ id: c.id, attempt: c.attempt, status: 'failed', exception: 'fatal' }])).rejects.toThrow(/Illegal exception/);
+    expect(await item(c.id)).toMatchObject({ status: 'in_progress', exception_type: null });
+  });
+
+  it('an operator re-runs business failures only when asked; the retry of dead letters leaves them alone otherwise', async () => {
+    const q = await newQueue(0);
+    const business = await addItem(q.id, { priority: 5 });
+    const dead = await addItem(q.id, { priority: 1 });
+    await failOne(q.id, 'business');
+    await failOne(q.id);
+    await applyItemRetryPolicy(sql, q.id);
+    const ids = [business.id, dead.id];
+    expect(await retryEndedItems(sql, { tenantId, queueId: q.id, itemIds: ids, business: false })).toBe(1);
+    expect(await item(business.id)).toMatchObject({ status: 'failed' });
+    expect(await item(dead.id)).toMatchObject({ status: 'new' });
+    expect(await retryEndedItems(sql, { tenantId, queueId: q.id, itemIds: ids, business: true })).toBe(1);
+    expect(await item(business.id)).toMatchObject({ status: 'new', retry_count: 0, exception_type: 'business' });
   });
 });

@@ -344,7 +344,7 @@ export class MachineSession {
         const m = msg as AgentRequestOf<'job.finish'>;
         this.holds(m.job_id, m.attempt);
         const job = await this.dbRepeatable('finishing a job', m.repeat, (repeat) => machines.finishRun(m.job_id, m.attempt, {
-          to: m.status, output_data: m.output_data, error_message: m.error_message, progress_percent: m.progress_percent,
+          to: m.status, output_data: m.output_data, error_message: m.error_message, exception: m.exception, progress_percent: m.progress_percent,
           progress_message: m.progress_message, resource_metrics: m.resource_metrics, logs_append: m.log,
         }, { repeat }));
         this.release(m.job_id);

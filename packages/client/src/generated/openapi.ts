@@ -2948,6 +2948,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             error_message: string | null;
+                            exception_type: ("business" | "application") | null;
                             /** Format: date-time */
                             finished_at: string | null;
                             /** Format: uuid */
@@ -3250,6 +3251,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             error_message: string | null;
+                            exception_type: ("business" | "application") | null;
                             /** Format: date-time */
                             finished_at: string | null;
                             /** Format: uuid */
@@ -3424,6 +3426,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             error_message: string | null;
+                            exception_type: ("business" | "application") | null;
                             /** Format: date-time */
                             finished_at: string | null;
                             /** Format: uuid */
@@ -3822,6 +3825,8 @@ export interface operations {
             query?: {
                 /** @description Only rows whose data contains this JSON object (JSON containment, like Postgres `@>`), URL-encoded: `?data={"customer":"ACME"}` matches data `{"customer":"ACME","amount":5}`; nested objects and arrays match by containment too. Up to 2048 characters; text that is not a JSON object → 422. */
                 data?: string;
+                /** @description The kind of the last failure: application (retried by the queue's max_retries, then dead_letter) or business (final: stays failed, never retried automatically) */
+                exception_type?: "business" | "application";
                 limit?: number;
                 page?: number;
                 /** @description Only items with exactly this reference (case-sensitive) */
@@ -3858,6 +3863,7 @@ export interface operations {
                             /** Format: date-time */
                             deadline: string | null;
                             error_message: string | null;
+                            exception_type: ("business" | "application") | null;
                             /** Format: uuid */
                             id: string;
                             /** Format: date-time */
@@ -4014,6 +4020,7 @@ export interface operations {
                             /** Format: date-time */
                             deadline: string | null;
                             error_message: string | null;
+                            exception_type: ("business" | "application") | null;
                             /** Format: uuid */
                             id: string;
                             /** Format: date-time */
@@ -4154,7 +4161,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * @description redrive: dead_letter → new with a fresh set of retries; retry: dead_letter → new for one more attempt (retry_count kept); delete: removes items not in progress; set_priority / postpone: sets the field on items not in progress and not completed
+                     * @description redrive: dead_letter → new with a fresh set of retries; retry: dead_letter → new for one more attempt (retry_count kept), and failed business exceptions too with include_business; delete: removes items not in progress; set_priority / postpone: sets the field on items not in progress and not completed
                      * @enum {string}
                      */
                     action: "redrive" | "retry" | "delete" | "set_priority" | "postpone";
@@ -4175,6 +4182,11 @@ export interface operations {
                         data?: {
                             [key: string]: unknown;
                         };
+                        /**
+                         * @description The kind of the last failure: application (retried by the queue's max_retries, then dead_letter) or business (final: stays failed, never retried automatically)
+                         * @enum {string}
+                         */
+                        exception_type?: "business" | "application";
                         /** @description Exactly this reference */
                         reference?: string;
                         /** @enum {string} */
@@ -4182,6 +4194,8 @@ export interface operations {
                     };
                     /** @description Up to 1000 ids instead of a filter; ids of other queues or workspaces match nothing */
                     ids?: string[];
+                    /** @description retry only: also re-run items that failed with a business exception, which a retry otherwise leaves alone (they are final unless asked for) */
+                    include_business?: boolean;
                     /**
                      * Format: date-time
                      * @description postpone: the moment before which the items are not taken; null clears it
@@ -4481,6 +4495,8 @@ export interface operations {
             query?: {
                 /** @description Only rows whose data contains this JSON object (JSON containment, like Postgres `@>`), URL-encoded: `?data={"customer":"ACME"}` matches data `{"customer":"ACME","amount":5}`; nested objects and arrays match by containment too. Up to 2048 characters; text that is not a JSON object → 422. */
                 data?: string;
+                /** @description The kind of the last failure: application (retried by the queue's max_retries, then dead_letter) or business (final: stays failed, never retried automatically) */
+                exception_type?: "business" | "application";
                 /** @description ndjson (one JSON object a line) or csv (a header line, then one row per record); wins over the Accept header; without either, ndjson */
                 format?: "ndjson" | "csv";
                 /** @description `true`: the rows retention archived (docs/decisions/retention.md) that match the filters follow the live ones, each marked `archived: true` (live rows `archived: false`; in CSV a last column `archived`). `false` or absent: live rows only, without the field. Any other value → 422. Asking for them when the API has no archive configured (ARCHIVE_DIR or ARCHIVE_S3_BUCKET) → 409. */
@@ -7125,6 +7141,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             error_message: string | null;
+                            exception_type: ("business" | "application") | null;
                             /** Format: date-time */
                             finished_at: string | null;
                             /** Format: uuid */
@@ -7299,6 +7316,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             error_message: string | null;
+                            exception_type: ("business" | "application") | null;
                             /** Format: date-time */
                             finished_at: string | null;
                             /** Format: uuid */
@@ -7487,6 +7505,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             error_message: string | null;
+                            exception_type: ("business" | "application") | null;
                             /** Format: date-time */
                             finished_at: string | null;
                             /** Format: uuid */
@@ -7652,6 +7671,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             error_message: string | null;
+                            exception_type: ("business" | "application") | null;
                             /** Format: date-time */
                             finished_at: string | null;
                             /** Format: uuid */
@@ -8073,7 +8093,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * @description stop: as POST /jobs/{id}/stop for every active job; retry: a new pending job (same process, input and priority, retry_count + 1) for every failed, timed-out or stopped job not retried yet
+                     * @description stop: as POST /jobs/{id}/stop for every active job; retry: a new pending job (same process, input and priority, retry_count + 1) for every failed, timed-out or stopped job not retried yet (business failures only with include_business)
                      * @enum {string}
                      */
                     action: "stop" | "retry";
@@ -8109,6 +8129,8 @@ export interface operations {
                     };
                     /** @description Up to 1000 ids instead of a filter; ids of other queues or workspaces match nothing */
                     ids?: string[];
+                    /** @description retry only: also re-run jobs that failed with a business exception, which a retry otherwise leaves alone (they are final unless asked for) */
+                    include_business?: boolean;
                 };
             };
         };
@@ -10721,6 +10743,8 @@ export interface operations {
             query?: {
                 /** @description Only rows whose data contains this JSON object (JSON containment, like Postgres `@>`), URL-encoded: `?data={"customer":"ACME"}` matches data `{"customer":"ACME","amount":5}`; nested objects and arrays match by containment too. Up to 2048 characters; text that is not a JSON object → 422. */
                 data?: string;
+                /** @description The kind of the last failure: application (retried by the queue's max_retries, then dead_letter) or business (final: stays failed, never retried automatically) */
+                exception_type?: "business" | "application";
                 limit?: number;
                 page?: number;
                 /** @description Only items with exactly this reference (case-sensitive) */
@@ -10756,6 +10780,7 @@ export interface operations {
                             /** Format: date-time */
                             deadline: string | null;
                             error_message: string | null;
+                            exception_type: ("business" | "application") | null;
                             /** Format: uuid */
                             id: string;
                             /** Format: date-time */
@@ -10890,6 +10915,7 @@ export interface operations {
                             /** Format: date-time */
                             deadline: string | null;
                             error_message: string | null;
+                            exception_type: ("business" | "application") | null;
                             /** Format: uuid */
                             id: string;
                             /** Format: date-time */
@@ -11053,6 +11079,7 @@ export interface operations {
                             /** Format: date-time */
                             deadline: string | null;
                             error_message: string | null;
+                            exception_type: ("business" | "application") | null;
                             /** Format: uuid */
                             id: string;
                             /** Format: date-time */
@@ -11192,7 +11219,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * @description redrive: dead_letter → new with a fresh set of retries; retry: dead_letter → new for one more attempt (retry_count kept); delete: removes items not in progress; set_priority / postpone: sets the field on items not in progress and not completed
+                     * @description redrive: dead_letter → new with a fresh set of retries; retry: dead_letter → new for one more attempt (retry_count kept), and failed business exceptions too with include_business; delete: removes items not in progress; set_priority / postpone: sets the field on items not in progress and not completed
                      * @enum {string}
                      */
                     action: "redrive" | "retry" | "delete" | "set_priority" | "postpone";
@@ -11213,6 +11240,11 @@ export interface operations {
                         data?: {
                             [key: string]: unknown;
                         };
+                        /**
+                         * @description The kind of the last failure: application (retried by the queue's max_retries, then dead_letter) or business (final: stays failed, never retried automatically)
+                         * @enum {string}
+                         */
+                        exception_type?: "business" | "application";
                         /** @description Exactly this reference */
                         reference?: string;
                         /** @enum {string} */
@@ -11220,6 +11252,8 @@ export interface operations {
                     };
                     /** @description Up to 1000 ids instead of a filter; ids of other queues or workspaces match nothing */
                     ids?: string[];
+                    /** @description retry only: also re-run items that failed with a business exception, which a retry otherwise leaves alone (they are final unless asked for) */
+                    include_business?: boolean;
                     /**
                      * Format: date-time
                      * @description postpone: the moment before which the items are not taken; null clears it
@@ -11380,6 +11414,8 @@ export interface operations {
             query?: {
                 /** @description Only rows whose data contains this JSON object (JSON containment, like Postgres `@>`), URL-encoded: `?data={"customer":"ACME"}` matches data `{"customer":"ACME","amount":5}`; nested objects and arrays match by containment too. Up to 2048 characters; text that is not a JSON object → 422. */
                 data?: string;
+                /** @description The kind of the last failure: application (retried by the queue's max_retries, then dead_letter) or business (final: stays failed, never retried automatically) */
+                exception_type?: "business" | "application";
                 /** @description ndjson (one JSON object a line) or csv (a header line, then one row per record); wins over the Accept header; without either, ndjson */
                 format?: "ndjson" | "csv";
                 /** @description `true`: the rows retention archived (docs/decisions/retention.md) that match the filters follow the live ones, each marked `archived: true` (live rows `archived: false`; in CSV a last column `archived`). `false` or absent: live rows only, without the field. Any other value → 422. Asking for them when the API has no archive configured (ARCHIVE_DIR or ARCHIVE_S3_BUCKET) → 409. */
@@ -12010,6 +12046,10 @@ export interface operations {
                         data: {
                             /** @description Mean time from a robot taking an item to completing it, over the items completed in the last 60 minutes; null when none */
                             avg_processing_ms_last_hour: number | null;
+                            /** @description Of counts.failed, the items that failed with a business exception: final, never retried automatically (a bulk retry with include_business runs them again); the rest are application exceptions */
+                            business_failed: number;
+                            /** @description Of failed_last_hour, the business exceptions (a reviewer's rejection is one); the rest were application exceptions */
+                            business_failed_last_hour: number;
                             /** @description Items that became completed in the last 60 minutes (whole minutes: the current one and the 59 before) */
                             completed_last_hour: number;
                             /** @description Consumer jobs of the queue running now */
@@ -12020,7 +12060,7 @@ export interface operations {
                                 completed: number;
                                 /** @description Items out of retries (re-drive to process them again) */
                                 dead_letter: number;
-                                /** @description Items failed and about to be retried or dead-lettered */
+                                /** @description Items failed: business exceptions (final, see business_failed) and application exceptions about to be retried or dead-lettered */
                                 failed: number;
                                 /** @description Items a robot holds now */
                                 in_progress: number;
@@ -15345,6 +15385,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             error_message: string | null;
+                            exception_type: ("business" | "application") | null;
                             /** Format: date-time */
                             finished_at: string | null;
                             /** Format: uuid */

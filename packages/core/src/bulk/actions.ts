@@ -26,7 +26,7 @@ export interface BulkActionRow {
   target: 'queue_items' | 'jobs';
   queue_id: string | null;
   action: string;
-  params: { priority?: number; postpone?: string | null };
+  params: { priority?: number; postpone?: string | null; include_business?: boolean };
   filter: Record<string, unknown> | null;
   ids: string[] | null;
   status: BulkActionStatus;
@@ -83,8 +83,24 @@ function checkCommon(body: { filter?: object; ids?: string[] }): void {
   }
 }
 
+/**
+ * `include_business`: only a retry re-runs business failures, and only when asked; a retry whose
+ * filter names business failures without asking would change nothing, which is refused rather than
+ * answered with a total of 0.
+ */
+function businessParams(body: { action: string; include_business?: boolean; filter?: object }): BulkActionRow['params'] {
+  if (body.include_business !== undefined && body.action !== 'retry') throw bodyError('include_business', es.bulk.notForAction(body.action));
+  const kind = (body.filter as { exception_type?: unknown } | undefined)?.exception_type;
+  if (body.action === 'retry' && kind === 'business' && body.include_business !== true) {
+    throw ValidationError.single(['body', 'filter', 'exception_type'], es.bulk.businessNeedsInclude);
+  }
+  return body.include_business === true ? { include_business: true } : {};
+}
+
 function itemParams(body: ItemActionBody): BulkActionRow['params'] {
   const action: ItemActionName = body.action;
+  const business = businessParams(body);
+  if (action === 'retry') return business;
   if (body.priority !== undefined && action !== 'set_priority') throw bodyError('priority', es.bulk.notForAction(action));
   if (body.postpone !== undefined && action !== 'postpone') throw bodyError('postpone', es.bulk.notForAction(action));
   if (action === 'set_priority') {
@@ -143,7 +159,7 @@ export async function askItemAction(
   const params = itemParams(body);
   const scope: BulkScope = {
     tenantId: queue.tenant_id, queueId: queue.id, target: 'queue_items', action: body.action,
-    filter: body.ids ? null : (body.filter ?? {}), ids: body.ids ?? null, snapshotAt: null,
+    filter: body.ids ? null : (body.filter ?? {}), ids: body.ids ?? null, snapshotAt: null, includeBusiness: params.include_business === true,
   };
   return ask(sql, actor, scope, params, body.dry_run === true, opts);
 }
@@ -157,10 +173,12 @@ export async function askJobAction(sql: Sql, actor: AuditActor, tenantId: string
     if (f.process_id !== undefined && !known.process) throw ValidationError.single(['body', 'filter', 'process_id'], es.jobs.notAProcessOfWorkspace, 'unknown_id');
     if (f.machine_id !== undefined && !known.machine) throw ValidationError.single(['body', 'filter', 'machine_id'], es.jobs.notAMachineOfWorkspace, 'unknown_id');
   }
+  const params = businessParams(body);
   const scope: BulkScope = {
     tenantId, queueId: null, target: 'jobs', action: body.action, filter: body.ids ? null : (f ?? {}), ids: body.ids ?? null, snapshotAt: null,
+    includeBusiness: params.include_business === true,
   };
-  return ask(sql, actor, scope, {}, body.dry_run === true, opts);
+  return ask(sql, actor, scope, params, body.dry_run === true, opts);
 }
 
 /** `target`: only an action on those (an API key reads actions on queue items only). */
@@ -211,6 +229,7 @@ async function runChunk(sql: Sql, id: string, token: string): Promise<ChunkOutco
     }
     const scope: BulkScope = {
       tenantId: a.tenant_id, queueId: a.queue_id, target: a.target, action: a.action, filter: a.filter, ids: a.ids, snapshotAt: a.snapshot_at,
+      includeBusiness: a.params.include_business === true,
     };
     const cursor = a.cursor_created_at && a.cursor_id ? { createdAt: a.cursor_created_at, id: a.cursor_id } : null;
     const rows = await nextChunk(tx, scope, cursor, BULK_ACTION_CHUNK);

@@ -18,6 +18,8 @@ export interface BulkScope {
   ids: readonly string[] | null;
   /** rows created later are not part of the action (null: now, for a dry run) */
   snapshotAt: Date | null;
+  /** a retry re-runs business failures too (the action's `include_business`) */
+  includeBusiness: boolean;
 }
 
 function createdSql(sql: Queryable, f: { created_after?: string; created_before?: string }) {
@@ -33,9 +35,12 @@ function commonSql(sql: Queryable, s: BulkScope) {
 function itemScopeSql(sql: Queryable, s: BulkScope) {
   const f = (s.filter ?? {}) as ItemActionFilter;
   const statuses = ITEM_ACTION_STATUSES[s.action as ItemActionName] as readonly string[];
-  return sql`queue_id = ${s.queueId!} and tenant_id = ${s.tenantId} and status = any(${statuses as string[]}::text[])
+  const businessToo = s.action === 'retry' && s.includeBusiness;
+  return sql`queue_id = ${s.queueId!} and tenant_id = ${s.tenantId}
+    and (status = any(${statuses as string[]}::text[]) ${businessToo ? sql`or (status = 'failed' and exception_type = 'business')` : sql``})
     ${f.status !== undefined ? sql`and status = ${f.status}` : sql``}
     ${f.reference !== undefined ? sql`and reference = ${f.reference}` : sql``}
+    ${f.exception_type !== undefined ? sql`and exception_type = ${f.exception_type}` : sql``}
     ${f.data !== undefined ? sql`and ${payloadContainsSql(sql, s.queueId!, f.data)}` : sql``}
     ${createdSql(sql, f)} ${commonSql(sql, s)}`;
 }
@@ -50,7 +55,8 @@ function jobScopeSql(sql: Queryable, s: BulkScope) {
     ${f.input_data !== undefined ? sql`and input_data @> ${sql.json(f.input_data as never)}` : sql``}
     ${s.action === 'retry'
       // a queue's consumer runs are not retried (its items have the queue's retry policy), as automatically
-      ? sql`and source <> 'queue' and not exists (select 1 from jobs c where c.parent_job_id = jobs.id and c.source = 'retry')`
+      ? sql`and source <> 'queue' and not exists (select 1 from jobs c where c.parent_job_id = jobs.id and c.source = 'retry')
+            ${s.includeBusiness ? sql`` : sql`and (status <> 'failed' or exception_type is distinct from 'business')`}`
       : sql``}
     ${createdSql(sql, f)} ${commonSql(sql, s)}`;
 }

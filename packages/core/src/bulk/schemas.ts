@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { DateTime, Nullable, Uuid } from '../validation/formats';
-import { QueueItemStatusSchema, REFERENCE_MAX_LENGTH, type QueueItemStatus } from '../queue-items/schemas';
+import { ExceptionTypeName, QueueItemStatusSchema, REFERENCE_MAX_LENGTH, type QueueItemStatus } from '../queue-items/schemas';
 import { JobStatusName } from '../jobs/schemas';
 import type { JobStatus } from '../jobs/transitions';
 
@@ -17,7 +17,9 @@ export type JobActionName = (typeof JOB_ACTIONS)[number];
 /**
  * The statuses an action can change: the rest of what a filter matches is left alone and not
  * counted, so `total` is what the action will change if nothing else touches those rows first.
- * Items held by a robot (in_progress) are never edited or deleted under it.
+ * Items held by a robot (in_progress) are never edited or deleted under it. A retry also re-runs
+ * business failures (failed items, jobs) when the action says `include_business`, and only then
+ * (matching.ts).
  */
 export const ITEM_ACTION_STATUSES: Record<ItemActionName, readonly QueueItemStatus[]> = {
   redrive: ['dead_letter'],
@@ -40,12 +42,16 @@ const Ids = Type.Optional(Type.Array(Uuid(), {
   description: `Up to ${BULK_ACTION_MAX_IDS} ids instead of a filter; ids of other queues or workspaces match nothing`,
 }));
 const DryRun = Type.Optional(Type.Boolean({ description: 'true: only answer how many rows the action would change' }));
+const IncludeBusiness = (what: string) => Type.Optional(Type.Boolean({
+  description: `retry only: also re-run ${what} that failed with a business exception, which a retry otherwise leaves alone (they are final unless asked for)`,
+}));
 const JsonObject = Type.Object({}, { additionalProperties: true });
 
 export const ItemActionFilter = Type.Object(
   {
     status: Type.Optional(QueueItemStatusSchema),
     reference: Type.Optional(Type.String({ minLength: 1, maxLength: REFERENCE_MAX_LENGTH, description: 'Exactly this reference' })),
+    exception_type: Type.Optional(ExceptionTypeName),
     data: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'A JSON object the items\' data contains (JSON containment)' })),
     ...CreatedBounds,
   },
@@ -58,11 +64,12 @@ export const ItemActionBody = Type.Object(
     action: Type.Unsafe<ItemActionName>({
       type: 'string', enum: [...ITEM_ACTIONS],
       description: 'redrive: dead_letter → new with a fresh set of retries; retry: dead_letter → new for one more attempt ' +
-        '(retry_count kept); delete: removes items not in progress; set_priority / postpone: sets the field on items ' +
-        'not in progress and not completed',
+        '(retry_count kept), and failed business exceptions too with include_business; delete: removes items not in progress; ' +
+        'set_priority / postpone: sets the field on items not in progress and not completed',
     }),
     filter: Type.Optional(ItemActionFilter),
     ids: Ids,
+    include_business: IncludeBusiness('items'),
     priority: Type.Optional(Type.Integer({ minimum: 1, maximum: 5, description: 'set_priority: the new priority' })),
     postpone: Type.Optional(Nullable(DateTime({ description: 'postpone: the moment before which the items are not taken; null clears it' }))),
     dry_run: DryRun,
@@ -88,10 +95,11 @@ export const JobActionBody = Type.Object(
     action: Type.Unsafe<JobActionName>({
       type: 'string', enum: [...JOB_ACTIONS],
       description: 'stop: as POST /jobs/{id}/stop for every active job; retry: a new pending job (same process, input and ' +
-        'priority, retry_count + 1) for every failed, timed-out or stopped job not retried yet',
+        'priority, retry_count + 1) for every failed, timed-out or stopped job not retried yet (business failures only with include_business)',
     }),
     filter: Type.Optional(JobActionFilter),
     ids: Ids,
+    include_business: IncludeBusiness('jobs'),
     dry_run: DryRun,
   },
   { additionalProperties: false },

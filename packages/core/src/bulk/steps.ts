@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/sql';
 import { recordEffect, recordEffects, jobsCreatedEffects } from '../outbox/effects';
-import { redriveDeadLetterItems, retryDeadLetterItems } from '../queue-items/transitions';
+import { redriveDeadLetterItems, retryEndedItems } from '../queue-items/transitions';
 import type { JobRow } from '../jobs/repo';
 import { stopActiveJob } from '../jobs/service';
 import { pickMachineForFollowUp } from '../machines/heartbeat';
@@ -18,7 +18,7 @@ import { ITEM_ACTION_STATUSES, JOB_ACTION_STATUSES, type ItemActionName, type Jo
 export interface ChunkContext {
   tenantId: string;
   queueId: string | null;
-  params: { priority?: number; postpone?: string | null };
+  params: { priority?: number; postpone?: string | null; include_business?: boolean };
 }
 
 export async function applyItemChunk(tx: Queryable, action: ItemActionName, c: ChunkContext, ids: string[]): Promise<number> {
@@ -31,7 +31,7 @@ export async function applyItemChunk(tx: Queryable, action: ItemActionName, c: C
       changed = await redriveDeadLetterItems(tx, { tenantId: c.tenantId, queueId, itemIds: ids });
       break;
     case 'retry':
-      changed = await retryDeadLetterItems(tx, { tenantId: c.tenantId, queueId, itemIds: ids });
+      changed = await retryEndedItems(tx, { tenantId: c.tenantId, queueId, itemIds: ids, business: c.params.include_business === true });
       break;
     case 'delete':
       changed = (await tx`delete from queue_items where id = any(${ids}::uuid[]) and queue_id = ${queueId} and ${editable}`).count;

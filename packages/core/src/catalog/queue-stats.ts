@@ -35,15 +35,17 @@ export const QueueStatsResponse = Type.Object({
     in_progress: count('Items a robot holds now'),
     pending_review: count('Items waiting for a person to approve or reject them'),
     completed: count('Items done'),
-    failed: count('Items failed and about to be retried or dead-lettered'),
+    failed: count('Items failed: business exceptions (final, see business_failed) and application exceptions about to be retried or dead-lettered'),
     dead_letter: count('Items out of retries (re-drive to process them again)'),
   }, { description: 'Exact, from the per-status counters kept with every change (never a count over the queue)' }),
+  business_failed: count('Of counts.failed, the items that failed with a business exception: final, never retried automatically (a bulk retry with include_business runs them again); the rest are application exceptions'),
   ready: count('`new` items a robot may take now (not postponed)'),
   postponed: count('`new` items whose `postpone` is still in the future'),
   oldest_ready_at: Nullable(DateTime({ description: 'created_at of the oldest ready item (how long the queue has been waiting); null when none is ready' })),
   deadline_at_risk: count(`Items new or in progress whose deadline has passed or comes within ${DEADLINE_RISK_MINUTES} minutes`),
   completed_last_hour: count('Items that became completed in the last 60 minutes (whole minutes: the current one and the 59 before)'),
   failed_last_hour: count('Times an item became failed in the last 60 minutes (an item retried and failed twice counts twice)'),
+  business_failed_last_hour: count('Of failed_last_hour, the business exceptions (a reviewer\'s rejection is one); the rest were application exceptions'),
   avg_processing_ms_last_hour: Nullable(Type.Integer({ minimum: 0, description: 'Mean time from a robot taking an item to completing it, over the items completed in the last 60 minutes; null when none' })),
   consumers_running: count('Consumer jobs of the queue running now'),
   is_paused: Type.Boolean({ description: 'Paused: items are accepted, no consumer takes them (POST …/resume)' }),
@@ -59,8 +61,8 @@ export async function readQueueStats(sql: Queryable, queue: Pick<QueueRow, 'id' 
   const [counts, [row], [f]] = await Promise.all([
     loadQueueItemCounts(sql, [queue.id]),
     sql<Array<{
-      postponed: number; oldest_ready_at: Date | null; deadline_at_risk: number;
-      completed: number; failed: number; processing_ms: number; timed: number; consumers_running: number;
+      postponed: number; oldest_ready_at: Date | null; deadline_at_risk: number; business_failed: number;
+      completed: number; failed: number; failed_business: number; processing_ms: number; timed: number; consumers_running: number;
     }>>`
       select
         (select count(*) from queue_items where queue_id = ${queue.id} and status = 'new' and postpone > now())::bigint as postponed,
@@ -68,10 +70,12 @@ export async function readQueueStats(sql: Queryable, queue: Pick<QueueRow, 'id' 
           order by created_at, id limit 1) as oldest_ready_at,
         (select count(*) from queue_items where queue_id = ${queue.id} and status in ('new', 'in_progress')
           and deadline <= now() + make_interval(mins => ${DEADLINE_RISK_MINUTES}))::bigint as deadline_at_risk,
-        m.completed, m.failed, m.processing_ms, m.timed,
+        (select coalesce(sum(business), 0) from queue_item_counts where queue_id = ${queue.id} and status = 'failed')::bigint as business_failed,
+        m.completed, m.failed, m.failed_business, m.processing_ms, m.timed,
         (select count(*) from jobs where queue_id = ${queue.id} and status = 'running')::bigint as consumers_running
       from (
         select coalesce(sum(completed), 0)::bigint as completed, coalesce(sum(failed), 0)::bigint as failed,
+               coalesce(sum(failed_business), 0)::bigint as failed_business,
                coalesce(sum(processing_ms), 0)::bigint as processing_ms, coalesce(sum(timed), 0)::bigint as timed
         from queue_item_minutes where queue_id = ${queue.id} and minute > now() - interval '1 hour') m`,
     readForecastInputs(sql, queue),
@@ -81,12 +85,14 @@ export async function readQueueStats(sql: Queryable, queue: Pick<QueueRow, 'id' 
   const ready = Math.max(0, c.new - r.postponed);
   return {
     counts: { new: c.new, in_progress: c.in_progress, pending_review: c.pending_review, completed: c.completed, failed: c.failed, dead_letter: c.dead_letter },
+    business_failed: r.business_failed,
     ready,
     postponed: r.postponed,
     oldest_ready_at: r.oldest_ready_at ? r.oldest_ready_at.toISOString() : null,
     deadline_at_risk: r.deadline_at_risk,
     completed_last_hour: r.completed,
     failed_last_hour: r.failed,
+    business_failed_last_hour: r.failed_business,
     avg_processing_ms_last_hour: r.timed > 0 ? Math.round(r.processing_ms / r.timed) : null,
     consumers_running: r.consumers_running,
     is_paused: queue.is_paused,

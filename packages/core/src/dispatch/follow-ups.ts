@@ -14,7 +14,8 @@ import type { DispatchJobRef } from './port';
  *    the process's `max_retries`, a new pending job (source `retry`, retry_count + 1, same
  *    input and priority) that may start only after `retry_delay_seconds` (`not_before`), on the
  *    same machine unless it is offline. Consumer jobs (source `queue`) are not retried: their
- *    items have the queue's own retry policy.
+ *    items have the queue's own retry policy. Nor is a job its robot failed with a business
+ *    exception: running it again would meet the same data (docs/decisions/exception-types.md).
  *  - stopped → nothing.
  *
  * Engine-made jobs do not consume the tenant's monthly quota (docs/decisions/dispatch.md).
@@ -28,6 +29,7 @@ export interface ProcessFollowUpSettings {
 
 export async function createFollowUps(tx: Queryable, job: JobRow): Promise<DispatchJobRef[]> {
   if (job.status === 'completed') return chainJob(tx, job);
+  if (job.status === 'failed' && job.exception_type === 'business') return [];
   if ((job.status === 'failed' || job.status === 'timed_out') && job.source !== 'queue') return retryJob(tx, job);
   return [];
 }

@@ -181,6 +181,8 @@ export interface JobEnd extends JobProgress {
   to: FinalByAgent;
   output_data?: Record<string, unknown> | null;
   error_message?: string | null;
+  /** with `failed`: the kind of the failure the robot names (`application` when it names none) */
+  exception?: 'business' | 'application';
   /** for consumer jobs: the message items still held get (normally none) */
   orphanItemMessage?: string;
 }
@@ -216,6 +218,7 @@ export async function finishJob(sql: Sql, jobId: string, attempt: number, end: J
         ...(giveUpWait ? { pending_input_prompt: null, pending_input_options: null } : {}),
         output_data: end.output_data,
         error_message: end.error_message,
+        ...(end.to === 'failed' ? { exception_type: end.exception ?? 'application' } : {}),
         resource_metrics: end.resource_metrics,
         progress_percent: end.progress_percent,
         progress_message: end.progress_message,

@@ -71,6 +71,8 @@ function archivedItemRow(row: Record<string, unknown>): QueueItemRow {
     ...(row as unknown as QueueItemRow),
     deadline: archivedDate(row.deadline), postpone: archivedDate(row.postpone), created_at: archivedDate(row.created_at)!,
     processed_at: archivedDate(row.processed_at), reviewed_at: archivedDate(row.reviewed_at),
+    // archived before items kept their kind of failure: every failure then was an application one (migration 0031)
+    exception_type: (row.exception_type as QueueItemRow['exception_type'] | undefined) ?? (row.error_message != null ? 'application' : null),
   };
 }
 
@@ -83,7 +85,7 @@ export async function exportQueueItems(
   sql: Sql, archive: RecordArchive | null, queue: QueueRef, query: Omit<QueueItemExportQuery, 'format'>, format: ExportFormat,
   columns: ReadonlyArray<keyof QueueItemResponse & string> = QUEUE_ITEM_EXPORT_COLUMNS,
 ): Promise<Readable> {
-  const filter = { status: query.status, reference: query.reference, data: parseContainmentFilter(query.data, 'data') };
+  const filter = { status: query.status, reference: query.reference, exception_type: query.exception_type, data: parseContainmentFilter(query.data, 'data') };
   const from = archiveForExport(query.include_archived, archive);
   const live = walkKeyset((after, limit) => exportQueueItemsChunk(sql, queue, filter, after, limit));
   const every = columns.length === QUEUE_ITEM_EXPORT_COLUMNS.length;
@@ -98,6 +100,7 @@ export async function exportQueueItems(
   const match = (row: Record<string, unknown>) =>
     (filter.status === undefined || row.status === filter.status)
     && (filter.reference === undefined || row.reference === filter.reference)
+    && (filter.exception_type === undefined || archivedItemRow(row).exception_type === filter.exception_type)
     && (filter.data === undefined || jsonbContains(row.data, filter.data));
   const archived = async function* archivedItems(): AsyncGenerator<Array<Partial<QueueItemResponse>>> {
     if (!archivable) return;

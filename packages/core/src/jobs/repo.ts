@@ -15,6 +15,8 @@ export interface JobRow {
   output_data: Record<string, unknown> | null;
   logs: string | null;
   error_message: string | null;
+  /** what the robot said when it failed the run (migration 0031); read through jobExceptionType */
+  exception_type: 'business' | 'application' | null;
   started_at: Date | null;
   finished_at: Date | null;
   /** when a stop of the running job was first requested (migration 0015) */
@@ -98,6 +100,7 @@ const EXPORT_JOB_COLUMNS = [
   'id', 'tenant_id', 'process_id', 'machine_id', 'status', 'priority', 'input_data', 'output_data', 'error_message', 'started_at',
   'finished_at', 'retry_count', 'stop_requested', 'logs_archived', 'logs_archive_key', 'is_attended', 'pending_input_prompt',
   'pending_input_options', 'progress_percent', 'progress_message', 'created_at', 'updated_at', 'resource_metrics', 'trigger_id', 'schedule_id',
+  'exception_type',
 ].map((c) => `j.${c}`);
 
 /**

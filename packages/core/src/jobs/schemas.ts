@@ -79,6 +79,10 @@ export const JobResponse = Type.Object({
   output_data: Nullable(JsonObject),
   logs: Nullable(Type.String({ description: LOGS_FIELD_DESCRIPTION })),
   error_message: Nullable(Type.String()),
+  exception_type: Nullable(Type.Unsafe<'business' | 'application'>({
+    type: 'string', enum: ['business', 'application'],
+    description: 'A failed job\'s kind of failure: business (the robot said the data is wrong; never retried automatically) or application; null unless failed',
+  })),
   started_at: Nullable(DateTime()),
   finished_at: Nullable(DateTime()),
   retry_count: Type.Integer(),

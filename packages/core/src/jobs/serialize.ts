@@ -4,6 +4,14 @@ import { STOP_JOB_FIELDS, type JobResponse, type ResourceMetricsValue, type Stop
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
+/**
+ * The kind of a failed job's failure: what its robot said, else `application` (the engine's own
+ * failures, a lost machine or lease, are application ones); null unless the job failed.
+ */
+export function jobExceptionType(row: Pick<JobWithNames, 'status' | 'exception_type'>): JobResponse['exception_type'] {
+  return row.status === 'failed' ? (row.exception_type ?? 'application') : null;
+}
+
 /** JobResponse: the only way a job leaves the system (API, CLI, OpenAPI examples). */
 export function toJobResponse(row: JobWithNames): JobResponse {
   return {
@@ -17,6 +25,7 @@ export function toJobResponse(row: JobWithNames): JobResponse {
     output_data: row.output_data,
     logs: inlineLogs(row.logs),
     error_message: row.error_message,
+    exception_type: jobExceptionType(row),
     started_at: iso(row.started_at),
     finished_at: iso(row.finished_at),
     retry_count: row.retry_count,

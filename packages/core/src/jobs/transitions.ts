@@ -131,6 +131,7 @@ export interface JobTransitionSet {
   output_data?: Record<string, unknown> | null;
   logs?: string | null;
   error_message?: string | null;
+  exception_type?: 'business' | 'application' | null;
   retry_count?: number;
   stop_requested?: boolean;
   progress_percent?: number | null;
@@ -144,7 +145,7 @@ export interface JobTransitionSet {
 
 const JSON_COLUMNS = new Set<keyof JobTransitionSet>(['output_data', 'resource_metrics', 'pending_input_options']);
 const SET_COLUMNS: ReadonlyArray<keyof JobTransitionSet> = [
-  'machine_id', 'started_at', 'finished_at', 'timeout_at', 'output_data', 'logs', 'error_message', 'retry_count',
+  'machine_id', 'started_at', 'finished_at', 'timeout_at', 'output_data', 'logs', 'error_message', 'exception_type', 'retry_count',
   'stop_requested', 'progress_percent', 'progress_message', 'resource_metrics', 'logs_archived', 'logs_archive_key',
   'pending_input_prompt', 'pending_input_options',
 ];

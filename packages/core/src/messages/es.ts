@@ -164,6 +164,7 @@ export const es = {
     postponeRequired: 'obligatorio para la acción postpone (una fecha, o null para quitar el aplazamiento)',
     notForAction: (action: string) => `no se admite con la acción ${action}`,
     createdRange: 'created_after debe ser anterior a created_before',
+    businessNeedsInclude: 'las excepciones de negocio no se reintentan salvo que se pida: indique include_business: true',
     alreadyEnded: (status: string) => `La acción masiva ya ha finalizado (estado: ${status})`,
     interrupted: 'La acción masiva se interrumpió por un error; se reanudará desde el último bloque confirmado',
   },

@@ -3,6 +3,7 @@ import { itemAddedEventsOfInserted } from '../events/item-added';
 import type { Queryable } from '../db/sql';
 import { asStoredJsonb } from '../db/jsonb';
 import type { QueueItemStatus } from './schemas';
+import type { ExceptionType } from './exception-types';
 import { EXPORT_CHUNK_BYTES, KEYSET_AT_SQL, type KeysetPosition, type KeysetRow } from '../export/stream';
 
 /** A queue as the item endpoints need it: enough to scope writes and nudge the dispatcher. */
@@ -25,6 +26,8 @@ export interface QueueItemRow {
   result: Record<string, unknown> | null;
   retry_count: number;
   error_message: string | null;
+  /** the kind of the item's last failure, kept like its error_message; null until it first fails */
+  exception_type: ExceptionType | null;
   processed_by: string | null;
   created_at: Date;
   processed_at: Date | null;
@@ -33,13 +36,14 @@ export interface QueueItemRow {
 }
 
 /**
- * What the contract shows of an item, and nothing else (no fencing columns). `data` is the
+ * What the API shows of an item (the contract's fields and the kind of its last failure), and
+ * nothing else (no fencing columns). `data` is the
  * payload's, in `queue_item_payloads` (migration 0029): the view `queue_item_records` has all of
  * them; `queue_items` has ITEM_STATE_COLUMNS.
  */
 export const ITEM_COLUMNS = [
   'id', 'tenant_id', 'queue_id', 'status', 'priority', 'reference', 'deadline', 'postpone', 'data', 'result', 'retry_count',
-  'error_message', 'processed_by', 'created_at', 'processed_at', 'reviewed_by', 'reviewed_at',
+  'error_message', 'processed_by', 'created_at', 'processed_at', 'reviewed_by', 'reviewed_at', 'exception_type',
 ];
 /** ITEM_COLUMNS of the item's own row, without its payload. */
 export const ITEM_STATE_COLUMNS = ITEM_COLUMNS.filter((c) => c !== 'data');
@@ -95,6 +99,7 @@ export function freshItemRow(tenantId: string, item: NewQueueItem, chosen: Chose
     result: null,
     retry_count: 0,
     error_message: null,
+    exception_type: null,
     processed_by: null,
     created_at: chosen.created_at,
     processed_at: null,
@@ -157,8 +162,8 @@ export async function insertQueueItemsBulk(sql: Queryable, queue: QueueRef, item
 /**
  * One page of a queue, newest first. The page's ids come from an index-only scan of
  * queue_items_list_idx / queue_items_status_list_idx (deep offsets skip index entries, not heap
- * rows), or of queue_items_reference_list_idx for one reference; only the page's own rows are
- * then read.
+ * rows), of queue_items_reference_list_idx for one reference, or of
+ * queue_items_exception_list_idx for one kind of failure; only the page's own rows are then read.
  */
 export async function listQueueItems(
   sql: Queryable,
@@ -212,6 +217,8 @@ export async function exportQueueItemsChunk(
 export interface QueueItemFilter {
   status?: QueueItemStatus;
   reference?: string;
+  /** the kind of the item's last failure */
+  exception_type?: ExceptionType;
   /** the object the items' data must contain (`@>`, queue_item_payloads_data_idx) */
   data?: Record<string, unknown>;
 }
@@ -219,6 +226,7 @@ export interface QueueItemFilter {
 function itemFilterSql(sql: Queryable, queueId: string, f: QueueItemFilter, idColumn: 'id' | 'qi.id' = 'id') {
   return sql`${f.reference !== undefined ? sql`and reference = ${f.reference}` : sql``}
     ${f.status ? sql`and status = ${f.status}` : sql``}
+    ${f.exception_type ? sql`and exception_type = ${f.exception_type}` : sql``}
     ${f.data !== undefined ? sql`and ${payloadContainsSql(sql, queueId, f.data, idColumn)}` : sql``}`;
 }
 
@@ -236,14 +244,14 @@ export async function countQueueItemsMatching(sql: Queryable, queueId: string, f
 }
 
 /**
- * Exact number of items in a queue (optionally of one status) without count(*): the sum of the
- * sharded per-status counters that statement-level triggers keep (see 0001_init.sql).
+ * Exact number of items in a queue (optionally of one status, of one kind of last failure)
+ * without count(*): the sum of the sharded per-status counters that statement-level triggers
+ * keep, each kind apart (migrations 0001 and 0031).
  */
-export async function countQueueItems(sql: Queryable, queueId: string, status?: QueueItemStatus): Promise<number> {
-  const [row] = status
-    ? await sql<{ total: number }[]>`
-        select coalesce(sum(n), 0)::bigint as total from queue_item_counts where queue_id = ${queueId} and status = ${status}`
-    : await sql<{ total: number }[]>`
-        select coalesce(sum(n), 0)::bigint as total from queue_item_counts where queue_id = ${queueId}`;
+export async function countQueueItems(sql: Queryable, queueId: string, status?: QueueItemStatus, exceptionType?: ExceptionType): Promise<number> {
+  const counted = exceptionType === 'business' ? sql`business` : exceptionType === 'application' ? sql`application` : sql`n`;
+  const [row] = await sql<{ total: number }[]>`
+    select coalesce(sum(${counted}), 0)::bigint as total from queue_item_counts
+    where queue_id = ${queueId} ${status ? sql`and status = ${status}` : sql``}`;
   return row!.total;
 }

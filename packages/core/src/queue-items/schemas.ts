@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { DateTime, Nullable, PageQuery, Uuid } from '../validation/formats';
 import { ContainmentFilterQuery } from '../validation/containment-filter';
 import { QUEUE_ITEM_STATUSES, type QueueItemStatus } from './statuses';
+import { EXCEPTION_TYPES, type ExceptionType } from './exception-types';
 
 /**
  * Request and response schemas of queue items: one source for the API's
@@ -12,6 +13,15 @@ import { QUEUE_ITEM_STATUSES, type QueueItemStatus } from './statuses';
 export { QUEUE_ITEM_STATUSES, type QueueItemStatus } from './statuses';
 /** An enum (not a union of literals) so a bad value gives one readable message. */
 export const QueueItemStatusSchema = Type.Unsafe<QueueItemStatus>({ type: 'string', enum: [...QUEUE_ITEM_STATUSES] });
+
+/**
+ * The kind of a failure (docs/decisions/exception-types.md): `application` is retried by the
+ * queue's policy and then dead-lettered, `business` is final.
+ */
+export const ExceptionTypeName = Type.Unsafe<ExceptionType>({
+  type: 'string', enum: [...EXCEPTION_TYPES],
+  description: 'The kind of the last failure: application (retried by the queue\'s max_retries, then dead_letter) or business (final: stays failed, never retried automatically)',
+});
 
 export const BULK_MAX_ITEMS = 1000;
 /** `reference` is indexed; a btree entry must stay well under a page, whatever the characters. */
@@ -58,13 +68,14 @@ export const QueueItemListQuery = Type.Object(
     reference: Type.Optional(
       Type.String({ minLength: 1, maxLength: REFERENCE_MAX_LENGTH, description: 'Only items with exactly this reference (case-sensitive)' }),
     ),
+    exception_type: Type.Optional(ExceptionTypeName),
     data: ContainmentFilterQuery('data'),
   },
   { additionalProperties: false },
 );
 export type QueueItemListQuery = Static<typeof QueueItemListQuery>;
 
-/** QueueItemResponse: the 16 fields of the public API, exactly. */
+/** QueueItemResponse: the 16 fields of the public API and the kind of the item's last failure. */
 export const QueueItemResponse = Type.Object({
   id: Uuid(),
   queue_id: Uuid(),
@@ -82,5 +93,7 @@ export const QueueItemResponse = Type.Object({
   processed_at: Nullable(DateTime()),
   reviewed_by: Nullable(Type.String()),
   reviewed_at: Nullable(DateTime()),
+  /** after the contract's sixteen, which keep their order */
+  exception_type: Nullable(ExceptionTypeName),
 });
 export type QueueItemResponse = Static<typeof QueueItemResponse>;

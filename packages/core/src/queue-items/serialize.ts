@@ -22,5 +22,6 @@ export function toQueueItemResponse(row: QueueItemRow): QueueItemResponse {
     processed_at: iso(row.processed_at),
     reviewed_by: row.reviewed_by,
     reviewed_at: iso(row.reviewed_at),
+    exception_type: row.exception_type,
   };
 }

@@ -225,10 +225,12 @@ export async function addItemsMany(
 export async function listItems(sql: Sql, queue: QueueRef, query: QueueItemListQuery): Promise<{ rows: QueueItemRow[]; meta: PageMeta }> {
   const page = query.page ?? 1;
   const limit = query.limit ?? 20;
-  const filter = { status: query.status, reference: query.reference, data: parseContainmentFilter(query.data, 'data') };
+  const filter = { status: query.status, reference: query.reference, exception_type: query.exception_type, data: parseContainmentFilter(query.data, 'data') };
   const [rows, total] = await Promise.all([
     listQueueItems(sql, queue, { ...filter, limit, offset: (page - 1) * limit }),
-    filter.data === undefined && filter.reference === undefined ? countQueueItems(sql, queue.id, query.status) : countQueueItemsMatching(sql, queue.id, filter),
+    filter.data === undefined && filter.reference === undefined
+      ? countQueueItems(sql, queue.id, query.status, query.exception_type)
+      : countQueueItemsMatching(sql, queue.id, filter),
   ]);
   return { rows, meta: pageMeta(page, limit, total) };
 }

@@ -2,6 +2,7 @@ import type { Queryable } from '../db/sql';
 import { itemRetryOutcomes } from '../metrics/domain';
 import { observeSettleAndClaim } from '../metrics/items';
 import { QUEUE_ITEM_STATUSES, type QueueItemStatus } from './schemas';
+import { EXCEPTION_TYPES, type ExceptionType } from './exception-types';
 import { QI_COLUMNS, type QueueItemRow } from './repo';
 import { es } from '../messages/es';
 
@@ -20,7 +21,10 @@ export const QUEUE_ITEM_TRANSITIONS = {
   complete: { from: 'in_progress', to: 'completed' },
   /** Processing ended asking for a human decision. */
   review: { from: 'in_progress', to: 'pending_review' },
-  /** Processing failed (or its robot died): `error_message` is recorded. */
+  /**
+   * Processing failed (or its robot died): `error_message` and `exception_type` are recorded, an
+   * application failure unless the robot said business (docs/decisions/exception-types.md).
+   */
   fail: { from: 'in_progress', to: 'failed' },
   /**
    * Engine-internal: an item handed to a consumer in its prefetch buffer but never started (the
@@ -29,12 +33,20 @@ export const QUEUE_ITEM_TRANSITIONS = {
   release: { from: 'in_progress', to: 'new' },
   /** Human review: approved. */
   approve: { from: 'pending_review', to: 'new' },
-  /** Human review: rejected; the retry policy then applies as for any failure. */
+  /** Human review: rejected, a business failure (final, like any business failure). */
   reject: { from: 'pending_review', to: 'failed' },
-  /** Retry policy: retries remain (retry_count < queue max_retries); retry_count + 1. */
+  /**
+   * Retry policy, over application failures only (a business failure stays `failed`): retries
+   * remain (retry_count < queue max_retries); retry_count + 1.
+   */
   retry: { from: 'failed', to: 'new' },
-  /** Retry policy: no retries left. Never retried automatically. */
+  /** Retry policy, application failures: no retries left. Never retried automatically. */
   exhaust: { from: 'failed', to: 'dead_letter' },
+  /**
+   * Operator retry of a business failure (a bulk retry that asks for them): one more attempt,
+   * retry_count kept. Never done by the engine.
+   */
+  retryBusiness: { from: 'failed', to: 'new' },
   /** Operator re-drive of a dead-letter item; it gets a fresh set of retries (retry_count 0). */
   redrive: { from: 'dead_letter', to: 'new' },
   /** Operator retry of a dead-letter item (a bulk action): one more attempt, retry_count kept. */
@@ -114,6 +126,10 @@ export interface ClaimedItem extends TakeOrderKey {
 
 export type ItemOutcomeStatus = 'completed' | 'pending_review' | 'failed';
 
+
+/** How the retry policy's statements and index (migration 0031) tell the failures they may move. */
+const RETRYABLE_FAILURE_SQL = "exception_type is distinct from 'business'";
+
 /** The end of one processing, reported by the robot holding the item. */
 export interface ItemOutcome {
   id: string;
@@ -122,6 +138,8 @@ export interface ItemOutcome {
   status: ItemOutcomeStatus;
   result?: Record<string, unknown> | null;
   error_message?: string | null;
+  /** with `failed` only: the kind of the failure, `application` when not said */
+  exception?: ExceptionType;
 }
 
 const OUTCOME_TRANSITION: Record<ItemOutcomeStatus, (typeof T)[QueueItemTransitionName]> = {
@@ -198,6 +216,9 @@ function checkOutcomes(outcomes: readonly ItemOutcome[]): void {
   for (const o of outcomes) {
     const t = OUTCOME_TRANSITION[o.status];
     if (!t) throw new Error(`Illegal item outcome ${String(o.status)}`);
+    if (o.exception !== undefined && (o.status !== 'failed' || !EXCEPTION_TYPES.includes(o.exception))) {
+      throw new Error(`Illegal exception ${String(o.exception)} for an item outcome ${o.status}`);
+    }
   }
 }
 
@@ -235,6 +256,7 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim, o
              result = case when o.status = ${statusSql(sql, T.fail.to)} then qi.result else o.result end,
              -- a success keeps the message of the last failure (why it was retried)
              error_message = case when o.status = ${statusSql(sql, T.fail.to)} then o.error_message else qi.error_message end,
+             exception_type = case when o.status = ${statusSql(sql, T.fail.to)} then o.exception_type else qi.exception_type end,
              processed_at = case when o.status = ${statusSql(sql, T.fail.to)} then qi.processed_at else now() end,
              updated_at = now()
         from outcome o
@@ -309,6 +331,7 @@ export async function settleAndClaimItemsBatch(sql: Queryable, reqs: readonly Se
          set status = o.status,
              result = case when o.status = ${statusSql(sql, T.fail.to)} then qi.result else o.result end,
              error_message = case when o.status = ${statusSql(sql, T.fail.to)} then o.error_message else qi.error_message end,
+             exception_type = case when o.status = ${statusSql(sql, T.fail.to)} then o.exception_type else qi.exception_type end,
              processed_at = case when o.status = ${statusSql(sql, T.fail.to)} then qi.processed_at else now() end,
              updated_at = now()
         from outcome o
@@ -369,7 +392,7 @@ export async function settleAndClaimItemsBatch(sql: Queryable, reqs: readonly Se
 }
 
 /**
- * The outcomes to settle as rows `o(i, id, attempt, status, result, error_message, job_id)`: the
+ * The outcomes to settle as rows `o(i, id, attempt, status, result, error_message, exception_type, job_id)`: the
  * request each came in (`i`), the fencing pair and the job that must hold the item. They go as
  * arrays, one per column, unnested from a subquery the planner does not look into, so that it
  * counts them as a few rows in every plan:
@@ -385,10 +408,12 @@ function outcomeRowsSql(sql: Queryable, outcomes: ReadonlyArray<ItemOutcome & { 
       select ${outcomes.map((o) => o.i)}::int[] as i, ${outcomes.map((o) => o.id)}::uuid[] as id,
              ${outcomes.map((o) => o.attempt)}::int[] as attempt, ${outcomes.map((o) => OUTCOME_TRANSITION[o.status].to)}::text[] as status,
              ${outcomes.map((o) => (o.result == null ? null : JSON.stringify(o.result)))}::text[]::jsonb[] as result,
-             ${outcomes.map((o) => o.error_message ?? null)}::text[] as error_message, ${outcomes.map((o) => o.jobId)}::uuid[] as job_id
+             ${outcomes.map((o) => o.error_message ?? null)}::text[] as error_message,
+             ${outcomes.map((o) => (o.status === 'failed' ? o.exception ?? 'application' : null))}::text[] as exception_type,
+             ${outcomes.map((o) => o.jobId)}::uuid[] as job_id
       offset 0
-    ) a cross join lateral unnest(a.i, a.id, a.attempt, a.status, a.result, a.error_message, a.job_id)
-      as o(i, id, attempt, status, result, error_message, job_id)`;
+    ) a cross join lateral unnest(a.i, a.id, a.attempt, a.status, a.result, a.error_message, a.exception_type, a.job_id)
+      as o(i, id, attempt, status, result, error_message, exception_type, job_id)`;
 }
 
 /**
@@ -434,7 +459,7 @@ export async function releaseQueueItems(sql: Queryable, jobId: string, items: Re
 export async function failItemsOfJobs(sql: Queryable, jobIds: readonly string[], message: string): Promise<string[]> {
   if (jobIds.length === 0) return [];
   const rows = await sql<{ queue_id: string }[]>`
-    update queue_items set status = ${statusSql(sql, T.fail.to)}, error_message = ${message}, updated_at = now()
+    update queue_items set status = ${statusSql(sql, T.fail.to)}, error_message = ${message}, exception_type = 'application', updated_at = now()
     where job_id = any(${jobIds as string[]}::uuid[]) and status = ${statusSql(sql, T.fail.from)}
     returning queue_id`;
   return [...new Set(rows.map((r) => r.queue_id))];
@@ -446,7 +471,7 @@ export async function failItemsOfJobs(sql: Queryable, jobIds: readonly string[],
  */
 export async function failOrphanedItems(sql: Queryable, message: string): Promise<string[]> {
   const rows = await sql<{ queue_id: string }[]>`
-    update queue_items qi set status = ${statusSql(sql, T.fail.to)}, error_message = ${message}, updated_at = now()
+    update queue_items qi set status = ${statusSql(sql, T.fail.to)}, error_message = ${message}, exception_type = 'application', updated_at = now()
     where qi.status = ${statusSql(sql, T.fail.from)}
       and not exists (select 1 from jobs j where j.id = qi.job_id and j.status in ('pending', 'running', 'waiting_input'))
     returning qi.queue_id`;
@@ -456,7 +481,8 @@ export async function failOrphanedItems(sql: Queryable, message: string): Promis
 /**
  * The retry policy (docs/decisions/dispatch.md): a failed item with retry_count < the queue's max_retries goes
  * back to `new` with retry_count + 1; otherwise `dead_letter`. One set statement over the
- * failed items of one queue (or of all queues). Returns the queues where items became ready.
+ * application failures of one queue (or of all queues), through queue_items_failed_idx: business
+ * failures are final and never read here. Returns the queues where items became ready.
  */
 export async function applyItemRetryPolicy(sql: Queryable, queueId: string | null = null): Promise<{ retried: number; deadLettered: number; readyQueues: string[] }> {
   const rows = await sql<{ queue_id: string; status: QueueItemStatus }[]>`
@@ -465,7 +491,7 @@ export async function applyItemRetryPolicy(sql: Queryable, queueId: string | nul
            retry_count = case when qi.retry_count < q.max_retries then qi.retry_count + 1 else qi.retry_count end,
            job_id = null, updated_at = now()
       from queues q
-     where qi.status = ${statusSql(sql, T.retry.from)} and q.id = qi.queue_id
+     where qi.status = ${statusSql(sql, T.retry.from)} and qi.${sql.unsafe(RETRYABLE_FAILURE_SQL)} and q.id = qi.queue_id
        ${queueId ? sql`and qi.queue_id = ${queueId}` : sql``}
     returning qi.queue_id, qi.status`;
   const retried = rows.filter((r) => r.status === T.retry.to);
@@ -497,11 +523,11 @@ export async function approveQueueItem(sql: Queryable, d: ReviewDecision): Promi
   return row ?? null;
 }
 
-/** Human review, rejected: `pending_review → failed` (the retry policy follows). */
+/** Human review, rejected: `pending_review → failed`, a business failure (final, never retried by the policy). */
 export async function rejectQueueItem(sql: Queryable, d: ReviewDecision): Promise<QueueItemRow | null> {
   const [row] = await sql<QueueItemRow[]>`
     update queue_items qi set status = ${statusSql(sql, T.reject.to)}, reviewed_by = ${d.reviewer}, reviewed_at = now(),
-           error_message = ${d.reason ?? es.queues.rejectedInReview}, updated_at = now()
+           error_message = ${d.reason ?? es.queues.rejectedInReview}, exception_type = 'business', updated_at = now()
     where id = ${d.itemId} and queue_id = ${d.queueId} and tenant_id = ${d.tenantId} and status = ${statusSql(sql, T.reject.from)}
     returning ${sql(QI_COLUMNS)}, ${sql.unsafe(PAYLOAD_OF_QI_SQL)} as data`;
   return row ?? null;
@@ -522,11 +548,18 @@ export async function redriveDeadLetterItems(
   return res.count;
 }
 
-/** dead_letter → new for one more attempt (retry_count kept): the bulk action `retry`. */
-export async function retryDeadLetterItems(sql: Queryable, q: { tenantId: string; queueId: string; itemIds: readonly string[] }): Promise<number> {
+/**
+ * dead_letter → new for one more attempt (retry_count kept): the bulk action `retry`; with
+ * `business`, business failures too (failed → new, retry_count kept), only when asked for.
+ */
+export async function retryEndedItems(
+  sql: Queryable,
+  q: { tenantId: string; queueId: string; itemIds: readonly string[]; business: boolean },
+): Promise<number> {
   const res = await sql`
     update queue_items set status = ${statusSql(sql, T.retryDeadLetter.to)}, job_id = null, updated_at = now()
-    where queue_id = ${q.queueId} and tenant_id = ${q.tenantId} and status = ${statusSql(sql, T.retryDeadLetter.from)}
-      and id = any(${q.itemIds as string[]}::uuid[])`;
+    where queue_id = ${q.queueId} and tenant_id = ${q.tenantId} and id = any(${q.itemIds as string[]}::uuid[])
+      and (status = ${statusSql(sql, T.retryDeadLetter.from)}
+           ${q.business ? sql`or (status = ${statusSql(sql, T.retryBusiness.from)} and exception_type = 'business')` : sql``})`;
   return res.count;
 }

@@ -101,8 +101,10 @@ export async function expiredRows(tx: Queryable, s: Scope, limit: number, after:
         and i.updated_at < now() - make_interval(secs => ${secs(Math.min(s.completed_days, s.failed_days))}::float8)
         and i.updated_at < now() - make_interval(secs => case when i.status = 'completed'
               then ${secs(s.completed_days)}::float8 else ${secs(s.failed_days)}::float8 end)
-        -- a failed item with a retry left is the retry policy's to move back to new, not ended yet
-        and (i.status <> 'failed' or i.retry_count >= (select q.max_retries from queues q where q.id = ${s.target_id}))
+        -- a failed item with a retry left is the retry policy's to move back to new, not ended yet;
+        -- a business failure is never retried, so it ended when it failed
+        and (i.status <> 'failed' or i.exception_type = 'business'
+             or i.retry_count >= (select q.max_retries from queues q where q.id = ${s.target_id}))
       order by i.updated_at, i.id
       limit ${limit}
       for update skip locked`;
