@@ -4,6 +4,7 @@ import type { BodyOf } from '@svc/client';
 import { t } from '../i18n';
 import { ApiError } from '../lib/errors';
 import { formatCount } from '../lib/format';
+import { retryMayMeetBusiness, retryNeedsBusiness } from '../lib/exceptions';
 import type { BulkAction } from '../lib/api';
 import { useSession } from '../session-context';
 import { ConfirmDialog } from './ConfirmDialog';
@@ -32,13 +33,20 @@ export function BulkActions({ target, onChanged }: { target: BulkTarget; onChang
   const [action, setAction] = useState('');
   const [priority, setPriority] = useState(5);
   const [postpone, setPostpone] = useState('');
+  const [includeBusiness, setIncludeBusiness] = useState(false);
   const [counted, setCounted] = useState<number | null>(null);
   const [tracked, setTracked] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
 
+  // business failures are final: a retry re-runs them only when the admin ticks the box, offered
+  // only when the filter can match them (failed items or jobs, not only application failures)
+  const offerBusiness = action === 'retry' && retryMayMeetBusiness(target);
+  const withBusiness = offerBusiness && includeBusiness;
+
   function body(dryRun: boolean) {
-    const extra = action === 'set_priority' ? { priority } : action === 'postpone' ? { postpone: postpone ? new Date(postpone).toISOString() : null } : {};
+    const extra = action === 'set_priority' ? { priority } : action === 'postpone' ? { postpone: postpone ? new Date(postpone).toISOString() : null }
+      : withBusiness ? { include_business: true } : {};
     return { action, filter: target.filter, dry_run: dryRun, ...extra };
   }
 
@@ -106,7 +114,7 @@ export function BulkActions({ target, onChanged }: { target: BulkTarget; onChang
       <div className="filters">
         <div className="field">
           <label htmlFor="bulk-action">{t.bulk.action}</label>
-          <select id="bulk-action" value={action} disabled={tracked !== null} onChange={(e) => { setAction(e.target.value); setNotice(null); setError(null); }}>
+          <select id="bulk-action" value={action} disabled={tracked !== null} onChange={(e) => { setAction(e.target.value); setIncludeBusiness(false); setNotice(null); setError(null); }}>
             <option value="">{t.bulk.choose}</option>
             {actions.map((a) => <option key={a} value={a}>{labels[a]}</option>)}
           </select>
@@ -124,6 +132,18 @@ export function BulkActions({ target, onChanged }: { target: BulkTarget; onChang
             <label htmlFor="bulk-postpone">{t.bulk.postponeUntil}</label>
             <input id="bulk-postpone" type="datetime-local" value={postpone} onChange={(e) => setPostpone(e.target.value)} aria-describedby="bulk-postpone-hint" />
             <span className="hint" id="bulk-postpone-hint">{t.bulk.postponeHint}</span>
+          </div>
+        )}
+        {offerBusiness && (
+          <div className="field">
+            <label className="check">
+              <input type="checkbox" id="bulk-include-business" checked={includeBusiness} disabled={tracked !== null}
+                onChange={(e) => { setIncludeBusiness(e.target.checked); setError(null); }} aria-describedby="bulk-include-business-hint" />
+              <span>{t.exceptions.includeBusiness}</span>
+            </label>
+            <span className="hint" id="bulk-include-business-hint">
+              {retryNeedsBusiness(target) ? t.exceptions.includeBusinessNeeded : t.exceptions.includeBusinessHint}
+            </span>
           </div>
         )}
         <button type="button" disabled={!action || count.isPending || tracked !== null} onClick={() => count.mutate()}>{t.bulk.count}</button>
@@ -150,6 +170,7 @@ export function BulkActions({ target, onChanged }: { target: BulkTarget; onChang
       >
         <p data-bulk-count={counted ?? ''}>
           {counted === 0 ? t.bulk.nothing : target.kind === 'items' ? t.bulk.confirmItems(actionLabel, total) : t.bulk.confirmJobs(actionLabel, total)}
+          {counted !== 0 && withBusiness && t.exceptions.withBusiness}
         </p>
       </ConfirmDialog>
     </section>

@@ -1,10 +1,11 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation } from '@tanstack/react-query';
 import { Field } from '../components/Field';
-import { StatusBadge } from '../components/StatusBadge';
+import { ExceptionBadge, StatusBadge } from '../components/StatusBadge';
 import { Time } from '../components/Time';
 import { t } from '../i18n';
 import { formErrors, type FormErrors } from '../lib/errors';
+import { failureKind } from '../lib/exceptions';
 import type { QueueItem } from '../lib/api';
 import { useSession } from '../session-context';
 import { useFocusOnMount } from '../components/focus';
@@ -50,6 +51,10 @@ export function ItemDetail({ item, canAct, onClose, onChanged }: {
       <dl className="props">
         <div><dt>{t.queue.priority}</dt><dd>{t.queue.priorities[item.priority] ?? item.priority}</dd></div>
         <div><dt>{t.item.retries}</dt><dd>{item.retry_count}</dd></div>
+        {item.exception_type && (
+          // a failed item's kind; another keeps the kind of its last failure (retried, then completed)
+          <div><dt>{failureKind(item) ? t.exceptions.detail : t.exceptions.lastFailure}</dt><dd><ExceptionBadge type={item.exception_type} /></dd></div>
+        )}
         <div><dt>{t.queue.created}</dt><dd><Time iso={item.created_at} /></dd></div>
         <div><dt>{t.item.deadline}</dt><dd><Time iso={item.deadline} /></dd></div>
         <div><dt>{t.item.postpone}</dt><dd><Time iso={item.postpone} /></dd></div>

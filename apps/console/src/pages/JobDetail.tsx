@@ -3,7 +3,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useParams } from 'react-router';
 import { ProgressBar } from '../components/ProgressBar';
 import { ErrorState, Loading } from '../components/States';
-import { StatusBadge } from '../components/StatusBadge';
+import { ExceptionBadge, StatusBadge } from '../components/StatusBadge';
 import { Time } from '../components/Time';
 import { t } from '../i18n';
 import { ApiError } from '../lib/errors';
@@ -91,6 +91,8 @@ export function JobDetailPage() {
           <div><dt>{t.jobs.machine}</dt><dd>{j.machine_name ?? j.machine_id}</dd></div>
           <div><dt>{t.jobs.priority}</dt><dd>{t.queue.priorities[j.priority] ?? j.priority}</dd></div>
           <div><dt>{t.jobs.retries}</dt><dd>{j.retry_count}</dd></div>
+          {/* failed jobs only: business (final, never retried by itself) or application */}
+          {j.exception_type && <div><dt>{t.exceptions.detail}</dt><dd><ExceptionBadge type={j.exception_type} /></dd></div>}
           <div><dt>{t.jobs.attended}</dt><dd>{j.is_attended ? t.common.yes : t.common.no}</dd></div>
           <div><dt>{t.jobs.created}</dt><dd><Time iso={j.created_at} /></dd></div>
           <div><dt>{t.jobs.started}</dt><dd><Time iso={j.started_at} /></dd></div>

@@ -5,7 +5,7 @@ import { BulkActions } from '../components/BulkActions';
 import { QueueCharts } from '../charts/SeriesCharts';
 import { Pager } from '../components/Pager';
 import { Empty, ErrorState, Loading } from '../components/States';
-import { StatusBadge } from '../components/StatusBadge';
+import { FailureKind, StatusBadge } from '../components/StatusBadge';
 import { Time } from '../components/Time';
 import { t } from '../i18n';
 import { ApiError } from '../lib/errors';
@@ -16,10 +16,11 @@ import { useIsAdmin, useSession } from '../session-context';
 import { ItemDetail } from './ItemDetail';
 import { QueueFigures, REFRESH_MS } from './Overview';
 import { nextFilterParams } from '../lib/filters';
+import { EXCEPTION_TYPES, exceptionTypeParam, failedLastHourSentence, failedNowSentence } from '../lib/exceptions';
 
 const PAGE_SIZE = 20;
 
-/** A queue: its figures, its items (status filter, reference search, paging), an item's detail, and the admin's actions. */
+/** A queue: its figures, its items (status and exception filters, reference search, paging), an item's detail, and the admin's actions. */
 export function QueuePage() {
   const { queueId = '' } = useParams();
   const { api } = useSession();
@@ -28,6 +29,7 @@ export function QueuePage() {
   const [params, setParams] = useSearchParams();
   const status = (ITEM_STATUSES as readonly string[]).includes(params.get('status') ?? '') ? (params.get('status') as ItemStatus) : '';
   const reference = params.get('reference') ?? '';
+  const exceptionType = exceptionTypeParam(params.get('exception_type'));
   const page = Math.max(1, Number(params.get('page')) || 1);
   const [referenceInput, setReferenceInput] = useState(reference);
   const [selected, setSelected] = useState<QueueItem | null>(null);
@@ -44,8 +46,10 @@ export function QueuePage() {
     refetchInterval: REFRESH_MS,
   });
   const items = useQuery({
-    queryKey: ['queue-items', queueId, status, reference, page],
-    queryFn: () => api.request('listWorkspaceQueueItems', { path: { queue_id: queueId }, query: setFilters({ status, reference, page, limit: PAGE_SIZE }) }),
+    queryKey: ['queue-items', queueId, status, exceptionType, reference, page],
+    queryFn: () => api.request('listWorkspaceQueueItems', {
+      path: { queue_id: queueId }, query: setFilters({ status, exception_type: exceptionType, reference, page, limit: PAGE_SIZE }),
+    }),
     refetchInterval: REFRESH_MS,
     placeholderData: keepPreviousData, // the table stays while the next page loads, no blank flash
   });
@@ -79,7 +83,7 @@ export function QueuePage() {
   const deadLetters = stats.data?.data.counts.dead_letter ?? q.item_counts.dead_letter;
   const meta = items.data?.meta;
   const pages = meta ? pageCount(meta.total, meta.limit) : 1;
-  const filtered = !!status || !!reference;
+  const filtered = !!status || !!exceptionType || !!reference;
 
   return (
     <>
@@ -103,6 +107,12 @@ export function QueuePage() {
             <p className={`forecast${(stats.data.data.forecast.late_items ?? 0) > 0 ? ' warn' : ''}`} data-forecast>
               <strong>{t.forecast.label}:</strong> {forecastSentence(stats.data.data.forecast, t.forecast, t.locale, new Date())}
             </p>
+            <p className="failures" data-failed-now>
+              <strong>{t.exceptions.failedNow}:</strong> {failedNowSentence(stats.data.data, t.exceptions, t.locale)}
+            </p>
+            <p className="failures" data-failed-last-hour>
+              <strong>{t.exceptions.failedLastHour}:</strong> {failedLastHourSentence(stats.data.data, t.exceptions, t.locale)}
+            </p>
             <QueueFigures name={q.name} stats={stats.data.data} />
           </>
         )}
@@ -118,6 +128,13 @@ export function QueuePage() {
             <select id="status-filter" value={status} onChange={(e) => setFilter({ status: e.target.value })}>
               <option value="">{t.queue.allStatuses}</option>
               {ITEM_STATUSES.map((s) => <option key={s} value={s}>{t.status[s]}</option>)}
+            </select>
+          </div>
+          <div className="field">
+            <label htmlFor="exception-filter">{t.exceptions.filter}</label>
+            <select id="exception-filter" value={exceptionType} onChange={(e) => setFilter({ exception_type: e.target.value })}>
+              <option value="">{t.exceptions.all}</option>
+              {EXCEPTION_TYPES.map((k) => <option key={k} value={k}>{t.exceptions.options[k]}</option>)}
             </select>
           </div>
           <form role="search" onSubmit={search} className="search">
@@ -139,7 +156,7 @@ export function QueuePage() {
         </div>
 
         {isAdmin && (
-          <BulkActions target={{ kind: 'items', queueId, filter: setFilters({ status: status as ItemStatus, reference }) }} onChanged={() => void refreshAll()} />
+          <BulkActions target={{ kind: 'items', queueId, filter: setFilters({ status: status as ItemStatus, exception_type: exceptionType, reference }) }} onChanged={() => void refreshAll()} />
         )}
 
         {items.isPending ? <Loading />
@@ -176,7 +193,10 @@ export function QueuePage() {
                           {item.reference ?? <span className="muted">{t.queue.noReference}</span>}
                         </button>
                       </td>
-                      <td><StatusBadge kind="item" status={item.status} /></td>
+                      <td>
+                        <StatusBadge kind="item" status={item.status} />
+                        <FailureKind row={item} />
+                      </td>
                       <td>{t.queue.priorities[item.priority] ?? item.priority}</td>
                       <td className="num">{item.retry_count}</td>
                       <td><Time iso={item.created_at} /></td>
