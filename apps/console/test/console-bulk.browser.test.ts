@@ -53,6 +53,54 @@ describe('bulk actions in the console', () => {
     expect(counts.map((r) => [r.status, r.n])).toEqual([['completed', 1], ['dead_letter', n - 500], ['new', 500]]);
   });
 
+  it('retries business failures only when the admin ticks the box, offered when the filter can match them', async () => {
+    const queue = await seedQueue(t.sql, tenantId, { name: `negocio-${stamp()}` });
+    const item = (status: string, reference: string, kind: string | null, retries: number) => t.sql`
+      insert into queue_item_records (tenant_id, queue_id, status, data, reference, retry_count, error_message, exception_type)
+      values (${tenantId}, ${queue.id}, ${status}, '{}', ${reference}, ${retries}, 'Fallo', ${kind})`;
+    await item('failed', 'NEG-1', 'business', 1);
+    await item('failed', 'NEG-2', 'business', 0);
+    await item('failed', 'APP-1', 'application', 1);
+    await item('dead_letter', 'DL-1', 'application', 3);
+
+    await signIn();
+    // dead letters only: no business failure can match, nothing to offer
+    await page.goto(`${base}/console/queues/${queue.id}?status=dead_letter`);
+    await page.getByRole('heading', { name: 'Acciones masivas' }).waitFor({ timeout: WAIT });
+    await page.getByLabel('Acción', { exact: true }).selectOption('retry');
+    const box = page.getByRole('checkbox', { name: 'Reintentar también las excepciones de negocio' });
+    expect(await box.count()).toBe(0);
+
+    // every item: offered, off; without it only the dead letter is retried
+    await page.goto(`${base}/console/queues/${queue.id}`);
+    await page.getByLabel('Acción', { exact: true }).selectOption('retry');
+    await box.waitFor({ timeout: WAIT });
+    expect(await box.isChecked()).toBe(false);
+    await page.getByRole('button', { name: 'Contar y aplicar…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Confirmar la acción masiva' });
+    await dialog.getByText('Reintentar dead letter una vez más: se aplicará a 1 elemento(s) que coinciden ahora con los filtros.', { exact: true }).waitFor({ timeout: WAIT });
+    await dialog.getByRole('button', { name: 'Cancelar' }).click();
+
+    // the business failures only (the filter in the address): the box is needed, and ticked they are retried too
+    await page.goto(`${base}/console/queues/${queue.id}?exception_type=business`);
+    await page.getByLabel('Acción', { exact: true }).selectOption('retry');
+    await page.getByText('El filtro solo incluye excepciones de negocio: marque la casilla para reintentarlas.').waitFor({ timeout: WAIT });
+    await box.check();
+    expect(await seriousViolations()).toEqual([]);
+    await page.getByRole('button', { name: 'Contar y aplicar…' }).click();
+    await dialog.getByText('Reintentar dead letter una vez más: se aplicará a 2 elemento(s) que coinciden ahora con los filtros. Incluye las excepciones de negocio.')
+      .waitFor({ timeout: WAIT });
+    await shot('bulk-include-business');
+    await dialog.getByRole('button', { name: 'Aplicar' }).click();
+    await page.getByText('Acción masiva terminada: 2 cambiado(s).').waitFor({ timeout: WAIT });
+    const rows = await t.sql`select reference, status, retry_count from queue_items where queue_id = ${queue.id} order by reference`;
+    expect(rows.map((r) => [r.reference, r.status, r.retry_count])).toEqual([
+      ['APP-1', 'failed', 1], ['DL-1', 'dead_letter', 3], ['NEG-1', 'new', 1], ['NEG-2', 'new', 0],
+    ]);
+    const [action] = await t.sql`select params from bulk_actions where queue_id = ${queue.id}`;
+    expect(action!.params).toEqual({ include_business: true });
+  });
+
   it('stops every pending job of a process from the jobs page, the count first', async () => {
     const process = await seedProcess(t.sql, tenantId, { name: `conciliacion-${stamp()}` });
     const { row: machine } = await seedMachine(t.sql, tenantId, { name: `robot-${stamp()}` });

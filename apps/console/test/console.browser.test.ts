@@ -169,6 +169,66 @@ describe('the operators\' console in a browser', () => {
     expect(await itemRow(dead)).toMatchObject({ status: 'new', retry_count: 0 });
   });
 
+  it('filters the items by kind of failure with the other filters, shows the kind on failed rows and in the detail, and counts failures apart', async () => {
+    const queue = await seedQueue(t.sql, tenantId, { name: `excepciones-${Date.now()}` });
+    const queueId = queue.id as string;
+    const rows: Array<[string, string, string | null]> = [
+      ['failed', 'NEG-1', 'business'], ['failed', 'NEG-2', 'business'], ['failed', 'NEG-3', 'business'],
+      ['failed', 'APP-1', 'application'], ['dead_letter', 'DL-1', 'application'], ['completed', 'OK-1', 'application'], ['new', 'NEW-1', null],
+    ];
+    for (const [status, reference, kind] of rows) {
+      await t.sql`
+        insert into queue_item_records (tenant_id, queue_id, status, data, reference, error_message, exception_type, processed_at)
+        values (${tenantId}, ${queueId}, ${status}, ${t.sql.json({ reference })}, ${reference}, ${kind ? 'Fallo' : null}, ${kind}, now())`;
+    }
+    // the last hour: 3 failures, 2 of them business (what the transitions' trigger counts, minute by minute)
+    await t.sql`insert into queue_item_minutes (queue_id, minute, shard, completed, failed, failed_business, processing_ms, timed)
+                values (${queueId}, date_trunc('minute', now()), 0, 0, 3, 2, 0, 0)`;
+    await signIn();
+    await page.goto(`${base}/console/queues/${queueId}`);
+    await waitForText('[data-failed-now]', 'Fallidos: 4 (3 de negocio, definitivos; 1 de aplicación, se reintentan)');
+    await waitForText('[data-failed-last-hour]', 'Fallos en la última hora: 3 (2 de negocio, 1 de aplicación)');
+    await page.locator('tr[data-item="NEW-1"]').waitFor();
+    expect(await page.locator('tr[data-item="NEG-1"] [data-exception-type]').textContent()).toBe('Excepción de negocio');
+    expect(await page.locator('tr[data-item="DL-1"] [data-exception-type]').textContent()).toBe('Excepción de aplicación');
+    // a completed item keeps the kind of its last failure, which its row does not show; a new one has none
+    expect(await page.locator('tr[data-item="OK-1"] [data-exception-type]').count()).toBe(0);
+    expect(await page.locator('tr[data-item="NEW-1"] [data-exception-type]').count()).toBe(0);
+    expect(await seriousViolations()).toEqual([]);
+
+    const references = async () => page.locator('table.items tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-item')).sort());
+    await page.getByLabel('Tipo de excepción').selectOption('business');
+    await page.waitForURL(/exception_type=business/);
+    await waitFor('the business failures only', async () => JSON.stringify(await references()) === JSON.stringify(['NEG-1', 'NEG-2', 'NEG-3']));
+    await shot('queue-exceptions');
+
+    // with the status filter and the reference search: all three in the address
+    await page.getByLabel('Tipo de excepción').selectOption('application');
+    await page.getByLabel('Estado', { exact: true }).selectOption('failed');
+    await page.waitForURL(/status=failed/);
+    expect(new URL(page.url()).searchParams.get('exception_type')).toBe('application');
+    await waitFor('the failed application failure only', async () => JSON.stringify(await references()) === JSON.stringify(['APP-1']));
+    await page.getByLabel('Buscar por referencia').fill('NEG-1');
+    await page.getByRole('button', { name: 'Buscar', exact: true }).click();
+    await page.getByText('No hay elementos con estos filtros.').waitFor();
+    expect(Object.fromEntries(new URL(page.url()).searchParams)).toEqual({ exception_type: 'application', status: 'failed', reference: 'NEG-1' });
+
+    // a deep link keeps the filter, "Todas" removes it
+    await page.goto(`${base}/console/queues/${queueId}?status=dead_letter&exception_type=application`);
+    await page.locator('tr[data-item="DL-1"]').waitFor();
+    expect(await page.getByLabel('Tipo de excepción').inputValue()).toBe('application');
+    expect(await references()).toEqual(['DL-1']);
+    await page.getByLabel('Tipo de excepción').selectOption('');
+    await page.waitForURL((url) => !url.searchParams.has('exception_type'));
+
+    await page.goto(`${base}/console/queues/${queueId}?exception_type=business&reference=NEG-2`);
+    await page.getByRole('button', { name: 'Ver detalle: NEG-2' }).click();
+    const detail = page.getByRole('region', { name: /Elemento NEG-2/ });
+    await detail.waitFor();
+    expect(await detail.locator('[data-exception-type="business"]').textContent()).toBe('Excepción de negocio');
+    expect(await detail.getByText('Tipo de excepción', { exact: true }).count()).toBe(1);
+  });
+
   it('pauses and resumes a queue (admin), which a member may not', async () => {
     const queue = await seedQueue(t.sql, tenantId, { name: `pausable-${Date.now()}` });
     const queueId = queue.id as string;
