@@ -11,6 +11,8 @@ export interface JournalEntry {
   item_id?: string;
   outcome?: string;
   status?: string;
+  /** on a failed item-end or job-end: the kind of failure the robot reported */
+  exception?: 'business' | 'application';
 }
 
 export function readJournal(file: string): JournalEntry[] {
