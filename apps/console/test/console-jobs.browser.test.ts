@@ -63,7 +63,7 @@ describe('the console\'s jobs and machines pages in a browser', () => {
     const b = await processAndMachine('nominas');
     for (let i = 0; i < 22; i++) await seedJob(t.sql, tenantId, { process_id: a.processId, machine_id: a.machineId, status: 'completed' });
     const failed = await seedJob(t.sql, tenantId, { process_id: b.processId, machine_id: b.machineId, status: 'failed' });
-    await t.sql`update jobs set error_message = 'El ERP no respondió' where id = ${failed.id}`;
+    await t.sql`update jobs set error_message = 'El ERP no respondió', exception_type = 'business' where id = ${failed.id}`;
     const pending = await seedJob(t.sql, tenantId, { process_id: b.processId, machine_id: b.machineId, status: 'pending' });
 
     await signIn();
@@ -72,6 +72,8 @@ describe('the console\'s jobs and machines pages in a browser', () => {
     await page.getByRole('heading', { name: `Trabajo de ${b.processName}` }).waitFor();
     expect(page.url()).toBe(`${base}/console/jobs/${failed.id}`);
     await page.locator('[data-error-message]').getByText('El ERP no respondió').waitFor();
+    // the kind of its failure: business, final (never retried by itself)
+    expect(await page.locator('[data-exception-type]').textContent()).toBe('Excepción de negocio');
 
     await page.getByRole('link', { name: 'Trabajos', exact: true }).click();
     await page.getByRole('heading', { name: 'Trabajos', level: 1 }).waitFor();
