@@ -112,7 +112,7 @@ export type { BulkScope } from './bulk/matching';
 // Events out: the feed and signed webhooks (docs/decisions/events.md).
 export { readEventFeed } from './events/feed';
 export { verifyWebhookSignature } from './webhooks/sign';
-export { isRefusedAddress } from './webhooks/target';
+export { checkWebhookUrl, isRefusedAddress } from './webhooks/target';
 export { retryDelayMs } from './webhooks/deliver';
 export { postWebhook } from './webhooks/post';
 // Observability: Prometheus metrics (docs/decisions/observability.md).

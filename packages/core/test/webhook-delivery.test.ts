@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createEngine, createLogger, renderMetrics, type Engine, type Sql } from '@svc/core';
-import { isRefusedAddress, postWebhook, retryDelayMs, verifyWebhookSignature } from '@svc/core/internals';
+import { checkWebhookUrl, isRefusedAddress, postWebhook, retryDelayMs, verifyWebhookSignature } from '@svc/core/internals';
 import { TEST_ENCRYPTION_KEY, databaseSuite, sampleValue, seedJob, seedMachine, seedProcess, seedTenant, waitFor } from '@svc/testing';
 
 /**
@@ -62,6 +62,16 @@ const deliveriesOf = (subscriptionId: string) =>
   sql<Array<{ status: string; attempts: number; last_status_code: number | null; last_error: string | null }>>`
     select status, attempts, last_status_code, last_error from webhook_deliveries where subscription_id = ${subscriptionId} order by event_xid, event_seq`;
 
+/** Whether saving `url` is refused as a private address (the 422 on the field), private networks not allowed. */
+function checkUrlRefusal(url: string): boolean {
+  try {
+    checkWebhookUrl(url, { allowInsecure: false, allowPrivateNetworks: false });
+    return false;
+  } catch {
+    return true;
+  }
+}
+
 describe('the SSRF guard', () => {
   it('refuses loopback, private, link-local, metadata and reserved addresses, and accepts public ones', () => {
     for (const a of ['127.0.0.1', '127.9.9.9', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1',
@@ -69,6 +79,19 @@ describe('the SSRF guard', () => {
       expect([a, isRefusedAddress(a)]).toEqual([a, true]);
     }
     for (const a of ['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111']) expect([a, isRefusedAddress(a)]).toEqual([a, false]);
+  });
+
+  it('refuses the IPv6 forms that carry an IPv4 address (compatible, translated, 6to4, NAT64), whatever the address', () => {
+    for (const a of ['::7f00:1', '::127.0.0.1', '::a00:1', '::808:808', '::ffff:0:7f00:1', '::ffff:0:808:808', '2002:7f00:1::', '2002:a00:1::1',
+      '2002:808:808::1', '64:ff9b::7f00:1', '64:ff9b::808:808', '64:ff9b:1::7f00:1', '64:ff9b:1:ffff::1']) {
+      expect([a, isRefusedAddress(a)]).toEqual([a, true]);
+    }
+    // the neighbours of those prefixes are ordinary addresses
+    for (const a of ['2003::1', '2001:db9::1', '64:ff9a::1', '64:ff9b:2::1', '1::7f00:1']) expect([a, isRefusedAddress(a)]).toEqual([a, false]);
+    // a URL literal is normalised by the URL parser (::127.0.0.1 becomes ::7f00:1) before it is checked
+    for (const url of ['https://[::7f00:1]/', 'https://[::ffff:0:7f00:1]/', 'https://[2002:7f00:1::]/', 'https://[::127.0.0.1]/', 'https://[64:ff9b:1::a00:1]/']) {
+      expect([url, checkUrlRefusal(url)]).toEqual([url, true]);
+    }
   });
 
   it('checks what a name resolves to at delivery: localhost is refused and nothing is sent', async () => {

@@ -25,8 +25,22 @@ for (const [net, bits] of [
 for (const [net, bits] of [
   ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96], ['fd00:ec2::', 32],
 ] as const) refused.addSubnet(net, bits, 'ipv6');
+// The IPv6 forms that carry an IPv4 address are refused whole, not by the address they carry
+// (docs/decisions/events.md, "SSRF"): IPv4-compatible (::/96, deprecated by RFC 4291),
+// IPv4-translated (::ffff:0:0/96, SIIT), 6to4 (2002::/16, deprecated by RFC 7526) and NAT64
+// (64:ff9b::/96 above, the local-use 64:ff9b:1::/48 of RFC 8215). A host or relay that
+// translates them may reach the IPv4 address inside, a private one included, and no public
+// receiver needs them: it has a native address. Refusing the prefix also leaves no decoding of
+// the embedded address to get wrong. (IPv4-mapped ::ffff:0:0/96 is not among them: it is the
+// IPv4 address itself, checked against the IPv4 ranges.)
+for (const [net, bits] of [
+  ['::', 96], ['::ffff:0:0:0', 96], ['2002::', 16], ['64:ff9b:1::', 48],
+] as const) refused.addSubnet(net, bits, 'ipv6');
 
-/** Loopback, private, link-local (169.254.169.254, the cloud metadata address, among them), multicast, reserved. */
+/**
+ * Loopback, private, link-local (169.254.169.254, the cloud metadata address, among them), multicast, reserved,
+ * and the IPv6 forms carrying an IPv4 address (IPv4-mapped ones are checked as the IPv4 address they are).
+ */
 export function isRefusedAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 4) return refused.check(address, 'ipv4');
