@@ -82,6 +82,28 @@ describe('settings/users', () => {
     expect(await audit('change_password', created.id)).toHaveLength(1);
   });
 
+  it('refuses a common password as the new one, the first one after a one-time password too: 422 on the field, nothing changed', async () => {
+    const created = (await t.http.post(BASE).set(as(admin)).send({ email: 'primera-vez@example.test', role: 'member' })).body.data;
+    const token = (await login(created.email, created.one_time_password)).body.data.access_token as string;
+    for (const new_password of ['12345678', 'PassWord1']) {
+      const res = await t.http.post('/api/v1/auth/password').set(as(token)).send({ current_password: created.one_time_password, new_password });
+      expect(res.status).toBe(422);
+      expect(res.body).toMatchObject({
+        success: false,
+        error: { code: 'VALIDATION_ERROR', details: [{ field: 'body → new_password', message: 'es una contraseña demasiado común; elige otra' }] },
+      });
+    }
+    // still confined, the one-time password still the one
+    expect((await t.http.get('/api/v1/auth/me').set(as(token))).body.data.must_change_password).toBe(true);
+    expect((await login(created.email, created.one_time_password)).status).toBe(200);
+
+    const u = await createUser(t.sql, tenantId, { email: 'cambia-comun@example.test', password: PASSWORD, role: 'member' });
+    const own = (await login(u.email, PASSWORD)).body.data.access_token as string;
+    const res = await t.http.post('/api/v1/auth/password').set(as(own)).send({ current_password: PASSWORD, new_password: 'Football' });
+    expect([res.status, res.body.error?.details]).toEqual([422, [{ field: 'body → new_password', message: 'es una contraseña demasiado común; elige otra' }]]);
+    expect((await login(u.email, PASSWORD)).status).toBe(200);
+  });
+
   it('revokes the other tokens of a user who changes their password, and keeps the one used', async () => {
     const u = await createUser(t.sql, tenantId, { email: 'dos-sesiones@example.test', password: PASSWORD, role: 'member' });
     const first = (await login(u.email, PASSWORD)).body.data.access_token;

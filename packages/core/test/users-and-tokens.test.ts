@@ -118,6 +118,23 @@ describe('users', () => {
     expect(n).toBe(0);
   });
 
+  it('refuses a common password in any letter case, on creation and on a new password, and stores nothing', async () => {
+    const refusal = async (p: Promise<unknown>) => {
+      const err = await p.then(() => null, (e: unknown) => e);
+      expect(err).toBeInstanceOf(ValidationError);
+      return (err as ValidationError).issues.map((i) => [i.field, i.message, i.type]);
+    };
+    const common = ['body → password', 'es una contraseña demasiado común; elige otra', 'common_password'];
+    for (const password of ['12345678', 'Password1', 'QWERTY123', 'iloveyou']) {
+      expect(await refusal(createUser(t.sql, tenantId, { email: 'common@example.test', password, role: 'admin' }))).toEqual([common]);
+    }
+    const [{ n }] = await t.sql`select count(*)::int as n from users where email = 'common@example.test'`;
+    expect(n).toBe(0);
+    const user = await createUser(t.sql, tenantId, { email: 'uncommon@example.test', password: 'first-password', role: 'member' });
+    expect(await refusal(setPassword(t.sql, user.id, 'Sunshine'))).toEqual([common]);
+    expect((await login(t.sql, 'uncommon@example.test', 'first-password', 3600)).user.id).toBe(user.id);
+  });
+
   it('answers a user of an unknown tenant with NotFoundError', async () => {
     await expect(
       createUser(t.sql, '00000000-0000-4000-8000-000000000000', { email: 'orphan@example.test', password: 'longenough', role: 'admin' }),

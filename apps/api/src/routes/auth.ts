@@ -96,7 +96,7 @@ export function authRoutes(rc: RouteContext): AppRouter {
       summary: 'Change your own password',
       description:
         'Any signed-in user, including one who must still replace a one-time password (the only change such a user can make). ' +
-        '`current_password` wrong → 422 on that field; `new_password` 8 to 1,024 characters and different from the current one, ' +
+        '`current_password` wrong → 422 on that field; `new_password` 8 to 1,024 characters, not a common password and different from the current one, ' +
         'else 422. A wrong current password counts as a failed sign-in of the account from this address (the sign-in ' +
         'throttle: 429 once blocked). Clears `must_change_password`; the token of this request stays valid and every other ' +
         'token of the user is revoked. Audited as `change_password`.',

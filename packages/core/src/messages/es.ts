@@ -85,6 +85,7 @@ export const es = {
     mustChangePassword: 'Debes cambiar tu contraseña antes de continuar',
     wrongCurrentPassword: 'La contraseña actual no es correcta',
     samePassword: 'debe ser distinta de la contraseña actual',
+    commonPassword: 'es una contraseña demasiado común; elige otra',
     emptyUpdate: 'indica al menos un campo: role o name',
   },
 

@@ -13,7 +13,7 @@ import {
   updateUserFields, type UserRow,
 } from './repo';
 import { PasswordChangeBody, UserUpdateBody, WorkspaceUserCreateBody } from './schemas';
-import { toUserResponse, type UserResponseBody } from './service';
+import { refuseCommonPassword, toUserResponse, type UserResponseBody } from './service';
 
 /**
  * A workspace's people as its admins manage them (the API's /settings/users): every change is
@@ -141,6 +141,7 @@ export async function changeOwnPassword(
   if (body.new_password === body.current_password) {
     throw ValidationError.single(['body', 'new_password'], es.users.samePassword, 'same_password');
   }
+  refuseCommonPassword(body.new_password, ['body', 'new_password']);
   const hash = await hashPassword(body.new_password);
   await sql.begin(async (tx) => {
     const row = await replaceOwnPassword(tx, session.userId, hash, session.tokenId);

@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/sql';
-import { ConflictError, NotFoundError } from '../errors';
+import { ConflictError, NotFoundError, ValidationError } from '../errors';
 import { isUuid } from '../ids';
+import { isCommonPassword } from '../security/common-passwords';
 import { hashPassword } from '../security/password';
 import { validate } from '../validation/validate';
 import { deactivateUserRow, findUserByEmail, findUserById, insertUser, updateUserPasswordHash, type UserRow } from './repo';
@@ -33,9 +34,19 @@ export function toUserResponse(row: UserRow): UserResponseBody {
 
 const EMAIL_TAKEN = es.users.emailTaken;
 
+/**
+ * Refuses a password on the common list (security/common-passwords.ts) with a 422 on `field`:
+ * the length rule alone lets `12345678` through, which an attacker tries first. Every place a
+ * password is chosen calls it after the schema's checks.
+ */
+export function refuseCommonPassword(password: string, field: Array<string | number>): void {
+  if (isCommonPassword(password)) throw ValidationError.single(field, es.users.commonPassword, 'common_password');
+}
+
 /** A user of `tenantId`; the password is hashed with scrypt and never stored or logged in clear. */
 export async function createUser(sql: Queryable, tenantId: string, input: UserCreateInput): Promise<UserRow> {
   const body = validate(UserCreateBody, { ...input }, 'body');
+  refuseCommonPassword(body.password, ['body', 'password']);
   const email = body.email.trim();
   // checked first so the (slow) hash is not computed for a duplicate; the unique index still decides
   if (await findUserByEmail(sql, email)) throw new ConflictError(EMAIL_TAKEN);
@@ -65,6 +76,7 @@ export async function resolveUser(sql: Queryable, idOrEmail: string): Promise<Us
 
 export async function setPassword(sql: Queryable, userId: string, password: string): Promise<UserRow> {
   const body = validate(PasswordBody, { password }, 'body');
+  refuseCommonPassword(body.password, ['body', 'password']);
   const row = isUuid(userId) ? await updateUserPasswordHash(sql, userId, await hashPassword(body.password)) : null;
   if (!row) throw new NotFoundError(es.users.notFound);
   return row;
