@@ -91,7 +91,78 @@ describe('svc bulk items', () => {
   });
 });
 
+describe('svc bulk items: business exceptions', () => {
+  async function failures(queueId: string) {
+    const rows: Array<[string, string, string, number]> = [
+      ['failed', 'NEG-1', 'business', 1], ['failed', 'NEG-2', 'business', 0], ['failed', 'APP-1', 'application', 1], ['dead_letter', 'DL-1', 'application', 3],
+    ];
+    for (const [status, reference, kind, retries] of rows) {
+      await t.sql`insert into queue_item_records (tenant_id, queue_id, status, data, reference, retry_count, error_message, exception_type)
+                  values (${tenant.id}, ${queueId}, ${status}, '{}', ${reference}, ${retries}, 'Fallo', ${kind})`;
+    }
+  }
+  const items = async (queueId: string) =>
+    (await t.sql`select reference, status, retry_count from queue_items where queue_id = ${queueId} order by reference`).map((r) => [r.reference, r.status, r.retry_count]);
+
+  it('retries business failures only with --include-business, keeping their retry_count; --exception-type filters', async () => {
+    const q = await seedQueue(t.sql, tenant.id);
+    await failures(q.id);
+    const base = ['bulk', 'items', '--tenant', tenant.name, '--queue', q.name, '--action', 'retry', '--json'];
+    expect(JSON.parse((await svc([...base, '--dry-run'])).stdout)).toEqual({ dry_run: true, total: 1 });
+    expect(JSON.parse((await svc([...base, '--dry-run', '--include-business'])).stdout)).toEqual({ dry_run: true, total: 3 });
+    expect(JSON.parse((await svc([...base, '--dry-run', '--exception-type', 'application'])).stdout)).toEqual({ dry_run: true, total: 1 });
+
+    const r = await svc([...base, '--exception-type', 'business', '--include-business']);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'completed', total: 2, changed: 2, filter: { exception_type: 'business' } });
+    expect(await items(q.id)).toEqual([['APP-1', 'failed', 1], ['DL-1', 'dead_letter', 3], ['NEG-1', 'new', 1], ['NEG-2', 'new', 0]]);
+    const [action] = await t.sql`select params from bulk_actions where queue_id = ${q.id}`;
+    expect(action!.params).toEqual({ include_business: true });
+  });
+
+  it('refuses a bad kind, a retry of business failures without --include-business, and --include-business on another action (exit 2)', async () => {
+    const q = await seedQueue(t.sql, tenant.id);
+    await failures(q.id);
+    const base = ['bulk', 'items', '--tenant', tenant.name, '--queue', q.name];
+    const cases: Array<[string[], RegExp]> = [
+      [[...base, '--action', 'retry', '--exception-type', 'negocio'], /--exception-type must be business or application/],
+      [[...base, '--action', 'delete', '--exception-type', 'APPLICATION'], /--exception-type must be business or application/],
+      [[...base, '--action', 'retry', '--exception-type', 'business'], /--exception-type business needs --include-business/],
+      [[...base, '--action', 'delete', '--include-business'], /--include-business: no se admite con la acción delete/],
+      [['bulk', 'jobs', '--tenant', tenant.name, '--action', 'retry', '--exception-type', 'business'], /--exception-type filters items only/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await svc(args);
+      expect([args, r.code]).toEqual([args, 2]);
+      expect(r.stderr).toMatch(message);
+    }
+    expect(await items(q.id)).toEqual([['APP-1', 'failed', 1], ['DL-1', 'dead_letter', 3], ['NEG-1', 'failed', 1], ['NEG-2', 'failed', 0]]);
+    const [n] = await t.sql`select count(*)::int as n from bulk_actions where queue_id = ${q.id}`;
+    expect(n!.n).toBe(0);
+  });
+});
+
 describe('svc bulk jobs', () => {
+  it('retries jobs that failed with a business exception only with --include-business', async () => {
+    const p = await seedProcess(t.sql, tenant.id);
+    const m = (await seedMachine(t.sql, tenant.id)).row;
+    const business = await seedJob(t.sql, tenant.id, { process_id: p.id, machine_id: m.id, status: 'failed' });
+    await t.sql`update jobs set exception_type = 'business', error_message = 'Factura duplicada' where id = ${business.id}`;
+    const application = await seedJob(t.sql, tenant.id, { process_id: p.id, machine_id: m.id, status: 'failed' });
+    const args = ['bulk', 'jobs', '--tenant', tenant.name, '--action', 'retry', '--process', p.name, '--json'];
+    const r = await svc(args);
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'completed', total: 1, changed: 1 });
+    const parents = async () => (await t.sql`select parent_job_id from jobs where process_id = ${p.id} and source = 'retry'`).map((j) => j.parent_job_id).sort();
+    expect(await parents()).toEqual([application.id]);
+    const again = await svc([...args, '--include-business']);
+    expect(JSON.parse(again.stdout)).toMatchObject({ status: 'completed', total: 1, changed: 1 });
+    expect(await parents()).toEqual([application.id, business.id].sort());
+    const stop = await svc(['bulk', 'jobs', '--tenant', tenant.name, '--action', 'stop', '--include-business']);
+    expect(stop.code).toBe(2);
+    expect(stop.stderr).toContain('--include-business');
+  });
+
+
   it('retries the failed jobs of a process named by name, once', async () => {
     const p = await seedProcess(t.sql, tenant.id);
     const m = (await seedMachine(t.sql, tenant.id)).row;

@@ -89,6 +89,33 @@ describe('svc items export', () => {
     expect(lines(byId.stdout).map((i) => i.id)).toEqual([ids[2], ids[0]]);
   });
 
+  it('applies --exception-type (the kind of the last failure) with the other filters', async () => {
+    const q = (await seedQueue(ctx.sql, tenant.id)) as { id: string; name: string };
+    const rows: Array<[string, string, string | null]> = [
+      ['failed', 'NEG-1', 'business'], ['failed', 'APP-1', 'application'], ['completed', 'OK-1', 'application'], ['new', 'NEW-1', null],
+    ];
+    for (const [i, [status, reference, kind]] of rows.entries()) {
+      await ctx.sql`
+        insert into queue_item_records (tenant_id, queue_id, status, data, reference, error_message, exception_type, created_at)
+        values (${tenant.id}, ${q.id}, ${status}, '{}', ${reference}, ${kind ? 'Fallo' : null}, ${kind}, now() + ${i} * interval '1 millisecond')`;
+    }
+    const refs = async (...args: string[]) => {
+      const r = await svc(['items', 'export', '--tenant', tenant.name, '--queue', q.name, '--all-fields', ...args]);
+      expect([r.code, r.stderr]).toEqual([0, '']);
+      return lines(r.stdout).map((i) => [i.reference, i.exception_type]);
+    };
+    expect(await refs('--exception-type', 'business')).toEqual([['NEG-1', 'business']]);
+    expect(await refs('--exception-type', 'application')).toEqual([['OK-1', 'application'], ['APP-1', 'application']]);
+    expect(await refs('--exception-type', 'application', '--status', 'failed')).toEqual([['APP-1', 'application']]);
+    expect(await refs('--exception-type', 'business', '--reference', 'APP-1')).toEqual([]);
+    // CSV: the kind is a column of every row, empty for an item that never failed
+    const csv = await svc(['items', 'export', '--tenant', tenant.name, '--queue', q.name, '--format', 'csv', '--exception-type', 'business']);
+    const [header, row] = csv.stdout.split('\r\n');
+    const column = header!.split(',').indexOf('exception_type');
+    expect(column).toBeGreaterThan(0);
+    expect(row!.split(',')[column]).toBe('business');
+  });
+
   it('writes CSV to a file: a header, data as JSON text, a formula-like text guarded', async () => {
     const file = path.join(tmp, 'items.csv');
     const r = await svc([...base(), '--format', 'csv', '--data', '{"customer":"ACME"}', file]);
@@ -106,6 +133,9 @@ describe('svc items export', () => {
       [['items', 'export', '--tenant', tenant.name], 2, /--queue is required/],
       [[...base(), '--format', 'xml'], 2, /--format must be ndjson or csv/],
       [[...base(), '--status', 'done'], 2, /--status/],
+      [[...base(), '--exception-type', 'negocio'], 2, /--exception-type must be business or application/],
+      [[...base(), '--exception-type', 'Business'], 2, /--exception-type must be business or application/],
+      [[...base(), '--exception-type'], 2, /--exception-type/],
       [[...base(), '--data', '[1]'], 2, /--data/],
       [[...base(), '--reference', 'a\u0000b'], 2, /--reference/],
       [[...base(), '--page', '2'], 2, /Unknown option '--page'/],
@@ -194,7 +224,7 @@ describe('svc items export', () => {
       const r = await svc([...args(), '--format', 'csv', '--data', '{"customer":"ACME"}', file], { ARCHIVE_DIR: dir });
       expect([r.code, r.stderr]).toEqual([0, '']);
       const [header, ...rows] = readFileSync(file, 'utf8').split('\r\n');
-      expect(header!.endsWith(',reviewed_at,archived')).toBe(true);
+      expect(header!.endsWith(',reviewed_at,exception_type,archived')).toBe(true);
       expect(rows.filter(Boolean).map((l) => l.split(',').pop())).toEqual(['false', 'true', 'true']);
       expect(rows[0]!.startsWith(`${kept[0]},`)).toBe(true);
     });

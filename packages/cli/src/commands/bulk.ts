@@ -1,14 +1,15 @@
 import {
   CLI_ACTOR, ItemActionBody, JobActionBody, toBulkActionResponse, validate, type BulkActionResponse, type BulkAsk, type Engine,
 } from '@svc/core';
+import { EXCEPTION_TYPES } from '@svc/core/queue-items/exception-types';
 import { optionalInt, optionalList, optionalString, parse, positional, required, type Parsed } from '../args';
 import type { Command, CommandContext } from '../context';
 import { CliError, EXIT, UsageError } from '../errors';
 import { record } from '../output';
 
 export const BULK_HELP = `Usage:
-  svc bulk items --tenant T --queue QUEUE --action ACTION [filter] [--priority N] [--postpone DATE|none]
-  svc bulk jobs  --tenant T --action stop|retry [filter]
+  svc bulk items --tenant T --queue QUEUE --action ACTION [filter] [--priority N] [--postpone DATE|none] [--include-business]
+  svc bulk jobs  --tenant T --action stop|retry [filter] [--include-business]
   svc bulk show   --tenant T ACTION_ID
   svc bulk cancel --tenant T ACTION_ID
 
@@ -16,11 +17,15 @@ export const BULK_HELP = `Usage:
   or on --ids. Items: redrive (dead_letter → new, retries from zero), retry (dead_letter → new,
   one more attempt), delete (not in progress), set_priority --priority 1..5, postpone --postpone
   DATE (none clears it). Jobs: stop (active ones), retry (failed, timed out or stopped, once).
+  A retry leaves business failures alone (failed items, failed jobs: final) unless asked with
+  --include-business, which re-runs them too (items: failed → new, retry_count kept).
   The action runs here, chunk by chunk, printing its progress; a crash or Ctrl-C leaves every row
   done or untouched, and the platform's dispatcher carries on from the last chunk.
 
   filter:  --status S  --created-after DATE  --created-before DATE  --ids ID,ID,…
-           items: --reference R  --data JSON      jobs: --process NAME|ID  --machine NAME|ID  --input-data JSON
+           items: --reference R  --data JSON  --exception-type business|application
+           jobs:  --process NAME|ID  --machine NAME|ID  --input-data JSON
+  --include-business  retry only: also re-run business failures (needed with --exception-type business)
   --dry-run      only count what the action would change
   --background   record the action and leave it to the platform's dispatcher
   --json         print JSON for scripts`;
@@ -31,6 +36,7 @@ const FILTER_FLAGS = {
   process: { type: 'string' }, machine: { type: 'string' }, 'input-data': { type: 'string' },
   'created-after': { type: 'string' }, 'created-before': { type: 'string' }, ids: { type: 'string' },
   priority: { type: 'string' }, postpone: { type: 'string' }, 'dry-run': { type: 'boolean' }, background: { type: 'boolean' },
+  'exception-type': { type: 'string' }, 'include-business': { type: 'boolean' },
 } as const;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -86,19 +92,33 @@ export async function runToEnd(engine: Engine, tenantId: string, id: string, onS
   }
 }
 
+/** `--exception-type`: one of the two kinds, for items (a job's list has no such filter). */
+function exceptionTypeFlag(p: Parsed, target: 'items' | 'jobs'): string | undefined {
+  const value = optionalString(p, 'exception-type');
+  if (value === undefined) return undefined;
+  if (target === 'jobs') throw new UsageError('--exception-type filters items only (svc bulk items)', BULK_HELP);
+  if (!(EXCEPTION_TYPES as readonly string[]).includes(value)) throw new UsageError(`--exception-type must be ${EXCEPTION_TYPES.join(' or ')}`, BULK_HELP);
+  return value;
+}
+
 async function ask(ctx: CommandContext, p: Parsed, target: 'items' | 'jobs'): Promise<void> {
   const tenantRef = required(p, 'tenant', BULK_HELP);
   const action = required(p, 'action', BULK_HELP);
+  const exceptionType = exceptionTypeFlag(p, target);
+  if (action === 'retry' && exceptionType === 'business' && !p.values['include-business']) {
+    throw new UsageError('--exception-type business needs --include-business: a retry leaves business failures alone unless asked', BULK_HELP);
+  }
   const engine = await ctx.engine();
   const o = ctx.output(!!p.values.json);
-  const common = { action, ids: optionalList(p, 'ids'), dry_run: p.values['dry-run'] === true };
+  // include_business only when asked: the engine refuses it on any action but retry, naming the flag
+  const common = { action, ids: optionalList(p, 'ids'), dry_run: p.values['dry-run'] === true, include_business: p.values['include-business'] === true };
   let asked: BulkAsk;
   if (target === 'items') {
     const queue = required(p, 'queue', BULK_HELP);
     const postpone = optionalString(p, 'postpone');
     const body = {
       ...common,
-      filter: filterOf(p, { reference: optionalString(p, 'reference'), data: jsonFlag(p, 'data') }),
+      filter: filterOf(p, { reference: optionalString(p, 'reference'), exception_type: exceptionType, data: jsonFlag(p, 'data') }),
       priority: optionalInt(p, 'priority'),
       postpone: postpone === undefined ? undefined : postpone === 'none' ? null : postpone,
     };
@@ -172,8 +192,8 @@ export const bulkCommand: Command = {
   summary: 'act on every queue item or job that matches a filter (re-drive, retry, delete, stop, …)',
   help: BULK_HELP,
   fields: {
-    action: '--action', ids: '--ids', priority: '--priority', postpone: '--postpone',
-    'filter → status': '--status', 'filter → reference': '--reference', 'filter → data': '--data',
+    action: '--action', ids: '--ids', priority: '--priority', postpone: '--postpone', include_business: '--include-business',
+    'filter → status': '--status', 'filter → reference': '--reference', 'filter → data': '--data', 'filter → exception_type': '--exception-type',
     'filter → created_after': '--created-after', 'filter → created_before': '--created-before',
     'filter → process_id': '--process', 'filter → machine_id': '--machine', 'filter → input_data': '--input-data', filter: 'filter',
   },

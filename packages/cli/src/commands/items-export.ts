@@ -4,13 +4,14 @@ import { pipeline } from 'node:stream/promises';
 import {
   EXPORT_FORMATS, NotFoundError, QUEUE_ITEM_EXPORT_COLUMNS, QUEUE_ITEM_IMPORT_COLUMNS, QueueItemExportQuery, ValidationError, es, isAppError, textIssue, textProblem, validate, type ExportFormat,
 } from '@svc/core';
+import { EXCEPTION_TYPES } from '@svc/core/queue-items/exception-types';
 import { optionalString, parse, required } from '../args';
 import type { CommandContext } from '../context';
 import { UsageError } from '../errors';
 
 export const ITEMS_EXPORT_HELP = `Usage:
-  svc items export --tenant T --queue Q [--format ndjson|csv] [--status S] [--reference R] [--data JSON]
-                   [--all-fields] [--include-archived] [FILE|-]
+  svc items export --tenant T --queue Q [--format ndjson|csv] [--status S] [--exception-type business|application]
+                   [--reference R] [--data JSON] [--all-fields] [--include-archived] [FILE|-]
 
   Writes every item of queue Q (by name, active or not) of tenant T (name or id) that matches the
   filters, newest first, to FILE, or to standard output without one or with "-".
@@ -21,6 +22,9 @@ export const ITEMS_EXPORT_HELP = `Usage:
   --all-fields  NDJSON lines carry every field of the API's record (id, status, result, …) too:
                 import refuses those fields
   --status      only items in this status (new, in_progress, completed, failed, dead_letter, …)
+  --exception-type business|application
+                only items whose last failure was of this kind: business (final: the item stays
+                failed) or application (retried, then dead_letter; a completed item keeps the kind)
   --reference   only items with exactly this reference
   --data        only items whose data contains this JSON object, e.g. '{"customer":"ACME"}'
   --include-archived
@@ -55,7 +59,7 @@ export async function runItemsExport(args: string[], ctx: CommandContext): Promi
   const p = parse(args, {
     tenant: { type: 'string' }, queue: { type: 'string' }, format: { type: 'string' },
     status: { type: 'string' }, reference: { type: 'string' }, data: { type: 'string' }, 'all-fields': { type: 'boolean' },
-    'include-archived': { type: 'boolean' },
+    'include-archived': { type: 'boolean' }, 'exception-type': { type: 'string' },
   }, ITEMS_EXPORT_HELP, 1);
   if (p.values.help) return void ctx.output(false).text(ITEMS_EXPORT_HELP);
   const tenantRef = required(p, 'tenant', ITEMS_EXPORT_HELP);
@@ -64,6 +68,11 @@ export async function runItemsExport(args: string[], ctx: CommandContext): Promi
   if (!EXPORT_FORMATS.includes(format)) throw new UsageError(`--format must be ${EXPORT_FORMATS.join(' or ')}`, ITEMS_EXPORT_HELP);
   const target = p.positionals[0] ?? '-';
   const filters: Record<string, string> = {};
+  const exceptionType = optionalString(p, 'exception-type');
+  if (exceptionType !== undefined) {
+    if (!(EXCEPTION_TYPES as readonly string[]).includes(exceptionType)) throw new UsageError(`--exception-type must be ${EXCEPTION_TYPES.join(' or ')}`, ITEMS_EXPORT_HELP);
+    filters.exception_type = exceptionType;
+  }
   for (const name of ['status', 'reference', 'data'] as const) {
     const value = optionalString(p, name);
     if (value === undefined) continue;
