@@ -92,11 +92,13 @@ export async function primed<T>(chunks: AsyncGenerator<T>): Promise<AsyncGenerat
 
 /**
  * OWASP's guard against CSV injection: a text cell a spreadsheet would read as a formula (it
- * starts with = + - @, a tab or a carriage return) gets a leading apostrophe. Only CSV: NDJSON
+ * starts with = + - @, a tab or a carriage return) gets a leading apostrophe. So does one whose
+ * first character after leading spaces, tabs, CRs and LFs is = + - or @: some spreadsheets trim
+ * a cell before they evaluate it, so ` =1+1` and `\n=1+1` are formulas there. Only CSV: NDJSON
  * is data for programs and stays exact.
  */
 export function neutralizeFormula(text: string): string {
-  return /^[=+\-@\t\r]/.test(text) ? `'${text}` : text;
+  return /^[\t\r]|^[ \t\r\n]*[=+\-@]/.test(text) ? `'${text}` : text;
 }
 
 /** A CSV cell: null empty, objects as their JSON text, text guarded against formulas. */
