@@ -92,6 +92,32 @@ describe('svc items import: NDJSON and CSV', () => {
     ]);
   });
 
+  it('keeps a carriage return inside a quoted CSV cell, in an LF file and in a CRLF one', async () => {
+    const w = await world();
+    const lf = file('cr-lf.csv', 'name,note\n"first\r\nsecond",a\n"ends in CRLF\r\n",b\n"\r\n",c\n"mixed\nends\r\n",d\nplain,e\n');
+    const r = await svc(w.args(lf, '--json'));
+    expect(r.code).toBe(0);
+    expect(jsonLines(r)[0]).toEqual({ chunk: 1, lines: [2, 11], items: 5, added: 5, replayed: false });
+    const crlf = file('cr-crlf.csv', 'name,note\r\n"first\r\nsecond",a\r\n"two\r\n\r\nbreaks",b\r\nplain,c\r\n');
+    const r2 = await svc(w.args(crlf, '--json'));
+    expect(r2.code).toBe(0);
+    expect(jsonLines(r2)[0]).toEqual({ chunk: 1, lines: [2, 7], items: 3, added: 3, replayed: false });
+    expect((await w.items()).map((i) => i.data)).toEqual([
+      { name: 'first\r\nsecond', note: 'a' }, { name: 'ends in CRLF\r\n', note: 'b' }, { name: '\r\n', note: 'c' }, { name: 'mixed\nends\r\n', note: 'd' },
+      { name: 'plain', note: 'e' },
+      { name: 'first\r\nsecond', note: 'a' }, { name: 'two\r\n\r\nbreaks', note: 'b' }, { name: 'plain', note: 'c' },
+    ]);
+
+    // a long file: every cell keeps its own line ends, whatever the rows before it
+    const many = await world();
+    const rows = Array.from({ length: 5000 }, (_, i) => (i % 3 === 0 ? `"${i}\r\nx",${i}\r\n` : i % 3 === 1 ? `"${i}\nx",${i}\n` : `${i},${i}\r\n`));
+    const r3 = await svc(many.args(file('cr-many.csv', `name,note\n${rows.join('')}`), '--json'));
+    expect(r3.code).toBe(0);
+    const names = (await many.items()).map((i) => i.data as { name: string; note: string })
+      .sort((a, b) => Number(a.note) - Number(b.note)).map((d) => d.name);
+    expect(names).toEqual(Array.from({ length: 5000 }, (_, i) => (i % 3 === 0 ? `${i}\r\nx` : i % 3 === 1 ? `${i}\nx` : `${i}`)));
+  });
+
   it('splits a file into chunks of --chunk-size rows, one JSON line per chunk with its physical lines', async () => {
     const w = await world();
     const f = file('chunks.ndjson', ndjson(2500));

@@ -98,15 +98,19 @@ interface Row {
 
 interface Line {
   no: number;
+  /** without its line end */
   text: string;
+  /** the line ended with CRLF (a CSV cell spanning this line end keeps its CR) */
+  crlf: boolean;
 }
 
 function decodeLine(bytes: Buffer, no: number): Line {
   let b = bytes;
   if (no === 1 && b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf) b = b.subarray(3);
-  if (b.length > 0 && b[b.length - 1] === 0x0d) b = b.subarray(0, -1);
+  const crlf = b.length > 0 && b[b.length - 1] === 0x0d;
+  if (crlf) b = b.subarray(0, -1);
   if (!isUtf8(b)) throw new RowError(no, 'not valid UTF-8 (the file must be UTF-8)');
-  return { no, text: b.toString('utf8') };
+  return { no, text: b.toString('utf8'), crlf };
 }
 
 /**
@@ -190,9 +194,30 @@ function csvRecord(header: string[], cells: string[]): Record<string, unknown> {
   return row;
 }
 
+/**
+ * Puts back the CR of each CRLF line end a record spans: csv-parse reads the lines with LF ends
+ * (so a file mixing CRLF and LF reads as one with a single end), and each LF left inside the
+ * record is inside a quoted cell, in the same order in the record's text and in its cells.
+ * `crlf` says, for each of those LFs in order, whether the file had CRLF there.
+ */
+function withCrlf(body: string, cells: string[], crlf: boolean[]): { body: string; cells: string[] } {
+  let i = 0;
+  const restore = (text: string) => text.replace(/\n/g, () => (crlf[i++] ? '\r\n' : '\n'));
+  const restoredBody = restore(body);
+  i = 0;
+  return { body: restoredBody, cells: cells.map(restore) };
+}
+
 async function* csvRows(lines: AsyncIterable<Line>, seen: { header: string }): AsyncGenerator<Row> {
+  // whether each line fed to the parser ended with CRLF, in order, from `nextEnd` on: the
+  // lines the parser holds but has not yet returned in a record
+  let lineEnds: boolean[] = [];
+  let nextEnd = 0;
   async function* text() {
-    for await (const l of lines) yield `${l.text}\n`;
+    for await (const l of lines) {
+      lineEnds.push(l.crlf);
+      yield `${l.text}\n`;
+    }
   }
   const input = Readable.from(text());
   const parser = csvParser({ info: true, raw: true, relax_column_count: true, skip_empty_lines: true, max_record_size: MAX_ROW_BYTES });
@@ -204,18 +229,32 @@ async function* csvRows(lines: AsyncIterable<Line>, seen: { header: string }): A
   try {
     for await (const rec of parser as AsyncIterable<{ record: string[]; raw: string; info: CsvInfo }>) {
       // csv-parse counts the line the record ends on; a quoted field may span several
-      const body = rec.raw.replace(/^\n+/, '').replace(/\n$/, '');
-      const line = rec.info.lines - (body.match(/\n/g)?.length ?? 0);
+      let body = rec.raw.replace(/^\n+/, '').replace(/\n$/, '');
+      const spanned = body.match(/\n/g)?.length ?? 0;
+      const line = rec.info.lines - spanned;
       lastEnd = rec.info.lines;
+      // the raw text holds every line end the record took: blank lines skipped before it, those
+      // inside its quoted cells, its own end
+      const first = nextEnd;
+      nextEnd += rec.raw.match(/\n/g)?.length ?? 0;
+      let cells = rec.record;
+      if (spanned > 0) {
+        const from = first + rec.raw.length - rec.raw.replace(/^\n+/, '').length;
+        ({ body, cells } = withCrlf(body, cells, lineEnds.slice(from, from + spanned)));
+      }
+      if (nextEnd >= 4096) {
+        lineEnds = lineEnds.slice(nextEnd);
+        nextEnd = 0;
+      }
       if (!header) {
-        header = csvHeader(rec.record, line);
+        header = csvHeader(cells, line);
         seen.header = body;
         continue;
       }
-      if (rec.record.length !== header.length) {
-        throw new RowError(line, `${rec.record.length} field${rec.record.length === 1 ? '' : 's'} where the header has ${header.length}`);
+      if (cells.length !== header.length) {
+        throw new RowError(line, `${cells.length} field${cells.length === 1 ? '' : 's'} where the header has ${header.length}`);
       }
-      yield { line, raw: body, value: csvRecord(header, rec.record) };
+      yield { line, raw: body, value: csvRecord(header, cells) };
     }
   } catch (err) {
     if (err instanceof CsvError) {
