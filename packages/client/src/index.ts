@@ -81,7 +81,7 @@ export class ApiError extends Error {
     message: string,
     readonly details: unknown,
     readonly requestId: string | null,
-    /** seconds the server asked to wait (429, 503), or null */
+    /** seconds the server asked to wait (429, 503): Retry-After's delta-seconds, or the seconds left until its HTTP-date; else null */
     readonly retryAfterSeconds: number | null,
     /** the answer's body as parsed (the envelope, or what a proxy sent instead), for callers that read it themselves */
     readonly body: unknown = null,
@@ -193,8 +193,7 @@ export function createClient(options: ClientOptions): Client {
 }
 
 function apiError(response: Response, body: unknown): ApiError {
-  const retryAfter = response.headers.get('retry-after');
-  const seconds = retryAfter !== null && /^\d+$/.test(retryAfter.trim()) ? Number(retryAfter) : null;
+  const seconds = retryAfterSeconds(response.headers.get('retry-after'));
   const e = (body as { error?: { code?: unknown; message?: unknown; details?: unknown; request_id?: unknown } } | undefined)?.error;
   const requestId = typeof e?.request_id === 'string' ? e.request_id : response.headers.get('x-request-id');
   if (e && typeof e.code === 'string' && typeof e.message === 'string') {
@@ -202,6 +201,56 @@ function apiError(response: Response, body: unknown): ApiError {
   }
   // not the API's envelope (a proxy's page, say)
   return new ApiError(response.status, 'HTTP_ERROR', `HTTP ${response.status} ${response.statusText}`.trim(), null, requestId, seconds, body ?? null);
+}
+
+/**
+ * Retry-After in seconds: delta-seconds as given, an HTTP-date as the seconds left until it
+ * (rounded up: a try sent before the date would be refused again; 0 once it is past), else null.
+ * Both forms are HTTP's (RFC 9110, 10.2.3), and proxies and other servers in front of the API
+ * send the date.
+ */
+function retryAfterSeconds(value: string | null, now = Date.now()): number | null {
+  if (value === null) return null;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text);
+  const at = httpDate(text);
+  return at === null ? null : Math.max(0, Math.ceil((at - now) / 1000));
+}
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+const MONTH = MONTHS.join('|');
+const IMF_FIXDATE = new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (\\d{2}) (${MONTH}) (\\d{4}) (\\d{2}):(\\d{2}):(\\d{2}) GMT$`);
+const RFC850_DATE = new RegExp(`^(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day, (\\d{2})-(${MONTH})-(\\d{2}) (\\d{2}):(\\d{2}):(\\d{2}) GMT$`);
+const ASCTIME_DATE = new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (${MONTH}) ([ \\d]\\d) (\\d{2}):(\\d{2}):(\\d{2}) (\\d{4})$`);
+
+/**
+ * An HTTP-date as epoch milliseconds, or null: the IMF-fixdate servers send, and the two obsolete
+ * forms a recipient must still accept (RFC 9110, 5.6.7). Matched exactly rather than given to
+ * Date.parse, which takes almost anything (`1.5` is a date in 2001) and reads asctime, which
+ * names no zone, as local time.
+ */
+function httpDate(text: string): number | null {
+  let m = IMF_FIXDATE.exec(text);
+  if (m) return utc(Number(m[3]), m[2]!, Number(m[1]), m[4]!, m[5]!, m[6]!);
+  m = RFC850_DATE.exec(text);
+  if (m) {
+    // a two-digit year more than 50 years ahead is the latest past year ending in those digits
+    const thisYear = new Date().getUTCFullYear();
+    let year = thisYear - (thisYear % 100) + Number(m[3]);
+    if (year > thisYear + 50) year -= 100;
+    return utc(year, m[2]!, Number(m[1]), m[4]!, m[5]!, m[6]!);
+  }
+  m = ASCTIME_DATE.exec(text);
+  if (m) return utc(Number(m[6]), m[1]!, Number(m[2]!.trim()), m[3]!, m[4]!, m[5]!);
+  return null;
+}
+
+function utc(year: number, month: string, day: number, hours: string, minutes: string, seconds: string): number | null {
+  const time = Date.UTC(year, MONTHS.indexOf(month), day, Number(hours), Number(minutes), Number(seconds));
+  // Date.UTC rolls 31 Feb over into March: a date that does not exist is no date
+  const d = new Date(time);
+  return d.getUTCDate() === day && d.getUTCHours() === Number(hours) && d.getUTCMinutes() === Number(minutes) && d.getUTCSeconds() === Number(seconds)
+    ? time : null;
 }
 
 /** The wait before the next try: what Retry-After says, else exponential with jitter. */

@@ -115,6 +115,37 @@ describe('@svc/client', () => {
     expect(err.body).toBe('<html>bad gateway</html>');
   });
 
+  it('honours a Retry-After given as an HTTP date, and reads both forms onto the ApiError', async () => {
+    const limitedUntil = (retryAfter: string) => new Response(JSON.stringify({ success: false, error: { code: 'RATE_LIMIT_EXCEEDED', message: 'x' } }), {
+      status: 429, headers: { 'Retry-After': retryAfter, 'Content-Type': 'application/json' },
+    });
+    // an IMF-fixdate 2 s ahead (whole seconds: at least 1 s from now)
+    const dated = faultyFetch((n) => (n === 0 ? limitedUntil(new Date(Date.now() + 2000).toUTCString()) : null));
+    await client({ fetch: dated.fetch }).call('listProcesses');
+    expect(dated.tries).toHaveLength(2);
+    expect(dated.tries[1]!.at - dated.tries[0]!.at).toBeGreaterThanOrEqual(1000);
+
+    const errorOf = async (retryAfter: string) =>
+      ((await client({ fetch: faultyFetch(() => limitedUntil(retryAfter)).fetch, retries: 0 }).call('listProcesses').catch((e: unknown) => e)) as ApiError)
+        .retryAfterSeconds;
+    const inAMinute = await errorOf(new Date(Date.now() + 60_000).toUTCString());
+    expect(inAMinute).toBeGreaterThanOrEqual(59);
+    expect(inAMinute).toBeLessThanOrEqual(60);
+    // the obsolete forms HTTP still lets a server send (RFC 9110, 5.6.7)
+    const at = new Date(Math.ceil(Date.now() / 1000) * 1000 + 30_000);
+    const [day, date, month, year, time] = at.toUTCString().split(' ') as [string, string, string, string, string];
+    const rfc850 = `${({ Sun: 'Sunday', Mon: 'Monday', Tue: 'Tuesday', Wed: 'Wednesday', Thu: 'Thursday', Fri: 'Friday', Sat: 'Saturday' } as Record<string, string>)[day.slice(0, 3)]}, ${date}-${month}-${year.slice(2)} ${time} GMT`;
+    const asctime = `${day.slice(0, 3)} ${month} ${date.replace(/^0/, ' ')} ${time} ${year}`;
+    for (const form of [rfc850, asctime]) {
+      const seconds = await errorOf(form);
+      expect([form, seconds! >= 29 && seconds! <= 31]).toEqual([form, true]);
+    }
+    expect(await errorOf('5')).toBe(5);
+    // a date already past: no wait; what is neither form: as if absent
+    expect(await errorOf('Thu, 01 Jan 1970 00:00:00 GMT')).toBe(0);
+    for (const junk of ['soon', '1.5', '-1', '2026-01-01T00:00:00Z', 'Tue, 31 Feb 2026 00:00:00 GMT', 'Sun, 06 Nov 1994 08:49:37 UTC']) expect([junk, await errorOf(junk)]).toEqual([junk, null]);
+  });
+
   it('iterates every element of a list, page after page, and of a cursor-paged list', async () => {
     const queue = (await seedQueue(t.sql, ws.tenant.id)) as { id: string; name: string };
     const c = client();
