@@ -4,7 +4,7 @@ import { bearer, fieldsOf, settingsWorld, type SettingsWorld } from './settings-
 import { itemsPath } from './queue-items-support';
 
 /**
- * A queue's `unique_references` setting (issue 46, docs/decisions/unique-references.md): the
+ * A queue's `unique_references` setting (docs/decisions/unique-references.md): the
  * database refuses a second item with a reference the queue already holds, through the API's
  * single add (batched and idempotent paths), the engine's bulk add (`svc items import`, archive
  * restores), concurrent producers and retention.
