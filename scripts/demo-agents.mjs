@@ -3,9 +3,10 @@
 // with SVC_URL and those keys alone (the platform's database, Redis and key settings stay here).
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { robotEnv } from './apps.mjs';
 
-const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const demo = spawnSync(process.execPath, [path.join(ROOT, 'packages/cli/bin/svc.js'), 'demo', '--json'], { encoding: 'utf8' });
 if (demo.status !== 0) {
   console.error(`Setting up the demo workspace failed: ${(demo.stderr || demo.stdout).trim()}`);

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createRedis, createSql } from '@svc/core';
@@ -45,6 +45,17 @@ describe('npm start / npm test service set-up', () => {
         pg.stop(); rd.stop();`);
     }
   }, 60_000);
+
+  it('finds the checkout from its own file when the checkout path holds a space (not a URL-encoded %20)', () => {
+    const checkout = path.join(dataRoot, 'my checkout', 'svc platform');
+    mkdirSync(path.join(checkout, 'scripts'), { recursive: true });
+    mkdirSync(path.join(checkout, 'apps', 'console'), { recursive: true });
+    copyFileSync(SERVICES, path.join(checkout, 'scripts', 'services.mjs'));
+    writeFileSync(path.join(checkout, 'apps', 'console', 'build.mjs'), 'export const buildConsole = () => true;\n');
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', `import * as s from ${JSON.stringify(path.join(checkout, 'scripts', 'services.mjs'))};
+      console.log(JSON.stringify(s.ROOT));`], { encoding: 'utf8', timeout: 30_000 });
+    expect(JSON.parse(out.trim())).toBe(checkout);
+  });
 
   it('uses the servers on localhost when they answer, starting nothing', () => {
     const out = runServices(`
