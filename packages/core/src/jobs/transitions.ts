@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/sql';
+import { statusSqlFor } from '../db/status-sql';
 import type { JobRow } from './repo';
 
 /**
@@ -6,8 +7,8 @@ import type { JobRow } from './repo';
  * JOB_STATUS_TRANSITIONS below is the only place where legal status changes are written down.
  * Every statement that changes `jobs.status` takes its `from` (the guard) and its `to` from an
  * entry of it: `transitionJob` for the one-job changes, and the set-based statements of the
- * engine (start, ask, answer, the sweeps) through jobStatusSql / jobStatusInSql, which write
- * the table's statuses into the SQL text. A test scans the sources for job status literals in
+ * engine (start, ask, answer, the sweeps) through jobStatusSql / jobStatusInSql (db/status-sql.ts),
+ * which write the table's statuses into the SQL text. A test scans the sources for job status literals in
  * SQL that updates jobs (packages/core/test/job-transitions.test.ts).
  */
 export const JOB_STATUSES = ['pending', 'running', 'waiting_input', 'completed', 'failed', 'stopped', 'timed_out'] as const;
@@ -83,44 +84,14 @@ export function canTransition(from: JobStatus, to: JobStatus): boolean {
   return JOB_TRANSITIONS[from].includes(to);
 }
 
-/** The seven statuses as SQL string literals, checked once: lowercase letters and `_` only. */
-const STATUS_LITERALS = new Map<string, string>(
-  JOB_STATUSES.map((s) => {
-    if (!/^[a-z_]+$/.test(s)) throw new Error(`job status ${s} cannot be written into SQL text`);
-    return [s, `'${s}'`];
-  }),
-);
-
-function statusLiteral(status: JobStatus): string {
-  const literal = STATUS_LITERALS.get(status);
-  if (!literal) throw new Error(`Unknown job status ${String(status)}`);
-  return literal;
-}
-
 /**
- * A status written into the SQL text, as the statements had it before they took it from the
- * table: the text, and so each prepared statement and its plans, stays what it was (the partial
- * indexes on `jobs` name statuses in their predicates, which only a literal lets a generic plan
- * prove). `unsafe` is safe: the value is one of JOB_STATUSES (anything else throws here), checked
- * above to be lowercase letters and `_`, which cannot end the quoted literal.
+ * A job status written into the SQL text (`'running'`), and a guard `<column> = 's'` /
+ * `<column> in ('a', 'b')` over a transition's `from` or a status list: the shared helpers of
+ * db/status-sql.ts over JOB_STATUSES (why a literal, and why `unsafe` is safe, are written there).
+ * The partial indexes on `jobs` name statuses in their predicates, which only a literal lets a
+ * generic plan prove.
  */
-export function jobStatusSql(sql: Queryable, status: JobStatus) {
-  return sql.unsafe(statusLiteral(status));
-}
-
-/** The guard columns a caller may name: the status of `jobs`, bare or under an alias. */
-const STATUS_COLUMN = /^([a-z]\w*\.)?status$/;
-
-/**
- * `<column> = 's'` for one status, `<column> in ('a', 'b')` for several: a transition's `from` (or
- * one of the status lists above) as a guard, written into the SQL text like jobStatusSql.
- */
-export function jobStatusInSql(sql: Queryable, column: string, statuses: readonly JobStatus[]) {
-  if (!STATUS_COLUMN.test(column)) throw new Error(`Not a job status column: ${column}`);
-  if (statuses.length === 0) throw new Error('jobStatusInSql: no status');
-  const literals = statuses.map(statusLiteral);
-  return sql.unsafe(literals.length === 1 ? `${column} = ${literals[0]}` : `${column} in (${literals.join(', ')})`);
-}
+export const { statusSql: jobStatusSql, statusInSql: jobStatusInSql } = statusSqlFor<JobStatus>('job', JOB_STATUSES);
 
 /** Columns a transition may write besides `status` (JSON columns are serialized here). */
 export interface JobTransitionSet {

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/sql';
+import { statusSqlFor } from '../db/status-sql';
 import { itemRetryOutcomes } from '../metrics/domain';
 import { observeSettleAndClaim } from '../metrics/items';
 import { QUEUE_ITEM_STATUSES, type QueueItemStatus } from './schemas';
@@ -64,31 +65,14 @@ const T = QUEUE_ITEM_TRANSITIONS;
 /** The payload of the updated row `qi` (migration 0029), read only for the rows a statement returns. */
 const PAYLOAD_OF_QI_SQL = '(select p.data from queue_item_payloads p where p.id = qi.id)';
 
-/** The six statuses as SQL string literals, checked once: lowercase letters and `_` only. */
-const STATUS_LITERALS = new Map<string, string>(
-  QUEUE_ITEM_STATUSES.map((s) => {
-    if (!/^[a-z_]+$/.test(s)) throw new Error(`queue item status ${s} cannot be written into SQL text`);
-    return [s, `'${s}'`];
-  }),
-);
-
 /**
- * A status of the table written into the SQL text instead of bound as a parameter. With
- * `status = $n` only a custom plan (planned with the value) can use the partial indexes
- * (`queue_items_ready_idx`, `…_in_progress_idx`, `…_failed_idx`): a generic plan cannot prove the
- * index predicate, so Postgres re-plans these statements on every call. With the literal in the
- * text every plan, generic included, uses them.
- *
- * `unsafe` is safe here: the value never comes from a request. It is one of the six statuses of
- * QUEUE_ITEM_STATUSES (checked here, so a caller passing anything else throws instead of
- * reaching SQL), and those were checked above to be lowercase letters and `_`, which cannot
- * end the quoted literal.
+ * A status of the table written into the SQL text instead of bound as a parameter: the shared
+ * helper of db/status-sql.ts over QUEUE_ITEM_STATUSES (why a literal, and why `unsafe` is safe,
+ * are written there). With `status = $n` a generic plan could not use the partial indexes
+ * (`queue_items_ready_idx`, `…_in_progress_idx`, `…_failed_idx`) and Postgres would re-plan these
+ * statements on every call.
  */
-function statusSql(sql: Queryable, status: QueueItemStatus) {
-  const literal = STATUS_LITERALS.get(status);
-  if (!literal) throw new Error(`Unknown queue item status ${String(status)}`);
-  return sql.unsafe(literal);
-}
+const { statusSql } = statusSqlFor<QueueItemStatus>('queue item', QUEUE_ITEM_STATUSES);
 
 /**
  * The take order (README.md "Queue item order"), over items ready to take (status new and
