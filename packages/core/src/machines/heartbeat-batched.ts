@@ -1,6 +1,7 @@
 import type { Queryable, Sql } from '../db/sql';
 import { Batcher, isPool } from '../db/batcher';
 import { recordHeartbeat, type HeartbeatReport, type HeartbeatResult } from './heartbeat';
+import { MACHINE_STATUS_TRANSITIONS as T, machineStatusInSql, machineStatusSql } from './transitions';
 
 /**
  * Heartbeats at fleet size: the API process holding many robots' connections writes the
@@ -47,10 +48,10 @@ export async function recordHeartbeats(sql: Queryable, reports: ReadonlyArray<He
     hb as (
       update machines m
          set last_heartbeat_at = now(), running_jobs = l.running,
-             status = case when l.running >= m.slots then 'busy' else 'online' end,
+             status = case when l.running >= m.slots then ${machineStatusSql(sql, T.fill.to)} else ${machineStatusSql(sql, T.free.to)} end,
              agent_version = coalesce(l.version, m.agent_version),
              host_info = coalesce(l.host::jsonb, m.host_info),
-             updated_at = case when m.status = (case when l.running >= m.slots then 'busy' else 'online' end)
+             updated_at = case when m.status = (case when l.running >= m.slots then ${machineStatusSql(sql, T.fill.to)} else ${machineStatusSql(sql, T.free.to)} end)
                                then m.updated_at else now() end
         from latest l join locked k on k.id = l.id
        where m.id = l.id
@@ -74,8 +75,8 @@ export async function recordLiveness(sql: Queryable, machineIds: readonly string
     hb as (
       update machines m
          set last_heartbeat_at = now(),
-             status = case when m.status = 'offline' then (case when m.running_jobs >= m.slots then 'busy' else 'online' end) else m.status end,
-             updated_at = case when m.status = 'offline' then now() else m.updated_at end
+             status = case when ${machineStatusInSql(sql, 'm.status', T.comeBack.from)} then (case when m.running_jobs >= m.slots then ${machineStatusSql(sql, T.comeBackBusy.to)} else ${machineStatusSql(sql, T.comeBack.to)} end) else m.status end,
+             updated_at = case when ${machineStatusInSql(sql, 'm.status', T.comeBack.from)} then now() else m.updated_at end
         from locked k
        where m.id = k.id
       returning k.previous, m.status, m.slots, m.is_active, m.id, m.tenant_id),
@@ -94,7 +95,7 @@ function comebacksThenResults(sql: Queryable) {
   return sql`
     fx as (
       insert into outbox (kind, payload)
-      select 'machine-online', jsonb_build_object('tenant_id', tenant_id, 'machine_id', id) from hb where previous = 'offline')
+      select 'machine-online', jsonb_build_object('tenant_id', tenant_id, 'machine_id', id) from hb where previous = ${machineStatusSql(sql, T.comeBack.from[0])})
     select hb.id is not null as found, hb.previous, hb.status, hb.slots, hb.is_active
       from input i left join hb on hb.id = i.id order by i.ord`;
 }

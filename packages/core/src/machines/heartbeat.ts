@@ -1,5 +1,7 @@
 import type { Queryable } from '../db/sql';
 import { sha256 } from '../security/hash';
+import type { MachineStatus } from '../catalog/schemas';
+import { MACHINE_STATUS_TRANSITIONS as T, machineStatusSql } from './transitions';
 
 /**
  * Machine status from heartbeats (docs/decisions/dispatch.md "Heartbeats and machine status"):
@@ -9,9 +11,10 @@ import { sha256 } from '../security/hash';
  *              or the agent said goodbye.
  * The agent is the only one that knows how many jobs it runs, so it reports `running_jobs` on
  * every heartbeat and whenever that number changes; the status column is always derived from
- * it, so `machines/list` and auto-selection read a fresh status.
+ * it, so `machines/list` and auto-selection read a fresh status. The legal changes and the
+ * statuses these statements write: MACHINE_STATUS_TRANSITIONS (machines/transitions.ts).
  */
-export type MachineStatusValue = 'online' | 'busy' | 'offline';
+export type MachineStatusValue = MachineStatus;
 
 export interface AgentMachine {
   id: string;
@@ -28,9 +31,15 @@ export async function findMachineByKey(sql: Queryable, machineKey: string): Prom
 }
 
 /** The status a machine with this load reports. */
-export function loadStatus(running: number, slots: number): 'online' | 'busy' {
-  return running >= slots ? 'busy' : 'online';
+export function loadStatus(running: number, slots: number): typeof BUSY | typeof ONLINE {
+  return running >= slots ? BUSY : ONLINE;
 }
+
+/** The statuses a load gives (`fill` / `comeBackBusy` and `free` / `comeBack` write the same). */
+const BUSY = T.fill.to;
+const ONLINE = T.free.to;
+/** Where a silent machine, or one whose agent said goodbye, ends up; and where a comeback starts. */
+const OFFLINE = T.goOffline.to;
 
 export interface HeartbeatResult {
   /** the status before this heartbeat (offline → the machine just came back) */
@@ -60,10 +69,10 @@ export async function recordHeartbeat(sql: Queryable, machineId: string, report:
     with hb as (
       update machines m
          set last_heartbeat_at = now(), running_jobs = ${report.running},
-             status = case when ${report.running}::int >= m.slots then 'busy' else 'online' end,
+             status = case when ${report.running}::int >= m.slots then ${machineStatusSql(sql, BUSY)} else ${machineStatusSql(sql, ONLINE)} end,
              agent_version = coalesce(${report.agentVersion ?? null}, m.agent_version),
              host_info = coalesce(${report.hostInfo ? sql.json(report.hostInfo as never) : null}::jsonb, m.host_info),
-             updated_at = case when m.status = (case when ${report.running}::int >= m.slots then 'busy' else 'online' end)
+             updated_at = case when m.status = (case when ${report.running}::int >= m.slots then ${machineStatusSql(sql, BUSY)} else ${machineStatusSql(sql, ONLINE)} end)
                                then m.updated_at else now() end
         from (select status as previous from machines where id = ${machineId} for update) p
        where m.id = ${machineId}
@@ -71,7 +80,7 @@ export async function recordHeartbeat(sql: Queryable, machineId: string, report:
     -- back from offline: its tenant's queues may get consumers on it now
     fx as (
       insert into outbox (kind, payload)
-      select 'machine-online', jsonb_build_object('tenant_id', tenant_id, 'machine_id', id) from hb where previous = 'offline')
+      select 'machine-online', jsonb_build_object('tenant_id', tenant_id, 'machine_id', id) from hb where previous = ${machineStatusSql(sql, T.comeBack.from[0])})
     select previous, status, slots, is_active from hb`;
   return row ?? null;
 }
@@ -86,14 +95,14 @@ export async function recordMachineLoad(sql: Queryable, machineId: string, runni
   await sql`
     update machines m
        set running_jobs = ${running},
-           status = case when ${running}::int >= m.slots then 'busy' else 'online' end,
-           updated_at = case when m.status = (case when ${running}::int >= m.slots then 'busy' else 'online' end) then m.updated_at else now() end
-     where m.id = ${machineId} and m.status <> 'offline'`;
+           status = case when ${running}::int >= m.slots then ${machineStatusSql(sql, BUSY)} else ${machineStatusSql(sql, ONLINE)} end,
+           updated_at = case when m.status = (case when ${running}::int >= m.slots then ${machineStatusSql(sql, BUSY)} else ${machineStatusSql(sql, ONLINE)} end) then m.updated_at else now() end
+     where m.id = ${machineId} and m.status <> ${machineStatusSql(sql, OFFLINE)}`;
 }
 
 /** The agent is going away (graceful shutdown): offline now rather than after the timeout. */
 export async function recordGoodbye(sql: Queryable, machineId: string): Promise<void> {
-  await sql`update machines set status = 'offline', running_jobs = 0, updated_at = now() where id = ${machineId}`;
+  await sql`update machines set status = ${machineStatusSql(sql, T.goOffline.to)}, running_jobs = 0, updated_at = now() where id = ${machineId}`;
 }
 
 /**
@@ -106,8 +115,8 @@ export async function markSilentMachinesOffline(
   offlineAfterSeconds: number,
 ): Promise<Array<{ id: string; tenant_id: string; name: string }>> {
   return sql<Array<{ id: string; tenant_id: string; name: string }>>`
-    update machines set status = 'offline', running_jobs = 0, updated_at = now()
-    where status <> 'offline'
+    update machines set status = ${machineStatusSql(sql, T.goOffline.to)}, running_jobs = 0, updated_at = now()
+    where status <> ${machineStatusSql(sql, T.goOffline.to)}
       and (last_heartbeat_at is null or last_heartbeat_at < now() - make_interval(secs => ${offlineAfterSeconds}))
       and pg_postmaster_start_time() < now() - make_interval(secs => ${offlineAfterSeconds})
     returning id, tenant_id, name`;
