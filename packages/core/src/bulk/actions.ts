@@ -10,6 +10,7 @@ import { storableDate } from '../validation/formats';
 import { es } from '../messages/es';
 import { countInScope, nextChunk, type BulkScope } from './matching';
 import { applyItemChunk, applyJobChunk } from './steps';
+import { BULK_ACTION_STATUS_TRANSITIONS as T, bulkActionStatusInSql, bulkActionStatusSql } from './transitions';
 import {
   BULK_ACTION_CHUNK, type BulkActionResponse, type BulkActionStatus, type ItemActionBody, type ItemActionName, type JobActionBody, type JobActionName,
 } from './schemas';
@@ -202,8 +203,8 @@ export async function cancelBulkAction(sql: Sql, actor: AuditActor, tenantId: st
     if (current.status === 'completed' || current.status === 'cancelled') throw new ConflictError(es.bulk.alreadyEnded(current.status), { status: current.status });
     const [row] = await tx<BulkActionRow[]>`
       update bulk_actions set cancel_requested = true, updated_at = now(),
-             status = case when status = 'pending' then 'cancelled' else status end,
-             finished_at = case when status = 'pending' then now() else finished_at end
+             status = case when ${bulkActionStatusInSql(tx, 'status', T.cancelPending.from)} then ${bulkActionStatusSql(tx, T.cancelPending.to)} else status end,
+             finished_at = case when ${bulkActionStatusInSql(tx, 'status', T.cancelPending.from)} then now() else finished_at end
       where id = ${id}
       returning ${tx.unsafe(COLUMNS)}`;
     await recordAudit(tx, {
@@ -221,10 +222,10 @@ type ChunkOutcome = 'more' | 'finished' | 'lost';
 async function runChunk(sql: Sql, id: string, token: string): Promise<ChunkOutcome> {
   return sql.begin(async (tx) => {
     const [a] = await tx<BulkActionRow[]>`
-      select ${tx.unsafe(COLUMNS)} from bulk_actions where id = ${id} and lease_token = ${token} and status = 'running' for update`;
+      select ${tx.unsafe(COLUMNS)} from bulk_actions where id = ${id} and lease_token = ${token} and ${bulkActionStatusInSql(tx, 'status', T.cancel.from)} for update`;
     if (!a) return 'lost';
     if (a.cancel_requested) {
-      await tx`update bulk_actions set status = 'cancelled', finished_at = now(), lease_until = null, lease_token = null, updated_at = now() where id = ${id}`;
+      await tx`update bulk_actions set status = ${bulkActionStatusSql(tx, T.cancel.to)}, finished_at = now(), lease_until = null, lease_token = null, updated_at = now() where id = ${id}`;
       return 'finished';
     }
     const scope: BulkScope = {
@@ -245,7 +246,7 @@ async function runChunk(sql: Sql, id: string, token: string): Promise<ChunkOutco
              total = greatest(total, done + ${rows.length}),
              cursor_created_at = coalesce(${last?.cursor_at ?? null}::timestamptz, cursor_created_at),
              cursor_id = coalesce(${last?.id ?? null}::uuid, cursor_id),
-             status = ${finished ? 'completed' : 'running'}, finished_at = ${finished ? tx`now()` : null},
+             status = ${finished ? T.complete.to : T.renew.to}, finished_at = ${finished ? tx`now()` : null},
              lease_until = ${finished ? null : tx`now() + make_interval(secs => ${LEASE_SECONDS})`},
              lease_token = ${finished ? null : token}, error_message = null, updated_at = now()
       where id = ${id}`;
@@ -259,11 +260,11 @@ async function runChunk(sql: Sql, id: string, token: string): Promise<ChunkOutco
  */
 async function claim(sql: Sql, id: string | null): Promise<{ id: string; token: string } | null> {
   const [row] = await sql<Array<{ id: string; token: string }>>`
-    update bulk_actions set status = 'running', lease_token = gen_random_uuid(),
+    update bulk_actions set status = ${bulkActionStatusSql(sql, T.claim.to)}, lease_token = gen_random_uuid(),
            lease_until = now() + make_interval(secs => ${LEASE_SECONDS}), updated_at = now()
     where id = (
       select id from bulk_actions
-      where status in ('pending', 'running') and (lease_until is null or lease_until < now())
+      where ${bulkActionStatusInSql(sql, 'status', T.claim.from)} and (lease_until is null or lease_until < now())
         ${id ? sql`and id = ${id}` : sql``}
       order by created_at
       limit 1
