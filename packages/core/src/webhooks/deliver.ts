@@ -9,6 +9,7 @@ import { openSecret, type WebhookSettings } from './subscriptions';
 import { postWebhook, WebhookConnections, type AttemptResult } from './post';
 import { countWebhookOutcome } from '../metrics/domain';
 import { claimSubscriptions, releaseSubscription, type ClaimedSubscription } from './claim';
+import { WEBHOOK_DELIVERY_STATUS_TRANSITIONS as T, deliveryStatusInSql, deliveryStatusSql } from './transitions';
 
 /**
  * Webhook delivery, run by every dispatcher replica (docs/decisions/events.md). A replica takes a
@@ -146,10 +147,10 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
     if (done.length === 0) return;
     const rows = done.splice(0);
     await sql`
-      update webhook_deliveries d set status = 'delivered', attempts = d.attempts + 1, first_attempt_at = coalesce(d.first_attempt_at, now()),
+      update webhook_deliveries d set status = ${deliveryStatusSql(sql, T.deliver.to)}, attempts = d.attempts + 1, first_attempt_at = coalesce(d.first_attempt_at, now()),
         last_attempt_at = now(), last_status_code = r.status_code, last_error = null, last_duration_ms = r.duration_ms, updated_at = now()
       from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) as r(id uuid, status_code int, duration_ms int)
-      where d.id = r.id and d.status = 'pending'`;
+      where d.id = r.id and ${deliveryStatusInSql(sql, 'd.status', T.deliver.from)}`;
     countWebhookOutcome('delivered', rows.length);
   }
 
@@ -184,10 +185,10 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
     if (result.ok && sub.failing_since === null) {
       // delivered, and the subscription was not failing: one statement
       await sql`
-        update webhook_deliveries set status = 'delivered', attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
+        update webhook_deliveries set status = ${deliveryStatusSql(sql, T.deliver.to)}, attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
           last_attempt_at = now(), last_status_code = ${result.statusCode}, last_error = null,
           last_duration_ms = ${result.durationMs}, updated_at = now()
-        where id = ${d.id} and status = 'pending'`;
+        where id = ${d.id} and ${deliveryStatusInSql(sql, 'status', T.deliver.from)}`;
       countWebhookOutcome('delivered', 1);
       return true;
     }
@@ -201,13 +202,14 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
   async function writeOutcome(tx: Tx, sub: ClaimedSubscription, d: Pick<PendingDelivery, 'id' | 'attempts' | 'first_attempt_at'>, result: AttemptResult): Promise<Outcome> {
     const firstAt = d.first_attempt_at ?? new Date();
     const givenUp = !result.ok && Date.now() - firstAt.getTime() >= giveUpAfterMs;
-    const status = result.ok ? 'delivered' : givenUp ? 'failed' : 'pending';
+    // bound, as it always was: one statement for the three outcomes, all from `pending`
+    const status = result.ok ? T.deliver.to : givenUp ? T.giveUp.to : T.retry.to;
     const next = new Date(Date.now() + retryDelayMs(retryBaseMs, d.attempts + 1));
     await tx`
       update webhook_deliveries set status = ${status}, attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
         last_attempt_at = now(), last_status_code = ${result.statusCode}, last_error = ${result.error},
         last_duration_ms = ${result.durationMs}, next_attempt_at = ${next}, updated_at = now()
-      where id = ${d.id} and status = 'pending'`;
+      where id = ${d.id} and ${deliveryStatusInSql(tx, 'status', T.retry.from)}`;
     if (result.ok) {
       await tx`update webhook_subscriptions set failing_since = null where id = ${sub.id} and failing_since is not null`;
       sub.failing_since = null;
@@ -320,7 +322,7 @@ export function createWebhookDeliverer(opts: DelivererOptions): WebhookDeliverer
             insert into webhook_deliveries (tenant_id, subscription_id, event_id, event_type, event_xid, event_seq,
               status, attempts, first_attempt_at, last_attempt_at, last_status_code, last_duration_ms)
             select ${sub.tenant_id}, ${sub.id}, r.event_id, r.event_type, r.xid::xid8, r.seq,
-              'delivered', 1, now(), now(), r.status_code, r.duration_ms
+              ${deliveryStatusSql(tx, T.deliver.to)}, 1, now(), now(), r.status_code, r.duration_ms
             from jsonb_to_recordset(${JSON.stringify(delivered)}::text::jsonb)
               as r(event_id text, event_type text, xid text, seq bigint, status_code int, duration_ms int)`;
         }
