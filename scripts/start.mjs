@@ -110,29 +110,36 @@ async function main() {
   if (res.status !== 0) throw new SetupError(`Setting up the demo workspace failed: ${(res.stderr || res.stdout).trim()}`);
   const demo = JSON.parse(res.stdout);
 
+  // the platform's processes, then the robots: the robots start once the API is ready and stop
+  // first, so none meets a closed port ("connection lost 1006") and each says goodbye to an API
+  // that still answers (its machine goes offline at once, not when its heartbeats are missed)
   const children = [];
+  const robots = [];
   // set before the first child starts: a child that dies early, or Ctrl-C while the platform is
   // still starting, must stop the others too (they run in process groups of their own)
   let stopping = false;
+  const terminate = (list, killAfterMs) => Promise.all(list.map((c) => new Promise((resolve) => {
+    if (c.exitCode !== null || c.signalCode !== null) return resolve();
+    c.once('exit', resolve);
+    c.kill('SIGTERM');
+    setTimeout(() => c.kill('SIGKILL'), killAfterMs).unref();
+  })));
   async function stop(code = 0) {
     if (stopping) return;
     stopping = true;
-    console.log('\nStopping: draining the API, the dispatcher, the deliverer and the machines …');
-    await Promise.all(children.map((c) => new Promise((resolve) => {
-      if (c.exitCode !== null || c.signalCode !== null) return resolve();
-      c.once('exit', resolve);
-      c.kill('SIGTERM');
-      setTimeout(() => c.kill('SIGKILL'), 15_000).unref();
-    })));
+    console.log('\nStopping: the machines first (each says goodbye to the platform), then the API, the dispatcher and the deliverer …');
+    // a robot drains its runs (up to 10 s) and then waits for the goodbye's answer (up to 10 s)
+    await terminate(robots, 25_000);
+    await terminate(children, 15_000);
     await stopStarted();
     console.log('Stopped.');
     process.exit(code);
   }
-  process.on('exit', () => children.forEach((c) => c.exitCode === null && c.kill('SIGKILL')));
+  process.on('exit', () => [...robots, ...children].forEach((c) => c.exitCode === null && c.kill('SIGKILL')));
   process.on('SIGINT', () => void stop(0));
   process.on('SIGTERM', () => void stop(0));
 
-  const run = (name, app, args = [], childEnv = env) => {
+  const run = (name, app, args = [], childEnv = env, group = children) => {
     // own process group: Ctrl-C reaches only this supervisor, which drains the children in order
     const child = spawn(process.execPath, [...app.nodeArgs, path.join(ROOT, app.script), ...args], { env: childEnv, stdio: ['ignore', 'inherit', 'inherit'], detached: true });
     child.on('exit', (code, signal) => {
@@ -141,24 +148,32 @@ async function main() {
         void stop(1);
       }
     });
-    children.push(child);
+    group.push(child);
   };
   run('api', APPS.api);
   run('dispatcher', APPS.dispatcher, [], { ...env, DISPATCHER_ROLE: 'dispatch' });
   // webhook delivery in a process of its own, as a deployment runs it (docs/decisions/events.md)
   run('deliverer', APPS.dispatcher, [], { ...env, DISPATCHER_ROLE: 'deliver' });
   const baseUrl = `http://${env.HOST}:${port}`;
+  // the robots connect once the API answers /ready (200: it listens, Postgres and Redis answer)
+  const readyBy = Date.now() + 60_000;
+  let ready = false;
+  while (!ready && Date.now() < readyBy && !stopping) {
+    try {
+      ready = (await fetch(`${baseUrl}/ready`)).status === 200;
+    } catch {}
+    if (!ready) await new Promise((r) => setTimeout(r, 200));
+  }
+  if (stopping) return;
+  if (!ready) {
+    console.error(`The API did not answer ${baseUrl}/ready within 60 s; stopping the platform.`);
+    return void stop(1);
+  }
   // the robots hold the platform's URL and their machine keys, nothing else of it (docs/agent-sim.md)
   // (nor the metrics settings: the robot would take the platform's metrics port)
   const agentEnv = Object.fromEntries(Object.entries(robotEnv(process.env)).filter(([k]) => !k.startsWith('METRICS_')));
-  run('agent-sim', APPS.agent, [], { ...agentEnv, SVC_URL: baseUrl, AGENT_MACHINE_KEYS: demo.machines.map((m) => m.machine_key).join(',') });
+  run('agent-sim', APPS.agent, [], { ...agentEnv, SVC_URL: baseUrl, AGENT_MACHINE_KEYS: demo.machines.map((m) => m.machine_key).join(',') }, robots);
   const until = Date.now() + 20_000;
-  while (Date.now() < until && !stopping) {
-    try {
-      if ((await fetch(`${baseUrl}/ready`)).ok) break;
-    } catch {}
-    await new Promise((r) => setTimeout(r, 200));
-  }
   // the banner's trigger picks an online machine: print it once the robots have said hello, so
   // the commands work as soon as they are shown (a loaded host starts the robots last)
   if (!stopping && !(await machinesOnline(baseUrl, demo, until + 30_000))) {

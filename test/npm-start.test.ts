@@ -164,6 +164,14 @@ describe('npm start, as a newcomer uses it', () => {
     expect(code).toBe(0);
     expect(output).toContain('Stopped.');
     await expect(fetch(`http://127.0.0.1:${port}/health`)).rejects.toThrow();
+    // the robots started once the API was ready (none found its port closed: "connection lost",
+    // code 1006) and stopped before it, each goodbye answered: their machines are offline now,
+    // not left online until the heartbeat sweep (which stopped with the platform)
+    expect(output).not.toContain('connection lost');
+    expect(output).not.toContain('did not acknowledge the bye');
+    const machines = await ctx.sql<Array<{ name: string; status: string }>>`select name, status from machines order by name`;
+    expect(machines.length).toBeGreaterThan(0);
+    expect(machines.filter((m) => m.status !== 'offline')).toEqual([]);
   }, 400_000);
 
   it('stops every part and exits 1 when one part cannot start (its port is taken), leaving no process behind', async () => {
