@@ -1,4 +1,4 @@
-import { absoluteTime, formatCount, formatDuration, pageCount, relativeTime, smartTime } from '../src/lib/format';
+import { absoluteTime, formatCount, formatDuration, formattingLocale, pageCount, relativeTime, smartTime } from '../src/lib/format';
 
 const NOW = new Date('2026-11-24T12:00:00Z');
 const ago = (seconds: number) => new Date(NOW.getTime() - seconds * 1000).toISOString();
@@ -35,6 +35,37 @@ describe('formatting in the console', () => {
     expect(formatDuration(12_500, 'es')).toBe('12,5 s');
     expect(formatDuration(184_000, 'es')).toBe('3 min 4 s');
     expect(formatDuration(120_000, 'es')).toBe('2 min');
+  });
+
+  it('rounds a duration whole before splitting it: never "2 min 60 s", "60 s" or "1000 ms"', () => {
+    expect(formatDuration(179_600, 'es')).toBe('3 min');
+    expect(formatDuration(179_400, 'es')).toBe('2 min 59 s');
+    expect(formatDuration(119_500, 'es')).toBe('2 min');
+    expect(formatDuration(59_960, 'es')).toBe('1 min');
+    expect(formatDuration(59_940, 'es')).toBe('59,9 s');
+    expect(formatDuration(999.7, 'es')).toBe('1 s');
+    expect(formatDuration(999.4, 'es')).toBe('999 ms');
+    expect(formatDuration(60_000, 'es')).toBe('1 min');
+    expect(formatDuration(3_599_500, 'es')).toBe('60 min');
+    // every duration up to 10 minutes, in steps of 50 ms: the seconds part is always below 60
+    const atLimit: string[] = [];
+    for (let ms = 0; ms <= 600_000; ms += 50) {
+      const text = formatDuration(ms, 'es');
+      if (/(^|\D)60 s$/.test(text) || /^1\.?000 ms$/.test(text)) atLimit.push(`${ms}: ${text}`);
+    }
+    expect(atLimit).toEqual([]);
+  });
+
+  it("formats numbers and dates in the browser's language when it is a variant of the texts' language, else in the texts' own", () => {
+    expect(formattingLocale('es', ['es-MX', 'en-US'])).toBe('es-MX');
+    expect(formattingLocale('es', ['en-US', 'es-AR'])).toBe('es-AR');
+    expect(formattingLocale('es', ['ES'])).toBe('es');
+    expect(formattingLocale('es', ['en-US', 'de'])).toBe('es');
+    expect(formattingLocale('es', [])).toBe('es');
+    expect(formattingLocale('es', ['es-??', 'es-CL'])).toBe('es-CL');
+    // the chosen locale shows its own conventions, the texts stay as written
+    expect(formatCount(1234567.5, formattingLocale('es', ['es-MX']))).toBe('1,234,567.5');
+    expect(formatCount(1234567.5, formattingLocale('es', ['en-US']))).toBe('1.234.567,5');
   });
 
   it('counts at least one page, and a partial last page', () => {

@@ -46,13 +46,39 @@ export function formatCount(n: number, locale: string): string {
   return new Intl.NumberFormat(locale).format(n);
 }
 
-/** A duration in milliseconds as "850 ms", "12,5 s", "3 min 4 s". */
+/**
+ * A duration in milliseconds as "850 ms", "12,5 s", "3 min 4 s". Each form rounds the whole
+ * duration to its own precision first and then splits it, so a rounding never shows a unit at its
+ * limit: 119,6 s is "2 min", not "1 min 60 s"; 59,96 s is "1 min", not "60 s"; 999,7 ms is "1 s".
+ */
 export function formatDuration(ms: number, locale: string): string {
-  if (ms < 1000) return `${formatCount(Math.round(ms), locale)} ms`;
-  if (ms < 60_000) return `${new Intl.NumberFormat(locale, { maximumFractionDigits: 1 }).format(ms / 1000)} s`;
-  const minutes = Math.floor(ms / 60_000);
-  const seconds = Math.round((ms % 60_000) / 1000);
-  return seconds ? `${minutes} min ${seconds} s` : `${minutes} min`;
+  const wholeMs = Math.round(ms);
+  if (wholeMs < 1000) return `${formatCount(wholeMs, locale)} ms`;
+  const tenths = Math.round(ms / 100);
+  if (tenths < 600) return `${new Intl.NumberFormat(locale, { maximumFractionDigits: 1 }).format(tenths / 10)} s`;
+  const totalSeconds = Math.round(ms / 1000);
+  const minutes = Math.floor(totalSeconds / 60);
+  const seconds = totalSeconds % 60;
+  return seconds ? `${formatCount(minutes, locale)} min ${seconds} s` : `${formatCount(minutes, locale)} min`;
+}
+
+/**
+ * The locale the console formats numbers and dates in: the browser's preferred language when it
+ * is a variant of the texts' language (es-MX, es-AR: their own date order and separators), else
+ * the texts' own (an English browser keeps "hace 3 minutos" among Spanish texts, not
+ * "3 minutes ago"). docs/decisions/console.md, "Texts".
+ */
+export function formattingLocale(textsLocale: string, browserLanguages: readonly string[]): string {
+  const primary = (tag: string) => tag.split('-')[0]!.toLowerCase();
+  for (const tag of browserLanguages) {
+    if (!tag || primary(tag) !== primary(textsLocale)) continue;
+    try {
+      return Intl.getCanonicalLocales(tag)[0]!;
+    } catch {
+      // not a valid language tag: the next one, or the texts' own
+    }
+  }
+  return textsLocale;
 }
 
 /** Pages of a list, from the API's meta (at least one, so "página 1 de 1" for an empty list). */
