@@ -1,5 +1,15 @@
-import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { checkArchiveKey, checkArchivePrefix, decodeLines, encodeLines, type RecordArchive } from './archive';
+
+/**
+ * The AWS SDK, loaded when a process first uses an S3 archive (as BullMQ and undici are): the
+ * API, the robots, the CLI and a dispatcher without ARCHIVE_S3_BUCKET never load it.
+ */
+let sdkModule: typeof import('@aws-sdk/client-s3') | null = null;
+function sdk(): typeof import('@aws-sdk/client-s3') {
+  sdkModule ??= require('@aws-sdk/client-s3') as typeof import('@aws-sdk/client-s3');
+  return sdkModule;
+}
 
 export interface S3ArchiveOptions {
   bucket: string;
@@ -22,17 +32,20 @@ export interface S3ArchiveOptions {
  */
 export function s3Archive(opts: S3ArchiveOptions): RecordArchive & { close(): void } {
   const prefix = opts.prefix ?? '';
-  const client = new S3Client({
-    region: opts.region,
-    ...(opts.endpoint ? { endpoint: opts.endpoint, forcePathStyle: true } : {}),
-    ...(opts.credentials ? { credentials: opts.credentials } : {}),
-    // a batch holds its row locks while it waits for the store: a store that hangs must fail the
-    // batch (its rows stay, the next tick retries), not hold the locks until the socket dies
-    requestHandler: { connectionTimeout: 5_000, requestTimeout: opts.requestTimeoutMs ?? 60_000 },
-    // S3-compatible stores other than AWS often refuse the newer default checksum headers; the
-    // SDK still sends them where the operation requires one
-    ...(opts.endpoint ? { requestChecksumCalculation: 'WHEN_REQUIRED' as const, responseChecksumValidation: 'WHEN_REQUIRED' as const } : {}),
-  });
+  // made at the first request: building the archive from the configuration loads nothing
+  let made: S3Client | null = null;
+  const client = (): S3Client =>
+    (made ??= new (sdk().S3Client)({
+      region: opts.region,
+      ...(opts.endpoint ? { endpoint: opts.endpoint, forcePathStyle: true } : {}),
+      ...(opts.credentials ? { credentials: opts.credentials } : {}),
+      // a batch holds its row locks while it waits for the store: a store that hangs must fail the
+      // batch (its rows stay, the next tick retries), not hold the locks until the socket dies
+      requestHandler: { connectionTimeout: 5_000, requestTimeout: opts.requestTimeoutMs ?? 60_000 },
+      // S3-compatible stores other than AWS often refuse the newer default checksum headers; the
+      // SDK still sends them where the operation requires one
+      ...(opts.endpoint ? { requestChecksumCalculation: 'WHEN_REQUIRED' as const, responseChecksumValidation: 'WHEN_REQUIRED' as const } : {}),
+    }));
   const objectKey = (key: string) => {
     checkArchiveKey(key);
     return `${prefix}${key}`;
@@ -41,16 +54,16 @@ export function s3Archive(opts: S3ArchiveOptions): RecordArchive & { close(): vo
     async put(key, lines) {
       const Key = objectKey(key);
       const body = await encodeLines(lines);
-      await client.send(new PutObjectCommand({ Bucket: opts.bucket, Key, Body: body, ContentType: 'application/gzip' }));
+      await client().send(new (sdk().PutObjectCommand)({ Bucket: opts.bucket, Key, Body: body, ContentType: 'application/gzip' }));
       return { bytes: body.length };
     },
     async get(key) {
       const Key = objectKey(key);
       try {
-        const res = await client.send(new GetObjectCommand({ Bucket: opts.bucket, Key }));
+        const res = await client().send(new (sdk().GetObjectCommand)({ Bucket: opts.bucket, Key }));
         return decodeLines(await res.Body!.transformToByteArray());
       } catch (err) {
-        if (err instanceof S3ServiceException && err.name === 'NoSuchKey') return null;
+        if (err instanceof sdk().S3ServiceException && err.name === 'NoSuchKey') return null;
         throw err;
       }
     },
@@ -58,7 +71,7 @@ export function s3Archive(opts: S3ArchiveOptions): RecordArchive & { close(): vo
       checkArchivePrefix(under);
       let token: string | undefined;
       do {
-        const page = await client.send(new ListObjectsV2Command({ Bucket: opts.bucket, Prefix: `${prefix}${under}`, ContinuationToken: token }));
+        const page = await client().send(new (sdk().ListObjectsV2Command)({ Bucket: opts.bucket, Prefix: `${prefix}${under}`, ContinuationToken: token }));
         for (const o of page.Contents ?? []) {
           if (o.Key === undefined || !o.Key.startsWith(prefix)) continue;
           // no date is read as "just written": the sweep leaves what it cannot age
@@ -69,10 +82,10 @@ export function s3Archive(opts: S3ArchiveOptions): RecordArchive & { close(): vo
     },
     async delete(key) {
       // DeleteObject answers success for a key that is not there
-      await client.send(new DeleteObjectCommand({ Bucket: opts.bucket, Key: objectKey(key) }));
+      await client().send(new (sdk().DeleteObjectCommand)({ Bucket: opts.bucket, Key: objectKey(key) }));
     },
     close() {
-      client.destroy();
+      made?.destroy();
     },
   };
 }
