@@ -14,6 +14,8 @@ export const es = {
     backToOverview: 'Volver al resumen',
   },
   nav: { overview: 'Resumen' },
+  /** the main navigation's groups (Layout.tsx) */
+  navGroups: { work: 'Trabajo', catalogue: 'Catálogo', administration: 'Administración' },
   common: {
     loading: 'Cargando…',
     retry: 'Reintentar',
