@@ -43,6 +43,7 @@ describe('GET /api/v1/jobs/:job_id', () => {
       output_data: { ok: true },
       logs: 'paso 1\npaso 2',
       error_message: null,
+      exception_type: null,
       started_at: '2026-01-02T03:04:05.678Z',
       finished_at: '2026-01-02T03:05:00.000Z',
       retry_count: 2,

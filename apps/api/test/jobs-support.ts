@@ -70,6 +70,7 @@ export function expectedNewJob(w: Workspace, fields: { priority: number; input_d
     output_data: null,
     logs: null,
     error_message: null,
+    exception_type: null,
     started_at: null,
     finished_at: null,
     retry_count: 0,
