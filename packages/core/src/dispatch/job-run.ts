@@ -1,3 +1,4 @@
+import type { ExceptionType } from '../queue-items/exception-types';
 import type { Queryable, Sql } from '../db/sql';
 import { jobStartLatencySeconds } from '../metrics/domain';
 import type { JobRow } from '../jobs/repo';
@@ -182,7 +183,7 @@ export interface JobEnd extends JobProgress {
   output_data?: Record<string, unknown> | null;
   error_message?: string | null;
   /** with `failed`: the kind of the failure the robot names (`application` when it names none) */
-  exception?: 'business' | 'application';
+  exception?: ExceptionType;
   /** for consumer jobs: the message items still held get (normally none) */
   orphanItemMessage?: string;
 }

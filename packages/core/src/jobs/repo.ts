@@ -1,3 +1,4 @@
+import type { ExceptionType } from '../queue-items/exception-types';
 import type { Queryable } from '../db/sql';
 import type { StoredInputSchema } from './input-schema';
 import type { JobStatus } from './transitions';
@@ -16,7 +17,7 @@ export interface JobRow {
   logs: string | null;
   error_message: string | null;
   /** what the robot said when it failed the run (migration 0031); read through jobExceptionType */
-  exception_type: 'business' | 'application' | null;
+  exception_type: ExceptionType | null;
   started_at: Date | null;
   finished_at: Date | null;
   /** when a stop of the running job was first requested (migration 0015) */

@@ -1,3 +1,4 @@
+import { EXCEPTION_TYPES, type ExceptionType } from '../queue-items/exception-types';
 import { Type, type Static } from '@sinclair/typebox';
 import { DateTime, Nullable, PageQuery, Uuid } from '../validation/formats';
 import { ContainmentFilterQuery } from '../validation/containment-filter';
@@ -79,8 +80,8 @@ export const JobResponse = Type.Object({
   output_data: Nullable(JsonObject),
   logs: Nullable(Type.String({ description: LOGS_FIELD_DESCRIPTION })),
   error_message: Nullable(Type.String()),
-  exception_type: Nullable(Type.Unsafe<'business' | 'application'>({
-    type: 'string', enum: ['business', 'application'],
+  exception_type: Nullable(Type.Unsafe<ExceptionType>({
+    type: 'string', enum: [...EXCEPTION_TYPES],
     description: 'A failed job\'s kind of failure: business (the robot said the data is wrong; never retried automatically) or application; null unless failed',
   })),
   started_at: Nullable(DateTime()),

@@ -1,3 +1,4 @@
+import type { ExceptionType } from '../queue-items/exception-types';
 import type { Queryable } from '../db/sql';
 import { statusSqlFor } from '../db/status-sql';
 import type { JobRow } from './repo';
@@ -102,7 +103,7 @@ export interface JobTransitionSet {
   output_data?: Record<string, unknown> | null;
   logs?: string | null;
   error_message?: string | null;
-  exception_type?: 'business' | 'application' | null;
+  exception_type?: ExceptionType | null;
   retry_count?: number;
   stop_requested?: boolean;
   progress_percent?: number | null;

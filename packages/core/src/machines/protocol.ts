@@ -1,3 +1,4 @@
+import { EXCEPTION_TYPES } from '../queue-items/exception-types';
 import { Type, type Static } from '@sinclair/typebox';
 import { MAX_TAKE } from '../queue-items/transitions';
 import { ASSET_VALUE_SCHEMAS, AssetTypeSchema } from '../catalog/schemas';
@@ -62,7 +63,7 @@ export const JobProgressMessage = Type.Object({ ...Envelope('job.progress'), ...
  * process's retry policy; `business` (the data itself is wrong: the invoice is already paid) is
  * final. Only with `status: "failed"`.
  */
-export const ExceptionTypeSchema = Type.Union([Type.Literal('business'), Type.Literal('application')]);
+export const ExceptionTypeSchema = Type.Union(EXCEPTION_TYPES.map((t) => Type.Literal(t)));
 
 export const JobFinishMessage = Type.Object({
   ...Envelope('job.finish'),
