@@ -66,7 +66,7 @@ describe('the transports use the front door', () => {
   it('flags the internals entry, a deep path and a relative reach into core, and lets @svc/core through', () => {
     expect(backDoors('apps/api/src/x.ts', "import { findApiKeyByHash } from '@svc/core/internals';\n")).toHaveLength(1);
     expect(backDoors('packages/cli/src/x.ts', "import { createFolder } from '@svc/core/dist/catalog/folders';\n")).toHaveLength(1);
-    expect(backDoors('packages/cli/src/workspace/x.ts', "const r = require('../../../core/src/catalog/records');\n")).toHaveLength(1);
+    expect(backDoors('packages/cli/src/workspace/x.ts', "const r = require('../../../core/src/catalog/by-resource');\n")).toHaveLength(1);
     expect(backDoors('apps/dispatcher/src/x.ts', "export { touchApiKeys } from '../../../packages/core/src/api-keys/repo';\n")).toHaveLength(1);
     expect(backDoors('apps/api/src/x.ts', "import { createEngine, type Engine } from '@svc/core';\nimport { ok } from './http/respond';\n")).toEqual([]);
     // a public subpath of core's package.json

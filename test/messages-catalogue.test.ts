@@ -4,10 +4,11 @@ import ts from 'typescript';
 import { es } from '@svc/core';
 
 /**
- * Every server text a person reads lives in one catalogue, packages/core/src/messages/es.ts
- * (docs/architecture.md). This scan reads the sources of core, the API, the dispatcher and the
- * CLI (not their tests, not the console, which has its own catalogue, not the catalogue itself)
- * and fails on a string or template literal that looks like Spanish text.
+ * Every server text a person reads lives in one catalogue,
+ * packages/core/src/messages/server-messages.ts (docs/architecture.md). This scan reads the
+ * sources of core, the API, the dispatcher and the CLI (not their tests, not the console, which
+ * has its own catalogue, not the catalogue itself) and fails on a string or template literal
+ * that looks like Spanish text.
  *
  * "Looks like Spanish" is a heuristic, not a proof: a letter only Spanish uses here
  * (áéíóúñ¿¡), or, in a text with a space, one of a few Spanish words English code does not use. Markdown code spans
@@ -18,7 +19,7 @@ import { es } from '@svc/core';
  */
 const ROOT = path.resolve(__dirname, '..');
 const SCANNED = ['packages/core/src', 'apps/api/src', 'apps/dispatcher/src', 'packages/cli/src'];
-const CATALOGUE = 'packages/core/src/messages/es.ts';
+const CATALOGUE = 'packages/core/src/messages/server-messages.ts';
 
 /** Files whose literals are left where they are for now, and why. */
 const SKIPPED_FILES: Record<string, string> = {

@@ -6,7 +6,8 @@ import {
 } from '@svc/core';
 import { CliError } from './errors';
 
-export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/svc';
+/** The database when DATABASE_URL is not set: core's default (parseDatabaseSettings). */
+export const DEFAULT_DATABASE_URL = parseDatabaseSettings({}).url;
 
 /** The URL without its password, for messages. */
 export function redactUrl(url: string): string {

@@ -1,6 +1,6 @@
 import type { Engine, Sql } from '@svc/core';
 import type { Command, CommandContext } from './context';
-import { createCliEngine, openDatabase } from './db';
+import { DEFAULT_DATABASE_URL, createCliEngine, openDatabase } from './db';
 import { EXIT, UsageError, errorReport, formatErrorLine, helpHint } from './errors';
 import { processIo, type CliIo } from './io';
 import { createOutput } from './output';
@@ -37,7 +37,7 @@ function usage(): string {
     '',
     ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`),
     '',
-    'Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/svc); behind PgBouncer in transaction mode also',
+    `Environment: DATABASE_URL (default ${DEFAULT_DATABASE_URL}); behind PgBouncer in transaction mode also`,
     'DATABASE_POOLER=transaction and DATABASE_DIRECT_URL (migrations); ASSET_ENCRYPTION_KEY for assets.',
     'Exit codes: 0 done, 1 failed, 2 usage or invalid input, 3 not found, 4 conflict.',
   ].join('\n');

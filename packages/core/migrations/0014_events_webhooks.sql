@@ -1,9 +1,9 @@
 -- Events out: the tenant's event feed and signed webhooks (docs/decisions/events.md).
 --
 -- An event is written by the statement that makes the change, in its transaction: item adds
--- write theirs in the insert statement (queue-items/batched.ts, repo.ts), every other change by
--- the triggers below, so that every path that changes a status (the agent, the sweeps, the
--- retry policy, a person) emits exactly one event per change and nothing when it rolls back.
+-- write theirs in the insert statement (queue-items/batched-inserts.ts, repo.ts), every other
+-- change by the triggers below, so that every path that changes a status (the agent, the sweeps,
+-- the retry policy, a person) emits exactly one event per change and nothing when it rolls back.
 --
 -- Order and cursor: `seq` alone is not commit-ordered (a transaction that commits later may hold
 -- a smaller number). Each event keeps the id of its transaction (`xid`); readers only return

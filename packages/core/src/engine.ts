@@ -20,17 +20,18 @@ import { readAssetWithKey, readAssetForMachine } from './catalog/asset-read';
 import {
   deactivateCatalogRecord, findCatalogRecordByName, getCatalogRecord, inCatalogBatch, listCatalogRecords, pauseQueue, rotateMachineKeyAudited,
   saveCatalogRecord, type CatalogBatch, type SaveOptions, type SaveTarget,
-} from './catalog/records';
+} from './catalog/by-resource';
 import { listAuditLog } from './audit/read';
 import { exportAuditLog, exportJobs, exportQueueItems } from './export/exports';
 import { readMachineSeries, readQueueSeries, sampleMinute } from './catalog/queue-series';
 import { purgeQueueStatBuckets, readQueueStats } from './catalog/queue-stats';
-import { getSchedule, previewSchedule } from './schedules/catalog';
+import { getSchedule, previewSchedule } from './catalog/schedules';
 import { fireDueSchedules } from './schedules/fire';
 import { getJob, listJobs, stopJob, triggerJobByApi, triggerJobByUser, triggerJobByWebhook } from './jobs/service';
 import { answerJobInput, readJobInput } from './jobs/input';
 import { addItem, addItemToQueueNamed, addItemsBulk, addItemsMany, getActiveQueueByName, listItems } from './queue-items/service';
-import { releaseQueueItems, applyItemRetryPolicy } from './queue-items/transitions';
+import { releaseQueueItems } from './queue-items/transitions';
+import { applyItemRetryPolicy } from './queue-items/retry';
 import { CLAIM_FLOOR_FULL_EVERY, claimFloorSwitch, recomputeClaimFloors } from './queue-items/claim-floor';
 import type { ClaimFloorMode } from './config';
 import { redriveQueueItems, reviewQueueItem } from './queue-items/review';
@@ -171,7 +172,7 @@ export function createEngine(deps: EngineDeps) {
     }),
     /**
      * The catalogue: folders, processes, machines, queues, triggers, schedules and assets of a
-     * tenant (catalog/records.ts). Every write is audited and records its effects in its transaction.
+     * tenant (catalog/by-resource.ts). Every write is audited and records its effects in its transaction.
      */
     catalog: {
       /** the one "create or update a record": `'new'` (create), `{ id }` (change these fields), `{ name }` (create or change what differs) */

@@ -2,7 +2,7 @@
  * Typed domain errors. Core code throws these; the API's error middleware is the one place
  * that turns them into the contract's envelope (docs/architecture.md, invariant 5).
  */
-import { es } from './messages/es';
+import { es } from './messages/server-messages';
 
 export type ErrorCode =
   | 'UNAUTHORIZED'
@@ -27,7 +27,7 @@ export interface FieldIssue {
   type: string;
 }
 
-/** The default `message` of each code: the catalogue's (messages/es.ts). */
+/** The default `message` of each code: the catalogue's (messages/server-messages.ts). */
 export const DEFAULT_MESSAGES: Record<ErrorCode, string> = es.errors;
 
 export class AppError extends Error {

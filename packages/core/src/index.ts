@@ -11,7 +11,7 @@
 // The engine: the domain's commands, grouped and bound to one pool (docs/architecture.md, "The engine").
 export { createEngine } from './engine';
 export type { Engine, EngineDeps } from './engine';
-export type { CatalogBatch, SaveOptions, SaveTarget, SavedRecord } from './catalog/records';
+export type { CatalogBatch, SaveOptions, SaveTarget, SavedRecord } from './catalog/by-resource';
 
 // Shared vocabulary: errors, configuration, logging, scopes, limits.
 export {
@@ -36,7 +36,7 @@ export { DatabaseSettingsError, createDirectSql, createPooledSql, databaseSettin
 export type { DatabaseSettings } from './db/pooler';
 export type { Sql } from './db/sql';
 export { migrate } from './db/migrate';
-export { Batcher } from './db/batcher';
+export { Batcher } from './db/call-batcher';
 export { DbOutage, isConnectionError, retryOnConnectionLoss } from './db/outage';
 
 // Request validation and security.
@@ -150,14 +150,14 @@ export type { MachineRow } from './catalog/machines';
 export {
   ScheduleCreate, ScheduleListQuery, SchedulePreviewQuery, SchedulePreviewResponse, ScheduleResponse, ScheduleUpdate,
 } from './schedules/schemas';
-export { toScheduleResponse } from './schedules/catalog';
-export type { ScheduleRow } from './schedules/catalog';
+export { toScheduleResponse } from './catalog/schedules';
+export type { ScheduleRow } from './catalog/schedules';
 export {
   AddQueueItemBody, AddQueueItemsBulkBody, BULK_MAX_ITEMS, BulkAddedResponse, QueueItemListQuery, QueueItemResponse, QueueNameParams,
 } from './queue-items/schemas';
 export type { AddQueueItemInput } from './queue-items/schemas';
 export { toQueueItemResponse } from './queue-items/serialize';
-export { MAX_TAKE } from './queue-items/transitions';
+export { MAX_TAKE } from './queue-items/take';
 
 // Events out: the feed and signed webhooks (docs/decisions/events.md).
 export {
@@ -185,5 +185,5 @@ export type {
   RequestType as AgentRequestType, RequestOf as AgentRequestOf, ResultOf as AgentResultOf, PushType as AgentPushType, PushOf as AgentPushOf,
   ServerMessage as AgentServerMessage,
 } from './machines/protocol';
-export { deliverLater, skipDelivery } from './dispatch/skipped-start';
-export { es, sqlFormat, type ServerMessages } from './messages/es';
+export { deliverLater, skipDelivery } from './dispatch/skip-delivery';
+export { es, sqlFormat, type ServerMessages } from './messages/server-messages';

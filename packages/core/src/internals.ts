@@ -88,9 +88,9 @@ export { createTrigger, deactivateTrigger, updateTrigger } from './catalog/trigg
 export { createAsset, deactivateAsset, findAssetByName, readAssetValue, readStoredCredentials } from './catalog/assets';
 export { readAssetWithKey } from './catalog/asset-read';
 export type { AssetReader } from './catalog/asset-read';
-export { writeCatalogEntity } from './catalog/write';
-export type { CatalogEffect } from './catalog/write';
-export { createSchedule, getSchedule } from './schedules/catalog';
+export { writeCatalogEntity } from './catalog/audited-write';
+export type { CatalogEffect } from './catalog/audited-write';
+export { createSchedule, getSchedule } from './catalog/schedules';
 export { assertValidCron, isValidTimeZone, nextTick, nextTicks, ticksBetween } from './schedules/cron';
 export { fireDueSchedules } from './schedules/fire';
 export { ITEM_COLUMNS, exportQueueItemsChunk } from './queue-items/repo';
@@ -100,11 +100,12 @@ export { parseIncludeArchived } from './export/archived';
 export type { QueueItemRow } from './queue-items/repo';
 export { addItem, addItemToQueueNamed, addItemsBulk, addItemsMany, getActiveQueueByName, listItems } from './queue-items/service';
 export {
-  QUEUE_ITEM_TRANSITIONS, applyItemRetryPolicy, approveQueueItem, canTransitionItem, compareTakeOrder, failItemsOfJobs,
-  failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, retryEndedItems, releaseQueueItems, releaseUnknownClaims, settleAndClaimItems,
-  settleAndClaimItemsBatch,
+  QUEUE_ITEM_TRANSITIONS, canTransitionItem, failItemsOfJobs, failOrphanedItems, releaseQueueItems, releaseUnknownClaims,
 } from './queue-items/transitions';
-export type { TakeOptions } from './queue-items/transitions';
+export { compareTakeOrder, settleAndClaimItems, settleAndClaimItemsBatch } from './queue-items/take';
+export type { TakeOptions } from './queue-items/take';
+export { applyItemRetryPolicy, retryEndedItems } from './queue-items/retry';
+export { approveQueueItem, redriveDeadLetterItems, rejectQueueItem } from './queue-items/review';
 export { CLAIM_FLOOR_FULL_EVERY, CLAIM_FLOOR_LAG, claimFloorSwitch, recomputeClaimFloors, vacuumHeldBack } from './queue-items/claim-floor';
 export { countInScope, nextChunk } from './bulk/matching';
 export type { BulkScope } from './bulk/matching';

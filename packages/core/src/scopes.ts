@@ -1,4 +1,4 @@
-import { es } from './messages/es';
+import { es } from './messages/server-messages';
 
 /** The API key scope catalogue (served by GET /settings/api-keys/available-scopes). Scopes are resource:action. */
 export const SCOPES = [

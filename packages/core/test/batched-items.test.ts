@@ -3,7 +3,7 @@ import { ITEM_COLUMNS, addItem, addItemToQueueNamed, getActiveQueueByName, noopD
 import { seedQueue, seedTenant, databaseSuite } from '@svc/testing';
 
 /**
- * Concurrent `POST …/items` share their Postgres round trips (queue-items/batched.ts): the
+ * Concurrent `POST …/items` share their Postgres round trips (queue-items/batched-inserts.ts): the
  * batching must be invisible to each caller — its own row, its own error, fresh reads.
  */
 const db = databaseSuite();

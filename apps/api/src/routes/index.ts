@@ -18,7 +18,7 @@ import { triggerSettingsRoutes } from './settings/triggers';
 import { assetSettingsRoutes } from './settings/assets';
 import { scheduleSettingsRoutes } from './settings/schedules';
 import { queueItemReviewRoutes } from './settings/queue-item-review';
-import { workSettingsRoutes } from './settings/work';
+import { jobsAndItemsSettingsRoutes } from './settings/jobs-and-items';
 import { auditLogRoutes } from './settings/audit-log';
 import { eventRoutes } from './settings/events';
 import { userSettingsRoutes } from './settings/users';
@@ -40,7 +40,7 @@ const RESOURCES: ResourceRoutes[] = [
   assetSettingsRoutes,
   scheduleSettingsRoutes,
   queueItemReviewRoutes,
-  workSettingsRoutes,
+  jobsAndItemsSettingsRoutes,
   auditLogRoutes,
   userSettingsRoutes,
   eventRoutes,

@@ -10,8 +10,8 @@ import { checkWorkspace, resolveEnvRefs, type AssetEntry, type Kind, type Worksp
  * same file twice changes nothing the second time.
  *
  * Each entry is one call of the engine's "create or update a catalogue record" (engine.catalog,
- * core's catalog/records.ts), the command behind the settings API's routes too: it compares the
- * entry with the record, and writes the change with its audit row (`create_<resource>` /
+ * core's catalog/by-resource.ts), the command behind the settings API's routes too: it compares
+ * the entry with the record, and writes the change with its audit row (`create_<resource>` /
  * `update_<resource>`, actor `system`, source `cli`; details name fields, never a value) and its
  * effects. All entries share one transaction (engine.catalog.batch); a dry run rolls it back.
  * What is left here is the file's vocabulary: names for references, `$env` values, the report.

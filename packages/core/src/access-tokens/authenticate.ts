@@ -3,7 +3,7 @@ import { ForbiddenError, UnauthorizedError } from '../errors';
 import { sha256 } from '../security/hash';
 import type { UserRole } from '../users/schemas';
 import { findAccessTokenByHash } from './repo';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
 /**
  * The one check of a user access token, for every way one is presented (the API's Bearer guard,

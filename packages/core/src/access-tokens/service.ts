@@ -6,7 +6,7 @@ import { verifyPassword } from '../security/password';
 import { ACCESS_TOKEN_PREFIX, DISPLAY_PREFIX_LENGTH, issueSecret } from '../security/secrets';
 import { findUserByEmail, findUserById, type UserRow } from '../users/repo';
 import type { UserRole } from '../users/schemas';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
 /**
  * User access tokens: `svc_at_` + 256 random bits, shown once; only SHA-256 of the value and its

@@ -1,8 +1,7 @@
 import type { Environment } from '../scopes';
 import type { ApiKeyRow } from './repo';
 import type { ApiKeyResponse, ApiKeyWithSecretResponse } from './schemas';
-
-const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+import { iso } from '../validation/iso-date';
 
 /** ApiKeyResponse: the only way an API key record leaves the system. Never includes the hash. */
 export function toApiKeyResponse(row: ApiKeyRow): ApiKeyResponse {

@@ -10,7 +10,7 @@ import { deactivateApiKey, findApiKey, insertApiKey, listApiKeyRows, replaceApiK
 import { CreateApiKeyBody, type ApiKeyResponse, type ApiKeyWithSecretResponse, type CreateApiKeyInput } from './schemas';
 import { toApiKeyResponse, toApiKeyWithSecretResponse } from './serialize';
 import type { ApiKeyChangeListener } from './invalidation';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
 /**
  * API key management (docs/decisions/api-keys.md). Each change is one transaction with its audit row; the

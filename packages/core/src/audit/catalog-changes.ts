@@ -5,8 +5,8 @@ import { recordAudit, type AuditEntry } from './audit';
  * The audit row of a catalogue write (folders, processes, machines, queues, assets), one shape
  * for every way a catalogue changes: the settings API (an admin, source `api`) and `svc apply`
  * (the operator's CLI, actor `system`, source `cli`). Both write it through core's
- * writeCatalogEntity (catalog/write.ts), in the transaction of the change, so the log never claims
- * a change that did not commit.
+ * writeCatalogEntity (catalog/audited-write.ts), in the transaction of the change, so the log
+ * never claims a change that did not commit.
  *
  * Action `<change>_<resource>` (`create_folder`, `update_queue`, `deactivate_asset`…), and
  * `rotate_machine_key` for a machine's new key. Details name what changed and never carry a

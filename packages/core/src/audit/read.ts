@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { Queryable } from '../db/sql';
 import { ValidationError } from '../errors';
 import { DateTime, Nullable, Uuid, storableDate } from '../validation/formats';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
 /**
  * GET /settings/audit-log: a workspace's audit log, newest first, in keyset pages

@@ -7,7 +7,7 @@ import { tenantHasProcessAndMachine } from '../jobs/repo';
 import { CONTAINMENT_FILTER_MAX_LENGTH } from '../validation/containment-filter';
 import { assertJsonInput } from '../validation/json-input';
 import { storableDate } from '../validation/formats';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 import { countInScope, nextChunk, type BulkScope } from './matching';
 import { applyItemChunk, applyJobChunk } from './steps';
 import { BULK_ACTION_STATUS_TRANSITIONS as T, bulkActionStatusInSql, bulkActionStatusSql } from './transitions';

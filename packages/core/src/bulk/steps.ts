@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/sql';
 import { recordEffect, recordEffects, jobsCreatedEffects } from '../outbox/effects';
-import { redriveDeadLetterItems, retryEndedItems } from '../queue-items/transitions';
+import { retryEndedItems } from '../queue-items/retry';
+import { redriveDeadLetterItems } from '../queue-items/review';
 import type { JobRow } from '../jobs/repo';
 import { stopActiveJob } from '../jobs/service';
 import { pickMachineForFollowUp } from '../machines/heartbeat';

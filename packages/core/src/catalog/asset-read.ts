@@ -3,7 +3,7 @@ import type { Queryable } from '../db/sql';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors';
 import { ENVIRONMENTS, type Environment } from '../scopes';
 import { readAssetValue, type AssetRead, type AssetValue } from './assets';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
 /**
  * Reading an asset's value with an API key: the environment policy, the order of its refusals and

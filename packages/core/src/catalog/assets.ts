@@ -1,11 +1,13 @@
 import { Type, type TSchema } from '@sinclair/typebox';
-import type { Queryable } from '../db/sql';
+import { inTransaction, type Queryable } from '../db/sql';
 import { NotFoundError } from '../errors';
 import { ENVIRONMENTS, type Environment } from '../scopes';
 import { decrypt, encrypt } from '../security/secret-box';
 import { validate } from '../validation/validate';
 import { ASSET_VALUE_SCHEMAS, AssetCreate, AssetUpdate, type AssetType, type CatalogListQuery } from './schemas';
-import { inTransaction, iso, pageWindow, presentColumns, toPage, uniqueName, type Page } from './shared';
+import { iso } from '../validation/iso-date';
+import { pageWindow, toPage, type Page } from './paging';
+import { presentColumns, uniqueName } from './record-rules';
 
 /**
  * Assets: named values with one value per environment (docs/decisions/assets.md).

@@ -2,7 +2,9 @@ import type { Queryable } from '../db/sql';
 import { NotFoundError } from '../errors';
 import { validate } from '../validation/validate';
 import { FolderCreate, FolderUpdate, CatalogListQuery } from './schemas';
-import { iso, pageWindow, presentColumns, toPage, uniqueName, type Page } from './shared';
+import { iso } from '../validation/iso-date';
+import { pageWindow, toPage, type Page } from './paging';
+import { presentColumns, uniqueName } from './record-rules';
 
 /** Folders group processes. Management only: (sql, tenantId, input), inputs in API snake_case. */
 export interface FolderRow {

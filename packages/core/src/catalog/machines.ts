@@ -4,7 +4,9 @@ import { NotFoundError } from '../errors';
 import { issueSecret, MACHINE_KEY_PREFIX } from '../security/secrets';
 import { validate } from '../validation/validate';
 import { MachineCreate, MachineUpdate, type MachineKind, type MachineListQuery, type MachineStatus } from './schemas';
-import { iso, pageWindow, presentColumns, toPage, uniqueName, type Page } from './shared';
+import { iso } from '../validation/iso-date';
+import { pageWindow, toPage, type Page } from './paging';
+import { presentColumns, uniqueName } from './record-rules';
 
 /** A machine (robot host) of a tenant. Its agent authenticates with a machine key kept only as SHA-256. */
 export interface MachineRow {

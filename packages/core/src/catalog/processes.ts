@@ -3,8 +3,10 @@ import { NotFoundError, ValidationError } from '../errors';
 import { validate } from '../validation/validate';
 import { userSchemaProblem } from '../validation/user-schema/compile';
 import { ProcessCreate, ProcessUpdate, type ProcessListQuery } from './schemas';
-import { assertSameTenant, iso, pageWindow, presentColumns, toPage, uniqueName, type Page } from './shared';
-import { es } from '../messages/es';
+import { assertSameTenant, presentColumns, uniqueName } from './record-rules';
+import { iso } from '../validation/iso-date';
+import { pageWindow, toPage, type Page } from './paging';
+import { es } from '../messages/server-messages';
 
 /** A process (robot) of a tenant. */
 export interface ProcessRow {

@@ -1,9 +1,11 @@
 import type { Queryable } from '../db/sql';
 import { ConflictError, NotFoundError } from '../errors';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 import { validate } from '../validation/validate';
 import { QueueCreate, QueueUpdate, type CatalogListQuery } from './schemas';
-import { assertSameTenant, iso, pageWindow, presentColumns, toPage, uniqueName, type Page } from './shared';
+import { assertSameTenant, presentColumns, uniqueName } from './record-rules';
+import { iso } from '../validation/iso-date';
+import { pageWindow, toPage, type Page } from './paging';
 import { QUEUE_ITEM_STATUSES, type QueueItemStatus } from '../queue-items/schemas';
 
 /** A work queue of a tenant (the public API names only `max_retries`; the rest is ours). */

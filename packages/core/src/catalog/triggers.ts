@@ -4,7 +4,9 @@ import { NotFoundError } from '../errors';
 import { DateTime, Nullable, PageQuery, Uuid } from '../validation/formats';
 import { validate } from '../validation/validate';
 import { ActiveFilter } from './schemas';
-import { assertSameTenant, iso, pageWindow, presentColumns, toPage, type Page } from './shared';
+import { assertSameTenant, presentColumns } from './record-rules';
+import { iso } from '../validation/iso-date';
+import { pageWindow, toPage, type Page } from './paging';
 
 /**
  * Queue triggers (docs/decisions/triggers.md): what starts consumer jobs for a queue. A queue's

@@ -202,7 +202,7 @@ function asTransaction(conn: postgres.ReservedSql<Record<string, unknown>>): Tx 
     throw new Error('Two-phase commit is not used by this platform.');
   };
   const handler: ProxyHandler<typeof conn> = {
-    // `'savepoint' in tx` tells a transaction from a pool (catalog/shared.ts inTransaction)
+    // `'savepoint' in tx` tells a transaction from a pool (inTransaction below)
     has(target, prop) {
       return prop === 'savepoint' || prop === 'prepare' || Reflect.has(target, prop);
     },
@@ -214,4 +214,10 @@ function asTransaction(conn: postgres.ReservedSql<Record<string, unknown>>): Tx 
   };
   const tx = new Proxy(conn, handler) as unknown as Tx;
   return tx;
+}
+
+/** A transaction on a connection, or a savepoint when the caller already holds one. */
+export async function inTransaction<T>(sql: Queryable, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  if ('savepoint' in sql) return (await sql.savepoint(fn)) as T;
+  return (await (sql as Sql).begin(fn)) as T;
 }

@@ -3,7 +3,7 @@ import { insertJob } from '../jobs/repo';
 import type { DispatchJobRef, DispatchPort } from './port';
 import type { Logger } from '../logger';
 import { inTransactionPublishingAtOnce } from '../outbox/at-once';
-import { floorOfSql, readyPastFloorSql } from '../queue-items/transitions';
+import { floorOfSql, readyPastFloorSql } from '../queue-items/take';
 import { jobsCreatedEffects, recordEffects } from '../outbox/effects';
 
 /**

@@ -6,7 +6,7 @@ import { JOB_STATUS_TRANSITIONS as T, RUN_STATUSES, jobStatusInSql, jobStatusSql
 import { appendJobLogs, checkAppend, logAppendSet, type LogAppend } from '../jobs/logs';
 import { endJobs } from './job-end';
 import type { DispatchJobRef } from './port';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 import { renewManyJobLeases, type OwnedRun } from './lease-renewal';
 
 /**

@@ -1,5 +1,5 @@
 import type { Queryable, Sql } from '../db/sql';
-import { Batcher, isPool } from '../db/batcher';
+import { Batcher, isPool } from '../db/call-batcher';
 import { RUN_STATUSES, jobStatusInSql } from '../jobs/transitions';
 import type { LeaseRenewal } from './job-run';
 
@@ -20,7 +20,7 @@ export interface LeaseRenewals {
  * The lease renewals of many heartbeats (many machines) in one statement, each with
  * renewJobLeases's effect: the jobs are locked in id order (two renewal batches never wait on each
  * other in a circle; one caught in a deadlock with a sweep is run again request by request, as any
- * batch Postgres refused, db/batcher.ts), with the lock the update itself would take (a child
+ * batch Postgres refused, db/call-batcher.ts), with the lock the update itself would take (a child
  * job's insert is not held up), a run renews only for its own machine and attempt while its job runs, and a run
  * listed twice (two heartbeats of one machine in one batch) is renewed when either says it is
  * alive. One list of owned runs per request, in order.

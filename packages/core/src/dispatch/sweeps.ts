@@ -7,7 +7,7 @@ import { recordAudit } from '../audit/audit';
 import { endJobs, type EndedJobs, type JobEndOptions } from './job-end';
 import { handBackUnacknowledged } from './hand-back';
 import type { DispatchJobRef } from './port';
-import { es, sqlFormat } from '../messages/es';
+import { es, sqlFormat } from '../messages/server-messages';
 
 /**
  * The dispatcher's periodic work, each step one guarded set statement whose statuses (the

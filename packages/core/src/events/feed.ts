@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/sql';
 import { ValidationError } from '../errors';
 import { EVENT_TYPES, type EventFeedQuery, type EventResponse } from '../webhooks/schemas';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
 /**
  * The tenant's event feed (docs/decisions/events.md). Events are read in (xid, seq) order and only

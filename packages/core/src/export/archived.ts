@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { Queryable } from '../db/sql';
 import { ConflictError, ValidationError } from '../errors';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 import type { RecordArchive } from '../retention/archive';
 import { EXPORT_CHUNK_BYTES, EXPORT_CHUNK_ROWS } from './stream';
 

@@ -1,6 +1,6 @@
 import { ValidationError } from '../errors';
 import { sha256 } from '../security/hash';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
 /** The request header a client sets to make a POST safe to repeat (docs/decisions/idempotency.md). */
 export const IDEMPOTENCY_HEADER = 'Idempotency-Key';

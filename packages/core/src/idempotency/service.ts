@@ -6,7 +6,7 @@ import { IDEMPOTENCY_HEADER, IDEMPOTENCY_IN_FLIGHT_LEASE_SECONDS, idempotencyReq
 import {
   claimIdempotencyKey, completeIdempotencyKey, findIdempotencyKey, releaseIdempotencyKey, releaseLostClaim, type IdempotencyKeyId,
 } from './repo';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
 /** A response worth keeping: what a repeat of the request answers. */
 export interface IdempotentResult {

@@ -3,7 +3,7 @@ import { ValidationError, type FieldIssue } from '../errors';
 import { ajvErrorsToIssues } from '../validation/validate';
 import { ValidationBudgetExceeded, VALIDATION_TIME_LIMIT_MS, withinBudget } from '../validation/user-schema/budget';
 import { cachedUserSchema } from '../validation/user-schema/compile';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
 /** The webhook trigger's fifth check (docs/decisions/jobs.md): input_data against the process's input_schema. */
 export const INPUT_DATA_REQUIRED_MESSAGE = es.inputData.required;

@@ -13,7 +13,7 @@ import { cachedUserSchema, userSchemaProblem } from '../validation/user-schema/c
 import { getJob } from './service';
 import type { JobRow, JobWithNames } from './repo';
 import { JOB_STATUS_TRANSITIONS as T, jobStatusInSql, jobStatusSql } from './transitions';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
 /**
  * Human input (docs/decisions/human-input.md): a running job asks a person for a value and waits

@@ -6,7 +6,7 @@ import { gunzip, gzip } from 'node:zlib';
 import type { Queryable, Sql } from '../db/sql';
 import { NotFoundError } from '../errors';
 import { FINAL_JOB_STATUSES } from './transitions';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);

@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/sql';
 import { ValidationError } from '../errors';
 import { RUN_STATUSES, jobStatusInSql } from './transitions';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
 /**
  * A job's log (docs/decisions/job-logs.md): the robot appends text to it while the job runs, the

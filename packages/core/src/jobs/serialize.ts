@@ -1,8 +1,7 @@
 import type { JobWithNames } from './repo';
 import { inlineLogs } from './logs';
 import { STOP_JOB_FIELDS, type JobResponse, type ResourceMetricsValue, type StopJobResponse } from './schemas';
-
-const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+import { iso } from '../validation/iso-date';
 
 /**
  * The kind of a failed job's failure: what its robot said, else `application` (the engine's own

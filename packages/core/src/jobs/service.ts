@@ -14,7 +14,7 @@ import { pageMeta, type PageMeta } from '../validation/formats';
 import { parseContainmentFilter } from '../validation/containment-filter';
 import { isFinalJobStatus, requestRunningJobStop, transitionJob } from './transitions';
 import { endJobs } from '../dispatch/job-end';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
 /** Items a consumer job still held when it was stopped while waiting for input. */
 export const STOPPED_WHILE_WAITING_ITEM_MESSAGE = es.queues.stoppedWhileWaiting;

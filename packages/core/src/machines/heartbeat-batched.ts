@@ -1,5 +1,5 @@
 import type { Queryable, Sql } from '../db/sql';
-import { Batcher, isPool } from '../db/batcher';
+import { Batcher, isPool } from '../db/call-batcher';
 import { recordHeartbeat, type HeartbeatReport, type HeartbeatResult } from './heartbeat';
 import { MACHINE_STATUS_TRANSITIONS as T, machineStatusInSql, machineStatusSql } from './transitions';
 
@@ -8,7 +8,8 @@ import { MACHINE_STATUS_TRANSITIONS as T, machineStatusInSql, machineStatusSql }
  * heartbeats of one event-loop turn (and those that arrive while earlier ones are written) as one
  * statement (recordHeartbeats), with the same effect per machine as one statement each: one
  * parse, one plan and one commit for all of them. On an idle process a heartbeat still goes out
- * alone, at once; a statement Postgres refuses is run again heartbeat by heartbeat (db/batcher.ts).
+ * alone, at once; a statement Postgres refuses is run again heartbeat by heartbeat
+ * (db/call-batcher.ts).
  */
 const bySql = new WeakMap<Sql, Batcher<HeartbeatReport & { machineId: string }, HeartbeatResult | null>>();
 

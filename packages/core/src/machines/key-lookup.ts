@@ -1,12 +1,12 @@
 import type { Queryable, Sql } from '../db/sql';
-import { Batcher, isPool } from '../db/batcher';
+import { Batcher, isPool } from '../db/call-batcher';
 import { sha256 } from '../security/hash';
 import { findMachineByKey, type AgentMachine } from './heartbeat';
 
 /**
  * Robots reconnecting together (an API replica died and its robots come to the others) look
- * their keys up in one statement per event-loop turn rather than one each (db/batcher.ts). Not a
- * cache: a key rotated a moment ago opens nothing, not even for a moment.
+ * their keys up in one statement per event-loop turn rather than one each (db/call-batcher.ts).
+ * Not a cache: a key rotated a moment ago opens nothing, not even for a moment.
  */
 const bySql = new WeakMap<Sql, Batcher<string, AgentMachine | null>>();
 

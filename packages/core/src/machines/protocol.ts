@@ -1,6 +1,6 @@
 import { EXCEPTION_TYPES } from '../queue-items/exception-types';
 import { Type, type Static } from '@sinclair/typebox';
-import { MAX_TAKE } from '../queue-items/transitions';
+import { MAX_TAKE } from '../queue-items/take';
 import { ASSET_VALUE_SCHEMAS, AssetTypeSchema } from '../catalog/schemas';
 import { EnvironmentName } from '../api-keys/schemas';
 import { JOB_STATUSES } from '../jobs/transitions';

@@ -3,8 +3,8 @@ import type { JobRow } from '../jobs/repo';
 import { askJobInput, readJobInput, type AskResult } from '../jobs/input';
 import { findRunEndedAs, finishJob, type JobEnd } from '../dispatch/job-run';
 import { releaseUnknownClaims } from '../queue-items/transitions';
-import { settleAndClaimItemsBatched } from '../queue-items/settle-batched';
-import type { SettleAndClaim, SettleAndClaimResult, TakeOptions } from '../queue-items/transitions';
+import { settleAndClaimItemsBatched } from '../queue-items/batched-settle';
+import type { SettleAndClaim, SettleAndClaimResult, TakeOptions } from '../queue-items/take';
 
 /**
  * A robot's requests that change a run, with the rule for a request that may be a repeat: the

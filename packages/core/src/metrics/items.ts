@@ -1,7 +1,7 @@
 import { itemAttempts, itemCompletionSeconds, itemsSettled } from './domain';
 
 /**
- * One consumer round (queue-items/transitions.ts, settleAndClaimItems): the outcomes settled,
+ * One consumer round (queue-items/take.ts, settleAndClaimItems): the outcomes settled,
  * the created → completed time of the completed ones, and the items taken (attempts). A repeat
  * of a round after a lost answer counts again.
  */

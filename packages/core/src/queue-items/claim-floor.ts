@@ -1,11 +1,11 @@
 import type { Queryable } from '../db/sql';
 import type { ClaimFloorMode } from '../config';
-import { PRIORITIES_DESC } from './transitions';
+import { PRIORITIES_DESC } from './take';
 
 /**
  * The claim floors (docs/decisions/claim-floor.md). A queue's floor F is a lower bound on the
  * created_at of its ready items without a deadline, so that the take (CLAIM_FLOOR=on,
- * queue-items/transitions.ts) starts its range of queue_items_ready_idx at F instead of at the
+ * queue-items/take.ts) starts its range of queue_items_ready_idx at F instead of at the
  * head, past the entries of items taken since vacuum last ran. A floor too low is only slower; a
  * floor too high would hide items, and two things keep it from staying so:
  *

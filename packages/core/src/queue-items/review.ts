@@ -1,18 +1,19 @@
 import { Type, type Static } from '@sinclair/typebox';
-import type { Sql } from '../db/sql';
+import type { Queryable, Sql } from '../db/sql';
 import type { Logger } from '../logger';
 import { ConflictError, NotFoundError } from '../errors';
 import { recordAudit } from '../audit/audit';
 import { Uuid } from '../validation/formats';
-import type { QueueItemRow } from './repo';
-import { approveQueueItem, redriveDeadLetterItems, rejectQueueItem } from './transitions';
+import { QI_COLUMNS, type QueueItemRow } from './repo';
+import { PAYLOAD_OF_QI_SQL, QUEUE_ITEM_TRANSITIONS as T, queueItemStatusSql as statusSql } from './transitions';
 import { recordEffect } from '../outbox/effects';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
 /**
- * Human review and dead-letter re-drive (docs/decisions/dispatch.md "Queue items"), for the
- * management API (admin access token). Each decision is one guarded transition and an audit
- * row in one transaction, with the effect on the dispatch engine (outbox/effects.ts).
+ * Human review and dead-letter re-drive (docs/decisions/dispatch.md "Queue items"): their guarded
+ * transitions (approve, reject, re-drive; from the table of queue-items/transitions.ts) and, for
+ * the management API (admin access token), each decision as its transition and an audit row in
+ * one transaction, with the effect on the dispatch engine (outbox/effects.ts).
  */
 export const QueueItemPathParams = Type.Object({ queue_id: Uuid(), item_id: Uuid() });
 export type QueueItemPathParams = Static<typeof QueueItemPathParams>;
@@ -51,6 +52,50 @@ export interface ReviewActor {
 export interface ReviewDeps {
   sql: Sql;
   logger?: Logger;
+}
+
+export interface ReviewDecision {
+  tenantId: string;
+  queueId: string;
+  itemId: string;
+  /** who decided (recorded as reviewed_by) */
+  reviewer: string;
+  /** for a rejection: recorded as error_message */
+  reason?: string | null;
+}
+
+/** Human review, approved: `pending_review → new`. Null when the item is not pending review. */
+export async function approveQueueItem(sql: Queryable, d: ReviewDecision): Promise<QueueItemRow | null> {
+  const [row] = await sql<QueueItemRow[]>`
+    update queue_items qi set status = ${statusSql(sql, T.approve.to)}, reviewed_by = ${d.reviewer}, reviewed_at = now(), job_id = null, updated_at = now()
+    where id = ${d.itemId} and queue_id = ${d.queueId} and tenant_id = ${d.tenantId} and status = ${statusSql(sql, T.approve.from)}
+    returning ${sql(QI_COLUMNS)}, ${sql.unsafe(PAYLOAD_OF_QI_SQL)} as data`;
+  return row ?? null;
+}
+
+/** Human review, rejected: `pending_review → failed`, a business failure (final, never retried by the policy). */
+export async function rejectQueueItem(sql: Queryable, d: ReviewDecision): Promise<QueueItemRow | null> {
+  const [row] = await sql<QueueItemRow[]>`
+    update queue_items qi set status = ${statusSql(sql, T.reject.to)}, reviewed_by = ${d.reviewer}, reviewed_at = now(),
+           error_message = ${d.reason ?? es.queues.rejectedInReview}, exception_type = 'business', updated_at = now()
+    where id = ${d.itemId} and queue_id = ${d.queueId} and tenant_id = ${d.tenantId} and status = ${statusSql(sql, T.reject.from)}
+    returning ${sql(QI_COLUMNS)}, ${sql.unsafe(PAYLOAD_OF_QI_SQL)} as data`;
+  return row ?? null;
+}
+
+/**
+ * Operator re-drive: `dead_letter → new` for the given items (or every dead-letter item of the
+ * queue when `itemIds` is null), with retry_count reset so the retry policy starts afresh.
+ */
+export async function redriveDeadLetterItems(
+  sql: Queryable,
+  q: { tenantId: string; queueId: string; itemIds: readonly string[] | null },
+): Promise<number> {
+  const res = await sql`
+    update queue_items set status = ${statusSql(sql, T.redrive.to)}, retry_count = 0, job_id = null, updated_at = now()
+    where queue_id = ${q.queueId} and tenant_id = ${q.tenantId} and status = ${statusSql(sql, T.redrive.from)}
+      ${q.itemIds ? sql`and id = any(${q.itemIds as string[]}::uuid[])` : sql``}`;
+  return res.count;
 }
 
 /** The tenant's queue (any, active or not: a deactivated queue's items can still be reviewed). */

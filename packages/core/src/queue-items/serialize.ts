@@ -1,7 +1,6 @@
 import type { QueueItemRow } from './repo';
 import type { QueueItemResponse } from './schemas';
-
-const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+import { iso } from '../validation/iso-date';
 
 /** QueueItemResponse: the only way a queue item leaves the system (API, CLI, OpenAPI examples). */
 export function toQueueItemResponse(row: QueueItemRow): QueueItemResponse {

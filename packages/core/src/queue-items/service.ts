@@ -8,8 +8,8 @@ import {
   type QueueItemRow, type QueueRef,
 } from './repo';
 import { BULK_MAX_ITEMS, type AddQueueItemInput, type AddQueueItemsBulkInput, type QueueItemListQuery } from './schemas';
-import { findQueueByNameBatched, insertQueueItemBatched, insertQueueItemByNameBatched } from './batched';
-import { es } from '../messages/es';
+import { findQueueByNameBatched, insertQueueItemBatched, insertQueueItemByNameBatched } from './batched-inserts';
+import { es } from '../messages/server-messages';
 import { parseContainmentFilter } from '../validation/containment-filter';
 import type { DispatchPort } from '../dispatch/port';
 import { nudgeQueueAtOnce } from '../outbox/at-once';

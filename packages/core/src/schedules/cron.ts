@@ -1,6 +1,6 @@
 import { Cron } from 'croner';
 import { ValidationError } from '../errors';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
 /**
  * Cron expressions of schedules (docs/decisions/schedules.md), read by croner, never by a parser

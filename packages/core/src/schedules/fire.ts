@@ -3,9 +3,9 @@ import { recordAudit } from '../audit/audit';
 import { insertJob, loadTriggerContext } from '../jobs/repo';
 import { recordEffect } from '../outbox/effects';
 import { consumeExecution, isSubscriptionActive } from '../tenants/quota';
-import type { ScheduleRow } from './catalog';
+import type { ScheduleRow } from '../catalog/schedules';
 import { nextTick, ticksBetween } from './cron';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
 /**
  * The schedules' fire loop (docs/decisions/schedules.md), run by the dispatchers every second.

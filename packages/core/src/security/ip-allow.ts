@@ -1,5 +1,5 @@
 import { BlockList, isIP } from 'node:net';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
 /**
  * allowed_ips entries are single addresses or CIDR ranges, IPv4 or IPv6.

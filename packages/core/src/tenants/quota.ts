@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/sql';
 import { quotaRejections } from '../metrics/domain';
 import { ForbiddenError, QuotaExceededError } from '../errors';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
 /**
  * The monthly execution quota (docs/decisions/quota.md). A period is a calendar month in UTC,

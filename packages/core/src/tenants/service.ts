@@ -5,7 +5,7 @@ import { isUuid } from '../ids';
 import { validate } from '../validation/validate';
 import { findTenant, type TenantRow } from './repo';
 import { TenantCreateBody, TenantUpdateBody, type TenantCreateInput, type TenantUpdateInput } from './schemas';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
 /**
  * Tenants are created and changed by operators (CLI) — never through the public API. The plan's

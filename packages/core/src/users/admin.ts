@@ -7,7 +7,7 @@ import { randomToken } from '../security/hash';
 import { hashPassword, verifyPassword } from '../security/password';
 import { validate } from '../validation/validate';
 import { pageMeta, type PageMeta } from '../validation/formats';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 import {
   deactivateUserRow, findTenantUser, findUserByEmail, findUserById, insertUser, listUserRows, lockActiveAdmins, replaceOwnPassword,
   updateUserFields, type UserRow,

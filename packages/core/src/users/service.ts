@@ -6,7 +6,7 @@ import { hashPassword } from '../security/password';
 import { validate } from '../validation/validate';
 import { deactivateUserRow, findUserByEmail, findUserById, insertUser, updateUserPasswordHash, type UserRow } from './repo';
 import { PasswordBody, UserCreateBody, type UserCreateInput, type UserRole } from './schemas';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
 export interface UserResponseBody {
   id: string;

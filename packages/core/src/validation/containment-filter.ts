@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { ValidationError } from '../errors';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 import { jsonInputIssue, jsonTextMayHoldUnstorable } from './json-input';
 
 /** The longest JSON text a containment filter may be: a filter names a few fields, not a document. */

@@ -1,5 +1,5 @@
 import { ValidationError } from '../errors';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 import { Type, type TSchema } from '@sinclair/typebox';
 
 /** Shared schema pieces, so every body and query agrees on the contract's limits. */

@@ -1,6 +1,6 @@
 import type { FieldIssue } from '../errors';
 import { ValidationError } from '../errors';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
 /**
  * The deepest nesting of objects and arrays a request may send, counted from the top of the

@@ -3,7 +3,7 @@ import addFormats from 'ajv-formats';
 import localizeEs from 'ajv-i18n/localize/es';
 import type { Static, TSchema } from '@sinclair/typebox';
 import { ValidationError, type FieldIssue } from '../errors';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
 /**
  * One ajv setup for every schema in the system. Bodies are validated as sent (no coercion);

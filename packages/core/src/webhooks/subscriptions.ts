@@ -14,7 +14,8 @@ import {
   DeliveryListQuery, TEST_EVENT_TYPE, WebhookCreate, WebhookUpdate, type DeliveryResponse, type WebhookListQuery,
   type WebhookResponse, type WebhookWithSecretResponse,
 } from './schemas';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
+import { iso } from '../validation/iso-date';
 
 /**
  * Webhook subscriptions of a tenant (docs/decisions/events.md): admins create, change, delete and
@@ -56,8 +57,6 @@ export interface SubscriptionRow {
   created_at: Date;
   updated_at: Date;
 }
-
-const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
 export function toWebhookResponse(row: SubscriptionRow): WebhookResponse {
   return {

@@ -1,7 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 import { ValidationError } from '../errors';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
 /**
  * Where a webhook may be sent (docs/decisions/events.md, "SSRF"). The URL is checked when saved

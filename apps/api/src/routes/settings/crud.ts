@@ -24,7 +24,8 @@ export function userActorOf(ctx: Ctx): AuditActor {
  * The shape shared by every catalogue resource under /settings/<plural>: create (201), list
  * (paged), get, partial update, deactivate (DELETE, 200 with the record). Existence (404) is
  * established before the body is validated (422), as the contract's error order asks. Every route
- * calls the engine's catalogue commands (core's catalog/records.ts), the same ones `svc apply` uses.
+ * calls the engine's catalogue commands (core's catalog/by-resource.ts), the same ones `svc apply`
+ * uses.
  */
 export interface CrudSpec<Row extends { id: string }> {
   /** Singular, for audit actions and resource types: `folder` → `create_folder`. */

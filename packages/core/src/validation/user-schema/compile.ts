@@ -4,7 +4,7 @@ import { addCappedFormats } from './formats';
 import { guardedCopy, schemaProblem, type SchemaProblem } from './limits';
 import { re2Engine } from './regexp';
 import { linearUniqueItems } from './unique-items';
-import { es } from '../../messages/es';
+import { es } from '../../messages/server-messages';
 
 /**
  * The one ajv that admin-supplied schemas (a process's input_schema) are compiled with: patterns

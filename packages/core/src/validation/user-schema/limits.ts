@@ -1,6 +1,6 @@
 import { GUARD_KEYWORD } from './budget';
 import { patternProblem } from './regexp';
-import { es } from '../../messages/es';
+import { es } from '../../messages/server-messages';
 
 /**
  * What an admin-supplied JSON Schema may contain, checked before it is stored (and again before a

@@ -1,6 +1,6 @@
 import type { RegExpEngine, RegExpLike } from 'ajv/dist/types';
 import { RE2JS } from 're2js';
-import { es } from '../../messages/es';
+import { es } from '../../messages/server-messages';
 
 /**
  * Admin-supplied `pattern` / `patternProperties` run on RE2 (re2js, a pure-JS port): matching is

@@ -1,9 +1,8 @@
 import { recordCatalogChange, type AuditActor, type CatalogChange } from '../audit/catalog-changes';
-import type { Queryable } from '../db/sql';
+import { inTransaction, type Queryable } from '../db/sql';
 import { recordEffects, type Effect } from '../outbox/effects';
 import type { QueueRow } from './queues';
 import type { TriggerRow } from './triggers';
-import { inTransaction } from './shared';
 
 /**
  * The one way a catalogue record changes (docs/decisions/one-place-per-rule.md): the write, its

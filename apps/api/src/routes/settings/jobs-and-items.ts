@@ -16,7 +16,7 @@ import { withIdempotency } from '../../http/idempotency';
  * jobs, with the same filters, order and bodies as the public routes. Every member may read; only
  * an admin may stop a job (docs/decisions/operator-reads.md).
  */
-export function workSettingsRoutes(rc: RouteContext): AppRouter {
+export function jobsAndItemsSettingsRoutes(rc: RouteContext): AppRouter {
   const router = createRouter();
   const { deps } = rc;
 

@@ -1,44 +1,11 @@
-import type postgres from 'postgres';
-import type { Queryable, Sql } from '../db/sql';
+import type { Queryable } from '../db/sql';
 import { ConflictError, ValidationError } from '../errors';
-import { pageMeta, type PageMeta } from '../validation/formats';
-import { es } from '../messages/es';
+import { es } from '../messages/server-messages';
 
-/** Datetimes leave the system as ISO 8601 strings (one rule for every response). */
-export function iso(value: Date | string): string;
-export function iso(value: Date | string | null | undefined): string | null;
-export function iso(value: Date | string | null | undefined): string | null {
-  if (value === null || value === undefined) return null;
-  return (value instanceof Date ? value : new Date(value)).toISOString();
-}
-
-export interface PageInput {
-  page?: number;
-  limit?: number;
-}
-
-export interface Page<T> {
-  rows: T[];
-  meta: PageMeta;
-}
-
-export function pageWindow(input: PageInput): { page: number; limit: number; offset: number } {
-  const page = input.page ?? 1;
-  const limit = input.limit ?? 20;
-  return { page, limit, offset: (page - 1) * limit };
-}
-
-export function toPage<T>(rows: T[], page: number, limit: number, total: number): Page<T> {
-  return { rows, meta: pageMeta(page, limit, total) };
-}
-
-type Tx = postgres.TransactionSql<Record<string, unknown>>;
-
-/** A transaction on a connection, or a savepoint when the caller already holds one. */
-export async function inTransaction<T>(sql: Queryable, fn: (tx: Tx) => Promise<T>): Promise<T> {
-  if ('savepoint' in sql) return (await sql.savepoint(fn)) as T;
-  return (await (sql as Sql).begin(fn)) as T;
-}
+/**
+ * The rules every catalogue record's write follows: its name is unique in its tenant, what it
+ * points at belongs to the same tenant, and a PATCH changes only the fields it names.
+ */
 
 function isUniqueViolation(err: unknown): err is { code: string; constraint_name?: string } {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';

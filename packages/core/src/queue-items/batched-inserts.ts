@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable, Sql } from '../db/sql';
-import { Batcher, isPool } from '../db/batcher';
+import { Batcher, isPool } from '../db/call-batcher';
 import { queueReadyEffectOfInserted } from '../outbox/effects';
 import { itemAddedEventsOfInserted } from '../events/item-added';
 import { findQueueByName, type QueueRow } from '../catalog/queues';

@@ -1,6 +1,6 @@
 import type { Queryable, Sql } from '../db/sql';
-import { Batcher, isPool } from '../db/batcher';
-import { settleAndClaimItems, settleAndClaimItemsBatch, type SettleAndClaim, type SettleAndClaimResult, type TakeOptions } from './transitions';
+import { Batcher, isPool } from '../db/call-batcher';
+import { settleAndClaimItems, settleAndClaimItemsBatch, type SettleAndClaim, type SettleAndClaimResult, type TakeOptions } from './take';
 
 /**
  * Consumers' round trips under load: the API process holding many robots' connections sends the
@@ -8,7 +8,7 @@ import { settleAndClaimItems, settleAndClaimItemsBatch, type SettleAndClaim, typ
  * as one statement (settleAndClaimItemsBatch): one parse, one plan and one commit for all of them
  * instead of one each. On an idle process a request still goes out alone, at once; each request
  * gets its own result, and a statement Postgres refuses is run again request by request, so one
- * bad request fails only itself (db/batcher.ts).
+ * bad request fails only itself (db/call-batcher.ts).
  */
 const bySql = new WeakMap<Sql, Map<boolean, Batcher<SettleAndClaim, SettleAndClaimResult>>>();
 

@@ -1,22 +1,23 @@
 import type { AuditActor, CatalogResource } from '../audit/catalog-changes';
 import type { Queryable, Sql } from '../db/sql';
 import { ENVIRONMENTS } from '../scopes';
-import { createSchedule, deactivateSchedule, findScheduleByName, getSchedule, listSchedules, toScheduleResponse, updateSchedule } from '../schedules/catalog';
 import { createAsset, deactivateAsset, findAssetByName, getAsset, listAssets, readStoredCredentials, updateAsset, type AssetRecord } from './assets';
 import { createFolder, deactivateFolder, findFolderByName, getFolder, listFolders, toFolderResponse, updateFolder } from './folders';
 import { createMachine, deactivateMachine, findMachineByName, getMachine, listMachines, rotateMachineKey, toMachineResponse, updateMachine } from './machines';
 import { createProcess, deactivateProcess, findProcessByName, getProcess, listProcesses, toProcessResponse, updateProcess } from './processes';
 import { createQueue, deactivateQueue, findQueueByName, getQueue, listQueues, setQueuePaused, toQueueResponse, updateQueue } from './queues';
-import type { Page } from './shared';
+import type { Page } from './paging';
+import { createSchedule, deactivateSchedule, findScheduleByName, getSchedule, listSchedules, toScheduleResponse, updateSchedule } from './schedules';
 import { createTrigger, deactivateTrigger, getTrigger, listTriggers, updateTrigger } from './triggers';
-import { writeCatalogEntity } from './write';
+import { writeCatalogEntity } from './audited-write';
 
 /**
  * The catalogue's records (folders, processes, machines, queues, triggers, schedules, assets) as
  * one family: the commands behind the settings API's CRUD routes and `svc apply`
- * (docs/architecture.md, "The engine"). Every change goes through writeCatalogEntity (catalog/write.ts):
- * the write, its audit row and its effects in one transaction. (A batch's `completeCreate` finishes
- * a create of the same transaction and is audited with it.)
+ * (docs/architecture.md, "The engine"), dispatched by resource kind. Every change goes through
+ * writeCatalogEntity (catalog/audited-write.ts): the write, its audit row and its effects in one
+ * transaction. (A batch's `completeCreate` finishes a create of the same transaction and is
+ * audited with it.)
  *
  * `saveCatalogRecord` is the one "create or update a catalogue record":
  * - `'new'`: create from the body (the API's POST);

@@ -1,9 +1,11 @@
 import type { Queryable } from '../db/sql';
 import { NotFoundError } from '../errors';
 import { validate } from '../validation/validate';
-import { assertSameTenant, iso, pageWindow, presentColumns, toPage, uniqueName, type Page } from '../catalog/shared';
-import { assertValidCron, nextTick, nextTicks } from './cron';
-import { ScheduleCreate, ScheduleUpdate, type MissedRuns, type ScheduleListQuery } from './schemas';
+import { iso } from '../validation/iso-date';
+import { assertValidCron, nextTick, nextTicks } from '../schedules/cron';
+import { ScheduleCreate, ScheduleUpdate, type MissedRuns, type ScheduleListQuery } from '../schedules/schemas';
+import { pageWindow, toPage, type Page } from './paging';
+import { assertSameTenant, presentColumns, uniqueName } from './record-rules';
 
 /** A row of `schedules` (migrations/0010_schedules.sql). */
 export interface ScheduleRow {
