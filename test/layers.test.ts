@@ -132,7 +132,7 @@ describe('agent-sim', () => {
     const dir = path.join(ROOT, 'apps/agent-sim/src');
     const sources = readdirSync(dir).filter((f) => f.endsWith('.ts')).map((f) => readFileSync(path.join(dir, f), 'utf8'));
     const external = new Set(sources.flatMap((src) => specifiers(src).filter((s) => !s.startsWith('.'))));
-    expect([...external].sort()).toEqual(['@svc/agent', '@svc/core', 'node:fs']);
+    expect([...external].sort()).toEqual(['@svc/agent', '@svc/core', 'node:fs', 'node:util']);
     const fromCore = new Set(sources.flatMap((src) => [...src.matchAll(/import (?:type )?\{([^}]*)\} from '@svc\/core'/g)]
       .flatMap((m) => m[1]!.split(',').map((n) => n.trim().replace(/^type /, '')).filter(Boolean))));
     const allowed = new Set(['MAX_TAKE', 'Logger', 'createLogger', 'onShutdownSignals', 'startMetricsServer', 'startTracing', 'stopTracing', 'SpanKind', 'withSpan', 'withTraceCarrier', 'currentTraceCarrier']);

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { urlRefusal } from '@svc/agent';
 import { DEFAULT_BEHAVIOUR, mergeBehaviour, type Behaviour } from './behaviour';
 
@@ -37,20 +38,36 @@ export interface AgentOptions {
 
 export class UsageError extends Error {}
 
+/** The flags that set a behaviour setting (the config file's name for it). */
 const FLAG_TO_SETTING: Record<string, string> = {
-  '--duration': 'duration',
-  '--item-duration': 'item_duration',
-  '--failure-rate': 'failure_rate',
-  '--business-failure-rate': 'business_failure_rate',
-  '--review-rate': 'review_rate',
-  '--progress-steps': 'progress_steps',
-  '--log-lines': 'log_lines',
-  '--prefetch': 'prefetch',
-  '--crash': 'crash',
-  '--crash-after-items': 'crash_after_items',
-  '--failure-message': 'failure_message',
-  '--input-rate': 'input_rate',
+  duration: 'duration',
+  'item-duration': 'item_duration',
+  'failure-rate': 'failure_rate',
+  'business-failure-rate': 'business_failure_rate',
+  'review-rate': 'review_rate',
+  'progress-steps': 'progress_steps',
+  'log-lines': 'log_lines',
+  prefetch: 'prefetch',
+  crash: 'crash',
+  'crash-after-items': 'crash_after_items',
+  'failure-message': 'failure_message',
+  'input-rate': 'input_rate',
 };
+
+/** The command line for util.parseArgs; every flag but the two switches takes a value. */
+const OPTIONS = {
+  'machine-key': { type: 'string', multiple: true },
+  'machine-key-file': { type: 'string' },
+  'ca-file': { type: 'string' },
+  'allow-insecure': { type: 'boolean' },
+  url: { type: 'string' },
+  config: { type: 'string' },
+  seed: { type: 'string' },
+  'heartbeat-ms': { type: 'string' },
+  journal: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+  ...Object.fromEntries(Object.keys(FLAG_TO_SETTING).map((name) => [name, { type: 'string' as const }])),
+} satisfies ParseArgsConfig['options'];
 
 interface ConfigFile {
   machine_keys?: string[];
@@ -59,42 +76,35 @@ interface ConfigFile {
 }
 
 export function parseOptions(argv: string[], env: Record<string, string | undefined>): AgentOptions {
-  const keys: string[] = [];
+  // Not strict: strict parseArgs refuses a value that starts with a dash (`--review-rate -0.1` must
+  // reach the rate's own refusal, as in the Python twin) and a value given to a switch
+  // (`--allow-insecure=1`, always accepted), and words its refusals its own way. So the tokens are
+  // checked here, in the command line's order, with the simulator's sentences.
+  const { values, tokens } = parseArgs({ args: argv, options: OPTIONS, strict: false, allowPositionals: true, tokens: true });
+  for (const token of tokens) {
+    // the argument as typed, up to an `=`: parseArgs reads `-hx` as `-h -x`, always one unknown option
+    const flag = argv[token.index]!.split('=')[0]!;
+    if (token.kind !== 'option' || token.rawName !== flag || !Object.hasOwn(OPTIONS, token.name)) throw new UsageError(`unknown option ${flag}\n\n${HELP}`);
+    if (token.name === 'help') throw new UsageError(HELP);
+    if (token.value === undefined && OPTIONS[token.name as keyof typeof OPTIONS].type === 'string') throw new UsageError(`${flag} needs a value`);
+  }
+  // every option left is a known one with its value: a string, the switch's (ignored) aside
+  const value = (name: keyof typeof OPTIONS): string | undefined => values[name] as string | undefined;
+  const keys = [...((values['machine-key'] as string[] | undefined) ?? [])];
+  const keysOnCommandLine = keys.length > 0;
   // the environment's settings go under the flags' (a flag overrides its variable); an empty
   // variable is an unset one (how a compose file leaves it out)
   const flagSettings: Record<string, unknown> = env.AGENT_BUSINESS_FAILURE_RATE ? { business_failure_rate: env.AGENT_BUSINESS_FAILURE_RATE } : {};
-  let configPath = env.AGENT_CONFIG;
-  let seed: number | undefined;
-  let heartbeatMs: number | undefined;
-  let journal: string | undefined = env.AGENT_JOURNAL;
-  let url = env.SVC_URL;
-  let keysFile = env.AGENT_MACHINE_KEYS_FILE;
-  let caFile = env.AGENT_CA_FILE;
-  let allowInsecure = env.AGENT_ALLOW_INSECURE === '1' || env.AGENT_ALLOW_INSECURE === 'true';
-  let keysOnCommandLine = false;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const [flag, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
-    const value = (): string => {
-      const v = inline ?? argv[++i];
-      if (v === undefined) throw new UsageError(`${flag} needs a value`);
-      return v;
-    };
-    if (flag === '--machine-key') {
-      keys.push(value());
-      keysOnCommandLine = true;
-    } else if (flag === '--machine-key-file') keysFile = value();
-    else if (flag === '--ca-file') caFile = value();
-    else if (flag === '--allow-insecure') allowInsecure = true;
-    else if (flag === '--url') url = value();
-    else if (flag === '--config') configPath = value();
-    else if (flag === '--seed') seed = Number(value());
-    else if (flag === '--heartbeat-ms') heartbeatMs = Number(value());
-    else if (flag === '--journal') journal = value();
-    else if (flag in FLAG_TO_SETTING) flagSettings[FLAG_TO_SETTING[flag]!] = value();
-    else if (flag === '--help' || flag === '-h') throw new UsageError(HELP);
-    else throw new UsageError(`unknown option ${flag}\n\n${HELP}`);
-  }
+  // in the order the flags first came (a flag given twice takes its last value), which decides the first refusal
+  for (const [name, v] of Object.entries(values)) if (Object.hasOwn(FLAG_TO_SETTING, name)) flagSettings[FLAG_TO_SETTING[name]!] = v;
+  const configPath = value('config') ?? env.AGENT_CONFIG;
+  const seed = value('seed') === undefined ? undefined : Number(value('seed'));
+  const heartbeatMs = value('heartbeat-ms') === undefined ? undefined : Number(value('heartbeat-ms'));
+  const journal = value('journal') ?? env.AGENT_JOURNAL;
+  const url = value('url') ?? env.SVC_URL;
+  const keysFile = value('machine-key-file') ?? env.AGENT_MACHINE_KEYS_FILE;
+  const caFile = value('ca-file') ?? env.AGENT_CA_FILE;
+  const allowInsecure = values['allow-insecure'] !== undefined || env.AGENT_ALLOW_INSECURE === '1' || env.AGENT_ALLOW_INSECURE === 'true';
   let file: ConfigFile = {};
   if (configPath) {
     try {

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { tempFile } from '@svc/testing';
 import { DEFAULT_BEHAVIOUR, createRandom, drawEnd, metricsAt, metricsProfile, parseDistribution, sample, simulateMetrics } from '../src/behaviour';
-import { behaviourFor, parseOptions, UsageError } from '../src/options';
+import { behaviourFor, HELP, parseOptions, UsageError } from '../src/options';
 
 const URL_ENV = { SVC_URL: 'http://127.0.0.1:3000' };
 
@@ -142,6 +142,64 @@ describe('command line and config file', () => {
     expect(() => parseOptions(['--machine-key', 'k', '--prefetch', '0'], URL_ENV)).toThrow('prefetch must be auto or an integer from 1 to 100');
     expect(() => parseOptions(['--machine-key', 'k', '--prefetch', '101'], URL_ENV)).toThrow('prefetch must be auto or an integer from 1 to 100');
     expect(() => parseOptions(['--machine-key', 'k', '--prefetch', 'lots'], URL_ENV)).toThrow('prefetch must be auto or an integer from 1 to 100');
+  });
+
+  it('reads the command line as it always has: --flag value and --flag=value, the next argument whatever it looks like, repeated flags', () => {
+    const k = ['--machine-key', 'k'];
+    // a value is the next argument even when it starts with a dash: the rate's own rule refuses it, not the parser
+    expect(() => parseOptions([...k, '--review-rate', '-0.1'], URL_ENV)).toThrow(new UsageError('review_rate must be between 0 and 1'));
+    expect(parseOptions([...k, '--seed', '-5'], URL_ENV).seed).toBe(-5);
+    expect(parseOptions(['--machine-key', '--seed'], URL_ENV).machineKeys).toEqual(['--seed']);
+    expect(parseOptions(['--machine-key', '--'], URL_ENV).machineKeys).toEqual(['--']);
+    // --flag=value: split at the first `=`, the rest is the value (an empty one too)
+    expect(parseOptions(['--machine-key=a=b', '--url=https://c/?x=1'], {}).machineKeys).toEqual(['a=b']);
+    expect(parseOptions(['--machine-key=a', '--url=https://c/?x=1'], {}).url).toBe('https://c/?x=1');
+    expect(parseOptions([...k, '--journal='], URL_ENV).journal).toBe('');
+    expect(parseOptions([...k, '--journal='], { ...URL_ENV, AGENT_JOURNAL: '/tmp/env.jsonl' }).journal).toBe('');
+    // repeated: keys add up (a key once), settings take the last
+    expect(parseOptions(['--machine-key', 'a', '--machine-key=b', '--machine-key', 'a'], URL_ENV)).toMatchObject({ machineKeys: ['a', 'b'], keysOnCommandLine: true });
+    expect(parseOptions([...k, '--seed', '1', '--seed=2', '--log-lines=1', '--log-lines', '5'], URL_ENV)).toMatchObject({ seed: 2, defaults: { log_lines: 5 } });
+    // a switch takes no value; one given inline is ignored
+    for (const on of ['--allow-insecure', '--allow-insecure=', '--allow-insecure=0', '--allow-insecure=no']) {
+      expect(parseOptions([...k, on], { SVC_URL: 'http://api:3000' }).allowInsecure).toBe(true);
+    }
+    // the first refusal in the command line's order
+    expect(() => parseOptions([...k, '--failure-rate', '2', '--crash', 'sometimes'], URL_ENV)).toThrow(new UsageError('failure_rate must be between 0 and 1'));
+    expect(() => parseOptions([...k, '--crash', 'sometimes', '--failure-rate', '2'], URL_ENV)).toThrow(/^crash must be/);
+    // a setting given again keeps its first place: the last value, checked where the flag first came
+    expect(() => parseOptions([...k, '--failure-rate', '0', '--crash', 'sometimes', '--failure-rate=3'], URL_ENV)).toThrow(new UsageError('failure_rate must be between 0 and 1'));
+    expect(() => parseOptions([...k, '--failure-rate', '2', '--crash', 'sometimes', '--failure-rate=0'], URL_ENV)).toThrow(/^crash must be/);
+    expect(() => parseOptions([...k, '--speed', '3', '--duration'], URL_ENV)).toThrow(/^unknown option --speed\n/);
+    expect(() => parseOptions([...k, '--duration', '1s', '--url'], URL_ENV)).toThrow(new UsageError('--url needs a value'));
+  });
+
+  it('refuses positional arguments, unknown and grouped short options with the argument as typed, and answers --help or -h with the usage', () => {
+    const k = ['--machine-key', 'k'];
+    const unknown = (argv: string[], flag: string) => expect(() => parseOptions([...k, ...argv], URL_ENV)).toThrow(new UsageError(`unknown option ${flag}\n\n${HELP}`));
+    unknown(['extra'], 'extra');
+    unknown(['a=b'], 'a');
+    unknown(['-'], '-');
+    unknown(['-='], '-');
+    unknown(['--', '--seed', '1'], '--');
+    unknown(['--=x'], '--');
+    unknown(['---seed', '1'], '---seed');
+    unknown(['-x'], '-x');
+    unknown(['-hx'], '-hx');
+    unknown(['-x=1'], '-x');
+    unknown(['--speed=3'], '--speed');
+    unknown(['--allow-insecure', 'yes'], 'yes');
+    unknown(['--constructor'], '--constructor');
+    unknown(['--__proto__'], '--__proto__');
+    unknown(['--machine_key', 'k'], '--machine_key');
+    unknown(['-seed', '1'], '-seed');
+    for (const help of [['--help'], ['-h'], ['-h=1'], ['--help=no'], ['--seed', '1', '-h', '--speed']]) {
+      expect(() => parseOptions(help, {})).toThrow(new UsageError(HELP));
+    }
+    expect(() => parseOptions(['--speed', '-h'], {})).toThrow(/^unknown option --speed/);
+    // a flag that wants a value names itself as typed
+    for (const flag of ['--machine-key', '--machine-key-file', '--ca-file', '--url', '--config', '--seed', '--heartbeat-ms', '--journal', '--duration', '--item-duration', '--failure-rate', '--business-failure-rate', '--review-rate', '--progress-steps', '--log-lines', '--prefetch', '--crash', '--crash-after-items', '--failure-message', '--input-rate']) {
+      expect(() => parseOptions([...k, flag], URL_ENV)).toThrow(new UsageError(`${flag} needs a value`));
+    }
   });
 
   it('takes prefetch auto by default, and auto or a number from a flag', () => {
