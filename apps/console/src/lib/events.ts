@@ -5,6 +5,7 @@
  * jest tests them as they are.
  */
 import type { BodyOf, DataOf, ItemOf } from '@svc/client';
+import { createParser } from 'eventsource-parser';
 
 export type Webhook = ItemOf<'listWorkspaceWebhooks'>;
 export type WebhookWithSecret = DataOf<'createWebhook'>;
@@ -48,30 +49,27 @@ export interface StreamMessage {
  * Reads Server-Sent Events out of the text received so far: the messages complete in it and the
  * rest (an unfinished message) to prepend to the next chunk. Comments (`: keep-alive`) and
  * messages without data are dropped, as EventSource drops them.
+ *
+ * The fields are read by eventsource-parser (LF, CRLF and CR line ends, `data` lines joined, `id`,
+ * `event`, `retry`, comments, unknown fields ignored). It keeps an unfinished message inside itself,
+ * where this function's callers keep it in `rest`: so each call parses with a new parser, and the
+ * rest is what follows the last blank line (the end of the last complete message).
  */
 export function parseEventStream(buffer: string): { messages: StreamMessage[]; rest: string } {
-  // a CR at the very end may be the first half of a CRLF cut by the network: it waits for the next chunk
-  const held = buffer.endsWith('\r') ? '\r' : '';
-  const text = (held ? buffer.slice(0, -1) : buffer).replace(/\r\n?/g, '\n');
-  const blocks = text.split('\n\n');
-  const rest = (blocks.pop() ?? '') + held;
   const messages: StreamMessage[] = [];
-  for (const block of blocks) {
-    let id: string | null = null;
-    let event: string | null = null;
-    const data: string[] = [];
-    for (const line of block.split('\n')) {
-      if (line === '' || line.startsWith(':')) continue;
-      const colon = line.indexOf(':');
-      const field = colon < 0 ? line : line.slice(0, colon);
-      const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-      if (field === 'id') id = value;
-      else if (field === 'event') event = value;
-      else if (field === 'data') data.push(value);
-    }
-    if (data.length) messages.push({ id, event, data: data.join('\n') });
+  const parser = createParser({ onEvent: ({ id, event, data }) => messages.push({ id: id ?? null, event: event ?? null, data }) });
+  // a CR at the very end may be the first half of a CRLF cut by the network: it waits for the next
+  // chunk. The parser, fed all the rest, dispatches the messages that end before `end`, the end of
+  // the last blank line, and keeps the unfinished one to itself (a parser thrown away)
+  const text = buffer.endsWith('\r') ? buffer.slice(0, -1) : buffer;
+  parser.feed(text);
+  let end = 0;
+  let lineStart = 0;
+  for (const eol of text.matchAll(/\r\n|\r|\n/g)) {
+    if (eol.index === lineStart) end = eol.index + eol[0].length;
+    lineStart = eol.index + eol[0].length;
   }
-  return { messages, rest };
+  return { messages, rest: buffer.slice(end) };
 }
 
 /**
