@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { specifiers } from './source-scan';
 
@@ -101,19 +101,53 @@ describe('the core surface', () => {
     expect(index.match(/export \*/g) ?? []).toEqual([]);
   });
 
-  it('keeps SQL out of the transports: no statement in apps/*/src', () => {
-    const offenders: string[] = [];
-    const walk = (dir: string): void => {
-      for (const name of readdirSync(dir)) {
-        const p = path.join(dir, name);
-        if (statSync(p).isDirectory()) walk(p);
-        else if (p.endsWith('.ts') && /\b(sql|tx|q)`|\.unsafe\(|\.begin\(/.test(readFileSync(p, 'utf8'))) offenders.push(path.relative(ROOT, p));
-      }
-    };
-    for (const app of ['apps/api/src', 'apps/dispatcher/src', 'apps/agent-sim/src']) walk(path.join(ROOT, app));
+  it('keeps SQL out of the transports: no statement in any app or the CLI', () => {
+    const offenders = transportSources().filter((rel) => sqlStatements(readFileSync(path.join(ROOT, rel), 'utf8')).length > 0);
     expect(offenders).toEqual([]);
   });
+
+  it('finds every app and the CLI (a scan that saw none would pass on anything)', () => {
+    const files = transportSources();
+    for (const dir of [...readdirSync(path.join(ROOT, 'apps')).map((app) => `apps/${app}/src/`), 'packages/cli/src/']) {
+      expect(files.some((rel) => rel.startsWith(dir))).toBe(true);
+    }
+  });
+
+  it('would flag a tagged statement (typed or not), a raw one and a transaction', () => {
+    expect(sqlStatements('const rows = await sql`select 1`;')).toHaveLength(1);
+    expect(sqlStatements('const [row] = await sql<{ version: number }[]>`select max(version) from schema_migrations`;')).toHaveLength(1);
+    expect(sqlStatements('await tx<Array<{ id: string }>>`update jobs set status = ${s}`;')).toHaveLength(1);
+    expect(sqlStatements('await admin.unsafe(`create database "x"`);')).toHaveLength(1);
+    expect(sqlStatements('await pool.begin(async (t) => t`select 1`);')).toHaveLength(2);
+    expect(sqlStatements('const msg = `select ${n} items`; const el = html`<p/>`; const t = es.items.added(`x`);')).toEqual([]);
+  });
 });
+
+/** Every source file of the apps (whatever apps/ holds) and of the CLI. */
+function transportSources(): string[] {
+  const out: string[] = [];
+  const walk = (dir: string): void => {
+    for (const name of readdirSync(path.join(ROOT, dir))) {
+      if (name === 'node_modules' || name === 'dist' || name.startsWith('.')) continue;
+      const rel = `${dir}/${name}`;
+      if (statSync(path.join(ROOT, rel)).isDirectory()) walk(rel);
+      else if (/\.(?:ts|tsx|mts|cts|js|mjs|cjs)$/.test(name)) out.push(rel);
+    }
+  };
+  for (const app of readdirSync(path.join(ROOT, 'apps'))) if (existsSync(path.join(ROOT, 'apps', app, 'src'))) walk(`apps/${app}/src`);
+  walk('packages/cli/src');
+  return out;
+}
+
+/**
+ * The statements in `source`: a template tagged by a database handle's usual names, with or without
+ * a row type (`sql<T[]>\`…\``), and the driver's raw and transaction calls.
+ */
+export function sqlStatements(source: string): string[] {
+  const tagged = /\b(?:sql|tx|q|db|trx|pool|t)\s*(?:<(?:[^<>`]|<(?:[^<>`]|<[^<>`]*>)*>)*>)?\s*`/g;
+  const calls = /\.(?:unsafe|begin|file)\(/g;
+  return [...source.matchAll(tagged), ...source.matchAll(calls)].map((m) => m[0]);
+}
 
 describe('the robot SDK', () => {
   it('holds no database, Redis or platform code: only ws, the outbound proxy\'s agent and Node (a robot holds its machine key alone)', () => {

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
-  ConfigError, DatabaseSettingsError, createDirectSql, createEngine, recordArchiveFromConfig, createLogger, createPooledSql, createSql, migrate, parseArchiveSettings,
+  ConfigError, DatabaseSettingsError, createDirectSql, createEngine, recordArchiveFromConfig, createLogger, createPooledSql, createDatabase, migrate, parseArchiveSettings,
   parseDatabaseSettings, parseEncryptionKey, type DatabaseSettings, type Engine, type Sql,
 } from '@svc/core';
 import { CliError } from './errors';
@@ -28,20 +28,6 @@ function connectionProblem(err: unknown, url: string): CliError | null {
   }
   if (e.code === '28P01' || e.code === '28000') return new CliError(`Postgres refused the login for ${where}: ${e.message}`);
   return null;
-}
-
-async function createDatabase(url: string): Promise<void> {
-  const target = new URL(url);
-  const name = decodeURIComponent(target.pathname.slice(1));
-  target.pathname = '/postgres';
-  const admin = createSql(target.toString(), { max: 1 });
-  try {
-    await admin.unsafe(`create database "${name.replace(/"/g, '""')}"`).catch((err: { code?: string }) => {
-      if (err.code !== '42P04') throw err; // created meanwhile by another starter
-    });
-  } finally {
-    await admin.end({ timeout: 5 });
-  }
 }
 
 function settingsOf(env: Record<string, string | undefined>): DatabaseSettings {

@@ -47,6 +47,8 @@ import { earliestPendingStart, machineHasWaitingJobs, queuesNeedingConsumers, st
 import { reconcilePendingJobs } from './dispatch/reconcile';
 import { runIdempotent } from './idempotency/service';
 import { pingDatabase } from './db/health';
+import { schemaVersion } from './db/migrate';
+import { registerPlatformGauges, type PlatformGaugeOptions } from './metrics/platform';
 import { sweepExpiredIdempotencyKeys } from './idempotency/repo';
 import { createOutboxRelay, drainOutbox } from './outbox/relay';
 import type { DispatchPort } from './dispatch/port';
@@ -316,6 +318,13 @@ export function createEngine(deps: EngineDeps) {
       drain: (port: DispatchPort) => drainOutbox(sql, port),
     },
     idempotency: bind(sql, { run: runIdempotent }),
+    /**
+     * This process's scrapes report the platform's state (queues by workspace, machines, the outbox)
+     * read through this engine's pool, cached for `ttlMs` (metrics/platform.ts; the API's /metrics).
+     */
+    platformGauges: (opts: PlatformGaugeOptions = {}) => registerPlatformGauges(sql, opts),
+    /** The highest migration applied (`svc migrate`). */
+    schemaVersion: () => schemaVersion(sql),
     /** Readiness: Postgres answers. */
     ping: () => pingDatabase(sql),
   };

@@ -35,7 +35,7 @@ export { createSql } from './db/sql';
 export { DatabaseSettingsError, createDirectSql, createPooledSql, databaseSettings, parseDatabaseSettings } from './db/pooler';
 export type { DatabaseSettings } from './db/pooler';
 export type { Sql } from './db/sql';
-export { migrate } from './db/migrate';
+export { createDatabase, migrate } from './db/migrate';
 export { Batcher } from './db/call-batcher';
 export { DbOutage, isConnectionError, retryOnConnectionLoss } from './db/outage';
 
@@ -168,7 +168,7 @@ export type { WebhookDeliverer } from './webhooks/deliver';
 export { MAX_WEBHOOKS_PER_WORKSPACE, delivererTimingsOf, webhookSettingsOf } from './webhooks/subscriptions';
 // Observability: Prometheus metrics (docs/decisions/observability.md).
 export {
-  renderMetrics, observeHttpRequest, rateLimitRejections, apiKeyCacheLookups, UNMATCHED_ROUTE, registerPlatformGauges,
+  renderMetrics, observeHttpRequest, rateLimitRejections, apiKeyCacheLookups, UNMATCHED_ROUTE,
   startMetricsServer, metricsAuthorized, dispatcherPassSeconds, dispatcherPassesStarted, countAgentCut, trackAgentHub,
 } from './metrics';
 export type { AgentCutReason } from './metrics';

@@ -1,4 +1,4 @@
-import { es, metricsAuthorized, registerPlatformGauges, renderMetrics, UnauthorizedError } from '@svc/core';
+import { es, metricsAuthorized, renderMetrics, UnauthorizedError } from '@svc/core';
 import type { ApiDeps } from '../deps';
 import { createRouter } from '../http/router';
 
@@ -11,7 +11,7 @@ import { createRouter } from '../http/router';
  * the operator keeps off the load balancer (docs/decisions/observability.md).
  */
 export function metricsRoute(deps: ApiDeps) {
-  registerPlatformGauges(deps.sql, { ttlMs: deps.config.metricsStateTtlMs, maxQueues: deps.config.metricsMaxQueues });
+  deps.engine.platformGauges({ ttlMs: deps.config.metricsStateTtlMs, maxQueues: deps.config.metricsMaxQueues });
   const router = createRouter();
   const token = deps.config.metricsToken;
   if (!token) return router;

@@ -138,9 +138,8 @@ export const migrateCommand: Command = {
     const p = parse(args, {}, MIGRATE_HELP);
     const o = ctx.output(!!p.values.json);
     if (p.values.help) return void o.text(MIGRATE_HELP);
-    const sql = await ctx.sql();
-    const [row] = await sql<{ version: number }[]>`select coalesce(max(version), 0)::int as version from schema_migrations`;
-    o.result({ schema_version: row!.version });
-    o.text(`Database is at schema version ${row!.version}.`);
+    const version = await (await ctx.engine()).schemaVersion();
+    o.result({ schema_version: version });
+    o.text(`Database is at schema version ${version}.`);
   },
 };

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Sql } from './sql';
+import { createSql, type Queryable, type Sql } from './sql';
 
 /** Numbered, forward-only migrations in packages/core/migrations (`0001_init.sql`, …). */
 export const MIGRATIONS_DIR = path.join(__dirname, '..', '..', 'migrations');
@@ -62,4 +62,29 @@ export async function migrate(sql: Sql, dir = MIGRATIONS_DIR): Promise<string[]>
     reserved.release();
   }
   return applied;
+}
+
+/** The highest migration applied to the database (0 before the first). */
+export async function schemaVersion(sql: Queryable): Promise<number> {
+  const [row] = await sql<{ version: number }[]>`select coalesce(max(version), 0)::int as version from schema_migrations`;
+  return row!.version;
+}
+
+/**
+ * Creates the database `url` names, through the server's `postgres` database, unless it exists
+ * (a starter that lost the race to another one is not an error). For a fresh machine's first run:
+ * the platform's processes expect the database and migrate it.
+ */
+export async function createDatabase(url: string): Promise<void> {
+  const target = new URL(url);
+  const name = decodeURIComponent(target.pathname.slice(1));
+  target.pathname = '/postgres';
+  const admin = createSql(target.toString(), { max: 1 });
+  try {
+    await admin.unsafe(`create database "${name.replace(/"/g, '""')}"`).catch((err: { code?: string }) => {
+      if (err.code !== '42P04') throw err;
+    });
+  } finally {
+    await admin.end({ timeout: 5 });
+  }
 }
