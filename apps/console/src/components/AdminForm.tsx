@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { useState, type Dispatch, type SetStateAction } from 'react';
 import { t } from '../i18n';
 import type { FormErrors } from '../lib/errors';
 
@@ -12,15 +12,28 @@ export const describedBy = (id: string, hint: boolean, error: boolean) => [hint 
  * the API answered, `set(field)` for a control's onChange and `input(field)` for its id and
  * accessibility attributes.
  */
-export function useAdminForm<F extends object>(initial: () => F) {
+export function useAdminForm<F extends object>(initial: () => F): AdminFormState<F> {
   const [form, setForm] = useState(initial);
   const [errors, setErrors] = useState<FormErrors>(NO_ERRORS);
   const fe = errors.fields;
   return {
     form, setForm, errors, setErrors,
-    set: (k: keyof F) => (e: { target: { value: string } }) => setForm((f) => ({ ...f, [k]: e.target.value })),
-    input: (id: keyof F & string, hint = false) => ({ id, 'aria-invalid': !!fe[id], 'aria-describedby': describedBy(id, hint, !!fe[id]) }),
+    set: (k) => (e) => setForm((f) => ({ ...f, [k]: e.target.value })),
+    toggle: (k) => (on) => setForm((f) => ({ ...f, [k]: on })),
+    input: (id, hint = false) => ({ id, 'aria-invalid': !!fe[id], 'aria-describedby': describedBy(id, hint, !!fe[id]) }),
   };
+}
+
+export interface AdminFormState<F> {
+  form: F;
+  setForm: Dispatch<SetStateAction<F>>;
+  errors: FormErrors;
+  setErrors(errors: FormErrors): void;
+  /** a text control's onChange */
+  set(k: keyof F): (e: { target: { value: string } }) => void;
+  /** a check box's onChange (see ActiveCheck) */
+  toggle(k: keyof F): (on: boolean) => void;
+  input(id: keyof F & string, hint?: boolean): { id: string; 'aria-invalid': boolean; 'aria-describedby': string | undefined };
 }
 
 /** The `is_active` check box of an admin form. */

@@ -9,7 +9,7 @@ import { Empty, ErrorState, Loading } from './States';
  * A settings list read in one page (up to 100 rows): its loading, error and empty states, the
  * table with a caption for screen readers, and a line saying how many rows were left out.
  */
-export function AdminTable<T>({ query, caption, className, empty, head, row }: {
+export function AdminTable<T>({ query, caption, className, empty, head, row, before, total = t.admin.moreRows }: {
   query: UseQueryResult<Answer<T[]>>;
   caption: string;
   className: string;
@@ -17,6 +17,10 @@ export function AdminTable<T>({ query, caption, className, empty, head, row }: {
   /** the header cells */
   head: ReactNode;
   row(item: T): ReactNode;
+  /** shown above the table when there are rows (a chart of them) */
+  before?: ReactNode;
+  /** the line under a list longer than its page */
+  total?(shown: number, total: number): string;
 }) {
   const list = query.data?.data;
   const meta = query.data?.meta;
@@ -26,9 +30,12 @@ export function AdminTable<T>({ query, caption, className, empty, head, row }: {
         : query.isError ? <ErrorState error={query.error} onRetry={() => void query.refetch()} />
         : !list || list.length === 0 ? <Empty>{empty}</Empty>
         : (
-          <DataTable caption={caption} className={className} head={head} rows={list} row={row} />
+          <>
+            {before}
+            <DataTable caption={caption} className={className} head={head} rows={list} row={row} />
+          </>
         )}
-      {list && meta && meta.total > list.length && <p className="muted">{t.admin.moreRows(list.length, meta.total)}</p>}
+      {list && meta && meta.total > list.length && <p className="muted">{total(list.length, meta.total)}</p>}
     </>
   );
 }

@@ -20,12 +20,14 @@ const NEEDS: Record<Resource, Array<keyof DependantLists>> = {
  * Shown inside the deactivation's confirmation; the API deactivates anyway, this is so the admin
  * knows what stops or changes.
  */
-export function Dependants({ resource, record, openItems }: {
+export interface DependantsProps {
   resource: Resource;
   record: { id: string; name: string };
   /** a queue's items not finished yet (from its record's counters) */
   openItems?: number;
-}) {
+}
+
+export function Dependants({ resource, record, openItems }: DependantsProps) {
   const { api } = useSession();
   const needs = NEEDS[resource];
   const fresh = { staleTime: 0, gcTime: 0 } as const;

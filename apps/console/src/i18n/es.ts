@@ -722,6 +722,8 @@ export const es = {
     nameHint: 'Único en el espacio de trabajo; sin «/».',
     none: 'Ninguna',
     listHint: 'Separados por comas.',
+    notAnInteger: 'Debe ser un número entero.',
+    notANumber: 'Debe ser un número.',
     dependants: {
       title: 'Depende de este recurso:',
       loading: 'Buscando lo que depende de este recurso…',

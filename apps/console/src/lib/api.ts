@@ -128,6 +128,7 @@ export type WorkspaceUserWithPassword = DataOf<'createUser'>;
 
 /** The choices the forms and filters offer, checked against the document's enums. */
 export const ENVIRONMENTS = ['dev', 'staging', 'production'] as const satisfies ReadonlyArray<NonNullable<ApiKey['environments']>[number]>;
+export type Environment = (typeof ENVIRONMENTS)[number];
 export const AUDIT_ACTOR_TYPES = ['user', 'api_key', 'system', 'machine'] as const satisfies ReadonlyArray<AuditEntry['actor_type']>;
 export const USER_ROLES = ['member', 'admin'] as const satisfies ReadonlyArray<WorkspaceUser['role']>;
 export const MISSED_RUNS = ['skip', 'run_once'] as const satisfies ReadonlyArray<Schedule['missed_runs']>;

@@ -105,6 +105,11 @@ export function assetEnvValue(type: AssetType, v: EnvInput): unknown {
   return v.text;
 }
 
+/** A record's name in a list read, else the start of its id (the list is not read yet, or not the reader's). */
+export function nameIn(list: ReadonlyArray<{ id: string; name: string }> | undefined, id: string): string {
+  return list?.find((x) => x.id === id)?.name ?? `${id.slice(0, 8)}…`;
+}
+
 /* What depends on a record: read from the lists the console already has, active records only. */
 
 interface Ref { id: string; name?: string; is_active: boolean }
@@ -128,7 +133,6 @@ export function dependantsOf(
   record: { id: string; name: string },
   lists: DependantLists,
 ): DependantGroup[] {
-  const nameIn = (list: Array<{ id: string; name: string }> | undefined, id: string) => list?.find((x) => x.id === id)?.name ?? `${id.slice(0, 8)}…`;
   const queueName = (id: string) => nameIn(lists.queues, id);
   const active = <T extends Ref>(list: T[] | undefined, match: (x: T) => boolean) => (list ?? []).filter((x) => x.is_active && x.id !== record.id && match(x));
   const groups: DependantGroup[] = [];
