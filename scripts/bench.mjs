@@ -1,7 +1,9 @@
 // `npm run bench`: the benchmark suite of BENCHMARKS.md. Builds, finds or starts Postgres and
 // Redis, creates a dedicated database (one clone per scenario) and Redis prefix, runs each
 // scenario next to its raw baseline, prints a table, writes bench/results/latest.json and, after
-// a full run, refreshes the results table in BENCHMARKS.md. Everything it created is dropped.
+// a full run, rewrites the generated part of BENCHMARKS.md (between its markers: the run and its
+// host, every figure with its raw baseline, where the time goes; bench/lib/report.mjs).
+// Everything it created is dropped.
 //
 //   npm run bench                          all scenarios, full size
 //   npm run bench -- --only B1,B5          some scenarios (B6 comes from B1 and B3)
@@ -10,7 +12,7 @@
 //   npm run bench -- --only B8             1,000 idle robots (raw WebSockets of one process) on one API
 //                                         process: its RSS, CPU per 1,000 heartbeats, trigger → job.start
 //   npm run bench -- --only B9             GET …/items/export of 1,000,000 items: items/s and the API's peak RSS
-//   npm run bench -- --only B10            the retention soak (issue 33): 200 items/s for 30 minutes with a
+//   npm run bench -- --only B10            the retention soak: 200 items/s for 30 minutes with a
 //                                         5-minute retention; not in the default run for its length.
 //                                         --minutes N, --rate N (items/s), --retention-min N,
 //                                         --retention-action delete|archive, --hold-rr-from M --hold-rr-minutes N
@@ -40,8 +42,11 @@
 //   --b5-retention-flow 1500              with --b5-retention: those rows expire at that rate from the measurement's start (the
 //                                         pass's steady state) instead of all at once (a backlog)
 //   --b5-retention-kept                   with --b5-retention: the same rows, kept (nothing expires): the side to compare with
-//   other options: --out FILE, --markdown | --no-markdown, --log-level LEVEL, --log-dir DIR,
+//   other options: --out FILE, --markdown | --no-markdown (write the generated part of BENCHMARKS.md
+//                  after any run | never; default: after a full run only), --markdown-file FILE (write it
+//                  into FILE instead of BENCHMARKS.md; implies --markdown), --log-level LEVEL, --log-dir DIR,
 //                  --keep (keep the databases and Redis keys), --no-build, --db-name NAME, --redis-prefix PREFIX
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import os from 'node:os';
@@ -53,7 +58,7 @@ const SCENARIOS = ['B1', 'B2', 'B3', 'B4', 'B5', 'B7', 'B8', 'B9', 'B10', 'B11']
 const NOT_BY_DEFAULT = ['B10'];
 
 function parseArgs(argv) {
-  const o = { soak: {}, prefetch: 0, b3Retention: 0, b3RetentionFlow: 0, b3Env: null, b3Order: 'ABBA', b11Connections: 0, b5Seen: 0, b5Retention: 0, b5RetentionFlow: 0, b5RetentionKept: false, b5Reindex: false, vacuumMs: 0, nodeArgs: [], only: null, scale: 1, out: null, markdown: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
+  const o = { soak: {}, prefetch: 0, b3Retention: 0, b3RetentionFlow: 0, b3Env: null, b3Order: 'ABBA', b11Connections: 0, b5Seen: 0, b5Retention: 0, b5RetentionFlow: 0, b5RetentionKept: false, b5Reindex: false, vacuumMs: 0, nodeArgs: [], only: null, scale: 1, out: null, markdown: null, markdownFile: null, profile: [], logLevel: 'info', logDir: null, keep: false, build: true, dbName: null, redisPrefix: null };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].includes('=') ? [argv[i].slice(0, argv[i].indexOf('=')), argv[i].slice(argv[i].indexOf('=') + 1)] : [argv[i], undefined];
     const value = () => {
@@ -67,6 +72,7 @@ function parseArgs(argv) {
       case '--out': o.out = path.resolve(value()); break;
       case '--markdown': o.markdown = true; break;
       case '--no-markdown': o.markdown = false; break;
+      case '--markdown-file': o.markdownFile = path.resolve(value()); break;
       case '--profile': o.profile = value().split(',').map((s) => s.trim()); break;
       case '--log-level': o.logLevel = value(); break;
       case '--log-dir': o.logDir = path.resolve(value()); break;
@@ -97,6 +103,8 @@ function parseArgs(argv) {
       default: throw new SetupError(`unknown option ${flag} (see the top of scripts/bench.mjs)`);
     }
   }
+  if (o.markdownFile && o.markdown === false) throw new SetupError('--markdown-file and --no-markdown: one or the other');
+  if (o.markdownFile) o.markdown = true;
   if (o.soak.action !== undefined && !['delete', 'archive'].includes(o.soak.action)) throw new SetupError('--retention-action: delete or archive');
   if (o.b3RetentionFlow && !o.b3Retention) throw new SetupError('--b3-retention-flow needs --b3-retention (the other queue\'s items)');
   if ((o.b5RetentionFlow || o.b5RetentionKept) && !o.b5Retention) throw new SetupError('--b5-retention-flow and --b5-retention-kept need --b5-retention (the other queue\'s items)');
@@ -133,8 +141,14 @@ async function serverVersions(core, dbUrl, databaseUrl, redisUrl) {
   const redis = (await import('../bench/lib/services.mjs')).benchRedis(redisUrl);
   try {
     const [{ server_version: pg }] = await sql`show server_version`;
+    // the settings that move the figures most (BENCHMARKS.md: a server with default settings)
+    const settings = await sql`select name, setting, unit from pg_settings where name = any(${['autovacuum', 'fsync', 'synchronous_commit', 'shared_buffers']}) order by name`;
     const info = await redis.info('server');
-    return { postgres: pg.split(' ')[0], redis: /redis_version:(\S+)/.exec(info)?.[1] ?? '?' };
+    return {
+      postgres: pg.split(' ')[0],
+      postgresSettings: Object.fromEntries(settings.map((r) => [r.name, r.unit === '8kB' ? `${Math.round((Number(r.setting) * 8) / 1024)} MB` : r.setting])),
+      redis: /redis_version:(\S+)/.exec(info)?.[1] ?? '?',
+    };
   } finally {
     await sql.end();
     redis.disconnect();
@@ -150,6 +164,14 @@ async function benchDatabases(core, dbUrl, databaseUrl, dbName) {
   } finally {
     await sql.end();
   }
+}
+
+/** The checked-out commit, `+` when the tree has uncommitted changes (null outside a git checkout). */
+function gitCommit() {
+  const head = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' });
+  if (head.status !== 0) return null;
+  const dirty = spawnSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT, encoding: 'utf8' });
+  return `${head.stdout.trim()}${dirty.status === 0 && dirty.stdout.trim() ? ' + uncommitted changes' : ''}`;
 }
 
 /** Accepts OTLP/HTTP exports and drops them: the cost measured is the platform's, not a collector's. */
@@ -250,10 +272,14 @@ async function main() {
 
   run.redisPid = await (await import('../bench/lib/platform.mjs')).redisServerPid(redisUrl, core).catch(() => null);
   const selected = SCENARIOS.filter((s) => (opts.only ? opts.only.includes(s) : !NOT_BY_DEFAULT.includes(s)));
+  // a run at scale 1 of every default scenario, without tracing: the one the generated part of BENCHMARKS.md is for
+  const fullRun = !opts.only && opts.scale === 1 && !opts.tracing;
   const results = {
     startedAt: new Date().toISOString(),
     finishedAt: null,
     scale: opts.scale,
+    fullRun,
+    commit: gitCommit(),
     scenariosRun: selected,
     host: { ...hostInfo(), cpu: os.cpus()[0]?.model?.trim() ?? '?', node: process.version, ...(await serverVersions(core, dbUrl, databaseUrl, redisUrl)) },
     logDir: run.logDir,
@@ -295,10 +321,11 @@ async function main() {
   report.writeJson(out, results);
   console.log(`\nWrote ${path.relative(process.cwd(), out) || out}; process logs${opts.profile.length ? ' and CPU profiles' : ''} in ${run.logDir}`);
   // a run with tracing on is reported next to the table, not into it
-  const fullRun = !opts.only && opts.scale === 1 && !opts.tracing;
   if (opts.markdown ?? fullRun) {
-    report.refreshMarkdown(path.join(ROOT, 'BENCHMARKS.md'), results);
-    console.log('Refreshed the results table in BENCHMARKS.md');
+    const file = opts.markdownFile ?? path.join(ROOT, 'BENCHMARKS.md');
+    report.refreshMarkdown(file, results);
+    const shown = path.relative(process.cwd(), file);
+    console.log(`Rewrote the generated part of ${!shown || shown.startsWith('..') ? file : shown}${fullRun ? '' : ' (NOT a full run: it says so)'}`);
   }
   process.exitCode = failures ? 1 : 0;
 }

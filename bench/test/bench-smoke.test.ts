@@ -45,13 +45,15 @@ const BENCH_LIMIT_MS = 300_000;
 let results: Results;
 let output = '';
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-smoke-'));
+/** The generated part of BENCHMARKS.md goes into a file of this run, never the repository's. */
+const markdownFile = path.join(tmp, 'BENCHMARKS.md');
 
 beforeAll(async () => {
   const env = testEnv();
   const out = path.join(tmp, 'results.json');
   const args = [
     path.join(ROOT, 'scripts', 'bench.mjs'),
-    '--scale', '0.01', '--no-build', '--no-markdown', '--out', out, '--log-level', 'warn',
+    '--scale', '0.01', '--no-build', '--markdown-file', markdownFile, '--out', out, '--log-level', 'warn',
     '--log-dir', path.join(tmp, 'logs'),
     '--db-name', `svc_test_${env.runId}_bench`.toLowerCase(),
     '--redis-prefix', `${env.redisPrefix}:bench`,
@@ -248,6 +250,24 @@ describe('npm run bench at a tiny scale', () => {
       for (const k of ['addToProcessed', 'settingsRead', 'triggerToRunning', 'stopToStopped']) expect(s.details![phase][k].length).toBeGreaterThanOrEqual(5);
       for (const values of Object.values(s.details![phase].legs as Record<string, number[]>)) expect(values.length).toBe(s.details![phase].addToProcessed.length);
     }
+  });
+
+  it('writes the generated part of BENCHMARKS.md: the run and its host, every figure, where the time goes', () => {
+    const text = readFileSync(markdownFile, 'utf8');
+    const start = text.indexOf('<!-- bench:results:start -->');
+    const end = text.indexOf('<!-- bench:results:end -->');
+    expect(start).toBeGreaterThanOrEqual(0);
+    expect(end).toBeGreaterThan(start);
+    const section = text.slice(start, end);
+    // a run at a tiny scale says it is not the full run the file's figures are for
+    expect(section).toMatch(/^Run: .*scale 0\.01.*\(NOT a full run\)\.$/m);
+    expect(section).toMatch(/^Host: \d+ cores .*Node v\d+.*PostgreSQL .*autovacuum (on|off).*Redis /m);
+    for (const id of ['B1', 'B2', 'B3', 'B4', 'B5', 'B6', 'B7', 'B8', 'B9', 'B11']) expect(section).toContain(`| ${id} | `);
+    for (const heading of ['### Figures', '### CPU by process', '### Resident memory (MB)', '### B3: Postgres per completed item', '### B7: Redis commands per completed item']) {
+      expect(section).toContain(heading);
+    }
+    // CPU per 1,000 requests of B1's platform, by process (API, dispatcher, Postgres backends …)
+    expect(section).toMatch(/^\| B1 \| platform \| 1,000 requests \| [\d,.]+ \| [\d,.]+ \|/m);
   });
 
   it('B6 reports the peak memory of the API and the dispatcher during B1 and B3', () => {
