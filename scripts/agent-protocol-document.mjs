@@ -15,7 +15,7 @@ const OUT = path.join(ROOT, 'docs', 'agent-protocol.schema.json');
 
 export function agentProtocolDocument() {
   const require = createRequire(import.meta.url);
-  const core = require('@svc/core');
+  const core = require('@svc/core/machine-protocol');
   const agent = require('@svc/agent');
   // TypeBox's schemas are JSON Schema; its own markers are symbols, which JSON drops
   const plain = (schema) => JSON.parse(JSON.stringify(schema));

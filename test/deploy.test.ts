@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { renderMetrics } from '@svc/core';
+import { renderMetrics } from '@svc/core/observability';
 import { metricsRegistry } from '@svc/core/internals';
 
 /**

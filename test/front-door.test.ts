@@ -1,6 +1,9 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import * as publicCore from '@svc/core';
+import * as publicSchemas from '@svc/core/schemas';
+import * as publicProtocol from '@svc/core/machine-protocol';
+import * as publicObservability from '@svc/core/observability';
 import { specifiers } from './source-scan';
 
 /**
@@ -107,5 +110,40 @@ describe('the public index', () => {
   it('would flag one, under any name', () => {
     const [someRepoFunction] = [...repoExports.keys()].filter((v) => typeof v === 'function');
     expect(repositoryExports({ ...publicCore, renamed: someRepoFunction })).toHaveLength(1);
+  });
+});
+
+describe('the declared surface', () => {
+  /** The names an entry module exports, by reading its export lists (types included). */
+  function exportedNames(rel: string): string[] {
+    const source = readFileSync(path.join(ROOT, rel), 'utf8');
+    return [...source.matchAll(/export\s+(?:type\s+)?\{([^}]*)\}/g)]
+      .flatMap((m) => m[1]!.split(','))
+      .map((part) => part.trim().replace(/^type\s+/, '').split(/\s+as\s+/).pop()!.trim())
+      .filter(Boolean);
+  }
+  const ENTRIES = ['index', 'schemas', 'machine-protocol', 'observability'].map((e) => `packages/core/src/${e}.ts`);
+
+  it('reads the entries (an empty read would pass on anything)', () => {
+    expect(exportedNames(ENTRIES[0]!)).toEqual(expect.arrayContaining(['createEngine', 'Engine', 'EngineDeps', 'ValidationError', 'createSql']));
+    expect(exportedNames(ENTRIES[1]!)).toEqual(expect.arrayContaining(['JobResponse', 'QueueItemResponse', 'FolderCreate']));
+    expect(Object.keys(publicSchemas).length + Object.keys(publicProtocol).length + Object.keys(publicObservability).length).toBeGreaterThan(100);
+  });
+
+  it('keeps the index to at most 150 names', () => {
+    expect(exportedNames(ENTRIES[0]!).length).toBeLessThanOrEqual(150);
+  });
+
+  it('shows no storage row and no row-to-response mapper in any public entry: the engine answers records', () => {
+    const leaks = ENTRIES.flatMap((rel) => exportedNames(rel).filter((name) => /^to[A-Z]\w*Response$|Row$|^(?:JobWithNames|AssetRecord|BulkAsk)$/.test(name)).map((name) => `${rel}: ${name}`));
+    expect(leaks).toEqual([]);
+    // and at run time: no exported function of any entry is one of core's mappers
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { toJobResponse, toQueueItemResponse, toFolderResponse } = require('@svc/core/internals') as Record<string, unknown>;
+    const values = [publicCore, publicSchemas, publicProtocol, publicObservability].flatMap((m) => Object.values(m));
+    for (const mapper of [toJobResponse, toQueueItemResponse, toFolderResponse]) {
+      expect(typeof mapper).toBe('function');
+      expect(values).not.toContain(mapper);
+    }
   });
 });

@@ -166,8 +166,8 @@ describe('agent-sim', () => {
     const dir = path.join(ROOT, 'apps/agent-sim/src');
     const sources = readdirSync(dir).filter((f) => f.endsWith('.ts')).map((f) => readFileSync(path.join(dir, f), 'utf8'));
     const external = new Set(sources.flatMap((src) => specifiers(src).filter((s) => !s.startsWith('.'))));
-    expect([...external].sort()).toEqual(['@svc/agent', '@svc/core', 'node:fs', 'node:util']);
-    const fromCore = new Set(sources.flatMap((src) => [...src.matchAll(/import (?:type )?\{([^}]*)\} from '@svc\/core'/g)]
+    expect([...external].sort()).toEqual(['@svc/agent', '@svc/core', '@svc/core/machine-protocol', '@svc/core/observability', 'node:fs', 'node:util']);
+    const fromCore = new Set(sources.flatMap((src) => [...src.matchAll(/import (?:type )?\{([^}]*)\} from '@svc\/core(?:\/[a-z-]+)?'/g)]
       .flatMap((m) => m[1]!.split(',').map((n) => n.trim().replace(/^type /, '')).filter(Boolean))));
     const allowed = new Set(['MAX_TAKE', 'Logger', 'createLogger', 'onShutdownSignals', 'startMetricsServer', 'startTracing', 'stopTracing', 'SpanKind', 'withSpan', 'withTraceCarrier', 'currentTraceCarrier']);
     expect([...fromCore].filter((n) => !allowed.has(n))).toEqual([]);

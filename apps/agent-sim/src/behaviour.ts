@@ -1,4 +1,4 @@
-import { MAX_TAKE } from '@svc/core';
+import { MAX_TAKE } from '@svc/core/machine-protocol';
 /**
  * How a simulated robot behaves for one process: durations, failures, reviews, progress and
  * log lines, resource metrics and crashes. Configured per process (docs/agent-sim.md); a job's

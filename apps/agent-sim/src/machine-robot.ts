@@ -1,5 +1,6 @@
 import { connect, endJob, type ExceptionKind, type JobContext, type JobEndFields, type JobInfo, type Robot } from '@svc/agent';
-import { SpanKind, currentTraceCarrier, withSpan, withTraceCarrier, type Logger } from '@svc/core';
+import type { Logger } from '@svc/core';
+import { SpanKind, currentTraceCarrier, withSpan, withTraceCarrier } from '@svc/core/observability';
 import { createRandom } from './behaviour';
 import { behaviourFor, type AgentOptions } from './options';
 import { consumeQueue } from './consume-queue';

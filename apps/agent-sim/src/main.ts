@@ -1,4 +1,5 @@
-import { createLogger, onShutdownSignals, startMetricsServer, startTracing, stopTracing } from '@svc/core';
+import { createLogger, onShutdownSignals } from '@svc/core';
+import { startMetricsServer, startTracing, stopTracing } from '@svc/core/observability';
 import { parseOptions, UsageError } from './options';
 import { Journal } from './journal';
 import { MachineRobot } from './machine-robot';

@@ -2,9 +2,7 @@ import { createApiKeyStore, type ApiKeyStore } from './auth/api-key-store';
 import { createStreamRegistry, type StreamRegistry } from './http/streams';
 import { createAuthThrottle, type AuthThrottle } from './auth/throttle';
 import {
-  DbOutage, createBullDispatch, createEngine, type BullDispatch, recordArchiveFromConfig, webhookSettingsOf, type Engine, createLogger, createRedis, createPooledSql,
-  databaseSettings, redisKeys, type ApiKeyChangeListener, type Config, type Logger, type RedisClient, type RedisKeys,
-  type Sql,
+  DbOutage, createBullDispatch, createEngine, type BullDispatch, recordArchiveFromConfig, webhookSettingsOf, type Engine, createLogger, createRedis, createPooledSql, databaseSettings, redisKeys, type ApiKeyChangeListener, type Config, type Logger, type RedisClient, type RedisKeys, type Sql,
 } from '@svc/core';
 
 /**

@@ -1,5 +1,6 @@
 import http from 'node:http';
-import { ConfigError, onShutdownSignals, parseConfig, startMetricsServer, startTracing, stopTracing } from '@svc/core';
+import { ConfigError, onShutdownSignals, parseConfig } from '@svc/core';
+import { startMetricsServer, startTracing, stopTracing } from '@svc/core/observability';
 import { createApp } from './app';
 import { buildDeps } from './deps';
 import { createAgentHub } from './agent/hub';

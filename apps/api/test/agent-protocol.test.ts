@@ -3,7 +3,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { connect, endJob, type Robot } from '@svc/agent';
-import { renderMetrics } from '@svc/core';
+import { renderMetrics } from '@svc/core/observability';
 import { openRawWebSocket, sampleValue, seedWorkspace, selfSignedCertificate, startConnectProxy, startTcpProxy, waitFor } from '@svc/testing';
 import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { createAgentHub, type AgentHub } from '../src/agent/hub';

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import WebSocket from 'ws';
-import { renderMetrics } from '@svc/core';
+import { renderMetrics } from '@svc/core/observability';
 import { agentProtocolChecker, Children, ROOT, itemStatusCounts, openRawWebSocket, sampleValue, seedWorkspace, waitFor } from '@svc/testing';
 import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { connect } from '@svc/agent';

@@ -502,7 +502,6 @@ describe('X-API-Key authentication', () => {
         asked.push(asked[0]!, asked[1]!); // the same hash twice at once
         const answers = await Promise.all(asked.map((a) => store.lookup(a.hex)));
         expect(answers.map((r) => r?.id ?? null)).toEqual(asked.map((a) => a.id));
-        for (const [i, r] of answers.entries()) if (r) expect(r.key_hash.toString('hex')).toBe(asked[i]!.hex);
         expect(statements).toBeGreaterThan(0);
         expect(statements).toBeLessThanOrEqual(3);
       } finally {

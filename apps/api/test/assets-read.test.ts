@@ -1,4 +1,4 @@
-import { type Environment } from '@svc/core';
+import type { Environment } from '@svc/core';
 import { createAsset } from '@svc/core/internals';
 import { seedApiKey, seedTenant } from '@svc/testing';
 import { apiClient, createApiTestContext, type ApiTestContext } from '@svc/testing/api';

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { BULK_ACTION_CHUNK, createSql } from '@svc/core';
+import { createSql } from '@svc/core';
+import { BULK_ACTION_CHUNK } from '@svc/core/schemas';
 import { seedApiKey, seedJob, seedUser, seedWorkspace, waitFor } from '@svc/testing';
 import { apiClient, apiSuite, type ApiTestContext } from '@svc/testing/api';
 

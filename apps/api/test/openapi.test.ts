@@ -4,7 +4,7 @@ import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { Type } from '@sinclair/typebox';
-import { Nullable, Uuid } from '@svc/core';
+import { Nullable, Uuid } from '@svc/core/schemas';
 import { seedApiKey, seedProcess, seedTenant } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { routeCatalog } from '../src/http/route';

@@ -1,4 +1,4 @@
-import { type Scope } from '@svc/core';
+import type { Scope } from '@svc/core';
 import { noopDispatch, type DispatchPort } from '@svc/core/internals';
 import { seedApiKey, seedQueue, seedTenant } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';

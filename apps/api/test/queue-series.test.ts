@@ -1,4 +1,4 @@
-import { percentileOf } from '@svc/core';
+import { percentileOf } from '@svc/core/internals';
 import { seedMachine, seedQueue, seedTenant, seedUser } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { bearer } from './settings-fixtures';

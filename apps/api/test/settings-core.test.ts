@@ -3,9 +3,8 @@ import {
   createAsset, createFolder, createMachine, createProcess, createQueue, findAssetByName, findFolderByName,
   findMachineByName, findProcessByName, findQueueByName, listQueues, readAssetValue, updateQueue,
 } from '@svc/core/internals';
-import {
-  AssetResponse, FolderResponse, MachineResponse, MachineWithKeyResponse, ProcessResponse, QueueResponse, validate,
-} from '@svc/core';
+import { validate } from '@svc/core';
+import { AssetResponse, FolderResponse, MachineResponse, MachineWithKeyResponse, ProcessResponse, QueueResponse } from '@svc/core/schemas';
 import type { TSchema } from '@sinclair/typebox';
 import { seedTenant, seedUser } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';

@@ -1,5 +1,5 @@
 import { apiClient, apiSuite, type ApiTestContext } from '@svc/testing/api';
-import { MAX_WEBHOOKS_PER_WORKSPACE } from '@svc/core';
+import { MAX_WEBHOOKS_PER_WORKSPACE } from '@svc/core/schemas';
 import { seedUser, seedWorkspace, waitFor } from '@svc/testing';
 
 /**

@@ -1,4 +1,4 @@
-import { EVENT_TYPES as CORE_EVENT_TYPES } from '@svc/core';
+import { EVENT_TYPES as CORE_EVENT_TYPES } from '@svc/core/schemas';
 import { EVENT_TYPES, eventTypesBody, mergeNewest, parseEventStream, reconnectDelayMs, typeFilter, type FeedEvent, type StreamMessage } from '../src/lib/events';
 
 /** The webhooks and events pages' pure logic: the stream's parsing, the shown list, the form's types. */

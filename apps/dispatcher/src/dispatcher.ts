@@ -1,8 +1,8 @@
 import { Worker, type Job } from 'bullmq';
 import {
-  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, recordArchiveFromConfig, delivererTimingsOf, webhookSettingsOf, DbOutage, dispatcherPassSeconds, dispatcherPassesStarted, IDEMPOTENCY_PURGE_EVERY_MS, createBullDispatch, createEngine, createRedis, isConnectionError, primaries, renewEpoch,
-  type BullDispatch, type Config, type DispatchJobName, type DispatchPayloads, type Logger, type OutboxRelay, type RedisClient, type Sql, type WebhookDeliverer,
+  DISPATCH_QUEUE, DISPATCH_SCHEDULERS, recordArchiveFromConfig, delivererTimingsOf, webhookSettingsOf, DbOutage, IDEMPOTENCY_PURGE_EVERY_MS, createBullDispatch, createEngine, createRedis, isConnectionError, primaries, renewEpoch, type BullDispatch, type Config, type DispatchJobName, type DispatchPayloads, type Logger, type OutboxRelay, type RedisClient, type Sql, type WebhookDeliverer,
 } from '@svc/core';
+import { dispatcherPassSeconds, dispatcherPassesStarted } from '@svc/core/observability';
 
 const PERIODIC: ReadonlySet<string> = new Set(DISPATCH_SCHEDULERS);
 /** How long one tick of the bulk-actions pass runs chunks before it lets the next tick go on. */

@@ -1,4 +1,5 @@
-import { ConfigError, createDirectSql, createLogger, createPooledSql, databaseSettings, onShutdownSignals, parseConfig, startMetricsServer, startTracing, stopTracing } from '@svc/core';
+import { ConfigError, createDirectSql, createLogger, createPooledSql, databaseSettings, onShutdownSignals, parseConfig } from '@svc/core';
+import { startMetricsServer, startTracing, stopTracing } from '@svc/core/observability';
 import { createDelivererProcess } from './deliverer';
 import { createDispatcher } from './dispatcher';
 

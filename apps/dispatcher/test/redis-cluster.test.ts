@@ -1,6 +1,5 @@
 import {
-  createEngine, createLogger, createRedis, decodeAbort, machineQueueName, publishApiKeyInvalidation, redisKeys,
-  DISPATCH_QUEUE,
+  createEngine, createLogger, createRedis, decodeAbort, machineQueueName, publishApiKeyInvalidation, redisKeys, DISPATCH_QUEUE,
 } from '@svc/core';
 import { epochKeys, keySlot, redisApiKeyPublisher } from '@svc/core/internals';
 import {

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { directoryArchive, s3Archive } from '@svc/core';
+import { directoryArchive, s3Archive } from '@svc/core/internals';
 import { seedQueue, seedTenant, type TestContext, processSuite, waitFor } from '@svc/testing';
 import { startS3Server } from '@svc/testing/s3';
 

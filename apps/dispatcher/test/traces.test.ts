@@ -100,7 +100,8 @@ it('one API call that triggers a job is one trace across the API, the dispatcher
 
 it('off (no OTEL_EXPORTER_OTLP_ENDPOINT), a process loads no OpenTelemetry SDK and its pool is not wrapped', () => {
   const script = `
-    const core = require(${JSON.stringify(path.join(ROOT, 'packages/core/dist/index.js'))});
+    const core = { ...require(${JSON.stringify(path.join(ROOT, 'packages/core/dist/index.js'))}),
+      ...require(${JSON.stringify(path.join(ROOT, 'packages/core/dist/observability.js'))}) };
     core.startTracing({}, 'api');
     core.createLogger({ service: 'api', silent: true });
     const sql = core.createSql('postgres://127.0.0.1:1/none', { max: 1 });

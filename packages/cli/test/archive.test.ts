@@ -1,7 +1,8 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createEngine, createLogger, directoryArchive, s3Archive } from '@svc/core';
+import { createEngine, createLogger } from '@svc/core';
+import { directoryArchive, s3Archive } from '@svc/core/internals';
 import { seedTenant } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { startS3Server } from '@svc/testing/s3';

@@ -1,4 +1,4 @@
-import { BULK_ACTION_CHUNK } from '@svc/core';
+import { BULK_ACTION_CHUNK } from '@svc/core/schemas';
 import { seedJob, seedMachine, seedProcess, seedQueue, seedTenant } from '@svc/testing';
 import { createApiTestContext, type ApiTestContext } from '@svc/testing/api';
 import { runCli, type Run } from './cli-harness';

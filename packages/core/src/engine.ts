@@ -1,39 +1,39 @@
 import { randomUUID } from 'node:crypto';
-import type { Sql } from './db/sql';
 import type { AuditActor, CatalogResource } from './audit/catalog-changes';
-import type { Logger } from './logger';
 import type { ApiKeyChangeListener } from './api-keys/invalidation';
+import type { CatalogBatch, Engine, EngineDeps as Deps, InTransaction, OnJobCreated, Paged, SaveOptions, SaveTarget, TransactionHandle } from './engine-contract';
+import type { QueueItemResponse } from './queue-items/schemas';
 import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey, type ApiKeyActor } from './api-keys/service';
 import { findApiKeyByHash, findApiKeysByHashes, touchApiKeys } from './api-keys/repo';
 import { findLiveAccessTokens } from './access-tokens/repo';
-import { findAccessTokens, getSession, issueAccessToken, revokeAccessToken } from './access-tokens/service';
+import { findAccessTokens, getSession, issueAccessToken, revokeAccessToken, toAccessTokenResponse } from './access-tokens/service';
 import { signIn, signOut } from './access-tokens/sessions';
 import { authenticateBearer } from './access-tokens/authenticate';
-import { assertPlanFeature, createTenant, findTenantByName, getTenant, listTenants, resolveTenant, updateTenant } from './tenants/service';
-import { createUser, deactivateUser, resolveUser, setPassword } from './users/service';
+import { assertPlanFeature, createTenant, findTenantByName, getTenant, listTenants, resolveTenant, toTenantResponse, updateTenant } from './tenants/service';
+import { createUser, deactivateUser, resolveUser, setPassword, toUserResponse } from './users/service';
 import { listUsersOfTenant } from './users/repo';
 import { changeOwnPassword, createWorkspaceUser, deactivateWorkspaceUser, listWorkspaceUsers, updateWorkspaceUser } from './users/admin';
 import { listProcesses } from './catalog/processes';
-import { getQueue, loadQueueItemCounts } from './catalog/queues';
 import { listMachineNames, listMachines } from './catalog/machines';
 import { readAssetWithKey, readAssetForMachine } from './catalog/asset-read';
 import {
-  deactivateCatalogRecord, findCatalogRecordByName, getCatalogRecord, inCatalogBatch, listCatalogRecords, pauseQueue, rotateMachineKeyAudited,
-  saveCatalogRecord, type CatalogBatch, type SaveOptions, type SaveTarget,
+  deactivateCatalogRecord, findCatalogRecordByName, getCatalogRecord, getQueueRecord, inCatalogBatch, listCatalogRecords, pauseQueue, presentPage,
+  rotateMachineKeyAudited, saveCatalogRecord,
 } from './catalog/by-resource';
 import { listAuditLog } from './audit/read';
 import { exportAuditLog, exportJobs, exportQueueItems } from './export/exports';
 import { readMachineSeries, readQueueSeries, sampleMinute } from './catalog/queue-series';
 import { purgeQueueStatBuckets, readQueueStats } from './catalog/queue-stats';
-import { getSchedule, previewSchedule } from './catalog/schedules';
+import { getSchedule, previewSchedule, toScheduleResponse } from './catalog/schedules';
 import { fireDueSchedules } from './schedules/fire';
-import { getJob, listJobs, stopJob, triggerJobByApi, triggerJobByUser, triggerJobByWebhook } from './jobs/service';
+import { getJob, listJobs, stopJob, triggerJobByApi, triggerJobByUser, triggerJobByWebhook, type OnJobCreated as OnJobRowCreated } from './jobs/service';
+import { toJobResponse, toStopJobResponse } from './jobs/serialize';
 import { answerJobInput, readJobInput } from './jobs/input';
 import { addItem, addItemToQueueNamed, addItemsBulk, addItemsMany, getActiveQueueByName, listItems } from './queue-items/service';
+import { toQueueItemResponse } from './queue-items/serialize';
 import { releaseQueueItems } from './queue-items/transitions';
 import { applyItemRetryPolicy } from './queue-items/retry';
 import { CLAIM_FLOOR_FULL_EVERY, claimFloorSwitch, recomputeClaimFloors } from './queue-items/claim-floor';
-import type { ClaimFloorMode } from './config';
 import { redriveQueueItems, reviewQueueItem } from './queue-items/review';
 import { acknowledgeRun, reportJobProgress, startJob } from './dispatch/job-run';
 import { renewJobLeasesBatched } from './dispatch/lease-renewal';
@@ -54,7 +54,7 @@ import { createOutboxRelay, drainOutbox } from './outbox/relay';
 import type { DispatchPort } from './dispatch/port';
 import type { DbOutage } from './db/outage';
 import { appendJobLogs } from './jobs/logs';
-import { archiveJobLogs, pgLogArchive, readJobLogs, type LogArchive } from './jobs/log-archive';
+import { archiveJobLogs, pgLogArchive, readJobLogs } from './jobs/log-archive';
 import {
   createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, redeliver, rotateWebhookSecret, sendTestEvent, updateWebhook,
   type WebhookSettings,
@@ -62,50 +62,25 @@ import {
 import { purgeOldEvents, readEventFeed } from './events/feed';
 import type { EventFeedQuery } from './webhooks/schemas';
 import { createWebhookDeliverer, type DelivererOptions } from './webhooks/deliver';
-import { askItemAction, askJobAction, cancelBulkAction, getBulkAction, runAskedAction, runBulkActions, type AskOptions, type BulkActionRow, type RunBulkOptions } from './bulk/actions';
+import {
+  askItemAction, askJobAction, cancelBulkAction, getBulkAction, runAskedAction, runBulkActions, toBulkActionResponse, type AskOptions, type BulkAsk, type RunBulkOptions,
+} from './bulk/actions';
 import type { ItemActionBody, JobActionBody } from './bulk/schemas';
-import type { RecordArchive } from './retention/archive';
 import { runRetention, type RetentionOptions, type RetentionScopeResult } from './retention/pass';
 import { listArchiveFiles, restoreArchivedItems } from './retention/restore';
 import { sweepArchiveOrphans, type OrphanSweepOptions } from './retention/sweep';
-import type { QueueRef } from './queue-items/repo';
+import type { QueueItemRow, QueueRef } from './queue-items/repo';
+import type { JobWithNames } from './jobs/repo';
 
 /**
- * The engine: the one front door into core's domain (docs/architecture.md, "The engine"). Its
- * commands are grouped by who calls them and bound to one Postgres pool. The API (apps/api/src/deps.ts),
- * the dispatcher (apps/dispatcher/src/dispatcher.ts, deliverer.ts) and the CLI (packages/cli/src/main.ts)
- * each build one; the agent reaches it only through the API's agent session. Each command owns its
- * transaction, its audit row and its effects. Apps and the CLI import nothing else from core but
- * vocabulary: schemas, response mappers, errors, config and the infrastructure factories.
+ * The engine: the one front door into core's domain (docs/architecture.md, "The engine"), the
+ * implementation of the contract declared in engine-contract.ts. Its commands are grouped by who
+ * calls them and bound to one Postgres pool; rows become the public API's records here and in the
+ * modules it calls, never in a transport. The API (apps/api/src/deps.ts), the dispatcher
+ * (apps/dispatcher/src/dispatcher.ts, deliverer.ts) and the CLI (packages/cli/src/main.ts) each
+ * build one; a robot reaches it only through the API's agent session.
  */
-export interface EngineDeps {
-  sql: Sql;
-  /** Postgres itself, for the outbox relay's LISTEN when `sql` is a transaction pooler (db/pooler.ts); default `sql` */
-  directSql?: Sql;
-  logger: Logger;
-  /** told after an API key changes, so every API process drops it from its cache */
-  apiKeyChanges?: ApiKeyChangeListener;
-  /** where finished jobs' logs are archived (default: the Postgres table, jobs/log-archive.ts) */
-  logArchive?: LogArchive;
-  /** where retention archives items and jobs (retention/archive-config.ts; ARCHIVE_DIR or ARCHIVE_S3_BUCKET); without it scopes that archive wait */
-  recordArchive?: RecordArchive | null;
-  /** webhook secrets' key and target policy (docs/decisions/events.md); without it webhook writes refuse */
-  webhooks?: WebhookSettings;
-  /** the asset encryption key (or how to get it, asked for only by asset commands); without it asset commands refuse */
-  assetKey?: Buffer | (() => Buffer);
-  /**
-   * Where a trigger, a stop, an input answer, an add's queue nudge and the dispatcher's consumer
-   * jobs publish their effects right after their commit (BullMQ dispatch), one hop sooner than the
-   * outbox relay, which publishes them again (outbox/at-once.ts); absent, only the relay publishes.
-   */
-  atOnce?: DispatchPort;
-  /** CLAIM_FLOOR: when the take reads past each queue's claim floor, and the floors are kept (docs/decisions/claim-floor.md) */
-  claimFloor?: ClaimFloorMode;
-  /** CLAIM_FLOOR=auto: the age of the oldest snapshot from which the dispatcher keeps floors */
-  claimFloorEngageSeconds?: number;
-  /** how often a process asks whether floors exist (CLAIM_FLOOR=auto; CLAIM_FLOOR_EVERY_MS) */
-  claimFloorEveryMs?: number;
-}
+export type { Engine, EngineDeps } from './engine-contract';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type DropFirst<T extends any[]> = T extends [unknown, unknown, ...infer Rest] ? Rest : never;
@@ -125,7 +100,16 @@ function bind<T extends Record<string, (first: any, ...rest: any[]) => unknown>>
 
 const NO_KEY_LISTENER: ApiKeyChangeListener = { invalidate: async () => undefined };
 
-export function createEngine(deps: EngineDeps) {
+const jobPage = (page: { rows: JobWithNames[]; meta: Paged<unknown>['meta'] }) => ({ data: page.rows.map(toJobResponse), meta: page.meta });
+const toJobRecordHook = (onCreated: OnJobCreated | undefined): OnJobRowCreated | undefined =>
+  onCreated ? (tx, job) => onCreated(tx, toJobResponse(job)) : undefined;
+const itemHook = (opts: InTransaction<QueueItemResponse> | undefined) => {
+  const hook = opts?.inTransaction;
+  return hook ? { inTransaction: (tx: TransactionHandle, row: QueueItemRow) => hook(tx, toQueueItemResponse(row)) } : {};
+};
+const bulkAsked = (ask: BulkAsk) => (ask.dryRun ? ask : { ...ask, action: toBulkActionResponse(ask.action) });
+
+export function createEngine(deps: Deps): Engine {
   const { sql } = deps;
   const services = { sql, logger: deps.logger, atOnce: deps.atOnce };
   const keyChanges = deps.apiKeyChanges ?? NO_KEY_LISTENER;
@@ -147,10 +131,16 @@ export function createEngine(deps: EngineDeps) {
   };
   return {
     /** Who is calling: API keys by their hash (the API's key cache), access tokens, sessions, sign-in. */
-    auth: bind(sql, {
-      apiKeyByHash: findApiKeyByHash, apiKeysByHashes: findApiKeysByHashes, touchApiKeys,
-      bearer: authenticateBearer, liveTokens: findLiveAccessTokens, session: getSession, signIn, signOut,
-    }),
+    auth: {
+      ...bind(sql, {
+        apiKeyByHash: findApiKeyByHash, apiKeysByHashes: findApiKeysByHashes, touchApiKeys,
+        bearer: authenticateBearer, liveTokens: findLiveAccessTokens, signIn, signOut,
+      }),
+      session: async (tokenId: string) => {
+        const { user, token } = await getSession(sql, tokenId);
+        return { ...toUserResponse(user), token: { id: token.id, prefix: token.prefix, expires_at: token.expires_at.toISOString() } };
+      },
+    },
     /** A tenant's API keys (the change listener drops revoked and rotated keys from every cache). */
     keys: {
       create: (actor: ApiKeyActor, body: unknown) => createApiKey(sql, keyChanges, actor, body),
@@ -159,93 +149,126 @@ export function createEngine(deps: EngineDeps) {
       list: (tenantId: string, query: { page: number; limit: number }) => listApiKeys(sql, tenantId, query),
     },
     /** Workspaces (the CLI's `svc tenant`) and their plan. */
-    tenants: bind(sql, {
-      create: createTenant, get: getTenant, list: listTenants, update: updateTenant, resolve: resolveTenant, findByName: findTenantByName,
-      requireFeature: assertPlanFeature,
-    }),
+    tenants: {
+      create: async (input) => toTenantResponse(await createTenant(sql, input)),
+      get: async (id) => toTenantResponse(await getTenant(sql, id)),
+      list: async () => (await listTenants(sql)).map(toTenantResponse),
+      update: async (id, input) => toTenantResponse(await updateTenant(sql, id, input)),
+      resolve: async (idOrName) => toTenantResponse(await resolveTenant(sql, idOrName)),
+      findByName: async (name) => {
+        const row = await findTenantByName(sql, name);
+        return row ? toTenantResponse(row) : null;
+      },
+      requireFeature: (tenantId, feature) => assertPlanFeature(sql, tenantId, feature),
+    },
     /** People and their access tokens (the CLI's `svc user` and `svc token`, the API's user admin). */
-    users: bind(sql, {
-      create: createUser, deactivate: deactivateUser, listOfTenant: listUsersOfTenant, resolve: resolveUser, setPassword,
-      issueToken: issueAccessToken, revokeToken: revokeAccessToken, findTokens: findAccessTokens,
-      /** a workspace's admins: paged list, create with a one-time password, role/name, deactivate (audited) */
-      listPage: listWorkspaceUsers, add: createWorkspaceUser, update: updateWorkspaceUser, deactivateInWorkspace: deactivateWorkspaceUser,
-      /** anyone signed in: their own password (audited) */
-      changeOwnPassword,
-    }),
+    users: {
+      create: async (tenantId, input) => toUserResponse(await createUser(sql, tenantId, input)),
+      deactivate: async (userId) => toUserResponse(await deactivateUser(sql, userId)),
+      listOfTenant: async (tenantId) => (await listUsersOfTenant(sql, tenantId)).map(toUserResponse),
+      resolve: async (idOrEmail) => toUserResponse(await resolveUser(sql, idOrEmail)),
+      setPassword: async (userId, password) => toUserResponse(await setPassword(sql, userId, password)),
+      findTokens: async (ref) => (await findAccessTokens(sql, ref)).map(toAccessTokenResponse),
+      ...bind(sql, {
+        issueToken: issueAccessToken, revokeToken: revokeAccessToken,
+        listPage: listWorkspaceUsers, add: createWorkspaceUser, update: updateWorkspaceUser, deactivateInWorkspace: deactivateWorkspaceUser,
+        changeOwnPassword,
+      }),
+    },
     /**
      * The catalogue: folders, processes, machines, queues, triggers, schedules and assets of a
      * tenant (catalog/by-resource.ts). Every write is audited and records its effects in its transaction.
      */
     catalog: {
-      /** the one "create or update a record": `'new'` (create), `{ id }` (change these fields), `{ name }` (create or change what differs) */
-      save: <Row extends { id: string } = { id: string }>(
-        actor: AuditActor, tenantId: string, resource: CatalogResource, target: SaveTarget, body: Record<string, unknown>, options?: SaveOptions,
-      ) => saveCatalogRecord<Row>(sql, assetKey, actor, tenantId, resource, target, body, options),
-      deactivate: <Row extends { id: string } = { id: string }>(actor: AuditActor, tenantId: string, resource: CatalogResource, id: string) =>
-        deactivateCatalogRecord<Row>(sql, assetKey, actor, tenantId, resource, id),
-      get: <Row extends { id: string } = { id: string }>(tenantId: string, resource: CatalogResource, id: string) =>
-        getCatalogRecord<Row>(sql, assetKey, tenantId, resource, id),
-      list: <Row extends { id: string } = { id: string }>(tenantId: string, resource: CatalogResource, query: Record<string, unknown>) =>
-        listCatalogRecords<Row>(sql, assetKey, tenantId, resource, query),
-      findByName: <Row extends { id: string } = { id: string }>(tenantId: string, resource: CatalogResource, name: string) =>
-        findCatalogRecordByName<Row>(sql, assetKey, tenantId, resource, name),
-      /** several saves in one transaction (`svc apply`), all rolled back on `dryRun` */
+      save: <R extends CatalogResource>(actor: AuditActor, tenantId: string, resource: R, target: SaveTarget, body: Record<string, unknown>, options?: SaveOptions) =>
+        saveCatalogRecord(sql, assetKey, actor, tenantId, resource, target, body, options),
+      deactivate: <R extends CatalogResource>(actor: AuditActor, tenantId: string, resource: R, id: string) =>
+        deactivateCatalogRecord(sql, assetKey, actor, tenantId, resource, id),
+      get: <R extends CatalogResource>(tenantId: string, resource: R, id: string) => getCatalogRecord(sql, assetKey, tenantId, resource, id),
+      list: <R extends CatalogResource>(tenantId: string, resource: R, query: Record<string, unknown>) => listCatalogRecords(sql, assetKey, tenantId, resource, query),
+      findByName: <R extends CatalogResource>(tenantId: string, resource: R, name: string) => findCatalogRecordByName(sql, assetKey, tenantId, resource, name),
       batch: <T>(actor: AuditActor, tenantId: string, work: (batch: CatalogBatch) => Promise<T>, options?: { dryRun?: boolean }) =>
         inCatalogBatch(sql, assetKey, actor, tenantId, work, options),
-      processes: bind(sql, { list: listProcesses }),
+      processes: { list: async (tenantId, query) => presentPage(sql, 'process', await listProcesses(sql, tenantId, query)) },
       queues: {
-        ...bind(sql, { get: getQueue, itemCounts: loadQueueItemCounts, stats: readQueueStats, series: readQueueSeries }),
-        /** pause (true) or resume (false), audited */
-        setPaused: (actor: AuditActor, tenantId: string, id: string, paused: boolean) => pauseQueue(sql, actor, tenantId, id, paused),
+        get: (tenantId, id) => getQueueRecord(sql, tenantId, id),
+        stats: (queue) => readQueueStats(sql, queue),
+        series: (queue, query) => readQueueSeries(sql, queue, query),
+        setPaused: (actor, tenantId, id, paused) => pauseQueue(sql, actor, tenantId, id, paused),
       },
       machines: {
-        ...bind(sql, { list: listMachines, names: listMachineNames, series: readMachineSeries }),
-        /** a new machine key, audited; the key is in the answer only */
-        rotateKey: (actor: AuditActor, tenantId: string, id: string) => rotateMachineKeyAudited(sql, actor, tenantId, id),
+        list: async (tenantId, query) => presentPage(sql, 'machine', await listMachines(sql, tenantId, query)),
+        names: (tenantId) => listMachineNames(sql, tenantId),
+        series: (tenantId, query) => readMachineSeries(sql, tenantId, query),
+        rotateKey: (actor, tenantId, id) => rotateMachineKeyAudited(sql, actor, tenantId, id),
       },
-      schedules: bind(sql, { get: getSchedule, preview: previewSchedule }),
+      schedules: {
+        get: async (tenantId, id) => toScheduleResponse(await getSchedule(sql, tenantId, id)),
+        preview: (tenantId, id, count) => previewSchedule(sql, tenantId, id, count),
+      },
       assets: bind(sql, { readWithKey: readAssetWithKey }),
     },
     /** Jobs: started by an API key, a webhook or a person in the console, stopped, answered, read. */
     jobs: {
-      ...bind(services, { triggerByApi: triggerJobByApi, triggerByUser: triggerJobByUser, triggerByWebhook: triggerJobByWebhook, stop: stopJob, answerInput: answerJobInput }),
-      ...bind(sql, { get: getJob, list: listJobs }),
-      /** every job the list's filters match, as CSV or NDJSON read in keyset chunks (export/stream.ts); archived ones when asked */
-      export: (...args: DropFirst<Parameters<typeof exportJobs>>) => exportJobs(sql, deps.recordArchive ?? null, ...args),
-      /** a job's whole log, inline or archived */
-      logs: (tenantId: string, jobId: string) => readJobLogs(sql, logArchive, tenantId, jobId),
+      triggerByApi: async (actor, req, onCreated) => toJobResponse(await triggerJobByApi(services, actor, req, toJobRecordHook(onCreated))),
+      triggerByUser: async (actor, req, onCreated) => toJobResponse(await triggerJobByUser(services, actor, req, toJobRecordHook(onCreated))),
+      triggerByWebhook: async (actor, req, onCreated) => toJobResponse(await triggerJobByWebhook(services, actor, req, toJobRecordHook(onCreated))),
+      stop: async (tenantId, id, actor) => toStopJobResponse(await stopJob(services, tenantId, id, actor)),
+      answerInput: async (tenantId, jobId, body, actor) => toJobResponse(await answerJobInput(services, tenantId, jobId, body, actor)),
+      get: async (tenantId, id) => toJobResponse(await getJob(sql, tenantId, id)),
+      list: async (tenantId, query) => jobPage(await listJobs(sql, tenantId, query)),
+      export: (tenantId, query, format) => exportJobs(sql, deps.recordArchive ?? null, tenantId, query, format),
+      logs: (tenantId, jobId) => readJobLogs(sql, logArchive, tenantId, jobId),
     },
-    /** Queue items: added by API keys (and `svc items import`), listed, reviewed by people. */
     items: {
-      ...bind(services, { add: addItem, addToQueueNamed: addItemToQueueNamed, addBulk: addItemsBulk, addMany: addItemsMany }),
-      ...bind(sql, { list: listItems, activeQueueByName: getActiveQueueByName }),
-      /** every item of a queue the list's filters match, as CSV or NDJSON read in keyset chunks (export/stream.ts); archived ones when asked */
-      export: (...args: DropFirst<Parameters<typeof exportQueueItems>>) => exportQueueItems(sql, deps.recordArchive ?? null, ...args),
+      activeQueueByName: (tenantId, name) => getActiveQueueByName(sql, tenantId, name),
+      add: async (queue, input, opts) => toQueueItemResponse(await addItem(services, queue, input, itemHook(opts))),
+      addToQueueNamed: async (tenantId, queueName, input) => toQueueItemResponse(await addItemToQueueNamed(services, tenantId, queueName, input)),
+      addBulk: (queue, input, opts) => addItemsBulk(services, queue, input, opts),
+      addMany: (queue, inputs, opts) => addItemsMany(services, queue, inputs, opts),
+      list: async (queue, query) => {
+        const { rows, meta } = await listItems(sql, queue, query);
+        return { data: rows.map(toQueueItemResponse), meta };
+      },
+      export: (queue, query, format, columns) => exportQueueItems(sql, deps.recordArchive ?? null, queue, query, format, columns),
     },
-    review: bind(services, { decide: reviewQueueItem, redrive: redriveQueueItems }),
+    review: {
+      decide: async (actor, target, decision) => toQueueItemResponse(await reviewQueueItem(services, actor, target, decision)),
+      redrive: (actor, queueId, body) => redriveQueueItems(services, actor, queueId, body),
+    },
     /** Bulk actions by filter on a queue's items or a tenant's jobs (docs/decisions/bulk-actions.md). */
     bulk: {
-      askItems: (actor: AuditActor, queue: { id: string; tenant_id: string }, body: ItemActionBody, opts?: AskOptions) => askItemAction(sql, actor, queue, body, opts),
-      askJobs: (actor: AuditActor, tenantId: string, body: JobActionBody, opts?: AskOptions) => askJobAction(sql, actor, tenantId, body, opts),
-      get: (tenantId: string, id: string, target?: BulkActionRow['target']) => getBulkAction(sql, tenantId, id, target),
-      cancel: (actor: AuditActor, tenantId: string, id: string, target?: BulkActionRow['target']) => cancelBulkAction(sql, actor, tenantId, id, target),
+      askItems: async (actor: AuditActor, queue: { id: string; tenant_id: string }, body: ItemActionBody, opts?: AskOptions) => bulkAsked(await askItemAction(sql, actor, queue, body, opts)),
+      askJobs: async (actor: AuditActor, tenantId: string, body: JobActionBody, opts?: AskOptions) => bulkAsked(await askJobAction(sql, actor, tenantId, body, opts)),
+      get: async (tenantId, id, target) => toBulkActionResponse(await getBulkAction(sql, tenantId, id, target)),
+      cancel: async (actor, tenantId, id, target) => toBulkActionResponse(await cancelBulkAction(sql, actor, tenantId, id, target)),
       /** open actions' chunks, within a time budget (the dispatcher's pass) */
       run: (opts: Omit<RunBulkOptions, 'logger'> = {}) => runBulkActions(sql, { ...opts, logger: deps.logger }),
       /** a small action to its end, by the request that asked for it and holds its lease */
       runAsked: (id: string, token: string) => runAskedAction(sql, id, token, deps.logger),
     },
     /** The workspace's audit log, as its admins read it. */
-    audit: bind(sql, { list: listAuditLog, export: exportAuditLog }),
+    audit: {
+      list: async (tenantId, query) => {
+        const { rows, meta } = await listAuditLog(sql, tenantId, query);
+        return { data: rows, meta };
+      },
+      export: (tenantId, query, format) => exportAuditLog(sql, tenantId, query, format),
+    },
     /** A machine's agent (through the API's agent session): its heartbeat, its runs and the items its consumers take. */
     machines: {
       ...bind(sql, {
         findByKey: findMachineByKeyBatched, lapsedKeys: findLapsedMachineKeys, heartbeat: recordHeartbeatBatched, liveness: recordLiveness, reportLoad: recordMachineLoad, goodbye: machineLeft, giveUpJobs: giveUpMachineJobs,
-        startJob, acknowledgeRun, renewLeases: renewJobLeasesBatched, reportProgress: reportJobProgress, finishRun, pendingStops,
+        startJob, acknowledgeRun, renewLeases: renewJobLeasesBatched, reportProgress: reportJobProgress, pendingStops,
         askInput: askInputForRun, readInput: readJobInput, appendLogs: appendJobLogs,
         releaseItems: releaseQueueItems, hasWaitingJobs: machineHasWaitingJobs, earliestPendingStart,
         readAsset: readAssetForMachine,
       }),
       takeItems: (req: TakeRequest) => takeItemsForRun(sql, req, { floor: floors.current() }),
+      finishRun: async (jobId, attempt, end, opts) => {
+        const job = await finishRun(sql, jobId, attempt, end, opts);
+        return job ? { status: job.status } : null;
+      },
     },
     /** The dispatcher's periodic work and what nudges start. */
     sweeps: {
@@ -307,7 +330,15 @@ export function createEngine(deps: EngineDeps) {
         create: (actor: AuditActor, tenantId: string, body: unknown) => createWebhook(sql, hooks(), actor, tenantId, body),
         update: (actor: AuditActor, tenantId: string, id: string, body: unknown) => updateWebhook(sql, hooks(), actor, tenantId, id, body),
         rotateSecret: (actor: AuditActor, tenantId: string, id: string) => rotateWebhookSecret(sql, hooks(), actor, tenantId, id),
-        ...bind(sql, { list: listWebhooks, get: getWebhook, delete: deleteWebhook, deliveries: listDeliveries, redeliver, test: sendTestEvent }),
+        list: async (tenantId, query) => {
+          const { rows, meta } = await listWebhooks(sql, tenantId, query);
+          return { data: rows, meta };
+        },
+        deliveries: async (tenantId, id, input) => {
+          const { rows, meta } = await listDeliveries(sql, tenantId, id, input);
+          return { data: rows, meta };
+        },
+        ...bind(sql, { get: getWebhook, delete: deleteWebhook, redeliver, test: sendTestEvent }),
       },
       deliverer: (opts: Omit<DelivererOptions, 'sql' | 'logger' | 'settings'> = {}) =>
         createWebhookDeliverer({ sql, logger: deps.logger, settings: hooks(), ...opts }),
@@ -317,7 +348,7 @@ export function createEngine(deps: EngineDeps) {
       relay: (port: DispatchPort, outage?: DbOutage) => createOutboxRelay({ sql, listenSql: deps.directSql, port, logger: deps.logger, outage }),
       drain: (port: DispatchPort) => drainOutbox(sql, port),
     },
-    idempotency: bind(sql, { run: runIdempotent }),
+    idempotency: { run: (id, request, produce, onStoreError) => runIdempotent(sql, id, request, produce, onStoreError) },
     /**
      * This process's scrapes report the platform's state (queues by workspace, machines, the outbox)
      * read through this engine's pool, cached for `ttlMs` (metrics/platform.ts; the API's /metrics).
@@ -330,4 +361,3 @@ export function createEngine(deps: EngineDeps) {
   };
 }
 
-export type Engine = ReturnType<typeof createEngine>;

@@ -119,3 +119,34 @@ export { postWebhook } from './webhooks/post';
 // Observability: Prometheus metrics (docs/decisions/observability.md).
 export { metricsRegistry } from './metrics';
 // Traces: OpenTelemetry, off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/decisions/observability.md).
+
+// Rows and the mappers that make them the public API's records (the engine applies them; tests read rows).
+export { toBulkActionResponse, type BulkActionRow, type BulkAsk } from './bulk/actions';
+export { BULK_ACTION_STATUSES, ITEM_ACTION_STATUSES, JOB_ACTION_STATUSES, ItemActionFilter, JobActionFilter, type BulkActionStatus } from './bulk/schemas';
+export type { ApiKeyRow } from './api-keys/repo';
+export { toTenantResponse } from './tenants/service';
+export { toUserResponse } from './users/service';
+export { toAccessTokenResponse } from './access-tokens/service';
+export type { JobWithNames } from './jobs/repo';
+export { toJobResponse, toStopJobResponse } from './jobs/serialize';
+export { toFolderResponse, type FolderRow } from './catalog/folders';
+export { toProcessResponse, type ProcessRow } from './catalog/processes';
+export { toMachineResponse, type MachineRow } from './catalog/machines';
+export { toQueueResponse, type QueueRow } from './catalog/queues';
+export { toTriggerResponse, type TriggerRow } from './catalog/triggers';
+export { toAssetResponse, type AssetRecord } from './catalog/assets';
+export { toScheduleResponse, type ScheduleRow } from './catalog/schedules';
+export { toQueueItemResponse } from './queue-items/serialize';
+
+// The rules' constants and helpers that tests check directly.
+export { ARCHIVED_COLUMN, AUDIT_EXPORT_COLUMNS, JOB_EXPORT_COLUMNS } from './export/exports';
+export { neutralizeFormula } from './export/stream';
+export { SERIES_RETENTION_HOURS, SERIES_WINDOWS, percentileOf } from './catalog/queue-series';
+export { consumerCapacity, forecastDeadlines, type DeadlineForecast, type ForecastMachine, type ForecastTrigger } from './catalog/queue-forecast';
+export { checkArchiveKey, directoryArchive, type ArchiveEntry, type RecordArchive } from './retention/archive';
+export { ORPHAN_MIN_AGE_MS, type OrphanSweepOptions, type OrphanSweepResult } from './retention/sweep';
+export { s3Archive, type S3ArchiveOptions } from './retention/s3-archive';
+export { ENDED_ITEM_STATUSES, RETENTION_ACTIONS, RETENTION_BATCH, type RetentionScopeResult } from './retention/pass';
+export type { ArchiveSettings } from './config';
+export type { RedisTarget } from './redis';
+export { sqlFormat, type ServerMessages } from './messages/server-messages';

@@ -1,7 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CLI_ACTOR, createEngine, createLogger, directoryArchive, s3Archive, type Engine, type RecordArchive, type Sql } from '@svc/core';
+import { CLI_ACTOR, createEngine, createLogger, type Engine, type Sql } from '@svc/core';
+import { directoryArchive, s3Archive, type RecordArchive } from '@svc/core/internals';
 import { databaseSuite, seedQueue, seedTenant } from '@svc/testing';
 import { startS3Server, type S3TestServer } from '@svc/testing/s3';
 

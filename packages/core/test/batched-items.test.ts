@@ -1,4 +1,5 @@
-import { Batcher, NotFoundError, ValidationError, toQueueItemResponse } from '@svc/core';
+import { Batcher, NotFoundError, ValidationError } from '@svc/core';
+import { toQueueItemResponse } from '@svc/core/internals';
 import { ITEM_COLUMNS, addItem, addItemToQueueNamed, getActiveQueueByName, noopDispatch, type QueueItemRow } from '@svc/core/internals';
 import { seedQueue, seedTenant, databaseSuite } from '@svc/testing';
 

@@ -1,4 +1,5 @@
-import { BULK_ACTION_CHUNK, CLI_ACTOR, createEngine, createLogger, createSql, type Engine, type Sql } from '@svc/core';
+import { CLI_ACTOR, createEngine, createLogger, createSql, type Engine, type Sql } from '@svc/core';
+import { BULK_ACTION_CHUNK } from '@svc/core/schemas';
 import { databaseSuite, seedJob, seedMachine, seedProcess, seedQueue, seedTenant, waitFor } from '@svc/testing';
 
 /**

@@ -1,4 +1,5 @@
-import { MAX_TAKE, createSql, type Sql } from '@svc/core';
+import { createSql, type Sql } from '@svc/core';
+import { MAX_TAKE } from '@svc/core/machine-protocol';
 import { claimFloorSwitch, recomputeClaimFloors, settleAndClaimItems, vacuumHeldBack, type TakeOptions } from '@svc/core/internals';
 import {
   privateTestContext, seedMachine, seedProcess, seedQueue, seedTenant, startPrivatePostgres, waitFor, type PrivatePostgres, type TestContext,

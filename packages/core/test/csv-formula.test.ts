@@ -1,4 +1,4 @@
-import { neutralizeFormula } from '@svc/core';
+import { neutralizeFormula } from '@svc/core/internals';
 
 /**
  * The CSV export's guard against formula injection (export/stream.ts, docs/decisions/export.md):

@@ -14,8 +14,8 @@ it('a queue, its items, a job and its stop through the engine, with their effect
   const key = await seedApiKey(db.sql, tenant.id);
   const machine = (await seedMachine(db.sql, tenant.id, { slots: 2 })).row;
 
-  const { row: proc } = await engine.catalog.save(CLI_ACTOR, tenant.id, 'process', 'new', { name: 'facturas' });
-  const { row: queue } = await engine.catalog.save<{ id: string; name: string }>(CLI_ACTOR, tenant.id, 'queue', { name: 'entrantes' },
+  const { record: proc } = await engine.catalog.save(CLI_ACTOR, tenant.id, 'process', 'new', { name: 'facturas' });
+  const { record: queue } = await engine.catalog.save(CLI_ACTOR, tenant.id, 'queue', { name: 'entrantes' },
     { consumer_process_id: proc.id });
   expect(await engine.catalog.queues.get(tenant.id, queue.id)).toMatchObject({ name: 'entrantes', consumer_process_id: proc.id });
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { createEngine, createLogger, toQueueItemResponse, type Engine, type Sql } from '@svc/core';
-import { readEventFeed, type QueueItemRow } from '@svc/core/internals';
+import { createEngine, createLogger, type Engine, type Sql } from '@svc/core';
+import { readEventFeed, toQueueItemResponse, type QueueItemRow } from '@svc/core/internals';
+import type { QueueItemResponse } from '@svc/core/schemas';
 import { databaseSuite, seedJob, seedMachine, seedProcess, seedQueue, seedTenant, waitFor } from '@svc/testing';
 
 /**
@@ -47,7 +48,7 @@ describe('items', () => {
   it('one item.added per single add and one per bulk with its count; settles, the retry policy and reviews once each', async () => {
     const queue = await seedQueue(sql, tenantId, { max_retries: 0 });
     const ref = { id: queue.id as string, tenant_id: tenantId, name: queue.name as string };
-    let first: QueueItemRow | undefined;
+    let first: QueueItemResponse | undefined;
     const added = await emitted(async () => {
       first = await engine.items.add(ref, { data: { n: 1 } } as never);
       await engine.items.addBulk(ref, { items: [{ n: 2 }, { n: 3 }, { n: 4 }] } as never);
@@ -95,7 +96,7 @@ describe('items', () => {
   it('concurrent single adds share their batch and still write one item.added each', async () => {
     const queue = await seedQueue(sql, tenantId);
     const ref = { id: queue.id as string, tenant_id: tenantId, name: queue.name as string };
-    let rows: QueueItemRow[] = [];
+    let rows: QueueItemResponse[] = [];
     const evs = await emitted(async () => {
       rows = await Promise.all(Array.from({ length: 30 }, (_, i) => engine.items.add(ref, { data: { i } } as never)));
     });

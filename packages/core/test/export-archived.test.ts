@@ -1,7 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createEngine, createLogger, directoryArchive, type Engine, type RecordArchive } from '@svc/core';
+import { createEngine, createLogger, type Engine } from '@svc/core';
+import { directoryArchive, type RecordArchive } from '@svc/core/internals';
 import { databaseSuite, seedQueue, seedTenant } from '@svc/testing';
 
 /**

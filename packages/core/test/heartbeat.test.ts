@@ -1,4 +1,4 @@
-import { type Sql } from '@svc/core';
+import type { Sql } from '@svc/core';
 import { findMachinesByKeys, recordHeartbeat, recordHeartbeats, recordLiveness } from '@svc/core/internals';
 import { createTestContext, seedMachine, seedTenant, type TestContext } from '@svc/testing';
 

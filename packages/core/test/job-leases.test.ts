@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Sql } from '@svc/core';
+import type { Sql } from '@svc/core';
 import { acknowledgeRun, giveUpMachineJobs, machineLeft, renewJobLeases, renewManyJobLeases, startJob, sweepOfflineMachines } from '@svc/core/internals';
 import { seedJob, seedMachine, seedProcess, seedQueue, seedTenant, databaseSuite } from '@svc/testing';
 

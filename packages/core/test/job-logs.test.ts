@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { ConfigError, parseConfig, toJobResponse, ValidationError, type Sql } from '@svc/core';
+import { ConfigError, parseConfig, ValidationError, type Sql } from '@svc/core';
+import { toJobResponse } from '@svc/core/internals';
 import {
   LOG_APPEND_MAX_BYTES, LOG_INLINE_MAX_BYTES, LOG_TOTAL_MAX_BYTES, LOG_TRUNCATED_MARKER, appendJobLogs,
   archiveJobLogs, finishJob, findJobWithNames, pgLogArchive, readJobLogs, reportJobProgress, startJob,

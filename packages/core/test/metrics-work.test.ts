@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { renderMetrics, type Sql } from '@svc/core';
+import type { Sql } from '@svc/core';
+import { renderMetrics } from '@svc/core/observability';
 import { applyItemRetryPolicy, finishJob, requestRunningJobStop, settleAndClaimItems, startJob } from '@svc/core/internals';
 import { createTestContext, sampleValue, seedJob, seedMachine, seedProcess, seedQueue, seedTenant, type TestContext } from '@svc/testing';
 

@@ -1,4 +1,4 @@
-import { consumerCapacity, forecastDeadlines } from '@svc/core';
+import { consumerCapacity, forecastDeadlines } from '@svc/core/internals';
 
 /** The deadline forecast's arithmetic (docs/decisions/deadline-forecast.md), with exact values. */
 describe('forecastDeadlines', () => {

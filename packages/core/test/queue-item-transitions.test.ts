@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { MAX_TAKE, createSql, type Sql } from '@svc/core';
+import { createSql, type Sql } from '@svc/core';
+import { MAX_TAKE } from '@svc/core/machine-protocol';
 import {
   QUEUE_ITEM_TRANSITIONS, applyItemRetryPolicy, approveQueueItem, canTransitionItem, compareTakeOrder,
   failItemsOfJobs, failOrphanedItems, redriveDeadLetterItems, rejectQueueItem, releaseQueueItems,

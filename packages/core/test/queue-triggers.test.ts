@@ -1,4 +1,4 @@
-import { type Sql } from '@svc/core';
+import type { Sql } from '@svc/core';
 import { createTrigger, queuesNeedingConsumers, startQueueConsumers } from '@svc/core/internals';
 import { insertJob } from '../src/jobs/repo';
 import { databaseSuite, seedMachine, seedProcess, seedQueue, seedTenant } from '@svc/testing';

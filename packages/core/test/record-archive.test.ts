@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { directoryArchive, s3Archive, type RecordArchive } from '@svc/core';
+import { directoryArchive, s3Archive, type RecordArchive } from '@svc/core/internals';
 import { startS3Server, type S3TestServer } from '@svc/testing/s3';
 
 /**

@@ -1,7 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CLI_ACTOR, createEngine, createLogger, directoryArchive, type Engine } from '@svc/core';
+import { CLI_ACTOR, createEngine, createLogger, type Engine } from '@svc/core';
+import { directoryArchive, loadQueueItemCounts } from '@svc/core/internals';
 import {
   clearStaleSessionErrors, privateTestContext, seedQueue, seedTenant, startPrivatePostgres, type PrivatePostgres, type TestContext,
 } from '@svc/testing';
@@ -69,7 +70,7 @@ it('a Postgres restart in the middle of a batch loses nothing: the next pass res
   expect(archived).toHaveLength(2500);
   expect(new Set(archived)).toEqual(new Set(all));
 
-  const counts = (await engine.catalog.queues.itemCounts([q.id as string])).get(q.id as string)!;
+  const counts = (await loadQueueItemCounts(t.sql, [q.id as string])).get(q.id as string)!;
   expect(counts.total).toBe(0);
   // one event for what the killed pass removed before the restart and one for the resumed pass, together all of it
   const events = await t.sql<{ data: { deleted: number } }[]>`select data from events where type = 'queue.retention' and data->>'queue_id' = ${q.id as string}`;

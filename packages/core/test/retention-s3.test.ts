@@ -1,4 +1,5 @@
-import { CLI_ACTOR, createEngine, createLogger, s3Archive, type Engine, type RecordArchive, type Sql } from '@svc/core';
+import { CLI_ACTOR, createEngine, createLogger, type Engine, type Sql } from '@svc/core';
+import { s3Archive, type RecordArchive } from '@svc/core/internals';
 import { databaseSuite, seedQueue, seedTenant } from '@svc/testing';
 import { startS3Server, type S3TestServer } from '@svc/testing/s3';
 

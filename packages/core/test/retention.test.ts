@@ -1,7 +1,8 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CLI_ACTOR, ConfigError, createEngine, createLogger, directoryArchive, parseConfig, type Engine, type Sql } from '@svc/core';
+import { CLI_ACTOR, ConfigError, createEngine, createLogger, parseConfig, type Engine, type Sql } from '@svc/core';
+import { directoryArchive, loadQueueItemCounts } from '@svc/core/internals';
 import { databaseSuite, seedJob, seedMachine, seedProcess, seedQueue, seedTenant, waitFor } from '@svc/testing';
 
 /**
@@ -44,7 +45,7 @@ async function byStatus(queueId: string): Promise<Record<string, number>> {
 
 /** The trigger-maintained counters agree with the table, status by status. */
 async function expectCountsExact(queueId: string): Promise<void> {
-  const counted = (await engine.catalog.queues.itemCounts([queueId])).get(queueId)!;
+  const counted = (await loadQueueItemCounts(sql, [queueId])).get(queueId)!;
   const actual = await byStatus(queueId);
   for (const s of ['new', 'in_progress', 'pending_review', 'completed', 'failed', 'dead_letter'] as const) {
     expect(counted[s]).toBe(actual[s] ?? 0);
@@ -274,14 +275,14 @@ describe('the retention pass', () => {
       afterArchive: async () => {
         // other connections, while the batch's transaction holds its row locks and has not committed
         const page = await engine.items.list(q, { page: 1, limit: 100 });
-        const counts = (await engine.catalog.queues.itemCounts([q.id])).get(q.id)!;
-        during.push({ total: page.meta.total, listed: page.rows.length, counted: counts.total });
+        const counts = (await loadQueueItemCounts(sql, [q.id])).get(q.id)!;
+        during.push({ total: page.meta.total, listed: page.data.length, counted: counts.total });
       },
     });
     expect(during).toEqual([{ total: 13, listed: 13, counted: 13 }]);
     const after = await engine.items.list(q, { page: 1, limit: 100 });
     expect(after.meta.total).toBe(4);
-    expect(after.rows.map((r) => r.status)).toEqual(['new', 'new', 'new', 'new']);
+    expect(after.data.map((r) => r.status)).toEqual(['new', 'new', 'new', 'new']);
     await expectCountsExact(q.id);
   });
 

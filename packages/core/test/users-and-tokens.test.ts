@@ -1,5 +1,6 @@
 import * as passwords from '../src/security/password';
-import { ConflictError, NotFoundError, UnauthorizedError, ValidationError, toTenantResponse, toUserResponse } from '@svc/core';
+import { ConflictError, NotFoundError, UnauthorizedError, ValidationError } from '@svc/core';
+import { toTenantResponse, toUserResponse } from '@svc/core/internals';
 import {
   createTenant, createUser, deactivateUser, findAccessTokens, getTenant, hashPassword, issueAccessToken, listTenants,
   login, resolveTenant, resolveUser, revokeAccessToken, setPassword, sha256, updateTenant, verifyPassword,

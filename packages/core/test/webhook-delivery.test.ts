@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createEngine, createLogger, renderMetrics, type Engine, type Sql } from '@svc/core';
+import { createEngine, createLogger, type Engine, type Sql } from '@svc/core';
+import { renderMetrics } from '@svc/core/observability';
 import { checkWebhookUrl, isRefusedAddress, postWebhook, retryDelayMs, verifyWebhookSignature } from '@svc/core/internals';
 import { TEST_ENCRYPTION_KEY, databaseSuite, sampleValue, seedJob, seedMachine, seedProcess, seedTenant, waitFor } from '@svc/testing';
 
@@ -131,7 +132,7 @@ describe('the SSRF guard', () => {
         expect(d!.last_error).toBe('target address refused (private or local network)');
         for (const leak of ['127.0.0.1', '::1', 'localhost', String(port)]) expect(d!.last_error).not.toContain(leak);
         // and the API shows the same text
-        const [shown] = (await lenient.events.webhooks.deliveries(tenantId, sub.id, {})).rows;
+        const [shown] = (await lenient.events.webhooks.deliveries(tenantId, sub.id, {})).data;
         expect(shown!.last_error).toBe(d!.last_error);
         await lenient.events.webhooks.delete(actor, tenantId, sub.id);
       }

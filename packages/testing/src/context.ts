@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createRedis, createSql, parseConfig, type Config, type RedisClient, type RedisTarget, type Sql } from '@svc/core';
+import { createRedis, createSql, parseConfig, type Config, type RedisClient, type Sql } from '@svc/core';
+import type { RedisTarget } from '@svc/core/internals';
 import { parseRedisTarget } from '@svc/core/internals';
 
 /**

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { API_KEY_PREFIX, MACHINE_KEY_PREFIX, SCOPE_NAMES, type ApiKeyRow, type Sql } from '@svc/core';
+import { API_KEY_PREFIX, MACHINE_KEY_PREFIX, SCOPE_NAMES, type Sql } from '@svc/core';
+import type { ApiKeyRow } from '@svc/core/internals';
 import { issueSecret, ACCESS_TOKEN_PREFIX, type Queryable, type TenantRow } from '@svc/core/internals';
 
 /**

@@ -4,7 +4,8 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, 
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { createRedis, createSql, migrate, type RedisClient, type RedisTarget, type Sql } from '@svc/core';
+import { createRedis, createSql, migrate, type RedisClient, type Sql } from '@svc/core';
+import type { RedisTarget } from '@svc/core/internals';
 import { keySlot, type Cluster, type Redis } from '@svc/core/internals';
 import { contextOn, onRedisCluster, redisChildEnv, testEnv, type TestContext } from './context';
 import { freePort, waitFor } from './wait';

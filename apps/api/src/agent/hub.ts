@@ -5,9 +5,10 @@ import pLimit from 'p-limit';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { WebSocketServer, type WebSocket } from 'ws';
 import {
-  es, AGENT_CLOSE, AGENT_CONNECTION_LIMITS as LIMITS, AGENT_MAX_MESSAGE_BYTES, countAgentCut, trackAgentHub, AppError, MACHINE_KEY_PREFIX, UnauthorizedError, bearerToken, clientIp, createRedis, decodeAbort, decodeInputAnswered, decodeMachineWork, sha256Hex,
-  type AgentMachine, type RedisClient,
+  es, AppError, MACHINE_KEY_PREFIX, UnauthorizedError, bearerToken, clientIp, createRedis, decodeAbort, decodeInputAnswered, decodeMachineWork, sha256Hex, type RedisClient,
 } from '@svc/core';
+import { AGENT_CLOSE, AGENT_CONNECTION_LIMITS as LIMITS, AGENT_MAX_MESSAGE_BYTES, type AgentMachine } from '@svc/core/machine-protocol';
+import { countAgentCut, trackAgentHub } from '@svc/core/observability';
 import type { ApiDeps } from '../deps';
 import { createLiveness } from './liveness';
 import { MachineSession, type SessionDeps } from './session';

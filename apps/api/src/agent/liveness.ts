@@ -1,4 +1,5 @@
-import type { DbOutage, Engine, HeartbeatResult, Logger } from '@svc/core';
+import type { DbOutage, Engine, Logger } from '@svc/core';
+import type { HeartbeatResult } from '@svc/core/machine-protocol';
 
 /** Most heartbeats in one statement of a flush. */
 const FLUSH_CHUNK = 1000;

@@ -4,11 +4,12 @@ import { RateLimiterQueue, type RateLimiterMemory } from 'rate-limiter-flexible'
 import type { WebSocket } from 'ws';
 import type { Liveness } from './liveness';
 import {
-  es, AGENT_CLOSE, AGENT_REQUESTS, AppError, countAgentCut, agentOversizedField, agentMisplacedException, ConflictError, NotFoundError, RateLimitError, SpanKind, ValidationError, currentTraceCarrier,
-  jsonInputIssue, jsonTextMayHoldUnstorable, machineQueueName, retryOnConnectionLoss, deliverLater, skipDelivery, validate, withSpan, withTraceCarrier,
-  type AgentMachine, type AgentRequestOf, type AgentRequestType, type DbOutage, type Engine, type JobAbortMessage, type JobInputMessage, type Logger,
-  type MachineJobPayload, type RedisClient, type AgentResultOf, type AgentServerMessage,
+  es, AppError, ConflictError, NotFoundError, RateLimitError, ValidationError, jsonInputIssue, jsonTextMayHoldUnstorable, machineQueueName, retryOnConnectionLoss, deliverLater, skipDelivery, validate, type DbOutage, type Engine, type JobAbortMessage, type JobInputMessage, type Logger, type MachineJobPayload, type RedisClient,
 } from '@svc/core';
+import {
+  AGENT_CLOSE, AGENT_REQUESTS, agentOversizedField, agentMisplacedException, type AgentMachine, type AgentRequestOf, type AgentRequestType, type AgentResultOf, type AgentServerMessage,
+} from '@svc/core/machine-protocol';
+import { countAgentCut, SpanKind, currentTraceCarrier, withSpan, withTraceCarrier } from '@svc/core/observability';
 
 /** How long a closing worker waits for its own start to end before it is closed anyway. */
 const WORKER_START_WAIT_MS = 5000;

@@ -1,7 +1,5 @@
 import {
-  acknowledgeApiKeyInvalidation, Batcher, DbOutage, decodeApiKeyInvalidation, publishApiKeyInvalidation,
-  duplicateRedis, isCluster, watchClusterSubscriber,
-  type ApiKeyChangeListener, type ApiKeyInvalidation, type ApiKeyRow, type Engine, type Logger, type RedisClient,
+  acknowledgeApiKeyInvalidation, Batcher, DbOutage, decodeApiKeyInvalidation, publishApiKeyInvalidation, duplicateRedis, isCluster, watchClusterSubscriber, type ApiKeyChangeListener, type ApiKeyInvalidation, type ApiKeyCredential, type Engine, type Logger, type RedisClient,
 } from '@svc/core';
 
 /**
@@ -28,13 +26,13 @@ import {
  */
 export interface ApiKeyStore extends ApiKeyChangeListener {
   /** The key whose hash is `hash` (bytes, or hex), or null. */
-  lookup(hash: Buffer | string): Promise<ApiKeyRow | null>;
+  lookup(hash: Buffer | string): Promise<ApiKeyCredential | null>;
   /**
    * The cached answer for a hash (hex) without waiting: the row, null for a cached miss, or
    * undefined when only `lookup` can tell. Saves a promise per request on the hot path. A row
    * near the end of its entry is read again in the background (refresh ahead).
    */
-  peek(hashHex: string): ApiKeyRow | null | undefined;
+  peek(hashHex: string): ApiKeyCredential | null | undefined;
   /** Records a use of the key; last_used_at must become visible within a second. */
   touch(keyId: string): void;
   /** Keys whose last use is held in memory for the next flush. */
@@ -69,7 +67,7 @@ export interface ApiKeyStoreOptions {
 }
 
 interface Entry {
-  row: ApiKeyRow | null;
+  row: ApiKeyCredential | null;
   until: number;
   /** From when a use reads the row again in the background (never, for a miss or once started). */
   refreshAt: number;
@@ -97,8 +95,8 @@ class CachedApiKeyStore implements ApiKeyStore {
 
   private readonly cache = new Map<string, Entry>();
   private readonly hashesById = new Map<string, Set<string>>();
-  private readonly inflight = new Map<string, Promise<ApiKeyRow | null>>();
-  private readonly reads: Batcher<string, ApiKeyRow | null>;
+  private readonly inflight = new Map<string, Promise<ApiKeyCredential | null>>();
+  private readonly reads: Batcher<string, ApiKeyCredential | null>;
   private generation = 0;
   private live = false;
   private subscriber: RedisClient | null = null;
@@ -130,7 +128,7 @@ class CachedApiKeyStore implements ApiKeyStore {
     });
   }
 
-  peek(hashHex: string): ApiKeyRow | null | undefined {
+  peek(hashHex: string): ApiKeyCredential | null | undefined {
     if (!this.live) return undefined;
     const hit = this.cache.get(hashHex);
     if (!hit) return undefined;
@@ -140,7 +138,7 @@ class CachedApiKeyStore implements ApiKeyStore {
     return hit.row;
   }
 
-  async lookup(hash: Buffer | string): Promise<ApiKeyRow | null> {
+  async lookup(hash: Buffer | string): Promise<ApiKeyCredential | null> {
     const hex = typeof hash === 'string' ? hash : hash.toString('hex');
     if (!this.live) return this.reads.run(hex);
     const cached = this.peek(hex);
@@ -148,7 +146,7 @@ class CachedApiKeyStore implements ApiKeyStore {
   }
 
   /** Reads a hash (one query however many ask at once) and caches the answer. */
-  private load(hex: string): Promise<ApiKeyRow | null> {
+  private load(hex: string): Promise<ApiKeyCredential | null> {
     const running = this.inflight.get(hex);
     if (running) return running;
     const generation = this.generation;
@@ -309,7 +307,7 @@ class CachedApiKeyStore implements ApiKeyStore {
     this.hashesById.clear();
   }
 
-  private remember(hex: string, row: ApiKeyRow | null): void {
+  private remember(hex: string, row: ApiKeyCredential | null): void {
     const ttl = row ? this.ttlMs : this.negativeTtlMs;
     if (ttl <= 0) return;
     if (this.cache.size >= this.maxEntries) {

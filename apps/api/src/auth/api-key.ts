@@ -1,7 +1,7 @@
 import {
-  es, UnauthorizedError, ForbiddenError, apiKeyCacheLookups, hasScope, buildAllowList, checkIpEntry, ipAllowed, sha256Hex, API_KEY_PREFIX,
-  type ApiKeyRow, type Environment, type PlanFeature, type Scope,
+  es, UnauthorizedError, ForbiddenError, hasScope, buildAllowList, checkIpEntry, ipAllowed, sha256Hex, API_KEY_PREFIX, type ApiKeyCredential, type Environment, type PlanFeature, type Scope,
 } from '@svc/core';
+import { apiKeyCacheLookups } from '@svc/core/observability';
 import type { ApiDeps } from '../deps';
 import type { ApiKeyPrincipal } from '../http/state';
 import type { Guard } from '../http/guard';
@@ -25,7 +25,7 @@ export function authenticateApiKey(store: ApiKeyStore, throttle: AuthThrottle): 
     if (!presented || !presented.startsWith(API_KEY_PREFIX) || presented.length > 256) throw new UnauthorizedError();
     const hashHex = sha256Hex(presented);
     const ip = ctx.state.clientIp;
-    const admit = (key: ApiKeyRow | null): void => {
+    const admit = (key: ApiKeyCredential | null): void => {
       if (!key || !key.is_active) throw new UnauthorizedError();
       if (key.expires_at && key.expires_at.getTime() <= Date.now()) throw new UnauthorizedError(es.auth.apiKeyExpired);
       store.touch(key.id);
@@ -64,9 +64,9 @@ const cacheMisses = apiKeyCacheLookups.labels({ result: 'miss' });
  * The caller a cached key row stands for, made once per row (the store hands out the same row
  * object while it caches it) and shared, read-only, by the requests that present that key.
  */
-const principals = new WeakMap<ApiKeyRow, Readonly<ApiKeyPrincipal>>();
+const principals = new WeakMap<ApiKeyCredential, Readonly<ApiKeyPrincipal>>();
 
-function principalOf(key: ApiKeyRow, keyHashHex: string): Readonly<ApiKeyPrincipal> {
+function principalOf(key: ApiKeyCredential, keyHashHex: string): Readonly<ApiKeyPrincipal> {
   const known = principals.get(key);
   if (known && known.keyHashHex === keyHashHex) return known;
   const principal: Readonly<ApiKeyPrincipal> = Object.freeze({

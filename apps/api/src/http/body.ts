@@ -1,8 +1,6 @@
 import type { Context } from 'koa';
 import coBody from 'co-body';
-import {
-  es, HttpError, PayloadTooLargeError, ValidationError, jsonInputIssue, jsonTextMayHoldUnstorable,
-} from '@svc/core';
+import { es, HttpError, PayloadTooLargeError, ValidationError, jsonInputIssue, jsonTextMayHoldUnstorable } from '@svc/core';
 
 /** Ordinary JSON endpoints accept bodies up to 2 MiB. */
 export const BODY_LIMIT_BYTES = 2 * 1024 * 1024;

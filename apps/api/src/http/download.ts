@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { Context } from 'koa';
 import type { AppState } from './state';
-import { DEFAULT_EXPORT_FORMAT, EXPORT_CONTENT_TYPES, type ExportFormat } from '@svc/core';
+import { DEFAULT_EXPORT_FORMAT, EXPORT_CONTENT_TYPES, type ExportFormat } from '@svc/core/schemas';
 
 /**
  * Requests per minute of an export route: each is a whole list read to its end, so a client

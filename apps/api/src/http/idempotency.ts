@@ -1,8 +1,5 @@
 import type { Context } from 'koa';
-import {
-  IDEMPOTENCY_HEADER, parseIdempotencyKey, UnauthorizedError,
-  type IdempotencyClaim, type IdempotentResult,
-} from '@svc/core';
+import { IDEMPOTENCY_HEADER, parseIdempotencyKey, UnauthorizedError, type IdempotencyClaim, type IdempotentResult } from '@svc/core';
 import type { ApiDeps } from '../deps';
 import type { AppState } from './state';
 

@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import type { CursorMeta, PageMeta } from '@svc/core';
+import type { CursorMeta, PageMeta } from '@svc/core/schemas';
 
 /** The contract's success body: `{success: true, data}` (paged lists add `meta`), built here only. */
 export function successBody<T>(data: T): { success: true; data: T };

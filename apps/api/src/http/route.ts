@@ -1,8 +1,7 @@
 import type { Context, Middleware } from 'koa';
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import {
-  rateLimitFor, validate, textProblem, textIssue, printableText, NotFoundError, ValidationError, DEFAULT_RATE_LIMIT,
-  type PlanFeature, type Scope,
+  rateLimitFor, validate, textProblem, textIssue, printableText, NotFoundError, ValidationError, DEFAULT_RATE_LIMIT, type PlanFeature, type Scope,
 } from '@svc/core';
 import type { ApiDeps } from '../deps';
 import type { AppState } from './state';

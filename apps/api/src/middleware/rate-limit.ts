@@ -1,5 +1,6 @@
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { RATE_LIMIT_WINDOW_SECONDS, RateLimitError, duplicateRedis, rateLimitRejections, sha256Hex, type RedisClient } from '@svc/core';
+import { RATE_LIMIT_WINDOW_SECONDS, RateLimitError, duplicateRedis, sha256Hex, type RedisClient } from '@svc/core';
+import { rateLimitRejections } from '@svc/core/observability';
 import type { ApiDeps } from '../deps';
 import { BatchedWindowStore } from './rate-limit-store';
 import type { Guard } from '../http/guard';

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
-import { clientIp, describeActiveSpan, observeHttpRequest, tracingEnabled, UNMATCHED_ROUTE, type Logger } from '@svc/core';
+import { clientIp, type Logger } from '@svc/core';
+import { describeActiveSpan, observeHttpRequest, tracingEnabled, UNMATCHED_ROUTE } from '@svc/core/observability';
 import { BOARD_PATH } from '../admin/queues-board';
 import type { ApiDeps } from '../deps';
 import type { AppState } from '../http/state';

@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox';
+import { availableScopes, type ApiKeyActor } from '@svc/core';
 import {
-  ApiKeyIdParams, ApiKeyListQuery, ApiKeyResponse, ApiKeyWithSecretResponse, AvailableScopeResponse, CreateApiKeyBody, availableScopes, type ApiKeyActor,
-} from '@svc/core';
+  ApiKeyIdParams, ApiKeyListQuery, ApiKeyResponse, ApiKeyWithSecretResponse, AvailableScopeResponse, CreateApiKeyBody,
+} from '@svc/core/schemas';
 import type { AppRouter } from '../http/router';
 import { routeGroup, type RouteContext } from '../http/route';
 import { ok, paged } from '../http/respond';

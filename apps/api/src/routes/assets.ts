@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { ASSET_TYPES, ENVIRONMENTS, Nullable, Uuid, type Environment } from '@svc/core';
+import { ENVIRONMENTS, type Environment } from '@svc/core';
+import { ASSET_TYPES, Nullable, Uuid } from '@svc/core/schemas';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
 import { ok } from '../http/respond';

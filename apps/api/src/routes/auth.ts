@@ -1,4 +1,5 @@
-import { es, toUserResponse, UnauthorizedError, ValidationError, LoginBody, LoginResponse, LogoutResponse, MeResponse, PasswordChangeBody, PasswordChangeResponse } from '@svc/core';
+import { es, UnauthorizedError, ValidationError } from '@svc/core';
+import { LoginBody, LoginResponse, LogoutResponse, MeResponse, PasswordChangeBody, PasswordChangeResponse } from '@svc/core/schemas';
 import { createHashGate } from '../auth/hash-gate';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
@@ -78,11 +79,7 @@ export function authRoutes(rc: RouteContext): AppRouter {
       response: MeResponse,
     },
     async (ctx) => {
-      const { user, token } = await engine.auth.session(ctx.state.user!.tokenId);
-      ok(ctx, {
-        ...toUserResponse(user),
-        token: { id: token.id, prefix: token.prefix, expires_at: token.expires_at.toISOString() },
-      });
+      ok(ctx, await engine.auth.session(ctx.state.user!.tokenId));
     },
   );
 

@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox';
+import type { AuditActor, BulkAsked, Engine } from '@svc/core';
 import {
   BULK_ACTION_CHUNK, BULK_ACTION_MAX_IDS, BulkActionParams, BulkActionResponse, BulkDryRunResponse, ItemActionBody, JobActionBody, QueueNameParams, QueuePathParams,
-  toBulkActionResponse, type AuditActor, type BulkAsk, type Engine,
-} from '@svc/core';
+} from '@svc/core/schemas';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
 import { ok, successBody } from '../http/respond';
@@ -31,14 +31,11 @@ const ITEM_ACTIONS_TEXT =
 const RUN_HERE = { runHere: true } as const;
 
 /** Runs a small action within the request, so that its answer already says it is done. */
-async function answer(engine: Engine, tenantId: string, asked: BulkAsk) {
+async function answer(engine: Engine, tenantId: string, asked: BulkAsked) {
   if (asked.dryRun) return { dry_run: true as const, total: asked.total };
-  let row = asked.action;
-  if (asked.inlineToken) {
-    await engine.bulk.runAsked(row.id, asked.inlineToken);
-    row = await engine.bulk.get(tenantId, row.id);
-  }
-  return toBulkActionResponse(row);
+  if (!asked.inlineToken) return asked.action;
+  await engine.bulk.runAsked(asked.action.id, asked.inlineToken);
+  return engine.bulk.get(tenantId, asked.action.id);
 }
 
 function keyActorOf(ctx: Ctx): AuditActor {
@@ -89,7 +86,7 @@ export function bulkActionRoutes(rc: RouteContext): AppRouter {
     errors: [404, 422],
   }, async (ctx, input) => {
     const row = await engine.bulk.get(ctx.state.apiKey!.tenantId, input.params().action_id, 'queue_items');
-    ok(ctx, toBulkActionResponse(row));
+    ok(ctx, row);
   });
 
   addRoute(router, rc, {
@@ -107,7 +104,7 @@ export function bulkActionRoutes(rc: RouteContext): AppRouter {
     errors: [404, 409, 422],
   }, async (ctx, input) => {
     const row = await engine.bulk.cancel(keyActorOf(ctx), ctx.state.apiKey!.tenantId, input.params().action_id, 'queue_items');
-    ok(ctx, toBulkActionResponse(row));
+    ok(ctx, row);
   });
 
   addRoute(router, rc, {
@@ -163,7 +160,7 @@ export function bulkActionRoutes(rc: RouteContext): AppRouter {
     response: BulkActionResponse,
     errors: [404, 422],
   }, async (ctx, input) => {
-    ok(ctx, toBulkActionResponse(await engine.bulk.get(tenantOf(ctx), input.params().action_id)));
+    ok(ctx, await engine.bulk.get(tenantOf(ctx), input.params().action_id));
   });
 
   addRoute(router, rc, {
@@ -178,7 +175,7 @@ export function bulkActionRoutes(rc: RouteContext): AppRouter {
     response: BulkActionResponse,
     errors: [404, 409, 422],
   }, async (ctx, input) => {
-    ok(ctx, toBulkActionResponse(await engine.bulk.cancel(userActorOf(ctx), tenantOf(ctx), input.params().action_id)));
+    ok(ctx, await engine.bulk.cancel(userActorOf(ctx), tenantOf(ctx), input.params().action_id));
   });
 
   return router;

@@ -1,6 +1,5 @@
-import {
-  es, toJobResponse, toStopJobResponse, JobIdParams, JobListQuery, JobResponse, StopJobResponse, TriggerJobBody, type IdempotencyClaim, type JobWithNames, type OnJobCreated,
-} from '@svc/core';
+import { es, type IdempotencyClaim, type OnJobCreated } from '@svc/core';
+import { JobIdParams, JobListQuery, JobResponse, StopJobResponse, TriggerJobBody } from '@svc/core/schemas';
 import type { AppRouter } from '../http/router';
 import { routeGroup, type RouteContext, type RouteSpec } from '../http/route';
 import { ok, paged, successBody } from '../http/respond';
@@ -71,8 +70,8 @@ export function jobRoutes(rc: RouteContext): AppRouter {
       errors: [422],
     },
     async (ctx, input) => {
-      const { rows, meta } = await deps.engine.jobs.list(ctx.state.apiKey!.tenantId, input.query());
-      paged(ctx, rows.map(toJobResponse), meta);
+      const { data, meta } = await deps.engine.jobs.list(ctx.state.apiKey!.tenantId, input.query());
+      paged(ctx, data, meta);
     },
   );
 
@@ -90,7 +89,7 @@ export function jobRoutes(rc: RouteContext): AppRouter {
     },
     async (ctx, input) => {
       const { job_id } = input.params();
-      ok(ctx, toJobResponse(await deps.engine.jobs.get(ctx.state.apiKey!.tenantId, job_id)));
+      ok(ctx, await deps.engine.jobs.get(ctx.state.apiKey!.tenantId, job_id));
     },
   );
 
@@ -114,7 +113,7 @@ export function jobRoutes(rc: RouteContext): AppRouter {
       const { job_id } = input.params();
       const key = ctx.state.apiKey!;
       const actor = { actorType: 'api_key', actorId: key.keyId, source: 'api', requestId: ctx.state.requestId, ip: ctx.state.clientIp } as const;
-      ok(ctx, toStopJobResponse(await deps.engine.jobs.stop(key.tenantId, job_id, actor)));
+      ok(ctx, await deps.engine.jobs.stop(key.tenantId, job_id, actor));
     },
   );
 
@@ -122,8 +121,8 @@ export function jobRoutes(rc: RouteContext): AppRouter {
 }
 
 /** The trigger's success response, as sent and as kept for Idempotency-Key repeats. */
-export function created(job: JobWithNames): IdempotentResult {
-  return { status: JOB_TRIGGER_SUCCESS_STATUS, body: successBody(toJobResponse(job)) };
+export function created(job: JobResponse): IdempotentResult {
+  return { status: JOB_TRIGGER_SUCCESS_STATUS, body: successBody(job) };
 }
 
 /** Stores the response with the job, in the job's transaction, when the request has a key. */

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { MACHINE_STATUSES, MachineResponse, PageQuery, toMachineResponse, type MachineStatus } from '@svc/core';
+import { MACHINE_STATUSES, MachineResponse, PageQuery, type MachineStatus } from '@svc/core/schemas';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
 import { paged } from '../http/respond';
@@ -48,7 +48,7 @@ export function machineRoutes(rc: RouteContext): AppRouter {
         status: q.status,
         is_active: true,
       });
-      paged(ctx, page.rows.map(toMachineResponse), page.meta);
+      paged(ctx, page.data, page.meta);
     },
   );
   return router;

@@ -1,4 +1,5 @@
-import { es, metricsAuthorized, renderMetrics, UnauthorizedError } from '@svc/core';
+import { es, UnauthorizedError } from '@svc/core';
+import { metricsAuthorized, renderMetrics } from '@svc/core/observability';
 import type { ApiDeps } from '../deps';
 import { createRouter } from '../http/router';
 

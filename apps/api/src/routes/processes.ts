@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { PageQuery, ProcessResponse, Uuid, toProcessResponse } from '@svc/core';
+import { PageQuery, ProcessResponse, Uuid } from '@svc/core/schemas';
 import { createRouter, type AppRouter } from '../http/router';
 import { addRoute, type RouteContext } from '../http/route';
 import { paged } from '../http/respond';
@@ -40,7 +40,7 @@ export function processRoutes(rc: RouteContext): AppRouter {
         folder_id: q.folder_id,
         is_active: true,
       });
-      paged(ctx, page.rows.map(toProcessResponse), page.meta);
+      paged(ctx, page.data, page.meta);
     },
   );
   return router;

@@ -1,7 +1,6 @@
 import {
-  toQueueItemResponse, AddQueueItemBody, AddQueueItemsBulkBody, BulkAddedResponse, QueueItemExportQuery, QueueItemListQuery, QueueItemResponse,
-  QueueNameParams,
-} from '@svc/core';
+  AddQueueItemBody, AddQueueItemsBulkBody, BulkAddedResponse, QueueItemExportQuery, QueueItemListQuery, QueueItemResponse, QueueNameParams,
+} from '@svc/core/schemas';
 import { EXPORT_RATE_LIMIT, exportFormatOf, sendDownload } from '../http/download';
 import type { AppRouter } from '../http/router';
 import { routeGroup, type RouteContext, type RouteSpec } from '../http/route';
@@ -52,16 +51,16 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
           await deps.engine.items.activeQueueByName(tenantId, ctx.params.name!);
           throw err;
         }
-        ok(ctx, toQueueItemResponse(await deps.engine.items.addToQueueNamed(tenantId, ctx.params.name!, body)));
+        ok(ctx, await deps.engine.items.addToQueueNamed(tenantId, ctx.params.name!, body));
         return;
       }
       const queue = await deps.engine.items.activeQueueByName(tenantId, ctx.params.name!);
       const body = input.body();
       await withIdempotency(ctx, deps, 'queue-items.add', body, async (claim) => {
-        const row = await deps.engine.items.add(queue, body, {
-          inTransaction: claim.active ? (tx, r) => claim.record(tx, { status: 200, body: successBody(toQueueItemResponse(r)) }) : undefined,
+        const item = await deps.engine.items.add(queue, body, {
+          inTransaction: claim.active ? (tx, added) => claim.record(tx, { status: 200, body: successBody(added) }) : undefined,
         });
-        return { status: 200, body: successBody(toQueueItemResponse(row)) };
+        return { status: 200, body: successBody(item) };
       });
     },
   );
@@ -109,8 +108,8 @@ export function queueItemRoutes(rc: RouteContext): AppRouter {
     },
     async (ctx, input) => {
       const queue = await deps.engine.items.activeQueueByName(ctx.state.apiKey!.tenantId, ctx.params.name!);
-      const { rows, meta } = await deps.engine.items.list(queue, input.query());
-      paged(ctx, rows.map(toQueueItemResponse), meta);
+      const { data, meta } = await deps.engine.items.list(queue, input.query());
+      paged(ctx, data, meta);
     },
   );
 

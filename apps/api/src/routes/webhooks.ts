@@ -1,4 +1,5 @@
-import { es, VALIDATION_TIME_LIMIT_MS, WebhookTriggerBody, WebhookTriggerParams } from '@svc/core';
+import { es, VALIDATION_TIME_LIMIT_MS } from '@svc/core';
+import { WebhookTriggerBody, WebhookTriggerParams } from '@svc/core/schemas';
 import type { AppRouter } from '../http/router';
 import { routeGroup, type RouteContext } from '../http/route';
 import { withIdempotency } from '../http/idempotency';

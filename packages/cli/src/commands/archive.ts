@@ -57,7 +57,7 @@ function dateFlag(value: string | undefined, flag: string): Date | undefined {
 }
 
 async function queueOf(engine: Engine, tenantId: string, name: string): Promise<{ id: string; tenant_id: string; name: string }> {
-  const q = await engine.catalog.findByName<{ id: string; tenant_id: string; name: string }>(tenantId, 'queue', name);
+  const q = await engine.catalog.findByName(tenantId, 'queue', name);
   if (!q) throw new CliError(`no queue "${name}" in this workspace`, EXIT.notFound, 'NOT_FOUND');
   return q;
 }

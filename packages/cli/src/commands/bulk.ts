@@ -1,6 +1,5 @@
-import {
-  CLI_ACTOR, ItemActionBody, JobActionBody, toBulkActionResponse, validate, type BulkActionResponse, type BulkAsk, type Engine,
-} from '@svc/core';
+import { CLI_ACTOR, validate, type BulkAsked, type Engine } from '@svc/core';
+import { ItemActionBody, JobActionBody, type BulkActionResponse } from '@svc/core/schemas';
 import { EXCEPTION_TYPES } from '@svc/core/queue-items/exception-types';
 import { optionalInt, optionalList, optionalString, parse, positional, required, type Parsed } from '../args';
 import type { Command, CommandContext } from '../context';
@@ -68,14 +67,14 @@ async function catalogId(engine: Engine, tenantId: string, resource: 'process' |
 }
 
 /** Asks for an action on a queue's items (plain data in, the answer out). */
-export async function bulkItems(engine: Engine, tenantRef: string, queueName: string, body: unknown): Promise<BulkAsk> {
+export async function bulkItems(engine: Engine, tenantRef: string, queueName: string, body: unknown): Promise<BulkAsked> {
   const tenant = await engine.tenants.resolve(tenantRef);
-  const queue = await engine.catalog.findByName<{ id: string; tenant_id: string }>(tenant.id, 'queue', queueName);
+  const queue = await engine.catalog.findByName(tenant.id, 'queue', queueName);
   if (!queue) throw new CliError(`no queue "${queueName}" in this workspace`, EXIT.notFound, 'NOT_FOUND');
   return engine.bulk.askItems(CLI_ACTOR, queue, validate(ItemActionBody, body));
 }
 
-export async function bulkJobs(engine: Engine, tenantRef: string, body: unknown): Promise<BulkAsk> {
+export async function bulkJobs(engine: Engine, tenantRef: string, body: unknown): Promise<BulkAsked> {
   const tenant = await engine.tenants.resolve(tenantRef);
   return engine.bulk.askJobs(CLI_ACTOR, tenant.id, validate(JobActionBody, body));
 }
@@ -84,7 +83,7 @@ export async function bulkJobs(engine: Engine, tenantRef: string, body: unknown)
 export async function runToEnd(engine: Engine, tenantId: string, id: string, onStep: (a: BulkActionResponse) => void): Promise<BulkActionResponse> {
   for (;;) {
     await engine.bulk.run({ actionId: id, budgetMs: 0 });
-    const a = toBulkActionResponse(await engine.bulk.get(tenantId, id));
+    const a = await engine.bulk.get(tenantId, id);
     onStep(a);
     if (a.status === 'completed' || a.status === 'cancelled') return a;
     // taken by another runner (the dispatcher): follow it rather than compete for its lease
@@ -112,7 +111,8 @@ async function ask(ctx: CommandContext, p: Parsed, target: 'items' | 'jobs'): Pr
   const o = ctx.output(!!p.values.json);
   // include_business only when asked: the engine refuses it on any action but retry, naming the flag
   const common = { action, ids: optionalList(p, 'ids'), dry_run: p.values['dry-run'] === true, include_business: p.values['include-business'] === true };
-  let asked: BulkAsk;
+  let asked: BulkAsked;
+  let tenantId: string;
   if (target === 'items') {
     const queue = required(p, 'queue', BULK_HELP);
     const postpone = optionalString(p, 'postpone');
@@ -122,9 +122,12 @@ async function ask(ctx: CommandContext, p: Parsed, target: 'items' | 'jobs'): Pr
       priority: optionalInt(p, 'priority'),
       postpone: postpone === undefined ? undefined : postpone === 'none' ? null : postpone,
     };
-    asked = await bulkItems(engine, tenantRef, queue, dropUndefined(body));
+    const tenant = await engine.tenants.resolve(tenantRef);
+    tenantId = tenant.id;
+    asked = await bulkItems(engine, tenant.id, queue, dropUndefined(body));
   } else {
     const tenant = await engine.tenants.resolve(tenantRef);
+    tenantId = tenant.id;
     const proc = optionalString(p, 'process');
     const machine = optionalString(p, 'machine');
     const body = {
@@ -142,9 +145,8 @@ async function ask(ctx: CommandContext, p: Parsed, target: 'items' | 'jobs'): Pr
     o.text(`${asked.total} ${target === 'items' ? 'item(s)' : 'job(s)'} would change`);
     return;
   }
-  const tenantId = asked.action.tenant_id;
   let shown = -1;
-  const done = p.values.background ? toBulkActionResponse(asked.action) : await runToEnd(engine, tenantId, asked.action.id, (a) => {
+  const done = p.values.background ? asked.action : await runToEnd(engine, tenantId, asked.action.id, (a) => {
     if (!o.json && a.done !== shown) ctx.io.stderr(`${a.done}/${a.total}\n`);
     shown = a.done;
   });
@@ -174,8 +176,7 @@ async function runBulk(args: string[], ctx: CommandContext): Promise<void> {
       if (!UUID.test(id)) throw new UsageError(`"${id}" is not an action id`, BULK_HELP);
       const engine = await ctx.engine();
       const tenant = await engine.tenants.resolve(tenantRef);
-      const row = sub === 'show' ? await engine.bulk.get(tenant.id, id) : await engine.bulk.cancel(CLI_ACTOR, tenant.id, id);
-      const a = toBulkActionResponse(row);
+      const a = sub === 'show' ? await engine.bulk.get(tenant.id, id) : await engine.bulk.cancel(CLI_ACTOR, tenant.id, id);
       const o = ctx.output(!!p.values.json);
       o.result(a);
       o.text(record(`Bulk action ${a.id}: ${a.status}${a.cancel_requested && a.status === 'running' ? ' (stopping)' : ''}`, {

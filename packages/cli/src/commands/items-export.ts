@@ -1,9 +1,10 @@
 import { createWriteStream } from 'node:fs';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { NotFoundError, ValidationError, es, isAppError, textIssue, textProblem, validate } from '@svc/core';
 import {
-  EXPORT_FORMATS, NotFoundError, QUEUE_ITEM_EXPORT_COLUMNS, QUEUE_ITEM_IMPORT_COLUMNS, QueueItemExportQuery, ValidationError, es, isAppError, textIssue, textProblem, validate, type ExportFormat,
-} from '@svc/core';
+  EXPORT_FORMATS, QUEUE_ITEM_EXPORT_COLUMNS, QUEUE_ITEM_IMPORT_COLUMNS, QueueItemExportQuery, type ExportFormat,
+} from '@svc/core/schemas';
 import { EXCEPTION_TYPES } from '@svc/core/queue-items/exception-types';
 import { optionalString, parse, required } from '../args';
 import type { CommandContext } from '../context';
@@ -87,7 +88,7 @@ export async function runItemsExport(args: string[], ctx: CommandContext): Promi
     throw new UsageError('no archive is configured (ARCHIVE_DIR or ARCHIVE_S3_BUCKET): it names the archive that --include-archived reads', ITEMS_EXPORT_HELP);
   }
   const tenant = await engine.tenants.resolve(tenantRef);
-  const queue = await engine.catalog.findByName<{ id: string; tenant_id: string; name: string }>(tenant.id, 'queue', queueName);
+  const queue = await engine.catalog.findByName(tenant.id, 'queue', queueName);
   if (!queue) throw new NotFoundError(es.queues.queueNotFound);
   let body;
   try {

@@ -6,10 +6,8 @@ import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CsvError, parse as csvParser, type Info as CsvInfo } from 'csv-parse';
 import { SingleBar } from 'cli-progress';
-import {
-  AddQueueItemBody, BULK_MAX_ITEMS, IDEMPOTENCY_IN_FLIGHT_LEASE_SECONDS, MAX_JSON_DEPTH, isAppError, jsonInputIssue, validate,
-  type AddQueueItemInput, type Engine,
-} from '@svc/core';
+import { IDEMPOTENCY_IN_FLIGHT_LEASE_SECONDS, MAX_JSON_DEPTH, isAppError, jsonInputIssue, validate, type Engine } from '@svc/core';
+import { AddQueueItemBody, BULK_MAX_ITEMS, type AddQueueItemInput } from '@svc/core/schemas';
 import { optionalInt, optionalString, parse, positional, required } from '../args';
 import type { CommandContext } from '../context';
 import { CliError, EXIT, UsageError } from '../errors';

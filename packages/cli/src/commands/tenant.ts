@@ -1,6 +1,5 @@
-import {
-  toTenantResponse, PLAN_FEATURES, SUBSCRIPTION_STATUSES, type Engine, type TenantCreateInput, type TenantResponseBody, type TenantUpdateInput,
-} from '@svc/core';
+import { PLAN_FEATURES, type Engine } from '@svc/core';
+import { SUBSCRIPTION_STATUSES, type TenantCreateInput, type TenantResponseBody, type TenantUpdateInput } from '@svc/core/schemas';
 import { optionalInt, optionalList, optionalNumber, optionalString, parse, positional, required, type Parsed } from '../args';
 import type { FieldNames } from '../errors';
 import { UsageError } from '../errors';
@@ -58,7 +57,7 @@ function tenantInput(p: Parsed): TenantUpdateInput {
 // The command logic, importable (e.g. by the demo set-up): plain data in, response bodies out.
 
 export async function tenantCreate(engine: Engine, input: TenantCreateInput): Promise<TenantResponseBody> {
-  return toTenantResponse(await engine.tenants.create(input));
+  return engine.tenants.create(input);
 }
 
 export interface TenantChange {
@@ -68,8 +67,8 @@ export interface TenantChange {
 }
 
 export async function tenantUpdate(engine: Engine, idOrName: string, input: TenantUpdateInput): Promise<TenantChange> {
-  const before = toTenantResponse(await engine.tenants.resolve(idOrName));
-  const after = toTenantResponse(await engine.tenants.update(before.id, input));
+  const before = await engine.tenants.resolve(idOrName);
+  const after = await engine.tenants.update(before.id, input);
   const changes: Record<string, [unknown, unknown]> = {};
   for (const key of Object.keys(input) as Array<keyof TenantResponseBody>) {
     if (JSON.stringify(before[key]) !== JSON.stringify(after[key])) changes[key] = [before[key], after[key]];
@@ -78,11 +77,11 @@ export async function tenantUpdate(engine: Engine, idOrName: string, input: Tena
 }
 
 export async function tenantShow(engine: Engine, idOrName: string): Promise<TenantResponseBody> {
-  return toTenantResponse(await engine.tenants.resolve(idOrName));
+  return engine.tenants.resolve(idOrName);
 }
 
 export async function tenantList(engine: Engine): Promise<TenantResponseBody[]> {
-  return (await engine.tenants.list()).map(toTenantResponse);
+  return engine.tenants.list();
 }
 
 function tenantLines(title: string, t: TenantResponseBody): string[] {

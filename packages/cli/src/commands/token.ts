@@ -1,6 +1,5 @@
-import {
-  toAccessTokenResponse, toUserResponse, type Engine, type IssuedAccessToken, type UserResponseBody, type AccessTokenResponseBody,
-} from '@svc/core';
+import type { Engine } from '@svc/core';
+import type { AccessTokenResponseBody, IssuedAccessToken, UserResponseBody } from '@svc/core/schemas';
 import { optionalInt, parse, positional, required } from '../args';
 import type { Command, CommandContext } from '../context';
 import { CliError, EXIT, UsageError } from '../errors';
@@ -22,7 +21,7 @@ export const TOKEN_HELP = `Usage:
 export async function tokenIssue(engine: Engine, email: string, ttlSeconds = DEFAULT_TOKEN_TTL_SECONDS): Promise<IssuedAccessToken & { user: UserResponseBody }> {
   const user = await engine.users.resolve(email);
   const issued = await engine.users.issueToken(user.id, ttlSeconds);
-  return { ...issued, user: toUserResponse(user) };
+  return { ...issued, user };
 }
 
 export async function tokenRevoke(engine: Engine, ref: string): Promise<AccessTokenResponseBody & { already_revoked: boolean }> {
@@ -33,7 +32,7 @@ export async function tokenRevoke(engine: Engine, ref: string): Promise<AccessTo
   }
   const revokedNow = await engine.users.revokeToken(found[0]!.id);
   const [after] = await engine.users.findTokens(found[0]!.id);
-  return { ...toAccessTokenResponse(after!), already_revoked: !revokedNow };
+  return { ...after!, already_revoked: !revokedNow };
 }
 
 async function runToken(args: string[], ctx: CommandContext): Promise<void> {

@@ -1,6 +1,5 @@
-import {
-  toUserResponse, USER_ROLES, type Engine, type UserResponseBody, type UserRole,
-} from '@svc/core';
+import type { Engine } from '@svc/core';
+import { USER_ROLES, type UserResponseBody, type UserRole } from '@svc/core/schemas';
 import { optionalString, parse, positional, required, type Parsed } from '../args';
 import type { Command, CommandContext } from '../context';
 import { CliError, EXIT, UsageError } from '../errors';
@@ -58,23 +57,23 @@ export interface UserCreateArgs {
 
 export async function userCreate(engine: Engine, a: UserCreateArgs): Promise<UserResponseBody & { tenant_name: string }> {
   const tenant = await engine.tenants.resolve(a.tenant);
-  const row = await engine.users.create(tenant.id, { email: a.email, password: a.password, role: a.role, name: a.name ?? null });
-  return { ...toUserResponse(row), tenant_name: tenant.name };
+  const user = await engine.users.create(tenant.id, { email: a.email, password: a.password, role: a.role, name: a.name ?? null });
+  return { ...user, tenant_name: tenant.name };
 }
 
 export async function userList(engine: Engine, tenantRef: string): Promise<UserResponseBody[]> {
   const tenant = await engine.tenants.resolve(tenantRef);
-  return (await engine.users.listOfTenant(tenant.id)).map(toUserResponse);
+  return engine.users.listOfTenant(tenant.id);
 }
 
 export async function userSetPassword(engine: Engine, ref: string, newPassword: string): Promise<UserResponseBody> {
   const user = await engine.users.resolve(ref);
-  return toUserResponse(await engine.users.setPassword(user.id, newPassword));
+  return engine.users.setPassword(user.id, newPassword);
 }
 
 export async function userDeactivate(engine: Engine, ref: string): Promise<UserResponseBody> {
   const user = await engine.users.resolve(ref);
-  return toUserResponse(await engine.users.deactivate(user.id));
+  return engine.users.deactivate(user.id);
 }
 
 async function runUser(args: string[], ctx: CommandContext): Promise<void> {

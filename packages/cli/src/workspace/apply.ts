@@ -1,6 +1,5 @@
-import {
-  CLI_ACTOR, ValidationError, es, type AssetRecord, type AssetType, type CatalogBatch, type Engine, type FieldIssue, type SavedRecord,
-} from '@svc/core';
+import { CLI_ACTOR, ValidationError, es, type CatalogBatch, type Engine, type FieldIssue, type SavedRecord } from '@svc/core';
+import type { AssetType } from '@svc/core/schemas';
 import { checkWorkspace, resolveEnvRefs, type AssetEntry, type Kind, type WorkspaceFile } from './file';
 
 /**
@@ -93,13 +92,13 @@ const SHOWN_AS: Record<string, string> = {
 const shown = (fields: string[]) => fields.map((f) => SHOWN_AS[f] ?? f);
 
 /** One entry saved by name: the report line of what the engine did. */
-async function save(ctx: Ctx, kind: ResourceKind, name: string, desired: Record<string, unknown>): Promise<SavedRecord<{ id: string }>> {
+async function save<R extends ResourceKind>(ctx: Ctx, kind: R, name: string, desired: Record<string, unknown>): Promise<SavedRecord<R>> {
   return ctx.batch.save(kind, { name }, desired);
 }
 
-function reported(kind: ResourceKind, name: string, saved: SavedRecord<{ id: string }>): AppliedResource {
-  const { action, row } = saved;
-  return action === 'updated' ? { kind, name, id: row.id, action, changed: shown(saved.changed) } : { kind, name, id: row.id, action };
+function reported(kind: ResourceKind, name: string, saved: SavedRecord<ResourceKind>): AppliedResource {
+  const { action, record: { id } } = saved;
+  return action === 'updated' ? { kind, name, id, action, changed: shown(saved.changed) } : { kind, name, id, action };
 }
 
 async function folderId(ctx: Ctx, name: string | null): Promise<string | null> {
@@ -127,7 +126,7 @@ async function applyFolders(ctx: Ctx, file: WorkspaceFile): Promise<void> {
   for (const [i, entry] of (file.folders ?? []).entries()) {
     await atEntry('folders', i, async () => {
       const saved = await save(ctx, 'folder', entry.name, given(entry, ['description', 'is_active']));
-      ctx.folders.set(entry.name, saved.row.id);
+      ctx.folders.set(entry.name, saved.record.id);
       return record(ctx, reported('folder', entry.name, saved));
     });
   }
@@ -161,7 +160,7 @@ async function applyProcesses(ctx: Ctx, file: WorkspaceFile): Promise<void> {
         return record(ctx, { kind: 'process', name: entry.name, id: current.id, action: 'unchanged' });
       }
       const saved = await save(ctx, 'process', entry.name, desired);
-      ctx.processes.set(entry.name, saved.row.id);
+      ctx.processes.set(entry.name, saved.record.id);
       desiredOf[i] = null;
       return record(ctx, reported('process', entry.name, saved));
     });
@@ -252,7 +251,7 @@ async function applyAssets(ctx: Ctx, file: WorkspaceFile, opts: ApplyOptions): P
   const env = opts.env ?? {};
   for (const [i, entry] of (file.assets ?? []).entries()) {
     await atEntry('assets', i, async () => {
-      const current = await ctx.batch.findByName<AssetRecord>('asset', entry.name);
+      const current = await ctx.batch.findByName('asset', entry.name);
       const values = assetValues(entry, entry.type ?? current?.type, env);
       if (!current && !entry.type) throw entryError('type', es.cli.assetNeedsType);
       const desired = {
@@ -262,11 +261,11 @@ async function applyAssets(ctx: Ctx, file: WorkspaceFile, opts: ApplyOptions): P
         ...(values ? { values } : {}),
       };
       const saved = await save(ctx, 'asset', entry.name, desired);
-      const { row, action } = saved;
+      const { action, record: { id } } = saved;
       // asset changes are reported as the engine names them (`values.<env>`, not mapped)
       return record(ctx, action === 'updated'
-        ? { kind: 'asset', name: entry.name, id: row.id, action, changed: saved.changed }
-        : { kind: 'asset', name: entry.name, id: row.id, action });
+        ? { kind: 'asset', name: entry.name, id, action, changed: saved.changed }
+        : { kind: 'asset', name: entry.name, id, action });
     });
   }
 }

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { es, ValidationError, validate, type FieldIssue } from '@svc/core';
 import {
-  es, AssetUpdate, CatalogName, FolderUpdate, MachineUpdate, ProcessUpdate, QueueUpdate, ScheduleUpdate, ValidationError, validate,
-  type AssetType, type FieldIssue,
-} from '@svc/core';
+  AssetUpdate, CatalogName, FolderUpdate, MachineUpdate, ProcessUpdate, QueueUpdate, ScheduleUpdate, type AssetType,
+} from '@svc/core/schemas';
 import { CliError, EXIT, UsageError } from '../errors';
 
 type TSchemaLike = Parameters<typeof validate>[0];

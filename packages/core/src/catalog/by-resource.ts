@@ -1,14 +1,15 @@
 import type { AuditActor, CatalogResource } from '../audit/catalog-changes';
+import type { CatalogBatch, CatalogRecords, Paged, SaveOptions, SaveTarget, SavedRecord } from '../engine-contract';
 import type { Queryable, Sql } from '../db/sql';
 import { ENVIRONMENTS } from '../scopes';
-import { createAsset, deactivateAsset, findAssetByName, getAsset, listAssets, readStoredCredentials, updateAsset, type AssetRecord } from './assets';
+import { createAsset, deactivateAsset, findAssetByName, getAsset, listAssets, readStoredCredentials, toAssetResponse, updateAsset, type AssetRecord } from './assets';
 import { createFolder, deactivateFolder, findFolderByName, getFolder, listFolders, toFolderResponse, updateFolder } from './folders';
 import { createMachine, deactivateMachine, findMachineByName, getMachine, listMachines, rotateMachineKey, toMachineResponse, updateMachine } from './machines';
 import { createProcess, deactivateProcess, findProcessByName, getProcess, listProcesses, toProcessResponse, updateProcess } from './processes';
-import { createQueue, deactivateQueue, findQueueByName, getQueue, listQueues, setQueuePaused, toQueueResponse, updateQueue } from './queues';
+import { createQueue, deactivateQueue, findQueueByName, getQueue, listQueues, loadQueueItemCounts, setQueuePaused, toQueueResponse, updateQueue, type QueueRow } from './queues';
 import type { Page } from './paging';
 import { createSchedule, deactivateSchedule, findScheduleByName, getSchedule, listSchedules, toScheduleResponse, updateSchedule } from './schedules';
-import { createTrigger, deactivateTrigger, getTrigger, listTriggers, updateTrigger } from './triggers';
+import { createTrigger, deactivateTrigger, getTrigger, listTriggers, toTriggerResponse, updateTrigger } from './triggers';
 import { writeCatalogEntity } from './audited-write';
 
 /**
@@ -132,27 +133,53 @@ const RECORDS: Record<CatalogResource, RecordKind<any>> = {
   },
 };
 
-export type SaveTarget =
-  | 'new'
-  | { id: string }
-  | { name: string };
+/**
+ * Rows as the public API answers them: the one place a catalogue row becomes a record (a queue
+ * with its item counts, read for all the rows in one query).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Presenter<R extends CatalogResource> = (db: Queryable, rows: any[]) => Promise<Array<CatalogRecords[R]>>;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const each = <R extends CatalogResource>(view: (row: any) => CatalogRecords[R]): Presenter<R> => async (_db, rows) => rows.map(view);
+const PRESENTERS: { [R in CatalogResource]: Presenter<R> } = {
+  folder: each(toFolderResponse),
+  process: each(toProcessResponse),
+  machine: each(toMachineResponse),
+  trigger: each(toTriggerResponse),
+  schedule: each(toScheduleResponse),
+  asset: each(toAssetResponse),
+  queue: async (db, rows: QueueRow[]) => {
+    const counts = await loadQueueItemCounts(db, rows.map((r) => r.id));
+    return rows.map((r) => toQueueResponse(r, counts.get(r.id)));
+  },
+};
 
-export interface SaveOptions {
-  /** The name a create's audit row records, for a resource without one (triggers: `queue:<id>`). */
-  auditName?: string;
+function present<R extends CatalogResource>(db: Queryable, resource: R, rows: Array<{ id: string }>): Promise<Array<CatalogRecords[R]>> {
+  const presenter: Presenter<R> = PRESENTERS[resource];
+  return presenter(db, rows);
 }
 
-export interface SavedRecord<Row> {
+async function presentOne<R extends CatalogResource>(db: Queryable, resource: R, row: { id: string }): Promise<CatalogRecords[R]> {
+  return (await present(db, resource, [row]))[0]!;
+}
+
+/** A save's row and what it did, before the row is presented. */
+interface SavedRow<Row> {
   row: Row;
-  action: 'created' | 'updated' | 'unchanged';
-  /** the fields written (updates), as `values.<env>` for asset values */
+  action: SavedRecord<CatalogResource>['action'];
   changed: string[];
-  /** a created machine's key, shown this once */
   machineKey?: string;
 }
 
 /** Creates or updates one catalogue record of `tenantId` (see the top of this file for the targets). */
-export async function saveCatalogRecord<Row extends { id: string }>(
+export async function saveCatalogRecord<R extends CatalogResource>(
+  db: Queryable, key: AssetKeySource, actor: AuditActor, tenantId: string, resource: R, target: SaveTarget, body: Record<string, unknown>, options: SaveOptions = {},
+): Promise<SavedRecord<R>> {
+  const { row, ...saved } = await saveRow(db, key, actor, tenantId, resource, target, body, options);
+  return { record: await presentOne(db, resource, row), ...saved };
+}
+
+async function saveRow<Row extends { id: string }>(
   db: Queryable,
   key: AssetKeySource,
   actor: AuditActor,
@@ -161,9 +188,9 @@ export async function saveCatalogRecord<Row extends { id: string }>(
   target: SaveTarget,
   body: Record<string, unknown>,
   options: SaveOptions = {},
-): Promise<SavedRecord<Row>> {
+): Promise<SavedRow<Row>> {
   const kind = RECORDS[resource] as RecordKind<Row>;
-  const create = async (input: Record<string, unknown>): Promise<SavedRecord<Row>> => {
+  const create = async (input: Record<string, unknown>): Promise<SavedRow<Row>> => {
     const name = options.auditName ?? (input as { name: string }).name;
     let machineKey: string | undefined;
     // the row itself goes through the write: its effects are worked out from it
@@ -174,7 +201,7 @@ export async function saveCatalogRecord<Row extends { id: string }>(
     });
     return { row, action: 'created', changed: [], ...(machineKey !== undefined ? { machineKey } : {}) };
   };
-  const update = async (id: string, patch: Record<string, unknown>, changed: string[]): Promise<SavedRecord<Row>> => {
+  const update = async (id: string, patch: Record<string, unknown>, changed: string[]): Promise<SavedRow<Row>> => {
     const { row } = await writeCatalogEntity(db, actor, tenantId, { change: 'update', resource, fields: Object.keys(patch) },
       (tx) => kind.update(tx, key, tenantId, id, patch));
     return { row, action: 'updated', changed };
@@ -190,56 +217,58 @@ export async function saveCatalogRecord<Row extends { id: string }>(
   return update(current.id, patch, changed);
 }
 
-export function getCatalogRecord<Row extends { id: string }>(db: Queryable, key: AssetKeySource, tenantId: string, resource: CatalogResource, id: string): Promise<Row> {
-  return (RECORDS[resource] as RecordKind<Row>).get(db, key, tenantId, id);
+export async function getCatalogRecord<R extends CatalogResource>(db: Queryable, key: AssetKeySource, tenantId: string, resource: R, id: string): Promise<CatalogRecords[R]> {
+  return presentOne(db, resource, await RECORDS[resource].get(db, key, tenantId, id));
 }
 
-export function findCatalogRecordByName<Row extends { id: string }>(db: Queryable, key: AssetKeySource, tenantId: string, resource: CatalogResource, name: string): Promise<Row | null> {
-  const find = (RECORDS[resource] as RecordKind<Row>).findByName;
+export async function findCatalogRecordByName<R extends CatalogResource>(db: Queryable, key: AssetKeySource, tenantId: string, resource: R, name: string): Promise<CatalogRecords[R] | null> {
+  const find = RECORDS[resource].findByName;
   if (!find) throw new Error(`findCatalogRecordByName: a ${resource} has no name`);
-  return find(db, key, tenantId, name);
+  const row = await find(db, key, tenantId, name);
+  return row ? presentOne(db, resource, row) : null;
 }
 
-export function listCatalogRecords<Row extends { id: string }>(
-  db: Queryable, key: AssetKeySource, tenantId: string, resource: CatalogResource, query: Record<string, unknown>,
-): Promise<Page<Row>> {
-  return (RECORDS[resource] as RecordKind<Row>).list(db, key, tenantId, query);
+export async function listCatalogRecords<R extends CatalogResource>(
+  db: Queryable, key: AssetKeySource, tenantId: string, resource: R, query: Record<string, unknown>,
+): Promise<Paged<CatalogRecords[R]>> {
+  const { rows, meta } = await RECORDS[resource].list(db, key, tenantId, query);
+  return { data: await present(db, resource, rows), meta };
 }
 
-export async function deactivateCatalogRecord<Row extends { id: string }>(
-  db: Queryable, key: AssetKeySource, actor: AuditActor, tenantId: string, resource: CatalogResource, id: string,
-): Promise<Row> {
-  const kind = RECORDS[resource] as RecordKind<Row>;
-  return (await writeCatalogEntity(db, actor, tenantId, { change: 'deactivate', resource }, (tx) => kind.deactivate(tx, key, tenantId, id))).row;
+/** A page of rows one resource's own list read (the public process and machine lists), presented. */
+export async function presentPage<R extends CatalogResource>(db: Queryable, resource: R, page: Page<{ id: string }>): Promise<Paged<CatalogRecords[R]>> {
+  return { data: await present(db, resource, page.rows), meta: page.meta };
+}
+
+export async function deactivateCatalogRecord<R extends CatalogResource>(
+  db: Queryable, key: AssetKeySource, actor: AuditActor, tenantId: string, resource: R, id: string,
+): Promise<CatalogRecords[R]> {
+  const kind = RECORDS[resource];
+  const { row } = await writeCatalogEntity(db, actor, tenantId, { change: 'deactivate', resource }, (tx) => kind.deactivate(tx, key, tenantId, id));
+  return presentOne(db, resource, row);
 }
 
 /** A machine's new key (audited as `rotate_machine_key`); the key is shown this once. */
-export async function rotateMachineKeyAudited(db: Queryable, actor: AuditActor, tenantId: string, id: string) {
+export async function rotateMachineKeyAudited(db: Queryable, actor: AuditActor, tenantId: string, id: string): Promise<{ record: CatalogRecords['machine']; machineKey: string }> {
   let machineKey = '';
   const { row } = await writeCatalogEntity(db, actor, tenantId, { change: 'rotate-key', resource: 'machine' }, async (tx) => {
     const made = await rotateMachineKey(tx, tenantId, id);
     machineKey = made.machineKey;
     return made.row;
   });
-  return { row, machineKey };
+  return { record: await presentOne(db, 'machine', row), machineKey };
 }
 
 /** Pauses or resumes a queue (audited as `pause_queue` / `resume_queue`; a resume may start consumers). */
-export async function pauseQueue(db: Queryable, actor: AuditActor, tenantId: string, id: string, paused: boolean) {
-  return (await writeCatalogEntity(db, actor, tenantId, { change: paused ? 'pause' : 'resume', resource: 'queue' },
-    (tx) => setQueuePaused(tx, tenantId, id, paused))).row;
+export async function pauseQueue(db: Queryable, actor: AuditActor, tenantId: string, id: string, paused: boolean): Promise<CatalogRecords['queue']> {
+  const { row } = await writeCatalogEntity(db, actor, tenantId, { change: paused ? 'pause' : 'resume', resource: 'queue' },
+    (tx) => setQueuePaused(tx, tenantId, id, paused));
+  return presentOne(db, 'queue', row);
 }
 
-/** The catalogue commands bound to one transaction, for a batch of saves (`svc apply`). */
-export interface CatalogBatch {
-  save<Row extends { id: string } = { id: string }>(resource: CatalogResource, target: SaveTarget, body: Record<string, unknown>, options?: SaveOptions): Promise<SavedRecord<Row>>;
-  findByName<Row extends { id: string } = { id: string }>(resource: CatalogResource, name: string): Promise<Row | null>;
-  /**
-   * The rest of a create made earlier in this batch (`svc apply` sets a process's successor once
-   * every process exists): written in the batch's transaction, audited as part of that create.
-   * Only a batch offers it: outside one there is no create to belong to.
-   */
-  completeCreate(resource: CatalogResource, id: string, body: Record<string, unknown>): Promise<void>;
+/** A queue as the public API answers it (with its item counts). */
+export function getQueueRecord(db: Queryable, tenantId: string, id: string): Promise<CatalogRecords['queue']> {
+  return getCatalogRecord(db, () => Buffer.alloc(0), tenantId, 'queue', id);
 }
 
 class RolledBack<T> extends Error {

@@ -1,7 +1,4 @@
-import {
-  AssetCreate, AssetResponse, AssetUpdate, CatalogListQuery,
-  toAssetResponse, type AssetRecord,
-} from '@svc/core';
+import { AssetCreate, AssetResponse, AssetUpdate, CatalogListQuery } from '@svc/core/schemas';
 import { createRouter, type AppRouter } from '../../http/router';
 import type { RouteContext } from '../../http/route';
 import { addCrudRoutes } from './crud';
@@ -15,7 +12,7 @@ export function assetSettingsRoutes(rc: RouteContext): AppRouter {
   const values =
     '`values` holds one value per environment (dev, staging, production) of the asset\'s type: text → string, ' +
     'integer → integer, boolean → boolean, credential → `{username, password}` (encrypted at rest). A value of another type → 422.';
-  addCrudRoutes<AssetRecord>(router, rc, {
+  addCrudRoutes(router, rc, {
     resource: 'asset',
     plural: 'assets',
     noun: 'asset',
@@ -25,7 +22,6 @@ export function assetSettingsRoutes(rc: RouteContext): AppRouter {
       create: values,
       update: `${values} On update, \`values\` merges per environment (null removes one); changing \`type\` drops the values not sent with it.`,
     },
-    present: async (records) => records.map(toAssetResponse),
   });
   return router;
 }

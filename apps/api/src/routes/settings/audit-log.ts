@@ -1,4 +1,4 @@
-import { AuditEntryResponse, AuditLogExportQuery, AuditLogQuery } from '@svc/core';
+import { AuditEntryResponse, AuditLogExportQuery, AuditLogQuery } from '@svc/core/schemas';
 import { EXPORT_RATE_LIMIT, exportFormatOf, sendDownload } from '../../http/download';
 import { createRouter, type AppRouter } from '../../http/router';
 import { addRoute, type RouteContext } from '../../http/route';
@@ -27,8 +27,8 @@ export function auditLogRoutes(rc: RouteContext): AppRouter {
     paged: 'cursor',
     errors: [422],
   }, async (ctx, input) => {
-    const { rows, meta } = await rc.deps.engine.audit.list(tenantOf(ctx), input.query());
-    paged(ctx, rows, meta);
+    const { data, meta } = await rc.deps.engine.audit.list(tenantOf(ctx), input.query());
+    paged(ctx, data, meta);
   });
   addRoute(router, rc, {
     method: 'get',

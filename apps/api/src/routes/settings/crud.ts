@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
 import type { TObject, TSchema } from '@sinclair/typebox';
-import { IdParams, type AuditActor, type CatalogResource } from '@svc/core';
+import type { AuditActor, CatalogResource } from '@svc/core';
+import { IdParams } from '@svc/core/schemas';
 import type { AppRouter } from '../../http/router';
 import { addRoute, type RouteContext } from '../../http/route';
 import { ok, paged } from '../../http/respond';
@@ -27,9 +28,9 @@ export function userActorOf(ctx: Ctx): AuditActor {
  * calls the engine's catalogue commands (core's catalog/by-resource.ts), the same ones `svc apply`
  * uses.
  */
-export interface CrudSpec<Row extends { id: string }> {
+export interface CrudSpec<R extends CatalogResource> {
   /** Singular, for audit actions and resource types: `folder` → `create_folder`. */
-  resource: CatalogResource;
+  resource: R;
   /** URL segment: `/settings/<plural>`. */
   plural: string;
   /** Human noun for summaries. */
@@ -46,15 +47,12 @@ export interface CrudSpec<Row extends { id: string }> {
    * and its routes promise no 409 and no order by name.
    */
   unnamed?: { auditName(body: unknown): string };
-  /** Rows → response records (may load extra data, e.g. queue item counts, in one query). */
-  present(rows: Row[]): Promise<unknown[]>;
 }
 
-export function addCrudRoutes<Row extends { id: string }>(router: AppRouter, rc: RouteContext, spec: CrudSpec<Row>): void {
+export function addCrudRoutes<R extends CatalogResource>(router: AppRouter, rc: RouteContext, spec: CrudSpec<R>): void {
   const { catalog } = rc.deps.engine;
   const base = `/settings/${spec.plural}`;
   const tags = [spec.tag];
-  const one = async (row: Row) => (await spec.present([row]))[0];
   const readAuth = spec.readers === 'members' ? MEMBER : ADMIN;
   // operation ids from the noun: 'queue trigger' → createQueueTrigger, listWorkspaceQueueTriggers
   const oneName = spec.noun.split(' ').map((w) => w[0]!.toUpperCase() + w.slice(1)).join('');
@@ -78,9 +76,9 @@ export function addCrudRoutes<Row extends { id: string }>(router: AppRouter, rc:
     }, async (ctx, input) => {
       const body = input.body();
       const auditName = spec.unnamed?.auditName(body);
-      const { row } = await catalog.save<Row>(userActorOf(ctx), tenantOf(ctx), spec.resource, 'new', body as Record<string, unknown>,
+      const { record } = await catalog.save(userActorOf(ctx), tenantOf(ctx), spec.resource, 'new', body as Record<string, unknown>,
         auditName !== undefined ? { auditName } : {});
-      ok(ctx, await one(row), 201);
+      ok(ctx, record, 201);
     });
   }
 
@@ -97,8 +95,8 @@ export function addCrudRoutes<Row extends { id: string }>(router: AppRouter, rc:
     paged: true,
     errors: [422],
   }, async (ctx, input) => {
-    const { rows, meta } = await catalog.list<Row>(tenantOf(ctx), spec.resource, input.query() as Record<string, unknown>);
-    paged(ctx, await spec.present(rows), meta);
+    const { data, meta } = await catalog.list(tenantOf(ctx), spec.resource, input.query() as Record<string, unknown>);
+    paged(ctx, data, meta);
   });
 
   addRoute(router, rc, {
@@ -113,7 +111,7 @@ export function addCrudRoutes<Row extends { id: string }>(router: AppRouter, rc:
     response: spec.schemas.response,
     errors: [404, 422],
   }, async (ctx, input) => {
-    ok(ctx, await one(await catalog.get<Row>(tenantOf(ctx), spec.resource, input.params().id)));
+    ok(ctx, await catalog.get(tenantOf(ctx), spec.resource, input.params().id));
   });
 
   addRoute(router, rc, {
@@ -131,8 +129,8 @@ export function addCrudRoutes<Row extends { id: string }>(router: AppRouter, rc:
   }, async (ctx, input) => {
     const { id } = input.params();
     await catalog.get(tenantOf(ctx), spec.resource, id);
-    const { row } = await catalog.save<Row>(userActorOf(ctx), tenantOf(ctx), spec.resource, { id }, input.body() as Record<string, unknown>);
-    ok(ctx, await one(row));
+    const { record } = await catalog.save(userActorOf(ctx), tenantOf(ctx), spec.resource, { id }, input.body() as Record<string, unknown>);
+    ok(ctx, record);
   });
 
   addRoute(router, rc, {
@@ -148,6 +146,6 @@ export function addCrudRoutes<Row extends { id: string }>(router: AppRouter, rc:
     errors: [404, 422],
   }, async (ctx, input) => {
     const { id } = input.params();
-    ok(ctx, await one(await catalog.deactivate<Row>(userActorOf(ctx), tenantOf(ctx), spec.resource, id)));
+    ok(ctx, await catalog.deactivate(userActorOf(ctx), tenantOf(ctx), spec.resource, id));
   });
 }

@@ -1,8 +1,8 @@
 import { PassThrough } from 'node:stream';
+import { es, ValidationError } from '@svc/core';
 import {
-  es, DeliveryListQuery, DeliveryParams, DeliveryResponse, EVENT_TYPES, EventFeedQuery, EventResponse, EventStreamQuery, IdParams,
-  MAX_WEBHOOKS_PER_WORKSPACE, ValidationError, WebhookCreate, WebhookListQuery, WebhookResponse, WebhookUpdate, WebhookWithSecretResponse,
-} from '@svc/core';
+  DeliveryListQuery, DeliveryParams, DeliveryResponse, EVENT_TYPES, EventFeedQuery, EventResponse, EventStreamQuery, IdParams, MAX_WEBHOOKS_PER_WORKSPACE, WebhookCreate, WebhookListQuery, WebhookResponse, WebhookUpdate, WebhookWithSecretResponse,
+} from '@svc/core/schemas';
 import type { AppRouter } from '../../http/router';
 import { routeGroup, type RouteContext } from '../../http/route';
 import { ok, paged } from '../../http/respond';
@@ -167,8 +167,8 @@ export function eventRoutes(rc: RouteContext): AppRouter {
     paged: true,
     errors: [422],
   }, async (ctx, input) => {
-    const { rows, meta } = await hooks.list(tenantOf(ctx), input.query());
-    paged(ctx, rows, meta);
+    const { data, meta } = await hooks.list(tenantOf(ctx), input.query());
+    paged(ctx, data, meta);
   });
 
   add({
@@ -252,8 +252,8 @@ export function eventRoutes(rc: RouteContext): AppRouter {
     paged: true,
     errors: [404, 422],
   }, async (ctx, input) => {
-    const { rows, meta } = await hooks.deliveries(tenantOf(ctx), input.params().id, input.query());
-    paged(ctx, rows, meta);
+    const { data, meta } = await hooks.deliveries(tenantOf(ctx), input.params().id, input.query());
+    paged(ctx, data, meta);
   });
 
   add({

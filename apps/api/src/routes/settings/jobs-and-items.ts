@@ -1,7 +1,6 @@
 import {
-  DEADLINE_RISK_MINUTES, JobExportQuery, JobExportRecord, JobIdParams, JobInputBody, JobListQuery, QueueItemExportQuery, JobLogsResponse, JobResponse, QueueItemListQuery, QueueItemResponse, QueuePathParams, QueueSeriesResponse, QueueStatsResponse, SeriesQuery, StopJobResponse,
-  toJobResponse, toQueueItemResponse, toStopJobResponse, TriggerJobBody,
-} from '@svc/core';
+  DEADLINE_RISK_MINUTES, JobExportQuery, JobExportRecord, JobIdParams, JobInputBody, JobListQuery, QueueItemExportQuery, JobLogsResponse, JobResponse, QueueItemListQuery, QueueItemResponse, QueuePathParams, QueueSeriesResponse, QueueStatsResponse, SeriesQuery, StopJobResponse, TriggerJobBody,
+} from '@svc/core/schemas';
 import { createRouter, type AppRouter } from '../../http/router';
 import { addRoute, type RouteContext } from '../../http/route';
 import { ok, paged } from '../../http/respond';
@@ -37,8 +36,8 @@ export function jobsAndItemsSettingsRoutes(rc: RouteContext): AppRouter {
     errors: [404, 422],
   }, async (ctx, input) => {
     const queue = await deps.engine.catalog.queues.get(tenantOf(ctx), input.params().queue_id);
-    const { rows, meta } = await deps.engine.items.list(queue, input.query());
-    paged(ctx, rows.map(toQueueItemResponse), meta);
+    const { data, meta } = await deps.engine.items.list(queue, input.query());
+    paged(ctx, data, meta);
   });
 
   addRoute(router, rc, {
@@ -117,8 +116,8 @@ export function jobsAndItemsSettingsRoutes(rc: RouteContext): AppRouter {
     paged: true,
     errors: [422],
   }, async (ctx, input) => {
-    const { rows, meta } = await deps.engine.jobs.list(tenantOf(ctx), input.query());
-    paged(ctx, rows.map(toJobResponse), meta);
+    const { data, meta } = await deps.engine.jobs.list(tenantOf(ctx), input.query());
+    paged(ctx, data, meta);
   });
 
   // declared before /settings/jobs/:job_id, which would take `export` for a malformed id
@@ -160,7 +159,7 @@ export function jobsAndItemsSettingsRoutes(rc: RouteContext): AppRouter {
     response: JobResponse,
     errors: [404, 422],
   }, async (ctx, input) => {
-    ok(ctx, toJobResponse(await deps.engine.jobs.get(tenantOf(ctx), input.params().job_id)));
+    ok(ctx, await deps.engine.jobs.get(tenantOf(ctx), input.params().job_id));
   });
 
   addRoute(router, rc, {
@@ -225,7 +224,7 @@ export function jobsAndItemsSettingsRoutes(rc: RouteContext): AppRouter {
     errors: [404, 409, 422],
   }, async (ctx, input) => {
     const { job_id } = input.params();
-    ok(ctx, toStopJobResponse(await deps.engine.jobs.stop(tenantOf(ctx), job_id, userActorOf(ctx))));
+    ok(ctx, await deps.engine.jobs.stop(tenantOf(ctx), job_id, userActorOf(ctx)));
   });
 
   addRoute(router, rc, {
@@ -247,7 +246,7 @@ export function jobsAndItemsSettingsRoutes(rc: RouteContext): AppRouter {
     errors: [404, 409, 422],
   }, async (ctx, input) => {
     const { job_id } = input.params();
-    ok(ctx, toJobResponse(await deps.engine.jobs.answerInput(tenantOf(ctx), job_id, () => input.body(), userActorOf(ctx))));
+    ok(ctx, await deps.engine.jobs.answerInput(tenantOf(ctx), job_id, () => input.body(), userActorOf(ctx)));
   });
 
   return router;

@@ -1,8 +1,7 @@
 import type { TSchema } from '@sinclair/typebox';
 import {
   IdParams, MachineCreate, MachineSeriesResponse, SERIES_MAX_MACHINES, SeriesQuery, MachineListQuery, MachineResponse, MachineUpdate, MachineWithKeyResponse,
-  toMachineResponse, type MachineRow,
-} from '@svc/core';
+} from '@svc/core/schemas';
 import { createRouter, type AppRouter } from '../../http/router';
 import { addRoute, type RouteContext } from '../../http/route';
 import { ok } from '../../http/respond';
@@ -34,8 +33,8 @@ export function machineSettingsRoutes(rc: RouteContext): AppRouter {
     errors: [409, 422],
   }, async (ctx, input) => {
     const body = input.body() as MachineCreate;
-    const { row, machineKey } = await catalog.save<MachineRow>(userActorOf(ctx), tenantOf(ctx), 'machine', 'new', body as Record<string, unknown>);
-    ok(ctx, { ...toMachineResponse(row), machine_key: machineKey }, 201);
+    const { record, machineKey } = await catalog.save(userActorOf(ctx), tenantOf(ctx), 'machine', 'new', body as Record<string, unknown>);
+    ok(ctx, { ...record, machine_key: machineKey }, 201);
   });
 
   addRoute(router, rc, {
@@ -51,8 +50,8 @@ export function machineSettingsRoutes(rc: RouteContext): AppRouter {
     errors: [404, 422],
   }, async (ctx, input) => {
     const { id } = input.params();
-    const { row, machineKey } = await catalog.machines.rotateKey(userActorOf(ctx), tenantOf(ctx), id);
-    ok(ctx, { ...toMachineResponse(row), machine_key: machineKey });
+    const { record, machineKey } = await catalog.machines.rotateKey(userActorOf(ctx), tenantOf(ctx), id);
+    ok(ctx, { ...record, machine_key: machineKey });
   });
 
   // before the CRUD routes, so that `series` is not taken for a machine's id
@@ -74,7 +73,7 @@ export function machineSettingsRoutes(rc: RouteContext): AppRouter {
     ok(ctx, await catalog.machines.series(tenantOf(ctx), input.query()));
   });
 
-  addCrudRoutes<MachineRow>(router, rc, {
+  addCrudRoutes(router, rc, {
     resource: 'machine',
     plural: 'machines',
     noun: 'machine',
@@ -87,7 +86,6 @@ export function machineSettingsRoutes(rc: RouteContext): AppRouter {
       update: '`kind`: `unattended` or `attended` (a person\'s desktop robot, never auto-selected; only a job, trigger or schedule naming it runs there).',
       deactivate: 'An inactive machine is never auto-selected for a job.',
     },
-    present: async (rows) => rows.map(toMachineResponse),
   });
   return router;
 }

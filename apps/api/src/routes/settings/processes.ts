@@ -1,7 +1,4 @@
-import {
-  ProcessCreate, ProcessListQuery, ProcessResponse, ProcessUpdate,
-  toProcessResponse, type ProcessRow,
-} from '@svc/core';
+import { ProcessCreate, ProcessListQuery, ProcessResponse, ProcessUpdate } from '@svc/core/schemas';
 import { createRouter, type AppRouter } from '../../http/router';
 import type { RouteContext } from '../../http/route';
 import { addCrudRoutes } from './crud';
@@ -15,14 +12,13 @@ export function processSettingsRoutes(rc: RouteContext): AppRouter {
     'lookaround; `$id` only at the root, `$ref` only local, `#` or `#/…`, to a subschema); the 422 names the limit or the ' +
     'pattern. `folder_id` and `on_success_trigger_process_id` must be records ' +
     'of the same workspace (else 422), and a success chain may not lead back to the process.';
-  addCrudRoutes<ProcessRow>(router, rc, {
+  addCrudRoutes(router, rc, {
     resource: 'process',
     plural: 'processes',
     noun: 'process',
     tag: 'settings: processes',
     schemas: { create: ProcessCreate, update: ProcessUpdate, list: ProcessListQuery, response: ProcessResponse },
     notes: { create: references, update: references, list: 'Filter by `folder_id` and `is_active`.', deactivate: 'An inactive process is left out of `GET /processes/list` and refuses webhook triggers.' },
-    present: async (rows) => rows.map(toProcessResponse),
   });
   return router;
 }

@@ -1,6 +1,7 @@
+import type { ReviewActor } from '@svc/core';
 import {
-  ApproveItemBody, QueueItemPathParams, QueueItemResponse, QueuePathParams, RedriveBody, RedriveResponse, RejectItemBody, toQueueItemResponse, type ReviewActor,
-} from '@svc/core';
+  ApproveItemBody, QueueItemPathParams, QueueItemResponse, QueuePathParams, RedriveBody, RedriveResponse, RejectItemBody,
+} from '@svc/core/schemas';
 import type { AppRouter } from '../../http/router';
 import { routeGroup, type RouteContext } from '../../http/route';
 import { ok } from '../../http/respond';
@@ -46,12 +47,12 @@ export function queueItemReviewRoutes(rc: RouteContext): AppRouter {
       async (ctx, input) => {
         const params = input.params();
         const body = input.body() as { comment?: string; reason?: string };
-        const row = await deps.engine.review.decide(
+        const item = await deps.engine.review.decide(
           actorOf(ctx),
           { queueId: params.queue_id, itemId: params.item_id },
           decision === 'approve' ? { approve: true, comment: body.comment } : { approve: false, reason: body.reason },
         );
-        ok(ctx, toQueueItemResponse(row));
+        ok(ctx, item);
       },
     );
   }

@@ -1,6 +1,4 @@
-import {
-  CatalogListQuery, QueuePathParams, QueueCreate, QueueResponse, QueueUpdate, toQueueResponse, type QueueRow,
-} from '@svc/core';
+import { CatalogListQuery, QueuePathParams, QueueCreate, QueueResponse, QueueUpdate } from '@svc/core/schemas';
 import { createRouter, type AppRouter } from '../../http/router';
 import { addRoute, type RouteContext } from '../../http/route';
 import { ok } from '../../http/respond';
@@ -10,10 +8,6 @@ import { ADMIN, addCrudRoutes, tenantOf, userActorOf } from './crud';
 export function queueSettingsRoutes(rc: RouteContext): AppRouter {
   const router = createRouter();
   const { catalog } = rc.deps.engine;
-  const present = async (rows: QueueRow[]) => {
-    const counts = await catalog.queues.itemCounts(rows.map((r) => r.id));
-    return rows.map((r) => toQueueResponse(r, counts.get(r.id)));
-  };
   addCrudRoutes(router, rc, {
     resource: 'queue',
     plural: 'queues',
@@ -25,7 +19,6 @@ export function queueSettingsRoutes(rc: RouteContext): AppRouter {
       create: '`max_retries` 0..10 (default 3), `max_consumers` 1..100 (default 1); `consumer_process_id` must be a process of the same workspace (else 422).',
       list: 'Each record carries `item_counts`, its items per status, read from counters (no scan of the items).',
     },
-    present,
   });
 
   for (const change of ['pause', 'resume'] as const) {
@@ -48,8 +41,7 @@ export function queueSettingsRoutes(rc: RouteContext): AppRouter {
     }, async (ctx, input) => {
       const { queue_id } = input.params();
       await catalog.queues.get(tenantOf(ctx), queue_id);
-      const row = await catalog.queues.setPaused(userActorOf(ctx), tenantOf(ctx), queue_id, change === 'pause');
-      ok(ctx, (await present([row]))[0]);
+      ok(ctx, await catalog.queues.setPaused(userActorOf(ctx), tenantOf(ctx), queue_id, change === 'pause'));
     });
   }
   return router;

@@ -1,8 +1,6 @@
 import {
   IdParams, ScheduleCreate, ScheduleListQuery, SchedulePreviewQuery, SchedulePreviewResponse, ScheduleResponse, ScheduleUpdate,
-  toScheduleResponse,
-  type ScheduleRow,
-} from '@svc/core';
+} from '@svc/core/schemas';
 import { createRouter, type AppRouter } from '../../http/router';
 import { addRoute, type RouteContext } from '../../http/route';
 import { ok } from '../../http/respond';
@@ -27,7 +25,6 @@ export function scheduleSettingsRoutes(rc: RouteContext): AppRouter {
       update: 'A new `cron`, `timezone` or activation recomputes `next_run_at` from now; ticks passed while inactive do not run.',
       deactivate: 'The schedule stops firing (`next_run_at` null).',
     },
-    present: async (rows: ScheduleRow[]) => rows.map(toScheduleResponse),
   });
 
   addRoute(router, rc, {

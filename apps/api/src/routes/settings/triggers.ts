@@ -1,7 +1,4 @@
-import {
-  TriggerCreate, TriggerListQuery, TriggerResponse, TriggerUpdate,
-  toTriggerResponse, type TriggerRow,
-} from '@svc/core';
+import { TriggerCreate, TriggerListQuery, TriggerResponse, TriggerUpdate } from '@svc/core/schemas';
 import { createRouter, type AppRouter } from '../../http/router';
 import type { RouteContext } from '../../http/route';
 import { addCrudRoutes } from './crud';
@@ -12,7 +9,7 @@ import { addCrudRoutes } from './crud';
  */
 export function triggerSettingsRoutes(rc: RouteContext): AppRouter {
   const router = createRouter();
-  addCrudRoutes<TriggerRow>(router, rc, {
+  addCrudRoutes(router, rc, {
     resource: 'trigger',
     plural: 'triggers',
     noun: 'queue trigger',
@@ -33,7 +30,6 @@ export function triggerSettingsRoutes(rc: RouteContext): AppRouter {
       list: 'Oldest first (triggers have no name); filter by `queue_id` and `is_active`.',
     },
     unnamed: { auditName: (body) => `queue:${(body as { queue_id: string }).queue_id}` },
-    present: async (rows) => rows.map(toTriggerResponse),
   });
   return router;
 }

@@ -1,6 +1,4 @@
-import {
-  UserIdParams, UserListQuery, UserResponse, UserUpdateBody, UserWithPasswordResponse, WorkspaceUserCreateBody,
-} from '@svc/core';
+import { UserIdParams, UserListQuery, UserResponse, UserUpdateBody, UserWithPasswordResponse, WorkspaceUserCreateBody } from '@svc/core/schemas';
 import { createRouter, type AppRouter } from '../../http/router';
 import { addRoute, type RouteContext } from '../../http/route';
 import { ok, paged } from '../../http/respond';
