@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 
 export const CONSOLE_DIR = path.dirname(fileURLToPath(import.meta.url));
 export const CONSOLE_DIST = path.join(CONSOLE_DIR, 'dist');
-/** The budget of issue 16: the console's JavaScript, gzipped. */
+/** The console's JavaScript budget, gzipped (docs/decisions/console.md). */
 export const JS_BUDGET_BYTES = 250 * 1024;
 
 // with core and the client: the console bundles core's statuses (@svc/core/queue-items/statuses)

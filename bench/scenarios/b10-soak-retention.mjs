@@ -1,4 +1,4 @@
-// B10: the retention soak (issue 33). Not part of the default full run (it lasts `--minutes`, 30 by
+// B10: the retention soak. Not part of the default full run (it lasts `--minutes`, 30 by
 // default): `npm run bench -- --only B10`. B3's set-up (a database and Redis prefix of its own,
 // the API, the dispatcher, a webhook deliverer and agent-sim machines as separate processes), run
 // for a long time at a steady rate instead of as fast as it goes:

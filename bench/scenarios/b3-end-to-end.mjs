@@ -2,7 +2,7 @@
 // machines doing no work; completed items/s from the first add to the last `completed` in
 // Postgres. Baseline: the same N jobs through raw BullMQ (addBulk, 4 no-op Workers of
 // concurrency 1, one process each), from the first add to the last completion.
-// Then (issue 17) the same with a webhook subscription to `item.completed` whose receiver runs in
+// Then the same with a webhook subscription to `item.completed` whose receiver runs in
 // a process of its own at the lowest CPU priority (it stands for another machine), delivered by a
 // deliverer process of its own (DISPATCHER_ROLE=deliver): the events delivered per second, the
 // deliverer's CPU per 1,000 events and the delay from the change to its delivery,
@@ -124,7 +124,7 @@ async function settleWrites(sql) {
  * B3 next to B3 with one change (B), in the order A B B A, without the raw baseline and the other
  * variants: a run's rate on this host moves from one run to the next, and a drift in time cancels
  * out of the pooled figures.
- * - `--b3-retention N` (issue 33): another queue of the workspace holds N completed items and the
+ * - `--b3-retention N`: another queue of the workspace holds N completed items and the
  *   dispatcher passes every second. In B they are past their retention (each pass deletes within
  *   its budget), so the pass deletes the whole time the items flow; the rows it removed are
  *   reported. In A the queue keeps them a year: the same table, nothing to remove, so the

@@ -5,7 +5,7 @@ import {
 } from '@svc/testing';
 
 /**
- * Several replicas of every process (issue 20): two API and two dispatcher processes on one
+ * Several replicas of every process: two API and two dispatcher processes on one
  * Postgres and one Redis, started once for the file, with real agents. Each `it` proves one
  * promise of docs/decisions/replicas.md. That a seconds-cron schedule fires exactly one job per
  * tick with two dispatchers is proven in apps/dispatcher/test/schedules.test.ts and not repeated.

@@ -8,7 +8,7 @@ import { buffersOf, explainTake, insertRunningJob, nodes, type PlanNode } from '
  * say. Statistics taken while few items were ready (before a burst of adds, until the next
  * analysis) once let the planner reach the picked rows through the ready index instead, every
  * ready item of every queue filtered by id: each take then read the whole backlog, and B3 ran at
- * half its rate until autovacuum analysed the table again (BENCHMARKS.md, "Issue 33", fifth session).
+ * half its rate until autovacuum analysed the table again.
  */
 let ctx: TestContext;
 let sql: Sql;

@@ -128,7 +128,7 @@ export function readyPastFloorSql(sql: Queryable, queueId: unknown, limit: unkno
  * `FOR UPDATE` follows the item to its new version and locks it before seeing it is no longer
  * `new`, and that lock lasts until this statement commits, so the item's own consumer waits for
  * it to settle the item. Taking right after the snapshot keeps that window short (fewer waits on
- * such locks in B3: BENCHMARKS.md, "where B3's time goes").
+ * such locks in B3).
  *
  * `opts.floor` (CLAIM_FLOOR=on): the same order, read past the queue's claim floor
  * (readyPastFloorSql; an item the floor passed over waits for its next recomputation,
@@ -284,7 +284,7 @@ export async function settleAndClaimItemsBatch(sql: Queryable, reqs: readonly Se
  * The take's LIMIT written into the SQL text, not sent as a parameter: with a parameter, the
  * planner cannot know how many rows `picked` yields, so the statement's generic plan hashes the
  * whole table to join them (its cost grows with the queue) and Postgres must plan every round
- * trip afresh (a large share of the statement's cost: BENCHMARKS.md, "where B3's time goes"). A
+ * trip afresh (a large share of the statement's cost). A
  * literal gives each take size a prepared statement whose generic plan is the index walk. A take is at most MAX_TAKE items, so there are few such statements.
  */
 function takeLimitSql(sql: Queryable, take: number) {
