@@ -209,6 +209,9 @@ export interface CatalogRecords {
   asset: Static<typeof AssetResponse>;
 }
 
+/** A queue of a workspace as the commands that act on it take it. */
+export type QueueHandle = QueueRef & { is_active: boolean; is_paused: boolean };
+
 /** Where a save writes: `'new'` (create), `{ id }` (change the fields given), `{ name }` (create, or change what differs). */
 export type SaveTarget = 'new' | { id: string } | { name: string };
 
@@ -255,7 +258,9 @@ export interface CatalogCommands {
   };
   queues: {
     get(tenantId: string, id: string): Promise<CatalogRecords['queue']>;
-    stats(queue: CatalogRecords['queue']): Promise<QueueStatsResponse>;
+    /** the queue as a reference the item, stats and bulk commands take (no item counts read); unknown → NotFoundError */
+    ref(tenantId: string, id: string): Promise<QueueHandle>;
+    stats(queue: QueueHandle): Promise<QueueStatsResponse>;
     series(queue: { id: string }, query: SeriesQuery): Promise<QueueSeriesResponse>;
     /** pause (true) or resume (false), audited */
     setPaused(actor: AuditActor, tenantId: string, id: string, paused: boolean): Promise<CatalogRecords['queue']>;

@@ -14,10 +14,11 @@ import { createUser, deactivateUser, resolveUser, setPassword, toUserResponse } 
 import { listUsersOfTenant } from './users/repo';
 import { changeOwnPassword, createWorkspaceUser, deactivateWorkspaceUser, listWorkspaceUsers, updateWorkspaceUser } from './users/admin';
 import { listProcesses } from './catalog/processes';
+import { getQueue } from './catalog/queues';
 import { listMachineNames, listMachines } from './catalog/machines';
 import { readAssetWithKey, readAssetForMachine } from './catalog/asset-read';
 import {
-  deactivateCatalogRecord, findCatalogRecordByName, getCatalogRecord, getQueueRecord, inCatalogBatch, listCatalogRecords, pauseQueue, presentPage,
+  deactivateCatalogRecord, findCatalogRecordByName, getCatalogRecord, inCatalogBatch, listCatalogRecords, pauseQueue, presentPage,
   rotateMachineKeyAudited, saveCatalogRecord,
 } from './catalog/by-resource';
 import { listAuditLog } from './audit/read';
@@ -82,8 +83,6 @@ import type { JobWithNames } from './jobs/repo';
  */
 export type { Engine, EngineDeps } from './engine-contract';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type DropFirst<T extends any[]> = T extends [unknown, unknown, ...infer Rest] ? Rest : never;
 
 /** `f(sql, …rest)` → `(…rest)`: a command bound to the engine's pool. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -191,7 +190,11 @@ export function createEngine(deps: Deps): Engine {
         inCatalogBatch(sql, assetKey, actor, tenantId, work, options),
       processes: { list: async (tenantId, query) => presentPage(sql, 'process', await listProcesses(sql, tenantId, query)) },
       queues: {
-        get: (tenantId, id) => getQueueRecord(sql, tenantId, id),
+        get: (tenantId, id) => getCatalogRecord(sql, assetKey, tenantId, 'queue', id),
+        ref: async (tenantId, id) => {
+          const { tenant_id, name, is_active, is_paused } = await getQueue(sql, tenantId, id);
+          return { id, tenant_id, name, is_active, is_paused };
+        },
         stats: (queue) => readQueueStats(sql, queue),
         series: (queue, query) => readQueueSeries(sql, queue, query),
         setPaused: (actor, tenantId, id, paused) => pauseQueue(sql, actor, tenantId, id, paused),

@@ -12,8 +12,8 @@
 // The engine and its contract (docs/architecture.md, "The engine").
 export { createEngine } from './engine';
 export type {
-  ApiKeyCredential, BulkAsked, BulkTarget, CatalogBatch, CatalogRecords, Engine, EngineDeps, InTransaction, OnJobCreated, Paged, SaveOptions,
-  SaveTarget, SavedRecord, TransactionHandle,
+  ApiKeyCredential, BulkAsked, BulkTarget, CatalogBatch, CatalogRecords, Engine, EngineDeps, InTransaction, OnJobCreated, Paged, QueueHandle,
+  SaveOptions, SaveTarget, SavedRecord, TransactionHandle,
 } from './engine-contract';
 export { CLI_ACTOR } from './audit/catalog-changes';
 export type { AuditActor, CatalogResource } from './audit/catalog-changes';

@@ -121,7 +121,7 @@ export function bulkActionRoutes(rc: RouteContext): AppRouter {
     headers: [idempotencyHeaderDoc],
     errors: [404, 422],
   }, async (ctx, input) => {
-    const queue = await engine.catalog.queues.get(tenantOf(ctx), input.params().queue_id);
+    const queue = await engine.catalog.queues.ref(tenantOf(ctx), input.params().queue_id);
     const body = input.body();
     await once(ctx, 'bulk.items', body, async () => answer(engine, tenantOf(ctx), await engine.bulk.askItems(userActorOf(ctx), queue, body, RUN_HERE)));
   });

@@ -67,16 +67,14 @@ async function catalogId(engine: Engine, tenantId: string, resource: 'process' |
 }
 
 /** Asks for an action on a queue's items (plain data in, the answer out). */
-export async function bulkItems(engine: Engine, tenantRef: string, queueName: string, body: unknown): Promise<BulkAsked> {
-  const tenant = await engine.tenants.resolve(tenantRef);
-  const queue = await engine.catalog.findByName(tenant.id, 'queue', queueName);
+export async function bulkItems(engine: Engine, tenantId: string, queueName: string, body: unknown): Promise<BulkAsked> {
+  const queue = await engine.catalog.findByName(tenantId, 'queue', queueName);
   if (!queue) throw new CliError(`no queue "${queueName}" in this workspace`, EXIT.notFound, 'NOT_FOUND');
   return engine.bulk.askItems(CLI_ACTOR, queue, validate(ItemActionBody, body));
 }
 
-export async function bulkJobs(engine: Engine, tenantRef: string, body: unknown): Promise<BulkAsked> {
-  const tenant = await engine.tenants.resolve(tenantRef);
-  return engine.bulk.askJobs(CLI_ACTOR, tenant.id, validate(JobActionBody, body));
+export function bulkJobs(engine: Engine, tenantId: string, body: unknown): Promise<BulkAsked> {
+  return engine.bulk.askJobs(CLI_ACTOR, tenantId, validate(JobActionBody, body));
 }
 
 /** Runs the action's chunks here until it ends, reporting each step. */

@@ -266,11 +266,6 @@ export async function pauseQueue(db: Queryable, actor: AuditActor, tenantId: str
   return presentOne(db, 'queue', row);
 }
 
-/** A queue as the public API answers it (with its item counts). */
-export function getQueueRecord(db: Queryable, tenantId: string, id: string): Promise<CatalogRecords['queue']> {
-  return getCatalogRecord(db, () => Buffer.alloc(0), tenantId, 'queue', id);
-}
-
 class RolledBack<T> extends Error {
   constructor(readonly result: T) {
     super('rolled back');

@@ -35,7 +35,7 @@ export function jobsAndItemsSettingsRoutes(rc: RouteContext): AppRouter {
     paged: true,
     errors: [404, 422],
   }, async (ctx, input) => {
-    const queue = await deps.engine.catalog.queues.get(tenantOf(ctx), input.params().queue_id);
+    const queue = await deps.engine.catalog.queues.ref(tenantOf(ctx), input.params().queue_id);
     const { data, meta } = await deps.engine.items.list(queue, input.query());
     paged(ctx, data, meta);
   });
@@ -54,7 +54,7 @@ export function jobsAndItemsSettingsRoutes(rc: RouteContext): AppRouter {
     rateLimit: EXPORT_RATE_LIMIT,
     errors: [404, 409, 422],
   }, async (ctx, input) => {
-    const queue = await deps.engine.catalog.queues.get(tenantOf(ctx), input.params().queue_id);
+    const queue = await deps.engine.catalog.queues.ref(tenantOf(ctx), input.params().queue_id);
     const query = input.query();
     const format = exportFormatOf(ctx, query);
     sendDownload(ctx, await deps.engine.items.export(queue, query, format), format, `items-${queue.name}`);
@@ -78,7 +78,7 @@ export function jobsAndItemsSettingsRoutes(rc: RouteContext): AppRouter {
     response: QueueStatsResponse,
     errors: [404, 422],
   }, async (ctx, input) => {
-    const queue = await deps.engine.catalog.queues.get(tenantOf(ctx), input.params().queue_id);
+    const queue = await deps.engine.catalog.queues.ref(tenantOf(ctx), input.params().queue_id);
     ok(ctx, await deps.engine.catalog.queues.stats(queue));
   });
 
@@ -99,7 +99,7 @@ export function jobsAndItemsSettingsRoutes(rc: RouteContext): AppRouter {
     response: QueueSeriesResponse,
     errors: [404, 422],
   }, async (ctx, input) => {
-    const queue = await deps.engine.catalog.queues.get(tenantOf(ctx), input.params().queue_id);
+    const queue = await deps.engine.catalog.queues.ref(tenantOf(ctx), input.params().queue_id);
     ok(ctx, await deps.engine.catalog.queues.series(queue, input.query()));
   });
 

@@ -40,7 +40,7 @@ export function queueSettingsRoutes(rc: RouteContext): AppRouter {
       errors: [404, 422],
     }, async (ctx, input) => {
       const { queue_id } = input.params();
-      await catalog.queues.get(tenantOf(ctx), queue_id);
+      await catalog.queues.ref(tenantOf(ctx), queue_id);
       ok(ctx, await catalog.queues.setPaused(userActorOf(ctx), tenantOf(ctx), queue_id, change === 'pause'));
     });
   }
