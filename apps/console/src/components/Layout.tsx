@@ -4,6 +4,21 @@ import { t } from '../i18n';
 import { openQueuesBoard } from '../lib/board';
 import { useIsAdmin, useSession } from '../session-context';
 
+/** The main navigation's three groups; the catalogue and administration are for admins only. */
+const NAV_GROUPS: ReadonlyArray<{ id: string; label: keyof typeof t.navGroups; adminOnly: boolean; links: ReadonlyArray<readonly [string, string]> }> = [
+  { id: 'work', label: 'work', adminOnly: false, links: [
+    ['/', t.nav.overview], ['/jobs', t.jobs.nav], ['/machines', t.machines.nav],
+    ['/queues', t.adminNav.queues], ['/schedules', t.adminNav.schedules], ['/triggers', t.adminNav.triggers],
+  ] },
+  { id: 'catalogue', label: 'catalogue', adminOnly: true, links: [
+    ['/processes', t.adminNav.processes], ['/folders', t.adminNav.folders], ['/asset-catalogue', t.adminNav.assets],
+  ] },
+  { id: 'admin', label: 'administration', adminOnly: true, links: [
+    ['/users', t.adminNav.users], ['/api-keys', t.adminNav.apiKeys], ['/webhooks', t.adminNav.webhooks],
+    ['/events', t.adminNav.events], ['/audit-log', t.adminNav.auditLog],
+  ] },
+];
+
 export function Layout() {
   const { session, signOut } = useSession();
   const location = useLocation();
@@ -34,36 +49,17 @@ export function Layout() {
       <div className="shell">
         {/* one landmark, its links in three labelled groups: a column beside the page on a wide screen, rows above it on a narrow one */}
         <nav aria-label={t.app.mainNav} className="main-nav">
-          <div role="group" aria-labelledby="nav-work" className="nav-group">
-            <span id="nav-work" className="nav-group-label">{t.navGroups.work}</span>
-            <NavLink to="/" end>{t.nav.overview}</NavLink>
-            <NavLink to="/jobs">{t.jobs.nav}</NavLink>
-            <NavLink to="/machines">{t.machines.nav}</NavLink>
-            <NavLink to="/queues">{t.adminNav.queues}</NavLink>
-            <NavLink to="/schedules">{t.adminNav.schedules}</NavLink>
-            <NavLink to="/triggers">{t.adminNav.triggers}</NavLink>
-          </div>
-          {isAdmin && (
-            <div role="group" aria-labelledby="nav-catalogue" className="nav-group">
-              <span id="nav-catalogue" className="nav-group-label">{t.navGroups.catalogue}</span>
-              <NavLink to="/processes">{t.adminNav.processes}</NavLink>
-              <NavLink to="/folders">{t.adminNav.folders}</NavLink>
-              <NavLink to="/asset-catalogue">{t.adminNav.assets}</NavLink>
+          {NAV_GROUPS.filter((g) => isAdmin || !g.adminOnly).map((g) => (
+            <div key={g.id} role="group" aria-labelledby={`nav-${g.id}`} className="nav-group">
+              <span id={`nav-${g.id}`} className="nav-group-label">{t.navGroups[g.label]}</span>
+              {g.links.map(([to, label]) => <NavLink key={to} to={to} end={to === '/'}>{label}</NavLink>)}
+              {g.id === 'admin' && (
+                <button type="button" className="nav-link" onClick={() => void openBoard()} disabled={boardState.opening}>
+                  {boardState.opening ? t.board.opening : t.board.open}
+                </button>
+              )}
             </div>
-          )}
-          {isAdmin && (
-            <div role="group" aria-labelledby="nav-admin" className="nav-group">
-              <span id="nav-admin" className="nav-group-label">{t.navGroups.administration}</span>
-              <NavLink to="/users">{t.adminNav.users}</NavLink>
-              <NavLink to="/api-keys">{t.adminNav.apiKeys}</NavLink>
-              <NavLink to="/webhooks">{t.adminNav.webhooks}</NavLink>
-              <NavLink to="/events">{t.adminNav.events}</NavLink>
-              <NavLink to="/audit-log">{t.adminNav.auditLog}</NavLink>
-              <button type="button" className="nav-link" onClick={() => void openBoard()} disabled={boardState.opening}>
-                {boardState.opening ? t.board.opening : t.board.open}
-              </button>
-            </div>
-          )}
+          ))}
         </nav>
         <main id="content" ref={main} tabIndex={-1}>
           <Outlet />

@@ -57,6 +57,8 @@ export function addCrudRoutes<R extends CatalogResource>(router: AppRouter, rc: 
   // operation ids from the noun: 'queue trigger' → createQueueTrigger, listWorkspaceQueueTriggers
   const oneName = spec.noun.split(' ').map((w) => w[0]!.toUpperCase() + w.slice(1)).join('');
   const many = `${oneName}${oneName.endsWith('s') ? 'es' : 's'}`;
+  // what the routes of one record share: its path, its id and the record they answer
+  const oneRecord = { path: `${base}/:id`, tags, params: IdParams, response: spec.schemas.response };
 
   if (!spec.skip?.includes('create')) {
     addRoute(router, rc, {
@@ -101,14 +103,11 @@ export function addCrudRoutes<R extends CatalogResource>(router: AppRouter, rc: 
 
   addRoute(router, rc, {
     method: 'get',
-    path: `${base}/:id`,
+    ...oneRecord,
     operationId: `get${oneName}`,
     summary: `Get a ${spec.noun}`,
     description: 'Another workspace\'s record answers 404, like a missing one.',
-    tags,
     auth: readAuth,
-    params: IdParams,
-    response: spec.schemas.response,
     errors: [404, 422],
   }, async (ctx, input) => {
     ok(ctx, await catalog.get(tenantOf(ctx), spec.resource, input.params().id));
@@ -116,15 +115,12 @@ export function addCrudRoutes<R extends CatalogResource>(router: AppRouter, rc: 
 
   addRoute(router, rc, {
     method: 'patch',
-    path: `${base}/:id`,
+    ...oneRecord,
     operationId: `update${oneName}`,
     summary: `Change a ${spec.noun}`,
     description: `Partial update: only the fields sent change (at least one). ${spec.notes?.update ?? ''}`.trim(),
-    tags,
     auth: ADMIN,
-    params: IdParams,
     body: spec.schemas.update,
-    response: spec.schemas.response,
     errors: spec.unnamed ? [404, 422] : [404, 409, 422],
   }, async (ctx, input) => {
     const { id } = input.params();
@@ -135,14 +131,11 @@ export function addCrudRoutes<R extends CatalogResource>(router: AppRouter, rc: 
 
   addRoute(router, rc, {
     method: 'delete',
-    path: `${base}/:id`,
+    ...oneRecord,
     operationId: `deactivate${oneName}`,
     summary: `Deactivate a ${spec.noun}`,
     description: `Sets \`is_active\` false and returns the record; the row and its name stay (PATCH \`is_active: true\` reactivates). ${spec.notes?.deactivate ?? ''}`.trim(),
-    tags,
     auth: ADMIN,
-    params: IdParams,
-    response: spec.schemas.response,
     errors: [404, 422],
   }, async (ctx, input) => {
     const { id } = input.params();

@@ -4,7 +4,8 @@ import { addRoute, type RouteContext } from '../../http/route';
 import { ok, paged } from '../../http/respond';
 import { ADMIN, tenantOf, userActorOf } from './crud';
 
-const TAGS = ['settings: users'];
+/** What every route here shares: its place in the reference and its audience, the workspace's admins. */
+const FOR_ADMINS = { tags: ['settings: users'], auth: ADMIN };
 
 /**
  * The workspace's people, for its admins (docs/decisions/users-and-access-tokens.md): list, add
@@ -20,8 +21,7 @@ export function userSettingsRoutes(rc: RouteContext): AppRouter {
     operationId: 'listUsers',
     summary: 'List the users of the workspace',
     description: 'Oldest first, inactive users included (`is_active` false). Never returns a password.',
-    tags: TAGS,
-    auth: ADMIN,
+    ...FOR_ADMINS,
     query: UserListQuery,
     response: UserResponse,
     paged: true,
@@ -40,8 +40,7 @@ export function userSettingsRoutes(rc: RouteContext): AppRouter {
       'Returns the user with a generated password in `one_time_password`, shown this once (only its scrypt hash is ' +
       'stored). The user signs in with it and must replace it (`POST /auth/password`) before anything else answers. ' +
       'An email already used in any workspace → 409; unknown fields, an invalid email or role → 422. Audited as `create_user`.',
-    tags: TAGS,
-    auth: ADMIN,
+    ...FOR_ADMINS,
     body: WorkspaceUserCreateBody,
     response: UserWithPasswordResponse,
     successStatus: 201,
@@ -58,8 +57,7 @@ export function userSettingsRoutes(rc: RouteContext): AppRouter {
     description:
       'Demoting the last active admin of the workspace → 409. A role taken away takes effect on the next request, and ' +
       'ends the admin-only streams the user holds. Audited as `update_user` with what changed.',
-    tags: TAGS,
-    auth: ADMIN,
+    ...FOR_ADMINS,
     params: UserIdParams,
     body: UserUpdateBody,
     response: UserResponse,
@@ -77,8 +75,7 @@ export function userSettingsRoutes(rc: RouteContext): AppRouter {
       'Sets `is_active` false and revokes every access token of the user in the same statement: their next request is ' +
       '401 and their event streams end at once. Deactivating the last active admin → 409; an inactive user answers its ' +
       'record again. Audited as `deactivate_user`.',
-    tags: TAGS,
-    auth: ADMIN,
+    ...FOR_ADMINS,
     params: UserIdParams,
     response: UserResponse,
     errors: [404, 409, 422],
