@@ -99,6 +99,21 @@ function itemRecord(item: NewQueueItem): NewQueueItem {
   return { priority: item.priority, reference: item.reference, deadline: item.deadline, postpone: item.postpone, data: item.data };
 }
 
+/** A batch's rows as the table `src`: one JSON parameter, parsed once, in their order `n`. */
+function batchSource(sql: Sql, records: object[]) {
+  return sql`src as materialized (
+      select (e.value->>'id')::uuid as id, e.n, e.value, e.value->'data' as data
+      from jsonb_array_elements(${JSON.stringify(records)}::text::jsonb) with ordinality as e(value, n))`;
+}
+
+/** What an INSERT `ins` of items brings along in the same statement: payloads, events, the queue's nudge; it answers the chosen columns. */
+function afterInsert(sql: Sql) {
+  return sql`${payloadsOfInserted(sql)},
+    ${itemAddedEventsOfInserted(sql, 'item')},
+    ${queueReadyEffectOfInserted(sql)}
+    select ${sql(CHOSEN_ON_INSERT)} from ins`;
+}
+
 /**
  * One INSERT for items of any queues: the rows travel as one JSON array (one parameter, one
  * parse whatever the count) and keep their order; ids are made here to give each caller its row.
@@ -111,9 +126,7 @@ async function insertQueueItemsBatch(sql: Sql, inputs: Array<{ queue: QueueRef; 
     ...itemRecord(item),
   }));
   const rows = await sql<ChosenOnInsert[]>`
-    with src as materialized (
-      select (e.value->>'id')::uuid as id, e.n, e.value, e.value->'data' as data
-      from jsonb_array_elements(${JSON.stringify(records)}::text::jsonb) with ordinality as e(value, n)),
+    with ${batchSource(sql, records)},
     ins as (
       insert into queue_items (id, tenant_id, queue_id, priority, reference, deadline, postpone)
       select src.id, (src.value->>'tenant_id')::uuid, (src.value->>'queue_id')::uuid, (src.value->>'priority')::int,
@@ -121,10 +134,7 @@ async function insertQueueItemsBatch(sql: Sql, inputs: Array<{ queue: QueueRef; 
       from src
       order by src.n
       returning ${sql(CHOSEN_ON_INSERT)}, tenant_id),
-    ${payloadsOfInserted(sql)},
-    ${itemAddedEventsOfInserted(sql, 'item')},
-    ${queueReadyEffectOfInserted(sql)}
-    select ${sql(CHOSEN_ON_INSERT)} from ins`;
+    ${afterInsert(sql)}`;
   // every row is inserted (the queues were checked); a missing one fails the batch (Batcher)
   return freshRows(records, inputs, rows).filter((r): r is QueueItemRow => r !== null);
 }
@@ -137,9 +147,7 @@ async function insertQueueItemsByNameBatch(sql: Sql, inputs: ByName[]): Promise<
     ...itemRecord(item),
   }));
   const rows = await sql<ChosenOnInsert[]>`
-    with src as materialized (
-      select (e.value->>'id')::uuid as id, e.n, e.value, e.value->'data' as data
-      from jsonb_array_elements(${JSON.stringify(records)}::text::jsonb) with ordinality as e(value, n)),
+    with ${batchSource(sql, records)},
     ins as (
       insert into queue_items (id, tenant_id, queue_id, priority, reference, deadline, postpone)
       select src.id, q.tenant_id, q.id, (src.value->>'priority')::int, src.value->>'reference',
@@ -148,10 +156,7 @@ async function insertQueueItemsByNameBatch(sql: Sql, inputs: ByName[]): Promise<
       join queues q on q.tenant_id = (src.value->>'tenant_id')::uuid and q.name = src.value->>'queue_name' and q.is_active
       order by src.n
       returning ${sql(CHOSEN_ON_INSERT)}, tenant_id),
-    ${payloadsOfInserted(sql)},
-    ${itemAddedEventsOfInserted(sql, 'item')},
-    ${queueReadyEffectOfInserted(sql)}
-    select ${sql(CHOSEN_ON_INSERT)} from ins`;
+    ${afterInsert(sql)}`;
   return freshRows(records, inputs, rows);
 }
 

@@ -140,18 +140,7 @@ export async function settleAndClaimItems(sql: Queryable, req: SettleAndClaim, o
     with outcome as (
       ${outcomeRowsSql(sql, req.outcomes.map((o) => ({ ...o, i: 0, jobId: req.jobId })))}
     ), settled as (
-      update queue_items qi
-         set status = o.status,
-             result = case when o.status = ${statusSql(sql, T.fail.to)} then qi.result else o.result end,
-             -- a success keeps the message of the last failure (why it was retried)
-             error_message = case when o.status = ${statusSql(sql, T.fail.to)} then o.error_message else qi.error_message end,
-             exception_type = case when o.status = ${statusSql(sql, T.fail.to)} then o.exception_type else qi.exception_type end,
-             processed_at = case when o.status = ${statusSql(sql, T.fail.to)} then qi.processed_at else now() end,
-             updated_at = now()
-        from outcome o
-       where qi.id = o.id and qi.job_id = o.job_id and qi.attempt = o.attempt
-         -- or already settled so by this very outcome: a repeat after a lost answer is accepted again
-         and (qi.status = ${statusSql(sql, T.complete.from)} or qi.status = o.status)
+      ${settleFromOutcome(sql)}
       returning qi.id, qi.status, extract(epoch from now() - qi.created_at)::float8 as age_s
     ), ${opts.floor ? sql`ready_floor as (
       select ${floorOfSql(sql, req.queueId)} as f
@@ -216,16 +205,7 @@ export async function settleAndClaimItemsBatch(sql: Queryable, reqs: readonly Se
     ), outcome as (
       ${outcomeRowsSql(sql, outcomes)}
     ), settled as (
-      update queue_items qi
-         set status = o.status,
-             result = case when o.status = ${statusSql(sql, T.fail.to)} then qi.result else o.result end,
-             error_message = case when o.status = ${statusSql(sql, T.fail.to)} then o.error_message else qi.error_message end,
-             exception_type = case when o.status = ${statusSql(sql, T.fail.to)} then o.exception_type else qi.exception_type end,
-             processed_at = case when o.status = ${statusSql(sql, T.fail.to)} then qi.processed_at else now() end,
-             updated_at = now()
-        from outcome o
-       where qi.id = o.id and qi.job_id = o.job_id and qi.attempt = o.attempt
-         and (qi.status = ${statusSql(sql, T.complete.from)} or qi.status = o.status)
+      ${settleFromOutcome(sql)}
       returning o.i, qi.id, qi.status, extract(epoch from now() - qi.created_at)::float8 as age_s
     ), live as (
       select r.* from req r
@@ -290,4 +270,24 @@ export async function settleAndClaimItemsBatch(sql: Queryable, reqs: readonly Se
 function takeLimitSql(sql: Queryable, take: number) {
   if (!Number.isInteger(take) || take < 0 || take > MAX_TAKE) throw new Error(`Illegal take ${String(take)}`);
   return sql.unsafe(String(take));
+}
+
+/**
+ * The settle of both statements: each item of `outcome` takes its status and result from it when
+ * it is still this run's and `in_progress`, or already settled so by this very outcome (a repeat
+ * after a lost answer is accepted again). A success keeps the message of the last failure (why it
+ * was retried).
+ */
+function settleFromOutcome(sql: Queryable) {
+  const failed = statusSql(sql, T.fail.to);
+  return sql`update queue_items qi
+         set status = o.status,
+             result = case when o.status = ${failed} then qi.result else o.result end,
+             error_message = case when o.status = ${failed} then o.error_message else qi.error_message end,
+             exception_type = case when o.status = ${failed} then o.exception_type else qi.exception_type end,
+             processed_at = case when o.status = ${failed} then qi.processed_at else now() end,
+             updated_at = now()
+        from outcome o
+       where qi.id = o.id and qi.job_id = o.job_id and qi.attempt = o.attempt
+         and (qi.status = ${statusSql(sql, T.complete.from)} or qi.status = o.status)`;
 }
