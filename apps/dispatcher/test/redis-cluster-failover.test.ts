@@ -69,7 +69,10 @@ it('a primary killed a third of the way through 5,000 items loses none, runs non
 
   const counts = await waitFor('every item final', async () => {
     const c = await itemStatusCounts(ctx.sql, queue.id);
-    return (c.completed ?? 0) + (c.dead_letter ?? 0) === ITEMS ? c : null;
+    if ((c.completed ?? 0) + (c.dead_letter ?? 0) === ITEMS) return c;
+    // what a timeout reports: where the items and their robots' jobs stand
+    const jobs = await ctx.sql`select status, count(*)::int as n from jobs where process_id = ${proc.id} group by status`;
+    throw new Error(JSON.stringify({ items: c, jobs: Object.fromEntries(jobs.map((j) => [j.status, j.n])) }));
   }, 2 * DRAIN_DEADLINE_MS, 100);
   const drainedMs = Date.now() - promotedAt;
   expect(counts).toEqual({ completed: ITEMS });
